@@ -1,0 +1,50 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// The Spin server package. See `README.md` for the architecture and `../shared/DESIGN.md`
+/// for the map. Dependency direction (never upward):
+/// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
+/// SpinCore ← SpinExamples ← spin-server.
+let package = Package(
+    name: "spin-server",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "SpinCore", targets: ["SpinCore"]),
+        .library(name: "SpinServer", targets: ["SpinServer"]),
+        .library(name: "SpinTesting", targets: ["SpinTesting"]),
+        .executable(name: "spin-server", targets: ["spin-server"]),
+    ],
+    targets: [
+        // System-library shims: C targets so that function-like macros of zlib and
+        // OpenSSL (deflateInit2, SSL_CTX_set_min_proto_version, ...) get real functions.
+        .target(name: "CZlib", linkerSettings: [.linkedLibrary("z")]),
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+
+        .target(name: "SpinCore"),
+        .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"]),
+        .target(name: "SpinNet", dependencies: ["COpenSSL"]),
+        .target(name: "SpinServer", dependencies: ["SpinCore", "SpinWire", "SpinNet"]),
+        .target(name: "SpinExamples", dependencies: ["SpinCore"]),
+        .target(name: "SpinTesting", dependencies: ["SpinCore"]),
+        .executableTarget(name: "spin-server", dependencies: ["SpinServer", "SpinExamples"]),
+
+        // Benchmarks: release-mode executables (`swift run -c release <name>`), each
+        // measuring our code beside a peer in the same run. Not timed tests.
+        .executableTarget(name: "spin-core-benchmark", dependencies: ["SpinCore"],
+                          path: "Benchmarks/SpinCoreBenchmark"),
+        .executableTarget(name: "spin-http-benchmark", dependencies: ["SpinWire"],
+                          path: "Benchmarks/SpinHTTPBenchmark"),
+        .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire"],
+                          path: "Benchmarks/SpinWebSocketBenchmark"),
+        .executableTarget(name: "spin-net-benchmark", dependencies: ["SpinNet"],
+                          path: "Benchmarks/SpinNetBenchmark"),
+
+        .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
+        .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"]),
+        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
+        .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples"]),
+        .testTarget(name: "SpinExamplesTests", dependencies: ["SpinExamples", "SpinTesting"]),
+        .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// The header-only shims live in include/COpenSSL.h; this file keeps the target a C target.

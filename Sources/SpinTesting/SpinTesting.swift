@@ -1,0 +1,2 @@
+/// SpinTesting: see DESIGN.md §1 for what this module owns.
+package enum SpinTestingModule {}

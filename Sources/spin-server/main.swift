@@ -1,0 +1,3 @@
+import SpinServer
+import SpinExamples
+print("spin-server: not written yet")
