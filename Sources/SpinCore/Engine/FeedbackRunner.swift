@@ -1,0 +1,51 @@
+import Dispatch
+
+/// What a running feedback needs from whoever drives it: a `SpinLoop`, or the
+/// deterministic tester of SpinTesting.
+package struct FeedbackHost<Event: Sendable>: Sendable {
+    /// Hands an event produced by a feedback to the driver, which applies it after every
+    /// event it already has.
+    package let submit: @Sendable (Event) -> Void
+    /// When true, executors given with `.execute(on:)` are ignored and synchronous
+    /// effects run inline, so that a test is deterministic.
+    package let runsInline: Bool
+    /// The label of the loop (a hosted Spin's name), given to Gears as the source.
+    package let label: String?
+
+    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event) -> Void) {
+        self.label = label
+        self.runsInline = runsInline
+        self.submit = submit
+    }
+}
+
+/// Everything a feedback is instantiated with when a loop starts.
+package struct FeedbackContext<Event: Sendable>: Sendable {
+    package let host: FeedbackHost<Event>
+    /// The feedback's index in its loop.
+    package let index: Int
+    /// The queue given with `.execute(on:)`, if any.
+    package let executor: DispatchQueue?
+
+    package init(host: FeedbackHost<Event>, index: Int, executor: DispatchQueue?) {
+        self.host = host
+        self.index = index
+        self.executor = executor
+    }
+}
+
+/// A feedback of a running loop.
+///
+/// `start` and `receive` are called on the loop's executor only, `start` first; `stop`
+/// may be called from any thread and is idempotent; after it, `receive` starts nothing.
+package protocol FeedbackRunner<State>: AnyObject, Sendable {
+    associatedtype State: Sendable
+    /// Called once before the loop delivers its first state: attach to Gears, open streams.
+    func start()
+    /// A new state of the loop (the initial one first).
+    func receive(_ state: State)
+    /// Cancels every effect and detaches from everything.
+    func stop()
+    /// Effects started and not yet finished (async and stream forms).
+    var runningEffects: Int { get }
+}

@@ -1,0 +1,70 @@
+import Dispatch
+import Synchronization
+
+/// A feedback that catches events from a Gear and turns them into events of its loop.
+/// It attaches in `start`, before the loop's first state, so nothing is lost.
+final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendable>: FeedbackRunner {
+    private let gear: Gear<GearEvent>
+    private let transform: @Sendable (GearEvent) -> Event?
+    private let context: FeedbackContext<Event>
+    private let subscription = Mutex<SpinSubscription?>(nil)
+
+    init(gear: Gear<GearEvent>, transform: @escaping @Sendable (GearEvent) -> Event?, context: FeedbackContext<Event>) {
+        self.gear = gear
+        self.transform = transform
+        self.context = context
+    }
+
+    func start() {
+        let transform = self.transform
+        let submit = context.host.submit
+        let token = gear.observe { delivery in
+            if let event = transform(delivery.event) { submit(event) }
+        }
+        subscription.withLock { $0 = token }
+    }
+
+    func receive(_ state: State) {}
+
+    func stop() {
+        subscription.withLock { token in
+            token?.cancel()
+            token = nil
+        }
+    }
+
+    var runningEffects: Int { 0 }
+}
+
+/// A feedback that pushes an event into a Gear for the states that call for one.
+///
+final class GearPropagateRunner<State: Sendable, Event: Sendable, GearEvent: Sendable>: FeedbackRunner {
+    private let gear: Gear<GearEvent>
+    private let transform: @Sendable (State) -> GearEvent?
+    private let context: FeedbackContext<Event>
+
+    init(gear: Gear<GearEvent>, transform: @escaping @Sendable (State) -> GearEvent?, context: FeedbackContext<Event>) {
+        self.gear = gear
+        self.transform = transform
+        self.context = context
+    }
+
+    func start() {}
+
+    func receive(_ state: State) {
+        let gear = self.gear
+        let transform = self.transform
+        let label = context.host.label
+        if let queue = context.executor, !context.host.runsInline {
+            queue.async {
+                if let event = transform(state) { gear.propagate(event, from: label) }
+            }
+        } else if let event = transform(state) {
+            gear.propagate(event, from: label)
+        }
+    }
+
+    func stop() {}
+
+    var runningEffects: Int { 0 }
+}

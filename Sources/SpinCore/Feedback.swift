@@ -1,0 +1,27 @@
+import Dispatch
+
+/// A feedback: the only place of a Spin where side effects happen. It reads the states
+/// of its loop and produces events for it.
+///
+/// Build one from an effect in any of the forms of `Feedback+Effects.swift`, attach it
+/// to a Gear (`Feedback+Gear.swift`), or inject dependencies
+/// (`Feedback+Dependencies.swift`). `.execute(on:)` picks the queue its effect runs on.
+public struct Feedback<State: Sendable, Event: Sendable>: Sendable {
+    /// Makes the running instance of this feedback when a loop starts.
+    package let makeRunner: @Sendable (FeedbackContext<Event>) -> any FeedbackRunner<State>
+    /// The queue given with `.execute(on:)`; nil runs the effect where the loop runs it
+    /// (synchronous effects on the loop's executor, async ones on the global executor).
+    package let executor: DispatchQueue?
+
+    package init(executor: DispatchQueue? = nil,
+                 makeRunner: @escaping @Sendable (FeedbackContext<Event>) -> any FeedbackRunner<State>) {
+        self.executor = executor
+        self.makeRunner = makeRunner
+    }
+
+    /// The same feedback with its effect executed on `queue` (a serial queue keeps the
+    /// effect's events in order).
+    public func execute(on queue: DispatchQueue) -> Feedback {
+        Feedback(executor: queue, makeRunner: makeRunner)
+    }
+}

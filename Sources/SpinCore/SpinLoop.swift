@@ -1,0 +1,274 @@
+import Dispatch
+import Synchronization
+
+/// A running Spin: made by `Spin.start()` (or `makeLoop()` then `start()`), it runs
+/// until `stop()`.
+///
+/// Events reach the loop through `emit` (from any thread), through its feedbacks and
+/// through Gears; they are applied one at a time, in the order they arrive, by the
+/// reducer on the loop's executor (a serial `DispatchQueue`). After each event every
+/// observer sees the `Transition` (a journal writes it there), then `state` and every
+/// `states` sequence get the new state, then every feedback does.
+///
+/// A running loop keeps itself alive (as a started subscription does); `stop()` cancels
+/// every effect, finishes every `states` sequence, detaches from Gears and drops every
+/// reference the loop's machinery holds to it, so a stopped loop is deallocated once
+/// its last user lets go.
+public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
+    private enum Phase { case prepared, running, stopped }
+
+    private struct Pending: Sendable {
+        var event: Event
+        var onApplied: (@Sendable (Transition<State, Event>?) -> Void)?
+    }
+
+    /// Everything shared between `emit`/`state`/`states`/`stop` callers and the executor.
+    private struct Shared: ~Copyable {
+        var phase: Phase = .prepared
+        var pending: [Pending] = []
+        /// True while a drain is scheduled or running (and while prepared), so that
+        /// `emit` schedules at most one drain at a time.
+        var draining = true
+        var state: State
+        var sequence: UInt64
+        var nextID: UInt64 = 0
+        var subscribers: [UInt64: AsyncStream<State>.Continuation] = [:]
+        var observers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
+    }
+
+    /// The loop's executor: the reducer, observers and feedback delivery run here.
+    public let queue: DispatchQueue
+    /// The name the loop was made with (a hosted Spin's name), given to Gears as source.
+    public let label: String?
+
+    private let shared: Mutex<Shared>
+    private let reducer: Reducer<State, Event>
+    private let runners: [any FeedbackRunner<State>]
+    private let relay: Relay<State, Event>
+    /// The state as the executor last made it; only touched on `queue`.
+    nonisolated(unsafe) private var current: State
+    nonisolated(unsafe) private var currentSequence: UInt64
+
+    init(spin: Spin<State, Event>, label: String?, sequence: UInt64) {
+        self.queue = spin.executor ?? DispatchQueue(label: "spin.loop.\(label ?? String(describing: State.self))")
+        self.label = label
+        self.reducer = spin.reducer
+        self.current = spin.initialState
+        self.currentSequence = sequence
+        self.shared = Mutex(Shared(state: spin.initialState, sequence: sequence))
+        let relay = Relay<State, Event>()
+        self.relay = relay
+        let host = FeedbackHost<Event>(label: label, runsInline: false) { event in
+            relay.loop?.enqueue(Pending(event: event, onApplied: nil))
+        }
+        self.runners = spin.feedbacks.enumerated().map { index, feedback in
+            feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
+        }
+        relay.loop = self
+        // Gear subscriptions and raw streams open before any state is delivered.
+        for runner in runners { runner.start() }
+    }
+
+    // MARK: Running
+
+    /// Delivers the initial state to the feedbacks and starts applying events (those
+    /// emitted since `makeLoop()` first). Does nothing if already started or stopped.
+    public func start() {
+        let starts = shared.withLock { shared -> Bool in
+            guard shared.phase == .prepared else { return false }
+            shared.phase = .running
+            return true
+        }
+        guard starts else { return }
+        queue.async { [self] in
+            for runner in runners { runner.receive(current) }
+            drain()
+        }
+    }
+
+    /// Sends an event into the loop. It is applied after every event that reached the
+    /// loop before it. Ignored once the loop is stopped.
+    public func emit(_ event: Event) {
+        enqueue(Pending(event: event, onApplied: nil))
+    }
+
+    /// Sends events into the loop as one batch: they are applied in order, one after the
+    /// other, or not at all.
+    ///
+    /// - Parameters:
+    ///   - limit: the batch is refused (nothing is enqueued) when the events waiting to
+    ///     be applied plus this batch would exceed it. A host uses it to bound inboxes.
+    ///   - onApplied: called on the loop's executor with the transition of the last
+    ///     event once it is applied, or with nil if the loop stopped before.
+    /// - Returns: false when the batch was refused (full inbox, empty batch or stopped loop).
+    @discardableResult
+    public func emit(
+        contentsOf events: [Event],
+        limit: Int = .max,
+        onApplied: (@Sendable (Transition<State, Event>?) -> Void)? = nil
+    ) -> Bool {
+        guard !events.isEmpty else { return false }
+        let schedule = shared.withLock { shared -> Bool? in
+            guard shared.phase != .stopped,
+                  shared.pending.count <= limit - events.count else { return nil }
+            for (offset, event) in events.enumerated() {
+                let last = offset == events.count - 1
+                shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil))
+            }
+            defer { shared.draining = true }
+            return !shared.draining
+        }
+        guard let schedule else { return false }
+        if schedule { queue.async { [self] in drain() } }
+        return true
+    }
+
+    /// Stops the loop: cancels every effect, finishes every `states` sequence, detaches
+    /// from Gears and drops pending events (their `onApplied` get nil). Idempotent; may
+    /// be called from any thread, the loop's executor included.
+    public func stop() {
+        let (subscribers, dropped) = shared.withLock { shared -> ([AsyncStream<State>.Continuation], [Pending]) in
+            guard shared.phase != .stopped else { return ([], []) }
+            shared.phase = .stopped
+            defer {
+                shared.subscribers = [:]
+                shared.pending = []
+                shared.observers = []
+            }
+            return (Array(shared.subscribers.values), shared.pending)
+        }
+        relay.loop = nil
+        for runner in runners { runner.stop() }
+        for subscriber in subscribers { subscriber.finish() }
+        for pending in dropped { pending.onApplied?(nil) }
+    }
+
+    // MARK: Reading
+
+    /// The current state: the initial one, or the last one the reducer made.
+    public var state: State {
+        shared.withLock { $0.state }
+    }
+
+    /// The number of events applied (plus the sequence the loop was made at).
+    public var sequence: UInt64 {
+        shared.withLock { $0.sequence }
+    }
+
+    /// The state together with its sequence, read at once.
+    public var snapshot: (sequence: UInt64, state: State) {
+        shared.withLock { ($0.sequence, $0.state) }
+    }
+
+    /// Events emitted and not yet applied.
+    public var pendingEvents: Int {
+        shared.withLock { $0.pending.count }
+    }
+
+    public var isStopped: Bool {
+        shared.withLock { $0.phase == .stopped }
+    }
+
+    /// The current state first, then every new state, until the loop stops (a stopped
+    /// loop's sequence gives its last state and ends). Each call makes a new,
+    /// independent sequence with an unbounded buffer: iterate it, or drop it.
+    public var states: AsyncStream<State> {
+        let (stream, continuation) = AsyncStream.makeStream(of: State.self)
+        let id = shared.withLock { shared -> UInt64? in
+            continuation.yield(shared.state)
+            guard shared.phase != .stopped else { return nil }
+            shared.nextID += 1
+            shared.subscribers[shared.nextID] = continuation
+            return shared.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.shared.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Calls `handler` on the loop's executor for every event applied from now on, in
+    /// order, before `state`, `states` and the feedbacks see the new state. The handler must
+    /// not block: the loop waits for it. Cancel the observation to detach.
+    public func observe(_ handler: @escaping @Sendable (Transition<State, Event>) -> Void) -> SpinSubscription {
+        let id = shared.withLock { shared -> UInt64 in
+            shared.nextID += 1
+            shared.observers.append((shared.nextID, handler))
+            return shared.nextID
+        }
+        return SpinSubscription { [weak self] in
+            self?.shared.withLock { $0.observers.removeAll { $0.id == id } }
+        }
+    }
+
+    // MARK: Executor side
+
+    private func enqueue(_ pending: Pending) {
+        let schedule = shared.withLock { shared -> Bool? in
+            guard shared.phase != .stopped else { return nil }
+            shared.pending.append(pending)
+            defer { shared.draining = true }
+            return !shared.draining
+        }
+        switch schedule {
+        case nil: pending.onApplied?(nil)
+        case true?: queue.async { [self] in drain() }
+        case false?: break
+        }
+    }
+
+    /// Applies every pending event, including those added while it runs. On `queue`.
+    private func drain() {
+        var batch: [Pending] = []
+        while true {
+            shared.withLock { shared in
+                if shared.phase == .stopped || shared.pending.isEmpty {
+                    shared.draining = false
+                } else {
+                    swap(&batch, &shared.pending)
+                }
+            }
+            if batch.isEmpty { return }
+            for pending in batch { apply(pending) }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+
+    private func apply(_ pending: Pending) {
+        let next = reducer.reduce(current, pending.event)
+        let sequence = currentSequence + 1
+        let observers = shared.withLock { shared in
+            shared.phase == .stopped ? nil : shared.observers
+        }
+        guard let observers else {
+            pending.onApplied?(nil)
+            return
+        }
+        current = next
+        currentSequence = sequence
+        let transition = Transition(event: pending.event, state: next, sequence: sequence)
+        for observer in observers { observer.handler(transition) }
+        shared.withLock { shared in
+            shared.state = next
+            shared.sequence = sequence
+            for subscriber in shared.subscribers.values { subscriber.yield(next) }
+        }
+        pending.onApplied?(transition)
+        for runner in runners { runner.receive(next) }
+    }
+}
+
+/// Holds a loop for its feedbacks until the loop stops: effects reach the loop through
+/// it, so a stopped loop is not kept alive by an effect still finishing.
+private final class Relay<State: Sendable, Event: Sendable>: Sendable {
+    private let target = Mutex<SpinLoop<State, Event>?>(nil)
+
+    var loop: SpinLoop<State, Event>? {
+        get { target.withLock { $0 } }
+        set { target.withLock { $0 = newValue } }
+    }
+}

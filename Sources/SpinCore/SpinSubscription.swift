@@ -1,0 +1,19 @@
+import Synchronization
+
+/// Detaches something attached to a Gear or a loop (an observer, a Gear handler).
+/// Cancelling twice is harmless.
+public final class SpinSubscription: Sendable {
+    private let onCancel: Mutex<(@Sendable () -> Void)?>
+
+    init(_ onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = Mutex(onCancel)
+    }
+
+    public func cancel() {
+        let action = onCancel.withLock { action in
+            defer { action = nil }
+            return action
+        }
+        action?()
+    }
+}

@@ -1,0 +1,205 @@
+import SpinCore
+
+/// The mediator example of Spin.Swift's README: Spin `feature` loads data from a backend
+/// and, when the backend answers unauthorized, pushes `authorizationIssueHappened` into
+/// Gear `auth`; Spin `router` catches it, emits `checkAuthorization` and routes to
+/// `home` or `login` depending on what the session service says.
+public struct AuthRouting: Sendable {
+    /// The events Gear `auth` carries. JSON: `{"type":"authorizationIssueHappened"}`.
+    public enum GearEvent: Codable, Equatable, Sendable {
+        case authorizationIssueHappened
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: TypeTagKey.self)
+            _ = try container.decodeTag(of: "auth gear event", known: ["authorizationIssueHappened"])
+            self = .authorizationIssueHappened
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: TypeTagKey.self)
+            try container.encode("authorizationIssueHappened", forKey: .type)
+        }
+    }
+
+    public let gear: Gear<GearEvent>
+    public let session: SessionService
+    public let feature: Spin<Feature.State, Feature.Event>
+    public let router: Spin<Router.State, Router.Event>
+
+    /// Wires both Spins to one Gear and one session service.
+    public init(session: SessionService = SessionService(), gear: Gear<GearEvent> = Gear()) {
+        self.gear = gear
+        self.session = session
+        self.feature = Feature.spin(session: session, gear: gear)
+        self.router = Router.spin(session: session, gear: gear)
+    }
+}
+
+/// The `feature` Spin: `load` → `loading`, a feedback asks the backend, which answers
+/// `loaded` while the session is valid and `unauthorizedResponse` otherwise; in
+/// `unauthorized` it propagates `authorizationIssueHappened` on Gear `auth`.
+public enum Feature {
+    public enum Status: String, Codable, Equatable, Sendable {
+        case idle, loading, loaded, unauthorized
+    }
+
+    /// State JSON: `{"status":s,"items":n}`.
+    public struct State: Codable, Equatable, Sendable {
+        public var status: Status
+        public var items: Int
+
+        public init(status: Status, items: Int) {
+            self.status = status
+            self.items = items
+        }
+
+        public static let initial = State(status: .idle, items: 0)
+    }
+
+    /// Event JSON: `{"type":"load"}`, `{"type":"loaded","items":n}`,
+    /// `{"type":"unauthorizedResponse"}`.
+    public enum Event: Codable, Equatable, Sendable {
+        case load
+        case loaded(items: Int)
+        case unauthorizedResponse
+
+        private enum Keys: String, CodingKey { case type, items }
+        static let types = ["load", "loaded", "unauthorizedResponse"]
+
+        public init(from decoder: any Decoder) throws {
+            switch try decoder.container(keyedBy: TypeTagKey.self).decodeTag(of: "feature event", known: Self.types) {
+            case "load": self = .load
+            case "loaded": self = .loaded(items: try decoder.container(keyedBy: Keys.self).decode(Int.self, forKey: .items))
+            default: self = .unauthorizedResponse
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            switch self {
+            case .load: try container.encode("load", forKey: .type)
+            case .loaded(let items):
+                try container.encode("loaded", forKey: .type)
+                try container.encode(items, forKey: .items)
+            case .unauthorizedResponse: try container.encode("unauthorizedResponse", forKey: .type)
+            }
+        }
+    }
+
+    public static func reduce(state: State, event: Event) -> State {
+        switch event {
+        case .load: State(status: .loading, items: state.items)
+        case .loaded(let items): State(status: .loaded, items: items)
+        case .unauthorizedResponse: State(status: .unauthorized, items: 0)
+        }
+    }
+
+    /// The backend call, made while loading.
+    public static func load(session: SessionService, state: State) async -> Event? {
+        guard state.status == .loading else { return nil }
+        if let items = await session.fetchItems() {
+            return .loaded(items: items)
+        }
+        return .unauthorizedResponse
+    }
+
+    public static func spin(session: SessionService, gear: Gear<AuthRouting.GearEvent>,
+                            initialState: State = .initial) -> Spin<State, Event> {
+        Spin(initialState: initialState) {
+            Feedback(effect: load, dep1: session)
+            Feedback(attachedTo: gear, propagating: { (state: State) -> AuthRouting.GearEvent? in
+                state.status == .unauthorized ? .authorizationIssueHappened : nil
+            })
+            Reducer(reduce)
+        }
+    }
+}
+
+/// The `router` Spin: starts `launching` and checks at once; `checkAuthorization` →
+/// `checkingAuthorization` (one more check), and a feedback asks the session service →
+/// `home` or `login`; `logout` ends the session (→ `login`), `login` starts one
+/// (→ `home`); catches `authorizationIssueHappened` on Gear `auth` and emits
+/// `checkAuthorization`.
+public enum Router {
+    public enum Route: String, Codable, Equatable, Sendable {
+        case launching, checkingAuthorization, home, login
+    }
+
+    /// State JSON: `{"route":r,"authorizationChecks":n}`.
+    public struct State: Codable, Equatable, Sendable {
+        public var route: Route
+        public var authorizationChecks: Int
+
+        public init(route: Route, authorizationChecks: Int) {
+            self.route = route
+            self.authorizationChecks = authorizationChecks
+        }
+
+        public static let initial = State(route: .launching, authorizationChecks: 0)
+    }
+
+    /// Event JSON: `{"type":"checkAuthorization"}`, `authorized`, `unauthorized`,
+    /// `login`, `logout`.
+    public enum Event: String, Codable, Equatable, Sendable {
+        case checkAuthorization, authorized, unauthorized, login, logout
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: TypeTagKey.self)
+            let tag = try container.decodeTag(of: "router event", known: Self.allNames)
+            self = Event(rawValue: tag)!
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: TypeTagKey.self)
+            try container.encode(rawValue, forKey: .type)
+        }
+
+        static let allNames = ["checkAuthorization", "authorized", "unauthorized", "login", "logout"]
+    }
+
+    public static func reduce(state: State, event: Event) -> State {
+        switch event {
+        case .checkAuthorization:
+            State(route: .checkingAuthorization, authorizationChecks: state.authorizationChecks + 1)
+        case .authorized, .login:
+            State(route: .home, authorizationChecks: state.authorizationChecks)
+        case .unauthorized, .logout:
+            State(route: .login, authorizationChecks: state.authorizationChecks)
+        }
+    }
+
+    /// Checks at launch.
+    public static func launch(state: State) -> Event? {
+        state.route == .launching ? .checkAuthorization : nil
+    }
+
+    /// Asks the session service while checking.
+    public static func check(session: SessionService, state: State) async -> Event? {
+        guard state.route == .checkingAuthorization else { return nil }
+        return await session.checkAuthorization() ? .authorized : .unauthorized
+    }
+
+    /// Keeps the session in line with the route: `home` has a session, `login` has none
+    /// (this is where `login` and `logout` reach the session service).
+    public static func syncSession(session: SessionService, route: Route) -> Event? {
+        switch route {
+        case .home: if !session.isValid { session.start() }
+        case .login: if session.isValid { session.end() }
+        case .launching, .checkingAuthorization: break
+        }
+        return nil
+    }
+
+    public static func spin(session: SessionService, gear: Gear<AuthRouting.GearEvent>,
+                            initialState: State = .initial) -> Spin<State, Event> {
+        Spin(initialState: initialState) {
+            Feedback(effect: launch)
+            Feedback(effect: check, dep1: session)
+            Feedback(effect: { (route: Route) -> Event? in syncSession(session: session, route: route) },
+                     lensingOn: \State.route)
+            Feedback(attachedTo: gear, catching: AuthRouting.GearEvent.authorizationIssueHappened,
+                     emitting: Event.checkAuthorization)
+            Reducer(reduce)
+        }
+    }
+}

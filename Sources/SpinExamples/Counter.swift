@@ -1,0 +1,83 @@
+import SpinCore
+
+/// The counter of Spin.Swift's README: a feedback asks to increase while
+/// `0 <= value < 10`, so a started counter counts to 10 and stops.
+public enum Counter {
+    /// State JSON: `{"value":n}`.
+    public struct State: Codable, Equatable, Sendable {
+        public var value: Int
+
+        public init(value: Int) { self.value = value }
+    }
+
+    /// Event JSON: `{"type":"increase"}`, `{"type":"decrease"}`, `{"type":"reset"}`.
+    public enum Event: Codable, Equatable, Sendable {
+        case increase
+        case decrease
+        /// Sets the value to 0, so that the counter counts again.
+        case reset
+
+        static let types = ["increase", "decrease", "reset"]
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: TypeTagKey.self)
+            switch try container.decodeTag(of: "counter event", known: Self.types) {
+            case "increase": self = .increase
+            case "decrease": self = .decrease
+            default: self = .reset
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: TypeTagKey.self)
+            switch self {
+            case .increase: try container.encode("increase", forKey: .type)
+            case .decrease: try container.encode("decrease", forKey: .type)
+            case .reset: try container.encode("reset", forKey: .type)
+            }
+        }
+    }
+
+    public static func reduce(state: State, event: Event) -> State {
+        switch event {
+        case .increase: State(value: state.value + 1)
+        case .decrease: State(value: state.value - 1)
+        case .reset: State(value: 0)
+        }
+    }
+
+    /// The regulation: ask to increase while `0 <= value < 10`.
+    public static func countUp(state: State) -> Event? {
+        (0..<10).contains(state.value) ? .increase : nil
+    }
+
+    /// The same regulation, one step per `tick` of `clock` (a dashboard can watch it count).
+    public static func countUp(clock: any Clock<Duration>, tick: Duration, state: State) async -> Event? {
+        guard (0..<10).contains(state.value) else { return nil }
+        do {
+            try await clock.sleep(for: tick)
+        } catch {
+            return nil
+        }
+        return .increase
+    }
+
+    /// The counter Spin, starting at 0.
+    /// - Parameters:
+    ///   - tick: the pause before each step; zero counts at once.
+    ///   - clock: the clock the pause is measured on (a test passes a manual clock).
+    public static func spin(
+        initialState: State = State(value: 0),
+        tick: Duration = .zero,
+        clock: any Clock<Duration> = ContinuousClock()
+    ) -> Spin<State, Event> {
+        Spin(initialState: initialState) {
+            if tick == .zero {
+                Feedback(effect: countUp)
+            } else {
+                Feedback(effect: countUp, dep1: clock, dep2: tick)
+            }
+            Reducer(reduce)
+        }
+    }
+}

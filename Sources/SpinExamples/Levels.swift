@@ -1,0 +1,103 @@
+import SpinCore
+
+/// The levels of Spin.Swift's README: a left and a right level (10 and 20 at start) that
+/// two feedbacks make converge to the same value.
+public enum Levels {
+    /// State JSON: `{"left":l,"right":r}`.
+    public struct State: Codable, Equatable, Sendable {
+        public var left: Int
+        public var right: Int
+
+        public init(left: Int, right: Int) {
+            self.left = left
+            self.right = right
+        }
+    }
+
+    /// Event JSON: `{"type":"increaseLeft"}` ... and `{"type":"set","left":l,"right":r}`.
+    public enum Event: Codable, Equatable, Sendable {
+        case increaseLeft
+        case decreaseLeft
+        case increaseRight
+        case decreaseRight
+        /// Starts again from new values.
+        case set(left: Int, right: Int)
+
+        private enum Keys: String, CodingKey { case type, left, right }
+        static let types = ["increaseLeft", "decreaseLeft", "increaseRight", "decreaseRight", "set"]
+
+        public init(from decoder: any Decoder) throws {
+            let tag = try decoder.container(keyedBy: TypeTagKey.self).decodeTag(of: "levels event", known: Self.types)
+            switch tag {
+            case "increaseLeft": self = .increaseLeft
+            case "decreaseLeft": self = .decreaseLeft
+            case "increaseRight": self = .increaseRight
+            case "decreaseRight": self = .decreaseRight
+            default:
+                let container = try decoder.container(keyedBy: Keys.self)
+                self = .set(left: try container.decode(Int.self, forKey: .left),
+                            right: try container.decode(Int.self, forKey: .right))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            switch self {
+            case .increaseLeft: try container.encode("increaseLeft", forKey: .type)
+            case .decreaseLeft: try container.encode("decreaseLeft", forKey: .type)
+            case .increaseRight: try container.encode("increaseRight", forKey: .type)
+            case .decreaseRight: try container.encode("decreaseRight", forKey: .type)
+            case .set(let left, let right):
+                try container.encode("set", forKey: .type)
+                try container.encode(left, forKey: .left)
+                try container.encode(right, forKey: .right)
+            }
+        }
+    }
+
+    /// Moves one level by one step; converged levels stay put (the stop condition), but
+    /// `set` always applies.
+    public static func reduce(state: State, event: Event) -> State {
+        if case .set(let left, let right) = event { return State(left: left, right: right) }
+        guard state.left != state.right else { return state }
+        switch event {
+        case .increaseLeft: return State(left: state.left + 1, right: state.right)
+        case .decreaseLeft: return State(left: state.left - 1, right: state.right)
+        case .increaseRight: return State(left: state.left, right: state.right + 1)
+        case .decreaseRight: return State(left: state.left, right: state.right - 1)
+        case .set: return state
+        }
+    }
+
+    /// Regulates the left level toward the right one.
+    public static func leftEffect(state: State) -> Event? {
+        guard state.left != state.right else { return nil }
+        return state.left < state.right ? .increaseLeft : .decreaseLeft
+    }
+
+    /// Regulates the right level toward the left one.
+    public static func rightEffect(state: State) -> Event? {
+        guard state.left != state.right else { return nil }
+        return state.right < state.left ? .increaseRight : .decreaseRight
+    }
+
+    public static let initialState = State(left: 10, right: 20)
+
+    /// The declarative (DSL) form.
+    public static func spin(initialState: State = initialState) -> Spin<State, Event> {
+        Spin(initialState: initialState) {
+            Feedback(effect: leftEffect)
+            Feedback(effect: rightEffect)
+            Reducer(reduce)
+        }
+    }
+
+    /// The builder form: the same Spin.
+    public static func builderSpin(initialState: State = initialState) -> Spin<State, Event> {
+        Spinner
+            .initialState(initialState)
+            .feedback(Feedback(effect: leftEffect))
+            .feedback(Feedback(effect: rightEffect))
+            .reducer(Reducer(reduce))
+    }
+}

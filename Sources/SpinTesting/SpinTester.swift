@@ -1,0 +1,170 @@
+import SpinCore
+import Synchronization
+import Testing
+
+/// Drives a Spin step by step and asserts every state and every event, in the manner of
+/// TCA's `TestStore`.
+///
+/// - `send(_:_:)` applies an event as a client would emit it; the closure states how the
+///   state changes (no closure: the state must not change).
+/// - `receive(_:_:)` asserts the next event a feedback (or a Gear) produced, then applies it.
+/// - `finish()` fails if a produced event was not received or an effect is still running.
+///
+/// Feedbacks run inline (executors from `.execute(on:)` are ignored) and async effects
+/// run as tasks; effects that wait should sleep on an injected `ManualClock`, which the
+/// test advances. Nothing in a passing test sleeps: `receive` waits for an effect's
+/// event only as long as it takes to arrive, and `timeout` only bounds a failing test.
+///
+/// Semantics match `SpinLoop`: an event an effect produces after a newer state cancelled
+/// it is dropped, not received.
+public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equatable> {
+    /// The state as the reducer made it from every event sent or received.
+    public private(set) var state: State
+    /// Events applied so far.
+    public private(set) var sequence: UInt64 = 0
+
+    private let reducer: Reducer<State, Event>
+    private let runners: [any FeedbackRunner<State>]
+    /// Events produced by effects and Gears, not received yet (a class: effects append from
+    /// their tasks, so the storage outlives `init`'s borrow of `self`).
+    private let inbox = ProducedEvents<Event>()
+    private let timeout: Duration
+    private var finished = false
+
+    /// Starts the Spin's feedbacks (Gear subscriptions first) and gives them the initial
+    /// state.
+    /// - Parameter timeout: how long `receive` and `finish` wait for effects before they
+    ///   fail; only a failing test ever waits that long.
+    public init(_ spin: Spin<State, Event>, label: String? = nil, timeout: Duration = .seconds(2)) {
+        self.state = spin.initialState
+        self.reducer = spin.reducer
+        self.timeout = timeout
+        let inbox = self.inbox
+        let host = FeedbackHost<Event>(label: label, runsInline: true) { event in
+            inbox.items.withLock { $0.append(event) }
+        }
+        self.runners = spin.feedbacks.enumerated().map { index, feedback in
+            feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
+        }
+        for runner in runners { runner.start() }
+        for runner in runners { runner.receive(state) }
+    }
+
+    deinit {
+        for runner in runners { runner.stop() }
+    }
+
+    /// Applies `event` as if a client emitted it and asserts the new state.
+    public func send(
+        _ event: Event,
+        _ update: ((inout State) throws -> Void)? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        let waiting = inbox.items.withLock { $0.count }
+        if waiting > 0 {
+            Issue.record("Must receive \(waiting) produced event(s) before sending \(event): \(pendingDescription())",
+                         sourceLocation: sourceLocation)
+        }
+        apply(event, update, sourceLocation: sourceLocation)
+    }
+
+    /// Waits for the next event a feedback or Gear produced, asserts it equals `expected`,
+    /// applies it and asserts the new state.
+    public func receive(
+        _ expected: Event,
+        _ update: ((inout State) throws -> Void)? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        guard let next = await nextProduced() else {
+            Issue.record("Expected to receive \(expected), but no event was produced within \(timeout)",
+                         sourceLocation: sourceLocation)
+            return
+        }
+        if next != expected {
+            Issue.record("Received an unexpected event:\n  expected: \(expected)\n  received: \(next)",
+                         sourceLocation: sourceLocation)
+        }
+        apply(next, update, sourceLocation: sourceLocation)
+    }
+
+    /// Asserts that nothing is left: every produced event was received and no effect is
+    /// still running. Stops the feedbacks.
+    public func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
+        guard !finished else { return }
+        finished = true
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var yields = 0
+        while runningEffects > 0 && clock.now < deadline {
+            await Task.yield()
+            yields += 1
+            if yields % 100 == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+        }
+                let left = inbox.items.withLock { $0.count }
+        if left > 0 {
+            Issue.record("\(left) produced event(s) were not received: \(pendingDescription())",
+                         sourceLocation: sourceLocation)
+        }
+        let running = runningEffects
+        if running > 0 {
+            Issue.record("\(running) effect(s) are still running at the end of the test",
+                         sourceLocation: sourceLocation)
+        }
+        for runner in runners { runner.stop() }
+    }
+
+    /// Drops every produced event not received yet (for tests that assert only a part).
+    public func skipReceivedEvents() {
+        inbox.items.withLock { $0.removeAll() }
+    }
+
+    /// Effects started and not finished (async and stream forms).
+    public var runningEffects: Int {
+        runners.reduce(0) { $0 + $1.runningEffects }
+    }
+
+    // MARK: -
+
+    private func apply(_ event: Event, _ update: ((inout State) throws -> Void)?, sourceLocation: SourceLocation) {
+        let next = reducer.reduce(state, event)
+        var expected = state
+        do {
+            try update?(&expected)
+        } catch {
+            Issue.record("The state update of \(event) threw \(error)", sourceLocation: sourceLocation)
+        }
+        if expected != next {
+            Issue.record("""
+                State after \(event) is not the expected one:
+                  expected: \(expected)
+                    actual: \(next)
+                """, sourceLocation: sourceLocation)
+        }
+        state = next
+        sequence += 1
+        for runner in runners { runner.receive(next) }
+    }
+
+    private func nextProduced() async -> Event? {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        var yields = 0
+        while true {
+                        if let next = inbox.items.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                return next
+            }
+            if clock.now >= deadline { return nil }
+            await Task.yield()
+            yields += 1
+            if yields % 100 == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+        }
+    }
+
+    private func pendingDescription() -> String {
+        inbox.items.withLock { $0.map { "\($0)" }.joined(separator: ", ") }
+    }
+}
+
+private final class ProducedEvents<Event: Sendable>: Sendable {
+    let items = Mutex<[Event]>([])
+}

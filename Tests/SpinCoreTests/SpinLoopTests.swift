@@ -1,0 +1,282 @@
+import Dispatch
+import SpinCore
+import Synchronization
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct SpinLoopTests {
+    @Test func events_AreAppliedInArrivalOrder_EachExactlyOnce() async {
+        let loop = Spin(initialState: [Int]()) {
+            Reducer { (state: [Int], event: Int) in state + [event] }
+        }.start()
+        let transitions = Recorder<UInt64>()
+        let observation = loop.observe { transitions.append($0.sequence) }
+        for value in 0..<1000 { loop.emit(value) }
+        let final = await loop.firstState { $0.count == 1000 }
+        #expect(final == Array(0..<1000))
+        #expect(transitions.all == Array(1...1000))
+        #expect(loop.sequence == 1000)
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func concurrentEmitters_KeepTheirOwnOrder_AndLoseNothing() async {
+        let loop = Spin(initialState: [Int]()) {
+            Reducer { (state: [Int], event: Int) in state + [event] }
+        }.start()
+        DispatchQueue.concurrentPerform(iterations: 4) { emitter in
+            for index in 0..<250 { loop.emit(emitter * 1000 + index) }
+        }
+        let final = await loop.firstState { $0.count == 1000 } ?? []
+        for emitter in 0..<4 {
+            let mine = final.filter { $0 / 1000 == emitter }
+            #expect(mine == (0..<250).map { emitter * 1000 + $0 })
+        }
+        #expect(Set(final).count == 1000)
+        loop.stop()
+    }
+
+    @Test func everyFeedback_SeesTheInitialStateFirst_ThenEveryStateInOrder() async {
+        let seen = (0..<3).map { _ in Recorder<Int>() }
+        let spin = Spin(initialState: 5, feedbacks: seen.map { recorder in
+            Feedback<Int, Step>(effect: { (state: Int) -> Step? in
+                recorder.append(state)
+                return nil
+            })
+        }, reducer: Reducer(sum))
+        let loop = spin.start()
+        for n in 1...5 { loop.emit(.add(n)) }
+        _ = await loop.firstState { $0 == 20 }
+        _ = await loop.emitAndWait(.marker)
+        for recorder in seen {
+            #expect(recorder.all == [5, 6, 8, 11, 15, 20, 20])
+        }
+        loop.stop()
+    }
+
+    @Test func states_StartWithTheCurrentState() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        _ = await loop.emitAndWait(.add(7))
+        var iterator = loop.states.makeAsyncIterator()
+        #expect(await iterator.next() == 7)
+        loop.emit(.add(1))
+        #expect(await iterator.next() == 8)
+        loop.stop()
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func states_OfAStoppedLoop_GiveTheLastStateAndEnd() async {
+        let loop = Spin(initialState: 3) { Reducer(sum) }.start()
+        loop.stop()
+        var collected: [Int] = []
+        for await state in loop.states { collected.append(state) }
+        #expect(collected == [3])
+    }
+
+    @Test func cancelOnNewState_DropsWhatTheOldEffectProducesAfterANewerState() async {
+        let gate = Gate()
+        let finished = Gate()
+        let sawCancellation = Recorder<Bool>()
+        let feedback = Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
+            guard state == 1 else { return nil }
+            await gate.wait()
+            sawCancellation.append(Task.isCancelled)
+            finished.open()
+            return .add(100)
+        })
+        let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        _ = await loop.emitAndWait(.add(1))   // state 1: the effect starts and waits
+        _ = await loop.emitAndWait(.add(1))   // state 2 cancels it
+        gate.open()
+        await finished.wait()
+        let marker = await loop.emitAndWait(.marker)
+        #expect(marker?.state == 2)
+        #expect(marker?.sequence == 3)
+        #expect(sawCancellation.all == [true])
+        loop.stop()
+    }
+
+    @Test func continueOnNewState_AppliesWhatTheOldEffectProduces() async {
+        let gate = Gate()
+        let finished = Gate()
+        let feedback = Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
+            guard state == 1 else { return nil }
+            await gate.wait()
+            defer { finished.open() }
+            return .add(100)
+        }, applying: .continueOnNewState)
+        let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        _ = await loop.emitAndWait(.add(1))
+        _ = await loop.emitAndWait(.add(1))
+        gate.open()
+        await finished.wait()
+        let final = await loop.firstState { $0 == 102 }
+        #expect(final == 102)
+        loop.stop()
+    }
+
+    @Test func synchronousEvents_AreNeverDroppedByLaterStates() async {
+        // Both feedbacks answer every state synchronously; both events were produced
+        // before any newer state, so both are applied (levels converge to the middle).
+        let left = Feedback<Int, Step>(effect: { (state: Int) -> Step? in state < 10 ? .add(1) : nil })
+        let right = Feedback<Int, Step>(effect: { (state: Int) -> Step? in state < 10 ? .add(1) : nil })
+        let transitions = Recorder<Step>()
+        let loop = Spin(initialState: 0, feedbacks: [left, right], reducer: Reducer(sum)).makeLoop()
+        let observation = loop.observe { transitions.append($0.event) }
+        loop.start()
+        _ = await loop.firstState { $0 >= 20 }
+        _ = await loop.emitAndWait(.marker)
+        // Each of the states 0...9 makes both feedbacks emit, and every produced event is
+        // applied: 20 increments.
+        #expect(transitions.all.filter { $0 == .add(1) }.count == 20)
+        #expect(loop.state == 20)
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func emitBatch_OverTheLimit_IsRefusedWhole() async {
+        let gate = Gate()
+        let started = Gate()
+        // The executor is blocked by an observer so that the inbox fills up.
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let observation = loop.observe { transition in
+            if transition.event == .add(1) {
+                started.open()
+                let semaphore = DispatchSemaphore(value: 0)
+                Task { await gate.wait(); semaphore.signal() }
+                semaphore.wait()
+            }
+        }
+        loop.emit(.add(1))
+        await started.wait()
+        #expect(loop.emit(contentsOf: [.add(2), .add(3)], limit: 3))
+        #expect(!loop.emit(contentsOf: [.add(4), .add(5)], limit: 3))
+        #expect(loop.pendingEvents == 2)
+        gate.open()
+        let final = await loop.firstState { $0 == 6 }
+        #expect(final == 6)
+        #expect(loop.sequence == 3)
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func onApplied_GetsTheTransitionOfTheLastEventOfTheBatch() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let transition: Transition<Int, Step>? = await withCheckedContinuation { continuation in
+            loop.emit(contentsOf: [.add(1), .add(2), .add(3)]) { continuation.resume(returning: $0) }
+        }
+        #expect(transition == Transition(event: .add(3), state: 6, sequence: 3))
+        loop.stop()
+    }
+
+    @Test func emit_AfterStop_ChangesNothing_AndOnAppliedGetsNil() async {
+        let loop = Spin(initialState: 1) { Reducer(sum) }.start()
+        loop.stop()
+        loop.emit(.add(1))
+        let refused = loop.emit(contentsOf: [.add(1)]) { _ in Issue.record("must not be called") }
+        #expect(!refused)
+        #expect(loop.state == 1)
+        #expect(loop.sequence == 0)
+    }
+
+    @Test func makeLoop_QueuesEvents_UntilStart() async {
+        let seen = Recorder<Int>()
+        let spin = Spin(initialState: 0, feedbacks: [
+            Feedback<Int, Step>(effect: { (state: Int) -> Step? in seen.append(state); return nil }),
+        ], reducer: Reducer(sum))
+        let loop = spin.makeLoop(sequence: 41)
+        loop.emit(.add(1))
+        #expect(loop.state == 0)
+        #expect(seen.all.isEmpty)
+        loop.start()
+        let final = await loop.firstState { $0 == 1 }
+        _ = await loop.emitAndWait(.marker)
+        #expect(final == 1)
+        #expect(seen.all.prefix(2) == [0, 1])
+        #expect(loop.sequence == 43)
+        loop.stop()
+    }
+
+    @Test func stop_CancelsEffects_FinishesStates_AndReleasesTheLoopAndItsEffects() async {
+        weak var weakLoop: SpinLoop<Int, Step>?
+        weak var weakDependency: Token?
+        let cancelled = Gate()
+        let running = Gate()
+        var iterator: AsyncStream<Int>.AsyncIterator
+        do {
+            let dependency = Token("backend")
+            weakDependency = dependency
+            let forever = Feedback<Int, Step>(effect: { (dependency: Token, state: Int) async -> Step? in
+                _ = dependency
+                running.open()
+                try? await Task.sleep(for: .seconds(3600))
+                if Task.isCancelled { cancelled.open() }
+                return .add(1)
+            }, dep1: dependency)
+            let loop = Spin(initialState: 0, feedbacks: [forever], reducer: Reducer(sum)).start()
+            weakLoop = loop
+            iterator = loop.states.makeAsyncIterator()
+            #expect(await iterator.next() == 0)
+            await running.wait()
+            loop.stop()
+        }
+        await cancelled.wait()
+        #expect(await iterator.next() == nil)
+        #expect(weakLoop == nil)
+        // The effect's task ends right after it returns; its closure goes with it.
+        for _ in 0..<1000 where weakDependency != nil { await Task.yield() }
+        #expect(weakDependency == nil)
+    }
+
+    @Test func aRunningLoop_KeepsItselfAlive_UntilStop() async {
+        weak var weakLoop: SpinLoop<Int, Step>?
+        do {
+            let loop = Spin(initialState: 0, feedbacks: [
+                Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
+                    try? await Task.sleep(for: .milliseconds(1))
+                    return state < 50 ? .add(1) : nil
+                }),
+            ], reducer: Reducer(sum)).start()
+            weakLoop = loop
+        }
+        #expect(weakLoop != nil)
+        let final = await weakLoop?.firstState { $0 == 50 }
+        #expect(final == 50)
+        weakLoop?.stop()
+        // Work already on the executor finishes first; nothing else holds the loop.
+        for _ in 0..<1000 where weakLoop != nil { await Task.yield() }
+        #expect(weakLoop == nil)
+    }
+
+    @Test func observe_SeesEveryTransition_BeforeFeedbacks() async {
+        let order = Recorder<String>()
+        let spin = Spin(initialState: 0, feedbacks: [
+            Feedback<Int, Step>(effect: { (state: Int) -> Step? in order.append("feedback \(state)"); return nil }),
+        ], reducer: Reducer(sum))
+        let loop = spin.makeLoop()
+        let observation = loop.observe { order.append("observer \($0.state)") }
+        loop.start()
+        _ = await loop.emitAndWait(.add(1))
+        _ = await loop.emitAndWait(.marker)
+        #expect(order.all == ["feedback 0", "observer 1", "feedback 1", "observer 1", "feedback 1"])
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func theLoop_RunsOnTheGivenExecutor() async {
+        let queue = DispatchQueue(label: "test.executor")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "mine")
+        let labels = Recorder<String?>()
+        let loop = Spinner
+            .initialState(0, executeOn: queue)
+            .reducer(Reducer { (state: Int, event: Step) in
+                labels.append(DispatchQueue.getSpecific(key: key))
+                return sum(state, event)
+            })
+            .start()
+        _ = await loop.emitAndWait(.add(1))
+        #expect(labels.all == ["mine"])
+        loop.stop()
+    }
+}

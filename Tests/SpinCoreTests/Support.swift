@@ -1,0 +1,75 @@
+import Dispatch
+import SpinCore
+import Synchronization
+
+/// A thread-safe list that tests append to from effects and observers.
+final class Recorder<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+
+    func append(_ element: Element) { items.withLock { $0.append(element) } }
+    var all: [Element] { items.withLock { $0 } }
+    var count: Int { items.withLock { $0.count } }
+}
+
+/// A one-shot signal an effect can wait on, released by the test.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resume = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resume { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Lets tests observe an object's lifetime.
+final class Token: Sendable {
+    let name: String
+    init(_ name: String) { self.name = name }
+}
+
+/// The trivial counter Spin of these tests: `Int` state, add events.
+enum Step: Equatable, Sendable {
+    case add(Int)
+    case marker
+}
+
+func sum(_ state: Int, _ event: Step) -> Int {
+    switch event {
+    case .add(let n): state + n
+    case .marker: state
+    }
+}
+
+extension SpinLoop {
+    /// Waits until the loop reaches a state satisfying `predicate` (the current one
+    /// included) and returns it; nil if the loop stops first.
+    func firstState(where predicate: @Sendable (State) -> Bool) async -> State? {
+        for await state in states where predicate(state) {
+            return state
+        }
+        return nil
+    }
+
+    /// Emits `event` and waits until it is applied; returns its transition.
+    func emitAndWait(_ event: Event) async -> Transition<State, Event>? {
+        await withCheckedContinuation { continuation in
+            let accepted = emit(contentsOf: [event]) { continuation.resume(returning: $0) }
+            if !accepted { continuation.resume(returning: nil) }
+        }
+    }
+}
