@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         .target(name: "SpinCore"),
-        .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"]),
+        .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "SpinNet", dependencies: ["COpenSSL"]),
         .target(name: "SpinServer", dependencies: ["SpinCore", "SpinWire", "SpinNet"]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"]),
         .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
         .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples"]),
-        .testTarget(name: "SpinExamplesTests", dependencies: ["SpinExamples", "SpinTesting"]),
+        .testTarget(name: "SpinExamplesTests", dependencies: ["SpinExamples", "SpinTesting", "SpinWire"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -12,7 +12,7 @@ import Testing
 ///
 /// Feedbacks run inline (executors from `.execute(on:)` are ignored) and async effects
 /// run as tasks; effects that wait should sleep on an injected `ManualClock`, which the
-/// test advances. Nothing in a passing test sleeps: `receive` waits for an effect's
+/// test moves with `advance(by:)`. Nothing in a passing test sleeps: `receive` waits for an effect's
 /// event only as long as it takes to arrive, and `timeout` only bounds a failing test.
 ///
 /// Semantics match `SpinLoop`: an event an effect produces after a newer state cancelled
@@ -29,13 +29,18 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     /// their tasks, so the storage outlives `init`'s borrow of `self`).
     private let inbox = ProducedEvents<Event>()
     private let timeout: Duration
+    private let clock: ManualClock?
     private var finished = false
 
     /// Starts the Spin's feedbacks (Gear subscriptions first) and gives them the initial
     /// state.
-    /// - Parameter timeout: how long `receive` and `finish` wait for effects before they
-    ///   fail; only a failing test ever waits that long.
-    public init(_ spin: Spin<State, Event>, label: String? = nil, timeout: Duration = .seconds(2)) {
+    /// - Parameters:
+    ///   - clock: the manual clock the Spin's effects sleep on, which `advance(by:)` moves.
+    ///   - timeout: how long `receive`, `advance` and `finish` wait for effects before
+    ///     they fail or go on; only a failing test ever waits that long.
+    public init(_ spin: Spin<State, Event>, clock: ManualClock? = nil, label: String? = nil,
+                timeout: Duration = .seconds(2)) {
+        self.clock = clock
         self.state = spin.initialState
         self.reducer = spin.reducer
         self.timeout = timeout
@@ -92,14 +97,7 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     public func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
         guard !finished else { return }
         finished = true
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        var yields = 0
-        while runningEffects > 0 && clock.now < deadline {
-            await Task.yield()
-            yields += 1
-            if yields % 100 == 0 { try? await Task.sleep(for: .milliseconds(1)) }
-        }
+        await waitUntil { self.runningEffects == 0 }
                 let left = inbox.items.withLock { $0.count }
         if left > 0 {
             Issue.record("\(left) produced event(s) were not received: \(pendingDescription())",
@@ -111,6 +109,23 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
                          sourceLocation: sourceLocation)
         }
         for runner in runners { runner.stop() }
+    }
+
+    /// Lets every running effect reach its next sleep on the clock (or finish), then moves
+    /// the clock by `duration`, waking the effects whose deadline passed.
+    ///
+    /// Effects start as tasks: advancing a clock before an effect sleeps on it would make
+    /// the effect sleep past the new time. This waits until the clock has as many sleepers
+    /// as there are running effects (bounded by `timeout`, for effects that wait on
+    /// something else).
+    public func advance(by duration: Duration, sourceLocation: SourceLocation = #_sourceLocation) async {
+        guard let clock else {
+            Issue.record("advance(by:) needs the ManualClock the Spin sleeps on: SpinTester(spin, clock: clock)",
+                         sourceLocation: sourceLocation)
+            return
+        }
+        await waitUntil { clock.sleepers >= self.runningEffects }
+        await clock.advance(by: duration)
     }
 
     /// Drops every produced event not received yet (for tests that assert only a part).
@@ -146,14 +161,21 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     }
 
     private func nextProduced() async -> Event? {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
+        var next: Event?
+        await waitUntil {
+            next = self.inbox.items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            return next != nil
+        }
+        return next
+    }
+
+    /// Gives effect tasks the chance to run until `condition` holds or `timeout` passed
+    /// (real time: a passing test only yields; a failing one waits for the timeout).
+    private func waitUntil(_ condition: () -> Bool) async {
+        let realClock = ContinuousClock()
+        let deadline = realClock.now.advanced(by: timeout)
         var yields = 0
-        while true {
-                        if let next = inbox.items.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-                return next
-            }
-            if clock.now >= deadline { return nil }
+        while !condition() && realClock.now < deadline {
             await Task.yield()
             yields += 1
             if yields % 100 == 0 { try? await Task.sleep(for: .milliseconds(1)) }

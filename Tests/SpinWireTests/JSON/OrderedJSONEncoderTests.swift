@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+@testable import SpinWire
+
+@Suite struct OrderedJSONEncoderTests {
+    struct Inner: Codable { var zeta: Int; var alpha: [Double?] }
+    struct Outer: Codable { var status: String; var items: Int; var inner: Inner; var flag: Bool; var note: String? }
+
+    static func text<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try OrderedJSONEncoder().encode(value), as: UTF8.self)
+    }
+
+    @Test func members_KeepTheOrderTheTypeWritesThem() throws {
+        let value = Outer(status: "ok", items: 2, inner: Inner(zeta: 1, alpha: [1.5, nil, 3]), flag: true, note: nil)
+        #expect(try Self.text(value) == #"{"status":"ok","items":2,"inner":{"zeta":1,"alpha":[1.5,null,3]},"flag":true}"#)
+    }
+
+    @Test func output_IsValidJSON_ThatFoundationReadsBack() throws {
+        let value = Outer(status: "a\"b\\c\n\u{1}é😀<>&", items: -7, inner: Inner(zeta: Int.max, alpha: [0.1, -2e-9]), flag: false, note: "x")
+        let bytes = try OrderedJSONEncoder().encode(value)
+        let decoded = try JSONDecoder().decode(Outer.self, from: Data(bytes))
+        #expect(decoded.status == value.status)
+        #expect(decoded.inner.zeta == Int.max)
+        #expect(decoded.inner.alpha == [0.1, -2e-9])
+        #expect(decoded.note == "x")
+    }
+
+    @Test func controlCharactersAndHTMLSpecials_AreEscaped() throws {
+        #expect(try Self.text("a\u{0}\t</script>") == #""a\u0000\t\u003c/script\u003e""#)
+    }
+
+    @Test func nonFiniteNumbers_AreAnEncodingError() {
+        #expect(throws: EncodingError.self) { try OrderedJSONEncoder().encode([Double.nan]) }
+        #expect(throws: EncodingError.self) { try OrderedJSONEncoder().encode(Float.infinity) }
+    }
+
+    @Test func integralFloatingPoint_IsWrittenWithoutAFraction() throws {
+        #expect(try Self.text([1.0, -0.5, 1e21]) == "[1,-0.5,1e+21]")
+        #expect(try Self.text(Float(0.1)) == "0.1")
+    }
+
+    @Test func enumsWithSingleValueContainers_AndNestedContainers_Encode() throws {
+        enum Color: String, Codable { case red }
+        struct Wrapper: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: AnyKey.self)
+                var nested = container.nestedUnkeyedContainer(forKey: AnyKey("list"))
+                try nested.encode(Color.red)
+                var object = nested.nestedContainer(keyedBy: AnyKey.self)
+                try object.encode(UInt8(7), forKey: AnyKey("b"))
+                try container.encode("last", forKey: AnyKey("z"))
+            }
+        }
+        #expect(try Self.text(Wrapper()) == #"{"list":["red",{"b":7}],"z":"last"}"#)
+    }
+}
+
+struct AnyKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
