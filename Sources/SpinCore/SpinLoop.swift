@@ -7,8 +7,9 @@ import Synchronization
 /// Events reach the loop through `emit` (from any thread), through its feedbacks and
 /// through Gears; they are applied one at a time, in the order they arrive, by the
 /// reducer on the loop's executor (a serial `DispatchQueue`). After each event every
-/// observer sees the `Transition` (a journal writes it there), then `state` and every
-/// `states` sequence get the new state, then every feedback does.
+/// observer sees the `Transition` (a journal writes it there) and every feedback sees the
+/// new state; `state` and every `states` sequence get the new states in small batches,
+/// at the latest when the loop has applied every event it had.
 ///
 /// A running loop keeps itself alive (as a started subscription does); `stop()` cancels
 /// every effect, finishes every `states` sequence, detaches from Gears and drops every
@@ -32,7 +33,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var state: State
         var sequence: UInt64
         var nextID: UInt64 = 0
-        var subscribers: [UInt64: AsyncStream<State>.Continuation] = [:]
+        var subscribers: [UInt64: StateChannel<State>] = [:]
         var observers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
     }
 
@@ -42,6 +43,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     public let label: String?
 
     private let shared: Mutex<Shared>
+    /// Set by `stop()`, read by the executor before each event of a batch already taken.
+    private let stopped = Atomic<Bool>(false)
     private let reducer: Reducer<State, Event>
     private let runners: [any FeedbackRunner<State>]
     private let relay: Relay<State, Event>
@@ -127,9 +130,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// from Gears and drops pending events (their `onApplied` get nil). Idempotent; may
     /// be called from any thread, the loop's executor included.
     public func stop() {
-        let (subscribers, dropped) = shared.withLock { shared -> ([AsyncStream<State>.Continuation], [Pending]) in
+        let (subscribers, dropped) = shared.withLock { shared -> ([StateChannel<State>], [Pending]) in
             guard shared.phase != .stopped else { return ([], []) }
             shared.phase = .stopped
+            stopped.store(true, ordering: .relaxed)
             defer {
                 shared.subscribers = [:]
                 shared.pending = []
@@ -171,28 +175,27 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
 
     /// The current state first, then every new state, until the loop stops (a stopped
     /// loop's sequence gives its last state and ends). Each call makes a new,
-    /// independent sequence with an unbounded buffer: iterate it, or drop it.
-    public var states: AsyncStream<State> {
-        let (stream, continuation) = AsyncStream.makeStream(of: State.self)
+    /// independent subscription: iterate it once, or drop it.
+    public var states: SpinStates<State> {
+        let channel = StateChannel<State>()
         let id = shared.withLock { shared -> UInt64? in
-            continuation.yield(shared.state)
+            channel.push(CollectionOfOne(shared.state))
             guard shared.phase != .stopped else { return nil }
             shared.nextID += 1
-            shared.subscribers[shared.nextID] = continuation
+            shared.subscribers[shared.nextID] = channel
             return shared.nextID
         }
         guard let id else {
-            continuation.finish()
-            return stream
+            channel.finish()
+            return SpinStates(channel: channel, registration: StatesRegistration {})
         }
-        continuation.onTermination = { [weak self] _ in
+        return SpinStates(channel: channel, registration: StatesRegistration { [weak self] in
             self?.shared.withLock { _ = $0.subscribers.removeValue(forKey: id) }
-        }
-        return stream
+        })
     }
 
     /// Calls `handler` on the loop's executor for every event applied from now on, in
-    /// order, before `state`, `states` and the feedbacks see the new state. The handler must
+    /// order, before the feedbacks, `state` and `states` see the new state. The handler must
     /// not block: the loop waits for it. Cancel the observation to detach.
     public func observe(_ handler: @escaping @Sendable (Transition<State, Event>) -> Void) -> SpinSubscription {
         let id = shared.withLock { shared -> UInt64 in
@@ -222,43 +225,58 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     }
 
     /// Applies every pending event, including those added while it runs. On `queue`.
+    ///
+    /// Events are taken in batches: one lock to take what is pending, then for each event
+    /// reduce, observers, `onApplied` and feedbacks; the new states are published to
+    /// `state` and `states` once per `publishEvery` events and at the end of the batch
+    /// (one lock per chunk instead of one per event).
     private func drain() {
         var batch: [Pending] = []
+        var published: [State] = []
         while true {
-            shared.withLock { shared in
+            let observers = shared.withLock { shared -> [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] in
                 if shared.phase == .stopped || shared.pending.isEmpty {
                     shared.draining = false
                 } else {
                     swap(&batch, &shared.pending)
                 }
+                return shared.observers
             }
             if batch.isEmpty { return }
-            for pending in batch { apply(pending) }
+            for pending in batch {
+                if stopped.load(ordering: .relaxed) {
+                    pending.onApplied?(nil)
+                    continue
+                }
+                let next = reducer.reduce(current, pending.event)
+                current = next
+                currentSequence += 1
+                let transition = Transition(event: pending.event, state: next, sequence: currentSequence)
+                for observer in observers { observer.handler(transition) }
+                published.append(next)
+                if published.count == Self.publishEvery { publish(&published) }
+                pending.onApplied?(transition)
+                for runner in runners { runner.receive(next) }
+            }
+            publish(&published)
             batch.removeAll(keepingCapacity: true)
         }
     }
 
-    private func apply(_ pending: Pending) {
-        let next = reducer.reduce(current, pending.event)
-        let sequence = currentSequence + 1
-        let observers = shared.withLock { shared in
-            shared.phase == .stopped ? nil : shared.observers
-        }
-        guard let observers else {
-            pending.onApplied?(nil)
-            return
-        }
-        current = next
-        currentSequence = sequence
-        let transition = Transition(event: pending.event, state: next, sequence: sequence)
-        for observer in observers { observer.handler(transition) }
+    /// How many applied states may wait before `state` and `states` get them.
+    private static var publishEvery: Int { 64 }
+
+    /// Makes `current` the loop's `state` and hands `states` to every subscriber.
+    private func publish(_ states: inout [State]) {
+        guard !states.isEmpty else { return }
+        let (current, sequence) = (self.current, self.currentSequence)
         shared.withLock { shared in
-            shared.state = next
+            guard shared.phase != .stopped else { return }
+            shared.state = current
             shared.sequence = sequence
-            for subscriber in shared.subscribers.values { subscriber.yield(next) }
+            for subscriber in shared.subscribers.values { subscriber.push(states) }
         }
-        pending.onApplied?(transition)
-        for runner in runners { runner.receive(next) }
+        states.removeAll(keepingCapacity: true)
     }
 }
 

@@ -202,7 +202,7 @@ struct SpinLoopTests {
         weak var weakDependency: Token?
         let cancelled = Gate()
         let running = Gate()
-        var iterator: AsyncStream<Int>.AsyncIterator
+        var iterator: SpinStates<Int>.Iterator
         do {
             let dependency = Token("backend")
             weakDependency = dependency
@@ -277,6 +277,46 @@ struct SpinLoopTests {
             .start()
         _ = await loop.emitAndWait(.add(1))
         #expect(labels.all == ["mine"])
+        loop.stop()
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct SpinStatesTests {
+    @Test func droppingASequence_Unsubscribes() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        do {
+            var iterator = loop.states.makeAsyncIterator()
+            #expect(await iterator.next() == 0)
+            #expect(loop.subscriberCount == 1)
+        }
+        #expect(loop.subscriberCount == 0)
+        loop.stop()
+    }
+
+    @Test func cancellingTheConsumer_EndsItsSequence() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let consumer = Task { () -> Int in
+            var count = 0
+            for await _ in loop.states { count += 1 }
+            return count
+        }
+        while loop.subscriberCount == 0 { await Task.yield() }
+        consumer.cancel()
+        #expect(await consumer.value == 1)
+        loop.stop()
+    }
+
+    @Test func aSlowConsumer_GetsEveryStateInOrder() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let states = loop.states
+        for _ in 0..<10_000 { loop.emit(.add(1)) }
+        var expected = 0
+        for await state in states {
+            #expect(state == expected)
+            if state == 10_000 { break }
+            expected += 1
+        }
         loop.stop()
     }
 }
