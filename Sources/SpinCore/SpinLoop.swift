@@ -169,6 +169,11 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         shared.withLock { $0.pending.count }
     }
 
+    /// `states` sequences subscribed now.
+    public var subscriberCount: Int {
+        shared.withLock { $0.subscribers.count }
+    }
+
     public var isStopped: Bool {
         shared.withLock { $0.phase == .stopped }
     }
