@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A mediator bus between Spins: feedbacks attached to a Gear push events into it and
 /// catch the events others pushed.
@@ -12,7 +11,7 @@ public final class Gear<Event: Sendable>: Sendable {
         var handlers: [(id: UInt64, handler: @Sendable (GearDelivery<Event>) -> Void)] = []
     }
 
-    private let subscribers = Mutex(Subscribers())
+    private let subscribers = Protected(Subscribers())
 
     public init() {}
 

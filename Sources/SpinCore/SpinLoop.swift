@@ -24,7 +24,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     }
 
     /// Everything shared between `emit`/`state`/`states`/`stop` callers and the executor.
-    private struct Shared: ~Copyable {
+    private struct Shared {
         var phase: Phase = .prepared
         var pending: [Pending] = []
         /// True while a drain is scheduled or running (and while prepared), so that
@@ -42,7 +42,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// The name the loop was made with (a hosted Spin's name), given to Gears as source.
     public let label: String?
 
-    private let shared: Mutex<Shared>
+    private let shared: Protected<Shared>
     /// Set by `stop()`, read by the executor before each event of a batch already taken.
     private let stopped = Atomic<Bool>(false)
     private let reducer: Reducer<State, Event>
@@ -58,7 +58,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.reducer = spin.reducer
         self.current = spin.initialState
         self.currentSequence = sequence
-        self.shared = Mutex(Shared(state: spin.initialState, sequence: sequence))
+        self.shared = Protected(Shared(state: spin.initialState, sequence: sequence))
         let relay = Relay<State, Event>()
         self.relay = relay
         let host = FeedbackHost<Event>(label: label, runsInline: false) { event in
@@ -288,7 +288,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
 /// Holds a loop for its feedbacks until the loop stops: effects reach the loop through
 /// it, so a stopped loop is not kept alive by an effect still finishing.
 private final class Relay<State: Sendable, Event: Sendable>: Sendable {
-    private let target = Mutex<SpinLoop<State, Event>?>(nil)
+    private let target = Protected<SpinLoop<State, Event>?>(nil)
 
     var loop: SpinLoop<State, Event>? {
         get { target.withLock { $0 } }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The states of a loop as an `AsyncSequence`: the state current when it was made, then
 /// every new state, until the loop stops. Made by `SpinLoop.states`.
@@ -57,13 +56,13 @@ final class StatesRegistration: Sendable {
 
 /// A single-consumer buffer of states between a loop and one `SpinStates` iterator.
 final class StateChannel<State: Sendable>: Sendable {
-    private struct Buffer: ~Copyable {
+    private struct Buffer {
         var states: [State] = []
         var finished = false
         var waiter: CheckedContinuation<[State], Never>?
     }
 
-    private let buffer = Mutex(Buffer())
+    private let buffer = Protected(Buffer())
 
     /// Adds states for the consumer (ignored once finished).
     func push<States: Collection<State>>(_ states: States) {

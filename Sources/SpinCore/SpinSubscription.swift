@@ -1,12 +1,11 @@
-import Synchronization
 
 /// Detaches something attached to a Gear or a loop (an observer, a Gear handler).
 /// Cancelling twice is harmless.
 public final class SpinSubscription: Sendable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: Protected<(@Sendable () -> Void)?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = Protected(onCancel)
     }
 
     public func cancel() {

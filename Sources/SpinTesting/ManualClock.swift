@@ -1,4 +1,4 @@
-import Synchronization
+import SpinCore
 
 /// A clock that only moves when a test says so. Effects that sleep on it (inject it as a
 /// dependency, `any Clock<Duration>`) wake when `advance(by:)` passes their deadline, so a
@@ -27,7 +27,7 @@ public final class ManualClock: Clock, Sendable {
         var sleepers: [Sleeper] = []
     }
 
-    private let timeline = Mutex(Timeline())
+    private let timeline = Protected(Timeline())
 
     public init() {}
 

@@ -1,5 +1,4 @@
 import SpinCore
-import Synchronization
 import Testing
 
 /// Drives a Spin step by step and asserts every state and every event, in the manner of
@@ -188,5 +187,5 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
 }
 
 private final class ProducedEvents<Event: Sendable>: Sendable {
-    let items = Mutex<[Event]>([])
+    let items = Protected<[Event]>([])
 }

@@ -1,10 +1,10 @@
 import Dispatch
 import SpinCore
-import Synchronization
+
 
 /// A thread-safe list that tests append to from effects and observers.
 final class Recorder<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = Protected<[Element]>([])
 
     func append(_ element: Element) { items.withLock { $0.append(element) } }
     var all: [Element] { items.withLock { $0 } }
@@ -13,7 +13,7 @@ final class Recorder<Element: Sendable>: Sendable {
 
 /// A one-shot signal an effect can wait on, released by the test.
 final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Protected<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func wait() async {
         await withCheckedContinuation { continuation in

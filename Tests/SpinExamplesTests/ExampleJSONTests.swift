@@ -1,7 +1,8 @@
+import SpinCore
 import Foundation
 import SpinExamples
 @testable import SpinWire
-import Synchronization
+
 import Testing
 
 /// The JSON of the example states and events is a contract (DESIGN.md §3): the server
@@ -67,8 +68,8 @@ import Testing
 
 /// A value behind a lock, for test bookkeeping.
 final class Locked<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Protected<Value>
+    init(_ value: Value) { storage = Protected(value) }
     var value: Value { storage.withLock { $0 } }
     func mutate(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A feedback that catches events from a Gear and turns them into events of its loop.
 /// It attaches in `start`, before the loop's first state, so nothing is lost.
@@ -7,7 +6,7 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
     private let gear: Gear<GearEvent>
     private let transform: @Sendable (GearEvent) -> Event?
     private let context: FeedbackContext<Event>
-    private let subscription = Mutex<SpinSubscription?>(nil)
+    private let subscription = Protected<SpinSubscription?>(nil)
 
     init(gear: Gear<GearEvent>, transform: @escaping @Sendable (GearEvent) -> Event?, context: FeedbackContext<Event>) {
         self.gear = gear

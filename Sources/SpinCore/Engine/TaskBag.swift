@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The effect tasks of one feedback, so that they can be cancelled on a new state or on
 /// stop, and counted by the tester. Guarded by a mutex: tasks remove themselves from
@@ -10,7 +9,7 @@ package final class TaskBag: Sendable {
         var closed = false
     }
 
-    private let contents = Mutex(Contents())
+    private let contents = Protected(Contents())
 
     package init() {}
 

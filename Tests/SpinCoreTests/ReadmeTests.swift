@@ -1,0 +1,55 @@
+import SpinCore
+import Testing
+
+// The SpinCore section of README.md, verbatim, so that the README cannot drift from the API.
+private struct Levels: Sendable, Equatable { var left: Int; var right: Int }
+private enum Event: Sendable { case increaseLeft, decreaseLeft, increaseRight, decreaseRight }
+
+private func leftEffect(state: Levels) -> Event? {
+    guard state.left != state.right else { return nil }
+    return state.left < state.right ? .increaseLeft : .decreaseLeft
+}
+
+private func rightEffect(state: Levels) -> Event? {
+    guard state.left != state.right else { return nil }
+    return state.right < state.left ? .increaseRight : .decreaseRight
+}
+
+private func levelsReducer(state: Levels, event: Event) -> Levels {
+    guard state.left != state.right else { return state }
+    switch event {
+    case .increaseLeft: return Levels(left: state.left + 1, right: state.right)
+    case .decreaseLeft: return Levels(left: state.left - 1, right: state.right)
+    case .increaseRight: return Levels(left: state.left, right: state.right + 1)
+    case .decreaseRight: return Levels(left: state.left, right: state.right - 1)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReadmeTests {
+    @Test func theReadmeExample_Converges() async {
+        // The builder form ...
+        let spin = Spinner
+            .initialState(Levels(left: 10, right: 20))
+            .feedback(Feedback(effect: leftEffect))
+            .feedback(Feedback(effect: rightEffect))
+            .reducer(Reducer(levelsReducer))
+
+        // ... or the DSL form (any number of feedbacks, exactly one reducer, in any order).
+        let same = Spin(initialState: Levels(left: 10, right: 20)) {
+            Feedback(effect: leftEffect)
+            Feedback(effect: rightEffect)
+            Reducer(levelsReducer)
+        }
+
+        let loop = spin.start()                 // runs until stop()
+        loop.emit(.increaseLeft)                // events from outside, from any thread
+        for await state in loop.states {        // the current state first, then every new one
+            if state.left == state.right { break }
+        }
+        loop.stop()                             // cancels effects, ends `states`, frees the loop
+
+        #expect(loop.state.left == loop.state.right)
+        #expect(same.feedbacks.count == spin.feedbacks.count)
+    }
+}
