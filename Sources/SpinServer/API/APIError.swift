@@ -1,0 +1,87 @@
+/// An error answered to a client: `{"error":{"code":..,"message":..}}` with `status`
+/// (DESIGN.md §3). Each case of the server's failures maps to one of these.
+///
+/// A request answered with an error changes nothing: no Spin's state, no stored event.
+package struct APIError: Error, Equatable, Sendable {
+    package let status: Int
+    /// A stable machine-readable code (`spin_not_found`, `invalid_event`, ...).
+    package let code: String
+    /// What is wrong, naming the field, header or limit.
+    package let message: String
+    /// Extra response headers (`Retry-After`, `Allow`, `WWW-Authenticate`).
+    package var headers: [(String, String)] = []
+
+    package init(status: Int, code: String, message: String, headers: [(String, String)] = []) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    package static func == (lhs: APIError, rhs: APIError) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message
+            && lhs.headers.elementsEqual(rhs.headers, by: ==)
+    }
+
+    package static func malformedJSON(_ detail: String) -> APIError {
+        APIError(status: 400, code: "malformed_json", message: "the body is not valid JSON: \(detail)")
+    }
+
+    package static func badRequest(_ message: String) -> APIError {
+        APIError(status: 400, code: "bad_request", message: message)
+    }
+
+    package static func unauthorized(_ message: String) -> APIError {
+        APIError(status: 401, code: "unauthorized", message: message,
+                 headers: [("WWW-Authenticate", #"Bearer realm="spin-server""#)])
+    }
+
+    package static func forbidden(_ message: String) -> APIError {
+        APIError(status: 403, code: "forbidden", message: message)
+    }
+
+    package static func spinNotFound(_ name: String) -> APIError {
+        APIError(status: 404, code: "spin_not_found", message: "no Spin named \"\(name)\" is hosted here")
+    }
+
+    package static func gearNotFound(_ name: String) -> APIError {
+        APIError(status: 404, code: "gear_not_found", message: "no Gear named \"\(name)\" is hosted here")
+    }
+
+    package static func routeNotFound(_ path: String) -> APIError {
+        APIError(status: 404, code: "not_found", message: "no route for \(path)")
+    }
+
+    package static func methodNotAllowed(_ method: String, allowed: [String]) -> APIError {
+        APIError(status: 405, code: "method_not_allowed",
+                 message: "\(method) is not allowed here; use \(allowed.joined(separator: " or "))",
+                 headers: [("Allow", allowed.joined(separator: ", "))])
+    }
+
+    package static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(status: 413, code: "payload_too_large", message: "the body is larger than the limit of \(limit) bytes")
+    }
+
+    package static func unsupportedMediaType(_ contentType: String?) -> APIError {
+        APIError(status: 415, code: "unsupported_media_type",
+                 message: "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")")
+    }
+
+    package static func invalidEvent(spin: String, _ detail: String) -> APIError {
+        APIError(status: 422, code: "invalid_event", message: "not an event of Spin \"\(spin)\": \(detail)")
+    }
+
+    package static func inboxFull(spin: String, retryAfter: Int) -> APIError {
+        APIError(status: 429, code: "inbox_full",
+                 message: "the inbox of Spin \"\(spin)\" is full; retry in \(retryAfter) s",
+                 headers: [("Retry-After", String(retryAfter))])
+    }
+
+    package static func unavailable(_ message: String, retryAfter: Int = 1) -> APIError {
+        APIError(status: 503, code: "unavailable", message: message, headers: [("Retry-After", String(retryAfter))])
+    }
+
+    package static func `internal`(_ message: String) -> APIError {
+        APIError(status: 500, code: "internal", message: message)
+    }
+}

@@ -1,0 +1,202 @@
+import SpinCore
+import SpinWire
+
+/// What the router made of a request.
+package enum RouteOutcome: Sendable {
+    /// Send this response.
+    case respond(APIResponse)
+    /// Upgrade to (or stream over SSE) the state stream of this Spin.
+    case stateStream(any HostedSpin)
+    /// Upgrade to the stream of this Gear's traffic.
+    case gearStream(any HostedGear)
+}
+
+/// The HTTP API of DESIGN.md §3, without sockets: a request in, an outcome out.
+///
+/// `handle` answers at once for reads and errors; for events it answers once they are
+/// applied (the place where a durable journal step will sit before the acknowledgement),
+/// without blocking the caller: `respond` is called from the Spin's executor.
+package struct APIRouter: Sendable {
+    package struct Limits: Sendable {
+        /// Events that may wait in one Spin's inbox; beyond it POST answers 429.
+        /// 1024 absorbs bursts of a few hundred clients without letting one hot Spin
+        /// hold unbounded memory.
+        package var inbox = 1024
+        /// Seconds a client is told to wait (`Retry-After`) when an inbox is full.
+        package var retryAfterSeconds = 1
+
+        package init() {}
+    }
+
+    package let host: SpinHost
+    package let access: AccessControl
+    package let metrics: Metrics
+    package let limits: Limits
+
+    package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits()) {
+        self.host = host
+        self.access = access
+        self.metrics = metrics
+        self.limits = limits
+    }
+
+    /// The route template of a path, as metrics label it.
+    package static func template(of path: String) -> String {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        switch Array(segments) {
+        case [""]: return "/"
+        case ["healthz"], ["readyz"], ["metrics"], ["openapi.json"], ["v1", "spins"], ["v1", "gears"]: return path
+        case let parts where parts.count == 3 && parts[0] == "v1" && parts[1] == "spins": return "/v1/spins/{name}"
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
+            return "/v1/spins/{name}/events"
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
+            return "/v1/spins/{name}/stream"
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
+            return "/v1/gears/{name}/stream"
+        default: return "other"
+        }
+    }
+
+    /// Routes `request`; `respond` is called exactly once, at once or later.
+    package func handle(_ request: APIRequest, respond: @escaping @Sendable (RouteOutcome) -> Void) {
+        let method = request.method == "HEAD" ? "GET" : request.method
+        let segments = Array(request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init))
+        let auth = request.header("Authorization")
+
+        func reply(_ response: APIResponse) { respond(.respond(response)) }
+        func fail(_ error: APIError) { respond(.respond(.error(error))) }
+        /// Checks method and scope; nil means go on.
+        func allow(_ methods: [String], _ scope: Scope?) -> APIError? {
+            guard methods.contains(method) else { return .methodNotAllowed(request.method, allowed: methods) }
+            if let scope { return access.check(authorization: auth, needs: scope) }
+            return nil
+        }
+
+        switch segments {
+        case ["healthz"]:
+            if let error = allow(["GET"], nil) { return fail(error) }
+            reply(.json(200, .object([("status", .string("ok"))])))
+
+        case ["readyz"]:
+            if let error = allow(["GET"], nil) { return fail(error) }
+            if host.isReady {
+                reply(.json(200, .object([("status", .string("ready"))])))
+            } else {
+                fail(APIError(status: 503, code: "not_ready", message: "the Spins are not all recovered and running",
+                              headers: [("Retry-After", "1")]))
+            }
+
+        case ["openapi.json"]:
+            if let error = allow(["GET"], nil) { return fail(error) }
+            reply(APIResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(OpenAPIDocument.json.utf8)))
+
+        case ["metrics"]:
+            if let error = allow(["GET"], .read) { return fail(error) }
+            let spins = host.spins.map { spin in (spin.name, spin.snapshot().sequence, spin.pendingEvents) }
+            reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                              body: Array(metrics.render(spins: spins).utf8)))
+
+        case ["v1", "spins"]:
+            if let error = allow(["GET"], .read) { return fail(error) }
+            let list = host.spins.map { spin -> JSONValue in
+                .object([("name", .string(spin.name)),
+                         ("sequence", .number(String(spin.snapshot().sequence))),
+                         ("kind", .string(spin.kind))])
+            }
+            reply(.json(200, .object([("spins", .array(list))])))
+
+        case let parts where parts.count == 3 && parts[0] == "v1" && parts[1] == "spins":
+            if let error = allow(["GET"], .read) { return fail(error) }
+            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+            let (sequence, state) = spin.snapshot()
+            reply(.json(200, .object([("name", .string(spin.name)),
+                                      ("sequence", .number(String(sequence))),
+                                      ("state", state)])))
+
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
+            if let error = allow(["POST"], .write) { return fail(error) }
+            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+            postEvents(request, to: spin) { respond(.respond($0)) }
+
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
+            if let error = allow(["GET"], .read) { return fail(error) }
+            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+            respond(.stateStream(spin))
+
+        case ["v1", "gears"]:
+            if let error = allow(["GET"], .read) { return fail(error) }
+            let list = host.gears.map { gear -> JSONValue in
+                .object([("name", .string(gear.name)), ("attached", .array(gear.attached.map(JSONValue.string)))])
+            }
+            reply(.json(200, .object([("gears", .array(list))])))
+
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
+            if let error = allow(["GET"], .read) { return fail(error) }
+            guard let gear = host.gear(named: parts[2]) else { return fail(.gearNotFound(parts[2])) }
+            respond(.gearStream(gear))
+
+        default:
+            fail(.routeNotFound(request.path))
+        }
+    }
+
+    /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
+    private func postEvents(_ request: APIRequest, to spin: any HostedSpin,
+                            respond: @escaping @Sendable (APIResponse) -> Void) {
+        let wait: Bool
+        switch request.queryValue("wait") {
+        case nil, "false", "0": wait = false
+        case "true", "1", "": wait = true
+        case let other?:
+            return respond(.error(.badRequest("query parameter wait must be true or false, not \"\(other)\"")))
+        }
+        guard Self.isJSON(request.header("Content-Type")) else {
+            return respond(.error(.unsupportedMediaType(request.header("Content-Type"))))
+        }
+        let batch: EventBatch
+        do {
+            batch = try spin.decodeEvents(json: request.body)
+        } catch {
+            return respond(.error(error))
+        }
+        let accepted = ContinuousClock.now
+        let metrics = self.metrics
+        let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
+            guard let transition else {
+                return respond(.error(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
+            }
+            metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
+            if wait {
+                respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])))
+            } else {
+                respond(.json(202, .object([("accepted", .number(String(batch.count))),
+                                            ("sequence", .number(String(transition.sequence)))])))
+            }
+        }
+        switch outcome {
+        case .accepted: break
+        case .inboxFull: respond(.error(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        case .stopped: respond(.error(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        }
+    }
+
+    /// `application/json`, with or without parameters (`; charset=utf-8`).
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces() } ?? ""
+        return mediaType.caseInsensitiveEquals("application/json")
+    }
+}
+
+extension Substring {
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

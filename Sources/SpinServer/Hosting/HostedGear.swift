@@ -1,0 +1,38 @@
+import SpinCore
+import SpinWire
+
+/// One event that crossed a Gear, as the Gear stream shows it:
+/// `{"type":"gear","gear":..,"from":spin,"event":..}`.
+package struct GearTraffic: Sendable {
+    package let gear: String
+    package let from: String?
+    package let event: JSONValue
+}
+
+/// A Gear hosted by name: the server lists it and streams its traffic.
+package protocol HostedGear: AnyObject, Sendable {
+    var name: String { get }
+    /// The Spins whose feedbacks attach to it, as the host was told.
+    var attached: [String] { get }
+    func observe(_ handler: @escaping @Sendable (GearTraffic) -> Void) -> SpinSubscription
+}
+
+final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
+    let name: String
+    let attached: [String]
+    private let gear: Gear<GearEvent>
+
+    init(name: String, attached: [String], gear: Gear<GearEvent>) {
+        self.name = name
+        self.attached = attached
+        self.gear = gear
+    }
+
+    func observe(_ handler: @escaping @Sendable (GearTraffic) -> Void) -> SpinSubscription {
+        let name = self.name
+        return gear.observe { delivery in
+            let event = (try? OrderedJSONEncoder().encodeValue(delivery.event)) ?? .null
+            handler(GearTraffic(gear: name, from: delivery.source, event: event))
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import SpinCore
+import SpinWire
+
+/// One applied event of a hosted Spin, as JSON: what streams send and a journal keeps.
+package struct HostedTransition: Sendable {
+    package let sequence: UInt64
+    package let event: JSONValue
+    package let state: JSONValue
+}
+
+/// Events decoded from a request, ready to be submitted to the Spin that decoded them.
+package struct EventBatch: Sendable {
+    package let count: Int
+    /// The decoded `[Event]`, typed by the `HostedLoop` that made it.
+    fileprivate let events: any Sendable
+}
+
+/// What submitting a batch came to.
+package enum SubmitResult: Sendable, Equatable {
+    /// Enqueued; `onApplied` will be called.
+    case accepted
+    /// The inbox holds too many events; nothing was enqueued.
+    case inboxFull
+    /// The Spin is stopped (the server is shutting down); nothing was enqueued.
+    case stopped
+}
+
+/// A Spin hosted by name, with JSON in and out. The API and stream layers only see this.
+package protocol HostedSpin: AnyObject, Sendable {
+    var name: String { get }
+    /// What made the Spin: an example's name, `machine`, or what a Swift user said.
+    var kind: String { get }
+    /// Decodes a request body: one event object or an array of them. A body that is not
+    /// JSON is a 400 (`malformed_json`), JSON that is not an event of this Spin a 422
+    /// (`invalid_event`, with the decoding path).
+    func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch
+    /// Enqueues the whole batch or nothing; `onApplied` is called on the Spin's executor
+    /// with the last event's transition (nil if the Spin stopped first).
+    func submit(_ batch: EventBatch, inboxLimit: Int,
+                onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> SubmitResult
+    /// The current sequence and state, read at once.
+    func snapshot() -> (sequence: UInt64, state: JSONValue)
+    /// Sees every applied event from now on, in order, on the Spin's executor. The
+    /// handler must not block.
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
+    var pendingEvents: Int { get }
+    /// Makes the loop (Gear subscriptions attached), without delivering any state.
+    func prepare()
+    func start()
+    func stop()
+}
+
+/// The `HostedSpin` of a Swift `Spin` with Codable state and events.
+final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: HostedSpin {
+    let name: String
+    let kind: String
+    private let spin: Spin<State, Event>
+    private let loop = Protected<SpinLoop<State, Event>?>(nil)
+
+    init(name: String, kind: String, spin: Spin<State, Event>) {
+        self.name = name
+        self.kind = kind
+        self.spin = spin
+    }
+
+    /// The loop, made on first use (`prepare`), so that every read has one.
+    private var running: SpinLoop<State, Event> {
+        loop.withLock { loop in
+            if let loop { return loop }
+            let made = spin.makeLoop(label: name)
+            loop = made
+            return made
+        }
+    }
+
+    func prepare() { _ = running }
+    func start() { running.start() }
+    func stop() { running.stop() }
+    var pendingEvents: Int { running.pendingEvents }
+
+    func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch {
+        let data = Data(json)
+        let document: Any
+        do {
+            document = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            throw .malformedJSON(Self.describe(error))
+        }
+        do {
+            if document is [Any] {
+                let events = try JSONDecoder().decode([Event].self, from: data)
+                guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
+                return EventBatch(count: events.count, events: events)
+            }
+            guard document is [String: Any] else {
+                throw APIError.invalidEvent(spin: name, "expected an event object or an array of event objects")
+            }
+            return EventBatch(count: 1, events: [try JSONDecoder().decode(Event.self, from: data)])
+        } catch let error as APIError {
+            throw error
+        } catch let error as DecodingError {
+            throw .invalidEvent(spin: name, Self.describe(error))
+        } catch {
+            throw .invalidEvent(spin: name, "\(error)")
+        }
+    }
+
+    func submit(_ batch: EventBatch, inboxLimit: Int,
+                onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> SubmitResult {
+        guard let events = batch.events as? [Event] else {
+            preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
+        }
+        let loop = running
+        if loop.isStopped { return .stopped }
+        let accepted = loop.emit(contentsOf: events, limit: inboxLimit) { transition in
+            onApplied(transition.map(Self.encode))
+        }
+        if accepted { return .accepted }
+        return loop.isStopped ? .stopped : .inboxFull
+    }
+
+    func snapshot() -> (sequence: UInt64, state: JSONValue) {
+        let (sequence, state) = running.snapshot
+        return (sequence, Self.encode(state))
+    }
+
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
+        running.observe { transition in handler(Self.encode(transition)) }
+    }
+
+    private static func encode(_ transition: Transition<State, Event>) -> HostedTransition {
+        HostedTransition(sequence: transition.sequence, event: encode(transition.event), state: encode(transition.state))
+    }
+
+    /// A state or event that cannot be JSON (a NaN, say) is sent as null rather than
+    /// stopping the stream; the reducer's value itself is kept as it is.
+    private static func encode<Value: Encodable>(_ value: Value) -> JSONValue {
+        (try? OrderedJSONEncoder().encodeValue(value)) ?? .null
+    }
+
+    // MARK: Error messages
+
+    /// `items[2].type: unknown counter event type "jump"`.
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])): missing (required)"
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(typeName(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(typeName(type)), found null"
+        case .dataCorrupted(let context):
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        guard !codingPath.isEmpty else { return "(the event)" }
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
+            }
+        }
+        return text
+    }
+
+    static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt.Type, is UInt64.Type: "an integer"
+        case is Double.Type, is Float.Type: "a number"
+        default: "a value of type \(type)"
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let detail = nsError.userInfo[NSDebugDescriptionErrorKey] as? String { return detail }
+        return nsError.localizedDescription
+    }
+}

@@ -1,0 +1,118 @@
+import SpinCore
+
+/// The named Spins and Gears a server hosts.
+///
+/// ```swift
+/// let host = SpinHost()
+/// try host.host(Counter.spin(), named: "counter")
+/// let example = AuthRouting()
+/// try host.host(example.feature, named: "feature")
+/// try host.host(example.router, named: "router")
+/// try host.host(example.gear, named: "auth", attachedTo: ["feature", "router"])
+/// ```
+///
+/// Register everything, then `start()`: every loop is made first (so their Gear
+/// subscriptions exist) and only then started, so no Gear event is lost at start-up.
+public final class SpinHost: Sendable {
+    private struct Registry {
+        var spins: [any HostedSpin] = []
+        var gears: [any HostedGear] = []
+        var started = false
+        var stopped = false
+    }
+
+    private let registry = Protected(Registry())
+
+    public init() {}
+
+    /// Hosts `spin` under `name` (letters, digits, `-`, `_` and `.`; unique).
+    /// - Parameter kind: what `GET /v1/spins` says made it; `swift` unless given.
+    public func host<State: Codable & Sendable, Event: Codable & Sendable>(
+        _ spin: Spin<State, Event>, named name: String, kind: String = "swift"
+    ) throws(HostingError) {
+        try add(HostedLoop(name: name, kind: kind, spin: spin))
+    }
+
+    /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
+    /// traffic. `spins` names the hosted Spins whose feedbacks attach to it.
+    public func host<GearEvent: Codable & Sendable>(
+        _ gear: Gear<GearEvent>, named name: String, attachedTo spins: [String]
+    ) throws(HostingError) {
+        try Self.validate(name)
+        try registry.withLock { registry throws(HostingError) in
+            guard !registry.started else { throw .alreadyStarted }
+            guard !registry.gears.contains(where: { $0.name == name }) else { throw .duplicateName(name) }
+            registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear))
+        }
+    }
+
+    package func add(_ spin: any HostedSpin) throws(HostingError) {
+        try Self.validate(spin.name)
+        try registry.withLock { registry throws(HostingError) in
+            guard !registry.started else { throw .alreadyStarted }
+            guard !registry.spins.contains(where: { $0.name == spin.name }) else { throw .duplicateName(spin.name) }
+            registry.spins.append(spin)
+        }
+    }
+
+    /// Makes every loop, then starts them all. Idempotent.
+    public func start() {
+        let spins = registry.withLock { registry -> [any HostedSpin] in
+            guard !registry.started else { return [] }
+            registry.started = true
+            return registry.spins
+        }
+        for spin in spins { spin.prepare() }
+        for spin in spins { spin.start() }
+    }
+
+    /// Stops every loop. Idempotent.
+    public func stop() {
+        let spins = registry.withLock { registry -> [any HostedSpin] in
+            guard !registry.stopped else { return [] }
+            registry.stopped = true
+            return registry.spins
+        }
+        for spin in spins { spin.stop() }
+    }
+
+    /// True once every Spin is started and until they stop (`GET /readyz`).
+    public var isReady: Bool {
+        registry.withLock { $0.started && !$0.stopped }
+    }
+
+    package var spins: [any HostedSpin] { registry.withLock { $0.spins } }
+    package var gears: [any HostedGear] { registry.withLock { $0.gears } }
+
+    package func spin(named name: String) -> (any HostedSpin)? {
+        registry.withLock { $0.spins.first { $0.name == name } }
+    }
+
+    package func gear(named name: String) -> (any HostedGear)? {
+        registry.withLock { $0.gears.first { $0.name == name } }
+    }
+
+    /// Names appear in URL paths: keep them to characters that need no escaping.
+    static func validate(_ name: String) throws(HostingError) {
+        let allowed = name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard !name.isEmpty, name.utf8.count <= 64, allowed else { throw .invalidName(name) }
+    }
+}
+
+/// Why a Spin or Gear could not be hosted.
+public enum HostingError: Error, Equatable, CustomStringConvertible {
+    case duplicateName(String)
+    case invalidName(String)
+    case alreadyStarted
+
+    public var description: String {
+        switch self {
+        case .duplicateName(let name): "\"\(name)\" is hosted twice"
+        case .invalidName(let name): "\"\(name)\" is not a valid name: use 1 to 64 letters, digits, '-', '_' or '.'"
+        case .alreadyStarted: "the host is started: register every Spin and Gear before start()"
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// SpinServer: see DESIGN.md §1 for what this module owns.
-package enum SpinServerModule {}

@@ -1,0 +1,69 @@
+import SpinWire
+
+/// The messages a stream still has to send, bounded: what a connection that cannot
+/// write yet keeps.
+///
+/// When more than `limit` messages wait, the queued state messages are conflated into
+/// one snapshot of the newest state (DESIGN.md §3): a stuck client never makes the
+/// server hold more than `limit` messages for it, and the gap in sequences tells the
+/// client it missed some. Acknowledgements and errors are never dropped; if a client
+/// piles up more than `limit` of them without reading, `push` says to close it.
+package struct StreamOutbox: Sendable {
+    package enum Kind: Sendable, Equatable {
+        /// A snapshot or a state message: replaceable by a newer snapshot.
+        case state
+        /// An ack, error or Gear message: kept.
+        case control
+    }
+
+    package enum PushResult: Sendable, Equatable {
+        case queued
+        /// Queued state messages were replaced by one snapshot.
+        case conflated(dropped: Int)
+        /// Too many control messages wait unread: close the stream (1008).
+        case overflow
+    }
+
+    /// How many messages may wait. 64 covers a burst of events between two writes
+    /// while keeping a stuck client's cost to a few kilobytes of JSON.
+    package let limit: Int
+    private(set) package var items: [(kind: Kind, message: JSONValue)] = []
+
+    package init(limit: Int = 64) {
+        precondition(limit >= 2, "an outbox must hold at least a snapshot and one more message")
+        self.limit = limit
+    }
+
+    package var isEmpty: Bool { items.isEmpty }
+    package var count: Int { items.count }
+
+    /// Queues the message of an applied event; conflates if the outbox is full.
+    package mutating func push(_ transition: HostedTransition) -> PushResult {
+        guard items.count >= limit else {
+            items.append((.state, StreamMessage.state(transition)))
+            return .queued
+        }
+        let before = items.count
+        items.removeAll { $0.kind == .state }
+        items.append((.state, StreamMessage.snapshot(sequence: transition.sequence, state: transition.state)))
+        // One message (the new one) took the place of those removed.
+        return .conflated(dropped: before - items.count + 1)
+    }
+
+    /// Queues a message that must not be dropped.
+    package mutating func push(control message: JSONValue) -> PushResult {
+        items.append((.control, message))
+        let controls = items.count { $0.kind == .control }
+        return controls > limit ? .overflow : .queued
+    }
+
+    /// Queues a state-kind message as it is (the first snapshot).
+    package mutating func push(state message: JSONValue) {
+        items.append((.state, message))
+    }
+
+    /// Takes the oldest waiting message.
+    package mutating func pop() -> JSONValue? {
+        items.isEmpty ? nil : items.removeFirst().message
+    }
+}

@@ -1,0 +1,289 @@
+import Dispatch
+import Foundation
+import SpinCore
+import SpinExamples
+@testable import SpinServer
+import SpinWire
+import Testing
+
+/// Builds a host with the example Spins, as the default config does.
+func makeExampleHost(start: Bool = true, counterQueue: DispatchQueue? = nil) throws -> SpinHost {
+    let host = SpinHost()
+    let counter = Counter.spin()
+    try host.host(counterQueue.map { queue in
+        Spin(initialState: counter.initialState, feedbacks: counter.feedbacks, reducer: counter.reducer, executeOn: queue)
+    } ?? counter, named: "counter", kind: "counter")
+    try host.host(Levels.spin(), named: "levels", kind: "levels")
+    let example = AuthRouting()
+    try host.host(example.feature, named: "feature", kind: "feature")
+    try host.host(example.router, named: "router", kind: "router")
+    try host.host(example.gear, named: "auth", attachedTo: ["feature", "router"])
+    if start { host.start() }
+    return host
+}
+
+func makeRouter(_ host: SpinHost, tokens: [AccessToken] = [], inbox: Int = 1024) -> APIRouter {
+    var limits = APIRouter.Limits()
+    limits.inbox = inbox
+    return APIRouter(host: host, access: AccessControl(tokens: tokens), metrics: Metrics(), limits: limits)
+}
+
+extension APIRouter {
+    func route(_ request: APIRequest) async -> RouteOutcome {
+        await withCheckedContinuation { continuation in
+            handle(request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The response of a request that must be answered with one.
+    func respond(_ method: String, _ path: String, query: [(name: String, value: String)] = [],
+                 headers: [(name: String, value: String)] = [], body: String = "") async -> APIResponse {
+        let request = APIRequest(method: method, path: path, query: query, headers: headers, body: Array(body.utf8))
+        guard case .respond(let response) = await route(request) else {
+            Issue.record("\(method) \(path) was not answered with a response")
+            return APIResponse(status: 0)
+        }
+        return response
+    }
+
+    func post(_ path: String, _ body: String, query: [(name: String, value: String)] = [],
+              contentType: String? = "application/json", token: String? = nil) async -> APIResponse {
+        var headers: [(name: String, value: String)] = []
+        if let contentType { headers.append(("Content-Type", contentType)) }
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        return await respond("POST", path, query: query, headers: headers, body: body)
+    }
+}
+
+extension APIResponse {
+    var json: Any? { try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) }
+    var object: [String: Any] { json as? [String: Any] ?? [:] }
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var errorCode: String? { (object["error"] as? [String: Any])?["code"] as? String }
+    var errorMessage: String { (object["error"] as? [String: Any])?["message"] as? String ?? "" }
+}
+
+/// Waits until the Spin's state, read over the API, satisfies `predicate`.
+func waitForState(_ router: APIRouter, _ name: String, _ predicate: ([String: Any]) -> Bool) async -> [String: Any] {
+    for _ in 0..<5000 {
+        let response = await router.respond("GET", "/v1/spins/\(name)")
+        if let state = response.object["state"] as? [String: Any], predicate(state) { return response.object }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    Issue.record("\(name) never reached the expected state")
+    return [:]
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct APIRouterTests {
+    @Test func healthz_IsOK_ReadyzFollowsTheHost() async throws {
+        let host = try makeExampleHost(start: false)
+        let router = makeRouter(host)
+        #expect(await router.respond("GET", "/healthz").text == #"{"status":"ok"}"#)
+        let notReady = await router.respond("GET", "/readyz")
+        #expect(notReady.status == 503)
+        #expect(notReady.header("Retry-After") == "1")
+        host.start()
+        #expect(await router.respond("GET", "/readyz").status == 200)
+        host.stop()
+        #expect(await router.respond("GET", "/readyz").status == 503)
+    }
+
+    @Test func spins_AreListedInOrderWithSequenceAndKind() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        let spins = await router.respond("GET", "/v1/spins").object["spins"] as? [[String: Any]] ?? []
+        #expect(spins.map { $0["name"] as? String } == ["counter", "levels", "feature", "router"])
+        #expect(spins.map { $0["kind"] as? String } == ["counter", "levels", "feature", "router"])
+        #expect(spins.first?["sequence"] as? Int == 10)
+        host.stop()
+    }
+
+    @Test func aSpin_IsReadWithItsSequenceAndStateJSON() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        #expect(await router.respond("GET", "/v1/spins/counter").text == #"{"name":"counter","sequence":10,"state":{"value":10}}"#)
+        let missing = await router.respond("GET", "/v1/spins/nope")
+        #expect(missing.status == 404)
+        #expect(missing.errorCode == "spin_not_found")
+        #expect(missing.errorMessage.contains("nope"))
+        host.stop()
+    }
+
+    @Test func postingAnEvent_Answers202WithTheSequence_AndTheSpinReactsToIt() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        let response = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
+        #expect(response.status == 202)
+        #expect(response.text == #"{"accepted":1,"sequence":11}"#)
+        // The reset lets the feedback count to 10 again.
+        let final = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        #expect(final["sequence"] as? Int == 21)
+        host.stop()
+    }
+
+    @Test func waitTrue_AnswersWithTheStateAfterTheLastEvent() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let response = await router.post("/v1/spins/levels/events", #"[{"type":"set","left":3,"right":5},{"type":"increaseLeft"}]"#,
+                                         query: [("wait", "true")])
+        #expect(response.status == 200)
+        let state = response.object["state"] as? [String: Int]
+        #expect(state == ["left": 4, "right": 5])
+        host.stop()
+    }
+
+    @Test func malformedJSON_Is400_AndChangesNothing() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let before = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        let response = await router.post("/v1/spins/counter/events", #"{"type":"reset""#)
+        #expect(response.status == 400)
+        #expect(response.errorCode == "malformed_json")
+        #expect(await router.respond("GET", "/v1/spins/counter").object["sequence"] as? Int == before["sequence"] as? Int)
+        host.stop()
+    }
+
+    @Test func aWrongContentType_Is415() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let response = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#, contentType: "text/plain")
+        #expect(response.status == 415)
+        #expect(response.errorCode == "unsupported_media_type")
+        let missing = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#, contentType: nil)
+        #expect(missing.status == 415)
+        let withCharset = await router.post("/v1/spins/levels/events", #"{"type":"increaseLeft"}"#,
+                                            contentType: "Application/JSON; charset=utf-8")
+        #expect(withCharset.status == 202)
+        host.stop()
+    }
+
+    @Test func anEventOfAnotherShape_Is422NamingTheField_AndNothingOfTheBatchIsApplied() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let before = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
+        let unknown = await router.post("/v1/spins/levels/events", #"{"type":"jump"}"#)
+        #expect(unknown.status == 422)
+        #expect(unknown.errorCode == "invalid_event")
+        #expect(unknown.errorMessage.contains("type"))
+        #expect(unknown.errorMessage.contains("jump"))
+        let batch = await router.post("/v1/spins/levels/events", #"[{"type":"increaseLeft"},{"type":"set","left":1}]"#)
+        #expect(batch.status == 422)
+        #expect(batch.errorMessage.contains("[1].right"))
+        let wrongType = await router.post("/v1/spins/levels/events", #"{"type":"set","left":"one","right":2}"#)
+        #expect(wrongType.errorMessage.contains("left: expected an integer"))
+        let scalar = await router.post("/v1/spins/levels/events", "42")
+        #expect(scalar.status == 422)
+        let empty = await router.post("/v1/spins/levels/events", "[]")
+        #expect(empty.status == 422)
+        let after = await router.respond("GET", "/v1/spins/levels").object
+        #expect(after["sequence"] as? Int == before["sequence"] as? Int)
+        host.stop()
+    }
+
+    @Test func aFullInbox_Is429WithRetryAfter_AndNothingIsHalfApplied() async throws {
+        let queue = DispatchQueue(label: "test.counter")
+        let host = try makeExampleHost(counterQueue: queue)
+        let router = makeRouter(host, inbox: 2)
+        _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        queue.suspend()
+        // Accepted, but acknowledged only once applied: after the queue resumes.
+        let first = Task { await router.post("/v1/spins/counter/events", #"{"type":"decrease"}"#) }
+        while host.spin(named: "counter")?.pendingEvents != 1 { await Task.yield() }
+        let full = await router.post("/v1/spins/counter/events", #"[{"type":"decrease"},{"type":"decrease"}]"#)
+        #expect(full.status == 429)
+        #expect(full.header("Retry-After") == "1")
+        #expect(full.errorCode == "inbox_full")
+        queue.resume()
+        #expect(await first.value.status == 202)
+        // Only the first event was applied: 10 - 1, then the feedback counts back to 10.
+        let final = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        #expect(final["sequence"] as? Int == 12)
+        host.stop()
+    }
+
+    @Test func aWrongMethod_Is405WithAllow() async throws {
+        let router = makeRouter(try makeExampleHost())
+        let response = await router.respond("DELETE", "/v1/spins/counter")
+        #expect(response.status == 405)
+        #expect(response.header("Allow") == "GET")
+        let get = await router.respond("GET", "/v1/spins/counter/events")
+        #expect(get.status == 405)
+        #expect(get.header("Allow") == "POST")
+        #expect(await router.respond("GET", "/nowhere").status == 404)
+    }
+
+    @Test func waitMustBeABoolean() async throws {
+        let router = makeRouter(try makeExampleHost())
+        let response = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#, query: [("wait", "soon")])
+        #expect(response.status == 400)
+        #expect(response.errorMessage.contains("wait"))
+    }
+
+    @Test func tokens_GateRoutesByScope() async throws {
+        let router = makeRouter(try makeExampleHost(), tokens: [
+            AccessToken(token: "reader", scopes: [.read]),
+            AccessToken(token: "writer", scopes: [.write]),
+        ])
+        let anonymous = await router.respond("GET", "/v1/spins")
+        #expect(anonymous.status == 401)
+        #expect(anonymous.header("WWW-Authenticate") != nil)
+        #expect(await router.respond("GET", "/v1/spins", headers: [("Authorization", "Bearer wrong")]).status == 401)
+        #expect(await router.respond("GET", "/v1/spins", headers: [("Authorization", "Basic reader")]).status == 401)
+        #expect(await router.respond("GET", "/v1/spins", headers: [("Authorization", "Bearer reader")]).status == 200)
+        let readerPost = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#, token: "reader")
+        #expect(readerPost.status == 403)
+        #expect(readerPost.errorCode == "forbidden")
+        #expect(await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#, token: "writer").status == 202)
+        // Health and the API description stay open.
+        #expect(await router.respond("GET", "/healthz").status == 200)
+        #expect(await router.respond("GET", "/openapi.json").status == 200)
+    }
+
+    @Test func gears_AreListedWithTheirSpins_AndStreamsAreRouted() async throws {
+        let router = makeRouter(try makeExampleHost())
+        #expect(await router.respond("GET", "/v1/gears").text == #"{"gears":[{"name":"auth","attached":["feature","router"]}]}"#)
+        guard case .gearStream(let gear) = await router.route(APIRequest(method: "GET", path: "/v1/gears/auth/stream")) else {
+            Issue.record("the gear stream was not routed")
+            return
+        }
+        #expect(gear.name == "auth")
+        guard case .stateStream(let spin) = await router.route(APIRequest(method: "GET", path: "/v1/spins/router/stream")) else {
+            Issue.record("the state stream was not routed")
+            return
+        }
+        #expect(spin.name == "router")
+        #expect(await router.respond("GET", "/v1/gears/nope/stream").errorCode == "gear_not_found")
+    }
+
+    @Test func metrics_CountEventsRequestsAndLatency() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        _ = await router.post("/v1/spins/levels/events", #"{"type":"set","left":1,"right":1}"#, query: [("wait", "true")])
+        router.metrics.requestAnswered(route: "/v1/spins/{name}/events", status: 200)
+        let text = await router.respond("GET", "/metrics").text
+        #expect(text.contains("# TYPE spin_events_applied_total counter"))
+        #expect(text.contains(#"spin_http_requests_total{route="/v1/spins/{name}/events",status="200"} 1"#))
+        #expect(text.contains("spin_event_apply_seconds_count 1"))
+        #expect(text.contains(#"spin_sequence{spin="levels"}"#))
+        host.stop()
+    }
+
+    @Test func openAPI_IsAnOpenAPI31DocumentListingEveryRoute() async throws {
+        let document = await makeRouter(try makeExampleHost()).respond("GET", "/openapi.json").object
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
+        #expect(paths == ["/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
+                          "/v1/spins/{name}/events", "/v1/spins/{name}/stream", "/v1/gears", "/v1/gears/{name}/stream"])
+    }
+
+    @Test func routeTemplates_NameTheRoute() {
+        #expect(APIRouter.template(of: "/v1/spins/counter/events") == "/v1/spins/{name}/events")
+        #expect(APIRouter.template(of: "/v1/spins/counter") == "/v1/spins/{name}")
+        #expect(APIRouter.template(of: "/healthz") == "/healthz")
+        #expect(APIRouter.template(of: "/../etc/passwd") == "other")
+    }
+}
