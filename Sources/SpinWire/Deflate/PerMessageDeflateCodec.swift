@@ -76,6 +76,7 @@ package final class PerMessageDeflateDecompressor: @unchecked Sendable {
                 try Self.tail.withUnsafeBytes { tail in
                     try stream.inflate(tail, into: &output, maxOutputCount: maxMessageSize)
                 }
+                stream.endMessage()
                 if noContextTakeover { stream.reset() }
             }
         } catch ZlibInflateStream.Failure.outputLimitExceeded {

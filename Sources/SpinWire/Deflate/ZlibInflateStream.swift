@@ -20,6 +20,9 @@ final class ZlibInflateStream: @unchecked Sendable {
     private let stream: UnsafeMutablePointer<z_stream>
     /// Whether the window survives a final block (BFINAL) for the next message.
     private let keepsWindowAcrossStreamEnd: Bool
+    /// Set when a BFINAL block ended the DEFLATE stream inside the current message: the
+    /// rest of that message's input (at least the appended 00 00 ff ff) is skipped.
+    private var streamEndedInMessage = false
 
     /// - Parameters:
     ///   - windowBits: 9...15 (a larger window inflates anything a smaller one produced).
@@ -49,6 +52,7 @@ final class ZlibInflateStream: @unchecked Sendable {
     /// `maxOutputCount + 1`, whatever the input expands to).
     func inflate(_ input: UnsafeRawBufferPointer, into output: inout [UInt8],
                  maxOutputCount: Int) throws(Failure) {
+        if streamEndedInMessage { return }
         stream.pointee.next_in = UnsafeMutablePointer(
             mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = uInt(input.count)
@@ -80,6 +84,7 @@ final class ZlibInflateStream: @unchecked Sendable {
                 // rest of the input (the appended 00 00 ff ff) is ignored, and the next
                 // message starts a new stream.
                 restartAfterStreamEnd()
+                streamEndedInMessage = true
                 return
             case Z_OK, Z_BUF_ERROR:
                 let progressed = left < granted || stream.pointee.avail_in < availableInBefore
@@ -91,6 +96,11 @@ final class ZlibInflateStream: @unchecked Sendable {
                 throw .invalidData
             }
         }
+    }
+
+    /// Marks the end of a message: input is inflated again from the next call on.
+    func endMessage() {
+        streamEndedInMessage = false
     }
 
     /// Forgets the LZ77 window (no context takeover).
