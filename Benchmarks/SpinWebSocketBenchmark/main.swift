@@ -11,12 +11,12 @@ import CZlib
 import Dispatch
 import SpinWire
 
-/// Best-of-`rounds` throughput: `work` is run repeatedly for at least `minimumSeconds`;
-/// returns units per second where `work` processes `unitsPerCall` units.
-func measure(unitsPerCall: Double, rounds: Int = 5, minimumSeconds: Double = 0.25,
-             _ work: () -> Void) -> Double {
-    var best = 0.0
-    for _ in 0..<rounds {
+/// Best-of-`rounds` throughput of `ours` and `reference`, measured in alternating rounds so
+/// that load from other processes (or frequency changes) hits both alike. Each round runs
+/// a closure repeatedly for at least `minimumSeconds`; `unitsPerCall` units per call.
+func measurePair(unitsPerCall: Double, rounds: Int = 7, minimumSeconds: Double = 0.2,
+                 ours: () -> Void, reference: () -> Void) -> (ours: Double, reference: Double) {
+    func once(_ work: () -> Void) -> Double {
         var calls = 0
         let start = DispatchTime.now().uptimeNanoseconds
         var elapsed = 0.0
@@ -25,7 +25,12 @@ func measure(unitsPerCall: Double, rounds: Int = 5, minimumSeconds: Double = 0.2
             calls += 1
             elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         } while elapsed < minimumSeconds
-        best = max(best, Double(calls) * unitsPerCall / elapsed)
+        return Double(calls) * unitsPerCall / elapsed
+    }
+    var best = (ours: 0.0, reference: 0.0)
+    for _ in 0..<rounds {
+        best.reference = max(best.reference, once(reference))
+        best.ours = max(best.ours, once(ours))
     }
     return best
 }
@@ -88,25 +93,25 @@ func bareUnmask(_ bytes: [UInt8], offsets: [Int], payloadSize: Int, into out: in
 for (label, payloadSize, count) in [("32 B", 32, 20_000), ("64 KiB", 65_536, 64)] {
     let (bytes, offsets) = maskedFrames(payloadSize: payloadSize, count: count)
     var out = [UInt8](repeating: 0, count: payloadSize * count)
-    let ceiling = measure(unitsPerCall: Double(count)) {
+    let ceiling = {
         bareUnmask(bytes, offsets: offsets, payloadSize: payloadSize, into: &out)
         sink &+= Int(out[out.count - 1])
     }
     let limits = WebSocketLimits(maxFrameSize: 1 << 20, maxMessageSize: 1 << 20)
-    let parser = measure(unitsPerCall: Double(count)) {
+    let parser = measurePair(unitsPerCall: Double(count), ours: {
         var parser = WebSocketFrameParser(role: .server, limits: limits)
         parser.append(bytes)
         var n = 0
         while let frame = try? parser.nextFrame() { n &+= frame.payload.count }
         sink &+= n
-    }
-    let session = measure(unitsPerCall: Double(count)) {
+    }, reference: ceiling)
+    let session = measurePair(unitsPerCall: Double(count), ours: {
         var session = WebSocketSession(role: .server, limits: limits)
         sink &+= session.receive(bytes).count
-    }
-    rows.append(Row(name: "parse masked \(label) frames", ours: parser, reference: ceiling,
+    }, reference: ceiling)
+    rows.append(Row(name: "parse masked \(label) frames", ours: parser.ours, reference: parser.reference,
                     unit: "frames/s", referenceName: "bare unmask loop"))
-    rows.append(Row(name: "session masked \(label) messages", ours: session, reference: ceiling,
+    rows.append(Row(name: "session masked \(label) messages", ours: session.ours, reference: session.reference,
                     unit: "frames/s", referenceName: "bare unmask loop"))
 }
 
@@ -175,29 +180,29 @@ for size in [1024, 16 * 1024, 256 * 1024] {
 
     // Compression, both without context takeover (each message alone: comparable work per call).
     let compressor = PerMessageDeflateCompressor(windowBits: 15, noContextTakeover: true)!
-    let ours = measure(unitsPerCall: megabytes) { sink &+= (try? compressor.compress(message))?.count ?? 0 }
     let raw = RawDeflate()
-    let peer = measure(unitsPerCall: megabytes) {
+    let deflated = measurePair(unitsPerCall: megabytes, ours: {
+        sink &+= (try? compressor.compress(message))?.count ?? 0
+    }, reference: {
         sink &+= raw.compress(message)
         deflateReset(raw.stream)
-    }
-    rows.append(Row(name: "deflate \(label) JSON", ours: ours, reference: peer, unit: "MB/s",
+    })
+    rows.append(Row(name: "deflate \(label) JSON", ours: deflated.ours, reference: deflated.reference, unit: "MB/s",
                     referenceName: "raw zlib deflate"))
 
     // Decompression of the same compressed message (with 00 00 ff ff for raw zlib).
     let compressed = try! PerMessageDeflateCompressor(windowBits: 15, noContextTakeover: true)!.compress(message)
     let decompressor = PerMessageDeflateDecompressor(windowBits: 15, noContextTakeover: true)!
-    let inflated = measure(unitsPerCall: megabytes) {
-        sink &+= (try? decompressor.decompress(compressed, maxMessageSize: 1 << 20))?.count ?? 0
-    }
     let rawInflate = RawInflate()
     let withTail = compressed + [0x00, 0x00, 0xFF, 0xFF]
-    let peerInflate = measure(unitsPerCall: megabytes) {
+    let inflated = measurePair(unitsPerCall: megabytes, ours: {
+        sink &+= (try? decompressor.decompress(compressed, maxMessageSize: 1 << 20))?.count ?? 0
+    }, reference: {
         sink &+= rawInflate.inflate(withTail)
         inflateReset(rawInflate.stream)
-    }
+    })
     rows.append(Row(name: "inflate \(label) JSON (ratio \(String(format1(Double(size) / Double(compressed.count))))x)",
-                    ours: inflated, reference: peerInflate, unit: "MB/s", referenceName: "raw zlib inflate"))
+                    ours: inflated.ours, reference: inflated.reference, unit: "MB/s", referenceName: "raw zlib inflate"))
 }
 
 func format1(_ value: Double) -> String {
@@ -205,20 +210,22 @@ func format1(_ value: Double) -> String {
     return "\(tenths / 10).\(tenths % 10)"
 }
 
-func formatRate(_ value: Double) -> String {
-    if value >= 1e6 { return format1(value / 1e6) + " M" }
-    if value >= 1e3 { return format1(value / 1e3) + " k" }
-    return format1(value)
+func formatRate(_ value: Double, unit: String) -> String {
+    if unit == "MB/s" { return format1(value) + " MB/s" }
+    if value >= 1e6 { return format1(value / 1e6) + " M" + unit }
+    if value >= 1e3 { return format1(value / 1e3) + " k" + unit }
+    return format1(value) + " " + unit
 }
 
 func pad(_ text: String, _ width: Int) -> String {
     text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
 }
 
-print(pad("benchmark", 44) + pad("ours", 16) + pad("reference", 16) + pad("ours/ref", 10) + "reference is")
+print(pad("benchmark", 44) + pad("ours", 18) + pad("reference", 18) + pad("ours/ref", 10) + "reference is")
 print(String(repeating: "-", count: 110))
 for row in rows {
-    print(pad(row.name, 44) + pad(formatRate(row.ours) + row.unit, 16) + pad(formatRate(row.reference) + row.unit, 16)
+    print(pad(row.name, 44) + pad(formatRate(row.ours, unit: row.unit), 18)
+          + pad(formatRate(row.reference, unit: row.unit), 18)
           + pad(format1(row.ours / row.reference * 100) + "%", 10) + row.referenceName)
 }
 if sink == 42 { print("") }
