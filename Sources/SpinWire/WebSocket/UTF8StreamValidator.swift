@@ -6,7 +6,7 @@
 /// above U+10FFFF (`F4 90..`, `F5..FF`), a stray continuation byte or a lead byte where a
 /// continuation byte was due. RFC 6455 §8.1: an endpoint that receives invalid UTF-8 in a
 /// text message fails the connection (1007), and §5.6 allows failing as soon as possible.
-struct UTF8StreamValidator: Hashable, Sendable {
+package struct UTF8StreamValidator: Hashable, Sendable {
     /// DFA state. `accept` between code points; the others say what the next byte must be.
     private var state: State = .accept
 
@@ -22,19 +22,19 @@ struct UTF8StreamValidator: Hashable, Sendable {
         case reject
     }
 
-    init() {}
+    package init() {}
 
     /// True when the bytes seen so far end on a code point boundary (a complete message).
-    var isAtBoundary: Bool { state == .accept }
+    package var isAtBoundary: Bool { state == .accept }
 
     /// True once an invalid sequence has been seen; stays true until `reset()`.
-    var hasFailed: Bool { state == .reject }
+    package var hasFailed: Bool { state == .reject }
 
-    mutating func reset() { state = .accept }
+    package mutating func reset() { state = .accept }
 
     /// Feeds `bytes`; returns false as soon as the input so far is proven invalid.
     @discardableResult
-    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard state != .reject else { return false }
         var index = 0
         let count = bytes.count
@@ -61,12 +61,12 @@ struct UTF8StreamValidator: Hashable, Sendable {
 
     /// Feeds `bytes`; returns false as soon as the input so far is proven invalid.
     @discardableResult
-    mutating func feed(_ bytes: [UInt8]) -> Bool {
+    package mutating func feed(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { feed($0) }
     }
 
     /// Whether `bytes` is complete, valid UTF-8.
-    static func isValid(_ bytes: [UInt8]) -> Bool {
+    package static func isValid(_ bytes: [UInt8]) -> Bool {
         var validator = UTF8StreamValidator()
         return validator.feed(bytes) && validator.isAtBoundary
     }

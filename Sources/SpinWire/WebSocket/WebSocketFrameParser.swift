@@ -68,9 +68,81 @@ package struct WebSocketFrameParser: Sendable {
         }
     }
 
+    /// The header fields of a frame, known before its payload has arrived.
+    package struct Header: Hashable, Sendable {
+        package var fin: Bool
+        package var rsv1: Bool
+        package var opcode: WebSocketOpcode
+        package var maskingKey: UInt32?
+        package var payloadLength: Int
+        /// Bytes of header on the wire (2 to 14).
+        var headerLength: Int
+    }
+
+    /// A frame whose header is complete but whose payload has not fully arrived.
+    package struct PendingFrame: Hashable, Sendable {
+        package var header: Header
+        /// How many payload bytes are already buffered (less than `header.payloadLength`).
+        package var receivedPayloadLength: Int
+    }
+
+    /// The frame being received, when its header is complete (and valid) but not its
+    /// payload. Lets the session check a long text frame's UTF-8 as it arrives.
+    package func pendingFrame() -> PendingFrame? {
+        guard failure == nil, let header = try? parseHeader() else { return nil }
+        let received = buffer.count - readIndex - header.headerLength
+        guard received < header.payloadLength else { return nil }
+        return PendingFrame(header: header, receivedPayloadLength: received)
+    }
+
+    /// The unmasked payload bytes of the pending frame from `offset` to what has arrived.
+    package func pendingPayload(from offset: Int) -> [UInt8] {
+        guard let pending = pendingFrame(), offset < pending.receivedPayloadLength else { return [] }
+        let start = readIndex + pending.header.headerLength
+        return payload(start: start, offset: offset, count: pending.receivedPayloadLength - offset,
+                       maskingKey: pending.header.maskingKey)
+    }
+
     private mutating func parseFrame() throws(WebSocketError) -> ParseResult {
+        guard let header = try parseHeader() else { return .insufficientData }
         let available = buffer.count - readIndex
-        guard available >= 2 else { return .insufficientData }
+        guard available >= header.headerLength + header.payloadLength else { return .insufficientData }
+        let payload = payload(start: readIndex + header.headerLength, offset: 0,
+                              count: header.payloadLength, maskingKey: header.maskingKey)
+        readIndex += header.headerLength + header.payloadLength
+        if readIndex == buffer.count {
+            // Keep a modest buffer for the next reads; release a large one (a big frame must
+            // not pin its memory for the life of an idle connection).
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
+            readIndex = 0
+        }
+        return .frame(WebSocketFrame(fin: header.fin, rsv1: header.rsv1, opcode: header.opcode,
+                                     maskingKey: header.maskingKey, payload: payload))
+    }
+
+    /// Unmasked bytes `offset..<offset+count` of a payload starting at buffer index `start`.
+    private func payload(start: Int, offset: Int, count: Int, maskingKey: UInt32?) -> [UInt8] {
+        guard count > 0 else { return [] }
+        guard let key = maskingKey else {
+            return Array(buffer[(start + offset)..<(start + offset + count)])
+        }
+        // RFC 6455 §5.3: octet i uses key octet i mod 4; rotate the key to start at `offset`.
+        let shift = UInt32((offset & 3) * 8)
+        let rotated = shift == 0 ? key : (key << shift) | (key >> (32 - shift))
+        return buffer.withUnsafeBytes { source in
+            [UInt8](unsafeUninitializedCapacity: count) { destination, initialized in
+                WebSocketMasking.apply(key: rotated, from: source.baseAddress! + start + offset,
+                                       to: UnsafeMutableRawPointer(destination.baseAddress!),
+                                       count: count)
+                initialized = count
+            }
+        }
+    }
+
+    /// Parses and validates the header at `readIndex`; nil if not all of it has arrived.
+    private func parseHeader() throws(WebSocketError) -> Header? {
+        let available = buffer.count - readIndex
+        guard available >= 2 else { return nil }
         let b0 = buffer[readIndex]
         let b1 = buffer[readIndex + 1]
 
@@ -108,12 +180,12 @@ package struct WebSocketFrameParser: Sendable {
         case 126:
             // RFC 6455 §5.2: 126 → the following 2 bytes are the length (minimal encoding is
             // not required of the peer, so it is not checked).
-            guard available >= 4 else { return .insufficientData }
+            guard available >= 4 else { return nil }
             payloadLength = Int(buffer[readIndex + 2]) << 8 | Int(buffer[readIndex + 3])
             headerLength = 4
         case 127:
             // RFC 6455 §5.2: 127 → the following 8 bytes, "the most significant bit MUST be 0".
-            guard available >= 10 else { return .insufficientData }
+            guard available >= 10 else { return nil }
             var value: UInt64 = 0
             for i in 2..<10 { value = value << 8 | UInt64(buffer[readIndex + i]) }
             if value & (1 << 63) != 0 { throw .invalidPayloadLength }
@@ -127,39 +199,14 @@ package struct WebSocketFrameParser: Sendable {
 
         var maskingKey: UInt32?
         if masked {
-            guard available >= headerLength + 4 else { return .insufficientData }
+            guard available >= headerLength + 4 else { return nil }
             var key: UInt32 = 0
             for i in 0..<4 { key = key << 8 | UInt32(buffer[readIndex + headerLength + i]) }
             maskingKey = key
             headerLength += 4
         }
-        guard available >= headerLength + payloadLength else { return .insufficientData }
-
-        let start = readIndex + headerLength
-        let payload: [UInt8]
-        if payloadLength == 0 {
-            payload = []
-        } else if let key = maskingKey {
-            payload = buffer.withUnsafeBytes { source in
-                [UInt8](unsafeUninitializedCapacity: payloadLength) { destination, initialized in
-                    WebSocketMasking.apply(key: key, from: source.baseAddress! + start,
-                                           to: UnsafeMutableRawPointer(destination.baseAddress!),
-                                           count: payloadLength)
-                    initialized = payloadLength
-                }
-            }
-        } else {
-            payload = Array(buffer[start..<(start + payloadLength)])
-        }
-        readIndex = start + payloadLength
-        if readIndex == buffer.count {
-            // Keep a modest buffer for the next reads; release a large one (a big frame must
-            // not pin its memory for the life of an idle connection).
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
-            readIndex = 0
-        }
-        return .frame(WebSocketFrame(fin: fin, rsv1: rsv1, opcode: opcode,
-                                     maskingKey: maskingKey, payload: payload))
+        return Header(fin: fin, rsv1: rsv1, opcode: opcode, maskingKey: maskingKey,
+                      payloadLength: payloadLength, headerLength: headerLength)
     }
 
     /// Drops consumed bytes once they are at least half of the buffer, so appends stay

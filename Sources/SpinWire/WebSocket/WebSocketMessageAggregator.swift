@@ -31,32 +31,61 @@ package struct WebSocketMessageAggregator: Sendable {
     /// Whether a fragmented message is in progress.
     package var isAssembling: Bool { current != nil }
 
-    /// Adds one data frame; returns the message once its final frame arrived. Control
-    /// frames are ignored (nil).
-    package mutating func receive(_ frame: WebSocketFrame) throws(WebSocketError) -> WebSocketMessage? {
-        var partial: Partial
-        switch frame.opcode {
+    /// Checks the rules a data frame's header alone decides: fragmentation order, RSV1,
+    /// fragment count and message size. `receive` applies them first; the session also
+    /// applies them to a frame still arriving, so the same error wins either way.
+    package func checkHeader(opcode: WebSocketOpcode, rsv1: Bool, payloadLength: Int) throws(WebSocketError) {
+        let (fragments, size): (Int, Int)
+        switch opcode {
         case .text, .binary:
             // RFC 6455 §5.4: the fragments of one message are not interleaved with another.
             if current != nil { throw .dataFrameDuringFragmentedMessage }
             // RFC 7692 §6: RSV1 means "compressed", only valid with the extension negotiated.
-            if frame.rsv1 && decompressor == nil { throw .reservedBitsSet }
-            partial = Partial(isText: frame.opcode == .text, isCompressed: frame.rsv1)
+            if rsv1 && decompressor == nil { throw .reservedBitsSet }
+            (fragments, size) = (0, 0)
         case .continuation:
             // RFC 6455 §5.4: a continuation frame continues a started message.
-            guard let started = current else { throw .continuationWithoutStart }
+            guard let current else { throw .continuationWithoutStart }
             // RFC 7692 §6.1: RSV1 is set on the first frame of a message only.
-            if frame.rsv1 { throw .reservedBitsSet }
-            partial = started
+            if rsv1 { throw .reservedBitsSet }
+            (fragments, size) = (current.fragmentCount, current.wireSize)
+        case .close, .ping, .pong:
+            return
+        }
+        if fragments + 1 > limits.maxFragmentCount { throw .tooManyFragments }
+        if size + payloadLength > limits.maxMessageSize { throw .messageTooLarge }
+    }
+
+    /// For a data frame still arriving: the UTF-8 state its payload continues from, if its
+    /// bytes are text that can be checked before the frame completes (uncompressed text).
+    package func utf8StateForIncomingFrame(opcode: WebSocketOpcode, rsv1: Bool) -> UTF8StreamValidator? {
+        switch opcode {
+        case .text where !rsv1 && current == nil:
+            return UTF8StreamValidator()
+        case .continuation:
+            guard let current, current.isText, !current.isCompressed else { return nil }
+            return current.utf8
+        default:
+            return nil
+        }
+    }
+
+    /// Adds one data frame; returns the message once its final frame arrived. Control
+    /// frames are ignored (nil).
+    package mutating func receive(_ frame: WebSocketFrame) throws(WebSocketError) -> WebSocketMessage? {
+        try checkHeader(opcode: frame.opcode, rsv1: frame.rsv1, payloadLength: frame.payload.count)
+        var partial: Partial
+        switch frame.opcode {
+        case .text, .binary:
+            partial = Partial(isText: frame.opcode == .text, isCompressed: frame.rsv1)
+        case .continuation:
+            partial = current!  // checkHeader: a message is in progress
             current = nil
         case .close, .ping, .pong:
             return nil
         }
-
         partial.fragmentCount += 1
-        if partial.fragmentCount > limits.maxFragmentCount { throw .tooManyFragments }
         partial.wireSize += frame.payload.count
-        if partial.wireSize > limits.maxMessageSize { throw .messageTooLarge }
 
         let validatedUpTo = partial.payload.count
         if partial.isCompressed, let decompressor {

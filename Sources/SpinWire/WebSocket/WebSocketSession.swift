@@ -32,6 +32,10 @@ package struct WebSocketSession: Sendable {
     private var closing: WebSocketCloseStateMachine
     private let compressor: PerMessageDeflateCompressor?
     private let minimumCompressedSize: Int
+    /// UTF-8 check of an uncompressed text frame still arriving: the state after the
+    /// `checkedLength` payload bytes seen so far (validator nil: nothing to check).
+    /// Reset whenever a frame completes.
+    private var incoming: (validator: UTF8StreamValidator?, checkedLength: Int)?
 
     /// - Parameters:
     ///   - role: `.server` for the spin server (expects masked frames, sends unmasked).
@@ -88,7 +92,11 @@ package struct WebSocketSession: Sendable {
         var actions: [Action] = []
         while closing.state != .closed {
             do {
-                guard let frame = try parser.nextFrame() else { break }
+                guard let frame = try parser.nextFrame() else {
+                    try checkIncomingFrame()
+                    break
+                }
+                incoming = nil
                 try handle(frame, into: &actions)
             } catch {
                 actions.append(.failed(error))
@@ -96,6 +104,27 @@ package struct WebSocketSession: Sendable {
             }
         }
         return actions
+    }
+
+    /// Fails fast on a data frame whose payload is still arriving: header-level message
+    /// rules now, and for uncompressed text the UTF-8 of the bytes so far (RFC 6455 §8.1:
+    /// invalid UTF-8 fails the connection; the bytes already prove it). The same checks
+    /// run in the same order when the frame completes, so the first error is the same
+    /// however the bytes were split.
+    private mutating func checkIncomingFrame() throws(WebSocketError) {
+        guard let pending = parser.pendingFrame(), !pending.header.opcode.isControl else { return }
+        let header = pending.header
+        if incoming == nil {
+            try aggregator.checkHeader(opcode: header.opcode, rsv1: header.rsv1, payloadLength: header.payloadLength)
+            incoming = (aggregator.utf8StateForIncomingFrame(opcode: header.opcode, rsv1: header.rsv1), 0)
+        }
+        guard var state = incoming, var validator = state.validator,
+              pending.receivedPayloadLength > state.checkedLength else { return }
+        let bytes = parser.pendingPayload(from: state.checkedLength)
+        if !validator.feed(bytes) { throw .invalidUTF8 }
+        state.validator = validator
+        state.checkedLength = pending.receivedPayloadLength
+        incoming = state
     }
 
     private mutating func handle(_ frame: WebSocketFrame, into actions: inout [Action]) throws(WebSocketError) {

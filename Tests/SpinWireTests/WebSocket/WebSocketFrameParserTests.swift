@@ -182,4 +182,24 @@ import Testing
             #expect(try parse(chunks: chunks) == whole.frames)
         }
     }
+
+    @Test func pendingFrame_ExposesTheHeaderAndTheUnmaskedBytesSoFar() throws {
+        let payload = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+        let bytes = makeClientFrame(.binary, payload, key: 0x0102_0304)
+        var parser = WebSocketFrameParser(role: .server)
+        parser.append(Array(bytes.prefix(3)))
+        #expect(parser.pendingFrame() == nil)  // header incomplete
+        parser.append(Array(bytes[3..<(8 + 101)]))
+        #expect(try parser.nextFrame() == nil)
+        let pending = try #require(parser.pendingFrame())
+        #expect(pending.header.opcode == .binary && pending.header.payloadLength == 300)
+        #expect(pending.receivedPayloadLength == 101)
+        // Every starting offset unmasks with the right key phase.
+        for offset in [0, 1, 2, 3, 5, 100] {
+            #expect(parser.pendingPayload(from: offset) == Array(payload[offset..<101]))
+        }
+        parser.append(Array(bytes.dropFirst(8 + 101)))
+        #expect(parser.pendingFrame() == nil)
+        #expect(try parser.nextFrame()?.payload == payload)
+    }
 }

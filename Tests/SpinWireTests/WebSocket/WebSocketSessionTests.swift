@@ -177,4 +177,44 @@ import Testing
             .failed(.decompressedMessageTooLarge), .send(closeFrame(.messageTooBig)), .closeConnection,
         ])
     }
+
+    @Test func invalidUTF8_InsideALongTextFrame_FailsBeforeTheFrameEnds() {
+        var session = makeSession()
+        let payload = Array("valid prefix ".utf8) + [0xED, 0xA0, 0x80] + [UInt8](repeating: 0x61, count: 10_000)
+        let frame = makeClientFrame(.text, payload)
+        // Header plus the first 20 payload bytes: the surrogate is already there.
+        let actions = session.receive(Array(frame.prefix(8 + 20)))
+        #expect(actions == [.failed(.invalidUTF8), .send(closeFrame(.invalidFramePayloadData)), .closeConnection])
+    }
+
+    @Test func validTextTrickledByteByByte_IsDeliveredOnce() {
+        var session = makeSession()
+        let text = String(repeating: "h\u{e9}llo \u{1F600} ", count: 40)
+        let frames = makeClientFrame(.text, Array(text.utf8.prefix(101)), fin: false)
+            + makeClientFrame(.continuation, Array(text.utf8.dropFirst(101)))
+        var actions: [WebSocketSession.Action] = []
+        for byte in frames { actions += session.receive([byte]) }
+        #expect(actions == [.message(.text(text))])
+    }
+
+    @Test func invalidUTF8_InAContinuationStillArriving_FailsEarly() {
+        var session = makeSession()
+        #expect(session.receive(makeClientFrame(.text, [0x41, 0xE2], fin: false)) == [])
+        let continuation = makeClientFrame(.continuation, [0x82, 0x41] + [UInt8](repeating: 0x41, count: 500))
+        #expect(session.receive(Array(continuation.prefix(12))).first == .failed(.invalidUTF8))
+    }
+
+    @Test func oversizedContinuation_FailsFromItsHeader_BeforeThePayload() {
+        var session = makeSession(limits: WebSocketLimits(maxMessageSize: 1000))
+        #expect(session.receive(makeClientFrame(.binary, [UInt8](repeating: 0, count: 600), fin: false)) == [])
+        let continuation = makeClientFrame(.continuation, [UInt8](repeating: 0, count: 600))
+        #expect(session.receive(Array(continuation.prefix(8))).first == .failed(.messageTooLarge))
+    }
+
+    @Test func binaryFrameStillArriving_IsNotUTF8Checked() {
+        var session = makeSession()
+        let frame = makeClientFrame(.binary, [0xFF, 0xFE, 0xC0] + [UInt8](repeating: 0, count: 200))
+        #expect(session.receive(Array(frame.prefix(20))) == [])
+        #expect(session.receive(Array(frame.dropFirst(20))) == [.message(.binary([0xFF, 0xFE, 0xC0] + [UInt8](repeating: 0, count: 200)))])
+    }
 }
