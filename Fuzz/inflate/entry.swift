@@ -1,5 +1,11 @@
 // libFuzzer target: permessage-deflate inflation with a size limit.
 // Built with all SpinWire sources in one module (see Fuzz/run.sh), so no `import SpinWire`.
+// Seeds: Fuzz/inflate/corpus (first byte: configuration, second: split point / limit).
+// Standalone build (the C shims need a module map naming CZlib.h and COpenSSL.h), e.g.:
+//   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -package-name spin \
+//     -I <dir with module.modulemap> Fuzz/inflate/entry.swift Sources/SpinWire/WebSocket/*.swift \
+//     Sources/SpinWire/Deflate/*.swift -lz -lssl -lcrypto -o fuzz-inflate
+// `-package-name` is required: the codecs are `package` API.
 //
 // Oracles: inflation never produces more than limit + 1 bytes, whatever the input; a
 // message compressed by our compressor always inflates back to itself.

@@ -1,6 +1,12 @@
 // libFuzzer target: WebSocket receive path (frame parser, aggregator, UTF-8, close
 // handling, permessage-deflate inflation) through `WebSocketSession`.
 // Built with all SpinWire sources in one module (see Fuzz/run.sh), so no `import SpinWire`.
+// Seeds: Fuzz/websocket/corpus (first byte: configuration, second: split point / limit).
+// Standalone build (the C shims need a module map naming CZlib.h and COpenSSL.h), e.g.:
+//   swiftc -sanitize=fuzzer,address -parse-as-library -O -g -package-name spin \
+//     -I <dir with module.modulemap> Fuzz/websocket/entry.swift Sources/SpinWire/WebSocket/*.swift \
+//     Sources/SpinWire/Deflate/*.swift -lz -lssl -lcrypto -o fuzz-websocket
+// `-package-name` is required: the codecs are `package` API.
 //
 // Oracles beyond "no crash / no sanitizer report":
 // - feeding the input whole or split at any point gives the same actions;
