@@ -40,7 +40,7 @@ let package = Package(
                           path: "Benchmarks/SpinNetBenchmark"),
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
-        .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"]),
+        .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
         .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
         .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples"]),
         .testTarget(name: "SpinExamplesTests", dependencies: ["SpinExamples", "SpinTesting", "SpinWire"]),
