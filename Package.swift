@@ -14,6 +14,10 @@ let package = Package(
         .library(name: "SpinTesting", targets: ["SpinTesting"]),
         .executable(name: "spin-server", targets: ["spin-server"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
     targets: [
         // System-library shims: C targets so that function-like macros of zlib and
         // OpenSSL (deflateInit2, SSL_CTX_set_min_proto_version, ...) get real functions.
@@ -23,10 +27,16 @@ let package = Package(
         .target(name: "SpinCore"),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "SpinNet", dependencies: ["COpenSSL"]),
-        .target(name: "SpinServer", dependencies: ["SpinCore", "SpinWire", "SpinNet"]),
+        .target(name: "SpinServer", dependencies: [
+            "SpinCore", "SpinWire", "SpinNet", .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
-        .executableTarget(name: "spin-server", dependencies: ["SpinServer", "SpinExamples"]),
+        .executableTarget(name: "spin-server", dependencies: [
+            "SpinServer", "SpinExamples",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         // Benchmarks: release-mode executables (`swift run -c release <name>`), each
         // measuring our code beside a peer in the same run. Not timed tests.

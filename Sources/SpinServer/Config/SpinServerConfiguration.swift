@@ -1,0 +1,145 @@
+/// Everything a `LoopServer` is configured with, every default in one place.
+///
+/// Loading it from `Config/spin-server.json`, `SPIN_*` variables and flags is
+/// `SpinServerConfiguration+Loading.swift`; tests build it directly (port 0).
+public struct SpinServerConfiguration: Sendable, Equatable {
+    /// Address to listen on. Loopback by default: exposing the server is a decision.
+    public var host: String
+    /// TCP port; 0 picks a free one (the server logs which).
+    public var port: Int
+    /// PEM certificate chain and key; both or neither. With them the server speaks TLS 1.2+.
+    public var tls: TLSFiles?
+    public var limits: Limits
+    /// Bearer tokens; none means no authentication (a warning is logged when the
+    /// address is not loopback).
+    public var tokens: [AccessToken]
+    /// Origins a browser may open streams from (`https://dash.example`); empty allows
+    /// only same-origin pages (Origin host equal to the Host header) and non-browser
+    /// clients (no Origin header).
+    public var allowedOrigins: [String]
+    public var storage: Storage
+    public var log: Log
+    /// The Spins to host, in order.
+    public var spins: [SpinEntry]
+    /// The Gears to host.
+    public var gears: [GearEntry]
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, tls: TLSFiles? = nil, limits: Limits = Limits(),
+                tokens: [AccessToken] = [], allowedOrigins: [String] = [], storage: Storage = Storage(),
+                log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = []) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.limits = limits
+        self.tokens = tokens
+        self.allowedOrigins = allowedOrigins
+        self.storage = storage
+        self.log = log
+        self.spins = spins
+        self.gears = gears
+    }
+
+    public struct TLSFiles: Sendable, Equatable {
+        public var certificate: String
+        public var key: String
+
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+
+    /// Limits that keep one client from hurting others (DESIGN.md §3, Security and limits).
+    public struct Limits: Sendable, Equatable {
+        /// Largest request body: 1 MiB holds thousands of events per batch.
+        public var maxBodyBytes: Int
+        /// Request line plus headers: 16 KiB, above what browsers and curl send.
+        public var maxHeaderBytes: Int
+        /// Open connections; more are accepted and closed at once.
+        public var maxConnections: Int
+        /// Events waiting per Spin before POST answers 429.
+        public var inbox: Int
+        /// Largest WebSocket message a client may send (after decompression).
+        public var maxWebSocketMessageBytes: Int
+        /// Messages a stream keeps for a client that does not read before conflating.
+        public var streamQueue: Int
+        /// Seconds a connection may stay silent (streams are pinged well before).
+        public var idleTimeoutSeconds: Int
+        /// Seconds a client has to send a complete request head (slowloris).
+        public var headerTimeoutSeconds: Int
+        /// Seconds between pings on an idle stream.
+        public var pingIntervalSeconds: Int
+        /// Seconds a graceful shutdown waits before closing what is left.
+        public var shutdownGraceSeconds: Int
+
+        public init(maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxConnections: Int = 1024,
+                    inbox: Int = 1024, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
+                    idleTimeoutSeconds: Int = 120, headerTimeoutSeconds: Int = 10, pingIntervalSeconds: Int = 30,
+                    shutdownGraceSeconds: Int = 5) {
+            self.maxBodyBytes = maxBodyBytes
+            self.maxHeaderBytes = maxHeaderBytes
+            self.maxConnections = maxConnections
+            self.inbox = inbox
+            self.maxWebSocketMessageBytes = maxWebSocketMessageBytes
+            self.streamQueue = streamQueue
+            self.idleTimeoutSeconds = idleTimeoutSeconds
+            self.headerTimeoutSeconds = headerTimeoutSeconds
+            self.pingIntervalSeconds = pingIntervalSeconds
+            self.shutdownGraceSeconds = shutdownGraceSeconds
+        }
+    }
+
+    /// Where Spins keep their journals and snapshots, and how hard acknowledgements wait
+    /// for the disk.
+    public struct Storage: Sendable, Equatable {
+        public enum Fsync: String, Sendable, Equatable, CaseIterable {
+            /// fsync before every acknowledgement.
+            case always
+            /// Group commit: fsync within a few milliseconds, acknowledge after it.
+            case batch
+            /// Leave it to the OS.
+            case none
+        }
+
+        public var directory: String
+        public var fsync: Fsync
+
+        public init(directory: String = "data", fsync: Fsync = .batch) {
+            self.directory = directory
+            self.fsync = fsync
+        }
+    }
+
+    public struct Log: Sendable, Equatable {
+        public enum Format: String, Sendable, Equatable, CaseIterable { case text, json }
+
+        /// trace, debug, info, notice, warning, error, critical.
+        public var level: String
+        public var format: Format
+
+        public init(level: String = "info", format: Format = .text) {
+            self.level = level
+            self.format = format
+        }
+    }
+
+    /// A hosted Spin: its name and what makes it (`kind`), plus the Gear it attaches to
+    /// for the kinds that use one.
+    public struct SpinEntry: Sendable, Equatable {
+        public var name: String
+        public var kind: String
+        public var gear: String?
+
+        public init(name: String, kind: String, gear: String? = nil) {
+            self.name = name
+            self.kind = kind
+            self.gear = gear
+        }
+    }
+
+    public struct GearEntry: Sendable, Equatable {
+        public var name: String
+
+        public init(name: String) { self.name = name }
+    }
+}
