@@ -159,7 +159,7 @@ table.log tr.new { animation: rowin .8s ease-out; }
       <h2>Transitions <span class="count" id="transition-count"></span> <span class="grow"></span><button id="clear-transitions" class="small" type="button">Clear</button></h2>
       <div class="logbox">
         <table class="log" id="transitions">
-          <colgroup><col style="width:92px"><col style="width:90px"><col style="width:70px"><col><col></colgroup>
+          <colgroup><col style="width:104px"><col style="width:90px"><col style="width:70px"><col><col></colgroup>
           <thead><tr><th>time</th><th>spin</th><th>seq</th><th>event</th><th>new state</th></tr></thead>
           <tbody></tbody>
         </table>
@@ -169,7 +169,7 @@ table.log tr.new { animation: rowin .8s ease-out; }
       <h2>Gear traffic <span class="count" id="gear-traffic-count"></span></h2>
       <div class="logbox">
         <table class="log" id="gear-log">
-          <colgroup><col style="width:92px"><col style="width:90px"><col style="width:110px"><col></colgroup>
+          <colgroup><col style="width:104px"><col style="width:90px"><col style="width:110px"><col></colgroup>
           <thead><tr><th>time</th><th>gear</th><th>from</th><th>event</th></tr></thead>
           <tbody></tbody>
         </table>

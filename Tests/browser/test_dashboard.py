@@ -1,0 +1,359 @@
+"""Browser test of the dashboard served at `GET /` (DESIGN.md §3).
+
+Starts the real `spin-server` binary (`.build/debug/spin-server`; `SPIN_SERVER_BIN`
+overrides) on a free loopback port with a temporary `--storage`, drives the page in
+headless Chromium through Selenium and checks what a user would see: live states over the
+stream protocol, events sent through the form (answers and errors), the transitions log,
+the Gear traffic of the auth-routing example, per-Spin history, reconnection after a
+server restart, and bearer tokens (header for fetch, `access_token` for WebSockets).
+
+Needs: Debian `chromium` and `chromium-driver`, pip `-r Tests/browser/requirements.txt`.
+`SPIN_DASHBOARD_URL` points the page tests at an already running server instead (the
+restart and token tests are then skipped). A screenshot lands in
+Tests/browser/output/dashboard.png. Every wait is bounded (WAIT seconds).
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+selenium = pytest.importorskip("selenium")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = Path(__file__).resolve().parent / "output"
+WAIT = 30  # seconds any single expectation may take
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_binary():
+    path = Path(os.environ.get("SPIN_SERVER_BIN", ROOT / ".build" / "debug" / "spin-server"))
+    if not path.is_file():
+        pytest.fail(f"server binary {path} not found: run `swift build --product spin-server` or set SPIN_SERVER_BIN")
+    return path
+
+
+class Server:
+    """One spin-server process on loopback; stop() sends SIGTERM, then SIGKILL after 10 s."""
+
+    def __init__(self, port, storage, env_extra=None):
+        self.port, self.storage = port, storage
+        env = dict(os.environ)
+        for key in [k for k in env if k.startswith("SPIN_") and k not in ("SPIN_SERVER_BIN",)]:
+            del env[key]
+        env.update(env_extra or {})
+        self.log = open(Path(storage).parent / f"server-{port}-{time.time_ns()}.log", "wb")
+        self.process = subprocess.Popen(
+            [str(server_binary()), "--host", "127.0.0.1", "--port", str(port), "--storage", str(storage)],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"spin-server exited with {self.process.returncode}: {self.log_text()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"spin-server not ready on port {port} within {WAIT} s: {self.log_text()}")
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def log_text(self):
+        self.log.flush()
+        return Path(self.log.name).read_text(errors="replace")[-2000:]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.log.close()
+
+
+def make_driver():
+    chromium = os.environ.get("CHROMIUM_BIN") or shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = os.environ.get("CHROMEDRIVER_BIN") or shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.fail("chromium and chromedriver are needed: apt-get install -y chromium chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1050", "--no-first-run", "--disable-extensions"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(WAIT)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    path = Path(tempfile.mkdtemp(prefix="spin-dashboard-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(workdir):
+    if os.environ.get("SPIN_DASHBOARD_URL"):
+        yield None
+        return
+    s = Server(free_port(), workdir / "storage")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def base_url(server):
+    return os.environ.get("SPIN_DASHBOARD_URL", "").rstrip("/") or server.url
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = make_driver()
+    yield d
+    d.quit()
+
+
+# ---- page helpers ---------------------------------------------------------------------
+
+def wait_for(driver, predicate, what, timeout=WAIT):
+    """Waits until predicate(driver) is truthy; the failure names what was expected."""
+    last = {}
+
+    def probe(d):
+        try:
+            value = predicate(d)
+        except Exception as error:  # the page may be re-rendering
+            last["error"] = repr(error)
+            return False
+        return value
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(probe)
+    except Exception:
+        raise AssertionError(f"timed out after {timeout} s waiting for {what} {last.get('error', '')}")
+
+
+def spin_card(driver, name):
+    return driver.find_element(By.CSS_SELECTOR, f'.spin[data-spin="{name}"]')
+
+
+def spin_view(driver, name):
+    """(sequence, state) as the card shows them, or (None, None) before the snapshot."""
+    card = spin_card(driver, name)
+    seq = card.get_attribute("data-sequence")
+    text = card.find_element(By.CSS_SELECTOR, ".state-json").get_attribute("textContent")
+    if not seq or not text:
+        return None, None
+    return int(seq), json.loads(text)
+
+
+def select_spin(driver, name):
+    Select(driver.find_element(By.ID, "spin-select")).select_by_value(name)
+    wait_for(driver, lambda d: "selected" in spin_card(d, name).get_attribute("class"), f"{name} selected")
+
+
+def send(driver, text):
+    """Types text into the editor, presses Send, returns the result box after it changed."""
+    result = driver.find_element(By.ID, "result")
+    before = result.get_attribute("textContent")
+    driver.execute_script("document.getElementById('result').textContent = ''; document.getElementById('result').className = '';")
+    editor = driver.find_element(By.ID, "event-input")
+    editor.clear()
+    editor.send_keys(text)
+    driver.find_element(By.ID, "send").click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "result").get_attribute("textContent"), f"an answer to {text} (was {before!r})")
+    return driver.find_element(By.ID, "result")
+
+
+def transitions(driver, spin):
+    rows = driver.find_elements(By.CSS_SELECTOR, f'#transitions tbody tr[data-spin="{spin}"]')
+    out = []
+    for row in rows:
+        cells = [c.get_attribute("textContent") for c in row.find_elements(By.TAG_NAME, "td")]
+        out.append({"sequence": int(cells[2]), "event": cells[3], "state": cells[4].lstrip("→ ").strip()})
+    return out
+
+
+def open_page(driver, url):
+    driver.get(url + "/")
+    wait_for(driver, lambda d: spin_view(d, "counter")[0] is not None, "the counter's snapshot on the page")
+
+
+# ---- tests ----------------------------------------------------------------------------
+
+def test_served_as_html_utf8(base_url):
+    with urllib.request.urlopen(base_url + "/", timeout=10) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].replace(" ", "").lower() == "text/html;charset=utf-8"
+        body = r.read().decode("utf-8")
+    assert body.lstrip().lower().startswith("<!doctype html>")
+    # Self-contained: nothing fetched from another origin.
+    for marker in ("http://", "https://", "//cdn", "@import", "<link"):
+        assert marker not in body.replace("http://www.w3.org", ""), marker
+
+
+def test_lists_every_spin_and_shows_live_state(driver, base_url):
+    open_page(driver, base_url)
+    with urllib.request.urlopen(base_url + "/v1/spins", timeout=10) as r:
+        names = [s["name"] for s in json.load(r)["spins"]]
+    assert {"counter", "levels", "feature", "router"} <= set(names)
+    wait_for(driver, lambda d: all(spin_view(d, n)[0] is not None for n in names), "a snapshot for every Spin")
+    shown = [c.get_attribute("data-spin") for c in driver.find_elements(By.CSS_SELECTOR, "#spins .spin")]
+    assert shown == names
+    # The counter counts to 10 by itself; the page follows without reloading.
+    wait_for(driver, lambda d: spin_view(d, "counter")[1] == {"value": 10}, "counter at 10")
+    wait_for(driver, lambda d: d.find_element(By.ID, "conn-text").text.startswith(f"{len(names) + 1}/"), "streams counted")
+    wait_for(driver, lambda d: "live" in spin_card(d, "counter").find_element(By.CSS_SELECTOR, ".status").text, "counter stream live")
+
+
+def test_reset_through_the_form_changes_the_page(driver, base_url):
+    open_page(driver, base_url)
+    wait_for(driver, lambda d: spin_view(d, "counter")[1] == {"value": 10}, "counter at 10")
+    sequence_before, _ = spin_view(driver, "counter")
+    select_spin(driver, "counter")
+    result = send(driver, '{"type":"reset"}')
+    assert result.get_attribute("class") == "ok", result.text
+    assert result.text.startswith("202"), result.text
+    answered = json.loads(result.text.split("← ", 1)[1])
+    assert answered["accepted"] == 1 and answered["sequence"] > sequence_before
+    # The reset shows up in the log as value 0, then the counter counts back to 10.
+    wait_for(driver, lambda d: any('"reset"' in t["event"] and json.loads(t["state"]) == {"value": 0}
+                                   and t["sequence"] > sequence_before for t in transitions(d, "counter")),
+             "the reset transition in the log")
+    wait_for(driver, lambda d: spin_view(d, "counter")[0] >= sequence_before + 11 and spin_view(d, "counter")[1] == {"value": 10},
+             "the counter back at 10 with 11 more events")
+    values = [json.loads(t["state"])["value"] for t in transitions(driver, "counter")]
+    assert all(0 <= v <= 10 for v in values)
+    # The event is remembered for this Spin (localStorage) and offered for re-sending.
+    history = [b.text for b in driver.find_elements(By.CSS_SELECTOR, "#history button")]
+    assert history[0] == '{"type":"reset"}'
+
+
+def test_levels_set_converges_on_the_page(driver, base_url):
+    open_page(driver, base_url)
+    select_spin(driver, "levels")
+    assert driver.find_element(By.ID, "spin-select").get_attribute("value") == "levels"
+    sequence_before, _ = spin_view(driver, "levels")
+    result = send(driver, '{"type":"set","left":2,"right":40}')
+    assert result.get_attribute("class") == "ok", result.text
+    wait_for(driver, lambda d: any(json.loads(t["state"]) == {"left": 2, "right": 40} for t in transitions(d, "levels")),
+             "the set transition")
+    wait_for(driver, lambda d: spin_view(d, "levels")[1]["left"] == spin_view(d, "levels")[1]["right"]
+             and spin_view(d, "levels")[0] > sequence_before + 1, "levels converged again")
+    # The selected Spin's pretty state follows too.
+    shown = json.loads(driver.find_element(By.ID, "selected-state").text)
+    assert shown == spin_view(driver, "levels")[1]
+
+
+def test_errors_show_code_and_message(driver, base_url):
+    open_page(driver, base_url)
+    select_spin(driver, "levels")
+    result = send(driver, '{"type":"set","left":1}')
+    assert result.get_attribute("class") == "err"
+    assert result.text.startswith("422 invalid_event:"), result.text
+    assert "right" in result.text
+    result = send(driver, '{"type":')
+    assert result.get_attribute("class") == "err"
+    assert "not JSON" in result.text
+
+
+def test_gear_traffic_of_the_auth_routing_example(driver, base_url):
+    open_page(driver, base_url)
+    wait_for(driver, lambda d: "live" in d.find_element(By.CSS_SELECTOR, '.gear[data-gear="auth"] .status').text, "Gear auth stream live")
+    wait_for(driver, lambda d: spin_view(d, "router")[1]["route"] == "home", "router at home")
+    checks_before = spin_view(driver, "router")[1]["authorizationChecks"]
+    select_spin(driver, "router")
+    assert send(driver, '{"type":"logout"}').get_attribute("class") == "ok"
+    wait_for(driver, lambda d: spin_view(d, "router")[1]["route"] == "login", "router at login")
+    select_spin(driver, "feature")
+    assert send(driver, '{"type":"load"}').get_attribute("class") == "ok"
+
+    def gear_rows(d):
+        return [(r.get_attribute("data-gear"), r.get_attribute("data-from"), r.find_elements(By.TAG_NAME, "td")[3].text)
+                for r in d.find_elements(By.CSS_SELECTOR, "#gear-log tbody tr")]
+
+    wait_for(driver, lambda d: any(g == "auth" and f == "feature" and "authorizationIssueHappened" in e for g, f, e in gear_rows(d)),
+             "authorizationIssueHappened from feature on Gear auth")
+    wait_for(driver, lambda d: spin_view(d, "feature")[1]["status"] == "unauthorized", "feature unauthorized")
+    wait_for(driver, lambda d: spin_view(d, "router")[1]["authorizationChecks"] == checks_before + 1
+             and spin_view(d, "router")[1]["route"] == "login", "router re-checked and at login")
+    assert any('"checkAuthorization"' in t["event"] for t in transitions(driver, "router"))
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(OUTPUT / "dashboard.png"))
+
+
+def test_reconnects_after_a_server_restart(driver, server, workdir):
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: the server is not ours to restart")
+    port, storage = free_port(), workdir / "restart-storage"
+    first = Server(port, storage)
+    try:
+        open_page(driver, first.url)
+        wait_for(driver, lambda d: spin_view(d, "counter")[1] == {"value": 10}, "counter at 10")
+        sequence, _ = spin_view(driver, "counter")
+        first.stop()
+        wait_for(driver, lambda d: "retry in" in spin_card(d, "counter").find_element(By.CSS_SELECTOR, ".status").text,
+                 "the counter shown as disconnected with a retry delay")
+        second = Server(port, storage)
+        try:
+            wait_for(driver, lambda d: spin_card(d, "counter").find_element(By.CSS_SELECTOR, ".status").text == "live",
+                     "the counter live again after the restart")
+            assert spin_view(driver, "counter") == (sequence, {"value": 10})  # durable state, same sequence
+            select_spin(driver, "counter")
+            assert send(driver, '{"type":"decrease"}').get_attribute("class") == "ok"
+            wait_for(driver, lambda d: spin_view(d, "counter")[0] > sequence, "new transitions after the restart")
+        finally:
+            second.stop()
+    finally:
+        first.stop() if first.process.poll() is None else None
+
+
+def test_token_goes_to_fetch_and_websockets(driver, server, workdir):
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with tokens")
+    secured = Server(free_port(), workdir / "token-storage", {"SPIN_TOKENS": "s3cret-tok:write"})
+    try:
+        driver.get(secured.url + "/")
+        driver.execute_script("sessionStorage.clear()")
+        driver.get(secured.url + "/")
+        wait_for(driver, lambda d: "401" in d.find_element(By.ID, "banner").text, "the 401 shown without a token")
+        assert not driver.find_elements(By.CSS_SELECTOR, ".spin")
+        field = driver.find_element(By.ID, "token")
+        field.send_keys("s3cret-tok")
+        driver.find_element(By.ID, "token-apply").click()
+        # Fetch (Authorization header) lists the Spins; WebSockets (access_token) stream them.
+        wait_for(driver, lambda d: spin_view(d, "counter")[0] is not None, "the counter's snapshot with the token")
+        wait_for(driver, lambda d: "live" in d.find_element(By.CSS_SELECTOR, '.gear[data-gear="auth"] .status').text, "Gear stream live with the token")
+        assert driver.execute_script("return sessionStorage.getItem('spin.token')") == "s3cret-tok"
+        assert driver.execute_script("return localStorage.getItem('spin.token')") is None
+        assert not driver.find_element(By.ID, "banner").is_displayed()
+    finally:
+        driver.execute_script("sessionStorage.clear()")
+        secured.stop()
