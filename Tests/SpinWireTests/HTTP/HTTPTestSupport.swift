@@ -55,8 +55,9 @@ enum HTTPTestSupport {
         return outcomes
     }
 
-    /// Parses `input` whole, one byte at a time (when short enough) and in random splits
-    /// from a seeded generator; expects every way to give the same outcomes and returns them.
+    /// Parses `input` whole, one byte at a time and cut in two at every position (when short
+    /// enough), and in random splits from a seeded generator; expects every way to give the
+    /// same outcomes and returns them.
     static func parse(
         _ input: [UInt8], limits: HTTPRequestParser.Limits = .default, randomSplits: Int = 20,
         sourceLocation: SourceLocation = #_sourceLocation
@@ -65,6 +66,14 @@ enum HTTPTestSupport {
         if input.count <= 16_384 {
             let byteByByte = run(input.indices.map { input[$0...$0] }, limits: limits)
             #expect(byteByByte == whole, "byte-at-a-time parsing differs", sourceLocation: sourceLocation)
+        }
+        if input.count <= 2048 {
+            // Every two-piece split: the cut at each position in turn.
+            for cut in 1..<max(1, input.count) {
+                let split = run([input[..<cut], input[cut...]], limits: limits)
+                #expect(split == whole, "split at \(cut) differs", sourceLocation: sourceLocation)
+                if split != whole { break }
+            }
         }
         var generator = SeededGenerator(seed: UInt64(input.count) &* 31 &+ 7)
         for _ in 0..<randomSplits {
