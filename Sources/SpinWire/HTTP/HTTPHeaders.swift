@@ -21,6 +21,12 @@ package struct HTTPHeaders: Sendable, Equatable, Hashable, RandomAccessCollectio
 
     package init() { fields = [] }
 
+    /// Empty, with room for `minimumCapacity` fields (one allocation for a typical head).
+    init(minimumCapacity: Int) {
+        fields = []
+        fields.reserveCapacity(minimumCapacity)
+    }
+
     package init(_ fields: [(String, String)]) {
         self.fields = fields.map { Field(name: $0.0, value: $0.1) }
     }

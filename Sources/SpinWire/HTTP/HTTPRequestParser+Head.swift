@@ -12,7 +12,7 @@ extension HTTPRequestParser {
         var method = HTTPMethod.get
         var target = HTTPRequestTarget(raw: "/", form: .origin, path: "/", query: nil)
         var version = HTTPVersion.http1_1
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(minimumCapacity: 16)
         /// Bytes of the field lines so far, CRLFs included.
         var headerBytes = 0
 
@@ -31,7 +31,7 @@ extension HTTPRequestParser {
         var isUpgradeCandidate = false
 
         /// `request-line = method SP request-target SP HTTP-version` (RFC 9112 §3).
-        mutating func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParserError) {
+        mutating func parseRequestLine(_ line: HTTPBytes) throws(HTTPParserError) {
             guard let firstSpace = line.firstIndex(of: HTTPSyntax.sp) else { throw .invalidRequestLine }
             let methodBytes = line[line.startIndex..<firstSpace]
             let rest = line[(firstSpace + 1)...]
@@ -68,7 +68,7 @@ extension HTTPRequestParser {
 
         /// `field-line = field-name ":" OWS field-value OWS` (RFC 9112 §5), split and
         /// checked; the value is returned without its surrounding whitespace.
-        static func splitField(_ line: ArraySlice<UInt8>) throws(HTTPParserError) -> (name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
+        static func splitField(_ line: HTTPBytes) throws(HTTPParserError) -> (name: HTTPBytes, value: HTTPBytes) {
             // RFC 9112 §5.2: obs-fold is rejected with 400; RFC 9112 §2.2: so is whitespace
             // before the first field line.
             guard let first = line.first, !HTTPSyntax.isWhitespace(first) else { throw .obsoleteLineFolding }
@@ -91,12 +91,12 @@ extension HTTPRequestParser {
             while valueEnd > valueStart && HTTPSyntax.isWhitespace(line[valueEnd - 1]) { valueEnd -= 1 }
             let value = line[valueStart..<valueEnd]
             // RFC 9110 §5.5: field-value = *field-content of VCHAR, obs-text, SP, HTAB.
-            for byte in value where !HTTPSyntax.fieldValueTable[Int(byte)] { throw .invalidHeaderValue }
+            for byte in value where !HTTPSyntax.isFieldValue(byte) { throw .invalidHeaderValue }
             return (name, value)
         }
 
         /// Parses one header field line and records what framing needs to know about it.
-        mutating func parseField(_ line: ArraySlice<UInt8>) throws(HTTPParserError) {
+        mutating func parseField(_ line: HTTPBytes) throws(HTTPParserError) {
             let (nameBytes, valueBytes) = try Self.splitField(line)
             let name = String(decoding: nameBytes, as: UTF8.self)
             let value = String(decoding: valueBytes, as: UTF8.self)
@@ -129,18 +129,17 @@ extension HTTPRequestParser {
             guard hostCount == 1 || version == .http1_0 else { throw .missingHost }
             guard hostIsValid else { throw .invalidHost }
 
-            let connection = connectionValues.flatMap { HTTPSyntax.listMembers($0) }
-            let close = connection.contains { $0.equalsIgnoringASCIICase("close") }
+            let close = HTTPSyntax.listContains(connectionValues, "close")
             // RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive".
             if version == .http1_1 {
                 keepAlive = !close
             } else {
-                keepAlive = !close && connection.contains { $0.equalsIgnoringASCIICase("keep-alive") }
+                keepAlive = !close && HTTPSyntax.listContains(connectionValues, "keep-alive")
             }
             // RFC 9110 §7.8: Upgrade is honoured only with "upgrade" in Connection, and a
             // server MUST ignore it in an HTTP/1.0 request.
             isUpgradeCandidate = version == .http1_1 && hasUpgrade
-                && connection.contains { $0.equalsIgnoringASCIICase("upgrade") }
+                && HTTPSyntax.listContains(connectionValues, "upgrade")
 
             // RFC 9110 §10.1.1: 100-continue is the only expectation; an HTTP/1.0 request's
             // Expect is ignored.
@@ -189,6 +188,10 @@ extension HTTPRequestParser {
             }
             // RFC 9110 §8.6: Content-Length = 1*DIGIT; a list or a repeat is collapsed by
             // some recipients (RFC 9112 §6.3 rule 5) but refused here.
+            if contentLengthValues.count == 1, let length = Self.decimal(Substring(contentLengthValues[0])) {
+                guard length <= limits.maxBodySize else { throw .bodyTooLarge }
+                return .contentLength(length)
+            }
             let members = contentLengthValues.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
                 .map { $0.trimmingHTTPWhitespace() }
             var lengths: [Int] = []

@@ -196,7 +196,8 @@ package struct HTTPRequestParser: Sendable {
                 case .line(let range):
                     skippedBytes = 0
                     head = HeadBuilder()
-                    try head.parseRequestLine(buffer[range])
+                    let buffer = self.buffer
+                    try buffer.withUnsafeBufferPointer { bytes throws(HTTPParserError) in try head.parseRequestLine(bytes[range]) }
                     state = .headers
                 }
 
@@ -209,7 +210,8 @@ package struct HTTPRequestParser: Sendable {
                 case .line(let range):
                     head.headerBytes += range.count + 2
                     guard head.headers.count < limits.maxHeaderCount else { throw .tooManyHeaders }
-                    try head.parseField(buffer[range])
+                    let buffer = self.buffer
+                    try buffer.withUnsafeBufferPointer { bytes throws(HTTPParserError) in try head.parseField(bytes[range]) }
                 }
 
             case .contentLengthBody(let remaining):
@@ -265,9 +267,11 @@ package struct HTTPRequestParser: Sendable {
                 case .line(let range):
                     trailerBytes += range.count + 2
                     guard trailers.count < limits.maxHeaderCount else { throw .trailerSectionTooLarge }
-                    let field = try HeadBuilder.splitField(buffer[range])
-                    trailers.append(name: String(decoding: field.name, as: UTF8.self),
-                                    value: String(decoding: field.value, as: UTF8.self))
+                    let (name, value) = try buffer.withUnsafeBufferPointer { bytes throws(HTTPParserError) in
+                        let field = try HeadBuilder.splitField(bytes[range])
+                        return (String(decoding: field.name, as: UTF8.self), String(decoding: field.value, as: UTF8.self))
+                    }
+                    trailers.append(name: name, value: value)
                 }
             }
         }
@@ -367,7 +371,7 @@ package struct HTTPRequestParser: Sendable {
                     line.phase = .lineFeed
                 } else if byte == HTTPSyntax.lf {
                     throw .bareLineFeed
-                } else if HTTPSyntax.fieldValueTable[Int(byte)] {
+                } else if HTTPSyntax.isFieldValue(byte) {
                     try countExtensionByte()
                 } else {
                     throw .invalidChunkExtension

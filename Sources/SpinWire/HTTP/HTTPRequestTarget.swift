@@ -111,16 +111,19 @@ package struct HTTPRequestTarget: Sendable, Hashable {
 
 extension HTTPRequestTarget {
     /// Parses the request-target bytes of a request line for `method` (RFC 9112 §3.2).
-    static func parse(_ bytes: ArraySlice<UInt8>, method: HTTPMethod) throws(HTTPParserError) -> HTTPRequestTarget {
+    static func parse(_ bytes: HTTPBytes, method: HTTPMethod) throws(HTTPParserError) -> HTTPRequestTarget {
         guard let first = bytes.first else { throw .invalidRequestLine }
-        for byte in bytes where !HTTPSyntax.targetTable[Int(byte)] { throw .invalidTarget }
+        for byte in bytes where !HTTPSyntax.isTarget(byte) { throw .invalidTarget }
         let raw = String(decoding: bytes, as: UTF8.self)
 
         // RFC 9112 §3.2.1 origin-form.
         if first == UInt8(ascii: "/") {
-            var target = HTTPRequestTarget(origin: raw)
-            target.raw = raw
-            return target
+            guard let question = bytes.firstIndex(of: UInt8(ascii: "?")) else {
+                return HTTPRequestTarget(raw: raw, form: .origin, path: raw, query: nil)
+            }
+            return HTTPRequestTarget(
+                raw: raw, form: .origin, path: String(decoding: bytes[..<question], as: UTF8.self),
+                query: String(decoding: bytes[(question + 1)...], as: UTF8.self))
         }
         // RFC 9112 §3.2.4 asterisk-form, OPTIONS only.
         if bytes.count == 1 && first == UInt8(ascii: "*") {
@@ -134,7 +137,7 @@ extension HTTPRequestTarget {
         throw .invalidTarget
     }
 
-    private static func parseAbsolute(_ bytes: ArraySlice<UInt8>, raw: String) throws(HTTPParserError) -> HTTPRequestTarget? {
+    private static func parseAbsolute(_ bytes: HTTPBytes, raw: String) throws(HTTPParserError) -> HTTPRequestTarget? {
         guard let colon = bytes.firstIndex(of: HTTPSyntax.colon), colon > bytes.startIndex else { return nil }
         let scheme = bytes[bytes.startIndex..<colon]
         let isHTTP = HTTPSyntax.equalsIgnoringCase(scheme, "http")
@@ -164,7 +167,7 @@ extension HTTPRequestTarget {
 enum HTTPHostSyntax {
     /// Whether `bytes` is `host [":" port]`; an empty value is valid (RFC 9110 §7.2 lets a
     /// client send an empty Host). With `requirePort` (authority-form) the port is required.
-    static func isValidAuthority(_ bytes: ArraySlice<UInt8>, requirePort: Bool) -> Bool {
+    static func isValidAuthority(_ bytes: HTTPBytes, requirePort: Bool) -> Bool {
         if bytes.isEmpty { return !requirePort }
         var hostEnd = bytes.endIndex
         if bytes.first == UInt8(ascii: "[") {
@@ -178,7 +181,7 @@ enum HTTPHostSyntax {
             guard hostEnd == bytes.endIndex || bytes[hostEnd] == HTTPSyntax.colon else { return false }
         } else {
             hostEnd = bytes.firstIndex(of: HTTPSyntax.colon) ?? bytes.endIndex
-            for byte in bytes[bytes.startIndex..<hostEnd] where !HTTPSyntax.regNameTable[Int(byte)] { return false }
+            for byte in bytes[bytes.startIndex..<hostEnd] where !HTTPSyntax.isRegName(byte) { return false }
         }
         guard hostEnd != bytes.endIndex else { return !requirePort }
         let port = bytes[(hostEnd + 1)...]

@@ -178,6 +178,6 @@ package struct HTTPResponseWriter: Sendable {
 
     @inline(__always)
     static func sanitisedValueByte(_ byte: UInt8) -> UInt8 {
-        HTTPSyntax.fieldValueTable[Int(byte)] ? byte : HTTPSyntax.sp
+        HTTPSyntax.isFieldValue(byte) ? byte : HTTPSyntax.sp
     }
 }
