@@ -46,7 +46,9 @@ status=0
 for name in "${targets[@]}"; do
     entry="Fuzz/$name/entry.swift"
     [[ -f "$entry" ]] || { echo "no $entry" >&2; status=1; continue; }
-    binary="$work/fuzz-$name"
+    binary="$root/.build/fuzz/fuzz-$name"  # kept, to reproduce a finding
+    mkdir -p "$root/.build/fuzz"
+    rm -f "$binary"
     echo "=== building $name"
     # One module: the entry sees SpinWire's internal and package API without an import.
     "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld \
