@@ -93,6 +93,21 @@ struct HTTPRequestParserTests {
         #expect(requests.map(\.target.path) == ["/a", "/b"])
     }
 
+    @Test func badRequestAfterGoodOnes_AnswersTheGoodOnesThenFails() {
+        let outcomes = T.parse("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\nX : y\r\n\r\nGET /c HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(T.requests(outcomes).map(\.target.path) == ["/a"])
+        #expect(outcomes.last == .action(.error(.whitespaceBeforeColon)))
+        #expect(outcomes.count == 2)
+    }
+
+    @Test func bodyBytesLookingLikeARequest_StayBody() throws {
+        // The body is framed by Content-Length; a request inside it is just bytes.
+        let inner = "GET /admin HTTP/1.1\r\nHost: a\r\n\r\n"
+        let requests = T.requests(T.parse("POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: \(inner.utf8.count)\r\n\r\n\(inner)"))
+        #expect(requests.count == 1)
+        #expect(String(decoding: try #require(requests.first).body, as: UTF8.self) == inner)
+    }
+
     // MARK: Connection
 
     @Test func http11_KeepsAliveByDefault() throws {
