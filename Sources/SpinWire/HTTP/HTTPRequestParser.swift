@@ -105,6 +105,32 @@ package struct HTTPRequestParser: Sendable {
         self.limits = limits
     }
 
+    /// Where the parser is within the connection, for the server's timeouts: an idle
+    /// timeout while `.idle`, a header timeout while `.head` (slowloris), a body timeout
+    /// while `.body`.
+    package enum Phase: Sendable, Equatable {
+        /// Between requests, nothing of the next one received yet.
+        case idle
+        /// Part of a request line or header section received.
+        case head
+        /// The head is complete; body or trailer bytes are awaited.
+        case body
+        /// `.pausedForUpgrade`: waiting for `acceptUpgrade()` or `declineUpgrade()`.
+        case upgradePending
+        /// `.finished` or failed: no more requests on this connection.
+        case done
+    }
+
+    package var phase: Phase {
+        switch state {
+        case .requestLine: bufferedByteCount == 0 ? .idle : .head
+        case .headers: .head
+        case .contentLengthBody, .chunkSizeLine, .chunkData, .chunkDataCR, .chunkDataLF, .trailers: .body
+        case .upgradePending: .upgradePending
+        case .finished, .failed: .done
+        }
+    }
+
     /// Bytes fed but not consumed yet (for backpressure: stop reading past some bound).
     package var bufferedByteCount: Int { buffer.count - readIndex }
 

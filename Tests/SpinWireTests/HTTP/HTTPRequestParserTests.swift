@@ -234,6 +234,22 @@ struct HTTPRequestParserTests {
         #expect(!request.isUpgradeCandidate)
     }
 
+    @Test func phase_FollowsTheRequestForTheServersTimeouts() {
+        var parser = HTTPRequestParser()
+        #expect(parser.phase == .idle)
+        #expect(parser.parse(T.bytes("POST / HTTP/1.1\r\nHost: a\r\n")) == .needMoreData)
+        #expect(parser.phase == .head)
+        #expect(parser.parse(T.bytes("Content-Length: 2\r\n\r\nx")) == .needMoreData)
+        #expect(parser.phase == .body)
+        guard case .request = parser.parse(T.bytes("y")) else { Issue.record("no request"); return }
+        #expect(parser.phase == .idle)
+        _ = parser.parse(T.bytes("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"))
+        #expect(parser.next() == .pausedForUpgrade)
+        #expect(parser.phase == .upgradePending)
+        _ = parser.acceptUpgrade()
+        #expect(parser.phase == .done)
+    }
+
     // MARK: Errors and end of input
 
     @Test func afterAnError_TheParserStaysFailed() {
