@@ -5,7 +5,7 @@ import Glibc
 /// A blocking BSD-socket client with a receive timeout, so a broken server fails a
 /// test instead of hanging it.
 final class TestClient: @unchecked Sendable {  // used from one test at a time
-    enum ClientError: Error { case connectFailed(Int32), sendFailed(Int32) }
+    enum ClientError: Error, Equatable { case connectFailed(Int32), sendFailed(Int32) }
 
     let fd: Int32
 
