@@ -151,3 +151,42 @@ private func makeTimers(
         #expect(timers.check(now: at(7)) == .timedOut(.closing))
     }
 }
+
+@Suite struct ConnectionTimersPropertyTests {
+    /// Random event sequences: `check` never fires before `nextDeadline` and always
+    /// fires at it, so one Dispatch timer armed at `nextDeadline` is enough.
+    @Test(arguments: [1 as UInt64, 2, 3, 4, 5, 6, 7, 8])
+    func randomEvents_CheckFiresExactlyFromNextDeadline(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        var timers = ConnectionTimers<ManualInstant>(
+            limits: ConnectionLimits(
+                idleTimeout: .seconds(3), keepAliveTimeout: .seconds(2), requestHeadTimeout: .seconds(1),
+                minimumBodyRate: 100, bodyRateGracePeriod: .seconds(1), maxRequestsPerConnection: 50,
+                writeStallTimeout: .seconds(4), streamIdleTimeout: .seconds(5), lingerTimeout: .milliseconds(500)),
+            now: .zero)
+        var now = ManualInstant.zero
+        for _ in 0..<2000 {
+            now = now.advanced(by: .milliseconds(Int.random(in: 0...400, using: &random)))
+            if let deadline = timers.nextDeadline {
+                if now < deadline {
+                    #expect(timers.check(now: now) == .none)
+                }
+                #expect(timers.check(now: deadline) != .none)
+            } else {
+                #expect(timers.check(now: now.advanced(by: .seconds(3600))) == .none)
+            }
+            switch Int.random(in: 0..<9, using: &random) {
+            case 0: timers.bytesReceived(Int.random(in: 0...300, using: &random), now: now)
+            case 1: timers.requestHeadStarted(now: now)
+            case 2: _ = timers.requestHeadCompleted(expectsBody: Bool.random(using: &random), now: now)
+            case 3: timers.requestBodyCompleted(now: now)
+            case 4: timers.responseCompleted(now: now)
+            case 5: if Int.random(in: 0..<20, using: &random) == 0 { timers.streamingStarted(now: now) }
+            case 6: if Int.random(in: 0..<50, using: &random) == 0 { timers.closingStarted(now: now) }
+            default:
+                timers.outputChanged(pendingAfter: Bool.random(using: &random),
+                                     progressed: Bool.random(using: &random), now: now)
+            }
+        }
+    }
+}

@@ -72,6 +72,11 @@ package final class SocketServer: @unchecked Sendable {
         }
     }
 
+    deinit {
+        // Not shut down: at least release the listening descriptor.
+        stopListening()
+    }
+
     /// Loads TLS (if configured), binds, listens and starts accepting. Returns the
     /// bound address, with the kernel's port when the configured port is 0. Throws
     /// `SocketError` (bad address, bind/listen failure with errno, started twice) or

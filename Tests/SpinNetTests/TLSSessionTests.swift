@@ -1,0 +1,58 @@
+import Testing
+@testable import SpinNet
+
+@Suite struct TLSSessionTests {
+    let context: TLSContext
+
+    init() throws {
+        let certificates = TestCertificates.shared
+        context = try TLSContext(configuration: TLSConfiguration(
+            certificateChainPath: certificates.leaf, privateKeyPath: certificates.leafKey))
+    }
+
+    @Test func newSession_HasNoOutput_AndNoHandshakeYet() throws {
+        let session = try #require(TLSSession(context: context))
+        #expect(!session.handshakeComplete)
+        #expect(!session.hasOutput)
+        #expect(session.negotiatedProtocol == nil)
+    }
+
+    @Test func plainHTTPBytes_FailTheHandshake_WithOpenSSLText() throws {
+        let session = try #require(TLSSession(context: context))
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        let status = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8).withUnsafeBytes {
+            session.receive($0, scratch: scratch) { _ in Issue.record("plaintext out of garbage") }
+        }
+        guard case .failed(.handshakeFailed(let text)) = status else {
+            Issue.record("expected a handshake failure, got \(status)")
+            return
+        }
+        #expect(text.contains("error:"))
+    }
+
+    /// Random bytes (some starting like a TLS handshake record) never crash the
+    /// session and never yield plaintext: each input ends `.ok` (waiting for more) or
+    /// `.failed(.handshakeFailed)`.
+    @Test(arguments: [11 as UInt64, 12, 13, 14])
+    func randomCiphertext_NeverCrashes_NeverYieldsPlaintext(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        for _ in 0..<500 {
+            let session = try #require(TLSSession(context: context))
+            var input = (0..<Int.random(in: 1...600, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            if Bool.random(using: &random) {
+                // A plausible record header: handshake, TLS 1.0-1.2 record version.
+                input.replaceSubrange(0..<min(3, input.count), with: [22, 3, UInt8.random(in: 1...3, using: &random)].prefix(input.count))
+            }
+            let status = input.withUnsafeBytes {
+                session.receive($0, scratch: scratch) { _ in Issue.record("plaintext out of garbage") }
+            }
+            switch status {
+            case .ok, .failed(.handshakeFailed): break
+            default: Issue.record("unexpected \(status)")
+            }
+        }
+    }
+}
