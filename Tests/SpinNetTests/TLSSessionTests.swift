@@ -1,3 +1,4 @@
+import COpenSSL
 import Testing
 @testable import SpinNet
 
@@ -54,5 +55,87 @@ import Testing
             default: Issue.record("unexpected \(status)")
             }
         }
+    }
+}
+
+extension TLSSessionTests {
+    /// Moves ciphertext both ways until neither side has anything to say; returns
+    /// the plaintext the server produced.
+    private func pump(_ client: MemoryTLSClient, _ server: TLSSession, scratch: UnsafeMutableRawBufferPointer) -> (String, TLSSession.ReceiveStatus) {
+        var plaintext = ""
+        var status = TLSSession.ReceiveStatus.ok
+        for _ in 0..<20 {
+            if !client.handshakeComplete { client.stepHandshake() }
+            let toServer = client.drain()
+            status = toServer.withUnsafeBytes {
+                server.receive($0, scratch: scratch) { plaintext += String(decoding: $0, as: UTF8.self) }
+            }
+            let toClient = server.takeOutput()
+            client.feed(toClient)
+            if toServer.isEmpty, toClient.isEmpty, client.handshakeComplete { break }
+        }
+        return (plaintext, status)
+    }
+
+    @Test func memoryClient_CompletesHandshake_VerifiesChain_AgreesOnHTTP11() throws {
+        let server = try #require(TLSSession(context: context))
+        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        _ = pump(client, server, scratch: scratch)
+        #expect(server.handshakeComplete)
+        #expect(client.handshakeComplete)
+        #expect(client.verifyResult == Int(X509_V_OK))
+        #expect(server.negotiatedProtocol == "http/1.1")
+    }
+
+    @Test func clientOfferingOnlyH2_IsServedWithoutALPN() throws {
+        let server = try #require(TLSSession(context: context))
+        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca, alpn: ["h2"])
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        _ = pump(client, server, scratch: scratch)
+        #expect(server.handshakeComplete)
+        #expect(server.negotiatedProtocol == nil)
+    }
+
+    @Test func dataBothWays_ThenServerShutdown_ClientSeesCloseNotify() throws {
+        let server = try #require(TLSSession(context: context))
+        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        _ = pump(client, server, scratch: scratch)
+
+        client.write("ping")
+        let (received, status) = pump(client, server, scratch: scratch)
+        #expect(received == "ping")
+        #expect(status == .ok)
+
+        #expect(server.send(Array("pong".utf8)[...]) == nil)
+        server.shutdown()
+        client.feed(server.takeOutput())
+        #expect(client.read() == .data("pong"))
+        #expect(client.read() == .closeNotify)
+    }
+
+    @Test func clientCloseNotify_IsReportedToTheServer() throws {
+        let server = try #require(TLSSession(context: context))
+        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        _ = pump(client, server, scratch: scratch)
+        _ = SSL_shutdown(client.ssl)
+        let (_, status) = pump(client, server, scratch: scratch)
+        #expect(status == .closeNotify)
+    }
+
+    @Test func clientTrustingAnotherCA_FailsVerification() throws {
+        let server = try #require(TLSSession(context: context))
+        // The leaf is not a CA: trusting it as one must not verify the chain.
+        let client = MemoryTLSClient(caFile: TestCertificates.shared.garbage)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
+        defer { scratch.deallocate() }
+        _ = pump(client, server, scratch: scratch)
+        #expect(!client.handshakeComplete)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import SpinNet
 
@@ -141,6 +142,111 @@ import Testing
             return
         }
         #expect(text.contains("error:"))
+        await server.stop()
+    }
+}
+
+/// Serves one large body, respecting the watermarks, then closes after flushing.
+final class LargeBody: ConnectionHandler {
+    let size: Int
+    final class Stats: Sendable {
+        let maxPending = Mutex(0)
+        let writable = Mutex(0)
+        let aboveHighWatermark = Mutex(false)
+    }
+    private var sent = -1
+    private let stats: Stats
+    init(stats: Stats, size: Int) { self.stats = stats; self.size = size }
+
+    func didReceive(_ bytes: [UInt8], on connection: Connection) {
+        guard sent < 0, String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") else { return }
+        connection.write(Array("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nConnection: close\r\n\r\n".utf8))
+        sent = 0
+        pump(connection)
+    }
+    func didBecomeWritable(_ connection: Connection) {
+        stats.writable.withLock { $0 += 1 }
+        pump(connection)
+    }
+    private func pump(_ connection: Connection) {
+        while sent < size {
+            let count = min(32 * 1024, size - sent)
+            let result = connection.write([UInt8](repeating: UInt8(ascii: "x"), count: count))
+            sent += count
+            let pending = connection.pendingOutputBytes
+            stats.maxPending.withLock { $0 = max($0, pending) }
+            if result != .accepted {
+                stats.aboveHighWatermark.withLock { $0 = true }
+                return
+            }
+        }
+        connection.closeAfterFlush()
+    }
+}
+
+extension TLSTests {
+    @Test func largeBodyOverTLS_ToCurl_ArrivesWhole() async throws {
+        let stats = LargeBody.Stats()
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
+        let size = 16 * 1024 * 1024
+        let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
+            LargeBody(stats: stats, size: size)
+        }
+        let result = try run("curl", [
+            "-sS", "--cacert", certificates.ca, "--max-time", "30",
+            "-o", "/dev/null", "-w", "%{size_download} %{http_code}",
+            "https://localhost:\(address.port)/big",
+        ], timeout: 40)
+        #expect(result.stdout == "\(size) 200", "\(result.stderr)")
+        #expect(stats.maxPending.withLock { $0 } <= limits.highWatermark + 32 * 1024)
+        await server.stop()
+    }
+}
+
+extension TLSTests {
+    /// A real socket with a 16 KiB receive buffer and a TLS client driven by hand: the
+    /// test decides when to read, so the server must stop at the high watermark.
+    @Test func slowTLSReader_PendingOutputStaysBounded_WritableFires() async throws {
+        let stats = LargeBody.Stats()
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
+        let size = 6 * 1024 * 1024  // beyond the kernel send buffer (tcp_wmem max 4 MiB)
+        let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
+            LargeBody(stats: stats, size: size)
+        }
+        let socket = try TestClient(address, receiveBuffer: 16 * 1024)
+        let tls = MemoryTLSClient(caFile: certificates.ca)
+        while !tls.handshakeComplete {
+            tls.stepHandshake()
+            try socket.send(tls.drain())
+            if tls.handshakeComplete { break }
+            let bytes = try #require(socket.receiveOnce())
+            try #require(!bytes.isEmpty)
+            tls.feed(bytes)
+        }
+        tls.write("GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        try socket.send(tls.drain())
+
+        #expect(await eventually { stats.aboveHighWatermark.withLock { $0 } })
+        var plaintext = 0
+        var sawCloseNotify = false
+        reading: while true {
+            guard let bytes = socket.receiveOnce(), !bytes.isEmpty else { break }
+            tls.feed(bytes)
+            while true {
+                switch tls.read() {
+                case .data(let text): plaintext += text.utf8.count
+                case .wantMore: continue reading
+                case .closeNotify: sawCloseNotify = true; break reading
+                case .failed: break reading
+                }
+            }
+        }
+        let header = "HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nConnection: close\r\n\r\n"
+        #expect(plaintext == header.utf8.count + size)
+        #expect(sawCloseNotify)
+        #expect(stats.writable.withLock { $0 } > 0)
+        #expect(stats.maxPending.withLock { $0 } <= limits.highWatermark + 32 * 1024)
+        socket.shutdownWrite()
         await server.stop()
     }
 }

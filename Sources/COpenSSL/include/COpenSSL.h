@@ -39,6 +39,12 @@ static inline int COpenSSL_ERR_GET_REASON(unsigned long code) {
     return ERR_GET_REASON(code);
 }
 
+/// SNI on a client session (SSL_set_tlsext_host_name is a macro); used by tests
+/// and by any client-side code.
+static inline long COpenSSL_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+
 static int COpenSSL_no_password(char *buf, int size, int rwflag, void *userdata) {
     (void)buf; (void)size; (void)rwflag; (void)userdata;
     return 0;

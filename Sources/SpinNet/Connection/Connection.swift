@@ -54,8 +54,10 @@ package final class Connection: @unchecked Sendable {
     private var timers: ConnectionTimers<ContinuousClock.Instant>
     private var output = OutputQueue()
     private var tls: TLSSession?
-    private var ciphertext: [UInt8] = []
-    private var ciphertextOffset = 0
+    /// TLS records waiting for the socket. Holds at most one encrypted plaintext chunk
+    /// at a time (plus handshake/alert bytes): plaintext is encrypted only once this
+    /// is empty, so the watermarks, which count plaintext, bound it too.
+    private var ciphertext = OutputQueue()
     private var wantsClose = false
     private var wantsWriteShutdown = false
     private var closeReason = CloseReason.closedLocally
@@ -371,16 +373,12 @@ package final class Connection: @unchecked Sendable {
         var blocked = false
         send: while true {
             if let tls {
-                if ciphertextOffset < ciphertext.count {
-                    let result = ciphertext[ciphertextOffset...].withUnsafeBytes { Syscall.send(fd: fd, bytes: $0) }
+                if let records = ciphertext.first {
+                    let result = records.withUnsafeBytes { Syscall.send(fd: fd, bytes: $0) }
                     switch result {
                     case .bytes(let n):
                         progressed = progressed || n > 0
-                        ciphertextOffset += n
-                        if ciphertextOffset == ciphertext.count {
-                            ciphertext.removeAll(keepingCapacity: ciphertext.capacity <= 64 * 1024)
-                            ciphertextOffset = 0
-                        }
+                        ciphertext.consume(n)
                     case .wouldBlock:
                         blocked = true
                         break send
@@ -392,7 +390,7 @@ package final class Connection: @unchecked Sendable {
                         return
                     }
                 } else if tls.hasOutput {
-                    tls.drainOutput(into: &ciphertext)
+                    ciphertext.append(tls.takeOutput())
                 } else if tls.handshakeComplete, !writeShut, let chunk = output.first {
                     if let error = tls.send(chunk) {
                         closeNow(.tlsFailed(error))
@@ -400,7 +398,7 @@ package final class Connection: @unchecked Sendable {
                     }
                     consumed += chunk.count
                     output.consume(chunk.count)
-                    tls.drainOutput(into: &ciphertext)
+                    ciphertext.append(tls.takeOutput())
                 } else {
                     break send
                 }
@@ -437,7 +435,7 @@ package final class Connection: @unchecked Sendable {
                 return false
             }
         }
-        let drained = output.isEmpty && ciphertextOffset == ciphertext.count
+        let drained = output.isEmpty && ciphertext.isEmpty
         timers.outputChanged(pendingAfter: !drained, progressed: progressed, now: .now)
         if blocked {
             if !writeResumed {
@@ -467,7 +465,7 @@ package final class Connection: @unchecked Sendable {
     /// Moves `closeAfterFlush` / `shutdownWrite` forward once output is drained.
     private func advanceClose() {
         guard lifecycle == .open else { return }
-        let drained = output.isEmpty && ciphertextOffset == ciphertext.count
+        let drained = output.isEmpty && ciphertext.isEmpty
         if !writeShut {
             guard drained else { return }  // flush() calls back when it is
             if let tls, tls.handshakeComplete, !closeNotifyQueued {
@@ -559,7 +557,7 @@ package final class Connection: @unchecked Sendable {
         writeSource = nil
         timerSource = nil
         output.removeAll()
-        ciphertext = []
+        ciphertext.removeAll()
         tls = nil
         loop.queue.async {
             let handler = self.handler

@@ -106,15 +106,12 @@ final class TLSSession {
         ERR_clear_error()
     }
 
-    /// Moves pending ciphertext to the end of `buffer`.
-    func drainOutput(into buffer: inout [UInt8]) {
+    /// Takes the pending ciphertext out of the write BIO (empty when there is none).
+    func takeOutput() -> [UInt8] {
         let pending = Int(COpenSSL_BIO_pending(writeBIO))
-        guard pending > 0 else { return }
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: pending))
-        let read = buffer.withUnsafeMutableBytes { raw in
-            BIO_read(writeBIO, raw.baseAddress! + start, Int32(pending))
+        guard pending > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: pending) { buffer, initialized in
+            initialized = Int(max(0, BIO_read(writeBIO, buffer.baseAddress, Int32(pending))))
         }
-        buffer.removeLast(pending - max(0, Int(read)))
     }
 }
