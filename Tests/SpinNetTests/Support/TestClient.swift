@@ -9,15 +9,24 @@ final class TestClient: @unchecked Sendable {  // used from one test at a time
 
     let fd: Int32
 
-    init(_ address: SocketAddress, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 10) throws {
-        let ipv6 = address.family == .ipv6
-        fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    convenience init(_ address: SocketAddress, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 10) throws {
+        self.init(family: address.family, receiveBuffer: receiveBuffer, timeoutSeconds: timeoutSeconds)
+        try connect(to: address)
+    }
+
+    /// A socket not connected yet (holds its descriptor from now on).
+    init(family: SocketAddress.Family, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 10) {
+        fd = socket(family == .ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         if var size = receiveBuffer {
             _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func connect(to address: SocketAddress) throws {
+        let ipv6 = address.family == .ipv6
         let result: Int32
         if ipv6 {
             var sin6 = sockaddr_in6()
@@ -26,7 +35,7 @@ final class TestClient: @unchecked Sendable {  // used from one test at a time
             _ = inet_pton(AF_INET6, address.host, &sin6.sin6_addr)
             result = withUnsafePointer(to: &sin6) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
                 }
             }
         } else {
@@ -36,15 +45,11 @@ final class TestClient: @unchecked Sendable {  // used from one test at a time
             _ = inet_pton(AF_INET, address.host, &sin.sin_addr)
             result = withUnsafePointer(to: &sin) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
             }
         }
-        guard result == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw ClientError.connectFailed(code)
-        }
+        guard result == 0 else { throw ClientError.connectFailed(errno) }
     }
 
     deinit { Glibc.close(fd) }
