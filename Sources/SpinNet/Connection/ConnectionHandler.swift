@@ -39,6 +39,20 @@ package enum WriteResult: Sendable, Hashable {
 
 /// What the layer above (HTTP, WebSocket) implements to drive one connection.
 ///
+/// How an HTTP/1.1 layer is expected to use it, per request:
+/// 1. `didReceive` feeds its parser (the first byte while idle starts the
+///    request-head deadline; call `connection.requestHeadStarted()` when a pipelined
+///    head is already buffered);
+/// 2. on a complete head, `connection.requestHeadCompleted(expectsBody:)` — answer
+///    `Connection: close` when it returns `.closeAfterResponse`;
+/// 3. on the end of the body, `connection.requestBodyCompleted()`;
+/// 4. write the response (`write` → stop on `.aboveHighWatermark`, go on in
+///    `didBecomeWritable`), then `connection.responseCompleted()` (the keep-alive
+///    wait starts once the response has left), or `closeAfterFlush()`;
+/// 5. after a WebSocket/SSE upgrade, `connection.enterStreamingMode()`.
+/// Timeouts arrive in `didTimeOut` (write a 408 there if you like); graceful
+/// shutdown in `shutdownRequested`.
+///
 /// Every method is called on the connection's serial queue, never concurrently, in
 /// this order: `didOpen` once; then any number of `didReceive`, `didBecomeWritable`,
 /// `didReceiveEnd` (at most once), `didTimeOut`, `shutdownRequested`; `didClose` once,

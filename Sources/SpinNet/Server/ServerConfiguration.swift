@@ -6,6 +6,8 @@ import Glibc
 package struct ServerConfiguration: Sendable, Hashable {
     /// The numeric host to bind: `127.0.0.1`, `0.0.0.0`, `::1`, `::`. Default
     /// `127.0.0.1`: exposing a server beyond the machine is a decision, not a default.
+    /// IPv6 sockets are IPV6_V6ONLY: `::` does not take IPv4 connections (run a second
+    /// server on `0.0.0.0` for both), so the two families never fight over a port.
     package var host: String
     /// The port; 0 lets the kernel pick one, reported by `start()`. Default 8080.
     package var port: Int
