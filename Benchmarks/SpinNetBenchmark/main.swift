@@ -3,6 +3,7 @@
 // parsing: this measures the socket runtime, not a parser.
 //
 //   swift run -c release spin-net-benchmark [--host 127.0.0.1] [--port 0] [--queues N]
+//                                           [--certificate chain.pem --key key.pem]
 //
 // Prints `listening <host> <port>` once bound; stops on SIGINT/SIGTERM.
 import Dispatch
@@ -43,12 +44,16 @@ final class FixedResponder: ConnectionHandler {
 var host = "127.0.0.1"
 var port = 0
 var queues: Int?
+var certificate: String?
+var key: String?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let argument = arguments.next() {
     switch argument {
     case "--host": host = arguments.next() ?? host
     case "--port": port = Int(arguments.next() ?? "") ?? port
     case "--queues": queues = Int(arguments.next() ?? "")
+    case "--certificate": certificate = arguments.next()
+    case "--key": key = arguments.next()
     default:
         FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
         exit(2)
@@ -59,7 +64,8 @@ while let argument = arguments.next() {
 let limits = ConnectionLimits(maxRequestsPerConnection: .max)
 let server = SocketServer(
     configuration: ServerConfiguration(host: host, port: port, eventQueueCount: queues, limits: limits),
-    tls: nil, handlerFactory: { _ in FixedResponder() })
+    tls: certificate.map { TLSConfiguration(certificateChainPath: $0, privateKeyPath: key ?? "") },
+    handlerFactory: { _ in FixedResponder() })
 let address: SocketAddress
 do {
     address = try server.start()
