@@ -6,9 +6,10 @@ import Synchronization
 ///
 /// Thread safety: every method may be called from any thread or queue. `write`,
 /// `close`, `closeAfterFlush`, `shutdownWrite`, `pauseReading`, `resumeReading` and the
-/// request-cycle methods without a result hop to the connection's queue when called
-/// elsewhere (in call order); `write`'s result is exact from any thread because the
-/// output account is behind a mutex. `requestHeadCompleted(expectsBody:)` returns a
+/// request-cycle methods without a result run at once on the connection's queue and
+/// hop to it from elsewhere, so calls from one thread keep their order; calls from
+/// different threads are ordered by when they reach the queue. `write`'s result is
+/// exact from any thread because the output account is behind a mutex. `requestHeadCompleted(expectsBody:)` returns a
 /// value and must be called on the queue (from a handler callback).
 ///
 /// Lifecycle: accepted → `start` (handler made, `didOpen`) → open → closed
@@ -547,6 +548,8 @@ package final class Connection: @unchecked Sendable {
         if let read = readSource {
             if readSuspended { read.resume() }
             read.cancel()
+        } else {
+            Syscall.close(fd: fd)  // never armed (TLS session creation failed)
         }
         if let write = writeSource {
             if !writeResumed { write.resume() }
