@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Synchronization
 import Testing
@@ -198,5 +199,27 @@ private final class Producer: ConnectionHandler {
         slot.withLock { $0?.resumeReading() }
         #expect(await eventually { log.all == [.received(9)] })
         await server.stop(deadline: .milliseconds(100))
+    }
+}
+
+extension ConnectionTests {
+    /// A head and a body written separately inside one callback leave together, in
+    /// order, and many tiny writes still arrive whole.
+    @Test(arguments: [false, true])
+    func manySmallWritesInOneCallback_ArriveWholeAndInOrder(viaTLS: Bool) async throws {
+        final class Chatty: ConnectionHandler {
+            func didReceive(_ bytes: [UInt8], on connection: Connection) {
+                guard String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") else { return }
+                connection.write(Array("HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n".utf8))
+                for i in 0..<1000 { connection.write(Array(String(format: "%03d", i % 1000).utf8)) }
+            }
+        }
+        let tls = viaTLS ? TLSConfiguration(certificateChainPath: TestCertificates.shared.leaf,
+                                            privateKeyPath: TestCertificates.shared.leafKey) : nil
+        let (server, address) = try SocketServer.make(tls: tls) { _ in Chatty() }
+        let url = "\(viaTLS ? "https" : "http")://localhost:\(address.port)/"
+        let result = try run("curl", ["-sS", "--cacert", TestCertificates.shared.ca, "--max-time", "10", url])
+        #expect(result.stdout == (0..<1000).map { String(format: "%03d", $0) }.joined(), "\(result.stderr)")
+        await server.stop()
     }
 }

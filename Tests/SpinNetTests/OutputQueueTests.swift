@@ -28,3 +28,24 @@ import Testing
         #expect(out == (0..<200).map { UInt8($0) })
     }
 }
+
+extension OutputQueueTests {
+    @Test func gather_CopiesAcrossChunks_WithoutConsuming_ThenConsumeSpansChunks() {
+        var queue = OutputQueue()
+        queue.append([1, 2, 3])
+        queue.append([4, 5])
+        queue.append([6, 7, 8, 9])
+        queue.consume(1)
+        #expect(queue.hasSeveralChunks)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 6, alignment: 1)
+        defer { buffer.deallocate() }
+        #expect(queue.gather(into: buffer) == 6)
+        #expect(Array(buffer) == [2, 3, 4, 5, 6, 7])
+        #expect(queue.count == 8)
+        queue.consume(5)  // 2 3 | 4 5 | 6
+        #expect(queue.first == [7, 8, 9])
+        #expect(!queue.hasSeveralChunks)
+        queue.consume(3)
+        #expect(queue.isEmpty)
+    }
+}

@@ -67,6 +67,10 @@ package final class Connection: @unchecked Sendable {
     private var lingering = false
     private var shutdownNotified = false
     private var closeNotifyQueued = false
+    /// Handler callbacks in progress on this connection (writes made inside one are
+    /// flushed together when it returns).
+    private var callbackDepth = 0
+    private var flushDeferred = false
 
     init(
         fd: Int32, remoteAddress: SocketAddress?, id: UInt64, loop: EventLoop,
@@ -261,9 +265,8 @@ package final class Connection: @unchecked Sendable {
         read.resume()
         rearmTimer()
 
-        let handler = handlerFactory(self)
-        self.handler = handler
-        handler.didOpen(self)
+        handler = handlerFactory(self)
+        callHandler { $0.didOpen(self) }
     }
 
     /// Graceful shutdown, step one: ask the handler to finish.
@@ -271,7 +274,7 @@ package final class Connection: @unchecked Sendable {
         loop.execute {
             guard self.lifecycle == .open, !self.shutdownNotified else { return }
             self.shutdownNotified = true
-            self.handler?.shutdownRequested(on: self)
+            self.callHandler { $0.shutdownRequested(on: self) }
         }
     }
 
@@ -286,7 +289,34 @@ package final class Connection: @unchecked Sendable {
     private func enqueue(_ bytes: [UInt8]) {
         guard lifecycle == .open else { return }
         output.append(bytes)
-        flush(fromWrite: true)
+        if callbackDepth > 0 {
+            flushDeferred = true  // sent with the callback's other writes when it returns
+        } else {
+            flush(fromWrite: true)
+        }
+    }
+
+    /// Calls the handler; writes it makes are flushed together when it returns.
+    private func callHandler(_ body: (ConnectionHandler) -> Void) {
+        guard let handler else { return }
+        callbackDepth += 1
+        body(handler)
+        callbackDepth -= 1
+        if callbackDepth == 0, flushDeferred {
+            flushDeferred = false
+            flush(fromWrite: true)
+        }
+    }
+
+    /// One `send` from the front of `queue`: a lone chunk directly, several small ones
+    /// gathered into the loop's buffer first.
+    private func sendFront(of queue: OutputQueue) -> Syscall.IOResult {
+        if queue.hasSeveralChunks, let first = queue.first, first.count < EventLoop.gatherSize {
+            let count = queue.gather(into: loop.gatherBuffer)
+            return Syscall.send(fd: fd, bytes: UnsafeRawBufferPointer(rebasing: loop.gatherBuffer[0..<count]))
+        }
+        guard let first = queue.first else { return .bytes(0) }
+        return first.withUnsafeBytes { Syscall.send(fd: fd, bytes: $0) }
     }
 
     private func readable() {
@@ -338,7 +368,7 @@ package final class Connection: @unchecked Sendable {
     private func deliver(_ bytes: [UInt8]) {
         timers.bytesReceived(bytes.count, now: .now)
         rearmTimer()
-        handler?.didReceive(bytes, on: self)
+        callHandler { $0.didReceive(bytes, on: self) }
     }
 
     /// FIN or close_notify from the peer.
@@ -354,7 +384,7 @@ package final class Connection: @unchecked Sendable {
         } else if writeShut {
             closeNow(wantsClose ? closeReason : .peerClosed)
         } else {
-            handler?.didReceiveEnd(on: self)
+            callHandler { $0.didReceiveEnd(on: self) }
         }
     }
 
@@ -374,9 +404,21 @@ package final class Connection: @unchecked Sendable {
         var blocked = false
         send: while true {
             if let tls {
-                if let records = ciphertext.first {
-                    let result = records.withUnsafeBytes { Syscall.send(fd: fd, bytes: $0) }
-                    switch result {
+                if ciphertext.count < EventLoop.gatherSize, tls.handshakeComplete, !writeShut,
+                   let chunk = output.first {
+                    // Encrypt ahead while little ciphertext waits: small writes become
+                    // records sent together; the bound stays one chunk past 64 KiB.
+                    if let error = tls.send(chunk) {
+                        closeNow(.tlsFailed(error))
+                        return
+                    }
+                    consumed += chunk.count
+                    output.consume(chunk.count)
+                    ciphertext.append(tls.takeOutput())
+                } else if tls.hasOutput {
+                    ciphertext.append(tls.takeOutput())
+                } else if !ciphertext.isEmpty {
+                    switch sendFront(of: ciphertext) {
                     case .bytes(let n):
                         progressed = progressed || n > 0
                         ciphertext.consume(n)
@@ -390,23 +432,12 @@ package final class Connection: @unchecked Sendable {
                         closeNow(.ioFailed(.ioFailed(call: "send", errno: code)))
                         return
                     }
-                } else if tls.hasOutput {
-                    ciphertext.append(tls.takeOutput())
-                } else if tls.handshakeComplete, !writeShut, let chunk = output.first {
-                    if let error = tls.send(chunk) {
-                        closeNow(.tlsFailed(error))
-                        return
-                    }
-                    consumed += chunk.count
-                    output.consume(chunk.count)
-                    ciphertext.append(tls.takeOutput())
                 } else {
                     break send
                 }
             } else {
-                guard !writeShut, let chunk = output.first else { break send }
-                let result = chunk.withUnsafeBytes { Syscall.send(fd: fd, bytes: $0) }
-                switch result {
+                guard !writeShut, !output.isEmpty else { break send }
+                switch sendFront(of: output) {
                 case .bytes(let n):
                     progressed = progressed || n > 0
                     consumed += n
@@ -452,10 +483,10 @@ package final class Connection: @unchecked Sendable {
             if fromWrite {
                 loop.queue.async {
                     guard self.lifecycle == .open else { return }
-                    self.handler?.didBecomeWritable(self)
+                    self.callHandler { $0.didBecomeWritable(self) }
                 }
             } else {
-                handler?.didBecomeWritable(self)
+                callHandler { $0.didBecomeWritable(self) }
             }
         }
         if drained, lifecycle == .open, wantsClose || wantsWriteShutdown {
@@ -509,7 +540,7 @@ package final class Connection: @unchecked Sendable {
                 return
             }
             closeReason = .timedOut(kind)
-            handler?.didTimeOut(kind, on: self)  // may write a last response (408)
+            callHandler { $0.didTimeOut(kind, on: self) }  // may write a last response (408)
             guard lifecycle == .open else { return }
             account.withLock { $0.acceptingWrites = false }
             // That last response gets `lingerTimeout` to leave, then the close is forced.

@@ -20,22 +20,48 @@ struct OutputQueue {
         head < chunks.count ? chunks[head][offset...] : nil
     }
 
-    /// Drops `n` bytes from the front (n ≤ the first chunk's remaining length).
-    mutating func consume(_ n: Int) {
-        guard n > 0 else { return }
-        offset += n
-        count -= n
-        if offset == chunks[head].count {
-            chunks[head] = []
-            head += 1
-            offset = 0
-            if head == chunks.count {
-                chunks.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 64 {
-                chunks.removeFirst(head)
-                head = 0
+    /// More than one chunk is queued (a gathered send is worth it).
+    var hasSeveralChunks: Bool { chunks.count - head > 1 }
+
+    /// Copies up to `buffer.count` bytes from the front, across chunks, into `buffer`;
+    /// returns how many. Nothing is consumed.
+    func gather(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var copied = 0
+        var index = head
+        var start = offset
+        while index < chunks.count, copied < buffer.count {
+            let take = min(chunks[index].count - start, buffer.count - copied)
+            chunks[index].withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[copied..<(copied + take)])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[start..<(start + take)]))
             }
+            copied += take
+            index += 1
+            start = 0
+        }
+        return copied
+    }
+
+    /// Drops `n` bytes from the front, across chunks (n ≤ count).
+    mutating func consume(_ n: Int) {
+        var left = min(n, count)
+        while left > 0 {
+            let take = min(left, chunks[head].count - offset)
+            offset += take
+            count -= take
+            left -= take
+            if offset == chunks[head].count {
+                chunks[head] = []
+                head += 1
+                offset = 0
+            }
+        }
+        if head == chunks.count {
+            chunks.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 {
+            chunks.removeFirst(head)
+            head = 0
         }
     }
 
