@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 @testable import SpinNet
 
@@ -9,8 +8,8 @@ import Testing
 private final class Producer: ConnectionHandler {
     final class Stats: Sendable {
         struct Values { var maxPending = 0; var writable = 0; var results: [WriteResult] = []; var closed: CloseReason? }
-        let values = Mutex(Values())
-        let connection = Mutex<Connection?>(nil)
+        let values = Locked(Values())
+        let connection = Locked<Connection?>(nil)
     }
     let stats: Stats
     let total: Int
@@ -108,7 +107,7 @@ private final class Producer: ConnectionHandler {
         #expect(await eventually {
             if case .reset = stats.values.withLock({ $0.closed }) { return true }
             return false
-        })
+        }, "closed: \(String(describing: stats.values.withLock { $0.closed })), results: \(stats.values.withLock { $0.results })")
         let next = try TestClient(address)
         let bytes = next.receive(count: 1000)
         #expect(bytes.count == 1000)
@@ -122,7 +121,7 @@ private final class Producer: ConnectionHandler {
             func didOpen(_ connection: Connection) {}
             func didReceive(_ bytes: [UInt8], on connection: Connection) {}
         }
-        let slot = Mutex<Connection?>(nil)
+        let slot = Locked<Connection?>(nil)
         let (server, address) = try SocketServer.make { connection in
             slot.withLock { $0 = connection }
             return Holder()
@@ -187,7 +186,7 @@ private final class Producer: ConnectionHandler {
             func didReceive(_ bytes: [UInt8], on connection: Connection) { log.record(.received(bytes.count)) }
         }
         let log = EventLog()
-        let slot = Mutex<Connection?>(nil)
+        let slot = Locked<Connection?>(nil)
         let (server, address) = try SocketServer.make { connection in
             slot.withLock { $0 = connection }
             return Pauser(log: log)

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 import Testing
 @testable import SpinNet
 
@@ -70,7 +69,7 @@ import Testing
         let server = SocketServer(
             configuration: ServerConfiguration(host: "127.0.0.1", port: 0), tls: nil,
             handlerFactory: { _ in EchoHandler(log: log) })
-        let failures = Mutex(3)
+        let failures = Locked(3)
         server.acceptOverride = { fd in
             let simulate = failures.withLock { left -> Bool in
                 guard left > 0 else { return false }
@@ -156,7 +155,7 @@ import Testing
             func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
         }
         let log = EventLog()
-        let count = Mutex(0)
+        let count = Locked(0)
         let (server, address) = try SocketServer.make { _ in
             let n = count.withLock { n in n += 1; return n }
             return n == 1 ? Stubborn(log: log) : Polite(log: log)
@@ -166,7 +165,7 @@ import Testing
         let polite = try TestClient(address)
         #expect(await eventually { server.connectionCount == 2 })
 
-        let done = Mutex(false)
+        let done = Locked(false)
         server.shutdown(deadline: .milliseconds(300)) { done.withLock { $0 = true } }
         let bye = polite.receiveToEnd()
         #expect(bye.bytes == Array("bye".utf8))

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 @testable import SpinNet
 
@@ -150,9 +149,9 @@ import Testing
 final class LargeBody: ConnectionHandler {
     let size: Int
     final class Stats: Sendable {
-        let maxPending = Mutex(0)
-        let writable = Mutex(0)
-        let aboveHighWatermark = Mutex(false)
+        let maxPending = Locked(0)
+        let writable = Locked(0)
+        let aboveHighWatermark = Locked(false)
     }
     private var sent = -1
     private let stats: Stats

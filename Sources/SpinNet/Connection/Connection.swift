@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// One accepted TCP connection (plain or TLS), driven by Dispatch read/write/timer
 /// sources on its event loop's serial queue. The handle the layer above writes to.
@@ -17,7 +16,7 @@ import Synchronization
 /// before: closing an fd a source still watches could hit a reused descriptor).
 ///
 /// `@unchecked Sendable`: all mutable state is confined to `loop.queue`, except
-/// `account`, which is a `Mutex`.
+/// `account`, which is `Locked`.
 package final class Connection: @unchecked Sendable {
     /// The peer, as the kernel reported it at accept.
     package let remoteAddress: SocketAddress?
@@ -39,7 +38,7 @@ package final class Connection: @unchecked Sendable {
         /// A write answered `.aboveHighWatermark`; `didBecomeWritable` is owed.
         var owesWritable = false
     }
-    private let account = Mutex(Account())
+    private let account = Locked(Account())
 
     private enum Lifecycle { case new, open, closed }
 

@@ -37,8 +37,8 @@ package final class SocketServer: @unchecked Sendable {
     private let handlerFactory: @Sendable (Connection) -> ConnectionHandler
     private let acceptQueue = DispatchQueue(label: "spin.net.accept")
     private let loops: [EventLoop]
-    private let registry = Mutex<[ObjectIdentifier: Connection]>([:])
-    private let counters = Mutex(Statistics())
+    private let registry = Locked<[ObjectIdentifier: Connection]>([:])
+    private let counters = Locked(Statistics())
     private let nextID = Atomic<UInt64>(1)
 
     // Confined to `acceptQueue`.

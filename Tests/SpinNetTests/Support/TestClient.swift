@@ -7,7 +7,7 @@ import Glibc
 final class TestClient: @unchecked Sendable {  // used from one test at a time
     enum ClientError: Error, Equatable { case connectFailed(Int32), sendFailed(Int32) }
 
-    let fd: Int32
+    private(set) var fd: Int32
 
     convenience init(_ address: SocketAddress, receiveBuffer: Int32? = nil, timeoutSeconds: Int = 10) throws {
         self.init(family: address.family, receiveBuffer: receiveBuffer, timeoutSeconds: timeoutSeconds)
@@ -52,7 +52,7 @@ final class TestClient: @unchecked Sendable {  // used from one test at a time
         guard result == 0 else { throw ClientError.connectFailed(errno) }
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { if fd >= 0 { Glibc.close(fd) } }
 
     func send(_ bytes: [UInt8]) throws {
         var offset = 0
@@ -106,11 +106,13 @@ final class TestClient: @unchecked Sendable {  // used from one test at a time
 
     func shutdownWrite() { _ = Glibc.shutdown(fd, Int32(SHUT_WR)) }
 
-    /// SO_LINGER 0 + close: the server sees a reset.
+    /// SO_LINGER 0 + close: the kernel sends RST, the server sees a reset.
     func abort() {
+        guard fd >= 0 else { return }
         var option = linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
-        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+        fd = -1
     }
 
     private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -1,4 +1,3 @@
-import Synchronization
 @testable import SpinNet
 
 /// What a handler saw, in order, shared with the test.
@@ -13,7 +12,7 @@ final class EventLog: Sendable {
         case closed(CloseReason)
     }
 
-    private let events = Mutex<[Event]>([])
+    private let events = Locked<[Event]>([])
 
     func record(_ event: Event) { events.withLock { $0.append(event) } }
     var all: [Event] { events.withLock { $0 } }
