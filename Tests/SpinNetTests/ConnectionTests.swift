@@ -222,3 +222,16 @@ extension ConnectionTests {
         await server.stop()
     }
 }
+
+extension ConnectionTests {
+    @Test func peerThatStopsReading_IsClosedAfterWriteStallTimeout_Live() async throws {
+        let stats = Producer.Stats()
+        let limits = ConnectionLimits(writeStallTimeout: .milliseconds(300))
+        let (server, address) = try SocketServer.make(limits: limits) { _ in Producer(stats: stats, total: Int.max / 2) }
+        let client = try TestClient(address, receiveBuffer: 4 * 1024)
+        #expect(await eventually { stats.values.withLock { $0.closed } == .timedOut(.writeStalled) })
+        #expect(stats.values.withLock { $0.results.contains(.aboveHighWatermark) })
+        _ = client.receiveOnce()
+        await server.stop()
+    }
+}
