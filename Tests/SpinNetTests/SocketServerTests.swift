@@ -189,3 +189,45 @@ import Testing
         await server.stop()
     }
 }
+
+extension SocketServerTests {
+    /// Seeded random clients — random sizes, sends split anywhere, resets with the echo
+    /// in flight, half-closes, IPv4 or IPv6 — never crash the server, every echo
+    /// that completes is exact, and every connection is gone after shutdown.
+    @Test(arguments: [21 as UInt64, 22, 23])
+    func randomClientBehaviour_EchoesExactly_AndDrainsToZero(seed: UInt64) async throws {
+        var random = SeededGenerator(seed: seed)
+        let log = EventLog()
+        let limits = ConnectionLimits(highWatermark: 16 * 1024, lowWatermark: 4 * 1024)
+        let (server, address) = try SocketServer.make(host: seed % 2 == 0 ? "::1" : "127.0.0.1", limits: limits) { _ in
+            EchoHandler(log: log)
+        }
+        var survivors: [(TestClient, [UInt8])] = []
+        for _ in 0..<60 {
+            let client = try TestClient(address)
+            let payload = (0..<Int.random(in: 1...40_000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var offset = 0
+            while offset < payload.count {
+                let end = min(payload.count, offset + Int.random(in: 1...9000, using: &random))
+                try client.send(Array(payload[offset..<end]))
+                offset = end
+            }
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                client.abort()  // vanishes with the echo still in flight
+            case 1:
+                client.shutdownWrite()
+                survivors.append((client, payload))
+            default:
+                survivors.append((client, payload))
+            }
+        }
+        for (client, payload) in survivors {
+            #expect(client.receive(count: payload.count) == payload)
+            client.shutdownWrite()
+        }
+        await server.stop(deadline: .milliseconds(500))
+        #expect(server.connectionCount == 0)
+        #expect(log.closeReasons.count == 60)
+    }
+}
