@@ -130,12 +130,12 @@ private final class Producer: ConnectionHandler {
         #expect(await eventually { slot.withLock { $0 != nil } })
         let connection = try #require(slot.withLock { $0 })
         let expected = (0..<2000).map { "line \($0)\n" }.joined()
-        let writer = Task.detached {
+        // A plain thread, not a Task: the test itself blocks a cooperative thread.
+        DispatchQueue.global().async {
             for i in 0..<2000 { connection.write(Array("line \(i)\n".utf8)) }
             connection.closeAfterFlush()
         }
         let received = client.receiveToEnd()
-        await writer.value
         #expect(String(decoding: received.bytes, as: UTF8.self) == expected)
         #expect(received.eof)
         await server.stop()
@@ -144,7 +144,7 @@ private final class Producer: ConnectionHandler {
     @Test func silentConnection_TimesOutIdle_Live() async throws {
         let log = EventLog()
         let limits = ConnectionLimits(idleTimeout: .milliseconds(200), lingerTimeout: .milliseconds(200))
-        let (server, address) = try SocketServer.make(limits: limits) { _ in EchoHandler(log: log) }
+        let (server, address) = try SocketServer.make(limits: limits) { _ in EchoHandler(log: log, streaming: false) }
         let client = try TestClient(address)
         let end = client.receiveToEnd()
         #expect(end.eof)

@@ -159,6 +159,7 @@ final class LargeBody: ConnectionHandler {
 
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
         guard sent < 0, String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") else { return }
+        _ = connection.requestHeadCompleted(expectsBody: false)  // the head deadline stops
         connection.write(Array("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nConnection: close\r\n\r\n".utf8))
         sent = 0
         pump(connection)

@@ -23,11 +23,17 @@ final class EventLog: Sendable {
 }
 
 /// Echoes every byte back; records events; on the peer's FIN closes after flushing.
+/// A raw byte stream, not HTTP: it enters streaming mode (only `streamIdleTimeout`
+/// applies) unless `streaming` is false.
 final class EchoHandler: ConnectionHandler {
     let log: EventLog
-    init(log: EventLog) { self.log = log }
+    let streaming: Bool
+    init(log: EventLog, streaming: Bool = true) { self.log = log; self.streaming = streaming }
 
-    func didOpen(_ connection: Connection) { log.record(.opened) }
+    func didOpen(_ connection: Connection) {
+        log.record(.opened)
+        if streaming { connection.enterStreamingMode() }
+    }
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
         log.record(.received(bytes.count))
         connection.write(bytes)
