@@ -7,7 +7,7 @@ import Testing
 /// not to, then closes after flushing. Shares what it saw through `Stats`.
 private final class Producer: ConnectionHandler {
     final class Stats: Sendable {
-        struct Values { var maxPending = 0; var writable = 0; var results: [WriteResult] = []; var closed: CloseReason? }
+        struct Values { var maxPending = 0; var writable = 0; var sent = 0; var results: [WriteResult] = []; var closed: CloseReason? }
         let values = Locked(Values())
         let connection = Locked<Connection?>(nil)
     }
@@ -47,6 +47,7 @@ private final class Producer: ConnectionHandler {
             sent += count
             let pending = connection.pendingOutputBytes
             stats.values.withLock {
+                $0.sent = sent
                 $0.maxPending = max($0.maxPending, pending)
                 if $0.results.last != result { $0.results.append(result) }
             }
@@ -68,8 +69,9 @@ private final class Producer: ConnectionHandler {
         #expect(await eventually { stats.values.withLock { $0.results.contains(.aboveHighWatermark) } })
         try await Task.sleep(for: .milliseconds(200))
         let pendingWhileStalled = stats.connection.withLock { $0?.pendingOutputBytes } ?? -1
-        #expect(pendingWhileStalled > 0)
         #expect(pendingWhileStalled <= limits.highWatermark + 64 * 1024)
+        // Kernel buffers (a few MiB at most) took some; the producer waits for the rest.
+        #expect(stats.values.withLock { $0.sent } < total)
 
         let received = client.receiveToEnd()
         #expect(received.eof)
