@@ -215,11 +215,11 @@ extension ConnectionTests {
                 for i in 0..<1000 { connection.write(Array(String(format: "%03d", i % 1000).utf8)) }
             }
         }
-        let tls = viaTLS ? TLSConfiguration(certificateChainPath: TestCertificates.shared.leaf,
-                                            privateKeyPath: TestCertificates.shared.leafKey) : nil
+        let tls = viaTLS ? TLSConfiguration(certificateChainPath: try TestCertificates.shared.leaf,
+                                            privateKeyPath: try TestCertificates.shared.leafKey) : nil
         let (server, address) = try SocketServer.make(tls: tls) { _ in Chatty() }
         let url = "\(viaTLS ? "https" : "http")://localhost:\(address.port)/"
-        let result = try run("curl", ["-sS", "--cacert", TestCertificates.shared.ca, "--max-time", "10", url])
+        let result = try run("curl", ["-sS", "--cacert", try TestCertificates.shared.ca, "--max-time", "10", url])
         #expect(result.stdout == (0..<1000).map { String(format: "%03d", $0) }.joined(), "\(result.stderr)")
         await server.stop()
     }

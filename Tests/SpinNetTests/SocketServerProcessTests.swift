@@ -83,7 +83,7 @@ import Testing
         }
         // Making the certificates runs the openssl CLI: Foundation's Process keeps a
         // socket pair of its own from then on. Not ours: take the baseline after it.
-        _ = TestCertificates.shared
+        _ = try TestCertificates.shared
         let before = openDescriptors()
         try await Self.exerciseEveryKindOfClose()
         try await Self.exerciseEveryKindOfClose()
@@ -93,8 +93,8 @@ import Testing
     }
 
     private static func exerciseEveryKindOfClose() async throws {
-        let tls = TLSConfiguration(certificateChainPath: TestCertificates.shared.leaf,
-                                   privateKeyPath: TestCertificates.shared.leafKey)
+        let tls = TLSConfiguration(certificateChainPath: try TestCertificates.shared.leaf,
+                                   privateKeyPath: try TestCertificates.shared.leafKey)
         let log = EventLog()
         let (plain, plainAddress) = try SocketServer.make(maxConnections: 30) { _ in EchoHandler(log: log) }
         let (secure, secureAddress) = try SocketServer.make(tls: tls) { _ in FixedResponseHandler() }
@@ -110,7 +110,7 @@ import Testing
         }
         // A full TLS exchange, then one that never handshakes.
         let socket = try TestClient(secureAddress)
-        let session = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let session = MemoryTLSClient(caFile: try TestCertificates.shared.ca)
         while !session.handshakeComplete {
             session.stepHandshake()
             try socket.send(session.drain())

@@ -6,7 +6,7 @@ import Testing
     let context: TLSContext
 
     init() throws {
-        let certificates = TestCertificates.shared
+        let certificates = try TestCertificates.shared
         context = try TLSContext(configuration: TLSConfiguration(
             certificateChainPath: certificates.leaf, privateKeyPath: certificates.leafKey))
     }
@@ -79,7 +79,7 @@ extension TLSSessionTests {
 
     @Test func memoryClient_CompletesHandshake_VerifiesChain_AgreesOnHTTP11() throws {
         let server = try #require(TLSSession(context: context))
-        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let client = MemoryTLSClient(caFile: try TestCertificates.shared.ca)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
         defer { scratch.deallocate() }
         _ = pump(client, server, scratch: scratch)
@@ -91,7 +91,7 @@ extension TLSSessionTests {
 
     @Test func clientOfferingOnlyH2_IsServedWithoutALPN() throws {
         let server = try #require(TLSSession(context: context))
-        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca, alpn: ["h2"])
+        let client = MemoryTLSClient(caFile: try TestCertificates.shared.ca, alpn: ["h2"])
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
         defer { scratch.deallocate() }
         _ = pump(client, server, scratch: scratch)
@@ -101,7 +101,7 @@ extension TLSSessionTests {
 
     @Test func dataBothWays_ThenServerShutdown_ClientSeesCloseNotify() throws {
         let server = try #require(TLSSession(context: context))
-        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let client = MemoryTLSClient(caFile: try TestCertificates.shared.ca)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
         defer { scratch.deallocate() }
         _ = pump(client, server, scratch: scratch)
@@ -120,7 +120,7 @@ extension TLSSessionTests {
 
     @Test func clientCloseNotify_IsReportedToTheServer() throws {
         let server = try #require(TLSSession(context: context))
-        let client = MemoryTLSClient(caFile: TestCertificates.shared.ca)
+        let client = MemoryTLSClient(caFile: try TestCertificates.shared.ca)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
         defer { scratch.deallocate() }
         _ = pump(client, server, scratch: scratch)
@@ -132,7 +132,7 @@ extension TLSSessionTests {
     @Test func clientTrustingAnotherCA_FailsVerification() throws {
         let server = try #require(TLSSession(context: context))
         // The leaf is not a CA: trusting it as one must not verify the chain.
-        let client = MemoryTLSClient(caFile: TestCertificates.shared.garbage)
+        let client = MemoryTLSClient(caFile: try TestCertificates.shared.garbage)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
         defer { scratch.deallocate() }
         _ = pump(client, server, scratch: scratch)

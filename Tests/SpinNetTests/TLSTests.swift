@@ -4,7 +4,11 @@ import Testing
 @testable import SpinNet
 
 @Suite struct TLSTests {
-    let certificates = TestCertificates.shared
+    let certificates: TestCertificates
+
+    init() throws {
+        certificates = try TestCertificates.shared
+    }
 
     private func configuration(certificate: String? = nil, key: String? = nil) -> TLSConfiguration {
         TLSConfiguration(certificateChainPath: certificate ?? certificates.leaf, privateKeyPath: key ?? certificates.leafKey)

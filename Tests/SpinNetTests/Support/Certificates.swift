@@ -35,9 +35,13 @@ struct TestCertificates: Sendable {
     var leafKey: String { directory.appendingPathComponent("leaf.key").path }
     var otherKey: String { directory.appendingPathComponent("other.key").path }
 
-    static let shared: TestCertificates = {
-        do { return try TestCertificates() } catch { fatalError("openssl CLI failed: \(error)") }
-    }()
+    private static let made: Result<TestCertificates, any Error> = Result { try TestCertificates() }
+
+    /// The PKI, made on first use; throws (failing only the TLS tests, not the whole
+    /// run) when the `openssl` CLI is missing or fails.
+    static var shared: TestCertificates {
+        get throws { try made.get() }
+    }
 
     private init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("spinnet-tls-\(UUID().uuidString)")
