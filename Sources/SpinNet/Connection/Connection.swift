@@ -54,9 +54,9 @@ package final class Connection: @unchecked Sendable {
     private var timers: ConnectionTimers<ContinuousClock.Instant>
     private var output = OutputQueue()
     private var tls: TLSSession?
-    /// TLS records waiting for the socket. Holds at most one encrypted plaintext chunk
-    /// at a time (plus handshake/alert bytes): plaintext is encrypted only once this
-    /// is empty, so the watermarks, which count plaintext, bound it too.
+    /// TLS records the socket refused, waiting for it. Plaintext is encrypted only
+    /// while this and the write BIO hold under 64 KiB, so the watermarks, which count
+    /// plaintext, bound ciphertext too (64 KiB plus one chunk).
     private var ciphertext = OutputQueue()
     private var wantsClose = false
     private var wantsWriteShutdown = false
@@ -347,12 +347,12 @@ package final class Connection: @unchecked Sendable {
             deliver(Array(bytes))
             return
         }
-        var pieces: [[UInt8]] = []
-        let status = tls.receive(bytes, scratch: loop.plaintextBuffer) { pieces.append(Array($0)) }
+        var plaintext: [UInt8] = []
+        let status = tls.receive(bytes, scratch: loop.plaintextBuffer) { plaintext.append(contentsOf: $0) }
         flush(fromWrite: false)  // handshake replies, and output queued before it completed
-        for piece in pieces {
+        if !plaintext.isEmpty {
             guard lifecycle == .open, !lingering else { return }
-            deliver(piece)
+            deliver(plaintext)
         }
         switch status {
         case .ok:
@@ -403,8 +403,8 @@ package final class Connection: @unchecked Sendable {
         var blocked = false
         send: while true {
             if let tls {
-                if ciphertext.count < EventLoop.gatherSize, tls.handshakeComplete, !writeShut,
-                   let chunk = output.first {
+                if ciphertext.count + tls.pendingOutput < EventLoop.gatherSize, tls.handshakeComplete,
+                   !writeShut, let chunk = output.first {
                     // Encrypt ahead while little ciphertext waits: small writes become
                     // records sent together; the bound stays one chunk past 64 KiB.
                     if let error = tls.send(chunk) {
@@ -413,7 +413,26 @@ package final class Connection: @unchecked Sendable {
                     }
                     consumed += chunk.count
                     output.consume(chunk.count)
-                    ciphertext.append(tls.takeOutput())
+                } else if ciphertext.isEmpty, tls.hasOutput {
+                    // Straight from the BIO through the loop's buffer; only what the
+                    // socket refuses is copied into the queue.
+                    let buffer = loop.gatherBuffer
+                    let count = tls.readOutput(into: buffer)
+                    switch Syscall.send(fd: fd, bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+                    case .bytes(let n):
+                        progressed = progressed || n > 0
+                        if n < count { ciphertext.append(Array(buffer[n..<count])) }
+                    case .wouldBlock:
+                        ciphertext.append(Array(buffer[0..<count]))
+                        blocked = true
+                        break send
+                    case .reset(let code):
+                        closeNow(.reset(errno: code))
+                        return
+                    case .failed(let code):
+                        closeNow(.ioFailed(.ioFailed(call: "send", errno: code)))
+                        return
+                    }
                 } else if tls.hasOutput {
                     ciphertext.append(tls.takeOutput())
                 } else if !ciphertext.isEmpty {

@@ -56,6 +56,17 @@ final class TLSSession {
     /// Ciphertext waiting to be sent (handshake messages, records, alerts).
     var hasOutput: Bool { COpenSSL_BIO_pending(writeBIO) > 0 }
 
+    /// Bytes of ciphertext waiting in the write BIO.
+    var pendingOutput: Int { Int(COpenSSL_BIO_pending(writeBIO)) }
+
+    /// Moves up to `buffer.count` bytes of pending ciphertext into `buffer`; returns
+    /// how many (no allocation: the connection sends straight from the loop's buffer).
+    func readOutput(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffer.count, pendingOutput)
+        guard count > 0 else { return 0 }
+        return Int(max(0, BIO_read(writeBIO, buffer.baseAddress, Int32(count))))
+    }
+
     /// Feeds ciphertext, drives the handshake, and hands every plaintext piece to
     /// `plaintext` (a view into `scratch`, valid during the call).
     func receive(
