@@ -232,6 +232,17 @@ package final class Connection: @unchecked Sendable {
         return tls?.negotiatedProtocol
     }
 
+    /// Runs `body` on the connection's queue, where the handler's callbacks run: the
+    /// layer above hops there with results that arrive elsewhere (a Spin applied an
+    /// event), so its per-connection state stays confined to one queue. Runs at once
+    /// when already on it.
+    package func execute(_ body: @escaping @Sendable () -> Void) {
+        loop.execute(body)
+    }
+
+    /// The connection's serial queue (for timers the layer above schedules on it).
+    package var queue: DispatchQueue { loop.queue }
+
     // MARK: - Server side
 
     /// Arms the sources, makes the handler and calls `didOpen`. On the queue.
