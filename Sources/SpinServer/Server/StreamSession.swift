@@ -199,13 +199,15 @@ final class StreamSession: @unchecked Sendable {
             return deliverControl(StreamMessage.error(id: id, error))
         }
         let connection = self.connection
+        let durability = context.router.durability
         let outcome = spin.submit(batch, inboxLimit: context.configuration.limits.inbox) { [self] transition in
-            connection.execute {
-                if let transition {
-                    self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence))
-                } else {
+            guard let transition else {
+                return connection.execute {
                     self.deliverControl(StreamMessage.error(id: id, .unavailable("Spin \"\(spin.name)\" stopped")))
                 }
+            }
+            durability.whenDurable(spin: spin.name, sequence: transition.sequence) {
+                connection.execute { self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence)) }
             }
         }
         switch outcome {
