@@ -136,7 +136,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 context.metrics.requestAnswered(route: "other", status: error.status)
                 context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": "\(error.status)",
                                                                "code": "\(error.code)"])
-                writeError(APIError(status: error.status, code: error.code, message: error.message),
+                writeError(APIError(status: error.status, code: error.code, message: describe(error)),
                            version: .http1_1, method: .get)
                 mode = .closed
             }
@@ -255,6 +255,19 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                                  message: "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)",
                                  headers: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
             respond(.error(error), to: request, keepAlive: keepAlive, started: started)
+        }
+    }
+
+    /// The parser's message, with the configured limit where one was exceeded.
+    private func describe(_ error: HTTPParserError) -> String {
+        let limits = context.configuration.limits
+        switch error {
+        case .bodyTooLarge:
+            return "the request body is larger than the limit of \(limits.maxBodyBytes) bytes (limits.maxBodyBytes)"
+        case .headerSectionTooLarge:
+            return "the request head is larger than the limit of \(limits.maxHeaderBytes) bytes (limits.maxHeaderBytes)"
+        default:
+            return error.message
         }
     }
 
