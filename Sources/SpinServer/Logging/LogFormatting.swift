@@ -7,10 +7,12 @@ enum LogFormatting {
     /// RFC 3339 in UTC with milliseconds (`2026-11-22T00:21:15.123Z`), the form log
     /// collectors parse without configuration.
     static func timestamp(_ date: Date) -> String {
-        let interval = date.timeIntervalSince1970
-        var seconds = time_t(interval.rounded(.down))
-        var milliseconds = Int(((interval - Double(seconds)) * 1000).rounded(.down))
-        if milliseconds >= 1000 { seconds += 1; milliseconds -= 1000 }
+        // Whole milliseconds first: splitting the Double into seconds and a fraction
+        // would turn .123 into .122 (binary fractions are not decimal ones).
+        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        var seconds = time_t(totalMilliseconds.quotientAndRemainder(dividingBy: 1000).quotient)
+        var milliseconds = Int(totalMilliseconds.quotientAndRemainder(dividingBy: 1000).remainder)
+        if milliseconds < 0 { milliseconds += 1000; seconds -= 1 }
         var parts = tm()
         gmtime_r(&seconds, &parts)
         return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
