@@ -57,7 +57,7 @@ let port: Int
 do {
     port = try server.start()
 } catch {
-    printError("error: could not start on \(configuration.host):\(configuration.port): \(error)")
+    printError("error: could not start: \(error)")
     exit(exitStartFailure)
 }
 logger.info("listening on \(configuration.url(port: port))")
