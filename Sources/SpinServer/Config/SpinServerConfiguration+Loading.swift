@@ -259,7 +259,7 @@ extension SpinServerConfiguration {
             do {
                 root = try JSONDecoder().decode(JSONValue.self, from: data)
             } catch {
-                throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(Self.describe(error))")
+                throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(Self.describeSyntaxError(in: data, error))")
             }
             let reader = FileReader(source: file)
             let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears"])
@@ -578,16 +578,22 @@ extension SpinServerConfiguration {
             return format
         }
 
-        /// A JSON syntax error in one line, with the position when Foundation gives one.
-        static func describe(_ error: any Error) -> String {
-            guard case DecodingError.dataCorrupted(let context) = error else { return "\(error)" }
-            var text = context.debugDescription
-            if let underlying = context.underlyingError {
-                let detail = (underlying as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
-                    ?? "\(underlying)"
-                text += ": " + detail
+        /// A JSON syntax error in one line, with the line and column where the parser
+        /// stopped (JSONDecoder does not say; JSONSerialization gives a character offset).
+        static func describeSyntaxError(in data: Data, _ error: any Error) -> String {
+            do {
+                _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            } catch {
+                let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+                guard let range = detail.range(of: #"character \d+"#, options: .regularExpression),
+                      let offset = Int(detail[range].dropFirst("character ".count)) else { return detail }
+                let before = data.prefix(offset)
+                let line = before.count(where: { $0 == UInt8(ascii: "\n") }) + 1
+                let column = offset - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
+                return detail.replacingCharacters(in: range, with: "line \(line), column \(column)")
+                    .replacingOccurrences(of: "\n", with: " ")
             }
-            return text.replacingOccurrences(of: "\n", with: " ")
+            return "\(error)".replacingOccurrences(of: "\n", with: " ")
         }
     }
 }

@@ -228,6 +228,12 @@ import Testing
         #expect(error.map { !$0.description.contains("\n") } == true, "the message is one line")
     }
 
+    @Test func jsonSyntaxError_SaysWhereInTheFile() {
+        let error = Self.error("{\n  \"listen\": {\"port\": 80},\n  \"log\": x\n}")
+        #expect(error?.key == "(file)")
+        #expect(error?.problem.contains("line 3, column 10") == true, "problem was: \(error?.problem ?? "none")")
+    }
+
     @Test func errorDescription_IsSourceKeyProblem() {
         let error = Self.error(#"{"spins": [{"name": "a", "kind": "nope"}]}"#)
         #expect(error?.description == #"Config/spin-server.json: spins[0].kind: unknown kind "nope" (known: counter, feature, levels, router)"#)
