@@ -141,14 +141,16 @@ extension SpinServerConfiguration {
     ) throws(ConfigurationError) -> Loaded {
         var warnings: [String] = []
         let configFile = flags.config ?? environment["SPIN_CONFIG"] ?? defaultConfigFile
-        let configGivenBy = flags.config != nil ? "--config" : environment["SPIN_CONFIG"] != nil ? "SPIN_CONFIG" : "the default"
+        let configHint = flags.config != nil ? "named by --config"
+            : environment["SPIN_CONFIG"] != nil ? "named by SPIN_CONFIG"
+            : "(the default; run from the repository root, or pass --config or SPIN_CONFIG)"
 
         let data: Data
         do {
             data = try readFile(configFile)
         } catch {
             throw ConfigurationError(source: configFile, key: "(file)",
-                                     problem: "cannot read the config file (named by \(configGivenBy)): \(error)")
+                                     problem: "cannot read the config file \(configHint): \(error)")
         }
 
         var builder = Builder()

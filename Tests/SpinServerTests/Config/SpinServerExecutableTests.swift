@@ -88,6 +88,15 @@ import Testing
             == "spin-server: error: config.json: spins[2].kind: unknown kind \"countr\" (known: counter, feature, levels, router)\n")
     }
 
+    @Test func noConfigFileInTheWorkingDirectory_IsOneErrorLineSayingWhatToDo_Exit64() throws {
+        let directory = try Self.directory(with: "{}")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard let run = try Self.run(["--check-config"], in: directory) else { return }
+        #expect(run.status == 64)
+        #expect(run.standardError == "spin-server: error: Config/spin-server.json: (file): cannot read the config file "
+            + "(the default; run from the repository root, or pass --config or SPIN_CONFIG): No such file or directory\n")
+    }
+
     @Test func badFlagValue_IsOneErrorLineNamingTheFlag_Exit64() throws {
         let directory = try Self.directory(with: "{}")
         defer { try? FileManager.default.removeItem(at: directory) }

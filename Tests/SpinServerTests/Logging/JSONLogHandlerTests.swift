@@ -70,20 +70,4 @@ import Testing
         #expect(capture.written.count == 1)
         #expect(capture.written.first?.contains("\"loud\"") == true)
     }
-
-    @Test func time_IsRFC3339UTCWithMilliseconds() {
-        #expect(LogFormatting.timestamp(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
-        #expect(LogFormatting.timestamp(LogCapture.fixedDate) == LogCapture.fixedTime)
-        #expect(LogFormatting.timestamp(Date(timeIntervalSince1970: 1_700_000_000.9996)) == "2023-11-14T22:13:21.000Z")
-    }
-
-    @Test func spinLogging_MakesTheHandlerOfTheConfiguredFormatAndLevel() {
-        let capture = LogCapture()
-        let json = SpinLogging.handler(label: "a", log: .init(level: "error", format: .json), output: capture.output)
-        #expect(json is JSONLogHandler)
-        #expect(json.logLevel == .error)
-        let text = SpinLogging.handler(label: "a", log: .init(level: "debug", format: .text), output: capture.output)
-        #expect(text is TextLogHandler)
-        #expect(text.logLevel == .debug)
-    }
 }
