@@ -68,13 +68,6 @@ public final class LoopServer: Sendable {
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
         }
         running.withLock { $0 = Running(socketServer: socketServer, subscriptions: subscriptions) }
-        if configuration.tokens.isEmpty && !Self.isLoopback(configuration.host) {
-            logger.warning("""
-                NO AUTHENTICATION: listening on \(configuration.host), reachable from other machines, with no \
-                bearer token configured. Anyone who can reach this port can read and change every Spin. Set \
-                auth.tokens in the config or SPIN_TOKENS.
-                """)
-        }
         return address.port
     }
 
@@ -93,11 +86,6 @@ public final class LoopServer: Sendable {
         }
         for subscription in running.subscriptions { subscription.cancel() }
         host.stop()
-    }
-
-    /// `127.0.0.0/8`, `::1` and `localhost`: addresses other machines cannot reach.
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// Open client connections now.
