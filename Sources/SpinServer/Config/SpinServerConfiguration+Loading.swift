@@ -38,7 +38,7 @@ import Logging
 /// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` | `[]` | |
 /// | `gears` | `[{"name": string}]` | `[]` | |
 ///
-/// Relative paths are relative to the working directory. `Config/README.md` explains
+/// Relative paths are relative to the working directory. The "Configuration" section of README.md explains
 /// each key. The `limits` keys are the fields of `Limits`, one for one: a new field
 /// needs a row in `limitKeys` (a test checks they match).
 extension SpinServerConfiguration {
