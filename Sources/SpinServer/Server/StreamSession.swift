@@ -230,9 +230,9 @@ final class StreamSession: @unchecked Sendable {
             transport = .webSocket(session)
             finish()
             for case .send(let bytes) in actions { _ = connection.write(bytes) }
-            // Wait for the peer's Close (the session then says closeConnection), but
-            // not forever: the connection's linger timeout bounds it.
-            connection.shutdownWriteAfterClose()
+            // A lingering close: the peer's Close still reaches the session, bounded by
+            // the connection's linger timeout.
+            connection.closeAfterFlush()
         case .sse(let encoder):
             finish()
             _ = connection.write(encoder.end())
@@ -263,13 +263,5 @@ final class StreamSession: @unchecked Sendable {
             transport = .webSocket(session)
         }
         finish()
-    }
-}
-
-extension Connection {
-    /// After sending a WebSocket Close: keep reading for the peer's Close, and close
-    /// once everything is flushed.
-    func shutdownWriteAfterClose() {
-        closeAfterFlush()
     }
 }
