@@ -70,17 +70,19 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didTimeOut(_ kind: TimeoutKind, on connection: Connection) {
-        switch kind {
-        case .requestHead, .bodyTooSlow:
+        switch (mode, kind) {
+        case (.stream(let stream), _):
+            // Idle beyond the pings, or a reader stuck past the write-stall limit.
+            stream.fail(.goingAway, reason: kind == .writeStalled ? "not reading" : "idle")
+        case (_, .requestHead), (_, .bodyTooSlow):
             let error = APIError(status: 408, code: "request_timeout",
                                  message: kind == .requestHead ? "the request head took too long" : "the request body arrived too slowly")
+            context.metrics.requestAnswered(route: "other", status: 408)
             writeError(error, version: .http1_1, method: .get)
-        case .streamIdle:
-            if case .stream(let stream) = mode { stream.fail(.goingAway, reason: "idle") }
+            mode = .closed
         default:
-            break
+            mode = .closed
         }
-        mode = .closed
     }
 
     func shutdownRequested(on connection: Connection) {
