@@ -31,6 +31,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var headSignalled = false
     private var keepAliveDecision = KeepAliveDecision.keepAlive
     private var shuttingDown = false
+    /// The peer shut its write side: answer what is in flight, then close.
+    private var peerEnded = false
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -61,7 +63,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         if case .stream(let stream) = mode {
             stream.finish()
         }
-        if case .responding = mode { return }   // answer, then close (keep-alive is moot)
+        peerEnded = true
+        if case .responding = mode { return }   // answer, then close
         connection.closeAfterFlush()
     }
 
@@ -174,7 +177,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         guard case .responding = mode else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
-            respond(response, to: request, keepAlive: keepAlive && !shuttingDown, started: started)
+            respond(response, to: request, keepAlive: keepAlive && !shuttingDown && !peerEnded, started: started)
         case .stateStream(let spin):
             let mayWrite = context.router.access.check(authorization: apiRequest.header("Authorization"), needs: .write) == nil
             openStream(request, source: .state(spin, clientMayWrite: mayWrite), keepAlive: keepAlive, started: started)
