@@ -187,7 +187,7 @@ struct RawFormTesterTests {
                 }
             })
             Reducer(reduce)
-        }, timeout: .milliseconds(500))
+        })
         await tester.send(.add(1)) { $0 = 1 }
         await tester.receive(.add(1)) { $0 = 2 }
         await tester.finish()

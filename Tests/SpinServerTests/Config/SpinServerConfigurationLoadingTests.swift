@@ -54,15 +54,18 @@ import Testing
 
     // MARK: Defaults and precedence
 
+    /// The built-in defaults as the executable has them: it persists its Spins.
+    static let executableDefaults = SpinServerConfiguration(storage: .init(persists: true))
+
     @Test func emptyFile_GivesTheBuiltInDefaults() throws {
         let loaded = try Self.make("{}")
-        #expect(loaded.configuration == SpinServerConfiguration())
+        #expect(loaded.configuration == Self.executableDefaults)
         #expect(loaded.configFile == "Config/spin-server.json")
     }
 
     @Test func nullValues_KeepTheDefaults() throws {
         let loaded = try Self.make(#"{"listen": {"port": null}, "tls": null, "spins": null}"#)
-        #expect(loaded.configuration == SpinServerConfiguration())
+        #expect(loaded.configuration == Self.executableDefaults)
     }
 
     @Test func port_FlagBeatsEnvironmentBeatsFileBeatsDefault() throws {
@@ -144,7 +147,7 @@ import Testing
                           shutdownGraceSeconds: 10),
             tokens: [AccessToken(token: "t1", scopes: [.read]), AccessToken(token: "t2", scopes: [.write, .admin])],
             allowedOrigins: ["https://dash.example", "http://localhost:3000"],
-            storage: .init(directory: "/var/lib/spin", fsync: .always), log: .init(level: "trace", format: .json),
+            storage: .init(directory: "/var/lib/spin", fsync: .always, persists: true), log: .init(level: "trace", format: .json),
             spins: [.init(name: "counter", kind: "counter"), .init(name: "levels", kind: "levels"),
                     .init(name: "feature", kind: "feature", gear: "auth"), .init(name: "router", kind: "router", gear: "auth")],
             gears: [.init(name: "auth")])
@@ -383,7 +386,7 @@ import Testing
         #expect(configuration.port == 8080)
         #expect(configuration.tls == nil)
         #expect(configuration.tokens.isEmpty)
-        #expect(configuration.storage == .init(directory: "data", fsync: .batch))
+        #expect(configuration.storage == .init(directory: "data", fsync: .batch, persists: true))
         #expect(configuration.limits == SpinServerConfiguration.Limits())
         #expect(loaded.warnings.isEmpty)
     }
