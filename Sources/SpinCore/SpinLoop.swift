@@ -35,6 +35,16 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var nextID: UInt64 = 0
         var subscribers: [UInt64: StateChannel<State>] = [:]
         var observers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
+        /// Observers waiting for the executor to give them their first snapshot.
+        var joining: [Joiner] = []
+    }
+
+    private enum Registration { case stopped(UInt64, State), joined(UInt64, schedule: Bool) }
+
+    private struct Joiner: Sendable {
+        var id: UInt64
+        var handler: @Sendable (Transition<State, Event>) -> Void
+        var snapshot: @Sendable (UInt64, State) -> Void
     }
 
     /// The loop's executor: the reducer, observers and feedback delivery run here.
@@ -130,21 +140,23 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// from Gears and drops pending events (their `onApplied` get nil). Idempotent; may
     /// be called from any thread, the loop's executor included.
     public func stop() {
-        let (subscribers, dropped) = shared.withLock { shared -> ([StateChannel<State>], [Pending]) in
-            guard shared.phase != .stopped else { return ([], []) }
+        let (subscribers, dropped, joiners, last) = shared.withLock { shared in
+            guard shared.phase != .stopped else { return ([StateChannel<State>](), [Pending](), [Joiner](), (shared.sequence, shared.state)) }
             shared.phase = .stopped
             stopped.store(true, ordering: .relaxed)
             defer {
                 shared.subscribers = [:]
                 shared.pending = []
                 shared.observers = []
+                shared.joining = []
             }
-            return (Array(shared.subscribers.values), shared.pending)
+            return (Array(shared.subscribers.values), shared.pending, shared.joining, (shared.sequence, shared.state))
         }
         relay.loop = nil
         for runner in runners { runner.stop() }
         for subscriber in subscribers { subscriber.finish() }
         for pending in dropped { pending.onApplied?(nil) }
+        for joiner in joiners { joiner.snapshot(last.0, last.1) }
     }
 
     // MARK: Reading
@@ -213,6 +225,38 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         }
     }
 
+    /// Like `observe(_:)`, but first gives `snapshot` the sequence and state the handler's
+    /// transitions start from, read on the executor: no transition is missed or seen
+    /// twice between the snapshot and the handler (a stream sends exactly this).
+    /// Both are called on the loop's executor; for a stopped loop, `snapshot` is called
+    /// at once with the last state and the handler never.
+    public func observe(
+        startingWith snapshot: @escaping @Sendable (_ sequence: UInt64, _ state: State) -> Void,
+        _ handler: @escaping @Sendable (Transition<State, Event>) -> Void
+    ) -> SpinSubscription {
+        let registration = shared.withLock { shared -> Registration in
+            guard shared.phase != .stopped else { return .stopped(shared.sequence, shared.state) }
+            shared.nextID += 1
+            shared.joining.append(Joiner(id: shared.nextID, handler: handler, snapshot: snapshot))
+            let schedule = !shared.draining
+            shared.draining = true
+            return .joined(shared.nextID, schedule: schedule)
+        }
+        switch registration {
+        case .stopped(let sequence, let state):
+            snapshot(sequence, state)
+            return SpinSubscription {}
+        case .joined(let id, let schedule):
+            if schedule { queue.async { [self] in drain() } }
+            return SpinSubscription { [weak self] in
+                self?.shared.withLock { shared in
+                    shared.observers.removeAll { $0.id == id }
+                    shared.joining.removeAll { $0.id == id }
+                }
+            }
+        }
+    }
+
     // MARK: Executor side
 
     private func enqueue(_ pending: Pending) {
@@ -239,14 +283,18 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var batch: [Pending] = []
         var published: [State] = []
         while true {
-            let observers = shared.withLock { shared -> [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] in
+            let (observers, joiners) = shared.withLock { shared in
+                let joiners = shared.joining
+                shared.joining = []
+                shared.observers += joiners.map { ($0.id, $0.handler) }
                 if shared.phase == .stopped || shared.pending.isEmpty {
                     shared.draining = false
                 } else {
                     swap(&batch, &shared.pending)
                 }
-                return shared.observers
+                return (shared.observers, joiners)
             }
+            for joiner in joiners { joiner.snapshot(currentSequence, current) }
             if batch.isEmpty { return }
             for pending in batch {
                 if stopped.load(ordering: .relaxed) {

@@ -320,3 +320,37 @@ struct SpinStatesTests {
         loop.stop()
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct ObserveFromSnapshotTests {
+    @Test func theSnapshotAndTheTransitions_FollowEachOtherWithoutGapOrOverlap() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let producer = Task.detached { for _ in 0..<20_000 { loop.emit(.add(1)) } }
+        // Join while events pour in: the first transition must follow the snapshot.
+        let seen = Recorder<UInt64>()
+        let start = Recorder<UInt64>()
+        let joined = Gate()
+        let subscription = loop.observe(startingWith: { sequence, state in
+            #expect(UInt64(state) == sequence)
+            start.append(sequence)
+            joined.open()
+        }) { transition in seen.append(transition.sequence) }
+        await joined.wait()
+        await producer.value
+        _ = await loop.emitAndWait(.marker)
+        let sequences = seen.all
+        let first = start.all.first ?? 0
+        #expect(sequences == Array((first + 1)...20_001))
+        subscription.cancel()
+        loop.stop()
+    }
+
+    @Test func observingAStoppedLoop_GivesItsLastStateAtOnce() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        _ = await loop.emitAndWait(.add(4))
+        loop.stop()
+        let snapshot = Recorder<Int>()
+        _ = loop.observe(startingWith: { _, state in snapshot.append(state) }) { _ in Issue.record("no transition after stop") }
+        #expect(snapshot.all == [4])
+    }
+}

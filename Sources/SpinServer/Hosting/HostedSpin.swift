@@ -44,6 +44,10 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Sees every applied event from now on, in order, on the Spin's executor. The
     /// handler must not block.
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
+    /// Gives `snapshot` the sequence and state the handler's transitions follow, with no
+    /// gap or overlap between them (what a stream sends first), both on the executor.
+    func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
+                 _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
     var pendingEvents: Int { get }
     /// Makes the loop (Gear subscriptions attached), without delivering any state.
     func prepare()
@@ -127,6 +131,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
         running.observe { transition in handler(Self.encode(transition)) }
+    }
+
+    func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
+                 _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
+        running.observe(startingWith: { sequence, state in snapshot(sequence, Self.encode(state)) }) { transition in
+            handler(Self.encode(transition))
+        }
     }
 
     private static func encode(_ transition: Transition<State, Event>) -> HostedTransition {
