@@ -157,6 +157,7 @@ class SpinServer:
         if self.exit_code is not None:
             return self.exit_code
         assert self.process is not None
+        self.http.close()  # no idle keep-alive connection of ours for the server to wait on
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
@@ -164,8 +165,6 @@ class SpinServer:
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(f"spin-server did not exit within {timeout} s of SIGTERM:\n{self.log_tail()}")
-        finally:
-            self.http.close()
         return self.exit_code
 
     def kill(self) -> None:
@@ -282,7 +281,7 @@ def assert_error(response: requests.Response, status: int, code: str, *, message
 
 # -- metrics -----------------------------------------------------------------------------
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)\s*$")
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)(?:\s+-?\d+)?\s*$')
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 

@@ -79,3 +79,37 @@ def test_state_survives_a_restart(start_server, tmp_path):
     # And it goes on from there.
     response = second.post_events("levels", {"type": "set", "left": 78, "right": 78})
     assert response.json() == {"accepted": 1, "sequence": before["levels"] + 1}
+
+
+def test_flag_overrides_environment(start_server):
+    from spin_e2e import free_port
+    other = free_port()
+    server = start_server(env={"SPIN_PORT": str(other), "SPIN_HOST": LOOPBACK}, name="precedence")
+    assert server.port != other
+    assert server.get("/healthz").status_code == 200
+    assert f"listening on http://{LOOPBACK}:{server.port}" in server.log()
+
+
+def test_environment_port_is_used_without_the_flag(server_bin, tmp_path):
+    from spin_e2e import SpinServer, free_port
+    port = free_port()
+    instance = SpinServer(server_bin, tmp_path / "env-port", env={"SPIN_PORT": str(port)})
+    instance.requested_port = port
+    config = ["--config", str(instance.config_path)] if instance.config_path else []
+    instance.command = lambda: [str(server_bin), "--storage", str(instance.storage), *config]  # no --port/--host
+    try:
+        instance.start()
+        assert instance.get("/healthz").json() == {"status": "ok"}
+    finally:
+        if instance.process is not None:
+            assert instance.terminate() == 0
+
+
+def test_unreadable_config_stops_start_up_naming_the_file(server_bin, tmp_path):
+    import subprocess
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"port": 8080,, }')
+    result = subprocess.run([str(server_bin), "--config", str(bad), "--check-config"], capture_output=True,
+                            text=True, timeout=15, cwd=tmp_path)
+    assert result.returncode != 0, result
+    assert "broken.json" in result.stdout + result.stderr, result

