@@ -75,3 +75,21 @@ def start_server(server_bin, tmp_path):
 @pytest.fixture(scope="session")
 def tls_files(tmp_path_factory) -> TLSFiles:
     return TLSFiles(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def module_server(server_bin, tmp_path_factory):
+    """Starts one extra server for a whole test module (a start-up failure is reported
+    once per test, without waiting again)."""
+    started: list[SpinServer] = []
+
+    def start(*, env=None, tls=None, name="module") -> SpinServer:
+        instance = SpinServer(server_bin, tmp_path_factory.mktemp(name), env=env, tls=tls)
+        started.append(instance)
+        return instance.start()
+
+    yield start
+    for instance in started:
+        if instance.process is not None and instance.exit_code is None:
+            code = instance.terminate()
+            assert code == 0, f"exit code {code} after SIGTERM:\n{instance.log_tail()}"

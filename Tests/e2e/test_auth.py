@@ -15,9 +15,9 @@ WRITE = {"Authorization": "Bearer w"}
 EVENT = {"type": "set", "left": 42, "right": 42}
 
 
-@pytest.fixture
-def secured(start_server):
-    return start_server(env={"SPIN_TOKENS": "r:read,w:write"}, name="secured")
+@pytest.fixture(scope="module")
+def secured(module_server):
+    return module_server(env={"SPIN_TOKENS": "r:read,w:write"}, name="secured")
 
 
 def test_routes_need_a_token(secured):

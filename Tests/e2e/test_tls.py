@@ -14,9 +14,9 @@ from websockets.asyncio.client import connect
 from spin_e2e import LOOPBACK, recv_json, run_async
 
 
-@pytest.fixture
-def tls_server(start_server, tls_files):
-    return start_server(tls=tls_files, name="tls")
+@pytest.fixture(scope="module")
+def tls_server(module_server, tls_files):
+    return module_server(tls=tls_files, name="tls")
 
 
 def test_curl_with_the_ca_gets_healthz_over_https(tls_server, tls_files):
