@@ -8,6 +8,7 @@
 # certificate made with the openssl CLI); SPIN_QUEUES=N sets SpinNet's event queue
 # count (default: one per core); SPIN_PORT / NGINX_PORT pick the loopback ports.
 #
+# ROUNDS=N alternating rounds (default 3; each wrk run lasts `duration`).
 # Needs: wrk, nginx (apt-get install -y wrk nginx), a release build of
 # spin-net-benchmark (built here if missing).
 set -euo pipefail
@@ -78,18 +79,28 @@ rps() { awk '/Requests\/sec/ { print $2 }'; }
 settings=(-t "$threads" -c "$connections" -d "$duration" --latency)
 echo "wrk ${settings[*]} ($mode) on $(nproc) cores; $(head -1 "$work/spin.out")"
 
-# Warm both up, then measure each once, alternating.
+# Warm both up, then alternate rounds (spin, nginx, spin, nginx, ...): on a shared
+# machine the load drifts, and alternating exposes both servers to the same drift.
+# Each round's ratio is printed; the summary is the median of the per-round ratios.
 wrk -t1 -c8 -d2s "$scheme://127.0.0.1:$spin_port/" >/dev/null
 wrk -t1 -c8 -d2s "$scheme://127.0.0.1:$nginx_port/" >/dev/null
-spin_out=$(wrk "${settings[@]}" "$scheme://127.0.0.1:$spin_port/")
-nginx_out=$(wrk "${settings[@]}" "$scheme://127.0.0.1:$nginx_port/")
-spin=$(rps <<<"$spin_out")
-nginx=$(rps <<<"$nginx_out")
-spin_p99=$(awk '$1=="99%" { print $2 }' <<<"$spin_out")
-nginx_p99=$(awk '$1=="99%" { print $2 }' <<<"$nginx_out")
-errors=$(grep -E "Socket errors|Non-2xx" <<<"$spin_out$nginx_out" || true)
-
-printf '%-10s %12s req/s   p99 %s\n' "spin-net" "$spin" "$spin_p99"
-printf '%-10s %12s req/s   p99 %s\n' "nginx" "$nginx" "$nginx_p99"
-awk -v a="$spin" -v b="$nginx" 'BEGIN { printf "ratio spin-net/nginx: %.2f\n", a / b }'
+rounds=${ROUNDS:-3}
+ratios=()
+errors=""
+for round in $(seq "$rounds"); do
+    spin_out=$(wrk "${settings[@]}" "$scheme://127.0.0.1:$spin_port/")
+    nginx_out=$(wrk "${settings[@]}" "$scheme://127.0.0.1:$nginx_port/")
+    spin=$(rps <<<"$spin_out")
+    nginx=$(rps <<<"$nginx_out")
+    spin_p99=$(awk '$1=="99%" { print $2 }' <<<"$spin_out")
+    nginx_p99=$(awk '$1=="99%" { print $2 }' <<<"$nginx_out")
+    ratio=$(awk -v a="$spin" -v b="$nginx" 'BEGIN { printf "%.2f", a / b }')
+    ratios+=("$ratio")
+    printf 'round %d: spin-net %10s req/s (p99 %s)   nginx %10s req/s (p99 %s)   ratio %s\n' \
+        "$round" "$spin" "$spin_p99" "$nginx" "$nginx_p99" "$ratio"
+    errors+=$(grep -E "Socket errors|Non-2xx" <<<"$spin_out" | sed 's/^/spin-net: /' || true)
+    errors+=$(grep -E "Socket errors|Non-2xx" <<<"$nginx_out" | sed 's/^/nginx: /' || true)
+done
+median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+echo "median ratio spin-net/nginx over $rounds rounds: $median"
 [ -z "$errors" ] || echo "$errors"

@@ -6,6 +6,8 @@
 // - the two disagree (the result must never depend on how reads were split),
 // - a returned request breaks a limit or an invariant the server relies on,
 // - anything crashes (bounds, overflow) or ASan sees a memory error.
+// The same bytes, read as header lines, also go through HTTPResponseWriter, which must
+// never let them split the response (see checkResponseWriter).
 
 private struct FuzzRun: Equatable {
     var actions: [HTTPParserAction] = []
@@ -61,6 +63,43 @@ private func check(_ request: HTTPRequest, limits: HTTPRequestParser.Limits) {
     if request.isUpgradeCandidate { precondition(request.version == .http1_1, "upgrade in 1.0") }
 }
 
+/// The response writer must never let caller-supplied header bytes split the response:
+/// whatever the names and values, the head is status line + Date + one line per kept field
+/// + framing lines, each ending in CRLF, with no other CR or LF.
+private func checkResponseWriter(_ bytes: [UInt8], seed: UInt8) {
+    var headers = HTTPHeaders()
+    for line in bytes.split(separator: 0x0A, maxSplits: 8, omittingEmptySubsequences: false) {
+        let parts = line.split(separator: UInt8(ascii: ":"), maxSplits: 1, omittingEmptySubsequences: false)
+        headers.append(name: String(decoding: parts[0], as: UTF8.self),
+                       value: parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : "")
+    }
+    var writer = HTTPResponseWriter()
+    let status = [200, 204, 304, 404, 101, 599][Int(seed) % 6]
+    let context = HTTPResponseContext(
+        requestMethod: seed & 8 == 0 ? .get : .head, requestVersion: seed & 16 == 0 ? .http1_1 : .http1_0,
+        keepAlive: seed & 32 == 0)
+    let output = writer.response(HTTPResponseHead(status: HTTPStatus(code: status), headers: headers),
+                                 body: [UInt8](), context: context, secondsSince1970: Int(seed) * 86_400)
+    var lines = 0
+    var index = 0
+    while index < output.count {
+        if output[index] == 0x0A {
+            precondition(index > 0 && output[index - 1] == 0x0D, "bare LF in response head")
+            lines += 1
+        } else if output[index] == 0x0D {
+            precondition(index + 1 < output.count && output[index + 1] == 0x0A, "bare CR in response head")
+        }
+        index += 1
+    }
+    let owned: Set<String> = ["content-length", "transfer-encoding", "connection", "date"]
+    let kept = headers.filter { field in
+        !field.name.isEmpty && field.name.utf8.allSatisfy(HTTPSyntax.isToken) && !owned.contains(field.name.lowercased())
+    }.count
+    let framing = (HTTPStatus(code: status).allowsContent ? 1 : 0)
+        + (!context.keepAlive || context.requestVersion == .http1_0 ? 1 : 0)
+    precondition(lines == 2 + kept + framing + 1, "response head has \(lines) lines, expected \(2 + kept + framing + 1)")
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
@@ -72,6 +111,7 @@ public func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> 
         maxRequestLineLength: 64, maxHeaderCount: 4, maxHeaderBytes: 128, maxBodySize: 64,
         maxChunkExtensionBytes: 16, maxTrailerBytes: 32)
 
+    checkResponseWriter(bytes, seed: input[0])
     let whole = fuzzRun([bytes[...]], limits: limits)
     var pieces: [ArraySlice<UInt8>] = []
     var start = 0

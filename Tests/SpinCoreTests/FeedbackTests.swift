@@ -122,7 +122,7 @@ struct FeedbackTests {
         _ = await loop.emitAndWait(.add(1))
         _ = await loop.emitAndWait(.add(1))
         gate.open()
-        for _ in 0..<200 { await Task.yield() }
+        try? await Task.sleep(for: .milliseconds(20))
         #expect(await loop.emitAndWait(.marker)?.state == 2)
         loop.stop()
     }
@@ -142,7 +142,7 @@ struct FeedbackTests {
         })
         let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
         #expect(await loop.firstState { $0 == 3 } == 3)
-        for _ in 0..<1000 where seen.count < 4 { await Task.yield() }
+        _ = await eventually { seen.count >= 4 }
         #expect(seen.all == [0, 1, 2, 3])
         loop.stop()
     }
@@ -163,7 +163,7 @@ struct FeedbackTests {
         }).execute(on: queue)
         let loop = Spin(initialState: 0, feedbacks: [sync, async], reducer: Reducer(sum)).start()
         _ = await loop.firstState { $0 == 1 }
-        for _ in 0..<1000 where syncPlaces.count < 2 || asyncPlaces.count < 2 { await Task.yield() }
+        _ = await eventually { syncPlaces.count >= 2 && asyncPlaces.count >= 2 }
         #expect(syncPlaces.all == ["feedback queue", "feedback queue"])
         #expect(asyncPlaces.all == ["feedback queue", "feedback queue"])
         loop.stop()

@@ -224,8 +224,7 @@ struct SpinLoopTests {
         #expect(await iterator.next() == nil)
         #expect(weakLoop == nil)
         // The effect's task ends right after it returns; its closure goes with it.
-        for _ in 0..<1000 where weakDependency != nil { await Task.yield() }
-        #expect(weakDependency == nil)
+        #expect(await eventually { weakDependency == nil })
     }
 
     @Test func aRunningLoop_KeepsItselfAlive_UntilStop() async {
@@ -244,8 +243,7 @@ struct SpinLoopTests {
         #expect(final == 50)
         weakLoop?.stop()
         // Work already on the executor finishes first; nothing else holds the loop.
-        for _ in 0..<1000 where weakLoop != nil { await Task.yield() }
-        #expect(weakLoop == nil)
+        #expect(await eventually { weakLoop == nil })
     }
 
     @Test func observe_SeesEveryTransition_BeforeFeedbacks() async {

@@ -287,3 +287,43 @@ struct APIRouterTests {
         #expect(APIRouter.template(of: "/../etc/passwd") == "other")
     }
 }
+
+/// Holds acknowledgements until the test releases them, as a journal waiting for fsync.
+final class HeldDurability: DurabilityGate, @unchecked Sendable {
+    private let held = Protected<[(String, UInt64, @Sendable () -> Void)]>([])
+
+    func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable () -> Void) {
+        held.withLock { $0.append((spin, sequence, acknowledge)) }
+    }
+
+    var waiting: [(String, UInt64)] { held.withLock { $0.map { ($0.0, $0.1) } } }
+
+    func release() {
+        let all = held.withLock { held in defer { held = [] }; return held }
+        for entry in all { entry.2() }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct DurabilityGateTests {
+    @Test func anAcknowledgement_WaitsUntilTheEventIsDurable() async throws {
+        let host = try makeExampleHost()
+        let gate = HeldDurability()
+        let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), durability: gate)
+        _ = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
+        let answered = Protected(false)
+        let request = Task { () -> APIResponse in
+            let response = await router.post("/v1/spins/levels/events", #"{"type":"set","left":2,"right":2}"#)
+            answered.withLock { $0 = true }
+            return response
+        }
+        while gate.waiting.isEmpty { await Task.yield() }
+        // Applied (the state shows it) but not acknowledged until durable.
+        #expect(await router.respond("GET", "/v1/spins/levels").object["state"] as? [String: Int] == ["left": 2, "right": 2])
+        #expect(gate.waiting.first?.0 == "levels")
+        #expect(!answered.withLock { $0 })
+        gate.release()
+        #expect(await request.value.status == 202)
+        host.stop()
+    }
+}

@@ -58,10 +58,6 @@ package struct APIError: Error, Equatable, Sendable {
                  headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
-    package static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(status: 413, code: "payload_too_large", message: "the body is larger than the limit of \(limit) bytes")
-    }
-
     package static func unsupportedMediaType(_ contentType: String?) -> APIError {
         APIError(status: 415, code: "unsupported_media_type",
                  message: "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")")

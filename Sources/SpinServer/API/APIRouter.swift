@@ -32,12 +32,16 @@ package struct APIRouter: Sendable {
     package let access: AccessControl
     package let metrics: Metrics
     package let limits: Limits
+    /// Where acknowledgements wait for the journal.
+    package let durability: any DurabilityGate
 
-    package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits()) {
+    package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits(),
+                 durability: any DurabilityGate = ImmediateDurability()) {
         self.host = host
         self.access = access
         self.metrics = metrics
         self.limits = limits
+        self.durability = durability
     }
 
     /// The route template of a path, as metrics label it.
@@ -161,22 +165,31 @@ package struct APIRouter: Sendable {
         }
         let accepted = ContinuousClock.now
         let metrics = self.metrics
+        let durability = self.durability
         let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
             guard let transition else {
                 return respond(.error(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
-            if wait {
-                respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])))
-            } else {
-                respond(.json(202, .object([("accepted", .number(String(batch.count))),
-                                            ("sequence", .number(String(transition.sequence)))])))
+            durability.whenDurable(spin: spin.name, sequence: transition.sequence) {
+                Self.acknowledge(transition, count: batch.count, wait: wait, respond: respond)
             }
         }
         switch outcome {
         case .accepted: break
         case .inboxFull: respond(.error(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         case .stopped: respond(.error(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        }
+    }
+
+    /// 202 `{"accepted":k,"sequence":N}`, or with `?wait=true` 200 `{"sequence":N,"state":..}`.
+    private static func acknowledge(_ transition: HostedTransition, count: Int, wait: Bool,
+                                    respond: @Sendable (APIResponse) -> Void) {
+        if wait {
+            respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])))
+        } else {
+            respond(.json(202, .object([("accepted", .number(String(count))),
+                                        ("sequence", .number(String(transition.sequence)))])))
         }
     }
 

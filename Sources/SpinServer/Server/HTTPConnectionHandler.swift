@@ -31,6 +31,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var headSignalled = false
     private var keepAliveDecision = KeepAliveDecision.keepAlive
     private var shuttingDown = false
+    /// The peer shut its write side: answer what is in flight, then close.
+    private var peerEnded = false
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -61,7 +63,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         if case .stream(let stream) = mode {
             stream.finish()
         }
-        if case .responding = mode { return }   // answer, then close (keep-alive is moot)
+        peerEnded = true
+        if case .responding = mode { return }   // answer, then close
         connection.closeAfterFlush()
     }
 
@@ -70,17 +73,19 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didTimeOut(_ kind: TimeoutKind, on connection: Connection) {
-        switch kind {
-        case .requestHead, .bodyTooSlow:
+        switch (mode, kind) {
+        case (.stream(let stream), _):
+            // Idle beyond the pings, or a reader stuck past the write-stall limit.
+            stream.fail(.goingAway, reason: kind == .writeStalled ? "not reading" : "idle")
+        case (_, .requestHead), (_, .bodyTooSlow):
             let error = APIError(status: 408, code: "request_timeout",
                                  message: kind == .requestHead ? "the request head took too long" : "the request body arrived too slowly")
+            context.metrics.requestAnswered(route: "other", status: 408)
             writeError(error, version: .http1_1, method: .get)
-        case .streamIdle:
-            if case .stream(let stream) = mode { stream.fail(.goingAway, reason: "idle") }
+            mode = .closed
         default:
-            break
+            mode = .closed
         }
-        mode = .closed
     }
 
     func shutdownRequested(on connection: Connection) {
@@ -136,7 +141,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 context.metrics.requestAnswered(route: "other", status: error.status)
                 context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": "\(error.status)",
                                                                "code": "\(error.code)"])
-                writeError(APIError(status: error.status, code: error.code, message: error.message),
+                writeError(APIError(status: error.status, code: error.code, message: describe(error)),
                            version: .http1_1, method: .get)
                 mode = .closed
             }
@@ -172,7 +177,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         guard case .responding = mode else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
-            respond(response, to: request, keepAlive: keepAlive && !shuttingDown, started: started)
+            respond(response, to: request, keepAlive: keepAlive && !shuttingDown && !peerEnded, started: started)
         case .stateStream(let spin):
             let mayWrite = context.router.access.check(authorization: apiRequest.header("Authorization"), needs: .write) == nil
             openStream(request, source: .state(spin, clientMayWrite: mayWrite), keepAlive: keepAlive, started: started)
@@ -255,6 +260,19 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                                  message: "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)",
                                  headers: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
             respond(.error(error), to: request, keepAlive: keepAlive, started: started)
+        }
+    }
+
+    /// The parser's message, with the configured limit where one was exceeded.
+    private func describe(_ error: HTTPParserError) -> String {
+        let limits = context.configuration.limits
+        switch error {
+        case .bodyTooLarge:
+            return "the request body is larger than the limit of \(limits.maxBodyBytes) bytes (limits.maxBodyBytes)"
+        case .headerSectionTooLarge:
+            return "the request head is larger than the limit of \(limits.maxHeaderBytes) bytes (limits.maxHeaderBytes)"
+        default:
+            return error.message
         }
     }
 

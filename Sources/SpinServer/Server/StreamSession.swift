@@ -199,13 +199,15 @@ final class StreamSession: @unchecked Sendable {
             return deliverControl(StreamMessage.error(id: id, error))
         }
         let connection = self.connection
+        let durability = context.router.durability
         let outcome = spin.submit(batch, inboxLimit: context.configuration.limits.inbox) { [self] transition in
-            connection.execute {
-                if let transition {
-                    self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence))
-                } else {
+            guard let transition else {
+                return connection.execute {
                     self.deliverControl(StreamMessage.error(id: id, .unavailable("Spin \"\(spin.name)\" stopped")))
                 }
+            }
+            durability.whenDurable(spin: spin.name, sequence: transition.sequence) {
+                connection.execute { self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence)) }
             }
         }
         switch outcome {
@@ -228,9 +230,9 @@ final class StreamSession: @unchecked Sendable {
             transport = .webSocket(session)
             finish()
             for case .send(let bytes) in actions { _ = connection.write(bytes) }
-            // Wait for the peer's Close (the session then says closeConnection), but
-            // not forever: the connection's linger timeout bounds it.
-            connection.shutdownWriteAfterClose()
+            // A lingering close: the peer's Close still reaches the session, bounded by
+            // the connection's linger timeout.
+            connection.closeAfterFlush()
         case .sse(let encoder):
             finish()
             _ = connection.write(encoder.end())
@@ -261,13 +263,5 @@ final class StreamSession: @unchecked Sendable {
             transport = .webSocket(session)
         }
         finish()
-    }
-}
-
-extension Connection {
-    /// After sending a WebSocket Close: keep reading for the peer's Close, and close
-    /// once everything is flushed.
-    func shutdownWriteAfterClose() {
-        closeAfterFlush()
     }
 }
