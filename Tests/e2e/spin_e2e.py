@@ -83,6 +83,7 @@ class SpinServer:
             self.config_path = copy / "spin-server.json"
         self.process: subprocess.Popen | None = None
         self.exit_code: int | None = None
+        self.signalled = False
         self.http = requests.Session()
         self.http.trust_env = False
         if tls is not None:
@@ -152,20 +153,28 @@ class SpinServer:
         raise AssertionError(f"spin-server did not answer /healthz within {timeout} s ({last_error}):\n{self.log_tail()}")
 
     def terminate(self, timeout: float = STOP_TIMEOUT) -> int:
-        """SIGTERM, then waits at most `timeout` s; returns the exit code (kills and fails
-        the test if the process does not stop in time)."""
+        """SIGTERM (unless a signal was sent already), then waits at most `timeout` s;
+        returns the exit code (kills and fails the test if the process does not stop in
+        time)."""
         if self.exit_code is not None:
             return self.exit_code
         assert self.process is not None
         self.http.close()  # no idle keep-alive connection of ours for the server to wait on
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+        if self.process.poll() is None and not self.signalled:
+            self.send_signal(signal.SIGTERM)
         try:
             self.exit_code = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(f"spin-server did not exit within {timeout} s of SIGTERM:\n{self.log_tail()}")
         return self.exit_code
+
+    def send_signal(self, number: int) -> None:
+        """Signals the server once; `terminate` then only waits (a second SIGTERM means
+        "exit now" to the server)."""
+        assert self.process is not None
+        self.signalled = True
+        self.process.send_signal(number)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

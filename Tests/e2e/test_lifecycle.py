@@ -29,7 +29,7 @@ def test_sigterm_closes_streams_with_1001_and_exits_0(start_server):
                            proxy=None) as ws, \
                 connect(server.ws_base + "/v1/gears/auth/stream", open_timeout=5, close_timeout=5, proxy=None) as gear:
             assert (await recv_json(ws))["type"] == "snapshot"
-            server.process.send_signal(signal.SIGTERM)
+            server.send_signal(signal.SIGTERM)
             for stream in (ws, gear):
                 try:
                     for _ in range(1000):
@@ -46,16 +46,15 @@ def test_sigterm_with_a_raw_stream_sends_a_close_frame_1001(start_server):
     server = start_server(name="shutdown-raw")
     with RawWebSocket(server.port, "/v1/spins/counter/stream") as ws:
         assert ws.recv_json()["type"] == "snapshot"
-        server.process.send_signal(signal.SIGTERM)
+        server.send_signal(signal.SIGTERM)
         ws.expect_close(1001, timeout=10)
     assert server.terminate() == 0
 
 
 def test_sigint_also_stops_cleanly(start_server):
     server = start_server(name="sigint")
-    server.process.send_signal(signal.SIGINT)
-    assert server.process.wait(timeout=10) == 0
-    server.exit_code = 0
+    server.send_signal(signal.SIGINT)
+    assert server.terminate() == 0, server.log_tail()
 
 
 def test_state_survives_a_restart(start_server, tmp_path):
@@ -94,7 +93,7 @@ def test_environment_port_is_used_without_the_flag(server_bin, tmp_path):
     from spin_e2e import SpinServer, free_port
     port = free_port()
     instance = SpinServer(server_bin, tmp_path / "env-port", env={"SPIN_PORT": str(port)})
-    instance.requested_port = port
+    instance.requested_port = instance.port = port
     config = ["--config", str(instance.config_path)] if instance.config_path else []
     instance.command = lambda: [str(server_bin), "--storage", str(instance.storage), *config]  # no --port/--host
     try:
