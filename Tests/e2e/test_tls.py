@@ -6,6 +6,7 @@ import json
 import re
 import ssl
 import subprocess
+import warnings
 
 import pytest
 import requests
@@ -49,8 +50,10 @@ def test_tls_1_1_is_refused(tls_server):
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
     try:
-        context.minimum_version = ssl.TLSVersion.TLSv1
-        context.maximum_version = ssl.TLSVersion.TLSv1_1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # offering TLS 1.1 on purpose
+            context.minimum_version = ssl.TLSVersion.TLSv1
+            context.maximum_version = ssl.TLSVersion.TLSv1_1
         context.set_ciphers("ALL:@SECLEVEL=0")
     except (ValueError, ssl.SSLError):
         pytest.skip("this OpenSSL cannot offer TLS 1.1 at all")
