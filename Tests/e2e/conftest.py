@@ -45,15 +45,17 @@ def server(server_bin, tmp_path_factory):
 
 @pytest.fixture
 def start_server(server_bin, tmp_path):
-    """Starts extra servers: `start_server(args=[...], env={...}, tls=..., storage=...)`.
+    """Starts extra servers: `start_server(args=[...], env={...}, tls=..., storage=...,
+    config_patch={"limits": {...}})` (the patch is merged into a copy of the config).
     Each is stopped with SIGTERM at the end of the test and must exit 0 (unless the test
     stopped it itself)."""
     started: list[SpinServer] = []
 
-    def start(*, args=None, env=None, tls=None, storage=None, port=None, name=None, use_config=True) -> SpinServer:
+    def start(*, args=None, env=None, tls=None, storage=None, port=None, name=None, use_config=True,
+              config_patch=None) -> SpinServer:
         workdir = tmp_path / (name or f"server{len(started)}")
         instance = SpinServer(server_bin, workdir, args=args, env=env, tls=tls, storage=storage,
-                              port=port, use_config=use_config)
+                              port=port, use_config=use_config, config_patch=config_patch)
         started.append(instance)
         return instance.start()
 

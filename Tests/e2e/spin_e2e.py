@@ -39,6 +39,15 @@ def server_binary() -> Path:
     return REPO / ".build" / "debug" / "spin-server"
 
 
+def merge(target: dict, patch: dict) -> None:
+    """Deep-merges `patch` into `target` (objects merge, everything else replaces)."""
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge(target[key], value)
+        else:
+            target[key] = value
+
+
 def free_port() -> int:
     """A TCP port that was free on 127.0.0.1 a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -60,7 +69,8 @@ class SpinServer:
 
     def __init__(self, binary: Path, workdir: Path, *, port: int | None = None,
                  args: list[str] | None = None, env: dict[str, str] | None = None,
-                 storage: Path | None = None, tls: "TLSFiles | None" = None, use_config: bool = True):
+                 storage: Path | None = None, tls: "TLSFiles | None" = None, use_config: bool = True,
+                 config_patch: dict | None = None):
         self.binary = binary
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -81,6 +91,12 @@ class SpinServer:
             if not copy.exists():
                 shutil.copytree(REPO / "Config", copy)
             self.config_path = copy / "spin-server.json"
+            if config_patch:
+                document = json.loads(self.config_path.read_text())
+                merge(document, config_patch)
+                self.config_path.write_text(json.dumps(document, indent=2))
+        elif config_patch:
+            raise AssertionError("config_patch needs Config/spin-server.json in the checkout")
         self.process: subprocess.Popen | None = None
         self.exit_code: int | None = None
         self.signalled = False

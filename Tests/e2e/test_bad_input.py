@@ -63,8 +63,9 @@ def test_content_length_with_transfer_encoding_gets_400(server, bystander):
     request = (b"POST /v1/spins/levels/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n%s" % (len(chunked), chunked))
     data, closed = raw_exchange(server.port, request)
-    status_line, status, _, _ = parse_response_head(data)
+    status_line, status, _, body = parse_response_head(data)
     assert status == 400, status_line
+    assert json.loads(body)["error"]["code"] == "content_length_with_transfer_encoding", body
     assert data.count(b"HTTP/1.1 ") == 1, f"more than one response: {data!r}"
     assert closed
 
@@ -98,8 +99,9 @@ def test_oversized_header_is_refused(server, bystander):
         data, closed = raw_exchange(server.port, request)
     except (BrokenPipeError, ConnectionResetError) as error:
         pytest.fail(f"the server dropped the connection without an answer: {error!r}")
-    status_line, status, _, _ = parse_response_head(data)
-    assert status in (400, 431), status_line
+    status_line, status, _, body = parse_response_head(data)
+    assert status == 431, status_line  # README: 431 header_section_too_large
+    assert json.loads(body)["error"]["code"] == "header_section_too_large", body
     assert closed
 
 
@@ -247,3 +249,9 @@ def test_upgrade_with_unsupported_version_is_refused_naming_version_13(server):
     _, status, headers, _ = parse_response_head(data)
     assert status in (400, 426), data[:300]
     assert headers.get("sec-websocket-version") == "13"
+
+
+def test_stream_route_without_upgrade_is_426(server):
+    response = server.get("/v1/spins/levels/stream")
+    assert response.status_code == 426, response.text
+    assert response.json()["error"]["code"] == "upgrade_required"
