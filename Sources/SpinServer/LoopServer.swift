@@ -53,12 +53,14 @@ public final class LoopServer: Sendable {
         let socketServer = SocketServer(configuration: netConfiguration, tls: tls) { connection in
             HTTPConnectionHandler(connection: connection, context: context)
         }
-        host.start()
+        guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
+        // Counted from the first event: observe before the Spins start.
         let metrics = context.metrics
         let subscriptions = host.spins.map { spin in
             let name = spin.name
             return spin.observe { _ in metrics.eventApplied(spin: name) }
         }
+        host.start()
         let address: SocketAddress
         do {
             address = try socketServer.start()
@@ -94,10 +96,12 @@ public final class LoopServer: Sendable {
 
 public enum LoopServerError: Error, CustomStringConvertible {
     case cannotListen(host: String, port: Int, reason: String)
+    case alreadyStarted
 
     public var description: String {
         switch self {
         case .cannotListen(let host, let port, let reason): "cannot serve on \(host):\(port): \(reason)"
+        case .alreadyStarted: "the server is already started"
         }
     }
 }

@@ -80,17 +80,30 @@ struct FeedbackTests {
         loop.stop()
     }
 
-    @Test func streamForm_EmitsEveryElementForItsState() async {
-        let feedback = Feedback<Int, Step>(effect: { (state: Int) -> AsyncStream<Step> in
-            AsyncStream { continuation in
-                if state == 0 {
-                    for n in 1...3 { continuation.yield(.add(n)) }
-                }
-                continuation.finish()
+    static func oneTwoThree(state: Int) -> AsyncStream<Step> {
+        AsyncStream { continuation in
+            if state == 0 {
+                for n in 1...3 { continuation.yield(.add(n)) }
             }
-        })
+            continuation.finish()
+        }
+    }
+
+    @Test func streamForm_WithContinue_AppliesEveryElementForItsState() async {
+        let feedback = Feedback<Int, Step>(effect: Self.oneTwoThree, applying: .continueOnNewState)
         let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
         #expect(await loop.firstState { $0 == 6 } == 6)
+        loop.stop()
+    }
+
+    @Test func streamForm_WithCancel_StopsAtTheFirstNewState() async {
+        // The first element makes a new state, which cancels the stream for state 0:
+        // the elements after it are never applied, however fast they were produced.
+        let feedback = Feedback<Int, Step>(effect: Self.oneTwoThree)
+        let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        #expect(await loop.firstState { $0 == 1 } == 1)
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await loop.emitAndWait(.marker)?.state == 1)
         loop.stop()
     }
 
@@ -100,7 +113,7 @@ struct FeedbackTests {
                 if state == 0 { continuation.yield(.add(a)); continuation.yield(.add(b)) }
                 continuation.finish()
             }
-        }, dep1: 2, dep2: 5)
+        }, dep1: 2, dep2: 5, applying: .continueOnNewState)
         let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
         #expect(await loop.firstState { $0 == 7 } == 7)
         loop.stop()

@@ -209,11 +209,29 @@ struct APIRouterTests {
         let router = makeRouter(try makeExampleHost())
         let response = await router.respond("DELETE", "/v1/spins/counter")
         #expect(response.status == 405)
-        #expect(response.header("Allow") == "GET")
+        #expect(response.header("Allow") == "GET, HEAD")
         let get = await router.respond("GET", "/v1/spins/counter/events")
         #expect(get.status == 405)
         #expect(get.header("Allow") == "POST")
         #expect(await router.respond("GET", "/nowhere").status == 404)
+    }
+
+    @Test func aBatchLargerThanTheInbox_Is413NamingTheLimit_NotAnEndless429() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host, inbox: 10)
+        let batch = "[" + Array(repeating: #"{"type":"increaseLeft"}"#, count: 11).joined(separator: ",") + "]"
+        let response = await router.post("/v1/spins/levels/events", batch)
+        #expect(response.status == 413)
+        #expect(response.errorCode == "batch_too_large")
+        #expect(response.errorMessage.contains("10"))
+        host.stop()
+    }
+
+    @Test func headOnAStream_Is405() async throws {
+        let router = makeRouter(try makeExampleHost())
+        let response = await router.respond("HEAD", "/v1/spins/counter/stream")
+        #expect(response.status == 405)
+        #expect(response.header("Allow") == "GET")
     }
 
     @Test func waitMustBeABoolean() async throws {

@@ -36,6 +36,57 @@ struct LiveServerTests {
         await server.shutdown()
     }
 
+    @Test func hundredsOfPipelinedRequests_AreAnsweredWithoutRecursion() async throws {
+        let (server, port) = try Self.start()
+        let client = try RawClient(port: port)
+        client.send(String(repeating: "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n", count: 900))
+        shutdown(client.fd, Int32(SHUT_WR))
+        var answered = 0
+        while let response = client.readResponse(), response.status == 200 { answered += 1 }
+        #expect(answered == 900)
+        await server.shutdown()
+    }
+
+    @Test func aHalfClose_StillGetsEveryPipelinedRequestAnswered() async throws {
+        let (server, port) = try Self.start()
+        let client = try RawClient(port: port)
+        let body = #"{"type":"reset"}"#
+        client.send("POST /v1/spins/counter/events HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        shutdown(client.fd, Int32(SHUT_WR))
+        #expect(client.readResponse()?.status == 202)
+        #expect(client.readResponse()?.status == 200)
+        #expect(!client.fill())
+        await server.shutdown()
+    }
+
+    @Test func theSnapshotComesFirst_EvenBeforeAnErrorForAnEarlyMessage() async throws {
+        let (server, port) = try Self.start()
+        let client = try RawClient(port: port)
+        // The upgrade and a bad client message in one write.
+        var session = WebSocketSession(role: .client)
+        var frame: [UInt8] = []
+        for case .send(let bytes) in session.sendText("not json") { frame = bytes }
+        let handshake = WebSocketClientHandshake()
+        var request = "GET /v1/spins/router/stream HTTP/1.1\r\n"
+        for header in handshake.requestHeaders(host: "127.0.0.1") { request += "\(header.name): \(header.value)\r\n" }
+        client.send(Array((request + "\r\n").utf8) + frame)
+        #expect(client.readResponse()?.status == 101)
+        let messages = client.readMessages(&session, count: 2).messages.map(\.jsonObject)
+        #expect(messages.first?["type"] as? String == "snapshot")
+        #expect(messages.dropFirst().first?["type"] as? String == "error")
+        await server.shutdown()
+    }
+
+    @Test func streams_TakeTheTokenAsAQueryParameter() async throws {
+        let (server, port) = try Self.start { $0.tokens = [AccessToken(token: "s3cret", scopes: [.read])] }
+        #expect(try RawClient(port: port).upgrade("/v1/spins/counter/stream")?.status == 401)
+        #expect(try RawClient(port: port).upgrade("/v1/spins/counter/stream?access_token=s3cret")?.status == 101)
+        let plain = try RawClient(port: port)
+        plain.send("GET /v1/spins?access_token=s3cret HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(plain.readResponse()?.status == 401)
+        await server.shutdown()
+    }
+
     @Test func aMalformedRequest_Is400WithTheErrorBody_AndTheConnectionCloses() async throws {
         let (server, port) = try Self.start()
         let client = try RawClient(port: port)

@@ -58,6 +58,11 @@ package struct APIError: Error, Equatable, Sendable {
                  headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
+    package static func batchTooLarge(count: Int, limit: Int) -> APIError {
+        APIError(status: 413, code: "batch_too_large",
+                 message: "a batch of \(count) events is larger than the inbox of \(limit) (limits.inbox); send it in parts")
+    }
+
     package static func unsupportedMediaType(_ contentType: String?) -> APIError {
         APIError(status: 415, code: "unsupported_media_type",
                  message: "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")")

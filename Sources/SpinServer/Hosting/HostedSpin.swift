@@ -61,6 +61,10 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     let kind: String
     private let spin: Spin<State, Event>
     private let loop = Protected<SpinLoop<State, Event>?>(nil)
+    /// The last transition encoded: every observer of one event (all the streams of this
+    /// Spin, the metrics) shares one encoding. Observers run one after the other on the
+    /// Spin's executor, so the first encodes and the others find it here.
+    private let lastEncoded = Protected<HostedTransition?>(nil)
 
     init(name: String, kind: String, spin: Spin<State, Event>) {
         self.name = name
@@ -116,7 +120,6 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
         }
         let loop = running
-        if loop.isStopped { return .stopped }
         let accepted = loop.emit(contentsOf: events, limit: inboxLimit) { transition in
             onApplied(transition.map(Self.encode))
         }
@@ -130,13 +133,22 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
-        running.observe { transition in handler(Self.encode(transition)) }
+        running.observe { [self] transition in handler(encodeOnce(transition)) }
     }
 
     func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
                  _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
-        running.observe(startingWith: { sequence, state in snapshot(sequence, Self.encode(state)) }) { transition in
-            handler(Self.encode(transition))
+        running.observe(startingWith: { sequence, state in snapshot(sequence, Self.encode(state)) }) { [self] transition in
+            handler(encodeOnce(transition))
+        }
+    }
+
+    private func encodeOnce(_ transition: Transition<State, Event>) -> HostedTransition {
+        lastEncoded.withLock { last in
+            if let last, last.sequence == transition.sequence { return last }
+            let encoded = Self.encode(transition)
+            last = encoded
+            return encoded
         }
     }
 

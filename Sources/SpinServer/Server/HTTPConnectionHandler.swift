@@ -31,8 +31,13 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var headSignalled = false
     private var keepAliveDecision = KeepAliveDecision.keepAlive
     private var shuttingDown = false
-    /// The peer shut its write side: answer what is in flight, then close.
+    /// The peer shut its write side: answer every complete request, then close.
     private var peerEnded = false
+    /// `pump` is on the stack: a response written synchronously from inside it must not
+    /// call it again (its loop goes on by itself), or pipelined requests would recurse.
+    private var pumping = false
+    /// Reading is paused because too much pipelined input waits behind an answer.
+    private var readingPaused = false
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -52,8 +57,13 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             parser.feed(bytes)
             pump()
         case .responding:
-            // Pipelined bytes wait in the parser until the current answer is written.
+            // Pipelined bytes wait in the parser until the current answer is written;
+            // past one full request's worth, stop reading (the kernel buffers push back).
             parser.feed(bytes)
+            if parser.bufferedByteCount > context.parserLimits.maxHeaderBytes + context.parserLimits.maxBodySize {
+                readingPaused = true
+                connection.pauseReading()
+            }
         case .closed:
             break
         }
@@ -64,8 +74,11 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             stream.finish()
         }
         peerEnded = true
-        if case .responding = mode { return }   // answer, then close
-        connection.closeAfterFlush()
+        switch mode {
+        case .http: pump()                  // what is complete gets answered, then close
+        case .responding: break             // pump goes on after the answer
+        case .stream, .closed: connection.closeAfterFlush()
+        }
     }
 
     func didBecomeWritable(_ connection: Connection) {
@@ -114,9 +127,18 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     // MARK: Requests
 
     private func pump() {
+        guard !pumping else { return }
+        pumping = true
+        defer { pumping = false }
         while case .http = mode {
             switch parser.next() {
             case .needMoreData:
+                if peerEnded {
+                    // Nothing more will come: every complete request is answered.
+                    mode = .closed
+                    connection.closeAfterFlush()
+                    return
+                }
                 if parser.phase == .body && !headSignalled {
                     headSignalled = true
                     keepAliveDecision = connection.requestHeadCompleted(expectsBody: true)
@@ -152,9 +174,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         mode = .responding
         let keepAlive = request.keepAlive && keepAliveDecision == .keepAlive && !shuttingDown
         var headers = request.headers.map { (name: $0.name, value: $0.value) }
-        // Browsers cannot set headers on a WebSocket: streams take the token as a query
-        // parameter too.
-        if request.headers["Authorization"] == nil, let token = request.target.queryValue("access_token") {
+        // Browsers cannot set headers on a WebSocket: stream routes take the token as a
+        // query parameter too (only they: elsewhere a header is always possible).
+        if request.headers["Authorization"] == nil, request.target.path.hasSuffix("/stream"),
+           let token = request.target.queryValue("access_token") {
             headers.append((name: "Authorization", value: "Bearer \(token)"))
         }
         let apiRequest = APIRequest(
@@ -177,7 +200,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         guard case .responding = mode else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
-            respond(response, to: request, keepAlive: keepAlive && !shuttingDown && !peerEnded, started: started)
+            respond(response, to: request, keepAlive: keepAlive && !shuttingDown, started: started)
         case .stateStream(let spin):
             let mayWrite = context.router.access.check(authorization: apiRequest.header("Authorization"), needs: .write) == nil
             openStream(request, source: .state(spin, clientMayWrite: mayWrite), keepAlive: keepAlive, started: started)
@@ -202,6 +225,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             return
         }
         mode = .http
+        if readingPaused {
+            readingPaused = false
+            connection.resumeReading()
+        }
         if parser.bufferedByteCount > 0 { connection.requestHeadStarted() }
         pump()
     }

@@ -32,6 +32,9 @@ final class StreamSession: @unchecked Sendable {
     private var outbox: StreamOutbox
     /// A write answered `.aboveHighWatermark`: queue in the outbox until writable.
     private var blocked = false
+    /// A state stream sends nothing before its snapshot (DESIGN.md §3: snapshot first,
+    /// always); acks or errors for early client messages wait in the outbox.
+    private var awaitingSnapshot: Bool
     private var subscription: SpinSubscription?
     private var pingTimer: DispatchSourceTimer?
     private var finished = false
@@ -43,6 +46,7 @@ final class StreamSession: @unchecked Sendable {
         self.transport = transport
         self.context = context
         self.outbox = StreamOutbox(limit: context.configuration.limits.streamQueue)
+        if case .state = source { awaitingSnapshot = true } else { awaitingSnapshot = false }
         switch (source, transport) {
         case (.gear, _): kind = "gear"
         case (_, .webSocket): kind = "websocket"
@@ -57,7 +61,7 @@ final class StreamSession: @unchecked Sendable {
         switch source {
         case .state(let spin, _):
             subscription = spin.observe(startingWith: { [self] sequence, state in
-                connection.execute { self.deliver(StreamMessage.snapshot(sequence: sequence, state: state)) }
+                connection.execute { self.deliverSnapshot(StreamMessage.snapshot(sequence: sequence, state: state)) }
             }) { [self] transition in
                 connection.execute { self.deliver(transition) }
             }
@@ -76,9 +80,12 @@ final class StreamSession: @unchecked Sendable {
 
     // MARK: Outgoing
 
+    /// Whether a message must wait in the outbox instead of being written now.
+    private var mustQueue: Bool { awaitingSnapshot || blocked || !outbox.isEmpty }
+
     private func deliver(_ transition: HostedTransition) {
         guard !finished else { return }
-        if blocked || !outbox.isEmpty {
+        if mustQueue {
             if case .conflated(let dropped) = outbox.push(transition) {
                 context.logger.debug("stream conflated", metadata: ["connection": "\(connection.id)", "dropped": "\(dropped)"])
             }
@@ -87,20 +94,18 @@ final class StreamSession: @unchecked Sendable {
         write(StreamMessage.state(transition))
     }
 
-    /// A snapshot: queued like a state message.
-    private func deliver(_ message: JSONValue) {
+    /// The first message of a state stream: ahead of anything queued meanwhile.
+    private func deliverSnapshot(_ message: JSONValue) {
         guard !finished else { return }
-        if blocked || !outbox.isEmpty {
-            outbox.push(state: message)
-            return
-        }
-        write(message)
+        awaitingSnapshot = false
+        outbox.pushFront(state: message)
+        flush()
     }
 
     /// An ack, error or Gear message: never dropped.
     private func deliverControl(_ message: JSONValue) {
         guard !finished else { return }
-        if blocked || !outbox.isEmpty {
+        if mustQueue {
             if outbox.push(control: message) == .overflow {
                 fail(.policyViolation, reason: "too many unread messages")
             }
@@ -131,7 +136,11 @@ final class StreamSession: @unchecked Sendable {
     /// The connection can take more: flush what waited.
     func writable() {
         blocked = false
-        while !blocked, !finished, let message = outbox.pop() {
+        flush()
+    }
+
+    private func flush() {
+        while !blocked, !awaitingSnapshot, !finished, let message = outbox.pop() {
             write(message)
         }
     }
@@ -199,23 +208,13 @@ final class StreamSession: @unchecked Sendable {
             return deliverControl(StreamMessage.error(id: id, error))
         }
         let connection = self.connection
-        let durability = context.router.durability
-        let outcome = spin.submit(batch, inboxLimit: context.configuration.limits.inbox) { [self] transition in
-            guard let transition else {
-                return connection.execute {
-                    self.deliverControl(StreamMessage.error(id: id, .unavailable("Spin \"\(spin.name)\" stopped")))
+        context.router.submit(batch, to: spin) { [self] result in
+            connection.execute {
+                switch result {
+                case .success(let transition): self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence))
+                case .failure(let error): self.deliverControl(StreamMessage.error(id: id, error))
                 }
             }
-            durability.whenDurable(spin: spin.name, sequence: transition.sequence) {
-                connection.execute { self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence)) }
-            }
-        }
-        switch outcome {
-        case .accepted: break
-        case .inboxFull:
-            deliverControl(StreamMessage.error(id: id, .inboxFull(spin: spin.name, retryAfter: 1)))
-        case .stopped:
-            deliverControl(StreamMessage.error(id: id, .unavailable("Spin \"\(spin.name)\" is stopping")))
         }
     }
 
@@ -230,8 +229,8 @@ final class StreamSession: @unchecked Sendable {
             transport = .webSocket(session)
             finish()
             for case .send(let bytes) in actions { _ = connection.write(bytes) }
-            // A lingering close: the peer's Close still reaches the session, bounded by
-            // the connection's linger timeout.
+            // Close after the frame is flushed; the connection's lingering close drains
+            // the peer's answer without passing it on.
             connection.closeAfterFlush()
         case .sse(let encoder):
             finish()
