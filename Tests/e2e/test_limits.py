@@ -5,21 +5,55 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
+
+import requests
 
 from spin_e2e import LOOPBACK, RawWebSocket, assert_error, parse_response_head, raw_exchange
 
 
-def test_batch_over_the_inbox_is_429_with_retry_after_and_changes_nothing(start_server):
+def test_batch_larger_than_the_inbox_is_refused_and_changes_nothing(start_server):
     server = start_server(name="inbox", config_patch={"limits": {"inbox": 4}})
     baseline = server.settled_sequences()
     response = server.post_events("levels", [{"type": "set", "left": 3, "right": 3}] * 10)
-    assert_error(response, 429, "inbox_full")
-    assert int(response.headers["Retry-After"]) >= 1, response.headers
+    # It can never fit: a 413 that names the limit, not a 429 to retry forever.
+    assert_error(response, 413, "batch_too_large", message_contains="inbox")
     assert server.settled_sequences() == baseline
-    response = server.post_events("levels", [{"type": "set", "left": 3, "right": 3}] * 3)
+    response = server.post_events("levels", [{"type": "set", "left": 3, "right": 3}] * 4)
     assert response.status_code == 202, response.text
-    assert response.json() == {"accepted": 3, "sequence": baseline["levels"] + 3}
+    assert response.json() == {"accepted": 4, "sequence": baseline["levels"] + 4}
+
+
+def test_full_inbox_answers_429_with_retry_after_and_applies_nothing(start_server):
+    """Concurrent batches that fill a tiny inbox: each is either applied whole (202) or
+    refused whole (429 inbox_full with Retry-After); the sequence counts exactly the
+    applied ones."""
+    server = start_server(name="inbox-busy", config_patch={"limits": {"inbox": 4}})
+    start = server.settled_sequences()["levels"]
+    batch = [{"type": "set", "left": 8, "right": 8}] * 4
+    results: list[requests.Response] = []
+
+    def post_many():
+        with requests.Session() as session:
+            session.trust_env = False
+            for _ in range(40):
+                results.append(session.post(server.base_url + "/v1/spins/levels/events", data=json.dumps(batch),
+                                            headers={"Content-Type": "application/json"}, timeout=5))
+
+    threads = [threading.Thread(target=post_many) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=50)
+    assert len(results) == 320
+    accepted = [r for r in results if r.status_code == 202]
+    refused = [r for r in results if r.status_code != 202]
+    for response in refused:
+        assert_error(response, 429, "inbox_full")
+        assert int(response.headers["Retry-After"]) >= 1
+    assert server.settled_sequences()["levels"] == start + 4 * len(accepted)
+    print(f"inbox 4, 8 clients: {len(accepted)} accepted, {len(refused)} refused with 429")
 
 
 def test_connections_over_the_limit_are_closed_at_once(start_server):
