@@ -92,3 +92,23 @@ def test_stream_with_write_token_sends_events(secured):
             assert ack == {"type": "ack", "id": "w1", "sequence": start + 1}
 
     run_async(scenario())
+
+
+def test_stream_takes_the_token_as_access_token_query(secured):
+    async def scenario():
+        async with connect(secured.ws_base + "/v1/spins/levels/stream?access_token=r",
+                           open_timeout=5, close_timeout=5, proxy=None) as ws:
+            assert (await recv_json(ws))["type"] == "snapshot"
+        with pytest.raises(InvalidStatus) as refused:
+            async with connect(secured.ws_base + "/v1/spins/levels/stream?access_token=nope",
+                               open_timeout=5, proxy=None):
+                pass
+        assert refused.value.response.status_code == 401
+
+    run_async(scenario())
+
+
+def test_access_token_query_is_not_accepted_on_other_routes(secured):
+    assert_error(secured.get("/v1/spins?access_token=r"), 401, "unauthorized")
+    assert_error(secured.post("/v1/spins/levels/events?access_token=w", data=json.dumps(EVENT),
+                              headers={"Content-Type": "application/json"}), 401, "unauthorized")

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from spin_e2e import parse_response_head, raw_exchange
+from spin_e2e import parse_metrics, parse_response_head, raw_exchange
 
 CURL = ["curl", "--silent", "--show-error", "--noproxy", "*", "--max-time", "10"]
 _unique = itertools.count(50_000)
@@ -147,3 +147,34 @@ def test_curl_reuses_the_connection_for_two_urls(server):
     first, second = result.stdout.split("}{", 1) if "}{" in result.stdout else (result.stdout, "")
     assert json.loads(first + "}") == {"status": "ok"}
     assert json.loads("{" + second)["name"] == "levels"
+
+
+def open_streams(server) -> float:
+    return sum(value for name, _, value in parse_metrics(server.metrics()) if name == "spin_open_streams")
+
+
+def test_curl_sse_gear_stream_shows_gear_traffic(server):
+    before = open_streams(server)
+    process = subprocess.Popen([*CURL[:-2], "--max-time", "20", "-N", "-H", "Accept: text/event-stream",
+                                server.base_url + "/v1/gears/auth/stream"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        reader = LineReader(process)
+        # Gear streams have no snapshot: wait until the server counts the stream open.
+        deadline = time.monotonic() + 5
+        while open_streams(server) <= before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert open_streams(server) > before, "the SSE Gear stream did not open"
+        # An unauthorized answer makes the feature propagate on Gear auth.
+        assert server.post_events("feature", {"type": "unauthorizedResponse"}).status_code == 202
+        seen = reader.data_until(lambda m: m.get("type") == "gear")
+        assert seen[-1] == {"type": "gear", "gear": "auth", "from": "feature",
+                            "event": {"type": "authorizationIssueHappened"}}
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    # The router re-checked and, the session being valid, went home again.
+    deadline = time.monotonic() + 5
+    while server.spin("router")["state"]["route"] != "home" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.spin("router")["state"]["route"] == "home"

@@ -220,3 +220,11 @@ def test_cross_origin_browser_stream_is_refused(server):
         assert refused.value.response.status_code == 403
 
     run_async(scenario())
+
+
+def test_same_origin_browser_stream_is_accepted(server):
+    async def scenario():
+        async with ws_connect(server, "/v1/spins/levels/stream", origin=f"http://127.0.0.1:{server.port}") as ws:
+            assert (await recv_json(ws))["type"] == "snapshot"
+
+    run_async(scenario())
