@@ -19,6 +19,7 @@ import socket
 import struct
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
 import requests
@@ -346,6 +347,7 @@ class RawWebSocket:
         self.sock.settimeout(timeout)
         self.sock.connect((LOOPBACK, port))
         self.buffer = b""
+        self.last_rsv1 = False
         key = base64.b64encode(os.urandom(16)).decode()
         lines = [f"GET {path} HTTP/1.1", f"Host: {LOOPBACK}:{port}", "Upgrade: websocket",
                  "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
@@ -359,6 +361,10 @@ class RawWebSocket:
             if ":" in line:
                 name, value = line.split(":", 1)
                 self.headers[name.strip().lower()] = value.strip()
+        self.deflate = "permessage-deflate" in self.headers.get("sec-websocket-extensions", "")
+        # One inflater for the connection: the server may keep its compression context
+        # from message to message (RFC 7692 §7.2.3.1).
+        self.inflater = zlib.decompressobj(-15)
         if self.status == 101:
             expected = base64.b64encode(hashlib.sha1(key.encode() + WS_GUID).digest()).decode()
             assert self.headers.get("sec-websocket-accept") == expected, self.headers
@@ -414,7 +420,9 @@ class RawWebSocket:
         self._fill(2)
         first, second = self.buffer[0], self.buffer[1]
         assert second & 0x80 == 0, "the server masked a frame"
-        assert first & 0x70 == 0, f"RSV bits set without an extension: {first:#x}"
+        allowed = 0x40 if self.deflate else 0
+        assert first & 0x70 & ~allowed == 0, f"RSV bits set without an extension: {first:#x}"
+        self.last_rsv1 = bool(first & 0x40)
         length, offset = second & 0x7F, 2
         if length == 126:
             self._fill(4)
@@ -432,8 +440,11 @@ class RawWebSocket:
         answers pings on the way."""
         parts: list[bytes] = []
         kind = None
+        compressed = False
         for _ in range(max_frames):
             fin, opcode, payload = self.recv_frame(timeout)
+            if opcode in (0x1, 0x2):
+                compressed = self.last_rsv1
             if opcode == 0x8:
                 code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
                 return "close", (code, payload[2:].decode("utf-8", "replace"))
@@ -446,7 +457,10 @@ class RawWebSocket:
                 kind = "text" if opcode == 0x1 else "binary"
             parts.append(payload)
             if fin:
-                return kind, b"".join(parts)
+                data = b"".join(parts)
+                if compressed:  # RFC 7692 §7.2.2: append the empty stored block back
+                    data = self.inflater.decompress(data + b"\x00\x00\xff\xff")
+                return kind, data
         raise AssertionError(f"no complete message in {max_frames} frames")
 
     def recv_json(self, timeout: float = HTTP_TIMEOUT) -> dict:
@@ -500,6 +514,15 @@ class RawWebSocket:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def deflate_message(data: bytes) -> bytes:
+    """A permessage-deflate payload (RFC 7692 §7.2.1): raw deflate, sync-flushed, without
+    the trailing 00 00 ff ff."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    out = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    assert out.endswith(b"\x00\x00\xff\xff")
+    return out[:-4]
 
 
 def mask_bytes(payload: bytes, key: bytes) -> bytes:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from spin_e2e import LOOPBACK, RawWebSocket, mask_bytes, parse_response_head, raw_exchange
+from spin_e2e import LOOPBACK, RawWebSocket, deflate_message, mask_bytes, parse_response_head, raw_exchange
 
 _unique = itertools.count(400_000)
 
@@ -255,3 +255,38 @@ def test_stream_route_without_upgrade_is_426(server):
     response = server.get("/v1/spins/levels/stream")
     assert response.status_code == 426, response.text
     assert response.json()["error"]["code"] == "upgrade_required"
+
+
+def open_deflate_stream(server) -> RawWebSocket:
+    ws = RawWebSocket(server.port, "/v1/spins/levels/stream",
+                      headers={"Sec-WebSocket-Extensions": "permessage-deflate; client_max_window_bits"})
+    assert ws.status == 101 and ws.deflate, ws.headers
+    assert ws.recv_json()["type"] == "snapshot"
+    return ws
+
+
+def compressed_text_frame(data: bytes) -> bytes:
+    frame = bytearray(RawWebSocket.frame(0x1, deflate_message(data)))
+    frame[0] |= 0x40  # RSV1: this message is compressed
+    return bytes(frame)
+
+
+def test_compressed_client_event_is_understood(server):
+    start = server.settled_sequences()["levels"]
+    value = next(_unique)
+    with open_deflate_stream(server) as ws:
+        ws.sock.sendall(compressed_text_frame(json.dumps(
+            {"type": "event", "id": "zip", "event": {"type": "set", "left": value, "right": value}}).encode()))
+        messages = [ws.recv_json(), ws.recv_json()]
+        assert {"type": "ack", "id": "zip", "sequence": start + 1} in messages, messages
+
+
+def test_compression_bomb_is_closed_with_1009(server, bystander):
+    """4 MiB of spaces inside a JSON string compress to a few KiB: the limit applies to
+    the decompressed size (README, limits.maxWebSocketMessageBytes)."""
+    bomb = b'{"type":"event","id":"bomb","event":{"type":"increaseLeft"},"pad":"' + b" " * (4 << 20) + b'"}'
+    frame = compressed_text_frame(bomb)
+    assert len(frame) < 64 << 10
+    with open_deflate_stream(server) as ws:
+        ws.sock.sendall(frame)
+        ws.expect_close(1009)
