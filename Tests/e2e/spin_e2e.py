@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import hashlib
 import json
 import os
@@ -176,7 +177,10 @@ class SpinServer:
         if self.exit_code is not None:
             return self.exit_code
         assert self.process is not None
-        self.http.close()  # no idle keep-alive connection of ours for the server to wait on
+        # No idle keep-alive connection of ours for the server to wait on (responses keep
+        # their socket alive through a reference cycle until a collection).
+        self.http.close()
+        gc.collect()
         if self.process.poll() is None and not self.signalled:
             self.send_signal(signal.SIGTERM)
         try:
