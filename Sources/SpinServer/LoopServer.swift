@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import SpinCore
 import SpinNet
@@ -15,6 +16,8 @@ public final class LoopServer: Sendable {
     public let host: SpinHost
     let logger: Logger
     private let context: ServerContext
+    /// The Spins' journal when `storage.persists`.
+    private let journal: Journal?
     private let running = Protected<Running?>(nil)
 
     private struct Running {
@@ -28,13 +31,18 @@ public final class LoopServer: Sendable {
         self.logger = logger
         var limits = APIRouter.Limits()
         limits.inbox = configuration.limits.inbox
+        let journal = configuration.storage.persists
+            ? Journal(directory: configuration.storage.directory, policy: configuration.storage.fsync, logger: logger)
+            : nil
+        self.journal = journal
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), metrics: Metrics(),
-                               limits: limits)
+                               limits: limits, durability: journal ?? ImmediateDurability())
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
-    /// Starts every hosted Spin, binds the listener and serves. Returns the bound port
-    /// (the configured one, or the one picked for port 0). Throws when the address
+    /// Recovers every hosted Spin from storage (when `storage.persists`), starts them,
+    /// binds the listener and serves. Returns the bound port (the configured one, or the
+    /// one picked for port 0). Throws when stored state cannot be recovered, the address
     /// cannot be bound (in use, not local) or the TLS files cannot be used; the error's
     /// description says which.
     public func start() throws -> Int {
@@ -54,9 +62,24 @@ public final class LoopServer: Sendable {
             HTTPConnectionHandler(connection: connection, context: context)
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
+        var subscriptions: [SpinSubscription] = []
+        if let journal {
+            do {
+                try FileManager.default.createDirectory(atPath: configuration.storage.directory,
+                                                        withIntermediateDirectories: true)
+                for spin in host.spins {
+                    let sequence = try journal.recover(spin)
+                    if sequence > 0 { logger.info("recovered \(spin.name) at sequence \(sequence)") }
+                    let name = spin.name
+                    subscriptions.append(spin.observe { journal.record(spin: name, $0) })
+                }
+            } catch {
+                throw LoopServerError.cannotRecover(reason: "\(error)")
+            }
+        }
         // Counted from the first event: observe before the Spins start.
         let metrics = context.metrics
-        let subscriptions = host.spins.map { spin in
+        subscriptions += host.spins.map { spin in
             let name = spin.name
             return spin.observe { _ in metrics.eventApplied(spin: name) }
         }
@@ -86,8 +109,9 @@ public final class LoopServer: Sendable {
                 continuation.resume()
             }
         }
-        for subscription in running.subscriptions { subscription.cancel() }
         host.stop()
+        for subscription in running.subscriptions { subscription.cancel() }
+        journal?.close()
     }
 
     /// Open client connections now.
@@ -96,11 +120,13 @@ public final class LoopServer: Sendable {
 
 public enum LoopServerError: Error, CustomStringConvertible {
     case cannotListen(host: String, port: Int, reason: String)
+    case cannotRecover(reason: String)
     case alreadyStarted
 
     public var description: String {
         switch self {
         case .cannotListen(let host, let port, let reason): "cannot serve on \(host):\(port): \(reason)"
+        case .cannotRecover(let reason): "cannot recover the stored Spins: \(reason)"
         case .alreadyStarted: "the server is already started"
         }
     }

@@ -308,9 +308,9 @@ struct APIRouterTests {
 
 /// Holds acknowledgements until the test releases them, as a journal waiting for fsync.
 final class HeldDurability: DurabilityGate, @unchecked Sendable {
-    private let held = Protected<[(String, UInt64, @Sendable () -> Void)]>([])
+    private let held = Protected<[(String, UInt64, @Sendable (APIError?) -> Void)]>([])
 
-    func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable () -> Void) {
+    func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
         held.withLock { $0.append((spin, sequence, acknowledge)) }
     }
 
@@ -318,7 +318,7 @@ final class HeldDurability: DurabilityGate, @unchecked Sendable {
 
     func release() {
         let all = held.withLock { held in defer { held = [] }; return held }
-        for entry in all { entry.2() }
+        for entry in all { entry.2(nil) }
     }
 }
 

@@ -191,7 +191,9 @@ package struct APIRouter: Sendable {
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
-            durability.whenDurable(spin: spin.name, sequence: transition.sequence) { done(.success(transition)) }
+            durability.whenDurable(spin: spin.name, sequence: transition.sequence) { error in
+                done(error.map { .failure($0) } ?? .success(transition))
+            }
         }
         switch outcome {
         case .accepted: break

@@ -249,7 +249,8 @@ extension SpinServerConfiguration {
     /// Applies the sources one after the other, remembering which source set each
     /// overridable value (for the errors of the checks that span several keys).
     fileprivate struct Builder {
-        var configuration = SpinServerConfiguration()
+        /// The executable journals its Spins (`storage.persists`).
+        var configuration = SpinServerConfiguration(storage: Storage(persists: true))
         var certificate: (value: String, source: String)?
         var key: (value: String, source: String)?
         var storageSource = "the built-in default"
