@@ -106,8 +106,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         switch mode {
         case .http:
             if parser.phase == .idle {
+                // An idle keep-alive connection: nothing to protect with a lingering
+                // close once its output is gone, so the shutdown does not wait for it.
                 mode = .closed
-                connection.closeAfterFlush()
+                if connection.pendingOutputBytes == 0 { connection.close() } else { connection.closeAfterFlush() }
             }
         case .responding:
             break   // the answer goes out with Connection: close
