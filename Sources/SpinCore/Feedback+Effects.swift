@@ -54,7 +54,9 @@ extension Feedback {
     // MARK: (State) -> some AsyncSequence<Event>
 
     /// A stream of events per state. The sequence is made and iterated inside the
-    /// effect's task; an error thrown by it ends that stream (it is not an event).
+    /// effect's task; an error thrown by it ends that stream (it is not an event). With
+    /// `cancelOnNewState` the state made by the first applied event cancels the rest of
+    /// the stream; use `continueOnNewState` when every element must be applied.
     public init<Events: AsyncSequence>(
         effect: @escaping @Sendable (State) -> Events,
         filteredBy filter: (@Sendable (State) -> Bool)? = nil,

@@ -21,6 +21,12 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private struct Pending: Sendable {
         var event: Event
         var onApplied: (@Sendable (Transition<State, Event>?) -> Void)?
+        /// False for the second and later events of an `emit(contentsOf:)` batch: a stop
+        /// takes effect between batches, never inside one (all or nothing).
+        var startsBatch = true
+        /// For events of effects that a newer state cancels: still valid? Checked on the
+        /// executor right before reducing, where states are delivered, so it is exact.
+        var isCurrent: (@Sendable () -> Bool)?
     }
 
     /// Everything shared between `emit`/`state`/`states`/`stop` callers and the executor.
@@ -35,6 +41,16 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var nextID: UInt64 = 0
         var subscribers: [UInt64: StateChannel<State>] = [:]
         var observers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
+        /// Observers waiting for the executor to give them their first snapshot.
+        var joining: [Joiner] = []
+    }
+
+    private enum Registration { case stopped(UInt64, State), joined(UInt64, schedule: Bool) }
+
+    private struct Joiner: Sendable {
+        var id: UInt64
+        var handler: @Sendable (Transition<State, Event>) -> Void
+        var snapshot: @Sendable (UInt64, State) -> Void
     }
 
     /// The loop's executor: the reducer, observers and feedback delivery run here.
@@ -61,8 +77,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.shared = Protected(Shared(state: spin.initialState, sequence: sequence))
         let relay = Relay<State, Event>()
         self.relay = relay
-        let host = FeedbackHost<Event>(label: label, runsInline: false) { event in
-            relay.loop?.enqueue(Pending(event: event, onApplied: nil))
+        let host = FeedbackHost<Event>(label: label, runsInline: false) { event, isCurrent in
+            relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent))
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
@@ -116,7 +132,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                   shared.pending.count <= limit - events.count else { return nil }
             for (offset, event) in events.enumerated() {
                 let last = offset == events.count - 1
-                shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil))
+                shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil, startsBatch: offset == 0))
             }
             defer { shared.draining = true }
             return !shared.draining
@@ -130,21 +146,23 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// from Gears and drops pending events (their `onApplied` get nil). Idempotent; may
     /// be called from any thread, the loop's executor included.
     public func stop() {
-        let (subscribers, dropped) = shared.withLock { shared -> ([StateChannel<State>], [Pending]) in
-            guard shared.phase != .stopped else { return ([], []) }
+        let (subscribers, dropped, joiners, last) = shared.withLock { shared in
+            guard shared.phase != .stopped else { return ([StateChannel<State>](), [Pending](), [Joiner](), (shared.sequence, shared.state)) }
             shared.phase = .stopped
             stopped.store(true, ordering: .relaxed)
             defer {
                 shared.subscribers = [:]
                 shared.pending = []
                 shared.observers = []
+                shared.joining = []
             }
-            return (Array(shared.subscribers.values), shared.pending)
+            return (Array(shared.subscribers.values), shared.pending, shared.joining, (shared.sequence, shared.state))
         }
         relay.loop = nil
         for runner in runners { runner.stop() }
         for subscriber in subscribers { subscriber.finish() }
         for pending in dropped { pending.onApplied?(nil) }
+        for joiner in joiners { joiner.snapshot(last.0, last.1) }
     }
 
     // MARK: Reading
@@ -199,17 +217,43 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         })
     }
 
-    /// Calls `handler` on the loop's executor for every event applied from now on, in
-    /// order, before the feedbacks, `state` and `states` see the new state. The handler must
-    /// not block: the loop waits for it. Cancel the observation to detach.
+    /// Calls `handler` on the loop's executor for every event applied once the
+    /// registration has reached the executor (at the latest with the next event), in
+    /// order, before the feedbacks, `state` and `states` see the new state. The handler
+    /// must not block: the loop waits for it. Cancel the subscription to detach.
     public func observe(_ handler: @escaping @Sendable (Transition<State, Event>) -> Void) -> SpinSubscription {
-        let id = shared.withLock { shared -> UInt64 in
+        observe(startingWith: { _, _ in }, handler)
+    }
+
+    /// Like `observe(_:)`, but first gives `snapshot` the sequence and state the handler's
+    /// transitions start from, read on the executor: no transition is missed or seen
+    /// twice between the snapshot and the handler (a stream sends exactly this).
+    /// Both are called on the loop's executor; for a stopped loop, `snapshot` is called
+    /// at once with the last state and the handler never.
+    public func observe(
+        startingWith snapshot: @escaping @Sendable (_ sequence: UInt64, _ state: State) -> Void,
+        _ handler: @escaping @Sendable (Transition<State, Event>) -> Void
+    ) -> SpinSubscription {
+        let registration = shared.withLock { shared -> Registration in
+            guard shared.phase != .stopped else { return .stopped(shared.sequence, shared.state) }
             shared.nextID += 1
-            shared.observers.append((shared.nextID, handler))
-            return shared.nextID
+            shared.joining.append(Joiner(id: shared.nextID, handler: handler, snapshot: snapshot))
+            let schedule = !shared.draining
+            shared.draining = true
+            return .joined(shared.nextID, schedule: schedule)
         }
-        return SpinSubscription { [weak self] in
-            self?.shared.withLock { $0.observers.removeAll { $0.id == id } }
+        switch registration {
+        case .stopped(let sequence, let state):
+            snapshot(sequence, state)
+            return SpinSubscription {}
+        case .joined(let id, let schedule):
+            if schedule { queue.async { [self] in drain() } }
+            return SpinSubscription { [weak self] in
+                self?.shared.withLock { shared in
+                    shared.observers.removeAll { $0.id == id }
+                    shared.joining.removeAll { $0.id == id }
+                }
+            }
         }
     }
 
@@ -233,33 +277,43 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     ///
     /// Events are taken in batches: one lock to take what is pending, then for each event
     /// reduce, observers, `onApplied` and feedbacks; the new states are published to
-    /// `state` and `states` once per `publishEvery` events and at the end of the batch
-    /// (one lock per chunk instead of one per event).
+    /// `state` and `states` once per `publishEvery` events, before any `onApplied`, and at
+    /// the end of the batch (one lock per chunk instead of one per event).
     private func drain() {
         var batch: [Pending] = []
         var published: [State] = []
         while true {
-            let observers = shared.withLock { shared -> [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] in
+            let (observers, joiners) = shared.withLock { shared in
+                let joiners = shared.joining
+                shared.joining = []
+                shared.observers += joiners.map { ($0.id, $0.handler) }
                 if shared.phase == .stopped || shared.pending.isEmpty {
                     shared.draining = false
                 } else {
                     swap(&batch, &shared.pending)
                 }
-                return shared.observers
+                return (shared.observers, joiners)
             }
+            for joiner in joiners { joiner.snapshot(currentSequence, current) }
             if batch.isEmpty { return }
+            var stopping = false
             for pending in batch {
-                if stopped.load(ordering: .relaxed) {
+                if pending.startsBatch { stopping = stopped.load(ordering: .relaxed) }
+                if stopping {
                     pending.onApplied?(nil)
                     continue
                 }
+                // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
+                // produced this event does not get it applied.
+                if let isCurrent = pending.isCurrent, !isCurrent() { continue }
                 let next = reducer.reduce(current, pending.event)
                 current = next
                 currentSequence += 1
                 let transition = Transition(event: pending.event, state: next, sequence: currentSequence)
                 for observer in observers { observer.handler(transition) }
                 published.append(next)
-                if published.count == Self.publishEvery { publish(&published) }
+                // Whoever is told "applied" must be able to read it back at once.
+                if published.count == Self.publishEvery || pending.onApplied != nil { publish(&published) }
                 pending.onApplied?(transition)
                 for runner in runners { runner.receive(next) }
             }
@@ -276,7 +330,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         guard !states.isEmpty else { return }
         let (current, sequence) = (self.current, self.currentSequence)
         shared.withLock { shared in
-            guard shared.phase != .stopped else { return }
+            // After a stop the state is still kept true (it was applied); only the ended
+            // `states` sequences get nothing more.
             shared.state = current
             shared.sequence = sequence
             for subscriber in shared.subscribers.values { subscriber.push(states) }

@@ -44,8 +44,8 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         self.reducer = spin.reducer
         self.timeout = timeout
         let inbox = self.inbox
-        let host = FeedbackHost<Event>(label: label, runsInline: true) { event in
-            inbox.items.withLock { $0.append(event) }
+        let host = FeedbackHost<Event>(label: label, runsInline: true) { event, isCurrent in
+            inbox.items.withLock { $0.append(ProducedEvent(event: event, isCurrent: isCurrent)) }
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
@@ -97,7 +97,10 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         guard !finished else { return }
         finished = true
         await waitUntil { self.runningEffects == 0 }
-                let left = inbox.items.withLock { $0.count }
+        let left = inbox.items.withLock { items in
+            items.removeAll { $0.isCurrent.map { !$0() } ?? false }
+            return items.count
+        }
         if left > 0 {
             Issue.record("\(left) produced event(s) were not received: \(pendingDescription())",
                          sourceLocation: sourceLocation)
@@ -162,7 +165,11 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     private func nextProduced() async -> Event? {
         var next: Event?
         await waitUntil {
-            next = self.inbox.items.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            next = self.inbox.items.withLock { items in
+                // Cancelled effects' events are dropped, as the loop drops them.
+                while let first = items.first, let isCurrent = first.isCurrent, !isCurrent() { items.removeFirst() }
+                return items.isEmpty ? nil : items.removeFirst().event
+            }
             return next != nil
         }
         return next
@@ -182,10 +189,16 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     }
 
     private func pendingDescription() -> String {
-        inbox.items.withLock { $0.map { "\($0)" }.joined(separator: ", ") }
+        inbox.items.withLock { $0.map { "\($0.event)" }.joined(separator: ", ") }
     }
 }
 
+private struct ProducedEvent<Event: Sendable>: Sendable {
+    var event: Event
+    /// As in `SpinLoop`: an effect cancelled by a newer state since does not get it applied.
+    var isCurrent: (@Sendable () -> Bool)?
+}
+
 private final class ProducedEvents<Event: Sendable>: Sendable {
-    let items = Protected<[Event]>([])
+    let items = Protected<[ProducedEvent<Event>]>([])
 }

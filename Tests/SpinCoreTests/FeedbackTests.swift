@@ -80,17 +80,30 @@ struct FeedbackTests {
         loop.stop()
     }
 
-    @Test func streamForm_EmitsEveryElementForItsState() async {
-        let feedback = Feedback<Int, Step>(effect: { (state: Int) -> AsyncStream<Step> in
-            AsyncStream { continuation in
-                if state == 0 {
-                    for n in 1...3 { continuation.yield(.add(n)) }
-                }
-                continuation.finish()
+    static func oneTwoThree(state: Int) -> AsyncStream<Step> {
+        AsyncStream { continuation in
+            if state == 0 {
+                for n in 1...3 { continuation.yield(.add(n)) }
             }
-        })
+            continuation.finish()
+        }
+    }
+
+    @Test func streamForm_WithContinue_AppliesEveryElementForItsState() async {
+        let feedback = Feedback<Int, Step>(effect: Self.oneTwoThree, applying: .continueOnNewState)
         let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
         #expect(await loop.firstState { $0 == 6 } == 6)
+        loop.stop()
+    }
+
+    @Test func streamForm_WithCancel_StopsAtTheFirstNewState() async {
+        // The first element makes a new state, which cancels the stream for state 0:
+        // the elements after it are never applied, however fast they were produced.
+        let feedback = Feedback<Int, Step>(effect: Self.oneTwoThree)
+        let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        #expect(await loop.firstState { $0 == 1 } == 1)
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await loop.emitAndWait(.marker)?.state == 1)
         loop.stop()
     }
 
@@ -100,7 +113,7 @@ struct FeedbackTests {
                 if state == 0 { continuation.yield(.add(a)); continuation.yield(.add(b)) }
                 continuation.finish()
             }
-        }, dep1: 2, dep2: 5)
+        }, dep1: 2, dep2: 5, applying: .continueOnNewState)
         let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
         #expect(await loop.firstState { $0 == 7 } == 7)
         loop.stop()
@@ -122,7 +135,7 @@ struct FeedbackTests {
         _ = await loop.emitAndWait(.add(1))
         _ = await loop.emitAndWait(.add(1))
         gate.open()
-        for _ in 0..<200 { await Task.yield() }
+        try? await Task.sleep(for: .milliseconds(20))
         #expect(await loop.emitAndWait(.marker)?.state == 2)
         loop.stop()
     }
@@ -142,7 +155,7 @@ struct FeedbackTests {
         })
         let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
         #expect(await loop.firstState { $0 == 3 } == 3)
-        for _ in 0..<1000 where seen.count < 4 { await Task.yield() }
+        _ = await eventually { seen.count >= 4 }
         #expect(seen.all == [0, 1, 2, 3])
         loop.stop()
     }
@@ -163,7 +176,7 @@ struct FeedbackTests {
         }).execute(on: queue)
         let loop = Spin(initialState: 0, feedbacks: [sync, async], reducer: Reducer(sum)).start()
         _ = await loop.firstState { $0 == 1 }
-        for _ in 0..<1000 where syncPlaces.count < 2 || asyncPlaces.count < 2 { await Task.yield() }
+        _ = await eventually { syncPlaces.count >= 2 && asyncPlaces.count >= 2 }
         #expect(syncPlaces.all == ["feedback queue", "feedback queue"])
         #expect(asyncPlaces.all == ["feedback queue", "feedback queue"])
         loop.stop()

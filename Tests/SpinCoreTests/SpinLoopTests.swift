@@ -224,8 +224,7 @@ struct SpinLoopTests {
         #expect(await iterator.next() == nil)
         #expect(weakLoop == nil)
         // The effect's task ends right after it returns; its closure goes with it.
-        for _ in 0..<1000 where weakDependency != nil { await Task.yield() }
-        #expect(weakDependency == nil)
+        #expect(await eventually { weakDependency == nil })
     }
 
     @Test func aRunningLoop_KeepsItselfAlive_UntilStop() async {
@@ -244,8 +243,7 @@ struct SpinLoopTests {
         #expect(final == 50)
         weakLoop?.stop()
         // Work already on the executor finishes first; nothing else holds the loop.
-        for _ in 0..<1000 where weakLoop != nil { await Task.yield() }
-        #expect(weakLoop == nil)
+        #expect(await eventually { weakLoop == nil })
     }
 
     @Test func observe_SeesEveryTransition_BeforeFeedbacks() async {
@@ -317,6 +315,113 @@ struct SpinStatesTests {
             if state == 10_000 { break }
             expected += 1
         }
+        loop.stop()
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ObserveFromSnapshotTests {
+    @Test func theSnapshotAndTheTransitions_FollowEachOtherWithoutGapOrOverlap() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let producer = Task.detached { for _ in 0..<20_000 { loop.emit(.add(1)) } }
+        // Join while events pour in: the first transition must follow the snapshot.
+        let seen = Recorder<UInt64>()
+        let start = Recorder<UInt64>()
+        let joined = Gate()
+        let subscription = loop.observe(startingWith: { sequence, state in
+            #expect(UInt64(state) == sequence)
+            start.append(sequence)
+            joined.open()
+        }) { transition in seen.append(transition.sequence) }
+        await joined.wait()
+        await producer.value
+        _ = await loop.emitAndWait(.marker)
+        let sequences = seen.all
+        let first = start.all.first ?? 0
+        #expect(sequences == Array((first + 1)...20_001))
+        subscription.cancel()
+        loop.stop()
+    }
+
+    @Test func observingAStoppedLoop_GivesItsLastStateAtOnce() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        _ = await loop.emitAndWait(.add(4))
+        loop.stop()
+        let snapshot = Recorder<Int>()
+        _ = loop.observe(startingWith: { _, state in snapshot.append(state) }) { _ in Issue.record("no transition after stop") }
+        #expect(snapshot.all == [4])
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReviewRegressionTests {
+    @Test func whoeverIsToldApplied_ReadsItBack() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.start()
+        let seen = Recorder<Bool>()
+        let done = Gate()
+        loop.emit(contentsOf: [.add(1), .add(2), .add(3)]) { transition in
+            seen.append(loop.sequence == transition?.sequence && loop.state == transition?.state)
+            done.open()
+        }
+        await done.wait()
+        #expect(seen.all == [true])
+        loop.stop()
+    }
+
+    @Test func afterStop_TheStateStillShowsEveryAppliedEvent() async {
+        let loop = Spin(initialState: 0) { Reducer(sum) }.makeLoop()
+        let applied = Recorder<UInt64>()
+        let observation = loop.observe { transition in
+            applied.append(transition.sequence)
+            if transition.sequence == 5 { loop.stop() }
+        }
+        loop.start()
+        for _ in 0..<5 { loop.emit(.add(1)) }
+        #expect(await eventually { applied.count == 5 })
+        #expect(loop.sequence == 5)
+        #expect(loop.state == 5)
+        observation.cancel()
+    }
+
+    @Test func stop_CancelsAnEffectStillQueuedOnItsExecutor() async {
+        let queue = DispatchQueue(label: "test.blocked")
+        let ran = Recorder<Int>()
+        let feedback = Feedback<Int, Step>(effect: { (state: Int) -> Step? in
+            ran.append(state)
+            return nil
+        }).execute(on: queue)
+        queue.suspend()
+        let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        _ = await loop.emitAndWait(.marker)
+        loop.stop()
+        queue.resume()
+        queue.sync {}
+        #expect(ran.all.isEmpty)
+    }
+
+    @Test func aCancelledAsyncEffect_IsNotAppliedEvenIfItRacedTheNewState() async {
+        // The effect hands its event over while a newer state is being delivered: the
+        // loop re-checks before applying.
+        let release = Gate()
+        let handedOver = Gate()
+        let feedback = Feedback<Int, Step>(effect: { (state: Int) -> AsyncStream<Step> in
+            AsyncStream { continuation in
+                guard state == 1 else { return continuation.finish() }
+                Task {
+                    await release.wait()
+                    continuation.yield(.add(100))
+                    continuation.finish()
+                    handedOver.open()
+                }
+            }
+        })
+        let loop = Spin(initialState: 0, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        _ = await loop.emitAndWait(.add(1))
+        _ = await loop.emitAndWait(.add(1))
+        release.open()
+        await handedOver.wait()
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await loop.emitAndWait(.marker)?.state == 2)
         loop.stop()
     }
 }

@@ -73,3 +73,14 @@ extension SpinLoop {
         }
     }
 }
+
+/// Polls `condition` until it holds or `timeout` passes (for effects of work already
+/// queued elsewhere, like a task finishing after cancellation). Returns the last value.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}

@@ -209,11 +209,29 @@ struct APIRouterTests {
         let router = makeRouter(try makeExampleHost())
         let response = await router.respond("DELETE", "/v1/spins/counter")
         #expect(response.status == 405)
-        #expect(response.header("Allow") == "GET")
+        #expect(response.header("Allow") == "GET, HEAD")
         let get = await router.respond("GET", "/v1/spins/counter/events")
         #expect(get.status == 405)
         #expect(get.header("Allow") == "POST")
         #expect(await router.respond("GET", "/nowhere").status == 404)
+    }
+
+    @Test func aBatchLargerThanTheInbox_Is413NamingTheLimit_NotAnEndless429() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host, inbox: 10)
+        let batch = "[" + Array(repeating: #"{"type":"increaseLeft"}"#, count: 11).joined(separator: ",") + "]"
+        let response = await router.post("/v1/spins/levels/events", batch)
+        #expect(response.status == 413)
+        #expect(response.errorCode == "batch_too_large")
+        #expect(response.errorMessage.contains("10"))
+        host.stop()
+    }
+
+    @Test func headOnAStream_Is405() async throws {
+        let router = makeRouter(try makeExampleHost())
+        let response = await router.respond("HEAD", "/v1/spins/counter/stream")
+        #expect(response.status == 405)
+        #expect(response.header("Allow") == "GET")
     }
 
     @Test func waitMustBeABoolean() async throws {
@@ -285,5 +303,45 @@ struct APIRouterTests {
         #expect(APIRouter.template(of: "/v1/spins/counter") == "/v1/spins/{name}")
         #expect(APIRouter.template(of: "/healthz") == "/healthz")
         #expect(APIRouter.template(of: "/../etc/passwd") == "other")
+    }
+}
+
+/// Holds acknowledgements until the test releases them, as a journal waiting for fsync.
+final class HeldDurability: DurabilityGate, @unchecked Sendable {
+    private let held = Protected<[(String, UInt64, @Sendable (APIError?) -> Void)]>([])
+
+    func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
+        held.withLock { $0.append((spin, sequence, acknowledge)) }
+    }
+
+    var waiting: [(String, UInt64)] { held.withLock { $0.map { ($0.0, $0.1) } } }
+
+    func release() {
+        let all = held.withLock { held in defer { held = [] }; return held }
+        for entry in all { entry.2(nil) }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct DurabilityGateTests {
+    @Test func anAcknowledgement_WaitsUntilTheEventIsDurable() async throws {
+        let host = try makeExampleHost()
+        let gate = HeldDurability()
+        let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), durability: gate)
+        _ = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
+        let answered = Protected(false)
+        let request = Task { () -> APIResponse in
+            let response = await router.post("/v1/spins/levels/events", #"{"type":"set","left":2,"right":2}"#)
+            answered.withLock { $0 = true }
+            return response
+        }
+        while gate.waiting.isEmpty { await Task.yield() }
+        // Applied (the state shows it) but not acknowledged until durable.
+        #expect(await router.respond("GET", "/v1/spins/levels").object["state"] as? [String: Int] == ["left": 2, "right": 2])
+        #expect(gate.waiting.first?.0 == "levels")
+        #expect(!answered.withLock { $0 })
+        gate.release()
+        #expect(await request.value.status == 202)
+        host.stop()
     }
 }

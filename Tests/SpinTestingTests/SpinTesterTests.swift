@@ -173,3 +173,23 @@ actor WokeList {
     var all: [Int] = []
     func add(_ value: Int) { all.append(value) }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct RawFormTesterTests {
+    @Test func aRawStreamFeedback_IsNotAnEffectStillRunning() async {
+        let tester = SpinTester(Spin(initialState: 0) {
+            Feedback(effect: { (states: AsyncStream<Int>) -> AsyncStream<Tick> in
+                AsyncStream { continuation in
+                    Task {
+                        for await state in states where state == 1 { continuation.yield(.add(1)) }
+                        continuation.finish()
+                    }
+                }
+            })
+            Reducer(reduce)
+        })
+        await tester.send(.add(1)) { $0 = 1 }
+        await tester.receive(.add(1)) { $0 = 2 }
+        await tester.finish()
+    }
+}

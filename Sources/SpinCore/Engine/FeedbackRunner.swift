@@ -4,15 +4,17 @@ import Dispatch
 /// deterministic tester of SpinTesting.
 package struct FeedbackHost<Event: Sendable>: Sendable {
     /// Hands an event produced by a feedback to the driver, which applies it after every
-    /// event it already has.
-    package let submit: @Sendable (Event) -> Void
+    /// event it already has. The closure, when given, tells whether the event is still
+    /// wanted; the driver asks right before applying it and drops it if not (an effect
+    /// that a newer state cancelled in the meantime).
+    package let submit: @Sendable (Event, (@Sendable () -> Bool)?) -> Void
     /// When true, executors given with `.execute(on:)` are ignored and synchronous
     /// effects run inline, so that a test is deterministic.
     package let runsInline: Bool
     /// The label of the loop (a hosted Spin's name), given to Gears as the source.
     package let label: String?
 
-    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event) -> Void) {
+    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event, (@Sendable () -> Bool)?) -> Void) {
         self.label = label
         self.runsInline = runsInline
         self.submit = submit
@@ -36,8 +38,9 @@ package struct FeedbackContext<Event: Sendable>: Sendable {
 
 /// A feedback of a running loop.
 ///
-/// `start` and `receive` are called on the loop's executor only, `start` first; `stop`
-/// may be called from any thread and is idempotent; after it, `receive` starts nothing.
+/// `start` is called once, before any state, by whoever makes the loop; `receive` only on
+/// the loop's executor; `stop` from any thread, idempotently; after it, nothing a
+/// feedback does reaches the loop.
 package protocol FeedbackRunner<State>: AnyObject, Sendable {
     associatedtype State: Sendable
     /// Called once before the loop delivers its first state: attach to Gears, open streams.

@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 
 /// A feedback that catches events from a Gear and turns them into events of its loop.
@@ -18,7 +19,7 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
         let transform = self.transform
         let submit = context.host.submit
         let token = gear.observe { delivery in
-            if let event = transform(delivery.event) { submit(event) }
+            if let event = transform(delivery.event) { submit(event, nil) }
         }
         subscription.withLock { $0 = token }
     }
@@ -41,6 +42,8 @@ final class GearPropagateRunner<State: Sendable, Event: Sendable, GearEvent: Sen
     private let gear: Gear<GearEvent>
     private let transform: @Sendable (State) -> GearEvent?
     private let context: FeedbackContext<Event>
+    /// Set by `stop`; a propagation still queued on `.execute(on:)` checks it.
+    private let stopped = StopFlag()
 
     init(gear: Gear<GearEvent>, transform: @escaping @Sendable (State) -> GearEvent?, context: FeedbackContext<Event>) {
         self.gear = gear
@@ -54,16 +57,26 @@ final class GearPropagateRunner<State: Sendable, Event: Sendable, GearEvent: Sen
         let gear = self.gear
         let transform = self.transform
         let label = context.host.label
+        let stopped = self.stopped
         if let queue = context.executor, !context.host.runsInline {
             queue.async {
+                guard !stopped.isSet else { return }
                 if let event = transform(state) { gear.propagate(event, from: label) }
             }
-        } else if let event = transform(state) {
+        } else if !stopped.isSet, let event = transform(state) {
             gear.propagate(event, from: label)
         }
     }
 
-    func stop() {}
+    func stop() { stopped.set() }
 
     var runningEffects: Int { 0 }
+}
+
+/// A one-way flag, readable from any thread.
+final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
 }

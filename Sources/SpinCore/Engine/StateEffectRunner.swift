@@ -51,21 +51,24 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
         let cancels = strategy == .cancelOnNewState
         let generation = self.generation
         let submit = context.host.submit
-        /// Hands over an event unless a newer state has cancelled this effect.
+        let isCurrent: (@Sendable () -> Bool)? = cancels ? { @Sendable in generation.current == mine } : nil
+        /// Hands over an event of a deferred effect unless a newer state (or `stop`) has
+        /// cancelled it; the loop checks `isCurrent` again right before applying it.
         let emit: @Sendable (Event) -> Void = { event in
-            if cancels && generation.current != mine { return }
-            submit(event)
+            if let isCurrent, !isCurrent() { return }
+            submit(event, isCurrent)
         }
 
         switch body {
         case .sync(let effect):
             if let queue = context.executor, !context.host.runsInline {
                 queue.async {
-                    if cancels && generation.current != mine { return }
+                    if let isCurrent, !isCurrent() { return }
                     if let event = effect(state) { emit(event) }
                 }
             } else if let event = effect(state) {
-                emit(event)
+                // Produced right now, before any newer state: always applied.
+                submit(event, nil)
             }
         case .async(let effect):
             if cancels, let previous = currentTask {
@@ -81,6 +84,9 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
     }
 
     func stop() {
+        // Effects already queued or running see a newer generation: nothing of theirs
+        // is handed over or applied.
+        _ = generation.advance()
         tasks.cancelAll(close: true)
     }
 
@@ -88,47 +94,48 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
 }
 
 /// The raw form: the effect gets the whole stream of states and returns a stream of
-/// events. It starts with the loop and ends with it.
-///
-/// `@unchecked Sendable`: `continuation` is set in `start` and used in `receive`/`stop`,
-/// all on the loop's executor.
-final class StateStreamRunner<State: Sendable, Event: Sendable>: FeedbackRunner, @unchecked Sendable {
+/// events. It starts with the loop and ends with it. `AsyncStream`'s continuation is
+/// thread-safe (yielding after `finish()` does nothing), so `receive` on the executor
+/// and `stop` from anywhere need no lock.
+final class StateStreamRunner<State: Sendable, Event: Sendable>: FeedbackRunner {
     private let effect: @Sendable (AsyncStream<State>, _ emit: @Sendable (Event) -> Void) async -> Void
     private let context: FeedbackContext<Event>
     private let tasks = TaskBag()
-    private var continuation: AsyncStream<State>.Continuation?
+    private let states: AsyncStream<State>
+    private let continuation: AsyncStream<State>.Continuation
 
     init(effect: @escaping @Sendable (AsyncStream<State>, _ emit: @Sendable (Event) -> Void) async -> Void,
          context: FeedbackContext<Event>) {
         self.effect = effect
         self.context = context
+        (states, continuation) = AsyncStream.makeStream(of: State.self)
     }
 
     func start() {
-        let (states, continuation) = AsyncStream.makeStream(of: State.self)
-        self.continuation = continuation
         let effect = self.effect
+        let states = self.states
         let submit = context.host.submit
         let executor = context.executor.flatMap { context.host.runsInline ? nil : DispatchQueueExecutor($0) }
         tasks.run(on: executor) {
             await effect(states) { event in
                 guard !Task.isCancelled else { return }
-                submit(event)
+                submit(event, nil)
             }
         }
     }
 
     func receive(_ state: State) {
-        continuation?.yield(state)
+        continuation.yield(state)
     }
 
     func stop() {
-        continuation?.finish()
-        continuation = nil
+        continuation.finish()
         tasks.cancelAll(close: true)
     }
 
-    var runningEffects: Int { tasks.count }
+    /// Always 0: the raw form lives as long as its loop by design, so it is never an
+    /// effect "still running" at the end of a test.
+    var runningEffects: Int { 0 }
 }
 
 /// The number of states a feedback has acted on, shared with its effects so that they

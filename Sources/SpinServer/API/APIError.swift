@@ -58,8 +58,9 @@ package struct APIError: Error, Equatable, Sendable {
                  headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
-    package static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(status: 413, code: "payload_too_large", message: "the body is larger than the limit of \(limit) bytes")
+    package static func batchTooLarge(count: Int, limit: Int) -> APIError {
+        APIError(status: 413, code: "batch_too_large",
+                 message: "a batch of \(count) events is larger than the inbox of \(limit) (limits.inbox); send it in parts")
     }
 
     package static func unsupportedMediaType(_ contentType: String?) -> APIError {

@@ -3,7 +3,7 @@ import SpinWire
 /// A request as the API layer sees it: what the HTTP layer parsed, nothing of sockets.
 package struct APIRequest: Sendable {
     package var method: String
-    /// The path, percent-decoded per segment by the router (raw here).
+    /// The path as the client sent it (Spin and Gear names need no percent-encoding).
     package var path: String
     /// Query items in order (`wait=true`).
     package var query: [(name: String, value: String)]

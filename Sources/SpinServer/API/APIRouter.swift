@@ -32,12 +32,16 @@ package struct APIRouter: Sendable {
     package let access: AccessControl
     package let metrics: Metrics
     package let limits: Limits
+    /// Where acknowledgements wait for the journal.
+    package let durability: any DurabilityGate
 
-    package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits()) {
+    package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits(),
+                 durability: any DurabilityGate = ImmediateDurability()) {
         self.host = host
         self.access = access
         self.metrics = metrics
         self.limits = limits
+        self.durability = durability
     }
 
     /// The route template of a path, as metrics label it.
@@ -65,9 +69,11 @@ package struct APIRouter: Sendable {
 
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
-        /// Checks method and scope; nil means go on.
+        /// Checks method and scope; nil means go on. GET routes answer HEAD too.
         func allow(_ methods: [String], _ scope: Scope?) -> APIError? {
-            guard methods.contains(method) else { return .methodNotAllowed(request.method, allowed: methods) }
+            guard methods.contains(method) else {
+                return .methodNotAllowed(request.method, allowed: methods.flatMap { $0 == "GET" ? ["GET", "HEAD"] : [$0] })
+            }
             if let scope { return access.check(authorization: auth, needs: scope) }
             return nil
         }
@@ -119,6 +125,7 @@ package struct APIRouter: Sendable {
             postEvents(request, to: spin) { respond(.respond($0)) }
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
+            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
             if let error = allow(["GET"], .read) { return fail(error) }
             guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
             respond(.stateStream(spin))
@@ -131,6 +138,7 @@ package struct APIRouter: Sendable {
             reply(.json(200, .object([("gears", .array(list))])))
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
+            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
             if let error = allow(["GET"], .read) { return fail(error) }
             guard let gear = host.gear(named: parts[2]) else { return fail(.gearNotFound(parts[2])) }
             respond(.gearStream(gear))
@@ -159,24 +167,49 @@ package struct APIRouter: Sendable {
         } catch {
             return respond(.error(error))
         }
+        submit(batch, to: spin) { result in
+            switch result {
+            case .success(let transition): Self.acknowledge(transition, count: batch.count, wait: wait, respond: respond)
+            case .failure(let error): respond(.error(error))
+            }
+        }
+    }
+
+    /// Enqueues a decoded batch, all or nothing, and calls `done` once its last event is
+    /// applied and durable, or with the reason it was refused. Used by `POST .../events`
+    /// and by client events on a stream.
+    package func submit(_ batch: EventBatch, to spin: any HostedSpin,
+                        done: @escaping @Sendable (Result<HostedTransition, APIError>) -> Void) {
+        guard batch.count <= limits.inbox else {
+            return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
+        }
         let accepted = ContinuousClock.now
         let metrics = self.metrics
+        let durability = self.durability
         let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
             guard let transition else {
-                return respond(.error(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
+                return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
-            if wait {
-                respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])))
-            } else {
-                respond(.json(202, .object([("accepted", .number(String(batch.count))),
-                                            ("sequence", .number(String(transition.sequence)))])))
+            durability.whenDurable(spin: spin.name, sequence: transition.sequence) { error in
+                done(error.map { .failure($0) } ?? .success(transition))
             }
         }
         switch outcome {
         case .accepted: break
-        case .inboxFull: respond(.error(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
-        case .stopped: respond(.error(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        case .stopped: done(.failure(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        }
+    }
+
+    /// 202 `{"accepted":k,"sequence":N}`, or with `?wait=true` 200 `{"sequence":N,"state":..}`.
+    private static func acknowledge(_ transition: HostedTransition, count: Int, wait: Bool,
+                                    respond: @Sendable (APIResponse) -> Void) {
+        if wait {
+            respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])))
+        } else {
+            respond(.json(202, .object([("accepted", .number(String(count))),
+                                        ("sequence", .number(String(transition.sequence)))])))
         }
     }
 

@@ -103,10 +103,15 @@ public struct SpinServerConfiguration: Sendable, Equatable {
 
         public var directory: String
         public var fsync: Fsync
+        /// Whether Spins are journaled in `directory` and recovered from it at start-up.
+        /// False keeps state in memory only: the default for a server built in code (tests,
+        /// embedding); the `spin-server` executable always persists.
+        public var persists: Bool
 
-        public init(directory: String = "data", fsync: Fsync = .batch) {
+        public init(directory: String = "data", fsync: Fsync = .batch, persists: Bool = false) {
             self.directory = directory
             self.fsync = fsync
+            self.persists = persists
         }
     }
 

@@ -44,7 +44,15 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Sees every applied event from now on, in order, on the Spin's executor. The
     /// handler must not block.
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
+    /// Gives `snapshot` the sequence and state the handler's transitions follow, with no
+    /// gap or overlap between them (what a stream sends first), both on the executor.
+    func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
+                 _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
     var pendingEvents: Int { get }
+    /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
+    /// and the journaled events after it, replayed through the reducer (no effect runs).
+    /// Returns the recovered sequence. Throws `RecoveryError` on data it cannot use.
+    func recover(snapshot: [UInt8]?, records: [(sequence: UInt64, payload: [UInt8])]) throws -> UInt64
     /// Makes the loop (Gear subscriptions attached), without delivering any state.
     func prepare()
     func start()
@@ -57,6 +65,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     let kind: String
     private let spin: Spin<State, Event>
     private let loop = Protected<SpinLoop<State, Event>?>(nil)
+    /// Where the loop starts: the Spin's initial state at 0, or what recovery restored.
+    private let origin: Protected<(state: State, sequence: UInt64)?> = Protected(nil)
+    /// The last transition encoded: every observer of one event (all the streams of this
+    /// Spin, the metrics) shares one encoding. Observers run one after the other on the
+    /// Spin's executor, so the first encodes and the others find it here.
+    private let lastEncoded = Protected<HostedTransition?>(nil)
 
     init(name: String, kind: String, spin: Spin<State, Event>) {
         self.name = name
@@ -68,7 +82,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private var running: SpinLoop<State, Event> {
         loop.withLock { loop in
             if let loop { return loop }
-            let made = spin.makeLoop(label: name)
+            let made: SpinLoop<State, Event>
+            if let origin = origin.withLock({ $0 }) {
+                made = spin.startingFrom(origin.state).makeLoop(label: name, sequence: origin.sequence)
+            } else {
+                made = spin.makeLoop(label: name)
+            }
             loop = made
             return made
         }
@@ -78,6 +97,40 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func start() { running.start() }
     func stop() { running.stop() }
     var pendingEvents: Int { running.pendingEvents }
+
+    func recover(snapshot: [UInt8]?, records: [(sequence: UInt64, payload: [UInt8])]) throws -> UInt64 {
+        var state = spin.initialState
+        var sequence: UInt64 = 0
+        if let snapshot {
+            guard let document = try? JSONSerialization.jsonObject(with: Data(snapshot)) as? [String: Any],
+                  let number = document["sequence"] as? NSNumber, let stateJSON = document["state"],
+                  let stateData = try? JSONSerialization.data(withJSONObject: stateJSON, options: [.fragmentsAllowed]) else {
+                throw RecoveryError(spin: name, problem: "the snapshot is not {\"sequence\":N,\"state\":..}")
+            }
+            do {
+                state = try JSONDecoder().decode(State.self, from: stateData)
+            } catch let error as DecodingError {
+                throw RecoveryError(spin: name, problem: "the snapshot's state does not decode: \(Self.describe(error))")
+            }
+            sequence = number.uint64Value
+        }
+        for record in records where record.sequence > sequence {
+            guard record.sequence == sequence + 1 else {
+                throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)")
+            }
+            let event: Event
+            do {
+                event = try JSONDecoder().decode(Event.self, from: Data(record.payload))
+            } catch let error as DecodingError {
+                throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))")
+            }
+            state = spin.reducer.reduce(state, event)
+            sequence = record.sequence
+        }
+        let recovered = (state, sequence)
+        origin.withLock { $0 = recovered }
+        return sequence
+    }
 
     func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch {
         let data = Data(json)
@@ -112,7 +165,6 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
         }
         let loop = running
-        if loop.isStopped { return .stopped }
         let accepted = loop.emit(contentsOf: events, limit: inboxLimit) { transition in
             onApplied(transition.map(Self.encode))
         }
@@ -126,7 +178,23 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
-        running.observe { transition in handler(Self.encode(transition)) }
+        running.observe { [self] transition in handler(encodeOnce(transition)) }
+    }
+
+    func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
+                 _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
+        running.observe(startingWith: { sequence, state in snapshot(sequence, Self.encode(state)) }) { [self] transition in
+            handler(encodeOnce(transition))
+        }
+    }
+
+    private func encodeOnce(_ transition: Transition<State, Event>) -> HostedTransition {
+        lastEncoded.withLock { last in
+            if let last, last.sequence == transition.sequence { return last }
+            let encoded = Self.encode(transition)
+            last = encoded
+            return encoded
+        }
     }
 
     private static func encode(_ transition: Transition<State, Event>) -> HostedTransition {
@@ -185,4 +253,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         if let detail = nsError.userInfo[NSDebugDescriptionErrorKey] as? String { return detail }
         return nsError.localizedDescription
     }
+}
+
+/// Stored data a Spin cannot be recovered from; start-up stops with it.
+package struct RecoveryError: Error, CustomStringConvertible {
+    package let spin: String
+    package let problem: String
+
+    package var description: String { "cannot recover Spin \"\(spin)\": \(problem)" }
 }

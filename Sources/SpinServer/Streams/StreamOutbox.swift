@@ -62,6 +62,12 @@ package struct StreamOutbox: Sendable {
         items.append((.state, message))
     }
 
+    /// Puts a state-kind message before everything else (the first snapshot, which must
+    /// precede any ack or error queued while it was on its way).
+    package mutating func pushFront(state message: JSONValue) {
+        items.insert((.state, message), at: 0)
+    }
+
     /// Takes the oldest waiting message.
     package mutating func pop() -> JSONValue? {
         items.isEmpty ? nil : items.removeFirst().message

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a `SocketServer` listens. Every default is in `init` and says why.
+package struct ServerConfiguration: Sendable, Hashable {
+    /// The numeric host to bind: `127.0.0.1`, `0.0.0.0`, `::1`, `::`. Default
+    /// `127.0.0.1`: exposing a server beyond the machine is a decision, not a default.
+    /// IPv6 sockets are IPV6_V6ONLY: `::` does not take IPv4 connections (run a second
+    /// server on `0.0.0.0` for both), so the two families never fight over a port.
+    package var host: String
+    /// The port; 0 lets the kernel pick one, reported by `start()`. Default 8080.
+    package var port: Int
+    /// The listen(2) backlog. 511, as nginx and Redis (the kernel caps it at somaxconn).
+    package var backlog: Int32
+    /// Open connections at most; one accepted beyond this is closed at once, so the
+    /// existing ones keep their descriptors and buffers. 10 000.
+    package var maxConnections: Int
+    /// Serial queues that drive connections. Default: the active core count (at least
+    /// 1): one queue per core keeps every core busy without lock contention between
+    /// connections of the same queue.
+    package var eventQueueCount: Int
+    /// Per-connection buffering and timeouts.
+    package var limits: ConnectionLimits
+
+    package init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        backlog: Int32 = 511,
+        maxConnections: Int = 10_000,
+        eventQueueCount: Int? = nil,
+        limits: ConnectionLimits = ConnectionLimits()
+    ) {
+        self.host = host
+        self.port = port
+        self.backlog = backlog
+        self.maxConnections = maxConnections
+        self.eventQueueCount = max(1, eventQueueCount ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        self.limits = limits
+    }
+}

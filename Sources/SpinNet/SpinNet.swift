@@ -1,2 +1,0 @@
-/// SpinNet: see DESIGN.md §1 for what this module owns.
-package enum SpinNetModule {}

@@ -1,0 +1,266 @@
+import Dispatch
+import Logging
+import SpinCore
+import SpinNet
+import SpinWire
+
+/// What a stream carries.
+enum StreamSource {
+    /// A Spin's states: a snapshot, then one message per applied event; the client may
+    /// send events (with the `write` scope).
+    case state(any HostedSpin, clientMayWrite: Bool)
+    /// Every event crossing a Gear.
+    case gear(any HostedGear)
+}
+
+/// One open stream (WebSocket or SSE) on one connection: subscribes to its source,
+/// writes messages with backpressure, conflates what a slow client cannot take, answers
+/// client events and pings.
+///
+/// `@unchecked Sendable`: every mutable property is only touched on the connection's
+/// queue; callbacks from Spins and Gears hop there with `connection.execute`.
+final class StreamSession: @unchecked Sendable {
+    enum Transport {
+        case webSocket(WebSocketSession)
+        case sse(HTTPBodyEncoder)
+    }
+
+    private let connection: Connection
+    private let source: StreamSource
+    private let context: ServerContext
+    private var transport: Transport
+    private var outbox: StreamOutbox
+    /// A write answered `.aboveHighWatermark`: queue in the outbox until writable.
+    private var blocked = false
+    /// A state stream sends nothing before its snapshot (DESIGN.md §3: snapshot first,
+    /// always); acks or errors for early client messages wait in the outbox.
+    private var awaitingSnapshot: Bool
+    private var subscription: SpinSubscription?
+    private var pingTimer: DispatchSourceTimer?
+    private var finished = false
+    let kind: String
+
+    init(connection: Connection, source: StreamSource, transport: Transport, context: ServerContext) {
+        self.connection = connection
+        self.source = source
+        self.transport = transport
+        self.context = context
+        self.outbox = StreamOutbox(limit: context.configuration.limits.streamQueue)
+        if case .state = source { awaitingSnapshot = true } else { awaitingSnapshot = false }
+        switch (source, transport) {
+        case (.gear, _): kind = "gear"
+        case (_, .webSocket): kind = "websocket"
+        case (_, .sse): kind = "sse"
+        }
+    }
+
+    /// Subscribes and starts pinging. On the connection's queue.
+    func start() {
+        context.metrics.streamOpened(kind: kind)
+        let connection = self.connection
+        switch source {
+        case .state(let spin, _):
+            subscription = spin.observe(startingWith: { [self] sequence, state in
+                connection.execute { self.deliverSnapshot(StreamMessage.snapshot(sequence: sequence, state: state)) }
+            }) { [self] transition in
+                connection.execute { self.deliver(transition) }
+            }
+        case .gear(let gear):
+            subscription = gear.observe { [self] traffic in
+                connection.execute { self.deliverControl(StreamMessage.gear(traffic)) }
+            }
+        }
+        let interval = context.configuration.limits.pingIntervalSeconds
+        let timer = DispatchSource.makeTimerSource(queue: connection.queue)
+        timer.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
+        timer.setEventHandler { [weak self] in self?.ping() }
+        timer.resume()
+        pingTimer = timer
+    }
+
+    // MARK: Outgoing
+
+    /// Whether a message must wait in the outbox instead of being written now.
+    private var mustQueue: Bool { awaitingSnapshot || blocked || !outbox.isEmpty }
+
+    private func deliver(_ transition: HostedTransition) {
+        guard !finished else { return }
+        if mustQueue {
+            if case .conflated(let dropped) = outbox.push(transition) {
+                context.logger.debug("stream conflated", metadata: ["connection": "\(connection.id)", "dropped": "\(dropped)"])
+            }
+            return
+        }
+        write(StreamMessage.state(transition))
+    }
+
+    /// The first message of a state stream: ahead of anything queued meanwhile.
+    private func deliverSnapshot(_ message: JSONValue) {
+        guard !finished else { return }
+        awaitingSnapshot = false
+        outbox.pushFront(state: message)
+        flush()
+    }
+
+    /// An ack, error or Gear message: never dropped.
+    private func deliverControl(_ message: JSONValue) {
+        guard !finished else { return }
+        if mustQueue {
+            if outbox.push(control: message) == .overflow {
+                fail(.policyViolation, reason: "too many unread messages")
+            }
+            return
+        }
+        write(message)
+    }
+
+    private func write(_ message: JSONValue) {
+        let text = message.bytes
+        switch transport {
+        case .webSocket(var session):
+            let actions = session.sendText(String(decoding: text, as: UTF8.self))
+            transport = .webSocket(session)
+            perform(actions)
+        case .sse(let encoder):
+            var event: [UInt8] = Array("data: ".utf8)
+            event += text
+            event += Array("\n\n".utf8)
+            send(encoder.encode(event))
+        }
+    }
+
+    private func send(_ bytes: [UInt8]) {
+        if connection.write(bytes) == .aboveHighWatermark { blocked = true }
+    }
+
+    /// The connection can take more: flush what waited.
+    func writable() {
+        blocked = false
+        flush()
+    }
+
+    private func flush() {
+        while !blocked, !awaitingSnapshot, !finished, let message = outbox.pop() {
+            write(message)
+        }
+    }
+
+    private func ping() {
+        guard !finished else { return }
+        switch transport {
+        case .webSocket(var session):
+            let actions = session.ping()
+            transport = .webSocket(session)
+            perform(actions)
+        case .sse(let encoder):
+            // An SSE comment line: ignored by clients, keeps proxies and NATs awake.
+            send(encoder.encode(Array(": ping\n\n".utf8)))
+        }
+    }
+
+    // MARK: Incoming
+
+    func receive(_ bytes: [UInt8]) {
+        guard case .webSocket(var session) = transport else { return }
+        let actions = session.receive(bytes)
+        transport = .webSocket(session)
+        perform(actions)
+    }
+
+    private func perform(_ actions: [WebSocketSession.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let bytes): send(bytes)
+            case .message(.text(let text)): clientMessage(Array(text.utf8))
+            case .message(.binary):
+                fail(.unsupportedData, reason: "this stream takes JSON text messages")
+            case .pongReceived: break
+            case .peerClosed(let code, _):
+                context.logger.debug("stream closed by peer", metadata: ["connection": "\(connection.id)",
+                                                                           "code": "\(code.map { "\($0.rawValue)" } ?? "none")"])
+            case .failed(let error):
+                context.logger.info("stream failed", metadata: ["connection": "\(connection.id)", "error": "\(error)"])
+            case .closeConnection:
+                finish()
+                connection.closeAfterFlush()
+            }
+        }
+    }
+
+    /// `{"type":"event","id":..,"event":{..}}` → ack once applied, or error.
+    private func clientMessage(_ text: [UInt8]) {
+        guard case .state(let spin, let clientMayWrite) = source else {
+            return deliverControl(StreamMessage.error(id: .null, .badRequest("the Gear stream takes no messages")))
+        }
+        let id: JSONValue
+        let event: [UInt8]
+        switch StreamMessage.parseClientEvent(text) {
+        case .failure(let refusal): return deliverControl(StreamMessage.error(id: refusal.id, refusal.error))
+        case .success(let message): (id, event) = message
+        }
+        guard clientMayWrite else {
+            return deliverControl(StreamMessage.error(id: id, .forbidden("sending events needs a token with the write scope")))
+        }
+        let batch: EventBatch
+        do {
+            batch = try spin.decodeEvents(json: event)
+        } catch {
+            return deliverControl(StreamMessage.error(id: id, error))
+        }
+        let connection = self.connection
+        context.router.submit(batch, to: spin) { [self] result in
+            connection.execute {
+                switch result {
+                case .success(let transition): self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence))
+                case .failure(let error): self.deliverControl(StreamMessage.error(id: id, error))
+                }
+            }
+        }
+    }
+
+    // MARK: Ending
+
+    /// Closes the stream with a WebSocket close code (SSE: ends the body).
+    func fail(_ code: WebSocketCloseCode, reason: String) {
+        guard !finished else { return }
+        switch transport {
+        case .webSocket(var session):
+            let actions = session.close(code: code, reason: reason)
+            transport = .webSocket(session)
+            finish()
+            for case .send(let bytes) in actions { _ = connection.write(bytes) }
+            // Close after the frame is flushed; the connection's lingering close drains
+            // the peer's answer without passing it on.
+            connection.closeAfterFlush()
+        case .sse(let encoder):
+            finish()
+            _ = connection.write(encoder.end())
+            connection.closeAfterFlush()
+        }
+    }
+
+    /// The server is shutting down: WebSocket 1001, SSE end of body.
+    func shutdown() {
+        fail(.goingAway, reason: "server shutting down")
+    }
+
+    /// Stops the subscription and the pings. Idempotent.
+    func finish() {
+        guard !finished else { return }
+        finished = true
+        subscription?.cancel()
+        subscription = nil
+        pingTimer?.cancel()
+        pingTimer = nil
+        context.metrics.streamClosed(kind: kind)
+    }
+
+    /// The TCP connection closed.
+    func connectionClosed() {
+        if case .webSocket(var session) = transport {
+            session.connectionClosed()
+            transport = .webSocket(session)
+        }
+        finish()
+    }
+}

@@ -1,2 +1,0 @@
-/// SpinWire: see DESIGN.md §1 for what this module owns.
-package enum SpinWireModule {}

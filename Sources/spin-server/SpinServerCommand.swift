@@ -1,0 +1,57 @@
+import ArgumentParser
+import SpinServer
+
+/// The command line of `spin-server`. Parsing only: values are checked by
+/// `SpinServerConfiguration.load`, so that a bad value names its flag like any other
+/// configuration error.
+struct SpinServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "spin-server",
+        abstract: "Hosts feedback loops (Spins) over HTTP, WebSocket and SSE.",
+        discussion: """
+            Precedence: flags > environment variables > config file > built-in defaults. \
+            Every config file key is described in README.md ("Configuration").
+
+            Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
+            SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
+            SPIN_TOKENS ("token:read+write,other:admin").
+
+            Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
+            64 bad configuration or flags; 1 could not start (port in use, unreadable certificate).
+            """
+    )
+
+    @Option(help: ArgumentHelp("The JSON config file (env SPIN_CONFIG; default Config/spin-server.json).", valueName: "path"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("Address to listen on (env SPIN_HOST; config listen.host; default 127.0.0.1).", valueName: "address"))
+    var host: String?
+
+    @Option(help: ArgumentHelp("TCP port, 0 picks a free one (env SPIN_PORT; config listen.port; default 8080).", valueName: "port"))
+    var port: String?
+
+    @Option(help: ArgumentHelp("Storage directory, created if missing (env SPIN_STORAGE; config storage.directory; default data).", valueName: "directory"))
+    var storage: String?
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env SPIN_LOG_LEVEL; config log.level; default info).", valueName: "level"))
+    var logLevel: String?
+
+    @Option(help: ArgumentHelp("text or json: one JSON object per line (env SPIN_LOG_FORMAT; config log.format; default text).", valueName: "format"))
+    var logFormat: String?
+
+    @Option(help: ArgumentHelp("PEM certificate chain; with --tls-key the server speaks TLS 1.2+ (env SPIN_TLS_CERTIFICATE; config tls.certificate).", valueName: "path"))
+    var tlsCertificate: String?
+
+    @Option(help: ArgumentHelp("PEM private key for --tls-certificate (env SPIN_TLS_KEY; config tls.key).", valueName: "path"))
+    var tlsKey: String?
+
+    @Flag(help: "Check the configuration, print one line saying what would be hosted, and exit (0 if valid, 64 if not).")
+    var checkConfig = false
+
+    /// The flags as loading takes them.
+    var flags: SpinServerConfiguration.Flags {
+        SpinServerConfiguration.Flags(
+            config: config, host: host, port: port, storage: storage, logLevel: logLevel,
+            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey)
+    }
+}

@@ -1,0 +1,233 @@
+import Glibc
+import Testing
+@testable import SpinNet
+
+@Suite struct SocketServerTests {
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func portZero_ReportsBoundPort_AndEchoes(host: String) async throws {
+        let log = EventLog()
+        let (server, address) = try SocketServer.make(host: host) { _ in EchoHandler(log: log) }
+        #expect(address.port > 0)
+        #expect(address.host == host)
+        let client = try TestClient(address)
+        try client.send("ping")
+        #expect(client.receive(count: 4) == Array("ping".utf8))
+        #expect(await eventually { server.connectionCount == 1 })
+        client.shutdownWrite()
+        #expect(client.receiveToEnd().eof)
+        await server.stop()
+    }
+
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func twoHundredConcurrentConnections_EachGetsItsOwnEcho(host: String) async throws {
+        let log = EventLog()
+        let (server, address) = try SocketServer.make(host: host) { _ in EchoHandler(log: log) }
+        let clients = try (0..<200).map { _ in try TestClient(address) }
+        for (i, client) in clients.enumerated() { try client.send("message \(i);") }
+        for (i, client) in clients.enumerated() {
+            let expected = "message \(i);"
+            #expect(String(decoding: client.receive(count: expected.utf8.count), as: UTF8.self) == expected)
+        }
+        #expect(await eventually { server.connectionCount == 200 })
+        #expect(server.statistics.accepted == 200)
+        for client in clients { client.shutdownWrite() }
+        for client in clients { #expect(client.receiveToEnd().eof) }
+        #expect(await eventually { server.connectionCount == 0 })
+        await server.stop()
+    }
+
+    @Test func beyondMaxConnections_NewOnesCloseAtOnce_ExistingOnesKeepWorking() async throws {
+        let log = EventLog()
+        let (server, address) = try SocketServer.make(maxConnections: 2) { _ in EchoHandler(log: log) }
+        let first = try TestClient(address)
+        let second = try TestClient(address)
+        try first.send("a")
+        try second.send("b")
+        #expect(first.receive(count: 1) == Array("a".utf8))
+        #expect(second.receive(count: 1) == Array("b".utf8))
+
+        let third = try TestClient(address)  // the kernel completes the handshake...
+        let refused = third.receiveToEnd()   // ...and the server closes it at once
+        #expect(refused.bytes.isEmpty)
+        #expect(await eventually { server.statistics.rejectedOverLimit == 1 })
+
+        try first.send("still here")
+        #expect(first.receive(count: 10) == Array("still here".utf8))
+        #expect(server.connectionCount == 2)
+
+        first.shutdownWrite()
+        #expect(first.receiveToEnd().eof)
+        #expect(await eventually { server.connectionCount == 1 })
+        let fourth = try TestClient(address)  // a slot is free again
+        try fourth.send("d")
+        #expect(fourth.receive(count: 1) == Array("d".utf8))
+        await server.stop()
+    }
+
+    @Test func outOfDescriptors_ListenerBacksOffAndRecovers() async throws {
+        let log = EventLog()
+        let server = SocketServer(
+            configuration: ServerConfiguration(host: "127.0.0.1", port: 0), tls: nil,
+            handlerFactory: { _ in EchoHandler(log: log) })
+        let failures = Locked(3)
+        server.acceptOverride = { fd in
+            let simulate = failures.withLock { left -> Bool in
+                guard left > 0 else { return false }
+                left -= 1
+                return true
+            }
+            return simulate ? .outOfResources(errno: EMFILE) : Syscall.accept(listener: fd)
+        }
+        let address = try server.start()
+        let client = try TestClient(address)
+        try client.send("after EMFILE")
+        #expect(client.receive(count: 12) == Array("after EMFILE".utf8))
+        #expect(server.statistics.acceptBackoffs == 3)
+        #expect(server.statistics.accepted == 1)
+        await server.stop()
+    }
+
+    @Test func peerHalfClose_HandlerHearsEnd_AndItsReplyStillArrives() async throws {
+        final class ReplyOnEnd: ConnectionHandler {
+            var received: [UInt8] = []
+            func didReceive(_ bytes: [UInt8], on connection: Connection) { received += bytes }
+            func didReceiveEnd(on connection: Connection) {
+                connection.write(Array("got: ".utf8) + received)
+                connection.closeAfterFlush()
+            }
+        }
+        let (server, address) = try SocketServer.make { _ in ReplyOnEnd() }
+        let client = try TestClient(address)
+        try client.send("hello")
+        client.shutdownWrite()
+        let reply = client.receiveToEnd()
+        #expect(String(decoding: reply.bytes, as: UTF8.self) == "got: hello")
+        #expect(reply.eof)
+        await server.stop()
+    }
+
+    @Test func shutdownWrite_SendsFIN_ButKeepsReading() async throws {
+        final class HalfCloser: ConnectionHandler {
+            let log: EventLog
+            init(log: EventLog) { self.log = log }
+            func didReceive(_ bytes: [UInt8], on connection: Connection) {
+                log.record(.received(bytes.count))
+                if bytes == Array("first".utf8) {
+                    connection.write(Array("reply".utf8))
+                    connection.shutdownWrite()
+                    #expect(connection.write(Array("late".utf8)) == .closed)
+                }
+            }
+            func didReceiveEnd(on connection: Connection) { log.record(.ended) }
+            func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
+        }
+        let log = EventLog()
+        let (server, address) = try SocketServer.make { _ in HalfCloser(log: log) }
+        let client = try TestClient(address)
+        try client.send("first")
+        let reply = client.receiveToEnd()
+        #expect(reply.bytes == Array("reply".utf8))
+        #expect(reply.eof)
+        try client.send("second!")
+        #expect(await eventually { log.all.contains(.received(7)) })
+        client.shutdownWrite()
+        #expect(await eventually { log.closeReasons == [.peerClosed] })
+        await server.stop()
+    }
+
+    @Test func gracefulShutdown_AsksHandlers_ForceClosesStragglers_ThenCompletes() async throws {
+        final class Stubborn: ConnectionHandler {
+            let log: EventLog
+            init(log: EventLog) { self.log = log }
+            func didReceive(_ bytes: [UInt8], on connection: Connection) {}
+            func shutdownRequested(on connection: Connection) { log.record(.shutdownRequested) }
+            func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
+        }
+        final class Polite: ConnectionHandler {
+            let log: EventLog
+            init(log: EventLog) { self.log = log }
+            func didReceive(_ bytes: [UInt8], on connection: Connection) {}
+            func shutdownRequested(on connection: Connection) {
+                log.record(.shutdownRequested)
+                connection.write(Array("bye".utf8))
+                connection.closeAfterFlush()
+            }
+            func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
+        }
+        let log = EventLog()
+        let count = Locked(0)
+        let (server, address) = try SocketServer.make { _ in
+            let n = count.withLock { n in n += 1; return n }
+            return n == 1 ? Stubborn(log: log) : Polite(log: log)
+        }
+        let stubborn = try TestClient(address)
+        #expect(await eventually { server.connectionCount == 1 })
+        let polite = try TestClient(address)
+        #expect(await eventually { server.connectionCount == 2 })
+
+        let done = Locked(false)
+        server.shutdown(deadline: .milliseconds(300)) { done.withLock { $0 = true } }
+        let bye = polite.receiveToEnd()
+        #expect(bye.bytes == Array("bye".utf8))
+        #expect(bye.eof)
+        polite.shutdownWrite()  // ends the server's lingering close before the deadline
+        #expect(await eventually { done.withLock { $0 } })
+        #expect(log.count(.shutdownRequested) == 2)
+        #expect(Set(log.closeReasons) == [.closedLocally, .serverShutdown])
+        #expect(stubborn.receiveToEnd().eof)
+        #expect(server.connectionCount == 0)
+        #expect(throws: TestClient.ClientError.connectFailed(ECONNREFUSED)) { try TestClient(address) }
+    }
+
+    @Test func startTwice_Throws_AndBusyPort_ReportsBindErrno() async throws {
+        let (server, address) = try SocketServer.make { _ in EchoHandler(log: EventLog()) }
+        #expect(throws: SocketError.alreadyStarted) { try server.start() }
+        let rival = SocketServer(
+            configuration: ServerConfiguration(host: "127.0.0.1", port: address.port), tls: nil,
+            handlerFactory: { _ in EchoHandler(log: EventLog()) })
+        #expect(throws: SocketError.listenFailed(call: "bind", errno: EADDRINUSE)) { try rival.start() }
+        await server.stop()
+    }
+}
+
+extension SocketServerTests {
+    /// Seeded random clients — random sizes, sends split anywhere, resets with the echo
+    /// in flight, half-closes, IPv4 or IPv6 — never crash the server, every echo
+    /// that completes is exact, and every connection is gone after shutdown.
+    @Test(arguments: [21 as UInt64, 22, 23])
+    func randomClientBehaviour_EchoesExactly_AndDrainsToZero(seed: UInt64) async throws {
+        var random = SeededGenerator(seed: seed)
+        let log = EventLog()
+        let limits = ConnectionLimits(highWatermark: 16 * 1024, lowWatermark: 4 * 1024)
+        let (server, address) = try SocketServer.make(host: seed % 2 == 0 ? "::1" : "127.0.0.1", limits: limits) { _ in
+            EchoHandler(log: log)
+        }
+        var survivors: [(TestClient, [UInt8])] = []
+        for _ in 0..<60 {
+            let client = try TestClient(address)
+            let payload = (0..<Int.random(in: 1...40_000, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            var offset = 0
+            while offset < payload.count {
+                let end = min(payload.count, offset + Int.random(in: 1...9000, using: &random))
+                try client.send(Array(payload[offset..<end]))
+                offset = end
+            }
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                client.abort()  // vanishes with the echo still in flight
+            case 1:
+                client.shutdownWrite()
+                survivors.append((client, payload))
+            default:
+                survivors.append((client, payload))
+            }
+        }
+        for (client, payload) in survivors {
+            #expect(client.receive(count: payload.count) == payload)
+            client.shutdownWrite()
+        }
+        await server.stop(deadline: .milliseconds(500))
+        #expect(server.connectionCount == 0)
+        #expect(log.closeReasons.count == 60)
+    }
+}

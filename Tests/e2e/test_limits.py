@@ -1,0 +1,118 @@
+"""Configured limits (Config/spin-server.json `limits`, README "Keys"): a full inbox
+answers 429 with Retry-After, connections over the limit are closed at once, idle streams
+are pinged, and the log can be JSON."""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import requests
+
+from spin_e2e import LOOPBACK, RawWebSocket, assert_error, parse_response_head, raw_exchange
+
+
+def test_batch_larger_than_the_inbox_is_refused_and_changes_nothing(start_server):
+    server = start_server(name="inbox", config_patch={"limits": {"inbox": 4}})
+    baseline = server.settled_sequences()
+    response = server.post_events("levels", [{"type": "set", "left": 3, "right": 3}] * 10)
+    # It can never fit: a 413 that names the limit, not a 429 to retry forever.
+    assert_error(response, 413, "batch_too_large", message_contains="inbox")
+    assert server.settled_sequences() == baseline
+    response = server.post_events("levels", [{"type": "set", "left": 3, "right": 3}] * 4)
+    assert response.status_code == 202, response.text
+    assert response.json() == {"accepted": 4, "sequence": baseline["levels"] + 4}
+
+
+def test_full_inbox_answers_429_with_retry_after_and_applies_nothing(start_server):
+    """Concurrent batches that fill a tiny inbox: each is either applied whole (202) or
+    refused whole (429 inbox_full with Retry-After); the sequence counts exactly the
+    applied ones."""
+    server = start_server(name="inbox-busy", config_patch={"limits": {"inbox": 4}})
+    start = server.settled_sequences()["levels"]
+    batch = [{"type": "set", "left": 8, "right": 8}] * 4
+    results: list[requests.Response] = []
+
+    def post_many():
+        with requests.Session() as session:
+            session.trust_env = False
+            for _ in range(40):
+                results.append(session.post(server.base_url + "/v1/spins/levels/events", data=json.dumps(batch),
+                                            headers={"Content-Type": "application/json"}, timeout=5))
+
+    threads = [threading.Thread(target=post_many) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=50)
+    assert len(results) == 320
+    accepted = [r for r in results if r.status_code == 202]
+    refused = [r for r in results if r.status_code != 202]
+    for response in refused:
+        assert_error(response, 429, "inbox_full")
+        assert int(response.headers["Retry-After"]) >= 1
+    assert server.settled_sequences()["levels"] == start + 4 * len(accepted)
+    print(f"inbox 4, 8 clients: {len(accepted)} accepted, {len(refused)} refused with 429")
+
+
+def test_connections_over_the_limit_are_closed_at_once(start_server):
+    server = start_server(name="maxconn", config_patch={"limits": {"maxConnections": 3}})
+    server.http.close()
+    held = [socket.create_connection((LOOPBACK, server.port), timeout=5) for _ in range(3)]
+    try:
+        time.sleep(0.3)  # let the server accept them
+        data, closed = raw_exchange(server.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", timeout=5)
+        assert closed, "a connection over the limit was kept open"
+        if data:
+            _, status, _, _ = parse_response_head(data)
+            assert status == 503, data[:300]
+        # The held connections are served.
+        held[0].sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert held[0].recv(4096).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in held:
+            sock.close()
+    # Once they are gone, new clients are served again.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        data, _ = raw_exchange(server.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        if data.startswith(b"HTTP/1.1 200"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the server did not serve new connections after the old ones closed")
+
+
+def test_idle_stream_is_pinged(start_server):
+    server = start_server(name="ping", config_patch={"limits": {"pingIntervalSeconds": 1}})
+    with RawWebSocket(server.port, "/v1/spins/levels/stream") as ws:
+        assert ws.recv_json()["type"] == "snapshot"
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            fin, opcode, payload = ws.recv_frame(timeout=6)
+            if opcode == 0x9:
+                ws.send_frame(0xA, payload)
+                break
+        else:
+            raise AssertionError("no ping within 6 s with pingIntervalSeconds 1")
+        # Answered pings keep the stream open and working.
+        ws.send_json({"type": "event", "id": "p", "event": {"type": "set", "left": 9, "right": 9}})
+        for _ in range(10):
+            kind, payload = ws.recv_message()
+            if kind == "text" and json.loads(payload)["type"] == "ack":
+                break
+        else:
+            raise AssertionError("no ack after the ping")
+
+
+def test_json_log_format_writes_one_object_per_line(start_server):
+    server = start_server(name="jsonlog", args=["--log-format", "json"])
+    assert server.get("/healthz").status_code == 200
+    server.terminate()
+    lines = [line for line in server.log().splitlines() if line.strip()]
+    assert lines
+    for line in lines:
+        record = json.loads(line)
+        assert {"time", "level", "message"} <= set(record), record
+    assert any("listening on http://" in json.loads(line)["message"] for line in lines)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The project's test command: the Swift tests (unit, in-process, live on port 0), then
+# the end-to-end suites that drive the built server with real clients: curl, Python
+# requests and websockets, openssl s_client (Tests/e2e), headless Chromium
+# (Tests/browser), and the Dockerfile checks (Tests/docker).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash Tests/setup.sh || exit 1
+
+failed=0
+passed=0
+log=$(mktemp)
+
+echo "=== swift test"
+swift test 2>&1 | tee "$log" | grep -E '^✘|: error: |Test run with' || true
+if ! grep -qE 'Test run with [0-9]+ tests? .*passed' "$log"; then
+    echo "swift test failed"; tail -n 60 "$log"; failed=$((failed + 1))
+else
+    passed=$((passed + $(grep -oE 'Test run with [0-9]+' "$log" | grep -oE '[0-9]+' | tail -n 1)))
+fi
+
+echo "=== end-to-end suites"
+swift build --product spin-server 2>&1 | tail -n 1
+export SPIN_SERVER_BIN="$PWD/.build/debug/spin-server"
+for suite in Tests/e2e Tests/browser Tests/docker; do
+    [ -d "$suite" ] || continue
+    echo "--- $suite"
+    python3 -m pytest -q -p no:cacheprovider --timeout=120 "$suite" 2>&1 | tee "$log" | tail -n 25
+    status=${PIPESTATUS[0]}
+    count=$(grep -oE '[0-9]+ passed' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo 0)
+    passed=$((passed + count))
+    bad=$(grep -oE '[0-9]+ (failed|errors?)' "$log" | awk '{ sum += $1 } END { print sum + 0 }')
+    if [ "$status" -ne 0 ]; then failed=$((failed + (bad > 0 ? bad : 1))); fi
+done
+
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

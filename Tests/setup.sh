@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the tests need and a fresh machine lacks: Debian packages (TLS and zlib
+# headers, curl, the openssl CLI, Chromium and its driver for the dashboard test) and
+# the Python clients of the end-to-end suites. Idempotent; quiet when all is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for pkg in libssl-dev zlib1g-dev curl openssl chromium chromium-driver; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if ((${#need[@]})); then
+    echo "setup: installing ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+for requirements in Tests/*/requirements.txt; do
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$requirements"
+done
