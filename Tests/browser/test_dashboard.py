@@ -217,6 +217,8 @@ def test_served_as_html_utf8(base_url):
     # Self-contained: nothing fetched from another origin.
     for marker in ("http://", "https://", "//cdn", "@import", "<link"):
         assert marker not in body.replace("http://www.w3.org", ""), marker
+    # Server data is rendered as text only.
+    assert "innerHTML" not in body and "insertAdjacentHTML" not in body and "document.write" not in body
 
 
 def test_lists_every_spin_and_shows_live_state(driver, base_url):
