@@ -86,6 +86,7 @@ class Server:
         return Path(self.log.name).read_text(errors="replace")[-2000:]
 
     def stop(self):
+        """SIGTERM, then SIGKILL after 10 s; safe to call twice."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -334,7 +335,7 @@ def test_reconnects_after_a_server_restart(driver, server, workdir):
         finally:
             second.stop()
     finally:
-        first.stop() if first.process.poll() is None else None
+        first.stop()  # idempotent
 
 
 def test_token_goes_to_fetch_and_websockets(driver, server, workdir):

@@ -94,7 +94,7 @@ pre.json { margin: 0; background: #f6f7f9; border: 1px solid var(--line); border
 table.log { width: 100%; border-collapse: collapse; font-size: 12.5px; table-layout: fixed; }
 table.log th { text-align: left; color: var(--muted); font-weight: 600; font-size: 11px; text-transform: uppercase; letter-spacing: .4px; border-bottom: 1px solid var(--line); padding: 4px 6px; }
 table.log td { border-bottom: 1px solid #f0f1f4; padding: 4px 6px; vertical-align: top; font-family: var(--mono); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-table.log td.wrap { white-space: normal; word-break: break-word; }
+table.log td.wrap { white-space: normal; overflow-wrap: anywhere; }
 table.log tr.gap td { color: var(--warn); }
 table.log tr.new { animation: rowin .8s ease-out; }
 @keyframes rowin { from { background: #fff9db; } to { background: transparent; } }
@@ -203,7 +203,7 @@ table.log tr.new { animation: rowin .8s ease-out; }
   let listAttempt = 0;
   let listTimer = null;
 
-  // ---- helpers (text only: never innerHTML with data) ------------------------------
+  // ---- helpers: data becomes text nodes only ---------------------------------------
   function el(tag, props, children) {
     const node = document.createElement(tag);
     if (props) {
@@ -415,7 +415,7 @@ table.log tr.new { animation: rowin .8s ease-out; }
       el("td", {text: name}),
       el("td", {text: String(message.sequence)}),
       el("td", {cls: "wrap", title: eventText, text: (skipped ? "(+" + skipped + " conflated) " : "") + eventText}),
-      el("td", {cls: "wrap"}, [el("span", {cls: "arrow", text: "→ "}), compact(message.state)])
+      el("td", {cls: "wrap"}, [el("span", {cls: "arrow", text: "→\u00a0"}), compact(message.state)])
     ]);
     body.insertBefore(row, body.firstChild);
     while (body.children.length > MAX_LOG_ROWS) body.removeChild(body.lastChild);
