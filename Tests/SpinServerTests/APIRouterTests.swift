@@ -294,8 +294,17 @@ struct APIRouterTests {
         let document = await makeRouter(try makeExampleHost()).respond("GET", "/openapi.json").object
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
-        #expect(paths == ["/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
+        #expect(paths == ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
                           "/v1/spins/{name}/events", "/v1/spins/{name}/stream", "/v1/gears", "/v1/gears/{name}/stream"])
+    }
+
+    @Test func theDashboard_IsServedOpenAsHTML() async throws {
+        let router = makeRouter(try makeExampleHost(), tokens: [AccessToken(token: "t", scopes: [.admin])])
+        let page = await router.respond("GET", "/")
+        #expect(page.status == 200)
+        #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+        #expect(page.text.hasPrefix("<!DOCTYPE html>") || page.text.hasPrefix("<!doctype html>"))
+        #expect(await router.respond("POST", "/").status == 405)
     }
 
     @Test func routeTemplates_NameTheRoute() {

@@ -79,6 +79,16 @@ package struct APIRouter: Sendable {
         }
 
         switch segments {
+        case [""]:
+            // The dashboard: open, like a login page; its API calls carry the token.
+            if let error = allow(["GET"], nil) { return fail(error) }
+            reply(APIResponse(status: 200, headers: [
+                ("Content-Type", "text/html; charset=utf-8"),
+                ("Cache-Control", "no-cache"),
+                ("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:"),
+                ("X-Content-Type-Options", "nosniff"),
+            ], body: Array(Dashboard.html.utf8)))
+
         case ["healthz"]:
             if let error = allow(["GET"], nil) { return fail(error) }
             reply(.json(200, .object([("status", .string("ok"))])))

@@ -14,6 +14,13 @@ enum OpenAPIDocument {
       "servers": [{"url": "/"}],
       "security": [{"bearer": []}, {}],
       "paths": {
+        "/": {
+          "get": {
+            "summary": "The dashboard: live state of every Spin, a form to send events, transitions and Gear traffic",
+            "security": [],
+            "responses": {"200": {"description": "A self-contained HTML page.", "content": {"text/html": {"schema": {"type": "string"}}}}}
+          }
+        },
         "/healthz": {
           "get": {
             "summary": "Liveness",
