@@ -18,9 +18,10 @@ package enum RouteOutcome: Sendable {
 /// without blocking the caller: `respond` is called from the Spin's executor.
 package struct APIRouter: Sendable {
     package struct Limits: Sendable {
-        /// Events that may wait in one Spin's inbox; beyond it POST answers 429.
-        /// 1024 absorbs bursts of a few hundred clients without letting one hot Spin
-        /// hold unbounded memory.
+        /// Events that may wait in one Spin's inbox; beyond it POST answers 429, and a
+        /// single batch larger than it answers 413. 1024 absorbs bursts of a few hundred
+        /// clients without letting one hot Spin hold unbounded memory. (The batch the Spin
+        /// is applying at that moment is not counted, so up to about twice this may be held.)
         package var inbox = 1024
         /// Seconds a client is told to wait (`Retry-After`) when an inbox is full.
         package var retryAfterSeconds = 1
