@@ -72,7 +72,7 @@ import Testing
 
     @Test(arguments: [8, 9, 12, 15])
     func roundTrip_ManyMessages_AtEachWindowSize(windowBits: Int) throws {
-        var rng = WSSeededGenerator(seed: UInt64(windowBits))
+        var rng = SeededGenerator(seed: UInt64(windowBits))
         for noContext in [false, true] {
             let compressor = try makeCompressor(noContextTakeover: noContext, windowBits: windowBits)
             let decompressor = try #require(PerMessageDeflateDecompressor(windowBits: windowBits, noContextTakeover: noContext))

@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func feedingInAnySplit_AgreesWithTheStandardLibrary() {
-        var rng = WSSeededGenerator(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         let alphabet: [UInt8] = [0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF,
                                  0xE0, 0xE1, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
         for _ in 0..<20_000 {

@@ -170,7 +170,7 @@ import Testing
             return frames
         }
         #expect(try parse(chunks: stream.indices.map { stream[$0...$0] }) == whole.frames)
-        var rng = WSSeededGenerator(seed: 42)
+        var rng = SeededGenerator(seed: 42)
         for _ in 0..<50 {
             var chunks: [ArraySlice<UInt8>] = []
             var start = 0

@@ -148,7 +148,7 @@ import Testing
         #expect(whole.count == 7)
         #expect(whole.last == .closeConnection)
         #expect(run(wire.indices.map { wire[$0...$0] }) == whole)
-        var rng = WSSeededGenerator(seed: 99)
+        var rng = SeededGenerator(seed: 99)
         for _ in 0..<30 {
             var chunks: [ArraySlice<UInt8>] = []
             var start = 0
