@@ -63,6 +63,12 @@ public enum Counter {
     }
 
     /// The counter Spin, starting at 0.
+    ///
+    /// The regulation runs as one async step per state (cancelled by a newer state),
+    /// not as a synchronous effect: a synchronous effect's event is always applied, so a
+    /// client batch of two `decrease` (10 → 9 → 8) would leave two requests to increase in
+    /// flight and the counter would end at 11. Async, the request made for 9 is cancelled
+    /// by 8, and the counter always stops at 10.
     /// - Parameters:
     ///   - tick: the pause before each step; zero counts at once.
     ///   - clock: the clock the pause is measured on (a test passes a manual clock).
@@ -73,7 +79,7 @@ public enum Counter {
     ) -> Spin<State, Event> {
         Spin(initialState: initialState) {
             if tick == .zero {
-                Feedback(effect: countUp)
+                Feedback(effect: { (state: State) async -> Event? in countUp(state: state) })
             } else {
                 Feedback(effect: countUp, dep1: clock, dep2: tick)
             }

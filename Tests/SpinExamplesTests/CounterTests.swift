@@ -56,3 +56,20 @@ struct CounterTests {
         loop.stop()
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct CounterBatchTests {
+    @Test func aBatchOfDecrements_StillStopsAtTen() async {
+        for _ in 0..<20 {
+            let loop = Counter.spin(initialState: .init(value: 10)).start()
+            let done = Protected(false)
+            loop.emit(contentsOf: [.decrease, .decrease, .decrease]) { _ in done.withLock { $0 = true } }
+            while !done.withLock({ $0 }) { await Task.yield() }
+            for await state in loop.states where state.value == 10 { break }
+            // Give any request still in flight the chance to (wrongly) land.
+            try? await Task.sleep(for: .milliseconds(5))
+            #expect(loop.state.value == 10)
+            loop.stop()
+        }
+    }
+}
