@@ -38,7 +38,7 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     ///   - timeout: how long `receive`, `advance` and `finish` wait for effects before
     ///     they fail or go on; only a failing test ever waits that long.
     public init(_ spin: Spin<State, Event>, clock: ManualClock? = nil, label: String? = nil,
-                timeout: Duration = .seconds(2)) {
+                timeout: Duration = .seconds(10)) {
         self.clock = clock
         self.state = spin.initialState
         self.reducer = spin.reducer

@@ -30,7 +30,8 @@ func makeThermostat() -> Spin<Thermostat, ThermostatEvent> {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+// Serialized: the raw clients block in recv, on the few threads of the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(1)))
 struct HostingReadmeTests {
     @Test func aUsersOwnSpin_IsServed() async throws {
         let host = SpinHost()

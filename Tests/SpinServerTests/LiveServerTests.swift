@@ -7,7 +7,8 @@ import Testing
 
 /// The server on a real socket (port 0), driven by raw clients. The end-to-end suite in
 /// Tests/e2e does the same with curl, Python requests and websockets.
-@Suite(.timeLimit(.minutes(1)))
+// Serialized: the raw clients block in recv, on the few threads of the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(1)))
 struct LiveServerTests {
     static func start(_ configure: (inout SpinServerConfiguration) -> Void = { _ in }) throws -> (LoopServer, Int) {
         var configuration = SpinServerConfiguration(port: 0)

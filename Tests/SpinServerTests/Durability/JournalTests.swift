@@ -33,7 +33,8 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+// Serialized: the raw clients block in recv, on the few threads of the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(1)))
 struct JournalRecoveryTests {
     static func start(storage: String, fsync: SpinServerConfiguration.Storage.Fsync = .batch) throws -> (LoopServer, Int) {
         var configuration = SpinServerConfiguration(port: 0)
