@@ -243,6 +243,16 @@ package final class Connection: @unchecked Sendable {
     /// The connection's serial queue (for timers the layer above schedules on it).
     package var queue: DispatchQueue { loop.queue }
 
+    /// Why the connection closes after `recv`/`send` answered `result` (`.reset` or
+    /// `.failed`).
+    private static func closeReason(_ result: Syscall.IOResult, call: String) -> CloseReason {
+        switch result {
+        case .reset(let code): .reset(errno: code)
+        case .failed(let code): .ioFailed(.ioFailed(call: call, errno: code))
+        case .bytes, .wouldBlock: preconditionFailure("\(call) did not fail")
+        }
+    }
+
     // MARK: - Server side
 
     /// Arms the sources, makes the handler and calls `didOpen`. On the queue.
@@ -333,7 +343,8 @@ package final class Connection: @unchecked Sendable {
         guard lifecycle == .open else { return }
         let buffer = loop.readBuffer
         for _ in 0..<4 {
-            switch Syscall.receive(fd: fd, into: buffer) {
+            let result = Syscall.receive(fd: fd, into: buffer)
+            switch result {
             case .bytes(0):
                 peerEnded()
                 return
@@ -342,11 +353,8 @@ package final class Connection: @unchecked Sendable {
                 guard lifecycle == .open, !readSuspended, !readEnded, n == buffer.count else { return }
             case .wouldBlock:
                 return
-            case .reset(let code):
-                closeNow(.reset(errno: code))
-                return
-            case .failed(let code):
-                closeNow(.ioFailed(.ioFailed(call: "recv", errno: code)))
+            case .reset, .failed:
+                closeNow(Self.closeReason(result, call: "recv"))
                 return
             }
         }
@@ -429,7 +437,8 @@ package final class Connection: @unchecked Sendable {
                     // socket refuses is copied into the queue.
                     let buffer = loop.gatherBuffer
                     let count = tls.readOutput(into: buffer)
-                    switch Syscall.send(fd: fd, bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+                    let result = Syscall.send(fd: fd, bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                    switch result {
                     case .bytes(let n):
                         progressed = progressed || n > 0
                         if n < count { ciphertext.append(Array(buffer[n..<count])) }
@@ -437,28 +446,23 @@ package final class Connection: @unchecked Sendable {
                         ciphertext.append(Array(buffer[0..<count]))
                         blocked = true
                         break send
-                    case .reset(let code):
-                        closeNow(.reset(errno: code))
-                        return
-                    case .failed(let code):
-                        closeNow(.ioFailed(.ioFailed(call: "send", errno: code)))
+                    case .reset, .failed:
+                        closeNow(Self.closeReason(result, call: "send"))
                         return
                     }
                 } else if tls.hasOutput {
                     ciphertext.append(tls.takeOutput())
                 } else if !ciphertext.isEmpty {
-                    switch sendFront(of: ciphertext) {
+                    let result = sendFront(of: ciphertext)
+                    switch result {
                     case .bytes(let n):
                         progressed = progressed || n > 0
                         ciphertext.consume(n)
                     case .wouldBlock:
                         blocked = true
                         break send
-                    case .reset(let code):
-                        closeNow(.reset(errno: code))
-                        return
-                    case .failed(let code):
-                        closeNow(.ioFailed(.ioFailed(call: "send", errno: code)))
+                    case .reset, .failed:
+                        closeNow(Self.closeReason(result, call: "send"))
                         return
                     }
                 } else {
@@ -466,7 +470,8 @@ package final class Connection: @unchecked Sendable {
                 }
             } else {
                 guard !writeShut, !output.isEmpty else { break send }
-                switch sendFront(of: output) {
+                let result = sendFront(of: output)
+                switch result {
                 case .bytes(let n):
                     progressed = progressed || n > 0
                     consumed += n
@@ -474,11 +479,8 @@ package final class Connection: @unchecked Sendable {
                 case .wouldBlock:
                     blocked = true
                     break send
-                case .reset(let code):
-                    closeNow(.reset(errno: code))
-                    return
-                case .failed(let code):
-                    closeNow(.ioFailed(.ioFailed(call: "send", errno: code)))
+                case .reset, .failed:
+                    closeNow(Self.closeReason(result, call: "send"))
                     return
                 }
             }
