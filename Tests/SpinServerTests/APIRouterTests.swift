@@ -354,3 +354,9 @@ struct DurabilityGateTests {
         host.stop()
     }
 }
+
+@Suite struct MetricsEscapeTests {
+    @Test func labelValues_EscapeBackslashQuoteAndNewline() {
+        #expect(Metrics.escape(#"a\b"c"# + "\nd") == #"a\\b\"c\nd"#)
+    }
+}

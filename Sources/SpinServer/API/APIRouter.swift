@@ -1,3 +1,4 @@
+import Foundation
 import SpinCore
 import SpinWire
 
@@ -227,14 +228,8 @@ package struct APIRouter: Sendable {
     /// `application/json`, with or without parameters (`; charset=utf-8`).
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces() } ?? ""
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         return mediaType.caseInsensitiveEquals("application/json")
-    }
-}
-
-extension Substring {
-    func trimmingSpaces() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }
 

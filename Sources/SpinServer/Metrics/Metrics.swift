@@ -1,3 +1,4 @@
+import Foundation
 import SpinCore
 
 /// The server's counters, gauges and the event-apply latency histogram, rendered in the
@@ -95,16 +96,8 @@ package final class Metrics: Sendable {
 
     /// Label values escape backslash, quote and newline (exposition format).
     static func escape(_ value: String) -> String {
-        value.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"").replacingAll("\n", with: "\\n")
-    }
-}
-
-extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var out = ""
-        for character in self {
-            if character == target { out += replacement } else { out.append(character) }
-        }
-        return out
+        value.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 }
