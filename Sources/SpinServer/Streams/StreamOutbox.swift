@@ -57,11 +57,6 @@ package struct StreamOutbox: Sendable {
         return controls > limit ? .overflow : .queued
     }
 
-    /// Queues a state-kind message as it is (the first snapshot).
-    package mutating func push(state message: JSONValue) {
-        items.append((.state, message))
-    }
-
     /// Puts a state-kind message before everything else (the first snapshot, which must
     /// precede any ack or error queued while it was on its way).
     package mutating func pushFront(state message: JSONValue) {
