@@ -24,6 +24,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         /// False for the second and later events of an `emit(contentsOf:)` batch: a stop
         /// takes effect between batches, never inside one (all or nothing).
         var startsBatch = true
+        /// False for every event of an `emit(contentsOf:)` batch but its last.
+        var endsBatch = true
         /// For events of effects that a newer state cancels: still valid? Checked on the
         /// executor right before reducing, where states are delivered, so it is exact.
         var isCurrent: (@Sendable () -> Bool)?
@@ -132,7 +134,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                   shared.pending.count <= limit - events.count else { return nil }
             for (offset, event) in events.enumerated() {
                 let last = offset == events.count - 1
-                shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil, startsBatch: offset == 0))
+                shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil,
+                                              startsBatch: offset == 0, endsBatch: last))
             }
             defer { shared.draining = true }
             return !shared.draining
@@ -309,7 +312,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 let next = reducer.reduce(current, pending.event)
                 current = next
                 currentSequence += 1
-                let transition = Transition(event: pending.event, state: next, sequence: currentSequence)
+                let transition = Transition(event: pending.event, state: next, sequence: currentSequence,
+                                            endsBatch: pending.endsBatch)
                 for observer in observers { observer.handler(transition) }
                 published.append(next)
                 // Whoever is told "applied" must be able to read it back at once.
@@ -348,5 +352,27 @@ private final class Relay<State: Sendable, Event: Sendable>: Sendable {
     var loop: SpinLoop<State, Event>? {
         get { target.withLock { $0 } }
         set { target.withLock { $0 = newValue } }
+    }
+}
+
+extension SpinLoop {
+    /// Puts the loop back to an earlier state: what a host does when the events applied
+    /// after it could not be stored. On the executor, after the events it is applying:
+    /// `rollback` gives the state and its sequence (nil keeps the current ones); `state`
+    /// and `states` show it, observers see no transition, and the feedbacks get it with
+    /// the next state they are given. Then `done` runs, on the executor.
+    public func restore(
+        to rollback: @escaping @Sendable () -> (state: State, sequence: UInt64)?,
+        then done: @escaping @Sendable () -> Void = {}
+    ) {
+        queue.async { [self] in
+            if let (state, sequence) = rollback() {
+                current = state
+                currentSequence = sequence
+                var states = [state]
+                publish(&states)
+            }
+            done()
+        }
     }
 }

@@ -4,7 +4,7 @@
 public final class SpinSubscription: Sendable {
     private let onCancel: Protected<(@Sendable () -> Void)?>
 
-    init(_ onCancel: @escaping @Sendable () -> Void) {
+    package init(_ onCancel: @escaping @Sendable () -> Void) {
         self.onCancel = Protected(onCancel)
     }
 

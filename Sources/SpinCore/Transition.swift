@@ -5,11 +5,15 @@ public struct Transition<State: Sendable, Event: Sendable>: Sendable {
     public let state: State
     /// 1 for the first applied event of a loop started at sequence 0; monotonic.
     public let sequence: UInt64
+    /// False for every event of an `emit(contentsOf:)` batch but its last: a journal
+    /// writes a batch all or none, so it waits for the transition that ends it.
+    public let endsBatch: Bool
 
-    public init(event: Event, state: State, sequence: UInt64) {
+    public init(event: Event, state: State, sequence: UInt64, endsBatch: Bool = true) {
         self.event = event
         self.state = state
         self.sequence = sequence
+        self.endsBatch = endsBatch
     }
 }
 

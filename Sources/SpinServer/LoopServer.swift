@@ -18,6 +18,8 @@ public final class LoopServer: Sendable {
     private let context: ServerContext
     /// The Spins' journal when `storage.persists`.
     private let journal: Journal?
+    /// What the outside sees of each Spin: durable transitions, acknowledgements.
+    private let feeds: SpinFeeds
     private let running = Protected<Running?>(nil)
 
     private struct Running {
@@ -31,12 +33,13 @@ public final class LoopServer: Sendable {
         self.logger = logger
         var limits = APIRouter.Limits()
         limits.inbox = configuration.limits.inbox
-        let journal = configuration.storage.persists
-            ? Journal(directory: configuration.storage.directory, policy: configuration.storage.fsync, logger: logger)
-            : nil
+        let storage = configuration.storage
+        let journal = storage.persists ? Journal(directory: storage.directory, storage: storage, logger: logger) : nil
         self.journal = journal
+        let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
+        self.feeds = feeds
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), metrics: Metrics(),
-                               limits: limits, durability: journal ?? ImmediateDurability())
+                               limits: limits, feeds: feeds)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
@@ -62,26 +65,56 @@ public final class LoopServer: Sendable {
             HTTPConnectionHandler(connection: connection, context: context)
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
-        var subscriptions: [SpinSubscription] = []
+        let spins = host.spins
+        var failing: [String] = []
         if let journal {
             do {
                 try FileManager.default.createDirectory(atPath: configuration.storage.directory,
                                                         withIntermediateDirectories: true)
-                for spin in host.spins {
-                    let sequence = try journal.recover(spin)
-                    if sequence > 0 { logger.info("recovered \(spin.name) at sequence \(sequence)") }
-                    let name = spin.name
-                    subscriptions.append(spin.observe { journal.record(spin: name, $0) })
+                try journal.open()
+                let sequences = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
+                for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
+                    logger.info("recovered \(name) at sequence \(sequence)")
                 }
             } catch {
                 throw LoopServerError.cannotRecover(reason: "\(error)")
             }
+        } else {
+            // In memory: every start is a new history.
+            let epoch = Journal.makeEpoch()
+            for spin in spins {
+                let (sequence, state) = spin.snapshot()
+                feeds.feed(spin.name).begin(sequence: sequence, state: state, history: [], epoch: epoch)
+            }
         }
-        // Counted from the first event: observe before the Spins start.
+        // Observed from the first event, before the Spins start: the feed first (it must
+        // hold a transition before the journal can call it durable), then the journal.
         let metrics = context.metrics
-        subscriptions += host.spins.map { spin in
+        let journal = self.journal
+        let subscriptions = spins.map { spin in
             let name = spin.name
-            return spin.observe { _ in metrics.eventApplied(spin: name) }
+            let feed = feeds.feed(name)
+            return spin.observe { transition in
+                feed.applied(transition)
+                journal?.record(spin: name, transition)
+                metrics.eventApplied(spin: name)
+            }
+        }
+        if let journal {
+            let host = self.host
+            let feeds = self.feeds
+            failing = journal.start(onFailure: { name in
+                // Roll the Spin back to what is durable and hold it; then the journal may
+                // probe the storage.
+                guard let spin = host.spin(named: name) else { return }
+                spin.hold { feeds.feed(name).rollback() } then: { journal.restored(spin: name) }
+            }, onRecovery: { name in
+                host.spin(named: name)?.release()
+            })
+            // A storage that takes no writes at start-up: the Spins wait before running.
+            for name in failing {
+                host.spin(named: name)?.hold { feeds.feed(name).rollback() } then: {}
+            }
         }
         host.start()
         let address: SocketAddress
@@ -99,11 +132,16 @@ public final class LoopServer: Sendable {
     /// Graceful shutdown: stops accepting, closes streams with 1001, lets the requests in
     /// flight finish, closes what is left after `shutdownGraceSeconds`, then stops every
     /// Spin.
-    public func shutdown() async {
+    ///
+    /// - Returns: nil after a clean stop; the error when what the Spins applied could not
+    ///   all be made durable (the storage failed): the state on disk is then the last
+    ///   durable one, and `spin-server` exits 1.
+    @discardableResult
+    public func shutdown() async -> LoopServerError? {
         guard let running = running.withLock({ running -> Running? in
             defer { running = nil }
             return running
-        }) else { return }
+        }) else { return nil }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             running.socketServer.shutdown(deadline: .seconds(configuration.limits.shutdownGraceSeconds)) {
                 continuation.resume()
@@ -111,7 +149,12 @@ public final class LoopServer: Sendable {
         }
         host.stop()
         for subscription in running.subscriptions { subscription.cancel() }
-        journal?.close()
+        do {
+            try journal?.close()
+            return nil
+        } catch {
+            return .cannotPersist(reason: "\(error)")
+        }
     }
 
     /// Open client connections now.
@@ -121,12 +164,14 @@ public final class LoopServer: Sendable {
 public enum LoopServerError: Error, CustomStringConvertible {
     case cannotListen(host: String, port: Int, reason: String)
     case cannotRecover(reason: String)
+    case cannotPersist(reason: String)
     case alreadyStarted
 
     public var description: String {
         switch self {
         case .cannotListen(let host, let port, let reason): "cannot serve on \(host):\(port): \(reason)"
         case .cannotRecover(let reason): "cannot recover the stored Spins: \(reason)"
+        case .cannotPersist(let reason): "could not make every applied event durable: \(reason)"
         case .alreadyStarted: "the server is already started"
         }
     }

@@ -17,7 +17,9 @@ struct SpinServerCommand: ParsableCommand {
             SPIN_TOKENS ("token:read+write,other:admin").
 
             Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
-            64 bad configuration or flags; 1 could not start (port in use, unreadable certificate).
+            64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \
+            a corrupt journal, a storage directory another server uses) or could not make \
+            everything durable at shutdown.
             """
     )
 
@@ -45,6 +47,9 @@ struct SpinServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("PEM private key for --tls-certificate (env SPIN_TLS_KEY; config tls.key).", valueName: "path"))
     var tlsKey: String?
 
+    @Flag(help: "Cut a corrupt journal at its first bad record instead of refusing to start, losing the events after it (config storage.onCorruption: truncate).")
+    var repair = false
+
     @Flag(help: "Check the configuration, print one line saying what would be hosted, and exit (0 if valid, 64 if not).")
     var checkConfig = false
 
@@ -52,6 +57,6 @@ struct SpinServerCommand: ParsableCommand {
     var flags: SpinServerConfiguration.Flags {
         SpinServerConfiguration.Flags(
             config: config, host: host, port: port, storage: storage, logLevel: logLevel,
-            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey)
+            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey, repair: repair)
     }
 }

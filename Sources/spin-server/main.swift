@@ -6,7 +6,8 @@ import SpinServer
 // the configured Spins and Gears; stops gracefully on SIGTERM or SIGINT.
 //
 // Exit codes: 0 stopped by a signal (or --check-config passed); 64 (EX_USAGE) bad
-// configuration or flags; 1 the server could not start (port in use, certificate).
+// configuration or flags; 1 the server could not start (port in use, certificate, corrupt
+// journal, storage directory in use) or could not make every event durable at shutdown.
 
 /// Writes one line to standard error.
 func printError(_ message: String) {
@@ -64,6 +65,9 @@ logger.info("listening on \(configuration.url(port: port))")
 
 let received = await termination.wait()
 logger.info("\(Termination.name(received)) received: shutting down (up to \(configuration.limits.shutdownGraceSeconds) s)")
-await server.shutdown()
+if let failure = await server.shutdown() {
+    logger.critical("stopped, but \(failure)")
+    exit(exitStartFailure)
+}
 logger.info("stopped")
 exit(0)

@@ -269,11 +269,26 @@ struct APIRouterTests {
             return
         }
         #expect(gear.name == "auth")
-        guard case .stateStream(let spin) = await router.route(APIRequest(method: "GET", path: "/v1/spins/router/stream")) else {
+        guard case .stateStream(let spin, _, let resume) = await router.route(APIRequest(method: "GET", path: "/v1/spins/router/stream")) else {
             Issue.record("the state stream was not routed")
             return
         }
         #expect(spin.name == "router")
+        #expect(resume == nil)
+        let resuming = APIRequest(method: "GET", path: "/v1/spins/router/stream", query: [("since", "12"), ("epoch", "x")])
+        guard case .stateStream(_, _, let since) = await router.route(resuming) else {
+            Issue.record("the resumed stream was not routed")
+            return
+        }
+        #expect(since == StreamResume(since: 12, epoch: "x"))
+        let lastEventID = APIRequest(method: "GET", path: "/v1/spins/router/stream", headers: [("Last-Event-ID", "7")])
+        guard case .stateStream(_, _, let fromHeader) = await router.route(lastEventID) else {
+            Issue.record("the SSE resume was not routed")
+            return
+        }
+        #expect(fromHeader == StreamResume(since: 7))
+        let bad = await router.respond("GET", "/v1/spins/router/stream", query: [(name: "since", value: "-1")])
+        #expect(bad.status == 400)
         #expect(await router.respond("GET", "/v1/gears/nope/stream").errorCode == "gear_not_found")
     }
 
@@ -315,28 +330,15 @@ struct APIRouterTests {
     }
 }
 
-/// Holds acknowledgements until the test releases them, as a journal waiting for fsync.
-final class HeldDurability: DurabilityGate, @unchecked Sendable {
-    private let held = Protected<[(String, UInt64, @Sendable (APIError?) -> Void)]>([])
-
-    func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
-        held.withLock { $0.append((spin, sequence, acknowledge)) }
-    }
-
-    var waiting: [(String, UInt64)] { held.withLock { $0.map { ($0.0, $0.1) } } }
-
-    func release() {
-        let all = held.withLock { held in defer { held = [] }; return held }
-        for entry in all { entry.2(nil) }
-    }
-}
-
 @Suite(.timeLimit(.minutes(1)))
 struct DurabilityGateTests {
     @Test func anAcknowledgement_WaitsUntilTheEventIsDurable() async throws {
         let host = try makeExampleHost()
-        let gate = HeldDurability()
-        let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), durability: gate)
+        // A journal's feeds: nothing is durable until the test says so.
+        let feeds = SpinFeeds(retain: 10, immediate: false)
+        let feed = feeds.feed("levels")
+        let observation = host.spin(named: "levels")!.observe { feed.applied($0) }
+        let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), feeds: feeds)
         _ = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
         let answered = Protected(false)
         let request = Task { () -> APIResponse in
@@ -344,13 +346,31 @@ struct DurabilityGateTests {
             answered.withLock { $0 = true }
             return response
         }
-        while gate.waiting.isEmpty { await Task.yield() }
         // Applied (the state shows it) but not acknowledged until durable.
-        #expect(await router.respond("GET", "/v1/spins/levels").object["state"] as? [String: Int] == ["left": 2, "right": 2])
-        #expect(gate.waiting.first?.0 == "levels")
+        _ = await waitForState(router, "levels") { $0["left"] as? Int == 2 && $0["right"] as? Int == 2 }
+        #expect(feed.pendingCount > 0)
+        try await Task.sleep(for: .milliseconds(50))
         #expect(!answered.withLock { $0 })
-        gate.release()
+        feed.durable(through: .max)
         #expect(await request.value.status == 202)
+        observation.cancel()
+        host.stop()
+    }
+
+    @Test func aStorageFailure_Answers503_AndReadyzTurns503() async throws {
+        let host = try makeExampleHost()
+        let feeds = SpinFeeds(retain: 10, immediate: false)
+        let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), feeds: feeds)
+        feeds.feed("counter").fail(.storageUnavailable(spin: "counter", "No space left on device"))
+        let refused = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
+        #expect(refused.status == 503)
+        #expect(refused.header("Retry-After") == "1")
+        #expect(refused.errorCode == "storage_unavailable")
+        let ready = await router.respond("GET", "/readyz")
+        #expect(ready.status == 503)
+        #expect(ready.errorCode == "storage_unavailable")
+        feeds.feed("counter").recovered()
+        #expect(await router.respond("GET", "/readyz").status == 200)
         host.stop()
     }
 }

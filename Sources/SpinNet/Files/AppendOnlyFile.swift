@@ -46,6 +46,13 @@ package final class AppendOnlyFile {
         guard fdatasync(fd) == 0 else { throw FileError(path: path, call: "fdatasync", errno: errno) }
     }
 
+    /// The file's size now.
+    package func size() throws(FileError) -> Int {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw FileError(path: path, call: "fstat", errno: errno) }
+        return Int(info.st_size)
+    }
+
     /// Cuts the file to `length` bytes (a torn tail, or everything once a snapshot covers it).
     package func truncate(to length: Int) throws(FileError) {
         guard ftruncate(fd, off_t(length)) == 0 else { throw FileError(path: path, call: "ftruncate", errno: errno) }
@@ -64,12 +71,7 @@ package enum DurableFiles {
         try file.append(bytes)
         try file.sync()
         guard rename(temporary, path) == 0 else { throw FileError(path: path, call: "rename", errno: errno) }
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let dirFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 {
-            _ = fsync(dirFD)
-            close(dirFD)
-        }
+        syncDirectory(of: path)
     }
 
     /// The whole content of `path`, or nil when it does not exist.
@@ -91,5 +93,90 @@ package enum DurableFiles {
             if count == 0 { return content }
             content += chunk[0..<count]
         }
+    }
+}
+
+extension DurableFiles {
+    /// Removes `path` (no error when it is already gone) and syncs its directory, so the
+    /// removal survives a crash.
+    package static func remove(_ path: String) throws(FileError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw FileError(path: path, call: "unlink", errno: errno) }
+        syncDirectory(of: path)
+    }
+
+    /// Whether `path` exists.
+    package static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    /// Writes `bytes` to a scratch file in `directory`, syncs it and removes it: does the
+    /// storage take writes now? (A full disk or a failing device says no.)
+    package static func probe(directory: String, bytes: Int = 4096) throws(FileError) {
+        let path = directory + "/.probe"
+        defer { unlink(path) }
+        let file = try AppendOnlyFile(path: path)
+        try file.truncate(to: 0)
+        try file.append([UInt8](repeating: 0x2E, count: bytes))
+        try file.sync()
+    }
+
+    static func syncDirectory(of path: String) {
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let dirFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            _ = fsync(dirFD)
+            close(dirFD)
+        }
+    }
+}
+
+/// An exclusive lock on a storage directory (`flock` on `<directory>/.lock`), held until
+/// `unlock()` or the process ends (the kernel drops it then, also after a crash).
+/// The file holds the owner's process id, for the message a second server gets.
+package final class DirectoryLock {
+    package let path: String
+    private var fd: Int32
+
+    /// Why the lock could not be taken.
+    package enum Failure: Error, CustomStringConvertible {
+        /// Another process holds it; its pid when the lock file says.
+        case held(path: String, pid: String?)
+        case file(FileError)
+
+        package var description: String {
+            switch self {
+            case .held(let path, let pid):
+                "another process\(pid.map { " (pid \($0))" } ?? "") holds \(path): one storage directory serves one server"
+            case .file(let error): "\(error)"
+            }
+        }
+    }
+
+    package init(directory: String) throws(Failure) {
+        path = directory + "/.lock"
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .file(FileError(path: path, call: "open", errno: errno)) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let error = errno
+            let owner = (try? DurableFiles.read(path)).map { String(decoding: $0, as: UTF8.self) }
+                .flatMap { $0.isEmpty ? nil : $0 }
+            close(fd)
+            fd = -1
+            if error == EWOULDBLOCK { throw .held(path: path, pid: owner) }
+            throw .file(FileError(path: path, call: "flock", errno: error))
+        }
+        let pid = Array(String(getpid()).utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    deinit { unlock() }
+
+    /// Releases the lock. Idempotent.
+    package func unlock() {
+        guard fd >= 0 else { return }
+        _ = flock(fd, LOCK_UN)
+        close(fd)
+        fd = -1
     }
 }

@@ -82,6 +82,13 @@ package struct APIError: Error, Equatable, Sendable {
         APIError(status: 503, code: "unavailable", message: message, headers: [("Retry-After", String(retryAfter))])
     }
 
+    /// The Spin's storage cannot write: nothing was applied; retry once it works again.
+    package static func storageUnavailable(spin: String, _ detail: String, retryAfter: Int = 1) -> APIError {
+        APIError(status: 503, code: "storage_unavailable",
+                 message: "the storage of Spin \"\(spin)\" is failing (\(detail)); nothing was applied; retry in \(retryAfter) s",
+                 headers: [("Retry-After", String(retryAfter))])
+    }
+
     package static func `internal`(_ message: String) -> APIError {
         APIError(status: 500, code: "internal", message: message)
     }

@@ -6,10 +6,41 @@ import SpinWire
 package enum RouteOutcome: Sendable {
     /// Send this response.
     case respond(APIResponse)
-    /// Upgrade to (or stream over SSE) the state stream of this Spin.
-    case stateStream(any HostedSpin)
+    /// Upgrade to (or stream over SSE) the state stream of this Spin, from its feed;
+    /// resuming after a sequence when the client asks to.
+    case stateStream(any HostedSpin, SpinFeed, resume: StreamResume?)
     /// Upgrade to the stream of this Gear's traffic.
     case gearStream(any HostedGear)
+}
+
+/// Where a state stream starts: after `since` (`?since=N`, or SSE's `Last-Event-ID`),
+/// of `epoch` when the client names one (`?epoch=E`).
+package struct StreamResume: Sendable, Equatable {
+    package var since: UInt64
+    package var epoch: String?
+
+    package init(since: UInt64, epoch: String? = nil) {
+        self.since = since
+        self.epoch = epoch
+    }
+
+    /// Nil when the request does not resume; throws 400 on a `since` that is not a
+    /// sequence number.
+    init?(_ request: APIRequest) throws(APIError) {
+        let text: String
+        if let since = request.queryValue("since") {
+            text = since
+        } else if let lastEventID = request.header("Last-Event-ID") {
+            text = lastEventID.trimmingCharacters(in: .whitespaces)
+        } else {
+            return nil
+        }
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let since = UInt64(text) else {
+            throw .badRequest("since (or Last-Event-ID) must be a sequence number, not \"\(text)\"")
+        }
+        self.since = since
+        self.epoch = request.queryValue("epoch").flatMap { $0.isEmpty ? nil : $0 }
+    }
 }
 
 /// The HTTP API of DESIGN.md §3, without sockets: a request in, an outcome out.
@@ -34,16 +65,16 @@ package struct APIRouter: Sendable {
     package let access: AccessControl
     package let metrics: Metrics
     package let limits: Limits
-    /// Where acknowledgements wait for the journal.
-    package let durability: any DurabilityGate
+    /// Where acknowledgements wait for the journal and streams subscribe.
+    package let feeds: SpinFeeds
 
     package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits(),
-                 durability: any DurabilityGate = ImmediateDurability()) {
+                 feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true)) {
         self.host = host
         self.access = access
         self.metrics = metrics
         self.limits = limits
-        self.durability = durability
+        self.feeds = feeds
     }
 
     /// The route template of a path, as metrics label it.
@@ -97,7 +128,12 @@ package struct APIRouter: Sendable {
 
         case ["readyz"]:
             if let error = allow(["GET"], nil) { return fail(error) }
-            if host.isReady {
+            let failing = feeds.failing
+            if !failing.isEmpty {
+                fail(APIError(status: 503, code: "storage_unavailable",
+                              message: "the storage of \(failing.joined(separator: ", ")) is failing",
+                              headers: [("Retry-After", "1")]))
+            } else if host.isReady {
                 reply(.json(200, .object([("status", .string("ready"))])))
             } else {
                 fail(APIError(status: 503, code: "not_ready", message: "the Spins are not all recovered and running",
@@ -140,7 +176,13 @@ package struct APIRouter: Sendable {
             if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
             if let error = allow(["GET"], .read) { return fail(error) }
             guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
-            respond(.stateStream(spin))
+            let resume: StreamResume?
+            do {
+                resume = try StreamResume(request)
+            } catch {
+                return fail(error)
+            }
+            respond(.stateStream(spin, feeds.feed(spin.name), resume: resume))
 
         case ["v1", "gears"]:
             if let error = allow(["GET"], .read) { return fail(error) }
@@ -195,15 +237,18 @@ package struct APIRouter: Sendable {
         guard batch.count <= limits.inbox else {
             return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
         }
+        let feed = feeds.feed(spin.name)
+        if feed.isFailing {
+            return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds)))
+        }
         let accepted = ContinuousClock.now
         let metrics = self.metrics
-        let durability = self.durability
         let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
             guard let transition else {
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
-            durability.whenDurable(spin: spin.name, sequence: transition.sequence) { error in
+            feed.whenDurable(transition.sequence) { error in
                 done(error.map { .failure($0) } ?? .success(transition))
             }
         }

@@ -33,6 +33,8 @@ import Logging
 /// | `auth.allowedOrigins` | [string] (`https://host[:port]`) | `[]` | |
 /// | `storage.directory` | string (created if missing) | `"data"` | `--storage` / `SPIN_STORAGE` |
 /// | `storage.fsync` | `always` \| `batch` \| `none` | `"batch"` | |
+/// | `storage.retainEvents` | int >= 0 | `10000` | |
+/// | `storage.onCorruption` | `refuse` \| `truncate` | `"refuse"` | `--repair` (truncate) |
 /// | `log.level` | trace\|debug\|info\|notice\|warning\|error\|critical | `"info"` | `--log-level` / `SPIN_LOG_LEVEL` |
 /// | `log.format` | `text` \| `json` | `"text"` | `--log-format` / `SPIN_LOG_FORMAT` |
 /// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` | `[]` | |
@@ -58,10 +60,13 @@ extension SpinServerConfiguration {
         package var logFormat: String?
         package var tlsCertificate: String?
         package var tlsKey: String?
+        /// `--repair`: `storage.onCorruption` is `truncate` for this start.
+        package var repair: Bool
 
         package init(config: String? = nil, host: String? = nil, port: String? = nil, storage: String? = nil,
                      logLevel: String? = nil, logFormat: String? = nil, tlsCertificate: String? = nil,
-                     tlsKey: String? = nil) {
+                     tlsKey: String? = nil, repair: Bool = false) {
+            self.repair = repair
             self.config = config
             self.host = host
             self.port = port
@@ -305,7 +310,7 @@ extension SpinServerConfiguration {
                     }
                 }
             }
-            if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["directory", "fsync"]) {
+            if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["directory", "fsync", "retainEvents", "onCorruption"]) {
                 if let value = storage["directory"], value != .null {
                     configuration.storage.directory = try Self.path(try reader.string(value, at: "storage.directory"),
                                                                     source: file, key: "storage.directory")
@@ -317,6 +322,20 @@ extension SpinServerConfiguration {
                         throw reader.error("storage.fsync", "unknown policy \"\(text)\" (use always, batch or none)")
                     }
                     configuration.storage.fsync = fsync
+                }
+                if let value = storage["retainEvents"], value != .null {
+                    let count = try reader.int(value, at: "storage.retainEvents")
+                    guard count >= 0, count <= 10_000_000 else {
+                        throw reader.error("storage.retainEvents", "must be 0 to 10000000, got \(count)")
+                    }
+                    configuration.storage.retainEvents = count
+                }
+                if let value = storage["onCorruption"], value != .null {
+                    let text = try reader.string(value, at: "storage.onCorruption")
+                    guard let choice = Storage.OnCorruption(rawValue: text) else {
+                        throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse or truncate)")
+                    }
+                    configuration.storage.onCorruption = choice
                 }
             }
             if let log = try reader.optionalObject(top["log"], at: "log", known: ["level", "format"]) {
@@ -462,6 +481,7 @@ extension SpinServerConfiguration {
         }
 
         mutating func apply(flags: Flags) throws(ConfigurationError) {
+            if flags.repair { configuration.storage.onCorruption = .truncate }
             try apply(host: flags.host, port: flags.port, storage: flags.storage, logLevel: flags.logLevel,
                       logFormat: flags.logFormat, certificate: flags.tlsCertificate, key: flags.tlsKey,
                       sources: ("--host", "--port", "--storage", "--log-level", "--log-format",

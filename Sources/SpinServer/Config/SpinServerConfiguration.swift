@@ -101,17 +101,35 @@ public struct SpinServerConfiguration: Sendable, Equatable {
             case none
         }
 
+        /// What recovery does with a journal that is corrupt (a bad record with data
+        /// after it), as opposed to torn (an unfinished last write, always cut).
+        public enum OnCorruption: String, Sendable, Equatable, CaseIterable {
+            /// Refuse to start, naming the file and byte offset; change nothing on disk.
+            case refuse
+            /// Cut the journal at the bad record, losing every event after it (`--repair`).
+            case truncate
+        }
+
         public var directory: String
         public var fsync: Fsync
         /// Whether Spins are journaled in `directory` and recovered from it at start-up.
         /// False keeps state in memory only: the default for a server built in code (tests,
         /// embedding); the `spin-server` executable always persists.
         public var persists: Bool
+        /// Events each Spin keeps behind its newest snapshot (on disk and in memory), so
+        /// that a stream client resumes with `?since=N` without a gap. 10000 covers minutes
+        /// of a busy Spin's history for a client that lost its connection, at a few MiB of
+        /// memory per Spin for small states.
+        public var retainEvents: Int
+        public var onCorruption: OnCorruption
 
-        public init(directory: String = "data", fsync: Fsync = .batch, persists: Bool = false) {
+        public init(directory: String = "data", fsync: Fsync = .batch, persists: Bool = false,
+                    retainEvents: Int = 10000, onCorruption: OnCorruption = .refuse) {
             self.directory = directory
             self.fsync = fsync
             self.persists = persists
+            self.retainEvents = retainEvents
+            self.onCorruption = onCorruption
         }
     }
 

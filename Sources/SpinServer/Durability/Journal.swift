@@ -5,102 +5,240 @@ import SpinCore
 import SpinNet
 import SpinWire
 
-/// The durable storage of hosted Spins (DESIGN.md §3, Durability): per Spin an
-/// append-only journal of applied events (`<name>.journal`, `JournalRecord` framing) and
-/// a snapshot (`<name>.snapshot.json`, `{"sequence":N,"state":..}`) written every
-/// `snapshotEvery` events and at shutdown, after which the journal is emptied.
+/// The durable storage of hosted Spins in one directory (the README's "Durability").
 ///
-/// Every transition of every Spin (events from clients, feedbacks and Gears) is recorded
-/// in order from the Spin's executor; the writing happens on the journal's own serial
-/// queue, so a Spin never waits for the disk. Acknowledgements wait in `whenDurable`:
-/// - `always`: each record is synced (`fdatasync`) before the events it covers are acked;
-/// - `batch`: group commit: records written in a window of `batchWindow` share one sync;
-/// - `none`: acknowledged once written to the OS.
+/// Files, per Spin:
+/// - `<name>.journal`: append-only records of applied events (`JournalRecord` framing),
+///   every event after the snapshot's sequence, batches whole;
+/// - `<name>.snapshot.json`: `{"sequence":N,"epoch":..,"state":..}`, the state the
+///   journal starts from. It is rewritten when the journal is compacted, which keeps at
+///   least `retainEvents` events after it (what `?since=N` resumes from);
+/// - `<name>.epoch`: the epoch of the Spin's history (see below).
 ///
-/// Recovery (`recover`) reads the snapshot, replays the journal records after it through
-/// the pure reducer (no effect runs) and cuts a torn tail.
-package final class Journal: DurabilityGate, @unchecked Sendable {
-    // `files`, `unsynced`, `syncScheduled` and `latest` are confined to `queue`;
-    // `durable` and `waiters` are behind `acks`.
+/// and for the directory: `.lock` (one server per directory, `flock`), and `.clean`,
+/// present only while no server runs and the last one stopped cleanly.
+///
+/// Writing happens on the journal's own serial queue, so a Spin never waits for the
+/// disk; what waits is the Spin's `SpinFeed`, told by `durable(through:)` once a write is
+/// as durable as `storage.fsync` says: `always` syncs (`fdatasync`) each write, `batch`
+/// shares one sync among the writes of `batchWindow` (group commit), `none` counts a
+/// write handed to the OS.
+///
+/// **Storage failures.** When a write or sync fails (a full disk, an I/O error), the
+/// Spin's feed refuses every waiting acknowledgement with 503 `storage_unavailable`, the
+/// journal is cut back to what was durable, and `onFailure` asks the host to roll the
+/// Spin back to its last durable state and hold it. Every second a probe writes and
+/// syncs a scratch file; once it succeeds, `onRecovery` lets the Spin go on.
+///
+/// **Recovery** reads the snapshot and replays the journal after it through the pure
+/// reducer. A torn tail (an unfinished last write, `JournalRecord.Damage`) is cut and
+/// logged; corruption (a bad record with data after it) stops start-up naming the file
+/// and byte offset, and changes nothing on disk, unless `storage.onCorruption` is
+/// `truncate` (`--repair`), which cuts the journal there.
+///
+/// **Epochs.** A Spin's epoch stays the same while its durable history only grows. It
+/// changes when recovery cannot promise that: a repair cut acknowledged events, or the
+/// previous server did not stop cleanly under `fsync: none` (what it streamed may not
+/// have reached the disk).
+package final class Journal: @unchecked Sendable {
+    // Everything mutable is confined to `queue`, except during `open`/`recover`, which
+    // run before any Spin starts.
     private let directory: String
     private let policy: SpinServerConfiguration.Storage.Fsync
+    private let retain: Int
+    private let repair: Bool
     private let logger: Logger
     private let queue = DispatchQueue(label: "spin.journal")
-    private var files: [String: AppendOnlyFile] = [:]
-    /// Per Spin, the last sequence written and not yet synced.
-    private var unsynced: [String: UInt64] = [:]
+    private var lock: DirectoryLock?
+    /// The previous server stopped cleanly (`.clean` was there).
+    private var wasClean = true
+    private var spins: [String: SpinJournal] = [:]
     private var syncScheduled = false
-    /// Per Spin, the last transition written (for the shutdown snapshot).
-    private var latest: [String: HostedTransition] = [:]
-    private let acks = Protected(Acks())
+    private var probeScheduled = false
+    /// What the host does when a Spin's storage fails and when it works again; set
+    /// before the Spins start.
+    private var onFailure: @Sendable (String) -> Void = { _ in }
+    private var onRecovery: @Sendable (String) -> Void = { _ in }
 
-    /// Events between two snapshots: bounds recovery time and journal size.
-    package static let snapshotEvery: UInt64 = 1000
     /// How long a batch waits for more records before its one sync.
     package static let batchWindow: DispatchTimeInterval = .milliseconds(2)
+    /// How often a failing storage is tried again.
+    package static let probeInterval: DispatchTimeInterval = .seconds(1)
 
-    private struct Acks {
-        var durable: [String: UInt64] = [:]
-        var waiters: [String: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)]] = [:]
-        var failure: APIError?
+    private final class SpinJournal {
+        let name: String
+        let feed: SpinFeed
+        var file: AppendOnlyFile
+        /// Records of the batch being received, not yet written.
+        var batch: [UInt8] = []
+        var batchRecords = 0
+        var batchLast: UInt64 = 0
+        /// The last sequence written to the file.
+        var written: UInt64
+        /// Bytes in the file, and how many of them are durable.
+        var length: Int
+        var durableLength: Int
+        var unsynced = false
+        /// Records in the file (what compaction looks at).
+        var records: Int
+        var health: Health = .healthy
+
+        enum Health: Equatable {
+            case healthy
+            /// Writes failed; `restored` once the host rolled the Spin back.
+            case failing(restored: Bool)
+        }
+
+        init(name: String, feed: SpinFeed, file: AppendOnlyFile, written: UInt64, length: Int, records: Int) {
+            self.name = name
+            self.feed = feed
+            self.file = file
+            self.written = written
+            self.length = length
+            self.durableLength = length
+            self.records = records
+        }
     }
 
-    package init(directory: String, policy: SpinServerConfiguration.Storage.Fsync, logger: Logger) {
+    package init(directory: String, storage: SpinServerConfiguration.Storage, logger: Logger) {
         self.directory = directory
-        self.policy = policy
+        self.policy = storage.fsync
+        self.retain = storage.retainEvents
+        self.repair = storage.onCorruption == .truncate
         self.logger = logger
     }
 
     private func journalPath(_ spin: String) -> String { "\(directory)/\(spin).journal" }
     private func snapshotPath(_ spin: String) -> String { "\(directory)/\(spin).snapshot.json" }
+    private func epochPath(_ spin: String) -> String { "\(directory)/\(spin).epoch" }
+    private var cleanPath: String { "\(directory)/.clean" }
 
-    // MARK: Recovery
+    // MARK: Opening and recovery
 
-    /// Restores `spin` from its snapshot and journal (before it starts), cutting a torn
-    /// tail, and opens its journal for appending. Returns the recovered sequence.
-    package func recover(_ spin: any HostedSpin) throws -> UInt64 {
-        let name = spin.name
-        let snapshot = try DurableFiles.read(snapshotPath(name))
-        let journal = try DurableFiles.read(journalPath(name)) ?? []
-        let decoded = JournalRecord.decode(journal)
-        let file = try AppendOnlyFile(path: journalPath(name))
-        if decoded.validLength < journal.count {
-            logger.warning("journal of \(name): cut a torn tail of \(journal.count - decoded.validLength) bytes")
-            try file.truncate(to: decoded.validLength)
-            try file.sync()
+    /// Takes the directory's lock and notes whether the last server stopped cleanly.
+    package func open() throws {
+        do {
+            lock = try DirectoryLock(directory: directory)
+        } catch {
+            throw RecoveryError(spin: nil, problem: "storage directory \(directory): \(error)")
         }
-        let sequence = try spin.recover(snapshot: snapshot, records: decoded.records)
-        queue.sync { files[name] = file }
-        acks.withLock { $0.durable[name] = sequence }
-        return sequence
+        wasClean = DurableFiles.exists(cleanPath)
+    }
+
+    /// Restores every Spin from its snapshot and journal and starts its feed there. Reads
+    /// every journal first: if one is corrupt (and `repair` is off), start-up stops with
+    /// nothing changed on disk. Then cuts torn tails, replays, and opens the journals.
+    /// Returns the recovered sequence of each Spin.
+    package func recover(_ hosted: [(spin: any HostedSpin, feed: SpinFeed)]) throws -> [String: UInt64] {
+        var read: [(spin: any HostedSpin, feed: SpinFeed, snapshot: [UInt8]?, epoch: String?, decoded: JournalRecord.Decoded)] = []
+        for (spin, feed) in hosted {
+            let decoded = JournalRecord.decode(try DurableFiles.read(journalPath(spin.name)) ?? [])
+            if let damage = decoded.damage, damage.kind == .corruption, !repair {
+                throw RecoveryError(spin: spin.name, problem: """
+                    \(journalPath(spin.name)) is corrupt: \(damage). Nothing was changed on disk. Restore the file \
+                    from a backup, or start with --repair (storage.onCorruption: "truncate") to cut the journal at \
+                    byte \(damage.offset), losing every event recorded after it
+                    """)
+            }
+            let epoch = try DurableFiles.read(epochPath(spin.name)).map { String(decoding: $0, as: UTF8.self) }
+            read.append((spin, feed, try DurableFiles.read(snapshotPath(spin.name)), epoch, decoded))
+        }
+        var sequences: [String: UInt64] = [:]
+        for (spin, feed, snapshot, storedEpoch, decoded) in read {
+            let name = spin.name
+            let file = try AppendOnlyFile(path: journalPath(name))
+            var epochChanges = storedEpoch == nil || (!wasClean && policy == .none)
+            if let damage = decoded.damage {
+                switch damage.kind {
+                case .tornTail:
+                    logger.warning("journal of \(name): cut a torn tail: \(damage)")
+                case .corruption:
+                    logger.error("journal of \(name): REPAIRED by cutting at byte \(damage.offset): \(damage); every event after it is lost")
+                    epochChanges = true
+                }
+                try file.truncate(to: damage.offset)
+                try file.sync()
+            }
+            let recovered = try spin.recover(snapshot: snapshot, records: decoded.records, keep: retain + 1)
+            var epoch = storedEpoch ?? ""
+            if epochChanges {
+                epoch = Self.makeEpoch()
+                try DurableFiles.replace(epochPath(name), with: Array(epoch.utf8))
+                if storedEpoch != nil { logger.notice("Spin \(name): new epoch \(epoch) (its history may not have only grown)") }
+            }
+            feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
+            spins[name] = SpinJournal(name: name, feed: feed, file: file, written: recovered.sequence,
+                                      length: decoded.validLength, records: decoded.records.count)
+            sequences[name] = recovered.sequence
+        }
+        return sequences
+    }
+
+    /// A fresh epoch: unique enough that two histories of one Spin never share one.
+    package static func makeEpoch() -> String {
+        String(UInt64.random(in: 1...UInt64.max), radix: 36)
+    }
+
+    /// Starts journaling: from now on `record` writes, failures reach `onFailure`, and
+    /// recovered storage `onRecovery`. When the storage does not take writes now (a full
+    /// disk at start-up), every Spin starts failing: the caller holds them before they
+    /// run. Returns the names of the Spins that start failing.
+    package func start(onFailure: @escaping @Sendable (String) -> Void,
+                       onRecovery: @escaping @Sendable (String) -> Void) -> [String] {
+        queue.sync {
+            self.onFailure = onFailure
+            self.onRecovery = onRecovery
+            do {
+                // The marker goes: until `close`, this directory is in use.
+                try DurableFiles.remove(cleanPath)
+                try DurableFiles.probe(directory: directory)
+                return []
+            } catch {
+                logger.critical("storage directory \(directory) does not take writes: \(error); the Spins wait until it does")
+                let failure = APIError.storageUnavailable(spin: "*", "\(error)")
+                for journal in spins.values {
+                    journal.health = .failing(restored: true)
+                    journal.feed.fail(failure)
+                }
+                scheduleProbe()
+                return spins.keys.sorted()
+            }
+        }
     }
 
     // MARK: Writing
 
-    /// Records a transition; called on the Spin's executor, in order.
+    /// Records a transition; called on the Spin's executor, in order, after its feed got
+    /// it. A batch is written when its last transition arrives.
     package func record(spin: String, _ transition: HostedTransition) {
         queue.async { [self] in
-            guard let file = files[spin] else { return }
+            guard let journal = spins[spin], journal.health == .healthy else { return }
+            JournalRecord.append(sequence: transition.sequence, payload: transition.event.bytes,
+                                 continues: !transition.endsBatch, to: &journal.batch)
+            journal.batchLast = transition.sequence
+            journal.batchRecords += 1
+            guard transition.endsBatch else { return }
             do {
-                let payload = transition.event.bytes
-                try file.append(JournalRecord.encode(sequence: transition.sequence, payload: payload))
-                latest[spin] = transition
-                switch policy {
-                case .always:
-                    try file.sync()
-                    markDurable(spin, transition.sequence)
-                case .none:
-                    markDurable(spin, transition.sequence)
-                case .batch:
-                    unsynced[spin] = transition.sequence
-                    if !syncScheduled {
-                        syncScheduled = true
-                        queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in syncBatch() }
-                    }
-                }
-                if transition.sequence % Self.snapshotEvery == 0 { try snapshot(spin) }
+                try journal.file.append(journal.batch)
             } catch {
-                fail(error)
+                return fail(journal, error)
+            }
+            journal.length += journal.batch.count
+            journal.records += journal.batchRecords
+            journal.written = journal.batchLast
+            journal.batch.removeAll(keepingCapacity: true)
+            journal.batchRecords = 0
+            switch policy {
+            case .always:
+                sync(journal)
+            case .none:
+                markDurable(journal)
+            case .batch:
+                journal.unsynced = true
+                if !syncScheduled {
+                    syncScheduled = true
+                    queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in syncBatch() }
+                }
             }
         }
     }
@@ -108,75 +246,184 @@ package final class Journal: DurabilityGate, @unchecked Sendable {
     /// Group commit: one sync per Spin written in the window. On `queue`.
     private func syncBatch() {
         syncScheduled = false
-        let written = unsynced
-        unsynced = [:]
+        for journal in spins.values where journal.unsynced { sync(journal) }
+    }
+
+    private func sync(_ journal: SpinJournal) {
+        journal.unsynced = false
+        guard journal.health == .healthy else { return }
         do {
-            for (spin, sequence) in written {
-                try files[spin]?.sync()
-                markDurable(spin, sequence)
-            }
+            try journal.file.sync()
         } catch {
-            fail(error)
+            return fail(journal, error)
         }
+        markDurable(journal)
     }
 
-    /// Writes the Spin's latest state as its snapshot, then empties its journal (every
-    /// record in it is covered). On `queue`.
-    private func snapshot(_ spin: String) throws {
-        guard let transition = latest[spin], let file = files[spin] else { return }
-        let document = JSONValue.object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])
-        try DurableFiles.replace(snapshotPath(spin), with: document.bytes)
-        try file.truncate(to: 0)
-        try file.sync()
-        unsynced[spin] = nil
-        markDurable(spin, transition.sequence)
+    private func markDurable(_ journal: SpinJournal) {
+        journal.durableLength = journal.length
+        journal.feed.durable(through: journal.written)
+        compactIfDue(journal)
     }
 
-    /// Snapshots every Spin and syncs: after this, a restart replays nothing.
-    package func close() {
-        queue.sync {
-            do {
-                syncBatch()
-                for spin in latest.keys { try snapshot(spin) }
-            } catch {
-                fail(error)
+    // MARK: Compaction
+
+    /// Records between two compactions: with at least `retain` kept, a journal holds
+    /// between `retain` and `retain + compactEvery` records, so rewriting it costs at
+    /// most one extra write per event, and recovery replays at most that many.
+    private var compactEvery: Int { max(1000, retain) }
+
+    /// Once the journal holds `retain + compactEvery` records: the state `retain` events
+    /// back becomes the snapshot, and the journal is rewritten with the events after it.
+    /// Both are written beside the old files and renamed over them, so a crash at any
+    /// point leaves a snapshot and a journal that fit (recovery skips records the
+    /// snapshot covers).
+    private func compactIfDue(_ journal: SpinJournal) {
+        guard journal.records >= retain + compactEvery, journal.batch.isEmpty,
+              let base = journal.feed.oldestRetained,
+              let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written else { return }
+        let name = journal.name
+        do {
+            let document = JSONValue.object([("sequence", .number(String(base.sequence))),
+                                             ("epoch", .string(journal.feed.epoch)), ("state", base.state)])
+            try DurableFiles.replace(snapshotPath(name), with: document.bytes)
+            var bytes: [UInt8] = []
+            for transition in kept {
+                JournalRecord.append(sequence: transition.sequence, payload: transition.event.bytes,
+                                     continues: !transition.endsBatch, to: &bytes)
             }
-            files = [:]
+            try DurableFiles.replace(journalPath(name), with: bytes)
+            journal.file = try AppendOnlyFile(path: journalPath(name))
+            journal.length = bytes.count
+            journal.durableLength = bytes.count
+            journal.records = kept.count
+            logger.debug("journal of \(name): compacted to \(kept.count) records after sequence \(base.sequence)")
+        } catch {
+            // The old journal is intact unless the rename happened; either way what was
+            // durable stays durable. The next write tells whether storage fails.
+            logger.warning("journal of \(name): compaction failed: \(error)")
+            if let reopened = try? AppendOnlyFile(path: journalPath(name)), let size = try? reopened.size() {
+                journal.file = reopened
+                journal.length = size
+                journal.durableLength = size
+            }
         }
     }
 
-    // MARK: Acknowledgements
+    // MARK: Failures
 
-    package func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
-        let ready = acks.withLock { acks -> APIError?? in
-            if let failure = acks.failure { return .some(failure) }
-            if acks.durable[spin, default: 0] >= sequence { return .some(nil) }
-            acks.waiters[spin, default: []].append((sequence, acknowledge))
-            return .none
-        }
-        if case .some(let error) = ready { acknowledge(error) }
+    /// A write or sync failed: refuse the Spin's acknowledgements, cut the journal back
+    /// to what was durable, and have the host roll the Spin back and hold it. On `queue`.
+    private func fail(_ journal: SpinJournal, _ error: any Error) {
+        guard journal.health == .healthy else { return }
+        logger.critical("journal of \(journal.name): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence) and waits until storage works")
+        journal.health = .failing(restored: false)
+        journal.batch.removeAll()
+        journal.batchRecords = 0
+        journal.unsynced = false
+        journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"))
+        try? journal.file.truncate(to: journal.durableLength)
+        journal.length = journal.durableLength
+        journal.written = journal.feed.snapshot.sequence
+        let name = journal.name
+        let onFailure = self.onFailure
+        // Off the journal's queue: the host's rollback runs on the Spin's executor, which
+        // may be waiting to hand this queue a transition.
+        DispatchQueue.global().async { onFailure(name) }
     }
 
-    private func markDurable(_ spin: String, _ sequence: UInt64) {
-        let released = acks.withLock { acks -> [@Sendable (APIError?) -> Void] in
-            acks.durable[spin] = max(acks.durable[spin, default: 0], sequence)
-            let waiting = acks.waiters[spin, default: []]
-            acks.waiters[spin] = waiting.filter { $0.sequence > sequence }
-            return waiting.filter { $0.sequence <= sequence }.map(\.acknowledge)
+    /// The host rolled `spin` back to its durable state; every transition it applied
+    /// before is behind this call on the queue, so probing may begin.
+    package func restored(spin: String) {
+        queue.async { [self] in
+            guard let journal = spins[spin], journal.health == .failing(restored: false) else { return }
+            journal.health = .failing(restored: true)
+            journal.written = journal.feed.snapshot.sequence
+            scheduleProbe()
         }
-        for acknowledge in released { acknowledge(nil) }
     }
 
-    /// A write or sync failed: nothing can be promised any more. Every waiting and later
-    /// acknowledgement gets a 500 naming the failure.
-    private func fail(_ error: any Error) {
-        logger.critical("journal failure: \(error)")
-        let failure = APIError.internal("the events were applied but could not be made durable: \(error)")
-        let released = acks.withLock { acks -> [@Sendable (APIError?) -> Void] in
-            acks.failure = failure
-            defer { acks.waiters = [:] }
-            return acks.waiters.values.flatMap { $0.map(\.acknowledge) }
+    private func scheduleProbe() {
+        guard !probeScheduled else { return }
+        probeScheduled = true
+        queue.asyncAfter(deadline: .now() + Self.probeInterval) { [self] in probe() }
+    }
+
+    /// Tries the storage again; the Spins whose journals work go on.
+    private func probe() {
+        probeScheduled = false
+        let waiting = spins.values.filter { $0.health == .failing(restored: true) }
+        guard !waiting.isEmpty else {
+            if spins.values.contains(where: { $0.health != .healthy }) { scheduleProbe() }
+            return
         }
-        for acknowledge in released { acknowledge(failure) }
+        do {
+            try DurableFiles.probe(directory: directory)
+        } catch {
+            logger.debug("storage still failing: \(error)")
+            return scheduleProbe()
+        }
+        for journal in waiting {
+            do {
+                let file = try AppendOnlyFile(path: journalPath(journal.name))
+                if try file.size() != journal.durableLength { try file.truncate(to: journal.durableLength) }
+                try file.sync()
+                journal.file = file
+                journal.length = journal.durableLength
+            } catch {
+                logger.debug("journal of \(journal.name) still failing: \(error)")
+                continue
+            }
+            journal.health = .healthy
+            journal.feed.recovered()
+            logger.notice("storage of \(journal.name) works again: the Spin goes on from sequence \(journal.written)")
+            onRecovery(journal.name)
+        }
+        if spins.values.contains(where: { $0.health != .healthy }) { scheduleProbe() }
+    }
+
+    /// True while no Spin's storage is failing (`/readyz`).
+    package var isHealthy: Bool {
+        queue.sync { spins.values.allSatisfy { $0.health == .healthy } }
+    }
+
+    /// The Spins whose storage is failing now.
+    package var failingSpins: [String] {
+        queue.sync { spins.values.filter { $0.health != .healthy }.map(\.name).sorted() }
+    }
+
+    // MARK: Closing
+
+    /// Syncs every journal, marks the directory cleanly stopped and releases its lock.
+    /// Throws when what was written could not be made durable (the exit status says so).
+    package func close() throws {
+        let problem: (any Error)? = queue.sync {
+            var problem: (any Error)?
+            for journal in spins.values where journal.health == .healthy {
+                do {
+                    try journal.file.sync()
+                    journal.unsynced = false
+                    markDurable(journal)
+                } catch {
+                    problem = problem ?? error
+                }
+            }
+            let failing = spins.values.filter { $0.health != .healthy }.map(\.name).sorted()
+            if problem == nil, !failing.isEmpty {
+                problem = RecoveryError(spin: nil, problem: "the storage of \(failing.joined(separator: ", ")) was failing at shutdown")
+            }
+            if problem == nil {
+                do {
+                    try DurableFiles.replace(cleanPath, with: Array("clean\n".utf8))
+                } catch {
+                    problem = error
+                }
+            }
+            spins = [:]
+            lock?.unlock()
+            lock = nil
+            return problem
+        }
+        if let problem { throw problem }
     }
 }

@@ -1,51 +1,142 @@
-/// The framing of one journal record (DESIGN.md §3, Durability):
+/// The framing of one journal record (the README's "Durability"):
 ///
-///     length: UInt32 LE   bytes of sequence + payload
+///     header: UInt32 LE   bit 31: more records of the same batch follow;
+///                         bits 0-30: bytes of sequence + payload
 ///     crc32:  UInt32 LE   CRC-32 (IEEE) of sequence + payload
 ///     sequence: UInt64 LE the event's sequence in its Spin
 ///     payload             the event's JSON
 ///
-/// A record whose length runs past the end of the file, or whose CRC does not match, is
-/// a torn write (the process died mid-append): decoding stops there and reports how much
-/// of the file is valid, so recovery cuts the tail.
+/// A batch (`POST` of an array) is journaled all or none: every record but its last has
+/// bit 31 set, and recovery keeps a batch only once its last record is there. Journals
+/// written before the flag existed have it clear everywhere: one record, one batch.
+///
+/// What decoding stops at is either a **torn tail** (the process or machine died in the
+/// middle of an append: everything from the bad record to the end of the file is one
+/// unfinished write) or **corruption** (a bad record with intact data after it: a flipped
+/// bit, a bad sector, a file edited by hand). Only a torn tail may be cut without asking:
+/// cutting at corruption would silently drop acknowledged events after it.
 package enum JournalRecord {
     /// Records larger than this are garbage, not events (bodies are limited to a few MiB).
     static let maximumLength = 64 << 20
+    private static let continuesFlag: UInt32 = 1 << 31
 
-    package static func encode(sequence: UInt64, payload: [UInt8]) -> [UInt8] {
-        var body: [UInt8] = []
-        body.reserveCapacity(8 + payload.count)
-        withUnsafeBytes(of: sequence.littleEndian) { body += $0 }
-        body += payload
+    /// One record. `continues`: another record of the same batch follows it.
+    package static func encode(sequence: UInt64, payload: [UInt8], continues: Bool = false) -> [UInt8] {
         var record: [UInt8] = []
-        record.reserveCapacity(8 + body.count)
-        withUnsafeBytes(of: UInt32(body.count).littleEndian) { record += $0 }
-        withUnsafeBytes(of: CRC32.checksum(body).littleEndian) { record += $0 }
-        record += body
+        append(sequence: sequence, payload: payload, continues: continues, to: &record)
         return record
     }
 
+    /// Appends one record to `bytes` (a batch is written with one `write`).
+    package static func append(sequence: UInt64, payload: [UInt8], continues: Bool, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.reserveCapacity(start + 16 + payload.count)
+        let length = UInt32(8 + payload.count) | (continues ? continuesFlag : 0)
+        withUnsafeBytes(of: length.littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: UInt32(0)) { bytes += $0 }
+        withUnsafeBytes(of: sequence.littleEndian) { bytes += $0 }
+        bytes += payload
+        let crc = CRC32.checksum(bytes[(start + 8)...])
+        withUnsafeBytes(of: crc.littleEndian) { crcBytes in
+            for index in 0..<4 { bytes[start + 4 + index] = crcBytes[index] }
+        }
+    }
+
+    package struct Record: Sendable, Equatable {
+        package var sequence: UInt64
+        package var payload: [UInt8]
+        /// The last record of its batch.
+        package var endsBatch: Bool
+    }
+
+    /// Where and why decoding stopped short of the end of the file.
+    package struct Damage: Sendable, Equatable, CustomStringConvertible {
+        package enum Kind: Sendable, Equatable {
+            /// An unfinished last write: safe to cut.
+            case tornTail
+            /// A bad record with more data after it: acknowledged events may follow.
+            case corruption
+        }
+
+        package var kind: Kind
+        /// The byte offset of the first record that is not kept.
+        package var offset: Int
+        /// What is wrong there.
+        package var reason: String
+        /// Bytes from `offset` to the end of the file.
+        package var bytesAfter: Int
+
+        package var description: String { "\(reason) at byte \(offset) (\(bytesAfter) bytes from there to the end)" }
+    }
+
     package struct Decoded: Sendable {
-        package var records: [(sequence: UInt64, payload: [UInt8])]
-        /// Bytes of whole, valid records from the start; the rest is a torn tail.
+        /// The records of complete batches, in file order.
+        package var records: [Record]
+        /// Bytes of whole batches from the start: where a cut would go.
         package var validLength: Int
+        /// Nil when the whole file decoded.
+        package var damage: Damage?
     }
 
     package static func decode(_ bytes: [UInt8]) -> Decoded {
-        var records: [(sequence: UInt64, payload: [UInt8])] = []
+        var records: [Record] = []
         var offset = 0
-        while bytes.count - offset >= 16 {
-            let length = Int(readUInt32(bytes, at: offset))
+        /// Records of the batch being read, and where it started.
+        var batch: [Record] = []
+        var batchStart = 0
+        var damage: Damage?
+        while offset < bytes.count {
+            let remaining = bytes.count - offset
+            guard remaining >= 16 else {
+                damage = Damage(kind: .tornTail, offset: offset, reason: "an incomplete record header", bytesAfter: remaining)
+                break
+            }
+            let header = readUInt32(bytes, at: offset)
+            let length = Int(header & ~continuesFlag)
             let crc = readUInt32(bytes, at: offset + 4)
-            guard length >= 8, length <= maximumLength, bytes.count - offset - 8 >= length else { break }
+            guard length >= 8, length <= maximumLength else {
+                // A header that was never written whole reads as zeros or garbage up to the
+                // end; anything else after it means the header itself was damaged.
+                let onlyZerosAfter = bytes[(offset + 8)...].allSatisfy { $0 == 0 }
+                damage = Damage(kind: onlyZerosAfter ? .tornTail : .corruption, offset: offset,
+                                reason: "an impossible record length \(length)", bytesAfter: remaining)
+                break
+            }
+            guard remaining - 8 >= length else {
+                damage = Damage(kind: .tornTail, offset: offset, reason: "a record cut short", bytesAfter: remaining)
+                break
+            }
             let body = bytes[(offset + 8)..<(offset + 8 + length)]
-            guard CRC32.checksum(body) == crc else { break }
+            guard CRC32.checksum(body) == crc else {
+                // The last record of the file (or followed only by the zeros a file system
+                // may leave after a crash), checksum wrong: its write did not finish. With
+                // data after it, it is damage in the middle.
+                let isLast = bytes[(offset + 8 + length)...].allSatisfy { $0 == 0 }
+                damage = Damage(kind: isLast ? .tornTail : .corruption, offset: offset,
+                                reason: "a record whose checksum does not match", bytesAfter: remaining)
+                break
+            }
             var sequence: UInt64 = 0
             for (index, byte) in body.prefix(8).enumerated() { sequence |= UInt64(byte) << (8 * UInt64(index)) }
-            records.append((sequence, Array(body.dropFirst(8))))
+            let endsBatch = header & continuesFlag == 0
+            if batch.isEmpty { batchStart = offset }
+            batch.append(Record(sequence: sequence, payload: Array(body.dropFirst(8)), endsBatch: endsBatch))
             offset += 8 + length
+            if endsBatch {
+                records += batch
+                batch.removeAll()
+            }
         }
-        return Decoded(records: records, validLength: offset)
+        if !batch.isEmpty {
+            // Whole records of a batch whose last record never arrived: the batch was being
+            // written when the process died. All or none: cut it with what followed.
+            let tail = damage.map { $0.kind } ?? .tornTail
+            damage = Damage(kind: tail, offset: batchStart,
+                            reason: damage.map { "\($0.reason) inside a batch" } ?? "a batch without its last record",
+                            bytesAfter: bytes.count - batchStart)
+        }
+        let validLength = damage?.offset ?? bytes.count
+        return Decoded(records: records, validLength: validLength, damage: damage)
     }
 
     private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

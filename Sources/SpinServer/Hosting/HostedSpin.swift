@@ -7,6 +7,24 @@ package struct HostedTransition: Sendable {
     package let sequence: UInt64
     package let event: JSONValue
     package let state: JSONValue
+    /// False for every event of a batch but its last (the journal writes batches whole).
+    package var endsBatch = true
+
+    package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true) {
+        self.sequence = sequence
+        self.event = event
+        self.state = state
+        self.endsBatch = endsBatch
+    }
+}
+
+/// What recovery restored a Spin to.
+package struct Recovered: Sendable {
+    package var sequence: UInt64
+    package var state: JSONValue
+    /// The newest replayed transitions (at most what recovery was asked to keep), for the
+    /// history streams resume from.
+    package var history: [HostedTransition]
 }
 
 /// Events decoded from a request, ready to be submitted to the Spin that decoded them.
@@ -51,8 +69,16 @@ package protocol HostedSpin: AnyObject, Sendable {
     var pendingEvents: Int { get }
     /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
     /// and the journaled events after it, replayed through the reducer (no effect runs).
-    /// Returns the recovered sequence. Throws `RecoveryError` on data it cannot use.
-    func recover(snapshot: [UInt8]?, records: [(sequence: UInt64, payload: [UInt8])]) throws -> UInt64
+    /// Keeps the last `keep` replayed transitions. Throws `RecoveryError` on data it
+    /// cannot use.
+    func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered
+    /// Storage lost what the Spin applied after its last durable state: stops applying
+    /// events and, on the Spin's executor after everything it applied before, puts it
+    /// back to the state `rollback` gives; then calls `then` there.
+    func hold(rollback: @escaping @Sendable () -> (sequence: UInt64, state: JSONValue, dropped: Int),
+              then: @escaping @Sendable () -> Void)
+    /// Storage works again: the held Spin goes on from its durable state.
+    func release()
     /// Makes the loop (Gear subscriptions attached), without delivering any state.
     func prepare()
     func start()
@@ -94,11 +120,28 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func prepare() { _ = running }
+
+    func hold(rollback: @escaping @Sendable () -> (sequence: UInt64, state: JSONValue, dropped: Int),
+              then: @escaping @Sendable () -> Void) {
+        let name = self.name
+        running.restore(to: {
+            let (sequence, json, _) = rollback()
+            do {
+                return (try JSONDecoder().decode(State.self, from: Data(json.bytes)), sequence)
+            } catch {
+                // Its own encoding does not decode (a NaN written as null): keep the state.
+                print("spin-server: Spin \(name) cannot go back to its durable state: \(error)")
+                return nil
+            }
+        }, then: then)
+    }
+
+    func release() {}
     func start() { running.start() }
     func stop() { running.stop() }
     var pendingEvents: Int { running.pendingEvents }
 
-    func recover(snapshot: [UInt8]?, records: [(sequence: UInt64, payload: [UInt8])]) throws -> UInt64 {
+    func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
         var state = spin.initialState
         var sequence: UInt64 = 0
         if let snapshot {
@@ -114,7 +157,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
             sequence = number.uint64Value
         }
-        for record in records where record.sequence > sequence {
+        let replayed = records.filter { $0.sequence > sequence }
+        var history: [HostedTransition] = []
+        for (index, record) in replayed.enumerated() {
             guard record.sequence == sequence + 1 else {
                 throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)")
             }
@@ -126,10 +171,14 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
             state = spin.reducer.reduce(state, event)
             sequence = record.sequence
+            if replayed.count - index <= keep {
+                history.append(HostedTransition(sequence: sequence, event: Self.encode(event),
+                                                state: Self.encode(state), endsBatch: record.endsBatch))
+            }
         }
         let recovered = (state, sequence)
         origin.withLock { $0 = recovered }
-        return sequence
+        return Recovered(sequence: sequence, state: Self.encode(state), history: history)
     }
 
     func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch {
@@ -198,7 +247,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     private static func encode(_ transition: Transition<State, Event>) -> HostedTransition {
-        HostedTransition(sequence: transition.sequence, event: encode(transition.event), state: encode(transition.state))
+        HostedTransition(sequence: transition.sequence, event: encode(transition.event), state: encode(transition.state),
+                         endsBatch: transition.endsBatch)
     }
 
     /// A state or event that cannot be JSON (a NaN, say) is sent as null rather than
@@ -257,8 +307,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
 /// Stored data a Spin cannot be recovered from; start-up stops with it.
 package struct RecoveryError: Error, CustomStringConvertible {
-    package let spin: String
+    /// The Spin, when the problem is one Spin's.
+    package let spin: String?
     package let problem: String
 
-    package var description: String { "cannot recover Spin \"\(spin)\": \(problem)" }
+    package var description: String {
+        spin.map { "cannot recover Spin \"\($0)\": \(problem)" } ?? problem
+    }
 }

@@ -203,9 +203,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         switch outcome {
         case .respond(let response):
             respond(response, to: request, keepAlive: keepAlive && !shuttingDown, started: started)
-        case .stateStream(let spin):
+        case .stateStream(let spin, let feed, let resume):
             let mayWrite = context.router.access.check(authorization: apiRequest.header("Authorization"), needs: .write) == nil
-            openStream(request, source: .state(spin, clientMayWrite: mayWrite), keepAlive: keepAlive, started: started)
+            openStream(request, source: .state(spin, feed, resume: resume, clientMayWrite: mayWrite),
+                       keepAlive: keepAlive, started: started)
         case .gearStream(let gear):
             openStream(request, source: .gear(gear), keepAlive: keepAlive, started: started)
         }

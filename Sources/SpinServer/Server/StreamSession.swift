@@ -6,9 +6,10 @@ import SpinWire
 
 /// What a stream carries.
 enum StreamSource {
-    /// A Spin's states: a snapshot, then one message per applied event; the client may
+    /// A Spin's durable states from its feed: a snapshot (or, resuming, the messages
+    /// after the client's sequence), then one message per durable event; the client may
     /// send events (with the `write` scope).
-    case state(any HostedSpin, clientMayWrite: Bool)
+    case state(any HostedSpin, SpinFeed, resume: StreamResume?, clientMayWrite: Bool)
     /// Every event crossing a Gear.
     case gear(any HostedGear)
 }
@@ -32,9 +33,13 @@ final class StreamSession: @unchecked Sendable {
     private var outbox: StreamOutbox
     /// A write answered `.aboveHighWatermark`: queue in the outbox until writable.
     private var blocked = false
-    /// A state stream sends nothing before its snapshot (DESIGN.md §3: snapshot first,
-    /// always); acks or errors for early client messages wait in the outbox.
+    /// A state stream sends nothing before its snapshot (or resumed history); acks or
+    /// errors for early client messages wait in the outbox.
     private var awaitingSnapshot: Bool
+    /// A resumed stream's history still to send, oldest first, from `replayIndex`; live
+    /// messages wait in the outbox behind it.
+    private var replay: [HostedTransition] = []
+    private var replayIndex = 0
     private var subscription: SpinSubscription?
     private var pingTimer: DispatchSourceTimer?
     private var finished = false
@@ -59,12 +64,12 @@ final class StreamSession: @unchecked Sendable {
         context.metrics.streamOpened(kind: kind)
         let connection = self.connection
         switch source {
-        case .state(let spin, _):
-            subscription = spin.observe(startingWith: { [self] sequence, state in
-                connection.execute { self.deliverSnapshot(StreamMessage.snapshot(sequence: sequence, state: state)) }
-            }) { [self] transition in
+        case .state(_, let feed, let resume, _):
+            subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
+                connection.execute { self.begin(start, epoch: epoch) }
+            }, live: { [self] transition in
                 connection.execute { self.deliver(transition) }
-            }
+            })
         case .gear(let gear):
             subscription = gear.observe { [self] traffic in
                 connection.execute { self.deliverControl(StreamMessage.gear(traffic)) }
@@ -81,24 +86,35 @@ final class StreamSession: @unchecked Sendable {
     // MARK: Outgoing
 
     /// Whether a message must wait in the outbox instead of being written now.
-    private var mustQueue: Bool { awaitingSnapshot || blocked || !outbox.isEmpty }
+    private var mustQueue: Bool { awaitingSnapshot || blocked || replayIndex < replay.count || !outbox.isEmpty }
 
     private func deliver(_ transition: HostedTransition) {
         guard !finished else { return }
         if mustQueue {
             if case .conflated(let dropped) = outbox.push(transition) {
                 context.logger.debug("stream conflated", metadata: ["connection": "\(connection.id)", "dropped": "\(dropped)"])
+                // The snapshot queued now is newer than any history still to resume.
+                replay = []
+                replayIndex = 0
             }
             return
         }
-        write(StreamMessage.state(transition))
+        write(StreamMessage.state(transition, epoch: outbox.epoch), sequence: transition.sequence)
     }
 
-    /// The first message of a state stream: ahead of anything queued meanwhile.
-    private func deliverSnapshot(_ message: JSONValue) {
+    /// The start of a state stream: a snapshot ahead of anything queued meanwhile, or
+    /// the history after the client's sequence.
+    private func begin(_ start: SpinFeed.Start, epoch: String) {
         guard !finished else { return }
         awaitingSnapshot = false
-        outbox.pushFront(state: message)
+        outbox.epoch = epoch
+        switch start {
+        case .snapshot(let sequence, let state):
+            outbox.pushFront(state: StreamMessage.snapshot(sequence: sequence, epoch: epoch, state: state), sequence: sequence)
+        case .replay(let history):
+            replay = history
+            replayIndex = 0
+        }
         flush()
     }
 
@@ -114,7 +130,9 @@ final class StreamSession: @unchecked Sendable {
         write(message)
     }
 
-    private func write(_ message: JSONValue) {
+    /// Writes one message; over SSE a state message carries its sequence as `id:`, so a
+    /// reconnecting `EventSource` resumes with `Last-Event-ID`.
+    private func write(_ message: JSONValue, sequence: UInt64? = nil) {
         let text = message.bytes
         switch transport {
         case .webSocket(var session):
@@ -122,7 +140,9 @@ final class StreamSession: @unchecked Sendable {
             transport = .webSocket(session)
             perform(actions)
         case .sse(let encoder):
-            var event: [UInt8] = Array("data: ".utf8)
+            var event: [UInt8] = []
+            if let sequence { event += Array("id: \(sequence)\n".utf8) }
+            event += Array("data: ".utf8)
             event += text
             event += Array("\n\n".utf8)
             send(encoder.encode(event))
@@ -140,8 +160,18 @@ final class StreamSession: @unchecked Sendable {
     }
 
     private func flush() {
-        while !blocked, !awaitingSnapshot, !finished, let message = outbox.pop() {
-            write(message)
+        guard !awaitingSnapshot else { return }
+        while !blocked, !finished, replayIndex < replay.count {
+            let transition = replay[replayIndex]
+            replayIndex += 1
+            write(StreamMessage.state(transition, epoch: outbox.epoch), sequence: transition.sequence)
+        }
+        if replayIndex >= replay.count, !replay.isEmpty {
+            replay = []
+            replayIndex = 0
+        }
+        while !blocked, !finished, replay.isEmpty, let item = outbox.pop() {
+            write(item.message, sequence: item.sequence)
         }
     }
 
@@ -189,7 +219,7 @@ final class StreamSession: @unchecked Sendable {
 
     /// `{"type":"event","id":..,"event":{..}}` → ack once applied, or error.
     private func clientMessage(_ text: [UInt8]) {
-        guard case .state(let spin, let clientMayWrite) = source else {
+        guard case .state(let spin, _, _, let clientMayWrite) = source else {
             return deliverControl(StreamMessage.error(id: .null, .badRequest("the Gear stream takes no messages")))
         }
         let id: JSONValue

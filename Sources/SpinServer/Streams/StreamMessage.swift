@@ -3,15 +3,17 @@ import SpinWire
 
 /// The messages of the state and Gear streams (DESIGN.md §3, contract), as JSON text.
 package enum StreamMessage {
-    /// `{"type":"snapshot","sequence":N,"state":..}`: always first, and what a slow
-    /// consumer's queued state messages are conflated into.
-    package static func snapshot(sequence: UInt64, state: JSONValue) -> JSONValue {
-        .object([("type", .string("snapshot")), ("sequence", .number(String(sequence))), ("state", state)])
+    /// `{"type":"snapshot","sequence":N,"epoch":..,"state":..}`: first (unless the
+    /// client resumes), and what a slow consumer's queued state messages are conflated into.
+    package static func snapshot(sequence: UInt64, epoch: String, state: JSONValue) -> JSONValue {
+        .object([("type", .string("snapshot")), ("sequence", .number(String(sequence))), ("epoch", .string(epoch)),
+                 ("state", state)])
     }
 
-    /// `{"type":"state","sequence":N,"event":..,"state":..}`: one per applied event.
-    package static func state(_ transition: HostedTransition) -> JSONValue {
-        .object([("type", .string("state")), ("sequence", .number(String(transition.sequence))),
+    /// `{"type":"state","sequence":N,"epoch":..,"event":..,"state":..}`: one per applied
+    /// event, once it is durable.
+    package static func state(_ transition: HostedTransition, epoch: String) -> JSONValue {
+        .object([("type", .string("state")), ("sequence", .number(String(transition.sequence))), ("epoch", .string(epoch)),
                  ("event", transition.event), ("state", transition.state)])
     }
 

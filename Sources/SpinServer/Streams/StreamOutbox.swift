@@ -27,7 +27,10 @@ package struct StreamOutbox: Sendable {
     /// How many messages may wait. 64 covers a burst of events between two writes
     /// while keeping a stuck client's cost to a few kilobytes of JSON.
     package let limit: Int
-    private(set) package var items: [(kind: Kind, message: JSONValue)] = []
+    /// The epoch state messages carry (the stream's, set when it subscribes).
+    package var epoch = ""
+    /// Each message with the sequence of the state it carries (SSE sends it as `id:`).
+    private(set) package var items: [(kind: Kind, message: JSONValue, sequence: UInt64?)] = []
 
     package init(limit: Int = 64) {
         precondition(limit >= 2, "an outbox must hold at least a snapshot and one more message")
@@ -40,31 +43,34 @@ package struct StreamOutbox: Sendable {
     /// Queues the message of an applied event; conflates if the outbox is full.
     package mutating func push(_ transition: HostedTransition) -> PushResult {
         guard items.count >= limit else {
-            items.append((.state, StreamMessage.state(transition)))
+            items.append((.state, StreamMessage.state(transition, epoch: epoch), transition.sequence))
             return .queued
         }
         let before = items.count
         items.removeAll { $0.kind == .state }
-        items.append((.state, StreamMessage.snapshot(sequence: transition.sequence, state: transition.state)))
+        items.append((.state, StreamMessage.snapshot(sequence: transition.sequence, epoch: epoch, state: transition.state),
+                      transition.sequence))
         // One message (the new one) took the place of those removed.
         return .conflated(dropped: before - items.count + 1)
     }
 
     /// Queues a message that must not be dropped.
     package mutating func push(control message: JSONValue) -> PushResult {
-        items.append((.control, message))
+        items.append((.control, message, nil))
         let controls = items.count { $0.kind == .control }
         return controls > limit ? .overflow : .queued
     }
 
     /// Puts a state-kind message before everything else (the first snapshot, which must
     /// precede any ack or error queued while it was on its way).
-    package mutating func pushFront(state message: JSONValue) {
-        items.insert((.state, message), at: 0)
+    package mutating func pushFront(state message: JSONValue, sequence: UInt64) {
+        items.insert((.state, message, sequence), at: 0)
     }
 
-    /// Takes the oldest waiting message.
-    package mutating func pop() -> JSONValue? {
-        items.isEmpty ? nil : items.removeFirst().message
+    /// Takes the oldest waiting message, with its state's sequence (nil for control).
+    package mutating func pop() -> (message: JSONValue, sequence: UInt64?)? {
+        guard !items.isEmpty else { return nil }
+        let item = items.removeFirst()
+        return (item.message, item.sequence)
     }
 }

@@ -4,41 +4,75 @@ import Logging
 import Testing
 
 @Suite struct JournalRecordTests {
+    static let empty = Array("{}".utf8)
+
     @Test func crc32_MatchesTheStandardCheckValue() {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
         #expect(CRC32.checksum([UInt8]()) == 0)
     }
 
-    @Test func records_RoundTrip() {
+    @Test func records_RoundTrip_WithTheirBatchBoundaries() {
         let bytes = JournalRecord.encode(sequence: 1, payload: Array(#"{"type":"reset"}"#.utf8))
-            + JournalRecord.encode(sequence: 2, payload: Array(#"{"type":"increase"}"#.utf8))
+            + JournalRecord.encode(sequence: 2, payload: Self.empty, continues: true)
+            + JournalRecord.encode(sequence: 3, payload: Array(#"{"type":"increase"}"#.utf8))
         let decoded = JournalRecord.decode(bytes)
-        #expect(decoded.records.map(\.sequence) == [1, 2])
+        #expect(decoded.records.map(\.sequence) == [1, 2, 3])
+        #expect(decoded.records.map(\.endsBatch) == [true, false, true])
         #expect(decoded.records.last.map { String(decoding: $0.payload, as: UTF8.self) } == #"{"type":"increase"}"#)
         #expect(decoded.validLength == bytes.count)
+        #expect(decoded.damage == nil)
     }
 
-    @Test func aTornOrCorruptTail_IsWhereDecodingStops() {
-        let first = JournalRecord.encode(sequence: 1, payload: Array("{}".utf8))
-        let second = JournalRecord.encode(sequence: 2, payload: Array("{}".utf8))
-        let torn = JournalRecord.decode(first + second.dropLast(3))
-        #expect(torn.records.count == 1)
-        #expect(torn.validLength == first.count)
-        var corrupt = second
-        corrupt[corrupt.count - 1] ^= 0xFF
-        let flipped = JournalRecord.decode(first + corrupt)
-        #expect(flipped.records.count == 1)
-        #expect(flipped.validLength == first.count)
-        #expect(JournalRecord.decode([0xFF, 0xFF, 0xFF, 0xFF] + Array(repeating: 0, count: 20)).validLength == 0)
+    @Test func anUnfinishedLastWrite_IsATornTail() {
+        let first = JournalRecord.encode(sequence: 1, payload: Self.empty)
+        let second = JournalRecord.encode(sequence: 2, payload: Self.empty)
+        for torn in [first + second.dropLast(3), first + second.prefix(5), first + second.prefix(12) + [UInt8](repeating: 0, count: 40)] {
+            let decoded = JournalRecord.decode(torn)
+            #expect(decoded.records.count == 1)
+            #expect(decoded.validLength == first.count)
+            #expect(decoded.damage?.kind == .tornTail)
+        }
+        // The last record's checksum is wrong: its write did not finish.
+        var last = second
+        last[last.count - 1] ^= 0xFF
+        #expect(JournalRecord.decode(first + last).damage?.kind == .tornTail)
+    }
+
+    @Test func aFlippedByteWithRecordsAfterIt_IsCorruption_NamingItsOffset() {
+        let records = (1...4).map { JournalRecord.encode(sequence: UInt64($0), payload: Array(#"{"type":"increaseLeft"}"#.utf8)) }
+        var bytes = records.flatMap { $0 }
+        bytes[records[0].count + 20] ^= 0x01
+        let decoded = JournalRecord.decode(bytes)
+        #expect(decoded.records.map(\.sequence) == [1])
+        #expect(decoded.damage?.kind == .corruption)
+        #expect(decoded.damage?.offset == records[0].count)
+        #expect(decoded.damage?.bytesAfter == bytes.count - records[0].count)
+        // A damaged length field with data after it is corruption too.
+        var header = records.flatMap { $0 }
+        header[records[0].count + 3] = 0x7F
+        #expect(JournalRecord.decode(header).damage?.kind == .corruption)
+    }
+
+    @Test func aBatchWithoutItsLastRecord_IsCutWhole() {
+        let first = JournalRecord.encode(sequence: 1, payload: Self.empty)
+        let batch = JournalRecord.encode(sequence: 2, payload: Self.empty, continues: true)
+            + JournalRecord.encode(sequence: 3, payload: Self.empty, continues: true)
+        let decoded = JournalRecord.decode(first + batch + JournalRecord.encode(sequence: 4, payload: Self.empty).prefix(9))
+        #expect(decoded.records.map(\.sequence) == [1])
+        #expect(decoded.validLength == first.count)
+        #expect(decoded.damage?.kind == .tornTail)
+        #expect(JournalRecord.decode(first + batch).validLength == first.count)
     }
 }
 
 // Serialized: the raw clients block in recv, on the few threads of the cooperative pool.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct JournalRecoveryTests {
-    static func start(storage: String, fsync: SpinServerConfiguration.Storage.Fsync = .batch) throws -> (LoopServer, Int) {
+    static func start(storage: String, fsync: SpinServerConfiguration.Storage.Fsync = .batch, retain: Int = 10000,
+                      onCorruption: SpinServerConfiguration.Storage.OnCorruption = .refuse) throws -> (LoopServer, Int) {
         var configuration = SpinServerConfiguration(port: 0)
-        configuration.storage = .init(directory: storage, fsync: fsync, persists: true)
+        configuration.storage = .init(directory: storage, fsync: fsync, persists: true, retainEvents: retain,
+                                      onCorruption: onCorruption)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let server = LoopServer(configuration: configuration, host: try makeExampleHost(start: false), logger: logger)
@@ -72,28 +106,121 @@ struct JournalRecoveryTests {
         await second.shutdown()
     }
 
-    @Test func aCrash_IsRecoveredFromTheJournal_AndATornTailIsCut() async throws {
+    static func file(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// Posts `count` separate events (one journal record each) to levels, which ignores
+    /// them once converged.
+    static func postRecords(_ port: Int, count: Int) throws {
+        for _ in 0..<count {
+            #expect(try LiveServerTests.post(port, "/v1/spins/levels/events", #"{"type":"increaseLeft"}"#).status == 202)
+        }
+    }
+
+    @Test func aTornTail_IsCut_AndTheRestIsRecovered() async throws {
         let storage = Self.temporaryDirectory()
         let (first, port) = try Self.start(storage: storage, fsync: .always)
         #expect(try LiveServerTests.post(port, "/v1/spins/levels/events?wait=true",
                                           #"{"type":"set","left":8,"right":8}"#).status == 200)
         let before = try Self.spin(port, "levels")["sequence"] as? Int
-        // A crash: no shutdown snapshot, and half a record at the end of the journal.
+        await first.shutdown()
+        // The process died in the middle of a write: half a record at the end.
         let journal = storage + "/levels.journal"
         let handle = try #require(FileHandle(forWritingAtPath: journal))
         handle.seekToEndOfFile()
         handle.write(Data(JournalRecord.encode(sequence: 999, payload: Array("{}".utf8)).dropLast(2)))
         handle.closeFile()
-        let snapshot = storage + "/levels.snapshot.json"
-        try? FileManager.default.removeItem(atPath: snapshot)
         let (second, again) = try Self.start(storage: storage)
         let after = try Self.spin(again, "levels")
         #expect(after["sequence"] as? Int == before)
         #expect(after["state"] as? [String: Int] == ["left": 8, "right": 8])
-        #expect(JournalRecord.decode(Array(try Data(contentsOf: URL(fileURLWithPath: journal)))).validLength
-                == (try FileManager.default.attributesOfItem(atPath: journal)[.size] as? Int))
+        #expect(JournalRecord.decode(try Self.file(journal)).damage == nil)
         await second.shutdown()
+    }
+
+    @Test func aCorruptJournal_StopsStartUp_NamingTheFileAndOffset_AndChangesNothing() async throws {
+        let storage = Self.temporaryDirectory()
+        let (first, port) = try Self.start(storage: storage, fsync: .always)
+        try Self.postRecords(port, count: 20)
+        let sequence = try #require(try Self.spin(port, "levels")["sequence"] as? Int)
         await first.shutdown()
+        let journal = storage + "/levels.journal"
+        var bytes = try Self.file(journal)
+        let records = JournalRecord.decode(bytes).records
+        // A flipped byte in the payload of the fifth record from the end.
+        let offset = records.dropLast(5).reduce(0) { $0 + 16 + $1.payload.count }
+        bytes[offset + 18] ^= 0x04
+        try Data(bytes).write(to: URL(fileURLWithPath: journal))
+        do {
+            let (server, _) = try Self.start(storage: storage)
+            await server.shutdown()
+            Issue.record("started from a corrupt journal")
+        } catch {
+            #expect("\(error)".contains("levels.journal"))
+            #expect("\(error)".contains("byte \(offset)"))
+            #expect("\(error)".contains("--repair"))
+        }
+        #expect(try Self.file(journal) == bytes)
+        // With the repair, the journal is cut there: the five events from it are gone.
+        let (repaired, port2) = try Self.start(storage: storage, onCorruption: .truncate)
+        #expect(try Self.spin(port2, "levels")["sequence"] as? Int == sequence - 5)
+        #expect(JournalRecord.decode(try Self.file(journal)).damage == nil)
+        await repaired.shutdown()
+    }
+
+    @Test func aSecondServer_OnTheSameStorage_RefusesToStart() async throws {
+        let storage = Self.temporaryDirectory()
+        let (first, _) = try Self.start(storage: storage)
+        do {
+            let (second, _) = try Self.start(storage: storage)
+            await second.shutdown()
+            Issue.record("two servers started on one storage directory")
+        } catch {
+            #expect("\(error)".contains("one storage directory serves one server"))
+            #expect("\(error)".contains("pid \(getpid())"))
+        }
+        await first.shutdown()
+        let (third, _) = try Self.start(storage: storage)
+        await third.shutdown()
+    }
+
+    @Test func theJournal_IsCompacted_KeepingTheRetainedEvents() async throws {
+        let storage = Self.temporaryDirectory()
+        let (first, port) = try Self.start(storage: storage, fsync: .none, retain: 30)
+        // Batches of 400: records = events; compaction is due at 30 + 1000.
+        let batch = "[" + Array(repeating: #"{"type":"increaseLeft"}"#, count: 400).joined(separator: ",") + "]"
+        for _ in 0..<3 {
+            #expect(try LiveServerTests.post(port, "/v1/spins/levels/events", batch).status == 202)
+        }
+        let sequence = try #require(try Self.spin(port, "levels")["sequence"] as? Int)
+        await first.shutdown()
+        let records = JournalRecord.decode(try Self.file(storage + "/levels.journal")).records
+        #expect(records.count >= 30 && records.count < 1030)
+        #expect(records.last?.sequence == UInt64(sequence))
+        let snapshot = try #require(try JSONSerialization.jsonObject(with: Data(Self.file(storage + "/levels.snapshot.json"))) as? [String: Any])
+        #expect(snapshot["sequence"] as? Int == Int(records[0].sequence) - 1)
+        let (second, again) = try Self.start(storage: storage, retain: 30)
+        #expect(try Self.spin(again, "levels")["sequence"] as? Int == sequence)
+        #expect(try Self.spin(again, "levels")["state"] as? [String: Int] == ["left": 15, "right": 15])
+        await second.shutdown()
+    }
+
+    @Test(arguments: [(SpinServerConfiguration.Storage.Fsync.none, true), (.batch, false), (.always, false)])
+    func theEpoch_ChangesOnlyWhenAStopUnderNoneWasUnclean(fsync: SpinServerConfiguration.Storage.Fsync, changes: Bool) async throws {
+        let storage = Self.temporaryDirectory()
+        let epochFile = storage + "/levels.epoch"
+        let (first, _) = try Self.start(storage: storage, fsync: fsync)
+        await first.shutdown()
+        let epoch = try Self.file(epochFile)
+        let (second, _) = try Self.start(storage: storage, fsync: fsync)
+        await second.shutdown()
+        #expect(try Self.file(epochFile) == epoch, "a clean restart keeps the epoch")
+        // An unclean stop: the marker a clean shutdown leaves is missing.
+        try FileManager.default.removeItem(atPath: storage + "/.clean")
+        let (third, _) = try Self.start(storage: storage, fsync: fsync)
+        await third.shutdown()
+        #expect((try Self.file(epochFile) != epoch) == changes)
     }
 
     @Test func unusableStoredState_StopsStartUpNamingTheSpin() async throws {

@@ -1,0 +1,241 @@
+import SpinCore
+import SpinWire
+
+/// The durable face of one hosted Spin: what the outside world may see of it.
+///
+/// A Spin applies events in memory first; its journal makes them durable a moment later
+/// (at once, after a group commit, or after an fsync, as `storage.fsync` says). The feed
+/// sits between the two: it holds each applied transition until the journal says it is
+/// durable (`durable(through:)`), and only then
+/// - hands it to the streams (no client ever sees a state a crash can take back),
+/// - keeps it in the retained history (`storage.retainEvents`), which `?since=N` resumes
+///   from, and
+/// - acknowledges whoever waits for it (`whenDurable`: 202s, stream acks).
+///
+/// When storage fails, `fail` answers every waiter with 503 `storage_unavailable` and the
+/// transitions still pending are dropped by `rollback()` (the Spin goes back to the last
+/// durable state), so nothing is acknowledged or streamed that was not made durable.
+///
+/// A feed without a journal (`immediate`) releases each transition as it is applied.
+package final class SpinFeed: Sendable {
+    package let name: String
+    /// How many durable transitions the history keeps for resuming streams.
+    package let retain: Int
+    private let immediate: Bool
+    private let shared: Protected<Shared>
+
+    /// How a subscription starts.
+    package enum Start: Sendable {
+        /// `{"type":"snapshot",..}` of the newest durable state.
+        case snapshot(sequence: UInt64, state: JSONValue)
+        /// Every durable transition after the client's `since`, in order (maybe none).
+        case replay([HostedTransition])
+    }
+
+    private struct Shared {
+        var epoch = ""
+        var sequence: UInt64 = 0
+        var state: JSONValue = .null
+        /// Applied, not yet durable, in sequence order.
+        var pending: [HostedTransition] = []
+        var history: TransitionRing
+        var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition) -> Void)] = []
+        var nextID: UInt64 = 0
+        var waiters: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)] = []
+        /// Set while storage fails: every acknowledgement asked for gets it.
+        var failure: APIError?
+    }
+
+    package init(name: String, retain: Int, immediate: Bool) {
+        self.name = name
+        self.retain = max(0, retain)
+        self.immediate = immediate
+        // One more than retained: the oldest is the state a compacted journal starts from.
+        self.shared = Protected(Shared(history: TransitionRing(capacity: max(0, retain) + 1)))
+    }
+
+    /// Where the feed starts: the recovered (or initial) sequence and state, the history
+    /// recovery replayed, and the epoch of this history. Before the Spin starts.
+    package func begin(sequence: UInt64, state: JSONValue, history: [HostedTransition], epoch: String) {
+        shared.withLock { shared in
+            shared.sequence = sequence
+            shared.state = state
+            shared.epoch = epoch
+            for transition in history where transition.sequence <= sequence { shared.history.append(transition) }
+        }
+    }
+
+    /// The epoch of the history (see `Journal`): it changes only when the history did not
+    /// simply grow.
+    package var epoch: String { shared.withLock { $0.epoch } }
+
+    /// The newest durable sequence and state.
+    package var snapshot: (sequence: UInt64, state: JSONValue) {
+        shared.withLock { ($0.sequence, $0.state) }
+    }
+
+    /// Transitions applied and not yet durable.
+    package var pendingCount: Int { shared.withLock { $0.pending.count } }
+
+    // MARK: Applied → durable
+
+    /// A transition the Spin applied; on the Spin's executor, in order.
+    package func applied(_ transition: HostedTransition) {
+        guard immediate else {
+            shared.withLock { $0.pending.append(transition) }
+            return
+        }
+        let acknowledged = shared.withLock { shared -> [@Sendable (APIError?) -> Void] in
+            Self.release(transition, in: &shared)
+            return Self.takeWaiters(through: transition.sequence, in: &shared)
+        }
+        for acknowledge in acknowledged { acknowledge(nil) }
+    }
+
+    /// Everything applied up to `sequence` is durable: stream it, keep it, acknowledge it.
+    package func durable(through sequence: UInt64) {
+        let acknowledged = shared.withLock { shared -> [@Sendable (APIError?) -> Void] in
+            var released = 0
+            for transition in shared.pending {
+                guard transition.sequence <= sequence else { break }
+                Self.release(transition, in: &shared)
+                released += 1
+            }
+            shared.pending.removeFirst(released)
+            return Self.takeWaiters(through: shared.sequence, in: &shared)
+        }
+        for acknowledge in acknowledged { acknowledge(nil) }
+    }
+
+    /// Subscribers are called under the lock, so that a new subscription's start and the
+    /// live transitions after it have no gap and no overlap. They only hop to their
+    /// connection's queue.
+    private static func release(_ transition: HostedTransition, in shared: inout Shared) {
+        guard transition.sequence > shared.sequence else { return }
+        shared.sequence = transition.sequence
+        shared.state = transition.state
+        shared.history.append(transition)
+        for subscriber in shared.subscribers { subscriber.handler(transition) }
+    }
+
+    private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (APIError?) -> Void] {
+        guard shared.waiters.contains(where: { $0.sequence <= sequence }) else { return [] }
+        let ready = shared.waiters.filter { $0.sequence <= sequence }.map(\.acknowledge)
+        shared.waiters.removeAll { $0.sequence <= sequence }
+        return ready
+    }
+
+    /// Calls `acknowledge` once `sequence` is durable (at once if it is), or with the
+    /// storage failure that keeps it from becoming durable. Must not block.
+    package func whenDurable(_ sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
+        let ready = shared.withLock { shared -> APIError?? in
+            if let failure = shared.failure { return .some(failure) }
+            // Without a journal, applied is durable: whoever asks was told it is applied.
+            if immediate || shared.sequence >= sequence { return .some(nil) }
+            shared.waiters.append((sequence, acknowledge))
+            return .none
+        }
+        if case .some(let error) = ready { acknowledge(error) }
+    }
+
+    // MARK: Storage failures
+
+    /// Storage cannot write: every waiting and later acknowledgement gets `error` until
+    /// `recovered()`.
+    package func fail(_ error: APIError) {
+        let refused = shared.withLock { shared -> [@Sendable (APIError?) -> Void] in
+            shared.failure = error
+            defer { shared.waiters = [] }
+            return shared.waiters.map(\.acknowledge)
+        }
+        for acknowledge in refused { acknowledge(error) }
+    }
+
+    /// Drops what was applied and not made durable; returns the state the Spin goes back
+    /// to. On the Spin's executor, before it applies anything new.
+    package func rollback() -> (sequence: UInt64, state: JSONValue, dropped: Int) {
+        shared.withLock { shared in
+            defer { shared.pending = [] }
+            return (shared.sequence, shared.state, shared.pending.count)
+        }
+    }
+
+    /// Storage works again.
+    package func recovered() {
+        shared.withLock { $0.failure = nil }
+    }
+
+    package var isFailing: Bool { shared.withLock { $0.failure != nil } }
+
+    // MARK: Streams
+
+    /// Subscribes a stream: `start` gets a snapshot of the newest durable state, or, when
+    /// the client resumes (`since`, of this `epoch` if it names one) within the retained
+    /// history, every durable transition after `since`; then `live` gets each new durable
+    /// transition, in order. Both are called under the feed's lock: they must only hand
+    /// the work to another queue.
+    package func subscribe(
+        since: UInt64?, epoch: String?,
+        start: @Sendable (Start, _ epoch: String) -> Void,
+        live: @escaping @Sendable (HostedTransition) -> Void
+    ) -> SpinSubscription {
+        let id = shared.withLock { shared -> UInt64 in
+            if let since, epoch == nil || epoch == shared.epoch, let replay = shared.history.after(since, newest: shared.sequence) {
+                start(.replay(replay), shared.epoch)
+            } else {
+                start(.snapshot(sequence: shared.sequence, state: shared.state), shared.epoch)
+            }
+            shared.nextID += 1
+            shared.subscribers.append((shared.nextID, live))
+            return shared.nextID
+        }
+        return SpinSubscription { [weak self] in
+            self?.shared.withLock { shared in shared.subscribers.removeAll { $0.id == id } }
+        }
+    }
+
+    // MARK: Compaction
+
+    /// The durable transitions after `sequence` that the history still holds (all of
+    /// them), or nil when it no longer reaches back that far.
+    package func retained(after sequence: UInt64) -> [HostedTransition]? {
+        shared.withLock { $0.history.after(sequence, newest: $0.sequence) }
+    }
+
+    /// The oldest retained transition.
+    package var oldestRetained: HostedTransition? { shared.withLock { $0.history.oldest } }
+}
+
+/// The newest `capacity` transitions, oldest first.
+struct TransitionRing: Sendable {
+    let capacity: Int
+    private var items: [HostedTransition] = []
+    /// Index of the oldest item kept; items before it are dropped lazily.
+    private var head = 0
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { items.count - head }
+    var oldest: HostedTransition? { head < items.count ? items[head] : nil }
+
+    mutating func append(_ transition: HostedTransition) {
+        guard capacity > 0 else { return }
+        items.append(transition)
+        if count > capacity { head += 1 }
+        // Drop the dead prefix once it is as large as what is kept: amortised O(1).
+        if head >= capacity {
+            items.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// The transitions after `sequence`, when that is gapless from what is kept: nil if
+    /// the ring no longer holds `sequence + 1` (or `sequence` is ahead of `newest`).
+    func after(_ sequence: UInt64, newest: UInt64) -> [HostedTransition]? {
+        guard sequence <= newest else { return nil }
+        if sequence == newest { return [] }
+        guard let oldest, oldest.sequence <= sequence + 1 else { return nil }
+        let start = head + Int(sequence + 1 - oldest.sequence)
+        return Array(items[start...])
+    }
+}

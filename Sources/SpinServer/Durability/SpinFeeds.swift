@@ -1,0 +1,39 @@
+import SpinCore
+
+/// The `SpinFeed` of every hosted Spin, by name: where acknowledgements wait for
+/// durability and streams subscribe. The seam between "applied" and "acknowledged" on
+/// the event path (accept → apply → durable → acknowledge and stream).
+///
+/// With a journal (`immediate` false) a feed releases what its journal says is durable;
+/// without one (a server that keeps its Spins in memory) applied is as durable as it gets.
+package final class SpinFeeds: Sendable {
+    package let retain: Int
+    package let immediate: Bool
+    private let feeds = Protected<[String: SpinFeed]>([:])
+
+    package init(retain: Int, immediate: Bool) {
+        self.retain = retain
+        self.immediate = immediate
+    }
+
+    /// The feed of Spin `name`, made on first use.
+    package func feed(_ name: String) -> SpinFeed {
+        feeds.withLock { feeds in
+            if let feed = feeds[name] { return feed }
+            let feed = SpinFeed(name: name, retain: retain, immediate: immediate)
+            feeds[name] = feed
+            return feed
+        }
+    }
+
+    /// The Spins whose storage is failing now.
+    package var failing: [String] {
+        feeds.withLock { feeds in feeds.values.filter(\.isFailing).map(\.name).sorted() }
+    }
+
+    /// Calls `acknowledge` once `sequence` of Spin `spin` is durable (at once when it
+    /// already is), with nil, or with the storage failure that kept it from being so.
+    package func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
+        feed(spin).whenDurable(sequence, acknowledge)
+    }
+}

@@ -1,0 +1,125 @@
+@testable import SpinServer
+import SpinCore
+import SpinWire
+import Testing
+
+/// The feed without sockets: what streams see, when acknowledgements go out, and what a
+/// storage failure takes back.
+@Suite struct SpinFeedTests {
+    static func transition(_ sequence: UInt64) -> HostedTransition {
+        HostedTransition(sequence: sequence, event: .object([("type", .string("increase"))]),
+                         state: .object([("value", .number(String(sequence)))]))
+    }
+
+    /// Collects what a subscriber is given.
+    final class Recorder: Sendable {
+        let starts = Protected<[String]>([])
+        let live = Protected<[UInt64]>([])
+
+        func subscribe(_ feed: SpinFeed, since: UInt64? = nil, epoch: String? = nil) -> SpinSubscription {
+            feed.subscribe(since: since, epoch: epoch, start: { start, epoch in
+                switch start {
+                case .snapshot(let sequence, _): self.starts.withLock { $0.append("snapshot \(sequence) \(epoch)") }
+                case .replay(let history):
+                    self.starts.withLock { $0.append("replay \(history.map(\.sequence)) \(epoch)") }
+                }
+            }, live: { transition in self.live.withLock { $0.append(transition.sequence) } })
+        }
+    }
+
+    static func makeFeed(retain: Int = 5) -> SpinFeed {
+        let feed = SpinFeed(name: "counter", retain: retain, immediate: false)
+        feed.begin(sequence: 0, state: .object([("value", .number("0"))]), history: [], epoch: "e1")
+        return feed
+    }
+
+    @Test func appliedTransitions_AreStreamedAndAcknowledged_OnlyOnceDurable() {
+        let feed = Self.makeFeed()
+        let recorder = Recorder()
+        let subscription = recorder.subscribe(feed)
+        let acked = Protected<[UInt64]>([])
+        for sequence in 1...3 as ClosedRange<UInt64> {
+            feed.applied(Self.transition(sequence))
+            feed.whenDurable(sequence) { error in
+                #expect(error == nil)
+                acked.withLock { $0.append(sequence) }
+            }
+        }
+        #expect(recorder.starts.withLock { $0 } == ["snapshot 0 e1"])
+        #expect(recorder.live.withLock { $0 }.isEmpty)
+        #expect(acked.withLock { $0 }.isEmpty)
+        feed.durable(through: 2)
+        #expect(recorder.live.withLock { $0 } == [1, 2])
+        #expect(acked.withLock { $0 } == [1, 2])
+        #expect(feed.snapshot.sequence == 2)
+        feed.durable(through: 3)
+        #expect(recorder.live.withLock { $0 } == [1, 2, 3])
+        subscription.cancel()
+        feed.applied(Self.transition(4))
+        feed.durable(through: 4)
+        #expect(recorder.live.withLock { $0 } == [1, 2, 3])
+    }
+
+    @Test func aResumingSubscriber_GetsExactlyWhatFollowsItsSequence_OrASnapshot() {
+        let feed = Self.makeFeed(retain: 5)
+        for sequence in 1...8 as ClosedRange<UInt64> { feed.applied(Self.transition(sequence)) }
+        feed.durable(through: 8)
+        let cases: [(since: UInt64, epoch: String?, expected: String)] = [
+            (5, nil, "replay [6, 7, 8] e1"),
+            (5, "e1", "replay [6, 7, 8] e1"),
+            (3, nil, "replay [4, 5, 6, 7, 8] e1"),
+            (2, nil, "replay [3, 4, 5, 6, 7, 8] e1"),
+            (1, nil, "snapshot 8 e1"),               // older than what is retained
+            (8, nil, "replay [] e1"),                // up to date: nothing to send, no gap
+            (9, nil, "snapshot 8 e1"),               // ahead of the history
+            (5, "other", "snapshot 8 e1"),           // another history
+        ]
+        for (since, epoch, expected) in cases {
+            let recorder = Recorder()
+            let subscription = recorder.subscribe(feed, since: since, epoch: epoch)
+            #expect(recorder.starts.withLock { $0 } == [expected], "since \(since) epoch \(epoch ?? "-")")
+            subscription.cancel()
+        }
+    }
+
+    @Test func aStorageFailure_RefusesEveryWaiter_AndRollbackDropsWhatWasNotDurable() {
+        let feed = Self.makeFeed()
+        let recorder = Recorder()
+        let subscription = recorder.subscribe(feed)
+        let answers = Protected<[String]>([])
+        for sequence in 1...3 as ClosedRange<UInt64> {
+            feed.applied(Self.transition(sequence))
+            feed.whenDurable(sequence) { error in answers.withLock { $0.append(error?.code ?? "ok \(sequence)") } }
+        }
+        feed.durable(through: 1)
+        feed.fail(.storageUnavailable(spin: "counter", "No space left on device"))
+        #expect(answers.withLock { $0 } == ["ok 1", "storage_unavailable", "storage_unavailable"])
+        #expect(feed.isFailing)
+        feed.whenDurable(4) { error in answers.withLock { $0.append(error?.code ?? "ok 4") } }
+        #expect(answers.withLock { $0 }.last == "storage_unavailable")
+        let back = feed.rollback()
+        #expect(back.sequence == 1)
+        #expect(back.dropped == 2)
+        #expect(back.state == Self.transition(1).state)
+        // The sequences after the rollback are the Spin's new events 2, 3...
+        feed.recovered()
+        feed.applied(Self.transition(2))
+        feed.durable(through: 2)
+        #expect(recorder.live.withLock { $0 } == [1, 2])
+        #expect(!feed.isFailing)
+        subscription.cancel()
+    }
+
+    @Test func withoutAJournal_AppliedIsDurable() {
+        let feed = SpinFeed(name: "counter", retain: 3, immediate: true)
+        feed.begin(sequence: 0, state: .null, history: [], epoch: "e")
+        let recorder = Recorder()
+        let subscription = recorder.subscribe(feed)
+        feed.applied(Self.transition(1))
+        #expect(recorder.live.withLock { $0 } == [1])
+        let acked = Protected(false)
+        feed.whenDurable(1) { error in acked.withLock { $0 = error == nil } }
+        #expect(acked.withLock { $0 })
+        subscription.cancel()
+    }
+}
