@@ -107,7 +107,11 @@ public final class LoopServer: Sendable {
                 // Roll the Spin back to what is durable and hold it; then the journal may
                 // probe the storage.
                 guard let spin = host.spin(named: name) else { return }
-                spin.hold { feeds.feed(name).rollback() } then: { journal.restored(spin: name) }
+                let feed = feeds.feed(name)
+                spin.hold { feed.rollback() } then: {
+                    feed.rolledBack()
+                    journal.restored(spin: name)
+                }
             }, onRecovery: { name in
                 host.spin(named: name)?.release()
             })

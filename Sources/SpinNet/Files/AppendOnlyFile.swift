@@ -110,8 +110,9 @@ extension DurableFiles {
     }
 
     /// Writes `bytes` to a scratch file in `directory`, syncs it and removes it: does the
-    /// storage take writes now? (A full disk or a failing device says no.)
-    package static func probe(directory: String, bytes: Int = 4096) throws(FileError) {
+    /// storage take writes now? (A full disk or a failing device says no.) 64 KiB: a
+    /// disk with less room than that free would fail the next journal writes anyway.
+    package static func probe(directory: String, bytes: Int = 64 * 1024) throws(FileError) {
         let path = directory + "/.probe"
         defer { unlink(path) }
         let file = try AppendOnlyFile(path: path)

@@ -198,7 +198,7 @@ package final class Journal: @unchecked Sendable {
                 let failure = APIError.storageUnavailable(spin: "*", "\(error)")
                 for journal in spins.values {
                     journal.health = .failing(restored: true)
-                    journal.feed.fail(failure)
+                    journal.feed.fail(failure, rolledBack: true)
                 }
                 scheduleProbe()
                 return spins.keys.sorted()

@@ -42,8 +42,11 @@ package final class SpinFeed: Sendable {
         var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition) -> Void)] = []
         var nextID: UInt64 = 0
         var waiters: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)] = []
-        /// Set while storage fails: every acknowledgement asked for gets it.
+        /// Set while storage fails: every acknowledgement asked for gets it, once the Spin
+        /// is `rolledBack` (before, they wait, so that nobody hears "not applied" while
+        /// the state still shows the event).
         var failure: APIError?
+        var rolledBack = false
     }
 
     package init(name: String, retain: Int, immediate: Bool) {
@@ -129,7 +132,7 @@ package final class SpinFeed: Sendable {
     /// storage failure that keeps it from becoming durable. Must not block.
     package func whenDurable(_ sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
         let ready = shared.withLock { shared -> APIError?? in
-            if let failure = shared.failure { return .some(failure) }
+            if let failure = shared.failure, shared.rolledBack { return .some(failure) }
             // Without a journal, applied is durable: whoever asks was told it is applied.
             if immediate || shared.sequence >= sequence { return .some(nil) }
             shared.waiters.append((sequence, acknowledge))
@@ -140,15 +143,15 @@ package final class SpinFeed: Sendable {
 
     // MARK: Storage failures
 
-    /// Storage cannot write: every waiting and later acknowledgement gets `error` until
-    /// `recovered()`.
-    package func fail(_ error: APIError) {
-        let refused = shared.withLock { shared -> [@Sendable (APIError?) -> Void] in
+    /// Storage cannot write: new events are refused (`isFailing`), and every waiting and
+    /// later acknowledgement gets `error` once the Spin is rolled back (at once when
+    /// `rolledBack`: nothing was applied past what is durable), until `recovered()`.
+    package func fail(_ error: APIError, rolledBack: Bool = false) {
+        shared.withLock { shared in
             shared.failure = error
-            defer { shared.waiters = [] }
-            return shared.waiters.map(\.acknowledge)
+            shared.rolledBack = false
         }
-        for acknowledge in refused { acknowledge(error) }
+        if rolledBack { self.rolledBack() }
     }
 
     /// Drops what was applied and not made durable; returns the state the Spin goes back
@@ -160,9 +163,23 @@ package final class SpinFeed: Sendable {
         }
     }
 
+    /// The Spin shows its durable state again: refuse every waiting acknowledgement.
+    package func rolledBack() {
+        let (refused, failure) = shared.withLock { shared -> ([@Sendable (APIError?) -> Void], APIError?) in
+            guard let failure = shared.failure else { return ([], nil) }
+            shared.rolledBack = true
+            defer { shared.waiters = [] }
+            return (shared.waiters.map(\.acknowledge), failure)
+        }
+        for acknowledge in refused { acknowledge(failure) }
+    }
+
     /// Storage works again.
     package func recovered() {
-        shared.withLock { $0.failure = nil }
+        shared.withLock { shared in
+            shared.failure = nil
+            shared.rolledBack = false
+        }
     }
 
     package var isFailing: Bool { shared.withLock { $0.failure != nil } }
