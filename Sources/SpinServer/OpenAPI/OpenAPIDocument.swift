@@ -114,9 +114,20 @@ enum OpenAPIDocument {
           "parameters": [{"$ref": "#/components/parameters/SpinName"}],
           "get": {
             "summary": "State stream: WebSocket upgrade, or SSE with Accept: text/event-stream",
+            "parameters": [
+              {"name": "since", "in": "query", "required": false,
+               "description": "Resume after this sequence: within the retained history of the same epoch, every state message after it and no snapshot; otherwise a snapshot first. SSE clients may send Last-Event-ID instead.",
+               "schema": {"type": "integer", "minimum": 0}},
+              {"name": "epoch", "in": "query", "required": false,
+               "description": "The epoch the client last saw (every snapshot and state message carries it); another epoch means a snapshot.",
+               "schema": {"type": "string"}},
+              {"name": "Last-Event-ID", "in": "header", "required": false,
+               "description": "SSE resume: the id (sequence) of the last message received.",
+               "schema": {"type": "string", "pattern": "^[0-9]+$"}}
+            ],
             "responses": {
-              "101": {"description": "WebSocket: text frames, a snapshot then one state message per applied event; client events answered by ack or error."},
-              "200": {"description": "Server-sent events, the same messages as data lines.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+              "101": {"description": "WebSocket: text frames, a snapshot (or, resuming, the state messages after since) then one state message per applied and durable event, each with the Spin's epoch; client events answered by ack or error."},
+              "200": {"description": "Server-sent events, the same messages as data lines; state messages carry id: SEQUENCE.", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
               "400": {"$ref": "#/components/responses/Error"},
               "401": {"$ref": "#/components/responses/Error"},
               "403": {"$ref": "#/components/responses/Error"},
