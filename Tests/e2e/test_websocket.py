@@ -35,6 +35,8 @@ def test_stream_sends_a_snapshot_first(server):
     async def scenario():
         async with ws_connect(server, "/v1/spins/levels/stream") as ws:
             first = await recv_json(ws)
+            epoch = first.pop("epoch")
+            assert isinstance(epoch, str) and epoch
             assert first == {"type": "snapshot", "sequence": sequences["levels"], "state": state}
 
     run_async(scenario())
@@ -200,11 +202,16 @@ def test_many_streams_all_receive_each_event(server):
     async def scenario():
         streams = [await ws_connect(server, "/v1/spins/levels/stream") for _ in range(20)]
         try:
+            epochs = set()
             for ws in streams:
-                assert (await recv_json(ws))["sequence"] == start
+                snapshot = await recv_json(ws)
+                assert snapshot["sequence"] == start
+                epochs.add(snapshot["epoch"])
+            assert len(epochs) == 1
             assert (await asyncio.to_thread(server.post_events, "levels", event)).status_code == 202
             for ws in streams:
-                assert await recv_json(ws) == {"type": "state", "sequence": start + 1, "event": event,
+                assert await recv_json(ws) == {"type": "state", "sequence": start + 1, "epoch": next(iter(epochs)),
+                                               "event": event,
                                                "state": {"left": event["left"], "right": event["right"]}}
         finally:
             await asyncio.gather(*(ws.close() for ws in streams), return_exceptions=True)
