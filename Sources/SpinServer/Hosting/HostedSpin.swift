@@ -62,10 +62,6 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Sees every applied event from now on, in order, on the Spin's executor. The
     /// handler must not block.
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
-    /// Gives `snapshot` the sequence and state the handler's transitions follow, with no
-    /// gap or overlap between them (what a stream sends first), both on the executor.
-    func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
-                 _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
     var pendingEvents: Int { get }
     /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
     /// and the journaled events after it, replayed through the reducer (no effect runs).
@@ -228,13 +224,6 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
         running.observe { [self] transition in handler(encodeOnce(transition)) }
-    }
-
-    func observe(startingWith snapshot: @escaping @Sendable (UInt64, JSONValue) -> Void,
-                 _ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
-        running.observe(startingWith: { sequence, state in snapshot(sequence, Self.encode(state)) }) { [self] transition in
-            handler(encodeOnce(transition))
-        }
     }
 
     private func encodeOnce(_ transition: Transition<State, Event>) -> HostedTransition {
