@@ -63,27 +63,42 @@ public final class LoopServer: Sendable {
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
         var subscriptions: [SpinSubscription] = []
-        if let journal {
+        let markers = journal.map { _ in SuspensionMarker(directory: configuration.storage.directory) }
+        var suspended: [(spin: any HostedSpin, reason: String)] = []
+        if let journal, let markers {
             do {
                 try FileManager.default.createDirectory(atPath: configuration.storage.directory,
                                                         withIntermediateDirectories: true)
                 for spin in host.spins {
                     let sequence = try journal.recover(spin)
                     if sequence > 0 { logger.info("recovered \(spin.name) at sequence \(sequence)") }
-                    let name = spin.name
-                    subscriptions.append(spin.observe { journal.record(spin: name, $0) })
+                    if let reason = try markers.read(spin: spin.name) { suspended.append((spin, reason)) }
                 }
             } catch {
                 throw LoopServerError.cannotRecover(reason: "\(error)")
             }
         }
+        // The loops are made here, from what was recovered, with the runaway guard.
+        host.prepare(feedbackBudget: limits.feedbackBudget)
+        if let journal {
+            for spin in host.spins {
+                let name = spin.name
+                subscriptions.append(spin.observe { journal.record(spin: name, $0) })
+            }
+        }
         // Counted from the first event: observe before the Spins start.
         let metrics = context.metrics
-        subscriptions += host.spins.map { spin in
+        let logger = self.logger
+        for spin in host.spins {
             let name = spin.name
-            return spin.observe { _ in metrics.eventApplied(spin: name) }
+            subscriptions.append(spin.observe { _ in metrics.eventApplied(spin: name) })
+            subscriptions.append(spin.onSuspensionChange { suspension in
+                Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
+            })
         }
-        host.start()
+        // A Spin suspended when the server stopped stays so: no runaway starts again.
+        for (spin, reason) in suspended { spin.suspend(reason: reason) }
+        host.start(feedbackBudget: limits.feedbackBudget)
         let address: SocketAddress
         do {
             address = try socketServer.start()
@@ -112,6 +127,23 @@ public final class LoopServer: Sendable {
         host.stop()
         for subscription in running.subscriptions { subscription.cancel() }
         journal?.close()
+    }
+
+    /// Logs, counts and stores (when persisting) a Spin's suspension or resumption.
+    private static func suspensionChanged(spin: String, _ suspension: Suspension?, metrics: Metrics,
+                                          markers: SuspensionMarker?, logger: Logger) {
+        guard let suspension else {
+            markers?.remove(spin: spin)
+            logger.notice("Spin \(spin) resumed")
+            return
+        }
+        metrics.spinSuspended(spin: spin)
+        logger.warning("Spin \(spin) suspended at sequence \(suspension.sequence): \(SuspensionMarker.describe(suspension.reason)); it applies no event until POST /v1/spins/\(spin)/resume")
+        do {
+            try markers?.write(spin: spin, suspension)
+        } catch {
+            logger.error("Spin \(spin): cannot store its suspension, a restart will run it again: \(error)")
+        }
     }
 
     /// Open client connections now.

@@ -57,6 +57,8 @@ package struct APIRouter: Sendable {
             return "/v1/spins/{name}/events"
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
             return "/v1/spins/{name}/stream"
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "resume":
+            return "/v1/spins/{name}/resume"
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
             return "/v1/gears/{name}/stream"
         default: return "other"
@@ -110,7 +112,9 @@ package struct APIRouter: Sendable {
 
         case ["metrics"]:
             if let error = allow(["GET"], .read) { return fail(error) }
-            let spins = host.spins.map { spin in (spin.name, spin.snapshot().sequence, spin.pendingEvents) }
+            let spins = host.spins.map { spin in
+                (spin.name, spin.snapshot().sequence, spin.pendingEvents, spin.status == .suspended)
+            }
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                               body: Array(metrics.render(spins: spins).utf8)))
 
@@ -119,6 +123,7 @@ package struct APIRouter: Sendable {
             let list = host.spins.map { spin -> JSONValue in
                 .object([("name", .string(spin.name)),
                          ("sequence", .number(String(spin.snapshot().sequence))),
+                         ("status", .string(spin.status.rawValue)),
                          ("kind", .string(spin.kind))])
             }
             reply(.json(200, .object([("spins", .array(list))])))
@@ -129,12 +134,20 @@ package struct APIRouter: Sendable {
             let (sequence, state) = spin.snapshot()
             reply(.json(200, .object([("name", .string(spin.name)),
                                       ("sequence", .number(String(sequence))),
+                                      ("status", .string(spin.status.rawValue)),
                                       ("state", state)])))
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
             if let error = allow(["POST"], .write) { return fail(error) }
             guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
             postEvents(request, to: spin) { respond(.respond($0)) }
+
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "resume":
+            if let error = allow(["POST"], .admin) { return fail(error) }
+            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+            // Resuming a running Spin changes nothing and says so the same way.
+            spin.resume()
+            reply(.json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))])))
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
             if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
@@ -200,6 +213,7 @@ package struct APIRouter: Sendable {
         let durability = self.durability
         let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
             guard let transition else {
+                if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
@@ -211,6 +225,7 @@ package struct APIRouter: Sendable {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         case .stopped: done(.failure(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        case .suspended: done(.failure(.spinSuspended(spin.name)))
         }
     }
 

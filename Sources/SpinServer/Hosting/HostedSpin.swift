@@ -24,6 +24,14 @@ package enum SubmitResult: Sendable, Equatable {
     case inboxFull
     /// The Spin is stopped (the server is shutting down); nothing was enqueued.
     case stopped
+    /// The Spin is suspended (runaway guard) until resumed; nothing was enqueued.
+    case suspended
+}
+
+/// Whether a hosted Spin applies events: `suspended` by its runaway guard (or by the
+/// host) until resumed. `GET /v1/spins/{name}` says which.
+package enum SpinStatus: String, Sendable, Equatable {
+    case running, suspended
 }
 
 /// A Spin hosted by name, with JSON in and out. The API and stream layers only see this.
@@ -53,10 +61,18 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// and the journaled events after it, replayed through the reducer (no effect runs).
     /// Returns the recovered sequence. Throws `RecoveryError` on data it cannot use.
     func recover(snapshot: [UInt8]?, records: [(sequence: UInt64, payload: [UInt8])]) throws -> UInt64
-    /// Makes the loop (Gear subscriptions attached), without delivering any state.
-    func prepare()
+    /// Makes the loop (Gear subscriptions attached) with its feedback budget, without
+    /// delivering any state. A loop made before (by a read) keeps the default budget.
+    func prepare(feedbackBudget: Int)
     func start()
     func stop()
+    var status: SpinStatus { get }
+    /// Suspends the Spin (see `SpinLoop`); false if it already is, or is stopped.
+    @discardableResult func suspend(reason: String) -> Bool
+    /// Runs a suspended Spin again; false if it was not suspended.
+    @discardableResult func resume() -> Bool
+    /// Calls `handler` on the Spin's executor with each suspension, and nil on each resume.
+    func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription
 }
 
 /// The `HostedSpin` of a Swift `Spin` with Codable state and events.
@@ -80,23 +96,30 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     /// The loop, made on first use (`prepare`), so that every read has one.
     private var running: SpinLoop<State, Event> {
+        loop(feedbackBudget: SpinLoop<State, Event>.defaultFeedbackBudget)
+    }
+
+    private func loop(feedbackBudget: Int) -> SpinLoop<State, Event> {
         loop.withLock { loop in
             if let loop { return loop }
-            let made: SpinLoop<State, Event>
-            if let origin = origin.withLock({ $0 }) {
-                made = spin.startingFrom(origin.state).makeLoop(label: name, sequence: origin.sequence)
-            } else {
-                made = spin.makeLoop(label: name)
-            }
+            let recovered = self.origin.withLock { $0 }
+            let made = spin.startingFrom(recovered?.state ?? spin.initialState)
+                .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget)
             loop = made
             return made
         }
     }
 
-    func prepare() { _ = running }
+    func prepare(feedbackBudget: Int) { _ = loop(feedbackBudget: feedbackBudget) }
     func start() { running.start() }
     func stop() { running.stop() }
     var pendingEvents: Int { running.pendingEvents }
+    var status: SpinStatus { running.isSuspended ? .suspended : .running }
+    func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
+    func resume() -> Bool { running.resume() }
+    func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
+        running.onSuspensionChange(handler)
+    }
 
     func recover(snapshot: [UInt8]?, records: [(sequence: UInt64, payload: [UInt8])]) throws -> UInt64 {
         var state = spin.initialState
@@ -164,12 +187,15 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         guard let events = batch.events as? [Event] else {
             preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
         }
-        let loop = running
-        let accepted = loop.emit(contentsOf: events, limit: inboxLimit) { transition in
+        switch running.emit(contentsOf: events, limit: inboxLimit, onApplied: { transition in
             onApplied(transition.map(Self.encode))
+        }) {
+        case .accepted: return .accepted
+        case .inboxFull: return .inboxFull
+        case .empty: preconditionFailure("decodeEvents never makes an empty batch")
+        case .suspended: return .suspended
+        case .stopped: return .stopped
         }
-        if accepted { return .accepted }
-        return loop.isStopped ? .stopped : .inboxFull
     }
 
     func snapshot() -> (sequence: UInt64, state: JSONValue) {
