@@ -63,6 +63,27 @@ struct APIRouterRunawayTests {
         host.stop()
     }
 
+    @Test func thePoisonBatch_Is422NamingTheField_AndChangesNothing() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let before = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
+        let poison = await router.post("/v1/spins/levels/events",
+                                       #"[{"type":"set","left":9223372036854775807,"right":0},{"type":"increaseLeft"}]"#)
+        #expect(poison.status == 422)
+        #expect(poison.errorCode == "invalid_event")
+        #expect(poison.errorMessage.contains("[0].left: must be an integer from -1000000000 to 1000000000"))
+        let tooSmall = await router.post("/v1/spins/levels/events", #"{"type":"set","left":0,"right":-9223372036854775808}"#)
+        #expect(tooSmall.status == 422)
+        #expect(tooSmall.errorMessage.contains("right: must be"))
+        let negative = await router.post("/v1/spins/feature/events", #"{"type":"loaded","items":-1}"#)
+        #expect(negative.status == 422)
+        #expect(negative.errorMessage.contains("items: must be 0 or more"))
+        let after = await router.respond("GET", "/v1/spins/levels").object
+        #expect(after["sequence"] as? Int == before["sequence"] as? Int)
+        #expect(after["status"] as? String == "running")
+        host.stop()
+    }
+
     @Test func theResumeRoute_HasItsMetricsTemplate() {
         #expect(APIRouter.template(of: "/v1/spins/levels/resume") == "/v1/spins/{name}/resume")
     }
