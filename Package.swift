@@ -17,6 +17,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Test-only: property-based tests of the example reducers (random and extreme events).
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // System-library shims: C targets so that function-like macros of zlib and
@@ -53,7 +55,10 @@ let package = Package(
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
         .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
         .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples"]),
-        .testTarget(name: "SpinExamplesTests", dependencies: ["SpinExamples", "SpinTesting", "SpinWire"]),
+        .testTarget(name: "SpinExamplesTests", dependencies: [
+            "SpinExamples", "SpinTesting", "SpinWire",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -41,8 +41,10 @@ public struct Spin<State: Sendable, Event: Sendable>: Sendable {
     }
 
     /// Makes the loop and runs it.
-    public func start(label: String? = nil) -> SpinLoop<State, Event> {
-        let loop = makeLoop(label: label)
+    /// - Parameter feedbackBudget: see `makeLoop`.
+    public func start(label: String? = nil,
+                      feedbackBudget: Int = SpinLoop<State, Event>.defaultFeedbackBudget) -> SpinLoop<State, Event> {
+        let loop = makeLoop(label: label, feedbackBudget: feedbackBudget)
         loop.start()
         return loop
     }
@@ -53,7 +55,11 @@ public struct Spin<State: Sendable, Event: Sendable>: Sendable {
     /// - Parameters:
     ///   - label: the loop's name (given to Gears as the source of what it propagates).
     ///   - sequence: the sequence of the initial state (a recovered Spin's count).
-    public func makeLoop(label: String? = nil, sequence: UInt64 = 0) -> SpinLoop<State, Event> {
-        SpinLoop(spin: self, label: label, sequence: sequence)
+    ///   - feedbackBudget: the most events feedbacks and Gears may have applied in a row
+    ///     without an external event (and the most of theirs that may wait); past it the
+    ///     loop suspends (`SpinLoop`, runaway guard). Positive.
+    public func makeLoop(label: String? = nil, sequence: UInt64 = 0,
+                         feedbackBudget: Int = SpinLoop<State, Event>.defaultFeedbackBudget) -> SpinLoop<State, Event> {
+        SpinLoop(spin: self, label: label, sequence: sequence, feedbackBudget: feedbackBudget)
     }
 }

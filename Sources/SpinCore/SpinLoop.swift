@@ -15,8 +15,28 @@ import Synchronization
 /// every effect, finishes every `states` sequence, detaches from Gears and drops every
 /// reference the loop's machinery holds to it, so a stopped loop is deallocated once
 /// its last user lets go.
+///
+/// **Runaway guard.** A feedback loop can fail to settle: two levels set far apart make
+/// two feedbacks answer each other for as long as it takes. `feedbackBudget` bounds the
+/// events feedbacks and Gears may have applied in a row without an external event (one
+/// given to `emit`): the one past it is not applied and the loop **suspends**. The events
+/// of feedbacks and Gears waiting to be applied are bounded by the budget too (one more
+/// suspends the loop: it produces faster than it applies), so no event rate grows memory
+/// without bound. A suspended loop applies nothing, holds no pending event (those waiting
+/// were dropped; external batches among them get `onApplied(nil)`), refuses external
+/// events (`EmitResult.suspended`) and drops what feedbacks and Gears produce, while its
+/// `state`, `states` and observers stay as they are. Effects already running go on; what
+/// they produce is dropped. `resume()` gives the current state to every feedback again,
+/// so that their effects start again, and goes on applying events. `suspend(reason:)`
+/// suspends it on purpose (a host whose storage fails), the same way.
 public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private enum Phase { case prepared, running, stopped }
+
+    /// The default `feedbackBudget`: at the hundreds of thousands of events per second a
+    /// loop applies, about a second of work without any external event, which no loop
+    /// that settles needs (a converging `levels` pair takes one event per step of the
+    /// gap between them), and little enough memory to hold while it runs.
+    public static var defaultFeedbackBudget: Int { 100_000 }
 
     private struct Pending: Sendable {
         var event: Event
@@ -29,12 +49,22 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         /// For events of effects that a newer state cancels: still valid? Checked on the
         /// executor right before reducing, where states are delivered, so it is exact.
         var isCurrent: (@Sendable () -> Bool)?
+        /// True for events given to `emit` (a client's), false for those of feedbacks
+        /// and Gears, which the feedback budget counts.
+        var isExternal: Bool
     }
 
     /// Everything shared between `emit`/`state`/`states`/`stop` callers and the executor.
     private struct Shared {
         var phase: Phase = .prepared
         var pending: [Pending] = []
+        /// How many events in `pending` are external (what `emit`'s `limit` bounds) and
+        /// how many come from feedbacks and Gears (what the budget bounds).
+        var pendingExternal = 0
+        var pendingFeedback = 0
+        /// Set while suspended.
+        var suspension: Suspension.Reason?
+        var suspensionHandlers: [(id: UInt64, handler: @Sendable (Suspension?) -> Void)] = []
         /// True while a drain is scheduled or running (and while prepared), so that
         /// `emit` schedules at most one drain at a time.
         var draining = true
@@ -46,6 +76,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         /// Observers waiting for the executor to give them their first snapshot.
         var joining: [Joiner] = []
     }
+
+    private enum EnqueueOutcome { case queued(schedule: Bool), dropped, suspended([Pending]) }
 
     private enum Registration { case stopped(UInt64, State), joined(UInt64, schedule: Bool) }
 
@@ -60,19 +92,32 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// The name the loop was made with (a hosted Spin's name), given to Gears as source.
     public let label: String?
 
+    /// The most events feedbacks and Gears may have applied in a row without an external
+    /// event, and the most of theirs that may wait to be applied; past either the loop
+    /// suspends.
+    public let feedbackBudget: Int
+
     private let shared: Protected<Shared>
-    /// Set by `stop()`, read by the executor before each event of a batch already taken.
-    private let stopped = Atomic<Bool>(false)
+    /// Bumped (under the lock) by `stop()` and by every suspension; the executor reads it
+    /// before each event that starts a batch and drops the rest of a batch it took before.
+    private let interruptions = Atomic<UInt64>(0)
     private let reducer: Reducer<State, Event>
     private let runners: [any FeedbackRunner<State>]
     private let relay: Relay<State, Event>
     /// The state as the executor last made it; only touched on `queue`.
     nonisolated(unsafe) private var current: State
     nonisolated(unsafe) private var currentSequence: UInt64
+    /// Events of feedbacks and Gears applied since the last external one; only on `queue`.
+    nonisolated(unsafe) private var feedbackRun = 0
+    /// Whether the feedbacks have been given the current state since the loop started or
+    /// was last suspended (so that `start` and `resume` give it exactly once); on `queue`.
+    nonisolated(unsafe) private var feedbacksHaveState = false
 
-    init(spin: Spin<State, Event>, label: String?, sequence: UInt64) {
+    init(spin: Spin<State, Event>, label: String?, sequence: UInt64, feedbackBudget: Int) {
+        precondition(feedbackBudget > 0, "a feedback budget must be positive")
         self.queue = spin.executor ?? DispatchQueue(label: "spin.loop.\(label ?? String(describing: State.self))")
         self.label = label
+        self.feedbackBudget = feedbackBudget
         self.reducer = spin.reducer
         self.current = spin.initialState
         self.currentSequence = sequence
@@ -80,7 +125,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         let relay = Relay<State, Event>()
         self.relay = relay
         let host = FeedbackHost<Event>(label: label, runsInline: false) { event, isCurrent in
-            relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent))
+            relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent, isExternal: false))
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
@@ -102,47 +147,151 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         }
         guard starts else { return }
         queue.async { [self] in
-            for runner in runners { runner.receive(current) }
+            giveFeedbacksTheStateIfSuspensionAllows()
             drain()
         }
     }
 
     /// Sends an event into the loop. It is applied after every event that reached the
-    /// loop before it. Ignored once the loop is stopped.
-    public func emit(_ event: Event) {
-        enqueue(Pending(event: event, onApplied: nil))
+    /// loop before it. Refused (and dropped) while the loop is suspended or stopped.
+    @discardableResult
+    public func emit(_ event: Event) -> EmitResult {
+        accept(CollectionOfOne(event), limit: .max, onApplied: nil)
     }
 
     /// Sends events into the loop as one batch: they are applied in order, one after the
     /// other, or not at all.
     ///
     /// - Parameters:
-    ///   - limit: the batch is refused (nothing is enqueued) when the events waiting to
-    ///     be applied plus this batch would exceed it. A host uses it to bound inboxes.
+    ///   - limit: the batch is refused (nothing is enqueued) when the external events
+    ///     waiting to be applied plus this batch would exceed it. A host uses it to bound
+    ///     inboxes (the events of feedbacks and Gears are bounded by `feedbackBudget`).
     ///   - onApplied: called on the loop's executor with the transition of the last
-    ///     event once it is applied, or with nil if the loop stopped before.
-    /// - Returns: false when the batch was refused (full inbox, empty batch or stopped loop).
+    ///     event once it is applied, or with nil if the loop stopped or suspended before.
+    /// - Returns: `.accepted`, or why nothing was enqueued.
     @discardableResult
     public func emit(
         contentsOf events: [Event],
         limit: Int = .max,
         onApplied: (@Sendable (Transition<State, Event>?) -> Void)? = nil
-    ) -> Bool {
-        guard !events.isEmpty else { return false }
-        let schedule = shared.withLock { shared -> Bool? in
-            guard shared.phase != .stopped,
-                  shared.pending.count <= limit - events.count else { return nil }
+    ) -> EmitResult {
+        accept(events, limit: limit, onApplied: onApplied)
+    }
+
+    private func accept(
+        _ events: some Collection<Event>, limit: Int, onApplied: (@Sendable (Transition<State, Event>?) -> Void)?
+    ) -> EmitResult {
+        guard !events.isEmpty else { return .empty }
+        let count = events.count
+        let outcome = shared.withLock { shared -> (EmitResult, schedule: Bool) in
+            guard shared.phase != .stopped else { return (.stopped, false) }
+            guard shared.suspension == nil else { return (.suspended, false) }
+            guard shared.pendingExternal <= limit - count else { return (.inboxFull, false) }
             for (offset, event) in events.enumerated() {
-                let last = offset == events.count - 1
+                let last = offset == count - 1
                 shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil,
-                                              startsBatch: offset == 0, endsBatch: last))
+                                              startsBatch: offset == 0, endsBatch: last, isExternal: true))
             }
+            shared.pendingExternal += count
             defer { shared.draining = true }
-            return !shared.draining
+            return (.accepted, !shared.draining)
         }
-        guard let schedule else { return false }
-        if schedule { queue.async { [self] in drain() } }
+        if outcome.schedule { queue.async { [self] in drain() } }
+        return outcome.0
+    }
+
+    // MARK: Suspending
+
+    /// Suspends the loop (see the runaway guard above) until `resume()`. Returns false
+    /// if it is already suspended or stopped.
+    @discardableResult
+    public func suspend(reason: String) -> Bool {
+        suspend(.requested(reason))
+    }
+
+    /// Runs a suspended loop again: the current state goes to every feedback (their
+    /// effects start again), the feedback count starts from zero, and events are applied
+    /// as before. Returns false if the loop was not suspended (or is stopped).
+    @discardableResult
+    public func resume() -> Bool {
+        shared.withLock { shared -> Bool in
+            guard shared.phase != .stopped, shared.suspension != nil else { return false }
+            shared.suspension = nil
+            // Queued under the lock, so that it runs after the suspension's own block.
+            queue.async { [self] in
+                // Before `start()`, start gives the state; nothing is applied before it.
+                guard self.shared.withLock({ $0.phase == .running }) else { return }
+                for entry in self.shared.withLock({ $0.suspensionHandlers }) { entry.handler(nil) }
+                feedbackRun = 0
+                giveFeedbacksTheStateIfSuspensionAllows()
+                drain()
+            }
+            return true
+        }
+    }
+
+    public var isSuspended: Bool {
+        shared.withLock { $0.suspension != nil }
+    }
+
+    /// Why the loop is suspended and at which sequence, or nil while it is not.
+    public var suspension: Suspension? {
+        shared.withLock { shared in shared.suspension.map { Suspension(reason: $0, sequence: shared.sequence) } }
+    }
+
+    /// Calls `handler` on the loop's executor once per suspension, with the sequence the
+    /// loop holds once the suspension took effect, and with nil once per `resume()` of a
+    /// started loop, before the feedbacks get the state again. Cancel the subscription
+    /// to detach.
+    public func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
+        let id = shared.withLock { shared -> UInt64 in
+            shared.nextID += 1
+            shared.suspensionHandlers.append((shared.nextID, handler))
+            return shared.nextID
+        }
+        return SpinSubscription { [weak self] in
+            self?.shared.withLock { $0.suspensionHandlers.removeAll { $0.id == id } }
+        }
+    }
+
+    private func suspend(_ reason: Suspension.Reason) -> Bool {
+        let dropped = shared.withLock { shared in suspendLocked(&shared, reason) }
+        guard let dropped else { return false }
+        for pending in dropped { pending.onApplied?(nil) }
         return true
+    }
+
+    /// Marks the loop suspended and takes every pending event out (the caller gives the
+    /// external batches among them `onApplied(nil)` outside the lock); nil when it is
+    /// already suspended or stopped.
+    private func suspendLocked(_ shared: inout Shared, _ reason: Suspension.Reason) -> [Pending]? {
+        guard shared.phase != .stopped, shared.suspension == nil else { return nil }
+        shared.suspension = reason
+        interruptions.add(1, ordering: .relaxed)
+        let dropped = shared.pending
+        shared.pending = []
+        shared.pendingExternal = 0
+        shared.pendingFeedback = 0
+        // Queued under the lock, so that a `resume()` right after runs after it.
+        queue.async { [self] in announce(reason) }
+        return dropped
+    }
+
+    /// On `queue`, after the batch the executor was applying: tells the handlers.
+    private func announce(_ reason: Suspension.Reason) {
+        feedbacksHaveState = false
+        let handlers = shared.withLock { $0.suspensionHandlers }
+        let suspension = Suspension(reason: reason, sequence: currentSequence)
+        for entry in handlers { entry.handler(suspension) }
+    }
+
+    /// On `queue`: gives the current state to every feedback, unless a suspension holds
+    /// the loop or they have it already.
+    private func giveFeedbacksTheStateIfSuspensionAllows() {
+        let gives = shared.withLock { $0.phase == .running && $0.suspension == nil }
+        guard gives, !feedbacksHaveState else { return }
+        feedbacksHaveState = true
+        for runner in runners { runner.receive(current) }
     }
 
     /// Stops the loop: cancels every effect, finishes every `states` sequence, detaches
@@ -152,12 +301,15 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         let (subscribers, dropped, joiners, last) = shared.withLock { shared in
             guard shared.phase != .stopped else { return ([StateChannel<State>](), [Pending](), [Joiner](), (shared.sequence, shared.state)) }
             shared.phase = .stopped
-            stopped.store(true, ordering: .relaxed)
+            interruptions.add(1, ordering: .relaxed)
             defer {
                 shared.subscribers = [:]
                 shared.pending = []
+                shared.pendingExternal = 0
+                shared.pendingFeedback = 0
                 shared.observers = []
                 shared.joining = []
+                shared.suspensionHandlers = []
             }
             return (Array(shared.subscribers.values), shared.pending, shared.joining, (shared.sequence, shared.state))
         }
@@ -185,7 +337,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         shared.withLock { ($0.sequence, $0.state) }
     }
 
-    /// Events emitted and not yet applied.
+    /// Events waiting to be applied (external ones and those of feedbacks and Gears),
+    /// not counting the batch the executor is applying.
     public var pendingEvents: Int {
         shared.withLock { $0.pending.count }
     }
@@ -262,17 +415,23 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
 
     // MARK: Executor side
 
+    /// Takes an event of a feedback or Gear: dropped while suspended or stopped; one more
+    /// than the budget waiting suspends the loop.
     private func enqueue(_ pending: Pending) {
-        let schedule = shared.withLock { shared -> Bool? in
-            guard shared.phase != .stopped else { return nil }
+        let outcome = shared.withLock { shared -> EnqueueOutcome in
+            guard shared.phase != .stopped, shared.suspension == nil else { return .dropped }
+            guard shared.pendingFeedback < feedbackBudget else {
+                return .suspended(suspendLocked(&shared, .feedbackBudget(feedbackBudget)) ?? [])
+            }
             shared.pending.append(pending)
+            shared.pendingFeedback += 1
             defer { shared.draining = true }
-            return !shared.draining
+            return .queued(schedule: !shared.draining)
         }
-        switch schedule {
-        case nil: pending.onApplied?(nil)
-        case true?: queue.async { [self] in drain() }
-        case false?: break
+        switch outcome {
+        case .queued(let schedule): if schedule { queue.async { [self] in drain() } }
+        case .dropped: break
+        case .suspended(let dropped): for pending in dropped { pending.onApplied?(nil) }
         }
     }
 
@@ -286,7 +445,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var batch: [Pending] = []
         var published: [State] = []
         while true {
-            let (observers, joiners) = shared.withLock { shared in
+            let (observers, joiners, epoch) = shared.withLock { shared in
                 let joiners = shared.joining
                 shared.joining = []
                 shared.observers += joiners.map { ($0.id, $0.handler) }
@@ -294,21 +453,26 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                     shared.draining = false
                 } else {
                     swap(&batch, &shared.pending)
+                    shared.pendingExternal = 0
+                    shared.pendingFeedback = 0
                 }
-                return (shared.observers, joiners)
+                return (shared.observers, joiners, interruptions.load(ordering: .relaxed))
             }
             for joiner in joiners { joiner.snapshot(currentSequence, current) }
             if batch.isEmpty { return }
-            var stopping = false
+            var interrupted = false
             for pending in batch {
-                if pending.startsBatch { stopping = stopped.load(ordering: .relaxed) }
-                if stopping {
+                // A stop or a suspension since the batch was taken drops the rest of it,
+                // never part of a client's batch (all or nothing).
+                if pending.startsBatch { interrupted = interruptions.load(ordering: .relaxed) != epoch }
+                if interrupted {
                     pending.onApplied?(nil)
                     continue
                 }
                 // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
                 if let isCurrent = pending.isCurrent, !isCurrent() { continue }
+                guard isWithinBudget(pending) else { continue }
                 let next = reducer.reduce(current, pending.event)
                 current = next
                 currentSequence += 1
@@ -324,6 +488,21 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             publish(&published)
             batch.removeAll(keepingCapacity: true)
         }
+    }
+
+    /// Counts the events of feedbacks and Gears applied in a row (an external event starts
+    /// the count again); the one past the budget suspends the loop instead. On `queue`.
+    private func isWithinBudget(_ pending: Pending) -> Bool {
+        if pending.isExternal {
+            feedbackRun = 0
+            return true
+        }
+        guard feedbackRun < feedbackBudget else {
+            _ = suspend(.feedbackBudget(feedbackBudget))
+            return false
+        }
+        feedbackRun += 1
+        return true
     }
 
     /// How many applied states may wait before `state` and `states` get them.

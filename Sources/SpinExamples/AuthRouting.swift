@@ -56,8 +56,8 @@ public enum Feature {
         public static let initial = State(status: .idle, items: 0)
     }
 
-    /// Event JSON: `{"type":"load"}`, `{"type":"loaded","items":n}`,
-    /// `{"type":"unauthorizedResponse"}`.
+    /// Event JSON: `{"type":"load"}`, `{"type":"loaded","items":n}` (n >= 0: a negative
+    /// count is refused when decoded), `{"type":"unauthorizedResponse"}`.
     public enum Event: Codable, Equatable, Sendable {
         case load
         case loaded(items: Int)
@@ -69,7 +69,14 @@ public enum Feature {
         public init(from decoder: any Decoder) throws {
             switch try decoder.container(keyedBy: TypeTagKey.self).decodeTag(of: "feature event", known: Self.types) {
             case "load": self = .load
-            case "loaded": self = .loaded(items: try decoder.container(keyedBy: Keys.self).decode(Int.self, forKey: .items))
+            case "loaded":
+                let container = try decoder.container(keyedBy: Keys.self)
+                let items = try container.decode(Int.self, forKey: .items)
+                guard items >= 0 else {
+                    throw DecodingError.dataCorruptedError(forKey: .items, in: container,
+                                                           debugDescription: "must be 0 or more, got \(items)")
+                }
+                self = .loaded(items: items)
             default: self = .unauthorizedResponse
             }
         }
@@ -86,10 +93,12 @@ public enum Feature {
         }
     }
 
+    /// `items` is never negative (a negative count made in Swift counts as 0); no
+    /// arithmetic, so nothing can overflow.
     public static func reduce(state: State, event: Event) -> State {
         switch event {
         case .load: State(status: .loading, items: state.items)
-        case .loaded(let items): State(status: .loaded, items: items)
+        case .loaded(let items): State(status: .loaded, items: max(items, 0))
         case .unauthorizedResponse: State(status: .unauthorized, items: 0)
         }
     }
@@ -157,10 +166,11 @@ public enum Router {
         static let allNames = ["checkAuthorization", "authorized", "unauthorized", "login", "logout"]
     }
 
+    /// `authorizationChecks` saturates at `Int.max` (no event traps).
     public static func reduce(state: State, event: Event) -> State {
         switch event {
         case .checkAuthorization:
-            State(route: .checkingAuthorization, authorizationChecks: state.authorizationChecks + 1)
+            State(route: .checkingAuthorization, authorizationChecks: state.authorizationChecks.addingSaturated(1))
         case .authorized, .login:
             State(route: .home, authorizationChecks: state.authorizationChecks)
         case .unauthorized, .logout:

@@ -38,10 +38,12 @@ public enum Counter {
         }
     }
 
+    /// `increase` and `decrease` saturate at `Int.max` and `Int.min` (no event traps;
+    /// a client needs 2^63 of them to get there).
     public static func reduce(state: State, event: Event) -> State {
         switch event {
-        case .increase: State(value: state.value + 1)
-        case .decrease: State(value: state.value - 1)
+        case .increase: State(value: state.value.addingSaturated(1))
+        case .decrease: State(value: state.value.addingSaturated(-1))
         case .reset: State(value: 0)
         }
     }

@@ -2,7 +2,17 @@ import SpinCore
 
 /// The levels of Spin.Swift's README: a left and a right level (10 and 20 at start) that
 /// two feedbacks make converge to the same value.
+///
+/// No event traps: levels live in `range` (±1 000 000 000), `set` outside it is refused
+/// when decoded (422 over HTTP, naming the field) and clamped when made in Swift, and a
+/// step that would leave the range leaves the level where it is, so no arithmetic can
+/// overflow whatever the state. The range is far from `Int`'s limits, not small enough
+/// for every gap to converge quickly: levels set further apart than the feedback budget
+/// (100 000 events in the server) are a runaway the loop's guard suspends.
 public enum Levels {
+    /// What a level may be: ±1 000 000 000, a billion steps from `Int`'s limits.
+    public static let range = -1_000_000_000...1_000_000_000
+
     /// State JSON: `{"left":l,"right":r}`.
     public struct State: Codable, Equatable, Sendable {
         public var left: Int
@@ -35,8 +45,8 @@ public enum Levels {
             case "decreaseRight": self = .decreaseRight
             default:
                 let container = try decoder.container(keyedBy: Keys.self)
-                self = .set(left: try container.decode(Int.self, forKey: .left),
-                            right: try container.decode(Int.self, forKey: .right))
+                self = .set(left: try container.decodeLevel(forKey: .left),
+                            right: try container.decodeLevel(forKey: .right))
             }
         }
 
@@ -56,18 +66,25 @@ public enum Levels {
     }
 
     /// Moves one level by one step; converged levels stay put (the stop condition), but
-    /// `set` always applies.
+    /// `set` always applies (clamped to `range`). A step never takes a level out of
+    /// `range`: at its edge the level stays put.
     public static func reduce(state: State, event: Event) -> State {
-        if case .set(let left, let right) = event { return State(left: left, right: right) }
+        if case .set(let left, let right) = event { return State(left: clamp(left), right: clamp(right)) }
         guard state.left != state.right else { return state }
         switch event {
-        case .increaseLeft: return State(left: state.left + 1, right: state.right)
-        case .decreaseLeft: return State(left: state.left - 1, right: state.right)
-        case .increaseRight: return State(left: state.left, right: state.right + 1)
-        case .decreaseRight: return State(left: state.left, right: state.right - 1)
+        case .increaseLeft: return State(left: up(state.left), right: state.right)
+        case .decreaseLeft: return State(left: down(state.left), right: state.right)
+        case .increaseRight: return State(left: state.left, right: up(state.right))
+        case .decreaseRight: return State(left: state.left, right: down(state.right))
         case .set: return state
         }
     }
+
+    /// One step up, unless that leaves `range` (the comparison keeps `+ 1` from overflowing
+    /// even for a level outside the range, read from old stored data).
+    static func up(_ level: Int) -> Int { level < range.upperBound ? level + 1 : level }
+    static func down(_ level: Int) -> Int { level > range.lowerBound ? level - 1 : level }
+    static func clamp(_ level: Int) -> Int { min(max(level, range.lowerBound), range.upperBound) }
 
     /// Regulates the left level toward the right one.
     public static func leftEffect(state: State) -> Event? {
@@ -99,5 +116,18 @@ public enum Levels {
             .feedback(Feedback(effect: leftEffect))
             .feedback(Feedback(effect: rightEffect))
             .reducer(Reducer(reduce))
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// An `Int` in `Levels.range`, or a `DecodingError` naming the key.
+    func decodeLevel(forKey key: Key) throws -> Int {
+        let level = try decode(Int.self, forKey: key)
+        guard Levels.range.contains(level) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: self,
+                debugDescription: "must be an integer from \(Levels.range.lowerBound) to \(Levels.range.upperBound), got \(level)")
+        }
+        return level
     }
 }

@@ -66,8 +66,9 @@ public final class LoopServer: Sendable {
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
         let spins = host.spins
-        var failing: [String] = []
-        if let journal {
+        let markers = journal.map { _ in SuspensionMarker(directory: configuration.storage.directory) }
+        var suspended: [(spin: any HostedSpin, reason: String)] = []
+        if let journal, let markers {
             do {
                 try FileManager.default.createDirectory(atPath: configuration.storage.directory,
                                                         withIntermediateDirectories: true)
@@ -76,10 +77,16 @@ public final class LoopServer: Sendable {
                 for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
                     logger.info("recovered \(name) at sequence \(sequence)")
                 }
+                for spin in spins {
+                    if let reason = try markers.read(spin: spin.name) { suspended.append((spin, reason)) }
+                }
             } catch {
                 throw LoopServerError.cannotRecover(reason: "\(error)")
             }
-        } else {
+        }
+        // The loops are made here, from what was recovered, with the runaway guard.
+        host.prepare(feedbackBudget: limits.feedbackBudget)
+        if journal == nil {
             // In memory: every start is a new history.
             let epoch = Journal.makeEpoch()
             for spin in spins {
@@ -90,20 +97,25 @@ public final class LoopServer: Sendable {
         // Observed from the first event, before the Spins start: the feed first (it must
         // hold a transition before the journal can call it durable), then the journal.
         let metrics = context.metrics
-        let journal = self.journal
-        let subscriptions = spins.map { spin in
+        let writer = self.journal
+        let logger = self.logger
+        var subscriptions: [SpinSubscription] = []
+        for spin in spins {
             let name = spin.name
             let feed = feeds.feed(name)
-            return spin.observe { transition in
+            subscriptions.append(spin.observe { transition in
                 feed.applied(transition)
-                journal?.record(spin: name, transition)
+                writer?.record(spin: name, transition)
                 metrics.eventApplied(spin: name)
-            }
+            })
+            subscriptions.append(spin.onSuspensionChange { suspension in
+                Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
+            })
         }
         if let journal {
             let host = self.host
             let feeds = self.feeds
-            failing = journal.start(onFailure: { name in
+            let failing = journal.start(onFailure: { name in
                 // Roll the Spin back to what is durable and hold it; then the journal may
                 // probe the storage.
                 guard let spin = host.spin(named: name) else { return }
@@ -120,7 +132,9 @@ public final class LoopServer: Sendable {
                 host.spin(named: name)?.hold { feeds.feed(name).rollback() } then: {}
             }
         }
-        host.start()
+        // A Spin suspended when the server stopped stays so: no runaway starts again.
+        for (spin, reason) in suspended { spin.suspend(reason: reason) }
+        host.start(feedbackBudget: limits.feedbackBudget)
         let address: SocketAddress
         do {
             address = try socketServer.start()
@@ -158,6 +172,25 @@ public final class LoopServer: Sendable {
             return nil
         } catch {
             return .cannotPersist(reason: "\(error)")
+        }
+    }
+
+    /// Logs, counts and stores (when persisting) a Spin's suspension or resumption.
+    private static func suspensionChanged(spin: String, _ suspension: Suspension?, metrics: Metrics,
+                                          markers: SuspensionMarker?, logger: Logger) {
+        // A hold for failing storage is the journal's to log, and not kept across a restart.
+        if case .requested(storageHoldReason)? = suspension?.reason { return }
+        guard let suspension else {
+            markers?.remove(spin: spin)
+            logger.notice("Spin \(spin) resumed")
+            return
+        }
+        metrics.spinSuspended(spin: spin)
+        logger.warning("Spin \(spin) suspended at sequence \(suspension.sequence): \(SuspensionMarker.describe(suspension.reason)); it applies no event until POST /v1/spins/\(spin)/resume")
+        do {
+            try markers?.write(spin: spin, suspension)
+        } catch {
+            logger.error("Spin \(spin): cannot store its suspension, a restart will run it again: \(error)")
         }
     }
 

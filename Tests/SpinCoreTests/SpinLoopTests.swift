@@ -136,21 +136,11 @@ struct SpinLoopTests {
 
     @Test func emitBatch_OverTheLimit_IsRefusedWhole() async {
         let gate = Gate()
-        let started = Gate()
         // The executor is blocked by an observer so that the inbox fills up.
         let loop = Spin(initialState: 0) { Reducer(sum) }.start()
-        let observation = loop.observe { transition in
-            if transition.event == .add(1) {
-                started.open()
-                let semaphore = DispatchSemaphore(value: 0)
-                Task { await gate.wait(); semaphore.signal() }
-                semaphore.wait()
-            }
-        }
-        loop.emit(.add(1))
-        await started.wait()
-        #expect(loop.emit(contentsOf: [.add(2), .add(3)], limit: 3))
-        #expect(!loop.emit(contentsOf: [.add(4), .add(5)], limit: 3))
+        let observation = await loop.holdExecutor(until: gate)
+        #expect(loop.emit(contentsOf: [.add(2), .add(3)], limit: 3) == .accepted)
+        #expect(loop.emit(contentsOf: [.add(4), .add(5)], limit: 3) == .inboxFull)
         #expect(loop.pendingEvents == 2)
         gate.open()
         let final = await loop.firstState { $0 == 6 }
@@ -174,7 +164,7 @@ struct SpinLoopTests {
         loop.stop()
         loop.emit(.add(1))
         let refused = loop.emit(contentsOf: [.add(1)]) { _ in Issue.record("must not be called") }
-        #expect(!refused)
+        #expect(refused == .stopped)
         #expect(loop.state == 1)
         #expect(loop.sequence == 0)
     }

@@ -68,9 +68,28 @@ extension SpinLoop {
     /// Emits `event` and waits until it is applied; returns its transition.
     func emitAndWait(_ event: Event) async -> Transition<State, Event>? {
         await withCheckedContinuation { continuation in
-            let accepted = emit(contentsOf: [event]) { continuation.resume(returning: $0) }
-            if !accepted { continuation.resume(returning: nil) }
+            let result = emit(contentsOf: [event]) { continuation.resume(returning: $0) }
+            if result != .accepted { continuation.resume(returning: nil) }
         }
+    }
+}
+
+extension SpinLoop where State == Int, Event == Step {
+    /// Applies `.add(1)` and holds the executor in an observer until `gate` opens, so
+    /// that what is emitted meanwhile waits. Returns once the executor is held; cancel
+    /// the subscription when done.
+    func holdExecutor(until gate: Gate) async -> SpinSubscription {
+        let started = Gate()
+        let observation = observe { transition in
+            guard transition.event == .add(1) else { return }
+            started.open()
+            let semaphore = DispatchSemaphore(value: 0)
+            Task { await gate.wait(); semaphore.signal() }
+            semaphore.wait()
+        }
+        emit(.add(1))
+        await started.wait()
+        return observation
     }
 }
 

@@ -104,7 +104,7 @@ struct APIRouterTests {
         let host = try makeExampleHost()
         let router = makeRouter(host)
         _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
-        #expect(await router.respond("GET", "/v1/spins/counter").text == #"{"name":"counter","sequence":10,"state":{"value":10}}"#)
+        #expect(await router.respond("GET", "/v1/spins/counter").text == #"{"name":"counter","sequence":10,"status":"running","state":{"value":10}}"#)
         let missing = await router.respond("GET", "/v1/spins/nope")
         #expect(missing.status == 404)
         #expect(missing.errorCode == "spin_not_found")
@@ -310,7 +310,8 @@ struct APIRouterTests {
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
         #expect(paths == ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
-                          "/v1/spins/{name}/events", "/v1/spins/{name}/stream", "/v1/gears", "/v1/gears/{name}/stream"])
+                          "/v1/spins/{name}/events", "/v1/spins/{name}/resume", "/v1/spins/{name}/stream", "/v1/gears",
+                          "/v1/gears/{name}/stream"])
     }
 
     @Test func theDashboard_IsServedOpenAsHTML() async throws {

@@ -68,6 +68,11 @@ package struct APIError: Error, Equatable, Sendable {
                  message: "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")")
     }
 
+    package static func spinSuspended(_ name: String) -> APIError {
+        APIError(status: 409, code: "spin_suspended",
+                 message: "Spin \"\(name)\" is suspended by its runaway guard (limits.feedbackBudget); nothing changed. POST /v1/spins/\(name)/resume runs it again")
+    }
+
     package static func invalidEvent(spin: String, _ detail: String) -> APIError {
         APIError(status: 422, code: "invalid_event", message: "not an event of Spin \"\(spin)\": \(detail)")
     }

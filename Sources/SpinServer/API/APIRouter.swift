@@ -88,6 +88,8 @@ package struct APIRouter: Sendable {
             return "/v1/spins/{name}/events"
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
             return "/v1/spins/{name}/stream"
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "resume":
+            return "/v1/spins/{name}/resume"
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
             return "/v1/gears/{name}/stream"
         default: return "other"
@@ -146,7 +148,9 @@ package struct APIRouter: Sendable {
 
         case ["metrics"]:
             if let error = allow(["GET"], .read) { return fail(error) }
-            let spins = host.spins.map { spin in (spin.name, spin.snapshot().sequence, spin.pendingEvents) }
+            let spins = host.spins.map { spin in
+                (spin.name, spin.snapshot().sequence, spin.pendingEvents, spin.status == .suspended)
+            }
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                               body: Array(metrics.render(spins: spins).utf8)))
 
@@ -155,6 +159,7 @@ package struct APIRouter: Sendable {
             let list = host.spins.map { spin -> JSONValue in
                 .object([("name", .string(spin.name)),
                          ("sequence", .number(String(spin.snapshot().sequence))),
+                         ("status", .string(spin.status.rawValue)),
                          ("kind", .string(spin.kind))])
             }
             reply(.json(200, .object([("spins", .array(list))])))
@@ -165,12 +170,24 @@ package struct APIRouter: Sendable {
             let (sequence, state) = spin.snapshot()
             reply(.json(200, .object([("name", .string(spin.name)),
                                       ("sequence", .number(String(sequence))),
+                                      ("status", .string(spin.status.rawValue)),
                                       ("state", state)])))
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
             if let error = allow(["POST"], .write) { return fail(error) }
             guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
             postEvents(request, to: spin) { respond(.respond($0)) }
+
+        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "resume":
+            if let error = allow(["POST"], .admin) { return fail(error) }
+            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+            // A Spin held because its storage fails goes on by itself once it works.
+            guard !feeds.feed(spin.name).isFailing else {
+                return fail(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds))
+            }
+            // Resuming a running Spin changes nothing and says so the same way.
+            spin.resume()
+            reply(.json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))])))
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
             if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
@@ -245,6 +262,7 @@ package struct APIRouter: Sendable {
         let metrics = self.metrics
         let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
             guard let transition else {
+                if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
@@ -256,6 +274,7 @@ package struct APIRouter: Sendable {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         case .stopped: done(.failure(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        case .suspended: done(.failure(.spinSuspended(spin.name)))
         }
     }
 

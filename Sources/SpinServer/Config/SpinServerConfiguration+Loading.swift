@@ -23,6 +23,7 @@ import Logging
 /// | `limits.maxHeaderBytes` | int > 0 | `16384` | |
 /// | `limits.maxConnections` | int > 0 | `1024` | |
 /// | `limits.inbox` | int > 0 | `1024` | |
+/// | `limits.feedbackBudget` | int > 0 | `100000` | |
 /// | `limits.maxWebSocketMessageBytes` | int > 0 | `1048576` | |
 /// | `limits.streamQueue` | int > 0 | `64` | |
 /// | `limits.idleTimeoutSeconds` | int > 0 | `120` | |
@@ -119,6 +120,7 @@ extension SpinServerConfiguration {
         ("maxHeaderBytes", \.maxHeaderBytes),
         ("maxConnections", \.maxConnections),
         ("inbox", \.inbox),
+        ("feedbackBudget", \.feedbackBudget),
         ("maxWebSocketMessageBytes", \.maxWebSocketMessageBytes),
         ("streamQueue", \.streamQueue),
         ("idleTimeoutSeconds", \.idleTimeoutSeconds),

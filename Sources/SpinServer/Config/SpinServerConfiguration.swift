@@ -57,8 +57,15 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var maxHeaderBytes: Int
         /// Open connections; more are accepted and closed at once.
         public var maxConnections: Int
-        /// Events waiting per Spin before POST answers 429.
+        /// Events from clients waiting per Spin before POST answers 429 (the events of
+        /// feedbacks and Gears are bounded by `feedbackBudget`).
         public var inbox: Int
+        /// The runaway guard (DESIGN "Runaway loops"): events a Spin's feedbacks and Gears
+        /// may produce in a row without an event from a client (and may have waiting);
+        /// past it the Spin is suspended until `POST /v1/spins/{name}/resume`. 100000 is
+        /// a fraction of a second to a few seconds of work and a few MB of events: far
+        /// more than a settling loop needs, little enough to stop a runaway early.
+        public var feedbackBudget: Int
         /// Largest WebSocket message a client may send (after decompression).
         public var maxWebSocketMessageBytes: Int
         /// Messages a stream keeps for a client that does not read before conflating.
@@ -73,13 +80,14 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var shutdownGraceSeconds: Int
 
         public init(maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxConnections: Int = 1024,
-                    inbox: Int = 1024, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
+                    inbox: Int = 1024, feedbackBudget: Int = 100_000, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
                     idleTimeoutSeconds: Int = 120, headerTimeoutSeconds: Int = 10, pingIntervalSeconds: Int = 30,
                     shutdownGraceSeconds: Int = 5) {
             self.maxBodyBytes = maxBodyBytes
             self.maxHeaderBytes = maxHeaderBytes
             self.maxConnections = maxConnections
             self.inbox = inbox
+            self.feedbackBudget = feedbackBudget
             self.maxWebSocketMessageBytes = maxWebSocketMessageBytes
             self.streamQueue = streamQueue
             self.idleTimeoutSeconds = idleTimeoutSeconds

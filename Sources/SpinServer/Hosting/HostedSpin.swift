@@ -42,7 +42,19 @@ package enum SubmitResult: Sendable, Equatable {
     case inboxFull
     /// The Spin is stopped (the server is shutting down); nothing was enqueued.
     case stopped
+    /// The Spin is suspended (runaway guard) until resumed; nothing was enqueued.
+    case suspended
 }
+
+/// Whether a hosted Spin applies events: `suspended` by its runaway guard (or by the
+/// host) until resumed. `GET /v1/spins/{name}` says which.
+package enum SpinStatus: String, Sendable, Equatable {
+    case running, suspended
+}
+
+/// Why a Spin is suspended while its storage fails (`HostedSpin.hold`): a host tells
+/// such a hold from a runaway suspension by it.
+package let storageHoldReason = "its storage is failing"
 
 /// A Spin hosted by name, with JSON in and out. The API and stream layers only see this.
 package protocol HostedSpin: AnyObject, Sendable {
@@ -68,17 +80,25 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Keeps the last `keep` replayed transitions. Throws `RecoveryError` on data it
     /// cannot use.
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered
-    /// Storage lost what the Spin applied after its last durable state: stops applying
-    /// events and, on the Spin's executor after everything it applied before, puts it
-    /// back to the state `rollback` gives; then calls `then` there.
+    /// Storage lost what the Spin applied after its last durable state: suspends it
+    /// (`storageHoldReason`) and, on its executor after everything it applied before,
+    /// puts it back to the state `rollback` gives; then calls `then` there.
     func hold(rollback: @escaping @Sendable () -> (sequence: UInt64, state: JSONValue, dropped: Int),
               then: @escaping @Sendable () -> Void)
-    /// Storage works again: the held Spin goes on from its durable state.
+    /// Storage works again: a Spin held for it goes on from its durable state.
     func release()
-    /// Makes the loop (Gear subscriptions attached), without delivering any state.
-    func prepare()
+    /// Makes the loop (Gear subscriptions attached) with its feedback budget, without
+    /// delivering any state. A loop made before (by a read) keeps the default budget.
+    func prepare(feedbackBudget: Int)
     func start()
     func stop()
+    var status: SpinStatus { get }
+    /// Suspends the Spin (see `SpinLoop`); false if it already is, or is stopped.
+    @discardableResult func suspend(reason: String) -> Bool
+    /// Runs a suspended Spin again; false if it was not suspended.
+    @discardableResult func resume() -> Bool
+    /// Calls `handler` on the Spin's executor with each suspension, and nil on each resume.
+    func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription
 }
 
 /// The `HostedSpin` of a Swift `Spin` with Codable state and events.
@@ -102,25 +122,28 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     /// The loop, made on first use (`prepare`), so that every read has one.
     private var running: SpinLoop<State, Event> {
+        loop(feedbackBudget: SpinLoop<State, Event>.defaultFeedbackBudget)
+    }
+
+    private func loop(feedbackBudget: Int) -> SpinLoop<State, Event> {
         loop.withLock { loop in
             if let loop { return loop }
-            let made: SpinLoop<State, Event>
-            if let origin = origin.withLock({ $0 }) {
-                made = spin.startingFrom(origin.state).makeLoop(label: name, sequence: origin.sequence)
-            } else {
-                made = spin.makeLoop(label: name)
-            }
+            let recovered = self.origin.withLock { $0 }
+            let made = spin.startingFrom(recovered?.state ?? spin.initialState)
+                .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget)
             loop = made
             return made
         }
     }
 
-    func prepare() { _ = running }
+    func prepare(feedbackBudget: Int) { _ = loop(feedbackBudget: feedbackBudget) }
 
     func hold(rollback: @escaping @Sendable () -> (sequence: UInt64, state: JSONValue, dropped: Int),
               then: @escaping @Sendable () -> Void) {
         let name = self.name
-        running.restore(to: {
+        let loop = running
+        loop.suspend(reason: storageHoldReason)
+        loop.restore(to: {
             let (sequence, json, _) = rollback()
             do {
                 return (try JSONDecoder().decode(State.self, from: Data(json.bytes)), sequence)
@@ -132,10 +155,19 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }, then: then)
     }
 
-    func release() {}
+    func release() {
+        let loop = running
+        if case .requested(storageHoldReason)? = loop.suspension?.reason { loop.resume() }
+    }
     func start() { running.start() }
     func stop() { running.stop() }
     var pendingEvents: Int { running.pendingEvents }
+    var status: SpinStatus { running.isSuspended ? .suspended : .running }
+    func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
+    func resume() -> Bool { running.resume() }
+    func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
+        running.onSuspensionChange(handler)
+    }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
         var state = spin.initialState
@@ -209,12 +241,15 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         guard let events = batch.events as? [Event] else {
             preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
         }
-        let loop = running
-        let accepted = loop.emit(contentsOf: events, limit: inboxLimit) { transition in
+        switch running.emit(contentsOf: events, limit: inboxLimit, onApplied: { transition in
             onApplied(transition.map(Self.encode))
+        }) {
+        case .accepted: return .accepted
+        case .inboxFull: return .inboxFull
+        case .empty: preconditionFailure("decodeEvents never makes an empty batch")
+        case .suspended: return .suspended
+        case .stopped: return .stopped
         }
-        if accepted { return .accepted }
-        return loop.isStopped ? .stopped : .inboxFull
     }
 
     func snapshot() -> (sequence: UInt64, state: JSONValue) {

@@ -56,14 +56,22 @@ public final class SpinHost: Sendable {
     }
 
     /// Makes every loop, then starts them all. Idempotent.
-    public func start() {
+    /// - Parameter feedbackBudget: each Spin's runaway guard (`SpinLoop.feedbackBudget`),
+    ///   for loops not made yet (see `prepare(feedbackBudget:)`).
+    public func start(feedbackBudget: Int = SpinServerConfiguration.Limits().feedbackBudget) {
         let spins = registry.withLock { registry -> [any HostedSpin] in
             guard !registry.started else { return [] }
             registry.started = true
             return registry.spins
         }
-        for spin in spins { spin.prepare() }
+        for spin in spins { spin.prepare(feedbackBudget: feedbackBudget) }
         for spin in spins { spin.start() }
+    }
+
+    /// Makes every Spin's loop with `feedbackBudget`, without starting it: a server does
+    /// this after recovery and before it observes the Spins (an observation makes the loop).
+    package func prepare(feedbackBudget: Int) {
+        for spin in spins { spin.prepare(feedbackBudget: feedbackBudget) }
     }
 
     /// Stops every loop. Idempotent.

@@ -8,6 +8,8 @@ import SpinCore
 /// - `spin_events_applied_total{spin}`: events each Spin applied since start-up;
 /// - `spin_sequence{spin}`: each Spin's sequence (read at scrape time);
 /// - `spin_inbox_pending{spin}`: events waiting to be applied;
+/// - `spin_suspended{spin}`: 1 while the Spin is suspended by its runaway guard, else 0;
+/// - `spin_suspensions_total{spin}`: times each Spin was suspended since start-up;
 /// - `spin_open_connections`, `spin_open_streams{kind}` (websocket, sse, gear);
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
 /// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied.
@@ -17,6 +19,7 @@ package final class Metrics: Sendable {
 
     private struct Values {
         var applied: [String: UInt64] = [:]
+        var suspensions: [String: UInt64] = [:]
         var requests: [RequestKey: UInt64] = [:]
         var connections = 0
         var streams: [String: Int] = [:]
@@ -36,6 +39,10 @@ package final class Metrics: Sendable {
 
     package func eventApplied(spin: String) {
         values.withLock { $0.applied[spin, default: 0] += 1 }
+    }
+
+    package func spinSuspended(spin: String) {
+        values.withLock { $0.suspensions[spin, default: 0] += 1 }
     }
 
     package func requestAnswered(route: String, status: Int) {
@@ -60,7 +67,7 @@ package final class Metrics: Sendable {
     package var openConnections: Int { values.withLock { $0.connections } }
 
     /// The exposition text; `spins` gives the per-Spin gauges read now.
-    package func render(spins: [(name: String, sequence: UInt64, pending: Int)]) -> String {
+    package func render(spins: [(name: String, sequence: UInt64, pending: Int, suspended: Bool)]) -> String {
         let values = self.values.withLock { $0 }
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) {
@@ -74,6 +81,12 @@ package final class Metrics: Sendable {
         for spin in spins { out += "spin_sequence{spin=\"\(Self.escape(spin.name))\"} \(spin.sequence)\n" }
         family("spin_inbox_pending", "gauge", "Events waiting in each Spin's inbox.")
         for spin in spins { out += "spin_inbox_pending{spin=\"\(Self.escape(spin.name))\"} \(spin.pending)\n" }
+        family("spin_suspended", "gauge", "1 while the Spin is suspended by its runaway guard, else 0.")
+        for spin in spins { out += "spin_suspended{spin=\"\(Self.escape(spin.name))\"} \(spin.suspended ? 1 : 0)\n" }
+        family("spin_suspensions_total", "counter", "Times each Spin was suspended since the server started.")
+        for spin in spins {
+            out += "spin_suspensions_total{spin=\"\(Self.escape(spin.name))\"} \(values.suspensions[spin.name] ?? 0)\n"
+        }
         family("spin_open_connections", "gauge", "Open client connections.")
         out += "spin_open_connections \(values.connections)\n"
         family("spin_open_streams", "gauge", "Open streams by kind.")

@@ -102,11 +102,24 @@ enum OpenAPIDocument {
               "401": {"$ref": "#/components/responses/Error"},
               "403": {"$ref": "#/components/responses/Error"},
               "404": {"$ref": "#/components/responses/Error"},
+              "409": {"description": "spin_suspended: the Spin is suspended by its runaway guard; nothing changed.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
               "413": {"$ref": "#/components/responses/Error"},
               "415": {"$ref": "#/components/responses/Error"},
               "422": {"$ref": "#/components/responses/Error"},
               "429": {"$ref": "#/components/responses/Error"},
               "503": {"$ref": "#/components/responses/Error"}
+            }
+          }
+        },
+        "/v1/spins/{name}/resume": {
+          "parameters": [{"$ref": "#/components/parameters/SpinName"}],
+          "post": {
+            "summary": "Run a Spin suspended by its runaway guard (limits.feedbackBudget) again; admin scope. A running Spin stays running",
+            "responses": {
+              "200": {"description": "Running.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Resumed"}}}},
+              "401": {"$ref": "#/components/responses/Error"},
+              "403": {"$ref": "#/components/responses/Error"},
+              "404": {"$ref": "#/components/responses/Error"}
             }
           }
         },
@@ -180,12 +193,22 @@ enum OpenAPIDocument {
             "type": "object", "required": ["spins"],
             "properties": {"spins": {"type": "array", "items": {
               "type": "object", "required": ["name", "sequence", "kind"],
-              "properties": {"name": {"type": "string"}, "sequence": {"type": "integer", "minimum": 0}, "kind": {"type": "string"}}
+              "properties": {"name": {"type": "string"}, "sequence": {"type": "integer", "minimum": 0},
+                             "status": {"$ref": "#/components/schemas/SpinStatus"}, "kind": {"type": "string"}}
             }}}
           },
+          "SpinStatus": {
+            "type": "string", "enum": ["running", "suspended"],
+            "description": "suspended: the runaway guard (limits.feedbackBudget) stopped the Spin's feedbacks; its state stays readable and streamed, events get 409 until POST /v1/spins/{name}/resume."
+          },
           "SpinState": {
-            "type": "object", "required": ["name", "sequence", "state"],
-            "properties": {"name": {"type": "string"}, "sequence": {"type": "integer", "minimum": 0}, "state": {}}
+            "type": "object", "required": ["name", "sequence", "status", "state"],
+            "properties": {"name": {"type": "string"}, "sequence": {"type": "integer", "minimum": 0},
+                           "status": {"$ref": "#/components/schemas/SpinStatus"}, "state": {}}
+          },
+          "Resumed": {
+            "type": "object", "required": ["name", "status"],
+            "properties": {"name": {"type": "string"}, "status": {"$ref": "#/components/schemas/SpinStatus"}}
           },
           "Accepted": {
             "type": "object", "required": ["accepted", "sequence"],

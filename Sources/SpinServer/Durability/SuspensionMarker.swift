@@ -1,0 +1,44 @@
+import Foundation
+import SpinCore
+import SpinNet
+import SpinWire
+
+/// Keeps a Spin's suspension across restarts: `<name>.suspended` in the storage
+/// directory, `{"sequence":N,"reason":".."}`, written when the Spin is suspended and
+/// removed when it is resumed. A Spin whose marker exists is recovered suspended, so a
+/// restart does not start a runaway again. (A file of its own rather than a member of the
+/// snapshot: a suspended Spin applies no event, so no snapshot would be written to say so.)
+struct SuspensionMarker: Sendable {
+    let directory: String
+
+    private func path(_ spin: String) -> String { "\(directory)/\(spin).suspended" }
+
+    /// What a stored suspension says, as the reason to suspend the recovered Spin with,
+    /// or nil when the Spin was not suspended.
+    func read(spin: String) throws(FileError) -> String? {
+        guard let bytes = try DurableFiles.read(path(spin)) else { return nil }
+        let document = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        let sequence = (document?["sequence"] as? NSNumber).map { " at sequence \($0)" } ?? ""
+        let reason = (document?["reason"] as? String).map { ": \($0)" } ?? ""
+        return "suspended before the restart\(sequence)\(reason)"
+    }
+
+    func write(spin: String, _ suspension: Suspension) throws(FileError) {
+        let document = JSONValue.object([("sequence", .number(String(suspension.sequence))),
+                                         ("reason", .string(Self.describe(suspension.reason)))])
+        try DurableFiles.replace(path(spin), with: document.bytes)
+    }
+
+    func remove(spin: String) {
+        _ = unlink(path(spin))
+    }
+
+    /// A reason in words, for the marker and the log.
+    static func describe(_ reason: Suspension.Reason) -> String {
+        switch reason {
+        case .feedbackBudget(let budget):
+            "its feedbacks and Gears produced more than \(budget) events in a row without a client event (limits.feedbackBudget)"
+        case .requested(let why): why
+        }
+    }
+}
