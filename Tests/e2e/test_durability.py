@@ -22,7 +22,7 @@ import pytest
 import requests
 from websockets.asyncio.client import connect
 
-from spin_e2e import SpinServer, assert_error, free_port
+from spin_e2e import SpinServer, assert_error, free_port, metric_value
 
 
 def counter_at_ten(server: SpinServer) -> dict:
@@ -197,6 +197,9 @@ def test_a_full_disk_answers_503_applies_nothing_and_recovers_by_itself(small_di
     assert spin["state"]["value"] == base["state"]["value"] + accepted
     assert server.get("/readyz").status_code == 503
     assert server.get("/healthz").status_code == 200
+    metrics = server.metrics()
+    assert metric_value(metrics, "spin_storage_failing", spin="counter") == 1
+    assert metric_value(metrics, "spin_durable_sequence", spin="counter") == spin["sequence"]
     # Still refused while the disk is full, and still nothing applied.
     assert server.post_events("counter", {"type": "increase"}).status_code == 503
     assert server.sequence("counter") == spin["sequence"]
@@ -210,6 +213,7 @@ def test_a_full_disk_answers_503_applies_nothing_and_recovers_by_itself(small_di
     assert response.status_code == 202, response.text
     assert response.json()["sequence"] == spin["sequence"] + 1
     assert "works again" in server.log()
+    assert metric_value(server.metrics(), "spin_storage_failing", spin="counter") == 0
 
 
 def test_a_failing_disk_at_shutdown_exits_non_zero(small_disk, start_server):

@@ -149,7 +149,10 @@ package struct APIRouter: Sendable {
         case ["metrics"]:
             if let error = allow(["GET"], .read) { return fail(error) }
             let spins = host.spins.map { spin in
-                (spin.name, spin.snapshot().sequence, spin.pendingEvents, spin.status == .suspended)
+                let feed = feeds.feed(spin.name)
+                let failing = feed.isFailing
+                return (spin.name, spin.snapshot().sequence, spin.pendingEvents, spin.status == .suspended && !failing,
+                        feed.snapshot.sequence, failing)
             }
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                               body: Array(metrics.render(spins: spins).utf8)))

@@ -10,6 +10,9 @@ import SpinCore
 /// - `spin_inbox_pending{spin}`: events waiting to be applied;
 /// - `spin_suspended{spin}`: 1 while the Spin is suspended by its runaway guard, else 0;
 /// - `spin_suspensions_total{spin}`: times each Spin was suspended since start-up;
+/// - `spin_durable_sequence{spin}`: the newest sequence that is durable (streamed and
+///   acknowledged); `spin_sequence` minus it is what waits for the disk;
+/// - `spin_storage_failing{spin}`: 1 while the Spin's storage fails (503s), else 0;
 /// - `spin_open_connections`, `spin_open_streams{kind}` (websocket, sse, gear);
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
 /// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied.
@@ -67,7 +70,8 @@ package final class Metrics: Sendable {
     package var openConnections: Int { values.withLock { $0.connections } }
 
     /// The exposition text; `spins` gives the per-Spin gauges read now.
-    package func render(spins: [(name: String, sequence: UInt64, pending: Int, suspended: Bool)]) -> String {
+    package func render(spins: [(name: String, sequence: UInt64, pending: Int, suspended: Bool,
+                                 durable: UInt64, storageFailing: Bool)]) -> String {
         let values = self.values.withLock { $0 }
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) {
@@ -83,6 +87,10 @@ package final class Metrics: Sendable {
         for spin in spins { out += "spin_inbox_pending{spin=\"\(Self.escape(spin.name))\"} \(spin.pending)\n" }
         family("spin_suspended", "gauge", "1 while the Spin is suspended by its runaway guard, else 0.")
         for spin in spins { out += "spin_suspended{spin=\"\(Self.escape(spin.name))\"} \(spin.suspended ? 1 : 0)\n" }
+        family("spin_durable_sequence", "gauge", "The newest sequence of each Spin that is durable.")
+        for spin in spins { out += "spin_durable_sequence{spin=\"\(Self.escape(spin.name))\"} \(spin.durable)\n" }
+        family("spin_storage_failing", "gauge", "1 while the Spin's storage fails, else 0.")
+        for spin in spins { out += "spin_storage_failing{spin=\"\(Self.escape(spin.name))\"} \(spin.storageFailing ? 1 : 0)\n" }
         family("spin_suspensions_total", "counter", "Times each Spin was suspended since the server started.")
         for spin in spins {
             out += "spin_suspensions_total{spin=\"\(Self.escape(spin.name))\"} \(values.suspensions[spin.name] ?? 0)\n"
