@@ -55,7 +55,8 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var maxBodyBytes: Int
         /// Request line plus headers: 16 KiB, above what browsers and curl send.
         public var maxHeaderBytes: Int
-        /// Open connections; more are accepted and closed at once.
+        /// Open connections; at the limit new ones wait in the kernel's backlog until one
+        /// closes (counted in `spin_connections_limited_total`).
         public var maxConnections: Int
         /// Events waiting per Spin before POST answers 429.
         public var inbox: Int
@@ -63,9 +64,10 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var maxWebSocketMessageBytes: Int
         /// Messages a stream keeps for a client that does not read before conflating.
         public var streamQueue: Int
-        /// Seconds a connection may stay silent (streams are pinged well before).
+        /// Seconds a stream may stay silent (streams are pinged well before).
         public var idleTimeoutSeconds: Int
-        /// Seconds a client has to send a complete request head (slowloris).
+        /// Seconds a client has to send a complete request head (slowloris): the first
+        /// one from the accept, later ones from their first byte.
         public var headerTimeoutSeconds: Int
         /// Seconds between pings on an idle stream.
         public var pingIntervalSeconds: Int
