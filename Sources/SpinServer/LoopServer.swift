@@ -35,7 +35,9 @@ public final class LoopServer: Sendable {
             ? Journal(directory: configuration.storage.directory, policy: configuration.storage.fsync, logger: logger)
             : nil
         self.journal = journal
-        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), metrics: Metrics(),
+        let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
+                               tokensConfigured: !configuration.tokens.isEmpty)
+        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts, metrics: Metrics(),
                                limits: limits, durability: journal ?? ImmediateDurability())
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }

@@ -7,6 +7,9 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     public var host: String
     /// TCP port; 0 picks a free one (the server logs which).
     public var port: Int
+    /// Host names (or addresses) clients may name in `Host` when no tokens are set,
+    /// besides the listen address and loopback names (`HostPolicy`); `"*"` allows any.
+    public var allowedHosts: [String]
     /// PEM certificate chain and key; both or neither. With them the server speaks TLS 1.2+.
     public var tls: TLSFiles?
     public var limits: Limits
@@ -24,11 +27,12 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     /// The Gears to host.
     public var gears: [GearEntry]
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, tls: TLSFiles? = nil, limits: Limits = Limits(),
-                tokens: [AccessToken] = [], allowedOrigins: [String] = [], storage: Storage = Storage(),
-                log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = []) {
+    public init(host: String = "127.0.0.1", port: Int = 8080, allowedHosts: [String] = [], tls: TLSFiles? = nil,
+                limits: Limits = Limits(), tokens: [AccessToken] = [], allowedOrigins: [String] = [],
+                storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = []) {
         self.host = host
         self.port = port
+        self.allowedHosts = allowedHosts
         self.tls = tls
         self.limits = limits
         self.tokens = tokens
