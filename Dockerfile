@@ -61,6 +61,9 @@ COPY Config/ /app/Config/
 #   SPIN_TLS_KEY          PEM private key file
 #   SPIN_TOKENS           bearer tokens and scopes, "tok:read+write,other:admin"; pass at run
 #                         time (-e / secrets), never bake tokens into the image
+#   SPIN_ALLOWED_HOSTS    without tokens, the Host names served besides localhost and loopback
+#                         addresses, "spin.example.com,10.0.0.5" (others get 421): list the
+#                         names clients reach the container by, or set tokens
 ENV SPIN_HOST=0.0.0.0 \
     SPIN_PORT=8080 \
     SPIN_STORAGE=/app/data

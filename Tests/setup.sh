@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the tests need and a fresh machine lacks: Debian packages (TLS and zlib
-# headers, curl, the openssl CLI, Chromium and its driver for the dashboard test) and
+# headers, curl, the openssl CLI, Chromium and its driver for the dashboard test,
+# testssl.sh and slowhttptest for the conformance checks of Tests/e2e) and
 # the Python clients of the end-to-end suites. Idempotent; quiet when all is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in libssl-dev zlib1g-dev curl openssl chromium chromium-driver; do
+for pkg in libssl-dev zlib1g-dev curl openssl chromium chromium-driver testssl.sh slowhttptest; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then

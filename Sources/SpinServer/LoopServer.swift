@@ -38,8 +38,10 @@ public final class LoopServer: Sendable {
         self.journal = journal
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
-        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), metrics: Metrics(),
-                               limits: limits, feeds: feeds)
+        let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
+                               tokensConfigured: !configuration.tokens.isEmpty)
+        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts,
+                               metrics: Metrics(), limits: limits, feeds: feeds)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
@@ -51,7 +53,6 @@ public final class LoopServer: Sendable {
     public func start() throws -> Int {
         let limits = configuration.limits
         let connectionLimits = ConnectionLimits(
-            idleTimeout: .seconds(limits.idleTimeoutSeconds),
             requestHeadTimeout: .seconds(limits.headerTimeoutSeconds),
             streamIdleTimeout: .seconds(max(limits.idleTimeoutSeconds, limits.pingIntervalSeconds * 3)))
         let netConfiguration = SpinNet.ServerConfiguration(
@@ -61,7 +62,12 @@ public final class LoopServer: Sendable {
             TLSConfiguration(certificateChainPath: $0.certificate, privateKeyPath: $0.key)
         }
         let context = self.context
-        let socketServer = SocketServer(configuration: netConfiguration, tls: tls) { connection in
+        let limitReporter = ConnectionLimitReporter(metrics: context.metrics, logger: logger,
+                                                    maxConnections: limits.maxConnections)
+        let socketServer = SocketServer(
+            configuration: netConfiguration, tls: tls,
+            onConnectionLimit: { limitReporter.limitReached(open: $0) }
+        ) { connection in
             HTTPConnectionHandler(connection: connection, context: context)
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }

@@ -14,7 +14,7 @@ struct SpinServerCommand: ParsableCommand {
 
             Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
             SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
-            SPIN_TOKENS ("token:read+write,other:admin").
+            SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example").
 
             Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
             64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \

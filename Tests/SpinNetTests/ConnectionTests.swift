@@ -143,12 +143,16 @@ private final class Producer: ConnectionHandler {
         await server.stop()
     }
 
-    @Test func silentConnection_TimesOutIdle_Live() async throws {
+    @Test func silentConnection_TimesOutIdleAtRequestHeadTimeout_Live() async throws {
         let log = EventLog()
-        let limits = ConnectionLimits(idleTimeout: .milliseconds(200), lingerTimeout: .milliseconds(200))
+        let limits = ConnectionLimits(
+            keepAliveTimeout: .seconds(60), requestHeadTimeout: .milliseconds(200), lingerTimeout: .milliseconds(200))
         let (server, address) = try SocketServer.make(limits: limits) { _ in EchoHandler(log: log, streaming: false) }
+        let clock = ContinuousClock()
+        let opened = clock.now
         let client = try TestClient(address)
         let end = client.receiveToEnd()
+        #expect(clock.now - opened < .seconds(5))
         #expect(end.eof)
         #expect(end.bytes.isEmpty)
         #expect(await eventually { log.closeReasons == [.timedOut(.idle)] })

@@ -13,34 +13,52 @@ struct ManualInstant: InstantProtocol {
 private func at(_ seconds: Double) -> ManualInstant { ManualInstant(offset: .seconds(seconds)) }
 
 private func makeTimers(
-    idle: Duration = .seconds(30), keepAlive: Duration = .seconds(15), head: Duration = .seconds(10),
+    keepAlive: Duration = .seconds(15), head: Duration = .seconds(10),
     bodyRate: Int = 240, grace: Duration = .seconds(5), maxRequests: Int = 1000,
     writeStall: Duration = .seconds(30), stream: Duration = .seconds(120), linger: Duration = .seconds(2)
 ) -> ConnectionTimers<ManualInstant> {
     ConnectionTimers(
         limits: ConnectionLimits(
-            idleTimeout: idle, keepAliveTimeout: keepAlive, requestHeadTimeout: head,
+            keepAliveTimeout: keepAlive, requestHeadTimeout: head,
             minimumBodyRate: bodyRate, bodyRateGracePeriod: grace, maxRequestsPerConnection: maxRequests,
             writeStallTimeout: writeStall, streamIdleTimeout: stream, lingerTimeout: linger),
         now: .zero)
 }
 
 @Suite struct ConnectionTimersTests {
-    @Test func newConnection_WithoutAnyByte_TimesOutIdleAtIdleTimeout() {
-        let timers = makeTimers(idle: .seconds(30))
-        #expect(timers.nextDeadline == at(30))
-        #expect(timers.check(now: at(29.999)) == .none)
-        #expect(timers.check(now: at(30)) == .timedOut(.idle))
+    @Test func newConnection_WithoutAnyByte_TimesOutIdleAtRequestHeadTimeout() {
+        let timers = makeTimers(keepAlive: .seconds(15), head: .seconds(10))
+        #expect(timers.nextDeadline == at(10))
+        #expect(timers.check(now: at(9.999)) == .none)
+        #expect(timers.check(now: at(10)) == .timedOut(.idle))
     }
 
-    @Test func firstByte_StartsRequestHeadClock_SlowHeadTimesOut() {
+    @Test func firstRequestHead_IsDueRequestHeadTimeoutAfterAccept_NotAfterItsFirstByte() {
         var timers = makeTimers(head: .seconds(10))
         timers.bytesReceived(5, now: at(3))
-        #expect(timers.phase == .readingHead(since: at(3)))
-        #expect(timers.nextDeadline == at(13))
-        timers.bytesReceived(5, now: at(12))  // more head bytes do not extend the deadline
-        #expect(timers.check(now: at(12.9)) == .none)
-        #expect(timers.check(now: at(13)) == .timedOut(.requestHead))
+        #expect(timers.phase == .readingHead(since: at(0)))
+        #expect(timers.nextDeadline == at(10))
+        timers.bytesReceived(5, now: at(9))  // more head bytes do not extend the deadline
+        #expect(timers.check(now: at(9.9)) == .none)
+        #expect(timers.check(now: at(10)) == .timedOut(.requestHead))
+    }
+
+    @Test func firstRequestHead_ExplicitStart_KeepsTheAcceptDeadline() {
+        var timers = makeTimers(head: .seconds(10))
+        timers.requestHeadStarted(now: at(7))
+        #expect(timers.nextDeadline == at(10))
+    }
+
+    @Test func firstHeadComplete_InTime_ThenLaterHeadGetsItsOwnClockFromItsFirstByte() {
+        var timers = makeTimers(keepAlive: .seconds(15), head: .seconds(10))
+        timers.bytesReceived(20, now: at(9))
+        #expect(timers.requestHeadCompleted(expectsBody: false, now: at(9.5)) == .keepAlive)
+        timers.responseCompleted(now: at(10))
+        #expect(timers.nextDeadline == at(25))  // keep-alive wait for the next request
+        timers.bytesReceived(5, now: at(20))
+        #expect(timers.phase == .readingHead(since: at(20)))
+        #expect(timers.check(now: at(29.9)) == .none)
+        #expect(timers.check(now: at(30)) == .timedOut(.requestHead))
     }
 
     @Test func completeHeadWithoutBody_WhileProcessing_HasNoDeadline() {
@@ -53,7 +71,7 @@ private func makeTimers(
     }
 
     @Test func responseCompleted_StartsKeepAliveTimeout() {
-        var timers = makeTimers(idle: .seconds(30), keepAlive: .seconds(15))
+        var timers = makeTimers(keepAlive: .seconds(15))
         timers.bytesReceived(20, now: at(1))
         _ = timers.requestHeadCompleted(expectsBody: false, now: at(1))
         timers.responseCompleted(now: at(4))
@@ -62,8 +80,10 @@ private func makeTimers(
         #expect(timers.check(now: at(19)) == .timedOut(.idle))
     }
 
-    @Test func explicitHeadStart_WhileIdle_StartsHeadClock() {
+    @Test func explicitHeadStart_WhileIdleAfterAResponse_StartsHeadClock() {
         var timers = makeTimers(head: .seconds(10))
+        _ = timers.requestHeadCompleted(expectsBody: false, now: at(0))
+        timers.responseCompleted(now: at(1))
         timers.requestHeadStarted(now: at(2))
         #expect(timers.nextDeadline == at(12))
     }
@@ -160,7 +180,7 @@ private func makeTimers(
         var random = SeededGenerator(seed: seed)
         var timers = ConnectionTimers<ManualInstant>(
             limits: ConnectionLimits(
-                idleTimeout: .seconds(3), keepAliveTimeout: .seconds(2), requestHeadTimeout: .seconds(1),
+                keepAliveTimeout: .seconds(2), requestHeadTimeout: .seconds(1),
                 minimumBodyRate: 100, bodyRateGracePeriod: .seconds(1), maxRequestsPerConnection: 50,
                 writeStallTimeout: .seconds(4), streamIdleTimeout: .seconds(5), lingerTimeout: .milliseconds(500)),
             now: .zero)

@@ -36,31 +36,40 @@ import Testing
         await server.stop()
     }
 
-    @Test func beyondMaxConnections_NewOnesCloseAtOnce_ExistingOnesKeepWorking() async throws {
+    @Test func atMaxConnections_NewOnesWaitInBacklog_AndAreServedWhenOneCloses() async throws {
         let log = EventLog()
-        let (server, address) = try SocketServer.make(maxConnections: 2) { _ in EchoHandler(log: log) }
+        let limitCalls = Locked<[Int]>([])
+        let server = SocketServer(
+            configuration: ServerConfiguration(host: "127.0.0.1", port: 0, maxConnections: 2), tls: nil,
+            onConnectionLimit: { open in limitCalls.withLock { $0.append(open) } },
+            handlerFactory: { _ in EchoHandler(log: log) })
+        let address = try server.start()
         let first = try TestClient(address)
         let second = try TestClient(address)
         try first.send("a")
         try second.send("b")
         #expect(first.receive(count: 1) == Array("a".utf8))
         #expect(second.receive(count: 1) == Array("b".utf8))
+        #expect(await eventually { server.statistics.limitReached == 1 })
+        #expect(limitCalls.withLock { $0 } == [2])
 
-        let third = try TestClient(address)  // the kernel completes the handshake...
-        let refused = third.receiveToEnd()   // ...and the server closes it at once
-        #expect(refused.bytes.isEmpty)
-        #expect(await eventually { server.statistics.rejectedOverLimit == 1 })
+        let third = try TestClient(address, timeoutSeconds: 1)  // the kernel completes the handshake...
+        try third.send("c")
+        #expect(third.receiveOnce() == nil)  // ...but the server does not accept it yet, nor reset it
+        #expect(server.connectionCount == 2)
+        #expect(server.statistics.accepted == 2)
 
         try first.send("still here")
         #expect(first.receive(count: 10) == Array("still here".utf8))
-        #expect(server.connectionCount == 2)
 
         first.shutdownWrite()
         #expect(first.receiveToEnd().eof)
-        #expect(await eventually { server.connectionCount == 1 })
-        let fourth = try TestClient(address)  // a slot is free again
-        try fourth.send("d")
-        #expect(fourth.receive(count: 1) == Array("d".utf8))
+        // A slot is free: the waiting connection is accepted and its early bytes answered.
+        var echoed: [UInt8]?
+        for _ in 0..<10 where echoed == nil { echoed = third.receiveOnce() }
+        #expect(echoed == Array("c".utf8))
+        #expect(await eventually { server.statistics.limitReached == 2 })  // full again
+        #expect(server.statistics.accepted == 3)
         await server.stop()
     }
 

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Glibc
 import Testing
@@ -130,6 +131,38 @@ import Testing
         ], input: "")
         #expect(result.status != 0)
         #expect(!result.stdout.contains("BEGIN CERTIFICATE"))
+        await server.stop(deadline: .milliseconds(100))
+    }
+
+    @Test func context_OffersOnlyAEADSuites_ECDHEForTLS12() throws {
+        let context = try TLSContext(configuration: configuration())
+        let ssl = try #require(SSL_new(context.context))
+        defer { SSL_free(ssl) }
+        var names: [String] = []
+        while let name = SSL_get_cipher_list(ssl, Int32(names.count)) { names.append(String(cString: name)) }
+        let tls13 = names.filter { $0.hasPrefix("TLS_") }
+        let tls12 = names.filter { !$0.hasPrefix("TLS_") }
+        #expect(!tls13.isEmpty)
+        #expect(tls12 == TLSContext.tls12Ciphers.split(separator: ":").map(String.init))
+        for name in tls12 {
+            #expect(name.hasPrefix("ECDHE-") && (name.contains("-GCM-") || name.hasSuffix("CHACHA20-POLY1305")), "\(name)")
+        }
+        for name in tls13 { #expect(name.contains("GCM") || name.contains("CHACHA20") || name.contains("CCM"), "\(name)") }
+    }
+
+    @Test(arguments: [
+        ("AES128-SHA", false), ("ECDHE-ECDSA-AES128-SHA", false), ("ECDHE-ECDSA-AES256-SHA384", false),
+        ("ECDHE-ECDSA-AES128-GCM-SHA256", true), ("ECDHE-ECDSA-CHACHA20-POLY1305", true),
+    ])
+    func tls12Client_WithOnly(cipher: String, isServed: Bool) async throws {
+        let log = EventLog()
+        let (server, address) = try SocketServer.make(tls: configuration()) { _ in FixedResponseHandler(log: log) }
+        let result = try run("openssl", [
+            "s_client", "-connect", "127.0.0.1:\(address.port)", "-tls1_2", "-cipher", "\(cipher)@SECLEVEL=0",
+            "-CAfile", certificates.ca, "-servername", "localhost",
+        ], input: "")
+        #expect((result.status == 0) == isServed, "\(result.stdout)\n\(result.stderr)")
+        if isServed { #expect(result.stdout.contains("Cipher is \(cipher)")) }
         await server.stop(deadline: .milliseconds(100))
     }
 

@@ -147,6 +147,33 @@ struct APIRouterTests {
         host.stop()
     }
 
+    @Test func repeatedKey_Is400MalformedJSON_NamingKeyAndPath_AndChangesNothing() async throws {
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let before = await waitForState(router, "levels") { $0["left"] != nil }
+        for (body, path) in [(#"{"type":"set","left":1,"right":2,"left":3}"#, "left"),
+                             (#"[{"type":"increaseLeft"},{"type":"set","left":1,"right":2,"right":9}]"#, "[1].right")] {
+            let response = await router.post("/v1/spins/levels/events", body)
+            #expect(response.status == 400)
+            #expect(response.errorCode == "malformed_json")
+            let message = (response.object["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(message.contains("at \(path)"), "\(message)")
+        }
+        #expect(await router.respond("GET", "/v1/spins/levels").object["sequence"] as? Int == before["sequence"] as? Int)
+        host.stop()
+    }
+
+    @Test func streamMessage_WithARepeatedKey_IsRefusedWithItsPath() {
+        let text = Array(#"{"type":"event","id":"c1","event":{"type":"set","left":1,"right":2,"left":3}}"#.utf8)
+        guard case .failure(let refusal) = StreamMessage.parseClientEvent(text) else {
+            Issue.record("a repeated key was accepted")
+            return
+        }
+        #expect(refusal.id == .string("c1"))
+        #expect(refusal.error.code == "malformed_json")
+        #expect(refusal.error.message.contains("\"left\"") && refusal.error.message.contains("event.left"))
+    }
+
     @Test func aWrongContentType_Is415() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)

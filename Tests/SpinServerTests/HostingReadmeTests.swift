@@ -46,7 +46,7 @@ struct HostingReadmeTests {
         var heating = false
         for _ in 0..<2000 where !heating {
             let client = try RawClient(port: port)
-            client.send("GET /v1/spins/thermostat HTTP/1.1\r\nHost: a\r\n\r\n")
+            client.send("GET /v1/spins/thermostat HTTP/1.1\r\nHost: localhost\r\n\r\n")
             let state = client.readResponse()?.body.jsonObject["state"] as? [String: Any]
             heating = state?["heating"] as? Bool ?? false
             if !heating { try await Task.sleep(for: .milliseconds(1)) }

@@ -30,7 +30,7 @@ struct LiveServerTests {
         let (server, port) = try Self.start()
         #expect(port > 0)
         let client = try RawClient(port: port)
-        client.send("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /v1/spins/nope HTTP/1.1\r\nHost: a\r\n\r\nGET /readyz HTTP/1.1\r\nHost: a\r\n\r\n")
+        client.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nGET /v1/spins/nope HTTP/1.1\r\nHost: localhost\r\n\r\nGET /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(client.readResponse()?.status == 200)
         #expect(client.readResponse()?.status == 404)
         #expect(client.readResponse()?.body == #"{"status":"ready"}"#)
@@ -40,7 +40,7 @@ struct LiveServerTests {
     @Test func hundredsOfPipelinedRequests_AreAnsweredWithoutRecursion() async throws {
         let (server, port) = try Self.start()
         let client = try RawClient(port: port)
-        client.send(String(repeating: "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n", count: 900))
+        client.send(String(repeating: "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", count: 900))
         shutdown(client.fd, Int32(SHUT_WR))
         var answered = 0
         while let response = client.readResponse(), response.status == 200 { answered += 1 }
@@ -52,7 +52,7 @@ struct LiveServerTests {
         let (server, port) = try Self.start()
         let client = try RawClient(port: port)
         let body = #"{"type":"reset"}"#
-        client.send("POST /v1/spins/counter/events HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        client.send("POST /v1/spins/counter/events HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         shutdown(client.fd, Int32(SHUT_WR))
         #expect(client.readResponse()?.status == 202)
         #expect(client.readResponse()?.status == 200)
@@ -83,7 +83,7 @@ struct LiveServerTests {
         #expect(try RawClient(port: port).upgrade("/v1/spins/counter/stream")?.status == 401)
         #expect(try RawClient(port: port).upgrade("/v1/spins/counter/stream?access_token=s3cret")?.status == 101)
         let plain = try RawClient(port: port)
-        plain.send("GET /v1/spins?access_token=s3cret HTTP/1.1\r\nHost: a\r\n\r\n")
+        plain.send("GET /v1/spins?access_token=s3cret HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(plain.readResponse()?.status == 401)
         await server.shutdown()
     }
@@ -91,7 +91,7 @@ struct LiveServerTests {
     @Test func aMalformedRequest_Is400WithTheErrorBody_AndTheConnectionCloses() async throws {
         let (server, port) = try Self.start()
         let client = try RawClient(port: port)
-        client.send("GET /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+        client.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
         let response = client.readResponse()
         #expect(response?.status == 400)
         #expect(response?.body.jsonObject["error"] != nil)
@@ -159,7 +159,7 @@ struct LiveServerTests {
             #expect(try Self.post(port, "/v1/spins/levels/events", batch).status == 202)
         }
         let health = try RawClient(port: port, timeoutSeconds: 2)
-        health.send("GET /v1/spins/levels HTTP/1.1\r\nHost: a\r\n\r\n")
+        health.send("GET /v1/spins/levels HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let levels = health.readResponse()?.body.jsonObject
         let last = levels?["sequence"] as? Int ?? 0
         #expect(last >= 100_000)

@@ -33,7 +33,7 @@ ARGS, STAGES = dockerfile.parse()
 FINAL = STAGES[-1]
 CANONICAL_BUILD = "swift build -c release --static-swift-stdlib --product spin-server"
 SPIN_VARIABLES = ["SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL",
-                  "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS"]
+                  "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS"]
 
 
 def test_hadolint_finds_nothing():

@@ -271,9 +271,10 @@ class SpinServer:
 
 
 class TLSFiles:
-    """A CA and a server certificate for 127.0.0.1/localhost made with the openssl CLI."""
+    """A CA and a server certificate for 127.0.0.1/localhost made with the openssl CLI:
+    ECDSA P-256 keys, or RSA 2048 with `key_type="rsa"`."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, key_type: str = "ec"):
         directory.mkdir(parents=True, exist_ok=True)
         self.ca = directory / "ca.pem"
         self.certificate = directory / "server.pem"
@@ -283,7 +284,8 @@ class TLSFiles:
         extensions = directory / "server.ext"
         extensions.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
                               "extendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n")
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        ec = (["-newkey", "rsa:2048", "-nodes"] if key_type == "rsa"
+              else ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"])
         run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=30)
         run("req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(self.ca), "-days", "2",
             "-subj", "/CN=spin-e2e-ca", "-addext", "basicConstraints=critical,CA:TRUE",

@@ -163,6 +163,19 @@ def test_malformed_json_is_400_and_changes_nothing(server):
     _unchanged(server, baseline)
 
 
+@pytest.mark.parametrize("body,path", [
+    ('{"type":"set","left":1,"right":2,"left":3}', "left"),
+    ('[{"type":"increaseLeft"},{"type":"set","left":1,"right":2,"right":9}]', "[1].right"),
+    ('{"type":"increaseLeft","type":"decreaseLeft"}', "type"),
+])
+def test_a_repeated_key_is_400_malformed_json_naming_it_and_changes_nothing(server, body, path):
+    settle_levels(server)
+    baseline = server.settled_sequences()
+    response = server.post("/v1/spins/levels/events", data=body, headers={"Content-Type": "application/json"})
+    assert_error(response, 400, "malformed_json", message_contains=f"at {path}")
+    _unchanged(server, baseline)
+
+
 def test_unknown_spin_is_404_spin_not_found(server):
     baseline = server.settled_sequences()
     assert_error(server.get("/v1/spins/nope"), 404, "spin_not_found", message_contains="nope")

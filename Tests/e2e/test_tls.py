@@ -1,9 +1,11 @@
 """TLS 1.2+ through OpenSSL when a certificate is configured (--tls-certificate/--tls-key),
-checked with curl, openssl s_client, requests and a wss:// client."""
+checked with curl, openssl s_client, requests, a wss:// client and testssl.sh: TLS 1.2
+offers only ECDHE with AES-GCM or ChaCha20-Poly1305 (no CBC)."""
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import ssl
 import subprocess
 import warnings
@@ -12,7 +14,7 @@ import pytest
 import requests
 from websockets.asyncio.client import connect
 
-from spin_e2e import LOOPBACK, recv_json, run_async
+from spin_e2e import LOOPBACK, TLSFiles, recv_json, run_async
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +99,58 @@ def test_wss_stream_sends_a_snapshot(tls_server, tls_files):
 
 def test_log_says_https(tls_server):
     assert f"listening on https://{LOOPBACK}:{tls_server.port}" in tls_server.log(), tls_server.log_tail()
+
+
+def s_client_tls12(port: int, ca, cipher: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["openssl", "s_client", "-connect", f"{LOOPBACK}:{port}", "-tls1_2",
+                           "-cipher", f"{cipher}@SECLEVEL=0", "-CAfile", str(ca), "-servername", "localhost"],
+                          input="", capture_output=True, text=True, timeout=15)
+
+
+@pytest.mark.parametrize("cipher,served", [
+    ("AES128-SHA", False), ("AES256-GCM-SHA384", False), ("ECDHE-RSA-AES128-SHA", False),
+    ("ECDHE-RSA-AES256-SHA384", False), ("ECDHE-RSA-AES128-GCM-SHA256", True),
+    ("ECDHE-RSA-CHACHA20-POLY1305", True),
+])
+def test_tls_1_2_with_an_rsa_certificate_offers_only_ecdhe_aead_suites(start_server, tmp_path, cipher, served):
+    files = TLSFiles(tmp_path / "rsa", key_type="rsa")
+    server = start_server(name="tls-rsa", tls=files)
+    result = s_client_tls12(server.port, files.ca, cipher)
+    output = result.stdout + result.stderr
+    assert (result.returncode == 0) == served, output
+    if served:
+        assert f"Cipher is {cipher}" in output, output
+
+
+@pytest.mark.parametrize("cipher,served", [("ECDHE-ECDSA-AES128-SHA", False), ("ECDHE-ECDSA-AES128-GCM-SHA256", True)])
+def test_tls_1_2_with_an_ecdsa_certificate_offers_only_aead_suites(tls_server, tls_files, cipher, served):
+    result = s_client_tls12(tls_server.port, tls_files.ca, cipher)
+    assert (result.returncode == 0) == served, result.stdout + result.stderr
+
+
+@pytest.mark.timeout(180)
+def test_testssl_finds_no_protocol_below_tls_1_2_and_no_cbc_suite(tls_server, tmp_path):
+    """testssl.sh (Debian package `testssl.sh`, installed by Tests/setup.sh) probes every
+    protocol and every cipher per protocol. Missing, it fails the run: it is a
+    conformance check CI must not lose quietly."""
+    binary = shutil.which("testssl") or shutil.which("testssl.sh")
+    assert binary, "testssl.sh is not installed: run bash Tests/setup.sh (Debian package testssl.sh)"
+    report = tmp_path / "testssl.json"
+    result = subprocess.run([binary, "--quiet", "--color", "0", "--warnings", "off", "--connect-timeout", "5",
+                             "--openssl-timeout", "5", "--jsonfile", str(report), "--protocols", "--cipher-per-proto",
+                             f"{LOOPBACK}:{tls_server.port}"], capture_output=True, text=True, timeout=150)
+    assert report.exists(), result.stdout[-3000:] + result.stderr[-3000:]
+    findings = {entry["id"]: entry["finding"] for entry in json.loads(report.read_text())}
+    for protocol in ["SSLv2", "SSLv3", "TLS1", "TLS1_1"]:
+        assert findings.get(protocol, "").startswith("not offered"), (protocol, findings.get(protocol))
+    assert findings.get("TLS1_2", "").startswith("offered"), findings.get("TLS1_2")
+    assert findings.get("TLS1_3", "").startswith("offered"), findings.get("TLS1_3")
+    ciphers = {key: value for key, value in findings.items() if key.startswith("cipher-")}
+    assert any(key.startswith("cipher-tls1_2_") for key in ciphers), findings
+    for key, finding in ciphers.items():
+        assert key.startswith(("cipher-tls1_2_", "cipher-tls1_3_")), finding
+        columns = finding.split()
+        assert "_CBC_" not in finding and ("AESGCM" in columns or "ChaCha20" in columns), finding
+        if key.startswith("cipher-tls1_2_"):
+            assert columns[3].startswith("ECDHE-"), finding
+    print(f"testssl.sh: {len(ciphers)} suites offered, all AEAD: {sorted(f.split()[3] for f in ciphers.values())}")

@@ -90,6 +90,7 @@ def test_client_event_is_acknowledged_with_its_sequence(server):
     ({"type": "dance", "id": "bad3"}, "bad3", None),
     ({"type": "event", "id": "bad4"}, "bad4", None),
     ("this is not json", None, "malformed_json"),
+    ('{"type":"event","id":"dup","event":{"type":"set","left":1,"right":2,"left":3}}', "dup", "malformed_json"),
 ])
 def test_bad_client_message_gets_an_error_and_the_stream_stays_open(server, message, expected_id, code):
     baseline = server.settled_sequences()

@@ -15,14 +15,13 @@ package struct ConnectionLimits: Sendable, Hashable {
     /// (`CloseReason.outputLimitExceeded`): the producer ignored the high watermark.
     /// 4 MiB.
     package var maxPendingOutput: Int
-    /// Time from accept (including the TLS handshake) to the first byte of a request.
-    /// 30 s.
-    package var idleTimeout: Duration
     /// Time between a response and the next request on a kept-alive connection. 15 s
     /// (nginx uses 75 s; shorter frees descriptors sooner, browsers reconnect cheaply).
     package var keepAliveTimeout: Duration
-    /// Time from the first byte of a request head to its end. 10 s: a real client
-    /// sends a head in one packet; this stops slowloris.
+    /// Time from accept (including the TLS handshake) to the end of the first request
+    /// head, and from the first byte of each later head to its end. 10 s: a real
+    /// client sends a head in one packet soon after connecting; this stops slowloris
+    /// and silent connections that would hold a slot.
     package var requestHeadTimeout: Duration
     /// Minimum average request body rate in bytes/s once the grace period is over; 0
     /// disables. 240 B/s with a 5 s grace period, as Kestrel: stops slow-body attacks,
@@ -49,7 +48,6 @@ package struct ConnectionLimits: Sendable, Hashable {
         highWatermark: Int = 256 * 1024,
         lowWatermark: Int = 64 * 1024,
         maxPendingOutput: Int = 4 * 1024 * 1024,
-        idleTimeout: Duration = .seconds(30),
         keepAliveTimeout: Duration = .seconds(15),
         requestHeadTimeout: Duration = .seconds(10),
         minimumBodyRate: Int = 240,
@@ -63,7 +61,6 @@ package struct ConnectionLimits: Sendable, Hashable {
         self.highWatermark = highWatermark
         self.lowWatermark = min(lowWatermark, highWatermark)
         self.maxPendingOutput = max(maxPendingOutput, highWatermark)
-        self.idleTimeout = idleTimeout
         self.keepAliveTimeout = keepAliveTimeout
         self.requestHeadTimeout = requestHeadTimeout
         self.minimumBodyRate = minimumBodyRate

@@ -11,10 +11,12 @@ package struct ServerConfiguration: Sendable, Hashable {
     package var host: String
     /// The port; 0 lets the kernel pick one, reported by `start()`. Default 8080.
     package var port: Int
-    /// The listen(2) backlog. 511, as nginx and Redis (the kernel caps it at somaxconn).
+    /// The listen(2) backlog: also where connections wait while `maxConnections` are
+    /// open. 511, as nginx and Redis (the kernel caps it at somaxconn).
     package var backlog: Int32
-    /// Open connections at most; one accepted beyond this is closed at once, so the
-    /// existing ones keep their descriptors and buffers. 10 000.
+    /// Open connections at most. At the limit the server stops accepting until one
+    /// closes: newcomers wait in the backlog (and past it the kernel drops their SYNs, so
+    /// clients retry), the existing ones keep their descriptors and buffers. 10 000.
     package var maxConnections: Int
     /// Serial queues that drive connections. Default: the active core count (at least
     /// 1): one queue per core keeps every core busy without lock contention between

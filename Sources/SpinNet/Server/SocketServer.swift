@@ -14,8 +14,11 @@ import Synchronization
 /// ```
 ///
 /// Accepting runs on its own serial queue. Out of descriptors (EMFILE/ENFILE) the
-/// listener pauses, backs off from 10 ms doubling to 1 s, and resumes; a connection
-/// beyond `maxConnections` is accepted and closed at once.
+/// listener pauses, backs off from 10 ms doubling to 1 s, and resumes. With
+/// `maxConnections` open it pauses too, and resumes as soon as one closes: the new
+/// connections wait in the kernel's backlog (`ServerConfiguration.backlog`) instead of
+/// being accepted and reset, so a burst is served late rather than refused.
+/// `onConnectionLimit` hears each such pause.
 ///
 /// `@unchecked Sendable`: listener state is confined to `acceptQueue`; the connection
 /// registry and the statistics are behind mutexes.
@@ -24,8 +27,9 @@ package final class SocketServer: @unchecked Sendable {
     package struct Statistics: Sendable, Hashable {
         /// Connections handed to a handler.
         package var accepted = 0
-        /// Connections closed at accept because `maxConnections` were open.
-        package var rejectedOverLimit = 0
+        /// Times accepting paused because `maxConnections` connections were open (new
+        /// ones waited in the backlog until one closed).
+        package var limitReached = 0
         /// Times accepting paused on EMFILE/ENFILE/ENOBUFS/ENOMEM.
         package var acceptBackoffs = 0
     }
@@ -35,6 +39,7 @@ package final class SocketServer: @unchecked Sendable {
     package let configuration: ServerConfiguration
     private let tlsConfiguration: TLSConfiguration?
     private let handlerFactory: @Sendable (Connection) -> ConnectionHandler
+    private let onConnectionLimit: @Sendable (_ openConnections: Int) -> Void
     private let acceptQueue = DispatchQueue(label: "spin.net.accept")
     private let loops: [EventLoop]
     private let registry = Locked<[ObjectIdentifier: Connection]>([:])
@@ -45,7 +50,10 @@ package final class SocketServer: @unchecked Sendable {
     private var state = State.idle
     private var listenFD: Int32 = -1
     private var acceptSource: DispatchSourceRead?
+    /// Whether `acceptSource` is suspended now; it is while backing off or at the limit.
     private var acceptSuspended = false
+    private var backingOff = false
+    private var atConnectionLimit = false
     private var backoff = SocketServer.initialBackoff
     private var nextLoop = 0
     private var tlsContext: TLSContext?
@@ -58,14 +66,18 @@ package final class SocketServer: @unchecked Sendable {
     nonisolated(unsafe) var acceptOverride: (@Sendable (Int32) -> Syscall.AcceptResult)?
 
     /// A server that is not listening yet. `handlerFactory` is called on each new
-    /// connection's queue, once, before `didOpen`.
+    /// connection's queue, once, before `didOpen`. `onConnectionLimit` is called on the
+    /// accept queue each time `maxConnections` connections are open and accepting
+    /// pauses (to log and count it; it must not block).
     package init(
         configuration: ServerConfiguration,
         tls: TLSConfiguration? = nil,
+        onConnectionLimit: @escaping @Sendable (_ openConnections: Int) -> Void = { _ in },
         handlerFactory: @escaping @Sendable (Connection) -> ConnectionHandler
     ) {
         self.configuration = configuration
         self.tlsConfiguration = tls
+        self.onConnectionLimit = onConnectionLimit
         self.handlerFactory = handlerFactory
         self.loops = (0..<configuration.eventQueueCount).map {
             EventLoop(label: "spin.net.loop.\($0)", bufferSize: configuration.limits.readBufferSize)
@@ -142,8 +154,8 @@ package final class SocketServer: @unchecked Sendable {
     // MARK: - Accepting (on acceptQueue)
 
     private func acceptReady() {
-        guard state == .listening else { return }
         for _ in 0..<64 {
+            guard state == .listening, !atConnectionLimit else { return }
             let result = acceptOverride?(listenFD) ?? Syscall.accept(listener: listenFD)
             switch result {
             case .accepted(let fd, let peer):
@@ -161,6 +173,8 @@ package final class SocketServer: @unchecked Sendable {
         }
     }
 
+    /// Starts a connection. Accepting never runs past `maxConnections` (it pauses at
+    /// the limit), so every accepted descriptor is served.
     private func admit(fd: Int32, peer: SocketAddress?) {
         let loop = loops[nextLoop]
         nextLoop = (nextLoop + 1) % loops.count
@@ -168,35 +182,48 @@ package final class SocketServer: @unchecked Sendable {
             fd: fd, remoteAddress: peer, id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue,
             loop: loop, limits: configuration.limits, tls: tlsContext,
             onClosed: { [weak self] connection in self?.connectionClosed(connection) })
-        let admitted = registry.withLock { registry -> Bool in
-            guard registry.count < configuration.maxConnections else { return false }
+        let open = registry.withLock { registry -> Int in
             registry[ObjectIdentifier(connection)] = connection
-            return true
-        }
-        guard admitted else {
-            // Over the limit: the peer sees an immediate close; the open connections
-            // keep their descriptors and buffers.
-            Syscall.close(fd: fd)
-            counters.withLock { $0.rejectedOverLimit += 1 }
-            return
+            return registry.count
         }
         counters.withLock { $0.accepted += 1 }
         let factory = handlerFactory
         loop.queue.async { connection.start(handlerFactory: factory) }
+        if open >= configuration.maxConnections {
+            atConnectionLimit = true
+            counters.withLock { $0.limitReached += 1 }
+            updateAcceptSource()
+            onConnectionLimit(open)
+        }
     }
 
     /// EMFILE and friends: stop watching the listener (it would fire in a loop), wait,
     /// and try again; the backoff doubles up to a second and resets on success.
     private func pauseAccepting() {
-        guard let source = acceptSource, !acceptSuspended else { return }
-        acceptSuspended = true
-        source.suspend()
+        guard !backingOff else { return }
+        backingOff = true
+        updateAcceptSource()
         let delay = backoff
         backoff = min(backoff * 2, Self.maximumBackoff)
         acceptQueue.asyncAfter(deadline: .now() + Self.dispatchInterval(delay)) { [weak self] in
-            guard let self, self.state == .listening, self.acceptSuspended else { return }
-            self.acceptSuspended = false
-            self.acceptSource?.resume()
+            guard let self else { return }
+            self.backingOff = false
+            self.updateAcceptSource()
+        }
+    }
+
+    /// Suspends or resumes the listener's source so that it watches the backlog exactly
+    /// while listening, not backing off and under the connection limit. A resumed
+    /// source fires again for connections already waiting.
+    private func updateAcceptSource() {
+        guard let source = acceptSource else { return }
+        let watch = state == .listening && !backingOff && !atConnectionLimit
+        if watch, acceptSuspended {
+            acceptSuspended = false
+            source.resume()
+        } else if !watch, !acceptSuspended {
+            acceptSuspended = true
+            source.suspend()
         }
     }
 
@@ -212,7 +239,13 @@ package final class SocketServer: @unchecked Sendable {
 
     private func connectionClosed(_ connection: Connection) {
         registry.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
-        acceptQueue.async { [self] in finishIfDrained() }
+        acceptQueue.async { [self] in
+            if atConnectionLimit, connectionCount < configuration.maxConnections {
+                atConnectionLimit = false
+                updateAcceptSource()
+            }
+            finishIfDrained()
+        }
     }
 
     private func finishIfDrained() {

@@ -1,6 +1,7 @@
 import COpenSSL
 
-/// A configured OpenSSL `SSL_CTX`: certificate chain, key, TLS 1.2+, ALPN. Built once
+/// A configured OpenSSL `SSL_CTX`: certificate chain, key, TLS 1.2+ with AEAD suites
+/// only, ALPN. Built once
 /// by `SocketServer.start()` (or by a config check) and shared by every TLS connection.
 ///
 /// `@unchecked Sendable`: the SSL_CTX is only read after `init`, and OpenSSL allows
@@ -32,6 +33,10 @@ package final class TLSContext: @unchecked Sendable {
 
         let version = configuration.minimumVersion == .tls12 ? TLS1_2_VERSION : TLS1_3_VERSION
         guard COpenSSL_SSL_CTX_set_min_proto_version(context, version) == 1 else {
+            throw .contextFailed(openSSL: Self.drainErrors())
+        }
+        // TLS 1.3 keeps OpenSSL's suites (all AEAD); TLS 1.2 gets the list below.
+        guard SSL_CTX_set_cipher_list(context, Self.tls12Ciphers) == 1 else {
             throw .contextFailed(openSSL: Self.drainErrors())
         }
         _ = COpenSSL_SSL_CTX_set_server_options(context)
@@ -70,6 +75,17 @@ package final class TLSContext: @unchecked Sendable {
     deinit {
         SSL_CTX_free(context)
     }
+
+    /// The TLS 1.2 suites: Mozilla's "intermediate" profile (version 5.7) without its
+    /// finite-field DHE suites, i.e. ECDHE key exchange (forward secrecy) with AES-GCM
+    /// or ChaCha20-Poly1305, for ECDSA and RSA certificates. No CBC suite (Lucky13,
+    /// padding oracles), no static RSA key exchange, no SHA-1 MAC; every browser and
+    /// curl of the last decade has one of these.
+    package static let tls12Ciphers = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ].joined(separator: ":")
 
     /// RFC 7301 §3.2: the first of our protocols (server preference) the client offers.
     private func selectALPN(

@@ -3,11 +3,12 @@
 /// last response (408 for `.requestHead` and `.bodyTooSlow`, RFC 9110 §15.5.9) or a
 /// WebSocket close frame (1001 for `.streamIdle`, RFC 6455 §7.4.1) in that callback.
 package enum TimeoutKind: Sendable, Hashable {
-    /// No request started within `idleTimeout` of the connection opening (this covers
-    /// the TLS handshake) or within `keepAliveTimeout` of the previous response.
+    /// Not a byte of a request arrived: within `requestHeadTimeout` of the connection
+    /// opening (this covers the TLS handshake), or within `keepAliveTimeout` of the
+    /// previous response. Nothing was asked, so nothing is answered.
     case idle
-    /// A request head was not complete within `requestHeadTimeout` of its first byte
-    /// (slowloris).
+    /// A request head was not complete within `requestHeadTimeout`: of the connection
+    /// opening for the first request, of its first byte for a later one (slowloris).
     case requestHead
     /// A request body arrived slower than `minimumBodyRate` after the grace period.
     case bodyTooSlow
@@ -47,7 +48,13 @@ package enum TimerAction: Sendable, Hashable {
 /// `idle` again on `responseCompleted`. `streaming` replaces all of them after an
 /// upgrade; `closing` is terminal (it starts when a closing connection has flushed, or
 /// at a timeout). While idle with output still leaving, the idle clock waits for the
-/// output to drain. Independently of the phase, output that makes no
+/// output to drain.
+///
+/// The first request head is due `requestHeadTimeout` after the connection opened,
+/// whether or not a byte came before: a connection that never sends anything holds
+/// its slot no longer than a slow one (1,024 silent sockets must not lock every
+/// client out for minutes). Later heads are due `requestHeadTimeout` after their first
+/// byte, and the wait for that byte is `keepAliveTimeout`. Independently of the phase, output that makes no
 /// progress for `writeStallTimeout` times out.
 package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration, Instant: Sendable {
     /// The phase of the request cycle, with the instants its deadline depends on.
@@ -74,12 +81,13 @@ package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instan
     }
 
     /// Bytes of application data (plaintext, after TLS) arrived. The first byte while
-    /// idle starts the request-head clock.
+    /// idle between requests starts the request-head clock; the first request's clock
+    /// has run since the connection opened.
     package mutating func bytesReceived(_ count: Int, now: Instant) {
         guard count > 0 else { return }
         switch phase {
         case .idle:
-            phase = .readingHead(since: now)
+            startHead(now: now)
         case .readingBody(let since, let received):
             phase = .readingBody(since: since, received: received + count)
         case .streaming:
@@ -92,7 +100,12 @@ package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instan
     /// The HTTP layer started a request head explicitly (for example with bytes of a
     /// pipelined request already buffered). No effect unless idle.
     package mutating func requestHeadStarted(now: Instant) {
-        if case .idle = phase { phase = .readingHead(since: now) }
+        startHead(now: now)
+    }
+
+    private mutating func startHead(now: Instant) {
+        guard case .idle(let since, let served) = phase else { return }
+        phase = .readingHead(since: served ? now : since)
     }
 
     /// A request head is complete. Returns whether the connection may be kept alive
@@ -137,8 +150,9 @@ package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instan
         if pendingAfter {
             if progressed || outputStalledSince == nil { outputStalledSince = now }
         } else {
-            if outputStalledSince != nil, case .idle(_, let served) = phase {
-                // The keep-alive wait starts when the last response has left.
+            if outputStalledSince != nil, case .idle(_, let served) = phase, served {
+                // The keep-alive wait starts when the last response has left (the first
+                // request's deadline runs from the accept and is never pushed back).
                 phase = .idle(since: now, servedRequests: served)
             }
             outputStalledSince = nil
@@ -153,8 +167,7 @@ package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instan
         switch phase {
         case .idle(let since, let served):
             // While a response is still leaving, only the write-stall timeout applies.
-            deadline = outputStalledSince != nil
-                ? nil : since.advanced(by: served ? limits.keepAliveTimeout : limits.idleTimeout)
+            deadline = outputStalledSince != nil ? nil : idleDeadline(since: since, served: served)
         case .readingHead(let since):
             deadline = since.advanced(by: limits.requestHeadTimeout)
         case .readingBody(let since, let received):
@@ -178,8 +191,7 @@ package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instan
     package func check(now: Instant) -> TimerAction {
         switch phase {
         case .idle(let since, let served):
-            if outputStalledSince == nil,
-               now >= since.advanced(by: served ? limits.keepAliveTimeout : limits.idleTimeout) {
+            if outputStalledSince == nil, now >= idleDeadline(since: since, served: served) {
                 return .timedOut(.idle)
             }
         case .readingHead(let since):
@@ -199,6 +211,12 @@ package struct ConnectionTimers<Instant: InstantProtocol>: Sendable where Instan
             return .timedOut(.writeStalled)
         }
         return .none
+    }
+
+    /// When an idle connection times out: `keepAliveTimeout` after a response, the
+    /// first request head's own deadline on a connection that has served nothing.
+    private func idleDeadline(since: Instant, served: Bool) -> Instant {
+        since.advanced(by: served ? limits.keepAliveTimeout : limits.requestHeadTimeout)
     }
 
     /// The instant by which `received` bytes fall under the minimum rate: after the

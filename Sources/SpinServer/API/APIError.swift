@@ -40,6 +40,12 @@ package struct APIError: Error, Equatable, Sendable {
         APIError(status: 403, code: "forbidden", message: message)
     }
 
+    /// RFC 9110 §15.5.20: this server does not answer for that authority.
+    package static func misdirectedRequest(host: String) -> APIError {
+        APIError(status: 421, code: "misdirected_request",
+                 message: "this server does not answer for Host \"\(host)\": without tokens it serves only its listen address, localhost and the names in listen.allowedHosts")
+    }
+
     package static func spinNotFound(_ name: String) -> APIError {
         APIError(status: 404, code: "spin_not_found", message: "no Spin named \"\(name)\" is hosted here")
     }

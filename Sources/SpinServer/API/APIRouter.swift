@@ -63,15 +63,18 @@ package struct APIRouter: Sendable {
 
     package let host: SpinHost
     package let access: AccessControl
+    /// Which `Host` values are served (DNS rebinding); checked before any route.
+    package let hosts: HostPolicy
     package let metrics: Metrics
     package let limits: Limits
     /// Where acknowledgements wait for the journal and streams subscribe.
     package let feeds: SpinFeeds
 
-    package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits(),
-                 feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true)) {
+    package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, metrics: Metrics,
+                 limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true)) {
         self.host = host
         self.access = access
+        self.hosts = hosts
         self.metrics = metrics
         self.limits = limits
         self.feeds = feeds
@@ -104,6 +107,9 @@ package struct APIRouter: Sendable {
 
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
+        // Every route, streams and the dashboard included: a rebound page must get nothing.
+        let hostHeader = request.header("Host")
+        guard hosts.allows(host: hostHeader) else { return fail(.misdirectedRequest(host: hostHeader ?? "")) }
         /// Checks method and scope; nil means go on. GET routes answer HEAD too.
         func allow(_ methods: [String], _ scope: Scope?) -> APIError? {
             guard methods.contains(method) else {

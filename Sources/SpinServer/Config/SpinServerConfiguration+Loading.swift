@@ -17,6 +17,7 @@ import Logging
 /// |---|---|---|---|
 /// | `listen.host` | string | `"127.0.0.1"` | `--host` / `SPIN_HOST` |
 /// | `listen.port` | int 0...65535 (0: any free port) | `8080` | `--port` / `SPIN_PORT` |
+/// | `listen.allowedHosts` | [string] (host names or addresses, or `*`) | `[]` | `SPIN_ALLOWED_HOSTS="a.example,b.example"` |
 /// | `tls.certificate` | string (PEM path) | none | `--tls-certificate` / `SPIN_TLS_CERTIFICATE` |
 /// | `tls.key` | string (PEM path) | none | `--tls-key` / `SPIN_TLS_KEY` |
 /// | `limits.maxBodyBytes` | int > 0 | `1048576` | |
@@ -111,7 +112,7 @@ extension SpinServerConfiguration {
     /// The `SPIN_*` variables this loader reads.
     package static let environmentVariables = [
         "SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
-        "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS",
+        "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS",
     ]
 
     /// The `limits` keys: one per field of `Limits` (computed: key paths are not `Sendable`).
@@ -274,12 +275,18 @@ extension SpinServerConfiguration {
             let reader = FileReader(source: file)
             let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears"])
 
-            if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port"]) {
+            if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port", "allowedHosts"]) {
                 if let value = listen["host"], value != .null {
                     configuration.host = try Self.host(try reader.string(value, at: "listen.host"), source: file, key: "listen.host")
                 }
                 if let value = listen["port"], value != .null {
                     configuration.port = try Self.port(try reader.int(value, at: "listen.port"), source: file, key: "listen.port")
+                }
+                if let names = try reader.optionalArray(listen["allowedHosts"], at: "listen.allowedHosts") {
+                    configuration.allowedHosts = try names.enumerated().map { index, value throws(ConfigurationError) in
+                        let path = "listen.allowedHosts[\(index)]"
+                        return try Self.allowedHost(try reader.string(value, at: path), source: file, key: path)
+                    }
                 }
             }
             if let tls = try reader.optionalObject(top["tls"], at: "tls", known: ["certificate", "key"]) {
@@ -392,6 +399,25 @@ extension SpinServerConfiguration {
             return tokens
         }
 
+        /// A host name, IPv4 address or IPv6 address (bracketed or not) as `Host` names it,
+        /// without scheme or port; or `*` (any).
+        static func allowedHost(_ text: String, source: String, key: String) throws(ConfigurationError) -> String {
+            let name = text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
+            let isName = name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+            }
+            let isIPv6 = name.contains(":") && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+                    || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")
+            }
+            guard text == "*" || (!name.isEmpty && name.utf8.count <= 253 && (isName || isIPv6)) else {
+                throw ConfigurationError(source: source, key: key,
+                                         problem: "\"\(text)\" is not a host name: write a name or address without scheme or port, e.g. spin.example.com, 192.0.2.7 or *")
+            }
+            return text
+        }
+
         /// An origin as browsers send it (RFC 6454 §6.1): scheme, host, optional port;
         /// no path, no trailing slash.
         static func origin(_ text: String, reader: FileReader, at path: String) throws(ConfigurationError) -> String {
@@ -473,6 +499,12 @@ extension SpinServerConfiguration {
                       key: environment["SPIN_TLS_KEY"],
                       sources: ("SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
                                 "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY"))
+            if let names = environment["SPIN_ALLOWED_HOSTS"] {
+                let entries = names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                configuration.allowedHosts = try entries.map { name throws(ConfigurationError) in
+                    try Self.allowedHost(name, source: "SPIN_ALLOWED_HOSTS", key: "listen.allowedHosts")
+                }
+            }
             if let tokens = environment["SPIN_TOKENS"] {
                 do {
                     configuration.tokens = try AccessControl.parseEnvironment(tokens)

@@ -7,6 +7,9 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     public var host: String
     /// TCP port; 0 picks a free one (the server logs which).
     public var port: Int
+    /// Host names (or addresses) clients may name in `Host` when no tokens are set,
+    /// besides the listen address and loopback names (`HostPolicy`); `"*"` allows any.
+    public var allowedHosts: [String]
     /// PEM certificate chain and key; both or neither. With them the server speaks TLS 1.2+.
     public var tls: TLSFiles?
     public var limits: Limits
@@ -24,11 +27,12 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     /// The Gears to host.
     public var gears: [GearEntry]
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, tls: TLSFiles? = nil, limits: Limits = Limits(),
-                tokens: [AccessToken] = [], allowedOrigins: [String] = [], storage: Storage = Storage(),
-                log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = []) {
+    public init(host: String = "127.0.0.1", port: Int = 8080, allowedHosts: [String] = [], tls: TLSFiles? = nil,
+                limits: Limits = Limits(), tokens: [AccessToken] = [], allowedOrigins: [String] = [],
+                storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = []) {
         self.host = host
         self.port = port
+        self.allowedHosts = allowedHosts
         self.tls = tls
         self.limits = limits
         self.tokens = tokens
@@ -55,7 +59,8 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var maxBodyBytes: Int
         /// Request line plus headers: 16 KiB, above what browsers and curl send.
         public var maxHeaderBytes: Int
-        /// Open connections; more are accepted and closed at once.
+        /// Open connections; at the limit new ones wait in the kernel's backlog until one
+        /// closes (counted in `spin_connections_limited_total`).
         public var maxConnections: Int
         /// Events from clients waiting per Spin before POST answers 429 (the events of
         /// feedbacks and Gears are bounded by `feedbackBudget`).
@@ -70,9 +75,10 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var maxWebSocketMessageBytes: Int
         /// Messages a stream keeps for a client that does not read before conflating.
         public var streamQueue: Int
-        /// Seconds a connection may stay silent (streams are pinged well before).
+        /// Seconds a stream may stay silent (streams are pinged well before).
         public var idleTimeoutSeconds: Int
-        /// Seconds a client has to send a complete request head (slowloris).
+        /// Seconds a client has to send a complete request head (slowloris): the first
+        /// one from the accept, later ones from their first byte.
         public var headerTimeoutSeconds: Int
         /// Seconds between pings on an idle stream.
         public var pingIntervalSeconds: Int

@@ -217,6 +217,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         } catch {
             throw .malformedJSON(Self.describe(error))
         }
+        if let problem = JSONDuplicateKeys.firstProblem(in: json) { throw .malformedJSON(problem.description) }
         do {
             if document is [Any] {
                 let events = try JSONDecoder().decode([Event].self, from: data)

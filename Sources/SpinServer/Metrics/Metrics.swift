@@ -14,6 +14,7 @@ import SpinCore
 ///   acknowledged); `spin_sequence` minus it is what waits for the disk;
 /// - `spin_storage_failing{spin}`: 1 while the Spin's storage fails (503s), else 0;
 /// - `spin_open_connections`, `spin_open_streams{kind}` (websocket, sse, gear);
+/// - `spin_connections_limited_total`: times the listener paused at `limits.maxConnections`;
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
 /// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied.
 package final class Metrics: Sendable {
@@ -25,6 +26,7 @@ package final class Metrics: Sendable {
         var suspensions: [String: UInt64] = [:]
         var requests: [RequestKey: UInt64] = [:]
         var connections = 0
+        var connectionsLimited: UInt64 = 0
         var streams: [String: Int] = [:]
         var latencyBuckets = [UInt64](repeating: 0, count: Metrics.bounds.count)
         var latencyCount: UInt64 = 0
@@ -54,6 +56,7 @@ package final class Metrics: Sendable {
 
     package func connectionOpened() { values.withLock { $0.connections += 1 } }
     package func connectionClosed() { values.withLock { $0.connections -= 1 } }
+    package func connectionLimited() { values.withLock { $0.connectionsLimited += 1 } }
     package func streamOpened(kind: String) { values.withLock { $0.streams[kind, default: 0] += 1 } }
     package func streamClosed(kind: String) { values.withLock { $0.streams[kind, default: 0] -= 1 } }
 
@@ -97,6 +100,9 @@ package final class Metrics: Sendable {
         }
         family("spin_open_connections", "gauge", "Open client connections.")
         out += "spin_open_connections \(values.connections)\n"
+        family("spin_connections_limited_total", "counter",
+               "Times accepting paused because limits.maxConnections connections were open.")
+        out += "spin_connections_limited_total \(values.connectionsLimited)\n"
         family("spin_open_streams", "gauge", "Open streams by kind.")
         for kind in ["websocket", "sse", "gear"] {
             out += "spin_open_streams{kind=\"\(kind)\"} \(values.streams[kind] ?? 0)\n"

@@ -9,7 +9,7 @@ enum OpenAPIDocument {
       "info": {
         "title": "Spin server",
         "version": "1.0.0",
-        "description": "Hosts named feedback loops (Spins): POST events, read and stream state, watch Gear traffic between Spins. State streams are WebSocket (or SSE with Accept: text/event-stream) and send {\"type\":\"snapshot\"} first, then one {\"type\":\"state\"} message per applied event."
+        "description": "Hosts named feedback loops (Spins): POST events, read and stream state, watch Gear traffic between Spins. State streams are WebSocket (or SSE with Accept: text/event-stream) and send {\"type\":\"snapshot\"} first, then one {\"type\":\"state\"} message per applied event. Without tokens, every route answers 421 (misdirected_request) to a Host that is not the listen address, a loopback name or in listen.allowedHosts."
       },
       "servers": [{"url": "/"}],
       "security": [{"bearer": []}, {}],

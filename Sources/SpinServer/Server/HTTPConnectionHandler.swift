@@ -176,6 +176,11 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         mode = .responding
         let keepAlive = request.keepAlive && keepAliveDecision == .keepAlive && !shuttingDown
         var headers = request.headers.map { (name: $0.name, value: $0.value) }
+        // RFC 9112 §3.2.2: an absolute-form target's authority is the request's host.
+        if request.target.authority != nil {
+            headers.removeAll { $0.name.caseInsensitiveEquals("Host") }
+            headers.append((name: "Host", value: request.host))
+        }
         // Browsers cannot set headers on a WebSocket: stream routes take the token as a
         // query parameter too (only they: elsewhere a header is always possible).
         if request.headers["Authorization"] == nil, request.target.path.hasSuffix("/stream"),

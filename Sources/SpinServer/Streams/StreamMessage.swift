@@ -42,6 +42,11 @@ package enum StreamMessage {
             return .failure(ClientMessageError(id: .null, error: .malformedJSON("a stream message must be a JSON object")))
         }
         let id = jsonID(object["id"])
+        // The event is re-serialized below, which would hide a repeated key from
+        // `decodeEvents`: the whole message is checked here.
+        if let problem = JSONDuplicateKeys.firstProblem(in: text) {
+            return .failure(ClientMessageError(id: id, error: .malformedJSON(problem.description)))
+        }
         guard let type = object["type"] as? String else {
             return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"type\"")))
         }

@@ -192,7 +192,7 @@ package enum HTTPParserError: Error, Equatable, Hashable, Sendable, CaseIterable
         case .trailerSectionTooLarge: "The chunked trailer section is larger than the server accepts."
         case .unsupportedTransferCoding: "The only supported transfer coding is 'chunked'."
         case .connectNotSupported: "CONNECT is not supported by this server."
-        case .unsupportedVersion: "Only HTTP/1.0 and HTTP/1.1 are supported."
+        case .unsupportedVersion: "Only HTTP/1 is supported (HTTP/1.0, and HTTP/1.1 for every later minor version)."
         }
     }
 

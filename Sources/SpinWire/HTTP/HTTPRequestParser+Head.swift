@@ -51,11 +51,12 @@ extension HTTPRequestParser {
                   let major = Self.digit(versionBytes[versionBytes.startIndex + 5]),
                   let minor = Self.digit(versionBytes[versionBytes.startIndex + 7])
             else { throw .invalidVersion }
-            // RFC 9110 §15.6.6: 505 for a major version we do not support; HTTP/1.x with
-            // x > 1 would be answered as 1.1 by RFC 9110 §6.2, but no such version exists,
-            // so it is refused too rather than guessed at.
-            guard major == 1, minor <= 1 else { throw .unsupportedVersion }
-            version = HTTPVersion(major: major, minor: minor)
+            // RFC 9110 §15.6.6: 505 for a major version we do not support (HTTP/2.0 and
+            // HTTP/3.0 as text are not those protocols). RFC 9112 §2.3 and RFC 9110 §6.2:
+            // a later minor version of HTTP/1 is processed as the highest we implement,
+            // so HTTP/1.2 to HTTP/1.9 are read (and answered) as HTTP/1.1.
+            guard major == 1 else { throw .unsupportedVersion }
+            version = minor == 0 ? .http1_0 : .http1_1
 
             // RFC 9110 §9.3.6: CONNECT asks for a tunnel; an origin server answers 501.
             guard method != .connect else { throw .connectNotSupported }

@@ -127,7 +127,7 @@ import Testing
         let pem = "-----BEGIN X-----\n"
         let json = """
             {
-              "listen": {"host": "0.0.0.0", "port": 0},
+              "listen": {"host": "0.0.0.0", "port": 0, "allowedHosts": ["spin.example.com", "[fd00::7]", "*"]},
               "tls": {"certificate": "c.pem", "key": "k.pem"},
               "limits": {"maxBodyBytes": 1, "maxHeaderBytes": 2, "maxConnections": 3, "inbox": 4,
                          "maxWebSocketMessageBytes": 5, "streamQueue": 6, "idleTimeoutSeconds": 7,
@@ -141,7 +141,8 @@ import Testing
             """
         let configuration = try Self.make(json, files: ["c.pem": pem, "k.pem": pem]).configuration
         let expected = SpinServerConfiguration(
-            host: "0.0.0.0", port: 0, tls: .init(certificate: "c.pem", key: "k.pem"),
+            host: "0.0.0.0", port: 0, allowedHosts: ["spin.example.com", "[fd00::7]", "*"],
+            tls: .init(certificate: "c.pem", key: "k.pem"),
             limits: .init(maxBodyBytes: 1, maxHeaderBytes: 2, maxConnections: 3, inbox: 4, maxWebSocketMessageBytes: 5,
                           streamQueue: 6, idleTimeoutSeconds: 7, headerTimeoutSeconds: 8, pingIntervalSeconds: 9,
                           shutdownGraceSeconds: 10),
@@ -172,7 +173,11 @@ import Testing
         Case(json: "{", key: "(file)", problem: "not valid JSON"),
         Case(json: "[]", key: "(root)", problem: "must be an object, got an array"),
         Case(json: #"{"spinz": []}"#, key: "spinz", problem: "unknown key"),
-        Case(json: #"{"listen": {"prot": 80}}"#, key: "listen.prot", problem: "unknown key (known here: host, port)"),
+        Case(json: #"{"listen": {"prot": 80}}"#, key: "listen.prot", problem: "unknown key (known here: host, port, allowedHosts)"),
+        Case(json: #"{"listen": {"allowedHosts": "a.example"}}"#, key: "listen.allowedHosts", problem: "must be an array"),
+        Case(json: #"{"listen": {"allowedHosts": ["a.example:8080"]}}"#, key: "listen.allowedHosts[0]", problem: "is not a host name"),
+        Case(json: #"{"listen": {"allowedHosts": ["ok.example", "https://a.example"]}}"#, key: "listen.allowedHosts[1]", problem: "without scheme or port"),
+        Case(json: #"{"listen": {"allowedHosts": [""]}}"#, key: "listen.allowedHosts[0]", problem: "is not a host name"),
         Case(json: #"{"limits": {"maxBody": 1}}"#, key: "limits.maxBody", problem: "unknown key"),
         Case(json: #"{"spins": [{"name": "c", "kind": "counter", "gaer": "x"}]}"#, key: "spins[0].gaer", problem: "unknown key"),
         Case(json: #"{"listen": {"port": 70000}}"#, key: "listen.port", problem: "70000 is out of range (0 to 65535"),
@@ -268,6 +273,7 @@ import Testing
         (["SPIN_TLS_CERTIFICATE": "c.pem"], "SPIN_TLS_CERTIFICATE", "tls.key", "no key"),
         (["SPIN_TOKENS": "secret"], "SPIN_TOKENS", "auth.tokens", "token:scope"),
         (["SPIN_TOKENS": "secret:root"], "SPIN_TOKENS", "auth.tokens", "unknown scope \"root\""),
+        (["SPIN_ALLOWED_HOSTS": "a.example,b.example/x"], "SPIN_ALLOWED_HOSTS", "listen.allowedHosts", "\"b.example/x\" is not a host name"),
     ])
     func badVariable_IsRejectedNamingTheVariable(_ environment: [String: String], source: String, key: String, problem: String) {
         let error = Self.error(environment: environment, files: ["c.pem": "-----BEGIN X-----"])
@@ -294,6 +300,16 @@ import Testing
 
     @Test func port0_IsAccepted() throws {
         #expect(try Self.make(flags: .init(port: "0")).configuration.port == 0)
+    }
+
+    // MARK: SPIN_ALLOWED_HOSTS
+
+    @Test func spinAllowedHosts_ReplaceTheFileList_CommaSeparated() throws {
+        let json = #"{"listen": {"allowedHosts": ["from-file.example"]}}"#
+        #expect(try Self.make(json).configuration.allowedHosts == ["from-file.example"])
+        let loaded = try Self.make(json, environment: ["SPIN_ALLOWED_HOSTS": " a.example, 10.0.0.5 ,,[::2]"])
+        #expect(loaded.configuration.allowedHosts == ["a.example", "10.0.0.5", "[::2]"])
+        #expect(!loaded.warnings.contains { $0.contains("SPIN_ALLOWED_HOSTS") })
     }
 
     // MARK: SPIN_TOKENS
@@ -388,7 +404,7 @@ import Testing
         #expect(configuration.tokens.isEmpty)
         #expect(configuration.storage == .init(directory: "data", fsync: .batch, persists: true))
         #expect(configuration.limits == SpinServerConfiguration.Limits())
-        #expect(loaded.warnings.isEmpty)
+        #expect(!loaded.warnings.contains { $0.contains("SPIN_ALLOWED_HOSTS") })
     }
 
     // MARK: Derived values

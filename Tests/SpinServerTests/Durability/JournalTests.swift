@@ -81,7 +81,7 @@ struct JournalRecoveryTests {
 
     static func spin(_ port: Int, _ name: String) throws -> [String: Any] {
         let client = try RawClient(port: port)
-        client.send("GET /v1/spins/\(name) HTTP/1.1\r\nHost: a\r\n\r\n")
+        client.send("GET /v1/spins/\(name) HTTP/1.1\r\nHost: localhost\r\n\r\n")
         return client.readResponse()?.body.jsonObject ?? [:]
     }
 

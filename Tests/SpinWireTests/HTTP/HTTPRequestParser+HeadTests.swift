@@ -29,11 +29,26 @@ struct HTTPRequestParserHeadTests {
         #expect(T.error("GET / \(version)\r\nHost: a\r\n\r\n") == .invalidVersion)
     }
 
-    @Test(arguments: ["HTTP/2.0", "HTTP/0.9", "HTTP/1.2", "HTTP/3.0"])
-    func unsupportedVersion_IsRefusedWith505(version: String) {
+    @Test(arguments: ["HTTP/2.0", "HTTP/0.9", "HTTP/3.0", "HTTP/2.1", "HTTP/9.9"])
+    func otherMajorVersion_IsRefusedWith505(version: String) {
         let error = T.error("GET / \(version)\r\nHost: a\r\n\r\n")
         #expect(error == .unsupportedVersion)
         #expect(error?.status == 505)
+    }
+
+    // RFC 9112 §2.3: a later HTTP/1 minor version is processed as HTTP/1.1.
+    @Test(arguments: ["HTTP/1.2", "HTTP/1.5", "HTTP/1.9"])
+    func laterMinorVersion_IsReadAsHTTP11(version: String) throws {
+        let request = try #require(T.request("GET / \(version)\r\nHost: a\r\n\r\n"))
+        #expect(request.version == .http1_1)
+        #expect(request.keepAlive)  // 1.1 semantics: persistent by default
+        #expect(T.error("GET / \(version)\r\n\r\n") == .missingHost)  // and Host is required
+    }
+
+    @Test func http10_StaysHTTP10() throws {
+        let request = try #require(T.request("GET / HTTP/1.0\r\n\r\n"))
+        #expect(request.version == .http1_0)
+        #expect(!request.keepAlive)
     }
 
     @Test(arguments: ["/a b", "/a\u{01}", "/caf\u{E9}", "/a#frag", "/a\u{7F}"])
