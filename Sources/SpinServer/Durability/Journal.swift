@@ -382,16 +382,6 @@ package final class Journal: @unchecked Sendable {
         if spins.values.contains(where: { $0.health != .healthy }) { scheduleProbe() }
     }
 
-    /// True while no Spin's storage is failing (`/readyz`).
-    package var isHealthy: Bool {
-        queue.sync { spins.values.allSatisfy { $0.health == .healthy } }
-    }
-
-    /// The Spins whose storage is failing now.
-    package var failingSpins: [String] {
-        queue.sync { spins.values.filter { $0.health != .healthy }.map(\.name).sorted() }
-    }
-
     // MARK: Closing
 
     /// Syncs every journal, marks the directory cleanly stopped and releases its lock.
