@@ -385,6 +385,32 @@ struct DurabilityGateTests {
         host.stop()
     }
 
+    @Test func eventsWaitingForTheDisk_AreBounded_By429() async throws {
+        let host = try makeExampleHost()
+        // A disk that never answers: nothing becomes durable.
+        let feeds = SpinFeeds(retain: 10, immediate: false)
+        let feed = feeds.feed("counter")
+        let observation = host.spin(named: "counter")!.observe { feed.applied($0) }
+        var limits = APIRouter.Limits()
+        limits.inbox = 4
+        let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), limits: limits, feeds: feeds)
+        let batch = try host.spin(named: "counter")!.decodeEvents(json: Array(#"[{"type":"increase"},{"type":"increase"}]"#.utf8))
+        let refused = Protected<[String]>([])
+        for _ in 0..<20 {
+            router.submit(batch, to: host.spin(named: "counter")!) { result in
+                if case .failure(let error) = result { refused.withLock { $0.append(error.code) } }
+            }
+            // Each batch is applied before the next is offered, so only the disk holds them.
+            while host.spin(named: "counter")!.pendingEvents > 0 { await Task.yield() }
+        }
+        // Four inboxes of client events, plus the ten the counter's feedback adds itself.
+        #expect(feed.pendingCount <= 16 + 10)
+        #expect(refused.withLock { $0 }.contains("inbox_full"))
+        feed.durable(through: .max)
+        observation.cancel()
+        host.stop()
+    }
+
     @Test func aStorageFailure_Answers503_AndReadyzTurns503() async throws {
         let host = try makeExampleHost()
         let feeds = SpinFeeds(retain: 10, immediate: false)

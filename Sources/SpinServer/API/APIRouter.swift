@@ -50,7 +50,8 @@ package struct StreamResume: Sendable, Equatable {
 /// without blocking the caller: `respond` is called from the Spin's executor.
 package struct APIRouter: Sendable {
     package struct Limits: Sendable {
-        /// Events that may wait in one Spin's inbox; beyond it POST answers 429, and a
+        /// Events that may wait in one Spin's inbox; beyond it POST answers 429 (and so it
+        /// does when four times as many applied events wait for the disk), and a
         /// single batch larger than it answers 413. 1024 absorbs bursts of a few hundred
         /// clients without letting one hot Spin hold unbounded memory. (The batch the Spin
         /// is applying at that moment is not counted, so up to about twice this may be held.)
@@ -267,10 +268,19 @@ package struct APIRouter: Sendable {
         if feed.isFailing {
             return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds)))
         }
+        // Applied events wait in the feed until the disk has them. A disk that stalls
+        // must not let clients that do not wait for acknowledgements (a WebSocket sending
+        // event after event) pile them up without bound: past four inboxes' worth, wait.
+        guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
+            return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        }
         let accepted = ContinuousClock.now
         let metrics = self.metrics
         let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
             guard let transition else {
+                if feed.isFailing {
+                    return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: 1)))
+                }
                 if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
