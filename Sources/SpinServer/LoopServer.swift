@@ -36,7 +36,8 @@ public final class LoopServer: Sendable {
             : nil
         self.journal = journal
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), metrics: Metrics(),
-                               limits: limits, durability: journal ?? ImmediateDurability())
+                               limits: limits, durability: journal ?? ImmediateDurability(),
+                               echoEndpoint: configuration.testing.echoEndpoint)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 

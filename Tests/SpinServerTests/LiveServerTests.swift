@@ -78,6 +78,27 @@ struct LiveServerTests {
         await server.shutdown()
     }
 
+    @Test func theEchoEndpoint_SendsTextBackAsText_AndBinaryAsBinary() async throws {
+        let (server, port) = try Self.start { $0.testing.echoEndpoint = true }
+        let client = try RawClient(port: port)
+        #expect(client.upgrade("/v1/echo")?.status == 101)
+        var session = WebSocketSession(role: .client)
+        for action in session.sendText("héllo") + session.sendBinary([0, 1, 255]) {
+            if case .send(let bytes) = action { client.send(bytes) }
+        }
+        #expect(client.readWebSocketMessages(&session, count: 2).messages == [.text("héllo"), .binary([0, 1, 255])])
+        let plain = try RawClient(port: port)
+        plain.send("GET /v1/echo HTTP/1.1\r\nHost: a\r\nAccept: text/event-stream\r\n\r\n")
+        #expect(plain.readResponse()?.status == 426)
+        await server.shutdown()
+    }
+
+    @Test func withoutTheEchoEndpoint_v1echo_Is404() async throws {
+        let (server, port) = try Self.start()
+        #expect(try RawClient(port: port).upgrade("/v1/echo")?.status == 404)
+        await server.shutdown()
+    }
+
     @Test func streams_TakeTheTokenAsAQueryParameter() async throws {
         let (server, port) = try Self.start { $0.tokens = [AccessToken(token: "s3cret", scopes: [.read])] }
         #expect(try RawClient(port: port).upgrade("/v1/spins/counter/stream")?.status == 401)

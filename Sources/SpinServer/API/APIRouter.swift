@@ -10,6 +10,8 @@ package enum RouteOutcome: Sendable {
     case stateStream(any HostedSpin)
     /// Upgrade to the stream of this Gear's traffic.
     case gearStream(any HostedGear)
+    /// Upgrade to the WebSocket echo (`testing.echoEndpoint`).
+    case echoStream
 }
 
 /// The HTTP API of DESIGN.md §3, without sockets: a request in, an outcome out.
@@ -36,14 +38,18 @@ package struct APIRouter: Sendable {
     package let limits: Limits
     /// Where acknowledgements wait for the journal.
     package let durability: any DurabilityGate
+    /// Whether `/v1/echo` exists (`testing.echoEndpoint`); off it is a 404 like any
+    /// unknown route.
+    package let echoEndpoint: Bool
 
     package init(host: SpinHost, access: AccessControl, metrics: Metrics, limits: Limits = Limits(),
-                 durability: any DurabilityGate = ImmediateDurability()) {
+                 durability: any DurabilityGate = ImmediateDurability(), echoEndpoint: Bool = false) {
         self.host = host
         self.access = access
         self.metrics = metrics
         self.limits = limits
         self.durability = durability
+        self.echoEndpoint = echoEndpoint
     }
 
     /// The route template of a path, as metrics label it.
@@ -51,7 +57,7 @@ package struct APIRouter: Sendable {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch Array(segments) {
         case [""]: return "/"
-        case ["healthz"], ["readyz"], ["metrics"], ["openapi.json"], ["v1", "spins"], ["v1", "gears"]: return path
+        case ["healthz"], ["readyz"], ["metrics"], ["openapi.json"], ["v1", "spins"], ["v1", "gears"], ["v1", "echo"]: return path
         case let parts where parts.count == 3 && parts[0] == "v1" && parts[1] == "spins": return "/v1/spins/{name}"
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
             return "/v1/spins/{name}/events"
@@ -154,6 +160,11 @@ package struct APIRouter: Sendable {
             if let error = allow(["GET"], .read) { return fail(error) }
             guard let gear = host.gear(named: parts[2]) else { return fail(.gearNotFound(parts[2])) }
             respond(.gearStream(gear))
+
+        case ["v1", "echo"] where echoEndpoint:
+            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
+            if let error = allow(["GET"], .read) { return fail(error) }
+            respond(.echoStream)
 
         default:
             fail(.routeNotFound(request.path))

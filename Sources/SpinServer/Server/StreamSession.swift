@@ -11,6 +11,16 @@ enum StreamSource {
     case state(any HostedSpin, clientMayWrite: Bool)
     /// Every event crossing a Gear.
     case gear(any HostedGear)
+    /// Every message the client sends, sent back: text as text, binary as binary
+    /// (`testing.echoEndpoint`, for WebSocket conformance suites).
+    case echo
+
+    /// Whether the route streams over server-sent events too (the echo needs a client
+    /// that sends, so it is WebSocket only).
+    var offersSSE: Bool {
+        if case .echo = self { return false }
+        return true
+    }
 }
 
 /// One open stream (WebSocket or SSE) on one connection: subscribes to its source,
@@ -49,6 +59,7 @@ final class StreamSession: @unchecked Sendable {
         if case .state = source { awaitingSnapshot = true } else { awaitingSnapshot = false }
         switch (source, transport) {
         case (.gear, _): kind = "gear"
+        case (.echo, _): kind = "echo"
         case (_, .webSocket): kind = "websocket"
         case (_, .sse): kind = "sse"
         }
@@ -69,6 +80,8 @@ final class StreamSession: @unchecked Sendable {
             subscription = gear.observe { [self] traffic in
                 connection.execute { self.deliverControl(StreamMessage.gear(traffic)) }
             }
+        case .echo:
+            break
         }
         let interval = context.configuration.limits.pingIntervalSeconds
         let timer = DispatchSource.makeTimerSource(queue: connection.queue)
@@ -135,8 +148,19 @@ final class StreamSession: @unchecked Sendable {
 
     /// The connection can take more: flush what waited.
     func writable() {
+        if blocked, case .echo = source { connection.resumeReading() }
         blocked = false
         flush()
+    }
+
+    /// Sends a client's message back. Above the high watermark reading pauses until
+    /// the client reads again, so a client that only writes cannot grow our memory.
+    private func echo(_ message: WebSocketMessage) {
+        guard case .webSocket(var session) = transport else { return }
+        let actions = session.send(message)
+        transport = .webSocket(session)
+        perform(actions)
+        if blocked { connection.pauseReading() }
     }
 
     private func flush() {
@@ -160,6 +184,11 @@ final class StreamSession: @unchecked Sendable {
 
     // MARK: Incoming
 
+    private var isEcho: Bool {
+        if case .echo = source { return true }
+        return false
+    }
+
     func receive(_ bytes: [UInt8]) {
         guard case .webSocket(var session) = transport else { return }
         let actions = session.receive(bytes)
@@ -171,6 +200,7 @@ final class StreamSession: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let bytes): send(bytes)
+            case .message(let message) where isEcho: echo(message)
             case .message(.text(let text)): clientMessage(Array(text.utf8))
             case .message(.binary):
                 fail(.unsupportedData, reason: "this stream takes JSON text messages")
