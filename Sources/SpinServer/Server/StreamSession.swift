@@ -189,11 +189,16 @@ final class StreamSession: @unchecked Sendable {
         return false
     }
 
+    /// One frame at a time, so that what a message makes us send (an ack, an echo) goes
+    /// out before a later frame in the same read can fail the connection.
     func receive(_ bytes: [UInt8]) {
         guard case .webSocket(var session) = transport else { return }
-        let actions = session.receive(bytes)
+        session.append(bytes)
         transport = .webSocket(session)
-        perform(actions)
+        while case .webSocket(var session) = transport, let actions = session.nextActions() {
+            transport = .webSocket(session)
+            perform(actions)
+        }
     }
 
     private func perform(_ actions: [WebSocketSession.Action]) {
