@@ -41,6 +41,18 @@ public final class LoopServer: Sendable {
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
+    /// SpinNet's per-connection limits from ours. The pending output a connection may hold
+    /// takes at least two of the largest WebSocket messages (the echo of one a client may
+    /// send, and one more behind it), so a larger `maxWebSocketMessageBytes` does not turn
+    /// into closed connections (Autobahn 9.*: 16 MiB messages).
+    static func connectionLimits(_ limits: SpinServerConfiguration.Limits) -> ConnectionLimits {
+        ConnectionLimits(
+            maxPendingOutput: max(4 << 20, 2 * limits.maxWebSocketMessageBytes + (64 << 10)),
+            idleTimeout: .seconds(limits.idleTimeoutSeconds),
+            requestHeadTimeout: .seconds(limits.headerTimeoutSeconds),
+            streamIdleTimeout: .seconds(max(limits.idleTimeoutSeconds, limits.pingIntervalSeconds * 3)))
+    }
+
     /// Recovers every hosted Spin from storage (when `storage.persists`), starts them,
     /// binds the listener and serves. Returns the bound port (the configured one, or the
     /// one picked for port 0). Throws when stored state cannot be recovered, the address
@@ -48,10 +60,7 @@ public final class LoopServer: Sendable {
     /// description says which.
     public func start() throws -> Int {
         let limits = configuration.limits
-        let connectionLimits = ConnectionLimits(
-            idleTimeout: .seconds(limits.idleTimeoutSeconds),
-            requestHeadTimeout: .seconds(limits.headerTimeoutSeconds),
-            streamIdleTimeout: .seconds(max(limits.idleTimeoutSeconds, limits.pingIntervalSeconds * 3)))
+        let connectionLimits = Self.connectionLimits(limits)
         let netConfiguration = SpinNet.ServerConfiguration(
             host: configuration.host, port: configuration.port, maxConnections: limits.maxConnections,
             limits: connectionLimits)
