@@ -15,12 +15,14 @@ enum StreamSource {
     /// (`testing.echoEndpoint`, for WebSocket conformance suites).
     case echo
 
+    var isEcho: Bool {
+        if case .echo = self { return true }
+        return false
+    }
+
     /// Whether the route streams over server-sent events too (the echo needs a client
     /// that sends, so it is WebSocket only).
-    var offersSSE: Bool {
-        if case .echo = self { return false }
-        return true
-    }
+    var offersSSE: Bool { !isEcho }
 }
 
 /// One open stream (WebSocket or SSE) on one connection: subscribes to its source,
@@ -148,7 +150,7 @@ final class StreamSession: @unchecked Sendable {
 
     /// The connection can take more: flush what waited.
     func writable() {
-        if blocked, case .echo = source { connection.resumeReading() }
+        if blocked, source.isEcho { connection.resumeReading() }
         blocked = false
         flush()
     }
@@ -184,12 +186,7 @@ final class StreamSession: @unchecked Sendable {
 
     // MARK: Incoming
 
-    private var isEcho: Bool {
-        if case .echo = source { return true }
-        return false
-    }
-
-    /// One frame at a time, so that what a message makes us send (an ack, an echo) goes
+    /// One frame at a time, so that what a message makes us send at once (an echo) goes
     /// out before a later frame in the same read can fail the connection.
     func receive(_ bytes: [UInt8]) {
         guard case .webSocket(var session) = transport else { return }
@@ -205,7 +202,7 @@ final class StreamSession: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let bytes): send(bytes)
-            case .message(let message) where isEcho: echo(message)
+            case .message(let message) where source.isEcho: echo(message)
             case .message(.text(let text)): clientMessage(Array(text.utf8))
             case .message(.binary):
                 fail(.unsupportedData, reason: "this stream takes JSON text messages")
