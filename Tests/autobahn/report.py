@@ -43,8 +43,8 @@ def main():
             failed.append((case_id, behavior, close, result.get("reportfile", "")))
         elif behavior == "NON-STRICT":
             non_strict.append(case_id)
-    if non_strict:
-        print("autobahn: NON-STRICT (reasons in README.md, WebSocket conformance): %s" % " ".join(non_strict))
+    print("autobahn: NON-STRICT (reasons in README.md, WebSocket conformance): %s"
+          % (" ".join(non_strict) if non_strict else "none"))
     for case_id, behavior, close, report in failed:
         print("autobahn: FAILED %s: behavior %s, close %s (%s)" % (case_id, behavior, close, report))
     sections = sorted({case_id.split(".")[0] for case_id in cases}, key=int)
