@@ -2,7 +2,8 @@
 # The project's test command: the Swift tests (unit, in-process, live on port 0), then
 # the end-to-end suites that drive the built server with real clients: curl, Python
 # requests and websockets, openssl s_client (Tests/e2e), headless Chromium
-# (Tests/browser), and the Dockerfile checks (Tests/docker).
+# (Tests/browser), the Dockerfile checks (Tests/docker), and the Autobahn|Testsuite
+# WebSocket conformance cases (Tests/autobahn, each case counted as a test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash Tests/setup.sh || exit 1
@@ -32,6 +33,16 @@ for suite in Tests/e2e Tests/browser Tests/docker; do
     bad=$(grep -oE '[0-9]+ (failed|errors?)' "$log" | awk '{ sum += $1 } END { print sum + 0 }')
     if [ "$status" -ne 0 ]; then failed=$((failed + (bad > 0 ? bad : 1))); fi
 done
+
+echo "=== Autobahn|Testsuite (WebSocket conformance, Tests/autobahn)"
+bash Tests/autobahn/run.sh 2>&1 | tee "$log" | grep -E '^autobahn: ' || true
+summary=$(grep -E '^autobahn: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+if [ -z "$summary" ]; then
+    tail -n 30 "$log"; failed=$((failed + 1))
+else
+    passed=$((passed + $(echo "$summary" | awk '{ print $2 }')))
+    failed=$((failed + $(echo "$summary" | awk '{ print $4 }')))
+fi
 
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

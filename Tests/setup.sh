@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need and a fresh machine lacks: Debian packages (TLS and zlib
 # headers, curl, the openssl CLI, Chromium and its driver for the dashboard test,
-# testssl.sh and slowhttptest for the conformance checks of Tests/e2e) and
-# the Python clients of the end-to-end suites. Idempotent; quiet when all is there.
+# testssl.sh and slowhttptest for the conformance checks of Tests/e2e), the Python
+# clients of the end-to-end suites, and the Autobahn|Testsuite client (Python 2.7,
+# Tests/autobahn/install.sh). Idempotent; quiet when all is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,5 @@ fi
 for requirements in Tests/*/requirements.txt; do
     python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -r "$requirements"
 done
+
+bash Tests/autobahn/install.sh

@@ -41,8 +41,20 @@ public final class LoopServer: Sendable {
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
                                tokensConfigured: !configuration.tokens.isEmpty)
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts,
-                               metrics: Metrics(), limits: limits, feeds: feeds)
+                               metrics: Metrics(), limits: limits, feeds: feeds,
+                               echoEndpoint: configuration.testing.echoEndpoint)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
+    }
+
+    /// SpinNet's per-connection limits from ours. The pending output a connection may hold
+    /// takes at least two of the largest WebSocket messages (the echo of one a client may
+    /// send, and one more behind it), so a larger `maxWebSocketMessageBytes` does not turn
+    /// into closed connections (Autobahn 9.*: 16 MiB messages).
+    static func connectionLimits(_ limits: SpinServerConfiguration.Limits) -> ConnectionLimits {
+        ConnectionLimits(
+            maxPendingOutput: max(4 << 20, 2 * limits.maxWebSocketMessageBytes + (64 << 10)),
+            requestHeadTimeout: .seconds(limits.headerTimeoutSeconds),
+            streamIdleTimeout: .seconds(max(limits.idleTimeoutSeconds, limits.pingIntervalSeconds * 3)))
     }
 
     /// Recovers every hosted Spin from storage (when `storage.persists`), starts them,
@@ -52,9 +64,7 @@ public final class LoopServer: Sendable {
     /// description says which.
     public func start() throws -> Int {
         let limits = configuration.limits
-        let connectionLimits = ConnectionLimits(
-            requestHeadTimeout: .seconds(limits.headerTimeoutSeconds),
-            streamIdleTimeout: .seconds(max(limits.idleTimeoutSeconds, limits.pingIntervalSeconds * 3)))
+        let connectionLimits = Self.connectionLimits(limits)
         let netConfiguration = SpinNet.ServerConfiguration(
             host: configuration.host, port: configuration.port, maxConnections: limits.maxConnections,
             limits: connectionLimits)

@@ -14,7 +14,8 @@ struct SpinServerCommand: ParsableCommand {
 
             Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
             SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
-            SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example").
+            SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example"), \
+            SPIN_ECHO_ENDPOINT (true or false).
 
             Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
             64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \
@@ -50,6 +51,9 @@ struct SpinServerCommand: ParsableCommand {
     @Flag(help: "Cut a corrupt journal at its first bad record instead of refusing to start, losing the events after it (config storage.onCorruption: truncate).")
     var repair = false
 
+    @Flag(help: "Mount a WebSocket echo at /v1/echo for conformance tests such as Autobahn (env SPIN_ECHO_ENDPOINT; config testing.echoEndpoint; default off).")
+    var echoEndpoint = false
+
     @Flag(help: "Check the configuration, print one line saying what would be hosted, and exit (0 if valid, 64 if not).")
     var checkConfig = false
 
@@ -57,6 +61,7 @@ struct SpinServerCommand: ParsableCommand {
     var flags: SpinServerConfiguration.Flags {
         SpinServerConfiguration.Flags(
             config: config, host: host, port: port, storage: storage, logLevel: logLevel,
-            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey, repair: repair)
+            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey, repair: repair,
+            echoEndpoint: echoEndpoint)
     }
 }

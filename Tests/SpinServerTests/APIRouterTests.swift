@@ -319,6 +319,21 @@ struct APIRouterTests {
         #expect(await router.respond("GET", "/v1/gears/nope/stream").errorCode == "gear_not_found")
     }
 
+    @Test func echo_IsA404WhenOff_AndAWebSocketRouteWhenOn() async throws {
+        let host = try makeExampleHost()
+        let off = makeRouter(host)
+        #expect(await off.respond("GET", "/v1/echo").status == 404)
+        #expect(await off.respond("GET", "/v1/echo").errorCode == "not_found")
+        let on = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), echoEndpoint: true)
+        guard case .echoStream = await on.route(APIRequest(method: "GET", path: "/v1/echo")) else {
+            Issue.record("the echo was not routed")
+            return
+        }
+        #expect(await on.respond("POST", "/v1/echo").status == 405)
+        #expect(await on.respond("HEAD", "/v1/echo").status == 405)
+        host.stop()
+    }
+
     @Test func metrics_CountEventsRequestsAndLatency() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)

@@ -11,6 +11,8 @@ package enum RouteOutcome: Sendable {
     case stateStream(any HostedSpin, SpinFeed, resume: StreamResume?)
     /// Upgrade to the stream of this Gear's traffic.
     case gearStream(any HostedGear)
+    /// Upgrade to the WebSocket echo (`testing.echoEndpoint`).
+    case echoStream
 }
 
 /// Where a state stream starts: after `since` (`?since=N`, or SSE's `Last-Event-ID`),
@@ -70,15 +72,20 @@ package struct APIRouter: Sendable {
     package let limits: Limits
     /// Where acknowledgements wait for the journal and streams subscribe.
     package let feeds: SpinFeeds
+    /// Whether `/v1/echo` exists (`testing.echoEndpoint`); off it is a 404 like any
+    /// unknown route.
+    package let echoEndpoint: Bool
 
     package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, metrics: Metrics,
-                 limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true)) {
+                 limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
+                 echoEndpoint: Bool = false) {
         self.host = host
         self.access = access
         self.hosts = hosts
         self.metrics = metrics
         self.limits = limits
         self.feeds = feeds
+        self.echoEndpoint = echoEndpoint
     }
 
     /// The route template of a path, as metrics label it.
@@ -86,7 +93,7 @@ package struct APIRouter: Sendable {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         switch Array(segments) {
         case [""]: return "/"
-        case ["healthz"], ["readyz"], ["metrics"], ["openapi.json"], ["v1", "spins"], ["v1", "gears"]: return path
+        case ["healthz"], ["readyz"], ["metrics"], ["openapi.json"], ["v1", "spins"], ["v1", "gears"], ["v1", "echo"]: return path
         case let parts where parts.count == 3 && parts[0] == "v1" && parts[1] == "spins": return "/v1/spins/{name}"
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
             return "/v1/spins/{name}/events"
@@ -223,6 +230,11 @@ package struct APIRouter: Sendable {
             if let error = allow(["GET"], .read) { return fail(error) }
             guard let gear = host.gear(named: parts[2]) else { return fail(.gearNotFound(parts[2])) }
             respond(.gearStream(gear))
+
+        case ["v1", "echo"] where echoEndpoint:
+            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
+            if let error = allow(["GET"], .read) { return fail(error) }
+            respond(.echoStream)
 
         default:
             fail(.routeNotFound(request.path))

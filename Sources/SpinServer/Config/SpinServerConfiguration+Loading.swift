@@ -41,6 +41,7 @@ import Logging
 /// | `log.format` | `text` \| `json` | `"text"` | `--log-format` / `SPIN_LOG_FORMAT` |
 /// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` | `[]` | |
 /// | `gears` | `[{"name": string}]` | `[]` | |
+/// | `testing.echoEndpoint` | bool | `false` | `--echo-endpoint` / `SPIN_ECHO_ENDPOINT` (`true`\|`false`\|`1`\|`0`) |
 ///
 /// Relative paths are relative to the working directory. The "Configuration" section of README.md explains
 /// each key. The `limits` keys are the fields of `Limits`, one for one: a new field
@@ -64,10 +65,12 @@ extension SpinServerConfiguration {
         package var tlsKey: String?
         /// `--repair`: `storage.onCorruption` is `truncate` for this start.
         package var repair: Bool
+        /// `--echo-endpoint`: a flag only turns it on (false: not given).
+        package var echoEndpoint: Bool
 
         package init(config: String? = nil, host: String? = nil, port: String? = nil, storage: String? = nil,
                      logLevel: String? = nil, logFormat: String? = nil, tlsCertificate: String? = nil,
-                     tlsKey: String? = nil, repair: Bool = false) {
+                     tlsKey: String? = nil, repair: Bool = false, echoEndpoint: Bool = false) {
             self.repair = repair
             self.config = config
             self.host = host
@@ -77,6 +80,7 @@ extension SpinServerConfiguration {
             self.logFormat = logFormat
             self.tlsCertificate = tlsCertificate
             self.tlsKey = tlsKey
+            self.echoEndpoint = echoEndpoint
         }
     }
 
@@ -112,7 +116,7 @@ extension SpinServerConfiguration {
     /// The `SPIN_*` variables this loader reads.
     package static let environmentVariables = [
         "SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
-        "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS",
+        "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS", "SPIN_ECHO_ENDPOINT",
     ]
 
     /// The `limits` keys: one per field of `Limits` (computed: key paths are not `Sendable`).
@@ -248,6 +252,7 @@ extension SpinServerConfiguration {
         return "\(spins.count) spin\(spins.count == 1 ? "" : "s") (\(spinList.joined(separator: ", "))), "
             + "\(gears.count) gear\(gears.count == 1 ? "" : "s") (\(gearList.joined(separator: ", "))), "
             + "\(url(port: port)), storage \(storage.directory) (fsync \(storage.fsync.rawValue)), \(tokenText)"
+            + (testing.echoEndpoint ? ", WebSocket echo on /v1/echo (testing.echoEndpoint)" : "")
     }
 }
 
@@ -273,7 +278,8 @@ extension SpinServerConfiguration {
                 throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(Self.describeSyntaxError(in: data, error))")
             }
             let reader = FileReader(source: file)
-            let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears"])
+            let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears",
+                                                                          "testing"])
 
             if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port", "allowedHosts"]) {
                 if let value = listen["host"], value != .null {
@@ -354,6 +360,10 @@ extension SpinServerConfiguration {
                 if let value = log["format"], value != .null {
                     configuration.log.format = try Self.logFormat(try reader.string(value, at: "log.format"), source: file, key: "log.format")
                 }
+            }
+            if let testing = try reader.optionalObject(top["testing"], at: "testing", known: ["echoEndpoint"]),
+               let value = testing["echoEndpoint"], value != .null {
+                configuration.testing.echoEndpoint = try reader.bool(value, at: "testing.echoEndpoint")
             }
             if let gears = try reader.optionalArray(top["gears"], at: "gears") {
                 configuration.gears = try Self.gears(gears, reader: reader)
@@ -512,6 +522,15 @@ extension SpinServerConfiguration {
                     throw ConfigurationError(source: error.source, key: "auth.tokens", problem: error.problem)
                 }
             }
+            if let text = environment["SPIN_ECHO_ENDPOINT"] {
+                switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+                case "true", "1": configuration.testing.echoEndpoint = true
+                case "false", "0", "": configuration.testing.echoEndpoint = false
+                default:
+                    throw ConfigurationError(source: "SPIN_ECHO_ENDPOINT", key: "testing.echoEndpoint",
+                                             problem: "\"\(text)\" is not a boolean (true, false, 1 or 0)")
+                }
+            }
         }
 
         mutating func apply(flags: Flags) throws(ConfigurationError) {
@@ -520,6 +539,7 @@ extension SpinServerConfiguration {
                       logFormat: flags.logFormat, certificate: flags.tlsCertificate, key: flags.tlsKey,
                       sources: ("--host", "--port", "--storage", "--log-level", "--log-format",
                                 "--tls-certificate", "--tls-key"))
+            if flags.echoEndpoint { configuration.testing.echoEndpoint = true }
         }
 
         private mutating func apply(
@@ -743,6 +763,11 @@ private struct FileReader {
     func string(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
         guard case .string(let text) = value else { throw error(path, "must be a string, got \(value.typeName)") }
         return text
+    }
+
+    func bool(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Bool {
+        guard case .bool(let flag) = value else { throw error(path, "must be true or false, got \(value.typeName)") }
+        return flag
     }
 
     func int(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Int {

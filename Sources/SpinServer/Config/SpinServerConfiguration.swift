@@ -26,10 +26,12 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     public var spins: [SpinEntry]
     /// The Gears to host.
     public var gears: [GearEntry]
+    public var testing: Testing
 
     public init(host: String = "127.0.0.1", port: Int = 8080, allowedHosts: [String] = [], tls: TLSFiles? = nil,
                 limits: Limits = Limits(), tokens: [AccessToken] = [], allowedOrigins: [String] = [],
-                storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = []) {
+                storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = [],
+                testing: Testing = Testing()) {
         self.host = host
         self.port = port
         self.allowedHosts = allowedHosts
@@ -41,6 +43,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         self.log = log
         self.spins = spins
         self.gears = gears
+        self.testing = testing
     }
 
     public struct TLSFiles: Sendable, Equatable {
@@ -171,6 +174,18 @@ public struct SpinServerConfiguration: Sendable, Equatable {
             self.name = name
             self.kind = kind
             self.gear = gear
+        }
+    }
+
+    /// Routes that exist for conformance testing, off by default.
+    public struct Testing: Sendable, Equatable {
+        /// Mounts a WebSocket echo at `/v1/echo` (text back as text, binary as binary),
+        /// with the codec, permessage-deflate and limits of the state streams, so that
+        /// a fuzzing client (the Autobahn suite) can test them. Off: `/v1/echo` is 404.
+        public var echoEndpoint: Bool
+
+        public init(echoEndpoint: Bool = false) {
+            self.echoEndpoint = echoEndpoint
         }
     }
 

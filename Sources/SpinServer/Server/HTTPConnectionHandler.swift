@@ -214,6 +214,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                        keepAlive: keepAlive, started: started)
         case .gearStream(let gear):
             openStream(request, source: .gear(gear), keepAlive: keepAlive, started: started)
+        case .echoStream:
+            openStream(request, source: .echo, keepAlive: keepAlive, started: started)
         }
     }
 
@@ -244,7 +246,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private func openStream(_ request: HTTPRequest, source: StreamSource, keepAlive: Bool, started: ContinuousClock.Instant) {
         let fields = request.headers.map { (name: $0.name, value: $0.value) }
         let wantsWebSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
-        let wantsSSE = !wantsWebSocket && (request.headers["Accept"]?.contains("text/event-stream") ?? false)
+        let wantsSSE = !wantsWebSocket && source.offersSSE
+            && (request.headers["Accept"]?.contains("text/event-stream") ?? false)
 
         if wantsWebSocket {
             guard context.origins.allows(origin: request.headers["Origin"], host: request.headers["Host"]) else {
@@ -291,8 +294,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             mode = .stream(stream)
             stream.start()
         } else {
-            let error = APIError(status: 426, code: "upgrade_required",
-                                 message: "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)",
+            let message = source.offersSSE
+                ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
+                : "this route is a WebSocket: open it with Upgrade: websocket"
+            let error = APIError(status: 426, code: "upgrade_required", message: message,
                                  headers: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
             respond(.error(error), to: request, keepAlive: keepAlive, started: started)
         }

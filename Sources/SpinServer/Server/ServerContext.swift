@@ -19,8 +19,12 @@ final class ServerContext: Sendable {
         self.logger = logger
         let limits = configuration.limits
         parserLimits = HTTPRequestParser.Limits(maxHeaderBytes: limits.maxHeaderBytes, maxBodySize: limits.maxBodyBytes)
+        // Fragments follow the message size: 256-byte fragments on average (4096 at the
+        // 1 MiB default), so a raised limit does not refuse a large message sent in small
+        // fragments (Autobahn 9.3.1: 4 MiB in 65537 frames of 64 bytes, the last empty).
         webSocketLimits = WebSocketLimits(maxFrameSize: limits.maxWebSocketMessageBytes,
                                           maxMessageSize: limits.maxWebSocketMessageBytes,
+                                          maxFragmentCount: max(4096, limits.maxWebSocketMessageBytes / 256),
                                           maxDecompressedMessageSize: limits.maxWebSocketMessageBytes)
         origins = OriginPolicy(allowed: configuration.allowedOrigins)
     }

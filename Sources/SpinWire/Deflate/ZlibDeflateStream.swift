@@ -50,24 +50,22 @@ final class ZlibDeflateStream: @unchecked Sendable {
             stream.pointee.next_in = nil
             stream.pointee.avail_in = 0
         }
-        var chunk = max(64, Int(deflateBound(stream, uLong(input.count))) + 16)
-        while true {
-            let start = output.count
-            output.append(contentsOf: repeatElement(0, count: chunk))
-            let rc = output.withUnsafeMutableBytes { buffer -> Int32 in
-                stream.pointee.next_out = buffer.baseAddress!.advanced(by: start)
-                    .assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_out = uInt(chunk)
-                return deflate(stream, flush)
+        // zlib writes into a scratch buffer appended in one copy (growing `output` with
+        // zeros first is a generic loop per byte in a debug build).
+        let capacity = max(4096, Int(deflateBound(stream, uLong(input.count))) + 16)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { scratch in
+            while true {
+                stream.pointee.next_out = scratch.baseAddress
+                stream.pointee.avail_out = uInt(scratch.count)
+                let rc = deflate(stream, flush)
+                let left = Int(stream.pointee.avail_out)
+                stream.pointee.next_out = nil
+                output.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress, count: scratch.count - left))
+                // Z_BUF_ERROR only means "no progress possible", e.g. nothing left to flush.
+                guard rc == Z_OK || rc == Z_BUF_ERROR || rc == Z_STREAM_END else { return false }
+                // zlib: if deflate filled the whole output buffer, call again for the rest.
+                if left > 0 { return true }
             }
-            let left = Int(stream.pointee.avail_out)
-            stream.pointee.next_out = nil
-            output.removeLast(left)
-            // Z_BUF_ERROR only means "no progress possible", e.g. nothing left to flush.
-            guard rc == Z_OK || rc == Z_BUF_ERROR || rc == Z_STREAM_END else { return false }
-            // zlib: if deflate filled the whole output buffer, call again for the rest.
-            if left > 0 { return true }
-            chunk = max(chunk, 4096)
         }
     }
 

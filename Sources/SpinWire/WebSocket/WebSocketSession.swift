@@ -69,10 +69,14 @@ package struct WebSocketSession: Sendable {
 
     // MARK: Receiving
 
-    /// Feeds bytes read from the connection.
+    /// Feeds bytes read from the connection and handles every complete frame in them.
+    ///
+    /// An owner that answers messages (an echo, a request/reply protocol) uses `append`
+    /// and `nextActions` instead: with `receive`, a later frame that fails the
+    /// connection has already sent the Close by the time the owner sees the message
+    /// before it, so the answer is dropped (RFC 6455 §5.5.1: no data after a Close).
     package mutating func receive(_ bytes: [UInt8]) -> [Action] {
-        guard closing.state != .closed else { return [] }
-        parser.append(bytes)
+        append(bytes)
         return drain()
     }
 
@@ -83,6 +87,36 @@ package struct WebSocketSession: Sendable {
         return drain()
     }
 
+    /// Buffers bytes read from the connection without handling them; `nextActions`
+    /// then handles them one frame at a time.
+    package mutating func append(_ bytes: [UInt8]) {
+        guard closing.state != .closed else { return }
+        parser.append(bytes)
+    }
+
+    /// The actions of the next complete frame in the buffered bytes (a message, a pong
+    /// to send, a close, a failure), or nil when no complete frame is buffered or the
+    /// session is closed. Between two calls the owner may send: an answer to a message
+    /// goes out before the next frame is even parsed, as it would had the frames
+    /// arrived in two reads (Autobahn cases 3.2, 4.1.3, 5.15: an echo, then the
+    /// failure a later frame in the same read causes).
+    package mutating func nextActions() -> [Action]? {
+        guard closing.state != .closed else { return nil }
+        var actions: [Action] = []
+        do {
+            guard let frame = try parser.nextFrame() else {
+                try checkIncomingFrame()
+                return nil
+            }
+            incoming = nil
+            try handle(frame, into: &actions)
+        } catch {
+            actions.append(.failed(error))
+            append(closing.fail(error), to: &actions)
+        }
+        return actions
+    }
+
     /// The TCP connection closed (or reset); the session is done.
     package mutating func connectionClosed() {
         closing.connectionClosed()
@@ -90,19 +124,7 @@ package struct WebSocketSession: Sendable {
 
     private mutating func drain() -> [Action] {
         var actions: [Action] = []
-        while closing.state != .closed {
-            do {
-                guard let frame = try parser.nextFrame() else {
-                    try checkIncomingFrame()
-                    break
-                }
-                incoming = nil
-                try handle(frame, into: &actions)
-            } catch {
-                actions.append(.failed(error))
-                append(closing.fail(error), to: &actions)
-            }
-        }
+        while let next = nextActions() { actions += next }
         return actions
     }
 

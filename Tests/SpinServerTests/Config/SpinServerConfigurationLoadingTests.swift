@@ -198,6 +198,8 @@ import Testing
         Case(json: #"{"auth": {"allowedOrigins": ["https://dash.example/"]}}"#, key: "auth.allowedOrigins[0]", problem: "is not an origin"),
         Case(json: #"{"storage": {"fsync": "sometimes"}}"#, key: "storage.fsync", problem: "unknown policy \"sometimes\" (use always, batch or none)"),
         Case(json: #"{"storage": {"directory": ""}}"#, key: "storage.directory", problem: "non-empty path"),
+        Case(json: #"{"testing": {"echo": true}}"#, key: "testing.echo", problem: "unknown key (known here: echoEndpoint)"),
+        Case(json: #"{"testing": {"echoEndpoint": "yes"}}"#, key: "testing.echoEndpoint", problem: "must be true or false, got a string"),
         Case(json: #"{"log": {"level": "verbose"}}"#, key: "log.level", problem: "unknown level \"verbose\" (use trace, debug, info, notice, warning, error, critical)"),
         Case(json: #"{"log": {"format": "xml"}}"#, key: "log.format", problem: "unknown format \"xml\" (use text or json)"),
         Case(json: #"{"tls": {"certificate": "c.pem"}}"#, key: "tls.key", problem: "a TLS certificate is set but no key"),
@@ -274,6 +276,7 @@ import Testing
         (["SPIN_TOKENS": "secret"], "SPIN_TOKENS", "auth.tokens", "token:scope"),
         (["SPIN_TOKENS": "secret:root"], "SPIN_TOKENS", "auth.tokens", "unknown scope \"root\""),
         (["SPIN_ALLOWED_HOSTS": "a.example,b.example/x"], "SPIN_ALLOWED_HOSTS", "listen.allowedHosts", "\"b.example/x\" is not a host name"),
+        (["SPIN_ECHO_ENDPOINT": "yes"], "SPIN_ECHO_ENDPOINT", "testing.echoEndpoint", "\"yes\" is not a boolean"),
     ])
     func badVariable_IsRejectedNamingTheVariable(_ environment: [String: String], source: String, key: String, problem: String) {
         let error = Self.error(environment: environment, files: ["c.pem": "-----BEGIN X-----"])
@@ -296,6 +299,19 @@ import Testing
         #expect(error?.source == source)
         #expect(error?.key == key)
         #expect(error?.problem.contains(problem) == true, "problem was: \(error?.problem ?? "none")")
+    }
+
+    @Test func echoEndpoint_IsOffByDefault_AndTurnedOnByTheFileTheVariableOrTheFlag() throws {
+        #expect(try Self.make().configuration.testing.echoEndpoint == false)
+        #expect(try Self.make(#"{"testing": {"echoEndpoint": true}}"#).configuration.testing.echoEndpoint)
+        #expect(try Self.make(environment: ["SPIN_ECHO_ENDPOINT": "1"]).configuration.testing.echoEndpoint)
+        #expect(try Self.make(flags: .init(echoEndpoint: true)).configuration.testing.echoEndpoint)
+        // The variable beats the file; the flag can only turn it on.
+        let fileOn = #"{"testing": {"echoEndpoint": true}}"#
+        #expect(try Self.make(fileOn, environment: ["SPIN_ECHO_ENDPOINT": "false"]).configuration.testing.echoEndpoint == false)
+        #expect(try Self.make(fileOn, flags: .init(echoEndpoint: true), environment: ["SPIN_ECHO_ENDPOINT": "0"])
+            .configuration.testing.echoEndpoint)
+        #expect(try Self.make(flags: .init(echoEndpoint: true)).configuration.summary.contains("/v1/echo"))
     }
 
     @Test func port0_IsAccepted() throws {

@@ -126,11 +126,11 @@ import Testing
         guard let run = try Self.run(["--help"]) else { return }
         #expect(run.status == 0)
         for flag in ["--config", "--host", "--port", "--storage", "--log-level", "--log-format", "--tls-certificate",
-                     "--tls-key", "--check-config", "--help"] {
+                     "--tls-key", "--echo-endpoint", "--check-config", "--help"] {
             #expect(run.standardOutput.contains(flag), "--help does not mention \(flag)")
         }
         for variable in ["SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_TLS_CERTIFICATE",
-                         "SPIN_TLS_KEY", "SPIN_TOKENS"] {
+                         "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ECHO_ENDPOINT"] {
             #expect(run.standardOutput.contains(variable), "--help does not mention \(variable)")
         }
     }

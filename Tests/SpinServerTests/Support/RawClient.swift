@@ -89,14 +89,20 @@ final class RawClient: @unchecked Sendable {
     /// Feeds what arrives to a client-role session until it yields `count` messages, a
     /// close, or the socket times out.
     func readMessages(_ session: inout WebSocketSession, count: Int) -> (messages: [String], closeCode: UInt16?) {
-        var messages: [String] = []
+        let outcome = readWebSocketMessages(&session, count: count)
+        return (outcome.messages.compactMap { if case .text(let text) = $0 { text } else { nil } }, outcome.closeCode)
+    }
+
+    /// `readMessages` with binary messages too.
+    func readWebSocketMessages(_ session: inout WebSocketSession, count: Int) -> (messages: [WebSocketMessage], closeCode: UInt16?) {
+        var messages: [WebSocketMessage] = []
         var closeCode: UInt16?
         func drain() {
             let bytes = buffered
             buffered = []
             for action in session.receive(bytes) {
                 switch action {
-                case .message(.text(let text)): messages.append(text)
+                case .message(let message): messages.append(message)
                 case .peerClosed(let code, _): closeCode = code?.rawValue
                 case .send(let reply): send(reply)
                 default: break

@@ -97,6 +97,32 @@ import Testing
         #expect(actions.dropFirst().first == .failed(.unknownOpcode(3)))
     }
 
+    /// Autobahn 3.2 (and 4.1.3, 5.15): a text message, then a frame that fails the
+    /// connection, in one read. Frame by frame, the echo of the first goes out before
+    /// the Close; with `receive` the Close was already sent and the echo dropped.
+    @Test func oneFrameAtATime_AnAnswerGoesOutBeforeALaterFrameFailsTheConnection() {
+        var session = makeSession()
+        let rsv2Text: [UInt8] = [0xA1, 0x80, 0, 0, 0, 0]
+        session.append(makeClientFrame(.text, "Hello") + rsv2Text + makeClientFrame(.ping))
+        #expect(session.nextActions() == [.message(.text("Hello"))])
+        #expect(session.sendText("Hello") == [.send(WebSocketFrameEncoder.encode(opcode: .text, payload: Array("Hello".utf8)))])
+        #expect(session.nextActions() == [.failed(.reservedBitsSet), .send(closeFrame(.protocolError)), .closeConnection])
+        #expect(session.nextActions() == nil)   // the Ping after the failure gets no Pong
+    }
+
+    @Test func nextActions_IsNilUntilAFrameIsComplete_AndFailsFastOnAPartialFrame() {
+        var session = makeSession()
+        let frame = makeClientFrame(.text, "Hello")
+        session.append(Array(frame.prefix(4)))
+        #expect(session.nextActions() == nil)
+        session.append(Array(frame.dropFirst(4)))
+        #expect(session.nextActions() == [.message(.text("Hello"))])
+        #expect(session.nextActions() == nil)
+        // Invalid UTF-8 in a frame still arriving fails without waiting for its end.
+        session.append(Array(makeClientFrame(.text, [0x61, 0xFF, 0x62, 0x63]).prefix(8)))
+        #expect(session.nextActions() == [.failed(.invalidUTF8), .send(closeFrame(.invalidFramePayloadData)), .closeConnection])
+    }
+
     @Test func outgoingMessages_AreUnmaskedFrames() {
         var session = makeSession()
         #expect(session.sendText("Hello") == [.send(WebSocketFixture.bytes("rfc6455-unmasked-hello"))])
