@@ -61,7 +61,8 @@ private final class Producer: ConnectionHandler {
 @Suite struct ConnectionTests {
     @Test func slowReader_PendingOutputStaysBounded_WritableFires_AllBytesArrive() async throws {
         let stats = Producer.Stats()
-        let limits = ConnectionLimits(highWatermark: 256 * 1024, lowWatermark: 64 * 1024)
+        let limits = ConnectionLimits(highWatermark: 256 * 1024, lowWatermark: 64 * 1024,
+                                      requestHeadTimeout: .seconds(120))  // output is under test, not the head deadline (slow CI)
         let total = 8 * 1024 * 1024
         let (server, address) = try SocketServer.make(limits: limits) { _ in Producer(stats: stats, total: total) }
         let client = try TestClient(address, receiveBuffer: 16 * 1024)
