@@ -35,6 +35,9 @@ var warnings = loaded.warnings
 if !configuration.isLoopbackHost {
     if configuration.tokens.isEmpty {
         warnings.append("listening on \(configuration.host), which is not a loopback address, with NO auth tokens: anyone who can reach it can read and change every Spin; set auth.tokens or SPIN_TOKENS")
+        if configuration.allowedHosts.isEmpty {
+            warnings.append("without tokens only requests whose Host is \(configuration.host == "0.0.0.0" || configuration.host == "::" ? "" : "the listen address, ")localhost or a loopback address are served (others get 421): list the names clients use in listen.allowedHosts or SPIN_ALLOWED_HOSTS")
+        }
     } else if configuration.tls == nil {
         warnings.append("listening on \(configuration.host), which is not a loopback address, without TLS: bearer tokens cross the network in clear text; set tls.certificate and tls.key")
     }

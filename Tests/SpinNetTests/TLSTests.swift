@@ -150,19 +150,22 @@ import Testing
         for name in tls13 { #expect(name.contains("GCM") || name.contains("CHACHA20") || name.contains("CCM"), "\(name)") }
     }
 
-    @Test(arguments: [
-        ("AES128-SHA", false), ("ECDHE-ECDSA-AES128-SHA", false), ("ECDHE-ECDSA-AES256-SHA384", false),
-        ("ECDHE-ECDSA-AES128-GCM-SHA256", true), ("ECDHE-ECDSA-CHACHA20-POLY1305", true),
-    ])
-    func tls12Client_WithOnly(cipher: String, isServed: Bool) async throws {
+    /// One test, the suites one after the other: each `openssl` run blocks a thread of
+    /// the cooperative pool, and parallel cases would starve the other live tests.
+    @Test func tls12Client_IsServedOnlyWithAnECDHEAEADSuite() async throws {
         let log = EventLog()
         let (server, address) = try SocketServer.make(tls: configuration()) { _ in FixedResponseHandler(log: log) }
-        let result = try run("openssl", [
-            "s_client", "-connect", "127.0.0.1:\(address.port)", "-tls1_2", "-cipher", "\(cipher)@SECLEVEL=0",
-            "-CAfile", certificates.ca, "-servername", "localhost",
-        ], input: "")
-        #expect((result.status == 0) == isServed, "\(result.stdout)\n\(result.stderr)")
-        if isServed { #expect(result.stdout.contains("Cipher is \(cipher)")) }
+        for (cipher, isServed) in [
+            ("AES128-SHA", false), ("ECDHE-ECDSA-AES128-SHA", false), ("ECDHE-ECDSA-AES256-SHA384", false),
+            ("ECDHE-ECDSA-AES128-GCM-SHA256", true), ("ECDHE-ECDSA-CHACHA20-POLY1305", true),
+        ] {
+            let result = try run("openssl", [
+                "s_client", "-connect", "127.0.0.1:\(address.port)", "-tls1_2", "-cipher", "\(cipher)@SECLEVEL=0",
+                "-CAfile", certificates.ca, "-servername", "localhost",
+            ], input: "")
+            #expect((result.status == 0) == isServed, "\(cipher): \(result.stdout)\n\(result.stderr)")
+            if isServed { #expect(result.stdout.contains("Cipher is \(cipher)")) }
+        }
         await server.stop(deadline: .milliseconds(100))
     }
 
@@ -224,7 +227,8 @@ final class LargeBody: ConnectionHandler {
 extension TLSTests {
     @Test func largeBodyOverTLS_ToCurl_ArrivesWhole() async throws {
         let stats = LargeBody.Stats()
-        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024,
+                                      requestHeadTimeout: .seconds(120))  // output is under test, not the head deadline (slow CI)
         let size = 16 * 1024 * 1024
         let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
             LargeBody(stats: stats, size: size)
@@ -245,7 +249,8 @@ extension TLSTests {
     /// test decides when to read, so the server must stop at the high watermark.
     @Test func slowTLSReader_PendingOutputStaysBounded_WritableFires() async throws {
         let stats = LargeBody.Stats()
-        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024,
+                                      requestHeadTimeout: .seconds(120))  // output is under test, not the head deadline (slow CI)
         let size = 6 * 1024 * 1024  // beyond the kernel send buffer (tcp_wmem max 4 MiB)
         let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
             LargeBody(stats: stats, size: size)

@@ -150,16 +150,16 @@ struct APIRouterTests {
     @Test func repeatedKey_Is400MalformedJSON_NamingKeyAndPath_AndChangesNothing() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)
-        let before = await waitForState(router, "levels") { $0["left"] != nil }
-        for (body, path) in [(#"{"type":"set","left":1,"right":2,"left":3}"#, "left"),
-                             (#"[{"type":"increaseLeft"},{"type":"set","left":1,"right":2,"right":9}]"#, "[1].right")] {
-            let response = await router.post("/v1/spins/levels/events", body)
+        let before = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
+        for (body, path) in [(#"{"type":"reset","type":"increase"}"#, "type"),
+                             (#"[{"type":"reset"},{"type":"increase","extra":{"a":1,"a":2}}]"#, "[1].extra.a")] {
+            let response = await router.post("/v1/spins/counter/events", body)
             #expect(response.status == 400)
             #expect(response.errorCode == "malformed_json")
             let message = (response.object["error"] as? [String: Any])?["message"] as? String ?? ""
             #expect(message.contains("at \(path)"), "\(message)")
         }
-        #expect(await router.respond("GET", "/v1/spins/levels").object["sequence"] as? Int == before["sequence"] as? Int)
+        #expect(await router.respond("GET", "/v1/spins/counter").object["sequence"] as? Int == before["sequence"] as? Int)
         host.stop()
     }
 

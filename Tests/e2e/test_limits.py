@@ -76,6 +76,7 @@ def test_silent_connections_at_the_limit_free_their_slots_after_the_header_timeo
                     break
                 data += chunk
         waited = time.monotonic() - opened
+        print(f"maxConnections 3 held by silent sockets: a newcomer waited {waited:.2f} s in the backlog, then got 200")
         assert data.startswith(b"HTTP/1.1 200"), data[:300]
         # Served once the silent ones timed out (2 s from their accept), long before
         # the 120 s idle timeout.

@@ -64,6 +64,10 @@ package final class Connection: @unchecked Sendable {
     private var writeShut = false
     private var readEnded = false
     private var lingering = false
+    /// Close right after the write side is shut, without lingering: set when an idle
+    /// connection times out with nothing written, so there is no response a reset
+    /// could destroy and its slot is freed at once.
+    private var skipLinger = false
     private var shutdownNotified = false
     private var closeNotifyQueued = false
     /// Handler callbacks in progress on this connection (writes made inside one are
@@ -543,7 +547,7 @@ package final class Connection: @unchecked Sendable {
             Syscall.shutdownWrite(fd: fd)
         }
         if wantsClose, !lingering {
-            if readEnded {
+            if readEnded || skipLinger {
                 closeNow(closeReason)
                 return
             }
@@ -575,6 +579,8 @@ package final class Connection: @unchecked Sendable {
             guard lifecycle == .open else { return }
             account.withLock { $0.acceptingWrites = false }
             // That last response gets `lingerTimeout` to leave, then the close is forced.
+            // An idle connection that got no last word has nothing to protect.
+            skipLinger = kind == .idle && output.isEmpty && ciphertext.isEmpty
             timers.closingStarted(now: .now)
             rearmTimer()
             if !wantsClose {

@@ -5,7 +5,9 @@
 package enum TimeoutKind: Sendable, Hashable {
     /// Not a byte of a request arrived: within `requestHeadTimeout` of the connection
     /// opening (this covers the TLS handshake), or within `keepAliveTimeout` of the
-    /// previous response. Nothing was asked, so nothing is answered.
+    /// previous response. Nothing was asked, so nothing is answered; unless the handler
+    /// writes a last word, the connection closes without lingering (no response is in
+    /// flight for a reset to destroy) and its slot is free at once.
     case idle
     /// A request head was not complete within `requestHeadTimeout`: of the connection
     /// opening for the first request, of its first byte for a later one (slowloris).

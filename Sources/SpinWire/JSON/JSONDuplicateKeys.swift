@@ -104,24 +104,16 @@ package enum JSONDuplicateKeys {
         private mutating func value() throws(Problem) -> Expect {
             let start = offset
             switch try next() {
-            case UInt8(ascii: "{"):
+            case let open where open == UInt8(ascii: "{") || open == UInt8(ascii: "["):
                 guard stack.count < maxDepth else { throw .tooDeep(limit: maxDepth) }
+                let isObject = open == UInt8(ascii: "{")
                 skipWhitespace()
-                if peek() == UInt8(ascii: "}") {
+                if peek() == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                     offset += 1
                     return .afterValue
                 }
-                stack.append(.object(keys: [], current: ""))
-                return .key
-            case UInt8(ascii: "["):
-                guard stack.count < maxDepth else { throw .tooDeep(limit: maxDepth) }
-                skipWhitespace()
-                if peek() == UInt8(ascii: "]") {
-                    offset += 1
-                    return .afterValue
-                }
-                stack.append(.array(index: 0))
-                return .value
+                stack.append(isObject ? .object(keys: [], current: "") : .array(index: 0))
+                return isObject ? .key : .value
             case UInt8(ascii: "\""):
                 _ = try string(decode: false)
                 return .afterValue

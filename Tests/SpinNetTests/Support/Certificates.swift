@@ -14,14 +14,19 @@ func run(_ tool: String, _ arguments: [String], input: String? = nil, timeout: D
     process.standardError = err
     process.standardInput = inPipe
     try process.run()
-    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
+    if let input {
+        // Then end of file: a tool that reads its input to the end (openssl s_client)
+        // must not wait for the timeout.
+        inPipe.fileHandleForWriting.write(Data(input.utf8))
+        try? inPipe.fileHandleForWriting.close()
+    }
     let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     killer.cancel()
-    try? inPipe.fileHandleForWriting.close()
+    if input == nil { try? inPipe.fileHandleForWriting.close() }
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
 }
 

@@ -83,7 +83,9 @@ extension SocketServer {
     static func make(
         host: String = "127.0.0.1",
         maxConnections: Int = 10_000,
-        limits: ConnectionLimits = ConnectionLimits(),
+        // Tests of other concerns hold silent connections for a while; on a loaded
+        // machine 10 s from accept is not enough. Timeout tests pass their own limits.
+        limits: ConnectionLimits = ConnectionLimits(requestHeadTimeout: .seconds(60)),
         tls: TLSConfiguration? = nil,
         handler: @escaping @Sendable (Connection) -> ConnectionHandler
     ) throws -> (SocketServer, SocketAddress) {

@@ -120,6 +120,12 @@ import Testing
         guard let run = try Self.run(["--check-config", "--config", "config.json", "--host", "0.0.0.0"], in: directory) else { return }
         #expect(run.status == 0)
         #expect(run.standardError.contains("warning: listening on 0.0.0.0, which is not a loopback address, with NO auth tokens"))
+        #expect(run.standardError.contains("warning: without tokens only requests whose Host is localhost or a loopback address are served (others get 421)"))
+    }
+
+    @Test func help_NamesSpinAllowedHosts() throws {
+        guard let run = try Self.run(["--help"]) else { return }
+        #expect(run.standardOutput.contains("SPIN_ALLOWED_HOSTS"))
     }
 
     @Test func help_ListsEveryFlag() throws {
