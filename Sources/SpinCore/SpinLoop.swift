@@ -26,16 +26,17 @@ import Synchronization
 /// were dropped; external batches among them get `onApplied(nil)`), refuses external
 /// events (`EmitResult.suspended`) and drops what feedbacks and Gears produce, while its
 /// `state`, `states` and observers stay as they are. Effects already running go on; what
-/// they produce is dropped. `resume()` gives the current state to every feedback again,
+/// they produce is dropped. `resume(applying:)` applies the given external events first
+/// (the correction of a runaway), or else gives the current state to every feedback again
 /// so that their effects start again, and goes on applying events. `suspend(reason:)`
 /// suspends it on purpose (a host whose storage fails), the same way.
 public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private enum Phase { case prepared, running, stopped }
 
     /// The default `feedbackBudget`: at the hundreds of thousands of events per second a
-    /// loop applies, about a second of work without any external event, which no loop
-    /// that settles needs (a converging `levels` pair takes one event per step of the
-    /// gap between them), and little enough memory to hold while it runs.
+    /// loop applies, well under a second of work without any external event, which no
+    /// loop that settles quickly needs (a converging `levels` pair takes two events per
+    /// step of the gap between them), and a few MB of events at most while it runs.
     public static var defaultFeedbackBudget: Int { 100_000 }
 
     private struct Pending: Sendable {

@@ -130,7 +130,7 @@ import Testing
               "listen": {"host": "0.0.0.0", "port": 0},
               "tls": {"certificate": "c.pem", "key": "k.pem"},
               "limits": {"maxBodyBytes": 1, "maxHeaderBytes": 2, "maxConnections": 3, "inbox": 4,
-                         "maxWebSocketMessageBytes": 5, "streamQueue": 6, "idleTimeoutSeconds": 7,
+                         "feedbackBudget": 11, "maxWebSocketMessageBytes": 5, "streamQueue": 6, "idleTimeoutSeconds": 7,
                          "headerTimeoutSeconds": 8, "pingIntervalSeconds": 9, "shutdownGraceSeconds": 10},
               "auth": {"tokens": [{"token": "t1", "scopes": ["read"]}, {"token": "t2", "scopes": ["write", "admin"]}],
                        "allowedOrigins": ["https://dash.example", "http://localhost:3000"]},
@@ -142,7 +142,8 @@ import Testing
         let configuration = try Self.make(json, files: ["c.pem": pem, "k.pem": pem]).configuration
         let expected = SpinServerConfiguration(
             host: "0.0.0.0", port: 0, tls: .init(certificate: "c.pem", key: "k.pem"),
-            limits: .init(maxBodyBytes: 1, maxHeaderBytes: 2, maxConnections: 3, inbox: 4, maxWebSocketMessageBytes: 5,
+            limits: .init(maxBodyBytes: 1, maxHeaderBytes: 2, maxConnections: 3, inbox: 4, feedbackBudget: 11,
+                          maxWebSocketMessageBytes: 5,
                           streamQueue: 6, idleTimeoutSeconds: 7, headerTimeoutSeconds: 8, pingIntervalSeconds: 9,
                           shutdownGraceSeconds: 10),
             tokens: [AccessToken(token: "t1", scopes: [.read]), AccessToken(token: "t2", scopes: [.write, .admin])],
@@ -182,6 +183,8 @@ import Testing
         Case(json: #"{"listen": {"host": ""}}"#, key: "listen.host", problem: "must be a non-empty address"),
         Case(json: #"{"listen": "127.0.0.1"}"#, key: "listen", problem: "must be an object, got a string"),
         Case(json: #"{"limits": {"inbox": 0}}"#, key: "limits.inbox", problem: "must be a positive integer, got 0"),
+        Case(json: #"{"limits": {"feedbackBudget": 0}}"#, key: "limits.feedbackBudget", problem: "must be a positive integer, got 0"),
+        Case(json: #"{"limits": {"feedbackBudget": "lots"}}"#, key: "limits.feedbackBudget", problem: "integer"),
         Case(json: #"{"limits": {"idleTimeoutSeconds": -5}}"#, key: "limits.idleTimeoutSeconds", problem: "positive"),
         Case(json: #"{"auth": {"tokens": [{"token": "a", "scopes": ["read", "reed"]}]}}"#,
              key: "auth.tokens[0].scopes[1]", problem: "unknown scope \"reed\" (use read, write or admin)"),
