@@ -1,8 +1,8 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// The Spin server package. See `README.md` for the architecture and `../shared/DESIGN.md`
-/// for the map. Dependency direction (never upward):
+/// The Spin server package. See `README.md` for the architecture, the HTTP API and the
+/// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
 /// SpinCore ← SpinExamples ← spin-server.
 let package = Package(

@@ -26,16 +26,17 @@ import Synchronization
 /// were dropped; external batches among them get `onApplied(nil)`), refuses external
 /// events (`EmitResult.suspended`) and drops what feedbacks and Gears produce, while its
 /// `state`, `states` and observers stay as they are. Effects already running go on; what
-/// they produce is dropped. `resume()` gives the current state to every feedback again,
+/// they produce is dropped. `resume(applying:)` applies the given external events first
+/// (the correction of a runaway), or else gives the current state to every feedback again
 /// so that their effects start again, and goes on applying events. `suspend(reason:)`
 /// suspends it on purpose (a host whose storage fails), the same way.
 public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private enum Phase { case prepared, running, stopped }
 
     /// The default `feedbackBudget`: at the hundreds of thousands of events per second a
-    /// loop applies, about a second of work without any external event, which no loop
-    /// that settles needs (a converging `levels` pair takes one event per step of the
-    /// gap between them), and little enough memory to hold while it runs.
+    /// loop applies, well under a second of work without any external event, which no
+    /// loop that settles quickly needs (a converging `levels` pair takes two events per
+    /// step of the gap between them), and a few MB of events at most while it runs.
     public static var defaultFeedbackBudget: Int { 100_000 }
 
     private struct Pending: Sendable {
@@ -209,27 +210,49 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         suspend(.requested(reason))
     }
 
-    /// Runs a suspended loop again: the current state goes to every feedback (their
-    /// effects start again), the feedback count starts from zero, and events are applied
-    /// as before. Returns false if the loop was not suspended (or is stopped).
+    /// Runs a suspended loop again, the feedback count starting from zero.
+    ///
+    /// - Parameters:
+    ///   - events: external events applied first, as one batch, before anything the
+    ///     feedbacks produce: the correction of a runaway (a `set`) gets in before the
+    ///     runaway can spend its budget again. With none, the current state goes to every
+    ///     feedback again, so that their effects start again; with some, the feedbacks
+    ///     get the states those events make.
+    ///   - onApplied: as for `emit(contentsOf:)`.
+    /// - Returns: false if the loop was not suspended (or is stopped): nothing is enqueued.
     @discardableResult
-    public func resume() -> Bool {
+    public func resume(
+        applying events: [Event] = [], onApplied: (@Sendable (Transition<State, Event>?) -> Void)? = nil
+    ) -> Bool {
         shared.withLock { shared -> Bool in
             guard shared.phase != .stopped, shared.suspension != nil else { return false }
             shared.suspension = nil
+            for (offset, event) in events.enumerated() {
+                shared.pending.append(Pending(event: event, onApplied: offset == events.count - 1 ? onApplied : nil,
+                                              startsBatch: offset == 0, isExternal: true))
+            }
+            shared.pendingExternal += events.count
             // Queued under the lock, so that it runs after the suspension's own block.
             queue.async { [self] in
                 // Before `start()`, start gives the state; nothing is applied before it.
                 guard self.shared.withLock({ $0.phase == .running }) else { return }
                 for entry in self.shared.withLock({ $0.suspensionHandlers }) { entry.handler(nil) }
                 feedbackRun = 0
-                giveFeedbacksTheStateIfSuspensionAllows()
+                if events.isEmpty {
+                    giveFeedbacksTheStateIfSuspensionAllows()
+                } else {
+                    feedbacksHaveState = true
+                }
                 drain()
             }
             return true
         }
     }
 
+    /// True from the moment the loop suspends. A suspension by the budget publishes the
+    /// state it stopped at first; after `suspend(reason:)` (or too many pending feedback
+    /// events) `state` may still catch up with the events the executor was applying, up to
+    /// the end of that batch; `onSuspensionChange` gets the final sequence.
     public var isSuspended: Bool {
         shared.withLock { $0.suspension != nil }
     }
@@ -464,7 +487,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             for pending in batch {
                 // A stop or a suspension since the batch was taken drops the rest of it,
                 // never part of a client's batch (all or nothing).
-                if pending.startsBatch { interrupted = interruptions.load(ordering: .relaxed) != epoch }
+                if pending.startsBatch, !interrupted, interruptions.load(ordering: .relaxed) != epoch {
+                    interrupted = true
+                    publish(&published)
+                }
                 if interrupted {
                     pending.onApplied?(nil)
                     continue
@@ -472,7 +498,12 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
                 if let isCurrent = pending.isCurrent, !isCurrent() { continue }
-                guard isWithinBudget(pending) else { continue }
+                guard isWithinBudget(pending) else {
+                    // Whoever reads "suspended" reads the state the loop stopped at.
+                    publish(&published)
+                    _ = suspend(.feedbackBudget(feedbackBudget))
+                    continue
+                }
                 let next = reducer.reduce(current, pending.event)
                 current = next
                 currentSequence += 1
@@ -491,16 +522,13 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     }
 
     /// Counts the events of feedbacks and Gears applied in a row (an external event starts
-    /// the count again); the one past the budget suspends the loop instead. On `queue`.
+    /// the count again); false for the one past the budget. On `queue`.
     private func isWithinBudget(_ pending: Pending) -> Bool {
         if pending.isExternal {
             feedbackRun = 0
             return true
         }
-        guard feedbackRun < feedbackBudget else {
-            _ = suspend(.feedbackBudget(feedbackBudget))
-            return false
-        }
+        guard feedbackRun < feedbackBudget else { return false }
         feedbackRun += 1
         return true
     }

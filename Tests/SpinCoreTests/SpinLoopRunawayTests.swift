@@ -148,19 +148,25 @@ struct SpinLoopRunawayTests {
         loop.stop()
     }
 
-    @Test func resume_ThenACorrectingEvent_LetsTheLoopSettle() async {
+    @Test func resumeApplyingACorrection_AppliesItFirst_AndTheLoopSettles() async {
         let loop = Self.levels(from: Levels(left: 0, right: 1_000_000)).start(feedbackBudget: 1000)
-        #expect(await eventually { loop.isSuspended })
+        let changes = Changes()
+        let subscription = changes.attach(to: loop)
+        #expect(await changes.wait(for: 1))
         #expect(loop.emit(.marker) == .suspended)
-        // The client's event goes in while the feedbacks run again (should the runaway
-        // use its whole budget first, the client resumes again), and settles the levels:
-        // what the feedbacks produced for older states changes nothing any more.
-        repeat { #expect(loop.resume()) } while loop.emit(.set(Levels(left: 7, right: 7))) == .suspended
-        let settled = await loop.firstState { $0 == Levels(left: 7, right: 7) }
-        #expect(await loop.emitAndWait(.marker)?.state == Levels(left: 7, right: 7))
-        #expect(settled != nil)
+        let applied = Recorder<Transition<Levels, Move>?>()
+        #expect(loop.resume(applying: [.set(Levels(left: 7, right: 9))]) { applied.append($0) })
+        // The correction is the next event, before anything of the feedbacks; they get
+        // the state it made, and settle it: 7/9 takes four events.
+        #expect(await eventually { applied.count == 1 })
+        #expect(applied.all.first! == Transition(event: .set(Levels(left: 7, right: 9)), state: Levels(left: 7, right: 9),
+                                                 sequence: 1001))
+        #expect(await loop.firstState { $0.left == $0.right } == Levels(left: 8, right: 8))
+        #expect(await loop.emitAndWait(.marker)?.sequence == 1006)
         #expect(!loop.isSuspended)
-        #expect(loop.resume() == false)
+        #expect(changes.all == [Suspension(reason: .feedbackBudget(1000), sequence: 1000), nil])
+        #expect(loop.resume(applying: [.marker]) == false)
+        subscription.cancel()
         loop.stop()
     }
 

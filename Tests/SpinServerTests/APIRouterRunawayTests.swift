@@ -45,21 +45,42 @@ struct APIRouterRunawayTests {
         host.stop()
     }
 
-    @Test func resume_RunsTheSpinAgain_AndACorrectingSetSettlesIt() async throws {
+    @Test func resumeWithACorrectingSet_AppliesItFirst_AndTheSpinSettles() async throws {
         let (host, router) = try await Self.runaway()
         #expect(await eventually { await Self.status(router) == "suspended" })
-        var accepted = false
-        while !accepted {
-            let resumed = await router.respond("POST", "/v1/spins/levels/resume")
-            #expect(resumed.status == 200)
-            #expect(resumed.text == #"{"name":"levels","status":"running"}"#)
-            // The runaway may spend its whole budget again before the set gets in.
-            accepted = await router.post("/v1/spins/levels/events", #"{"type":"set","left":3,"right":3}"#).status == 202
-        }
-        let settled = await waitForState(router, "levels") { $0["left"] as? Int == 3 && $0["right"] as? Int == 3 }
-        #expect(settled["status"] as? String == "running")
-        // Resuming a running Spin is fine too.
-        #expect(await router.respond("POST", "/v1/spins/levels/resume").status == 200)
+        let resumed = await router.post("/v1/spins/levels/resume", #"{"type":"set","left":3,"right":3}"#)
+        #expect(resumed.status == 200)
+        #expect(resumed.text == #"{"name":"levels","status":"running"}"#)
+        // Answered once applied: the set is the next event after the suspension.
+        let spin = await router.respond("GET", "/v1/spins/levels")
+        #expect(spin.text == #"{"name":"levels","sequence":1002,"status":"running","state":{"left":3,"right":3}}"#)
+        // Resuming a running Spin is fine too; a body then goes in as a POST would.
+        #expect(await router.respond("POST", "/v1/spins/levels/resume").text == #"{"name":"levels","status":"running"}"#)
+        #expect(await router.post("/v1/spins/levels/resume", #"{"type":"set","left":5,"right":5}"#).status == 200)
+        #expect(await router.respond("GET", "/v1/spins/levels").object["sequence"] as? Int == 1003)
+        host.stop()
+    }
+
+    @Test func resumeWithoutABody_RunsTheFeedbacksAgain_UntilTheNextSuspension() async throws {
+        let (host, router) = try await Self.runaway()
+        #expect(await eventually { await Self.status(router) == "suspended" })
+        let resumed = await router.respond("POST", "/v1/spins/levels/resume")
+        #expect(resumed.status == 200)
+        #expect(await eventually {
+            await router.respond("GET", "/v1/spins/levels").object["sequence"] as? Int == 2001
+        })
+        #expect(await Self.status(router) == "suspended")
+        host.stop()
+    }
+
+    @Test func resumeWithABadBody_Is422_AndTheSpinStaysSuspended() async throws {
+        let (host, router) = try await Self.runaway()
+        #expect(await eventually { await Self.status(router) == "suspended" })
+        let bad = await router.post("/v1/spins/levels/resume", #"{"type":"set","left":1}"#)
+        #expect(bad.status == 422)
+        #expect(bad.errorMessage.contains("right: missing"))
+        #expect(await router.post("/v1/spins/levels/resume", "x", contentType: "text/plain").status == 415)
+        #expect(await Self.status(router) == "suspended")
         host.stop()
     }
 

@@ -143,8 +143,9 @@ def driver():
 
 # ---- page helpers ---------------------------------------------------------------------
 
-def wait_for(driver, predicate, what, timeout=WAIT):
-    """Waits until predicate(driver) is truthy; the failure names what was expected."""
+def wait_for(driver, predicate, what, timeout=WAIT, on_timeout=None):
+    """Waits until predicate(driver) is truthy; the failure names what was expected (and
+    what `on_timeout` says)."""
     last = {}
 
     def probe(d):
@@ -158,7 +159,8 @@ def wait_for(driver, predicate, what, timeout=WAIT):
     try:
         return WebDriverWait(driver, timeout, poll_frequency=0.1).until(probe)
     except Exception:
-        raise AssertionError(f"timed out after {timeout} s waiting for {what} {last.get('error', '')}")
+        seen = on_timeout(driver) if on_timeout else ""
+        raise AssertionError(f"timed out after {timeout} s waiting for {what} {last.get('error', '')} {seen}")
 
 
 def spin_card(driver, name):
@@ -360,3 +362,35 @@ def test_token_goes_to_fetch_and_websockets(driver, server, workdir):
     finally:
         driver.execute_script("sessionStorage.clear()")
         secured.stop()
+
+
+def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, workdir):
+    """The runaway guard on the page: `levels` set far apart is suspended (badge, Resume
+    button, 409 for events); Resume runs it again and a settling `set` gets in."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with a small budget")
+    config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
+    config["limits"]["feedbackBudget"] = 2000
+    config_path = workdir / "runaway.json"
+    config_path.write_text(json.dumps(config))
+    runaway = Server(free_port(), workdir / "runaway-storage", {"SPIN_CONFIG": str(config_path)})
+    try:
+        open_page(driver, runaway.url)
+        select_spin(driver, "levels")
+        assert send(driver, '{"type":"set","left":-1000000000,"right":1000000000}').get_attribute("class") == "ok"
+        wait_for(driver, lambda d: spin_card(d, "levels").get_attribute("data-status") == "suspended", "levels marked suspended")
+        card = spin_card(driver, "levels")
+        assert card.find_element(By.CSS_SELECTOR, ".suspended").is_displayed()
+        assert send(driver, '{"type":"increaseLeft"}').text.startswith("409 spin_suspended")
+        # Resume carries the editor's event, applied before the feedbacks run again.
+        editor = driver.find_element(By.ID, "event-input")
+        editor.clear()
+        editor.send_keys('{"type":"set","left":4,"right":4}')
+        card.find_element(By.CSS_SELECTOR, "button.resume").click()
+        wait_for(driver, lambda d: "resumed with" in d.find_element(By.ID, "result").text, "the resume answered")
+        wait_for(driver, lambda d: spin_view(d, "levels")[1] == {"left": 4, "right": 4}
+                 and spin_card(d, "levels").get_attribute("data-status") == "running",
+                 "levels settled and running", on_timeout=lambda d: (spin_card(d, "levels").text, runaway.log_text()))
+        assert not spin_card(driver, "levels").find_element(By.CSS_SELECTOR, ".suspended").is_displayed()
+    finally:
+        runaway.stop()

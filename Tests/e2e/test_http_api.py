@@ -104,7 +104,8 @@ def test_post_event_answers_202_after_applying_it(server):
     assert response.status_code == 202, response.text
     assert response.json() == {"accepted": 1, "sequence": before + 1}
     # 202 comes after the event is applied: a read right after sees it.
-    assert server.spin("levels") == {"name": "levels", "sequence": before + 1, "state": {"left": value, "right": value}}
+    assert server.spin("levels") == {"name": "levels", "sequence": before + 1, "status": "running",
+                                     "state": {"left": value, "right": value}}
 
 
 def test_wait_true_answers_200_with_the_state_after_the_last_event(server):

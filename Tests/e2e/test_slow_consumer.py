@@ -10,7 +10,9 @@ from spin_e2e import RawWebSocket
 
 BATCHES = 50
 BATCH_SIZE = 1000
-BIG = 10 ** 18  # long numbers make each state message ~170 bytes: megabytes in total
+# The longest numbers a level may be (±1000000000): each state message is ~150 bytes,
+# megabytes in total.
+BIG = -999_999_999
 RSS_GROWTH_LIMIT_KIB = 200 * 1024
 
 
@@ -73,7 +75,7 @@ def test_stuck_stream_client_is_conflated_and_hurts_no_one(start_server):
         slowest_read = max(slowest_read, time.monotonic() - began)
 
     final = start + BATCHES * BATCH_SIZE
-    assert server.spin("levels") == {"name": "levels", "sequence": final, "state": last_state}
+    assert server.spin("levels") == {"name": "levels", "sequence": final, "status": "running", "state": last_state}
 
     # The well-behaved stream saw every event, in order (or at worst conflated, never stuck).
     reader.target = final

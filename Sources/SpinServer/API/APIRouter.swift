@@ -202,9 +202,7 @@ package struct APIRouter: Sendable {
             guard !feeds.feed(spin.name).isFailing else {
                 return fail(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds))
             }
-            // Resuming a running Spin changes nothing and says so the same way.
-            spin.resume()
-            reply(.json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))])))
+            resume(request, spin) { respond(.respond($0)) }
 
         case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
             if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
@@ -251,12 +249,9 @@ package struct APIRouter: Sendable {
         case let other?:
             return respond(.error(.badRequest("query parameter wait must be true or false, not \"\(other)\"")))
         }
-        guard Self.isJSON(request.header("Content-Type")) else {
-            return respond(.error(.unsupportedMediaType(request.header("Content-Type"))))
-        }
         let batch: EventBatch
         do {
-            batch = try spin.decodeEvents(json: request.body)
+            batch = try Self.decodeEvents(request, for: spin)
         } catch {
             return respond(.error(error))
         }
@@ -265,6 +260,46 @@ package struct APIRouter: Sendable {
             case .success(let transition): Self.acknowledge(transition, count: batch.count, wait: wait, respond: respond)
             case .failure(let error): respond(.error(error))
             }
+        }
+    }
+
+    /// The request's events, as `spin` decodes them: 415 unless JSON, 400/422 as
+    /// `decodeEvents` says.
+    private static func decodeEvents(_ request: APIRequest, for spin: any HostedSpin) throws(APIError) -> EventBatch {
+        guard isJSON(request.header("Content-Type")) else { throw .unsupportedMediaType(request.header("Content-Type")) }
+        return try spin.decodeEvents(json: request.body)
+    }
+
+    /// `POST /v1/spins/{name}/resume`: runs a suspended Spin again. A body (one event or
+    /// an array, as for `.../events`) is applied first, before the feedbacks run again, so
+    /// that the correction of a runaway cannot lose the race against it; the answer then
+    /// waits until those events are applied and durable. A running Spin stays running
+    /// (and takes the body's events as a POST of them would).
+    private func resume(_ request: APIRequest, _ spin: any HostedSpin, respond: @escaping @Sendable (APIResponse) -> Void) {
+        let resumed: @Sendable () -> APIResponse = {
+            .json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))]))
+        }
+        guard !request.body.isEmpty else {
+            spin.resume(applying: nil) { _ in }
+            return respond(resumed())
+        }
+        let batch: EventBatch
+        do {
+            batch = try Self.decodeEvents(request, for: spin)
+        } catch {
+            return respond(.error(error))
+        }
+        guard batch.count <= limits.inbox else {
+            return respond(.error(.batchTooLarge(count: batch.count, limit: limits.inbox)))
+        }
+        let done: @Sendable (Result<HostedTransition, APIError>) -> Void = { result in
+            switch result {
+            case .success: respond(resumed())
+            case .failure(let error): respond(.error(error))
+            }
+        }
+        if !spin.resume(applying: batch, onApplied: whenApplied(spin, done: done)) {
+            submit(batch, to: spin, done: done)
         }
     }
 
@@ -286,9 +321,24 @@ package struct APIRouter: Sendable {
         guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
             return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         }
+        let outcome = spin.submit(batch, inboxLimit: limits.inbox, onApplied: whenApplied(spin, done: done))
+        switch outcome {
+        case .accepted: break
+        case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        case .stopped: done(.failure(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        case .suspended: done(.failure(.spinSuspended(spin.name)))
+        }
+    }
+
+    /// What happens once a batch's last event is applied (or not): the apply latency is
+    /// observed, and `done` is called once the event is durable, or with why it was not
+    /// applied (the Spin suspended or stopped first).
+    private func whenApplied(_ spin: any HostedSpin, done: @escaping @Sendable (Result<HostedTransition, APIError>) -> Void)
+        -> @Sendable (HostedTransition?) -> Void {
         let accepted = ContinuousClock.now
         let metrics = self.metrics
-        let outcome = spin.submit(batch, inboxLimit: limits.inbox) { transition in
+        let feed = feeds.feed(spin.name)
+        return { transition in
             guard let transition else {
                 if feed.isFailing {
                     return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: 1)))
@@ -300,12 +350,6 @@ package struct APIRouter: Sendable {
             feed.whenDurable(transition.sequence) { error in
                 done(error.map { .failure($0) } ?? .success(transition))
             }
-        }
-        switch outcome {
-        case .accepted: break
-        case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
-        case .stopped: done(.failure(.unavailable("Spin \"\(spin.name)\" is stopping")))
-        case .suspended: done(.failure(.spinSuspended(spin.name)))
         }
     }
 

@@ -68,7 +68,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// Events from clients waiting per Spin before POST answers 429 (the events of
         /// feedbacks and Gears are bounded by `feedbackBudget`).
         public var inbox: Int
-        /// The runaway guard (DESIGN "Runaway loops"): events a Spin's feedbacks and Gears
+        /// The runaway guard (README "Runaway loops"): events a Spin's feedbacks and Gears
         /// may produce in a row without an event from a client (and may have waiting);
         /// past it the Spin is suspended until `POST /v1/spins/{name}/resume`. 100000 is
         /// a fraction of a second to a few seconds of work and a few MB of events: far

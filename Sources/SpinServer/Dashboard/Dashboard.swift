@@ -13,6 +13,9 @@
 /// - logs transitions as they arrive (time, Spin, sequence, event → state; sequence gaps
 ///   from a conflated stream are marked);
 /// - shows Gear traffic (`GET /v1/gears`, then `/v1/gears/{name}/stream`);
+/// - marks a Spin suspended by its runaway guard, with a Resume button
+///   (`POST /v1/spins/{name}/resume`, admin scope); the list is read again every 3 s
+///   and after a 409, since streams carry states and not the status;
 /// - works with bearer tokens: the token lives in `sessionStorage` only, goes out as
 ///   `Authorization: Bearer` on fetches and, because browsers cannot set headers on a
 ///   WebSocket, as the `access_token` query parameter on stream URLs.
@@ -70,6 +73,7 @@ section.panel > h2 .count { font-weight: 400; text-transform: none; letter-spaci
 .dot.down { background: var(--bad); }
 .status { font-size: 11px; color: var(--muted); }
 .status.down { color: var(--bad); }
+.suspended { font-size: 11px; font-weight: 600; color: #fff; background: var(--bad); border-radius: 4px; padding: 0 6px; }
 input, textarea, select, button { font: inherit; }
 input[type=password], input[type=text], select { border: 1px solid #c3c9d5; border-radius: 5px; padding: 4px 7px; background: #fff; color: var(--ink); }
 textarea { width: 100%; min-height: 110px; border: 1px solid #c3c9d5; border-radius: 6px; padding: 8px; font-family: var(--mono); font-size: 13px; resize: vertical; }
@@ -352,7 +356,27 @@ table.log tr.new { animation: rowin .8s ease-out; }
     spin.card.setAttribute("data-sequence", String(spin.sequence === undefined ? "" : spin.sequence));
     spin.stateNode.textContent = spin.state === undefined ? "" : compact(spin.state);
     renderFields(spin.fields, spin.state);
+    const suspended = spin.runStatus === "suspended";
+    spin.card.setAttribute("data-status", spin.runStatus || "running");
+    spin.suspendedNode.hidden = !suspended;
+    spin.resumeButton.hidden = !suspended;
     if (spin.name === selected) renderSelected();
+  }
+  async function resume(name) {
+    // The editor's event (a correcting `set`) goes with the resume and is applied before
+    // the feedbacks run again, so the runaway cannot spend its budget first.
+    let body;
+    const text = document.getElementById("event-input").value.trim();
+    if (name === selected && text) {
+      try { JSON.parse(text); body = text; } catch (e) { body = undefined; }
+    }
+    try {
+      const r = await api("POST", "/v1/spins/" + encodeURIComponent(name) + "/resume", body);
+      showResult(r.ok, r.ok ? r.status + " " + name + " resumed" + (body ? " with " + body : "") : errorText(r));
+    } catch (e) {
+      showResult(false, "network error: " + e.message);
+    }
+    refreshLists();
   }
   function renderSelected() {
     const spin = spins.get(selected);
@@ -365,19 +389,24 @@ table.log tr.new { animation: rowin .8s ease-out; }
   function addSpin(info) {
     const name = String(info.name);
     let spin = spins.get(name);
-    if (spin) { spin.kind = info.kind; if (spin.sequence === undefined) spin.sequence = info.sequence; spin.kindNode.textContent = info.kind || ""; renderSpin(spin); return; }
-    spin = {name: name, kind: info.kind, sequence: info.sequence, state: undefined};
+    if (spin) { spin.kind = info.kind; spin.runStatus = info.status; if (spin.sequence === undefined) spin.sequence = info.sequence; spin.kindNode.textContent = info.kind || ""; renderSpin(spin); return; }
+    spin = {name: name, kind: info.kind, sequence: info.sequence, state: undefined, runStatus: info.status};
     spin.dot = el("span", {cls: "dot"});
     spin.kindNode = el("span", {cls: "kind", text: info.kind ? String(info.kind) : ""});
     spin.seqNode = el("span", {cls: "seq"});
     spin.fields = el("div", {cls: "fields"});
     spin.stateNode = el("span", {cls: "state-json", hidden: "hidden"});
     spin.statusNode = el("div", {cls: "status"});
+    // Suspended by the runaway guard: say so, and offer POST .../resume (admin scope).
+    spin.suspendedNode = el("span", {cls: "suspended", text: "suspended", title: "its feedbacks ran past limits.feedbackBudget; events get 409 until resumed"});
+    spin.resumeButton = el("button", {cls: "small resume", type: "button", text: "Resume",
+      title: "resume; the event in the editor, if this Spin is selected, is applied first",
+      onclick: function (e) { e.stopPropagation(); resume(name); }});
     spin.card = el("div", {cls: "spin", "data-spin": name, tabindex: "0", role: "button",
       onclick: function () { select(name); },
       onkeydown: function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); select(name); } }
     }, [
-      el("div", {cls: "top"}, [spin.dot, el("span", {cls: "name", text: name}), spin.kindNode, spin.seqNode]),
+      el("div", {cls: "top"}, [spin.dot, el("span", {cls: "name", text: name}), spin.kindNode, spin.suspendedNode, spin.resumeButton, spin.seqNode]),
       spin.fields, spin.stateNode, spin.statusNode
     ]);
     spins.set(name, spin);
@@ -400,12 +429,27 @@ table.log tr.new { animation: rowin .8s ease-out; }
       const gap = typeof previous === "number" && typeof message.sequence === "number" && message.sequence > previous + 1;
       spin.sequence = message.sequence;
       spin.state = message.state;
-      renderSpin(spin);
-      spin.card.classList.remove("flash"); void spin.card.offsetWidth; spin.card.classList.add("flash");
+      renderSoon(spin);
       logTransition(spin.name, message, gap ? message.sequence - previous - 1 : 0);
     } else if (message.type === "error") {
       showResult(false, "stream error: " + compact(message.error));
     }
+  }
+  // A busy Spin (a runaway sends thousands of states a second) is drawn once per frame,
+  // not once per message: a flash restarts its animation with a forced layout.
+  const dirty = new Set();
+  let renderTimer = null;
+  function renderSoon(spin) {
+    dirty.add(spin);
+    if (renderTimer === null) renderTimer = setTimeout(renderDirty, 16);
+  }
+  function renderDirty() {
+    renderTimer = null;
+    for (const spin of dirty) {
+      renderSpin(spin);
+      spin.card.classList.remove("flash"); void spin.card.offsetWidth; spin.card.classList.add("flash");
+    }
+    dirty.clear();
   }
   function logTransition(name, message, skipped) {
     const body = document.querySelector("#transitions tbody");
@@ -588,6 +632,7 @@ table.log tr.new { animation: rowin .8s ease-out; }
       const r = await api("POST", "/v1/spins/" + encodeURIComponent(name) + "/events" + (wait ? "?wait=true" : ""), text);
       if (r.ok) showResult(true, r.status + " " + name + " ← " + (r.json ? compact(r.json) : r.text));
       else {
+        if (r.status === 409) refreshLists();
         const retry = r.headers.get("Retry-After");
         showResult(false, errorText(r) + (retry ? " (retry after " + retry + " s)" : ""));
       }
@@ -633,6 +678,8 @@ table.log tr.new { animation: rowin .8s ease-out; }
   renderHistory();
   renderExamples();
   refreshLists();
+  // Streams carry states, not the running/suspended status: re-read the list for it.
+  setInterval(function () { if (spins.size && !listTimer) refreshLists(); }, 3000);
 })();
 </script>
 </body>

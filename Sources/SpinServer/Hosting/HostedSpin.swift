@@ -95,8 +95,11 @@ package protocol HostedSpin: AnyObject, Sendable {
     var status: SpinStatus { get }
     /// Suspends the Spin (see `SpinLoop`); false if it already is, or is stopped.
     @discardableResult func suspend(reason: String) -> Bool
-    /// Runs a suspended Spin again; false if it was not suspended.
-    @discardableResult func resume() -> Bool
+    /// Runs a suspended Spin again, applying `batch` first when given (see
+    /// `SpinLoop.resume(applying:)`); false if it was not suspended (nothing enqueued).
+    /// `onApplied` as for `submit`.
+    @discardableResult func resume(applying batch: EventBatch?,
+                                   onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> Bool
     /// Calls `handler` on the Spin's executor with each suspension, and nil on each resume.
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription
 }
@@ -164,7 +167,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     var pendingEvents: Int { running.pendingEvents }
     var status: SpinStatus { running.isSuspended ? .suspended : .running }
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
-    func resume() -> Bool { running.resume() }
+    func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> Bool {
+        guard let batch else { return running.resume() }
+        guard let events = batch.events as? [Event] else {
+            preconditionFailure("a batch decoded by another Spin was given to \(name)")
+        }
+        return running.resume(applying: events) { transition in onApplied(transition.map(Self.encode)) }
+    }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
         running.onSuspensionChange(handler)
     }

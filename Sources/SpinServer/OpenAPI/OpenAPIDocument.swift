@@ -115,11 +115,27 @@ enum OpenAPIDocument {
           "parameters": [{"$ref": "#/components/parameters/SpinName"}],
           "post": {
             "summary": "Run a Spin suspended by its runaway guard (limits.feedbackBudget) again; admin scope. A running Spin stays running",
+            "requestBody": {
+              "required": false,
+              "description": "Events to apply first, before the feedbacks run again (the correction of the runaway); answered once they are applied and durable.",
+              "content": {"application/json": {"schema": {
+                "oneOf": [
+                  {"$ref": "#/components/schemas/Event"},
+                  {"type": "array", "minItems": 1, "items": {"$ref": "#/components/schemas/Event"}}
+                ]
+              }}}
+            },
             "responses": {
               "200": {"description": "Running.", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Resumed"}}}},
+              "400": {"$ref": "#/components/responses/Error"},
               "401": {"$ref": "#/components/responses/Error"},
               "403": {"$ref": "#/components/responses/Error"},
-              "404": {"$ref": "#/components/responses/Error"}
+              "404": {"$ref": "#/components/responses/Error"},
+              "409": {"$ref": "#/components/responses/Error"},
+              "413": {"$ref": "#/components/responses/Error"},
+              "415": {"$ref": "#/components/responses/Error"},
+              "422": {"$ref": "#/components/responses/Error"},
+              "503": {"$ref": "#/components/responses/Error"}
             }
           }
         },
