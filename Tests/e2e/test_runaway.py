@@ -104,6 +104,12 @@ def test_stream_clients_see_the_suspended_state_and_get_the_same_error(start_ser
     server = start_server(name="runaway-stream", config_patch={"limits": {"feedbackBudget": 5000}})
     assert server.post_events("levels", RUNAWAY).status_code == 202
     spin = wait_for_status(server, "suspended")
+    # Streams show durable states: wait until the journal has the last of the runaway.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if metric_value(server.metrics(), "spin_durable_sequence", spin="levels") == spin["sequence"]:
+            break
+        time.sleep(0.1)
 
     async def scenario():
         async with connect(f"ws://127.0.0.1:{server.port}/v1/spins/levels/stream", proxy=None,
