@@ -97,6 +97,7 @@ public final class LoopServer: Sendable {
                     if let reason = try markers.read(spin: spin.name) { suspended.append((spin, reason)) }
                 }
             } catch {
+                journal.abandon()
                 throw LoopServerError.cannotRecover(reason: "\(error)")
             }
         }
@@ -157,6 +158,7 @@ public final class LoopServer: Sendable {
         } catch {
             for subscription in subscriptions { subscription.cancel() }
             host.stop()
+            try? journal?.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
         }
         running.withLock { $0 = Running(socketServer: socketServer, subscriptions: subscriptions) }

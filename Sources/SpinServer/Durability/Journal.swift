@@ -384,6 +384,16 @@ package final class Journal: @unchecked Sendable {
 
     // MARK: Closing
 
+    /// Start-up failed before anything was written: releases the directory's lock and
+    /// leaves every file as it was.
+    package func abandon() {
+        queue.sync {
+            spins = [:]
+            lock?.unlock()
+            lock = nil
+        }
+    }
+
     /// Syncs every journal, marks the directory cleanly stopped and releases its lock.
     /// Throws when what was written could not be made durable (the exit status says so).
     package func close() throws {
