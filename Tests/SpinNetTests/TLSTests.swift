@@ -169,6 +169,33 @@ import Testing
         await server.stop(deadline: .milliseconds(100))
     }
 
+    @Test func silentTLSClient_WithoutAHandshake_IsClosedAtTheHeadDeadline() async throws {
+        let log = EventLog()
+        let limits = ConnectionLimits(keepAliveTimeout: .seconds(60), requestHeadTimeout: .milliseconds(300))
+        let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in FixedResponseHandler(log: log) }
+        let opened = ContinuousClock.now
+        let client = try TestClient(address)
+        #expect(client.receiveToEnd().eof)  // not a byte of TLS, and no reset
+        #expect(ContinuousClock.now - opened < .seconds(5))
+        #expect(await eventually { log.closeReasons == [.timedOut(.idle)] })
+        await server.stop()
+    }
+
+    @Test func tlsClient_ThatHandshakesButNeverFinishesAHead_GetsTheHeadTimeoutFromAccept() async throws {
+        let log = EventLog()
+        let limits = ConnectionLimits(keepAliveTimeout: .seconds(60), requestHeadTimeout: .milliseconds(800))
+        let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in FixedResponseHandler(log: log) }
+        let opened = ContinuousClock.now
+        // s_client handshakes, sends half a head, and waits (-ign_eof) until the server closes.
+        let result = try run("openssl", [
+            "s_client", "-connect", "127.0.0.1:\(address.port)", "-CAfile", certificates.ca,
+            "-servername", "localhost", "-ign_eof", "-quiet",
+        ], input: "GET / HTTP/1.1\r\nHost: localhost\r\n", timeout: 10)
+        #expect(ContinuousClock.now - opened < .seconds(8), "\(result.stderr)")
+        #expect(await eventually { log.closeReasons == [.timedOut(.requestHead)] })
+        await server.stop()
+    }
+
     @Test func plainHTTPOnTheTLSPort_FailsTheHandshake_ConnectionCloses() async throws {
         let log = EventLog()
         let (server, address) = try SocketServer.make(tls: configuration()) { _ in FixedResponseHandler(log: log) }

@@ -10,7 +10,10 @@
 /// A single pass over the bytes with an explicit stack (no recursion, so no input can
 /// overflow the call stack), at most `maxDepth` containers deep. It is meant to run on
 /// a document a JSON parser has already accepted, but never traps on any input: what
-/// is not JSON is reported as `.malformed` with the byte offset.
+/// is not JSON is reported as `.malformed` with the byte offset. That includes a
+/// trailing comma (`[1,]`), UTF-16 and UTF-32 text and a byte order mark, which
+/// Foundation's parser on Linux lets through and RFC 8259 does not (§8.1: UTF-8, no
+/// BOM): the server takes JSON to mean RFC 8259.
 ///
 /// ```swift
 /// JSONDuplicateKeys.firstProblem(in: Array(#"[{"a":1},{"b":2,"b":3}]"#.utf8))
@@ -31,7 +34,7 @@ package enum JSONDuplicateKeys {
             case .duplicateKey(let key, let path):
                 "the key \"\(key)\" appears twice in one object (at \(path)); each key may appear once"
             case .tooDeep(let limit): "objects and arrays are nested more than \(limit) deep"
-            case .malformed(let offset): "not JSON at byte \(offset)"
+            case .malformed(let offset): "not JSON (RFC 8259) at byte \(offset)"
             }
         }
     }

@@ -55,6 +55,23 @@ import Testing
         }
     }
 
+    @Test func trailingComma_IsMalformed_ThoughFoundationAcceptsIt() throws {
+        // Found by Fuzz/json: JSONSerialization on Linux takes `[1,]`; RFC 8259 does not.
+        #expect(problem("[[1],]") == .malformed(offset: 5))
+        #expect(problem(#"{"a":1,}"#) == .malformed(offset: 7))
+        #expect(problem(#"[{"a":1}, ]"#) == .malformed(offset: 10))
+    }
+
+    @Test func utf16_OrAByteOrderMark_IsMalformed_RFC8259Is8Bit() {
+        // Found by Fuzz/json: JSONSerialization detects UTF-16 (`\0[\0]`) and skips a BOM.
+        for bytes in [[0x00, 0x5B, 0x00, 0x5D], [0xEF, 0xBB, 0xBF] + Array("{}".utf8)] as [[UInt8]] {
+            guard case .malformed = JSONDuplicateKeys.firstProblem(in: bytes) else {
+                Issue.record("\(bytes) was not called malformed")
+                continue
+            }
+        }
+    }
+
     @Test func randomBytes_AndEveryTruncation_NeverTrap() {
         var random = SeededGenerator(seed: 2026)
         let alphabet = Array(#"{}[]":,\u0aZ 1e-.tn"#.utf8)
