@@ -228,8 +228,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             guard shared.phase != .stopped, shared.suspension != nil else { return false }
             shared.suspension = nil
             for (offset, event) in events.enumerated() {
-                shared.pending.append(Pending(event: event, onApplied: offset == events.count - 1 ? onApplied : nil,
-                                              startsBatch: offset == 0, isExternal: true))
+                let last = offset == events.count - 1
+                shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil,
+                                              startsBatch: offset == 0, endsBatch: last, isExternal: true))
             }
             shared.pendingExternal += events.count
             // Queued under the lock, so that it runs after the suspension's own block.

@@ -170,6 +170,24 @@ struct SpinLoopRunawayTests {
         loop.stop()
     }
 
+    @Test func resumeApplyingEvents_MarksThemOneBatch_ForTheJournal() async {
+        let loop = Self.forever().makeLoop(feedbackBudget: 10)
+        let changes = Changes()
+        let subscription = changes.attach(to: loop)
+        let ends = Recorder<(UInt64, Bool)>()
+        let observation = loop.observe { ends.append(($0.sequence, $0.endsBatch)) }
+        loop.start()
+        #expect(await changes.wait(for: 1))
+        #expect(loop.resume(applying: [.add(100), .add(200), .marker]))
+        #expect(await eventually { ends.count >= 13 })
+        // Three events in one batch: only the last one ends it.
+        #expect(ends.all[10..<13].map(\.1) == [false, false, true])
+        #expect(ends.all[10..<13].map(\.0) == [11, 12, 13])
+        observation.cancel()
+        subscription.cancel()
+        loop.stop()
+    }
+
     @Test func pendingFeedbackEvents_NeverExceedTheBudget() async {
         // Three feedbacks answer every state: the loop produces three events per event it
         // applies, faster than it can apply them, and suspends once the budget waits.
