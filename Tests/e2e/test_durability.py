@@ -334,3 +334,29 @@ def test_an_ack_never_precedes_its_state_message(server):
     counter_at_ten(server)
     acked = asyncio.run(scenario())
     assert len(set(acked.values())) == 20
+
+
+def test_long_resumes_to_clients_that_do_not_read_stall_nobody(start_server):
+    """Replaying thousands of retained states to resuming clients that never read (one of
+    them vanishing mid-replay) must leave every other client served promptly."""
+    from spin_e2e import RawWebSocket
+
+    server = start_server(name="long-resume")
+    counter_at_ten(server)
+    for _ in range(4):
+        batch = [{"type": "increase"}] * 1000
+        assert server.post_events("counter", batch).status_code == 202
+    current = server.sequence("counter")
+    readers = [RawWebSocket(server.port, f"/v1/spins/counter/stream?since={current - 4000}",
+                            headers={"Sec-WebSocket-Extensions": "permessage-deflate"}, receive_buffer=4096)
+               for _ in range(8)]
+    assert all(reader.status == 101 for reader in readers)
+    readers[0].sock.close()
+    for _ in range(20):
+        started = time.monotonic()
+        response = server.post_events("counter", {"type": "increase"})
+        assert response.status_code == 202
+        assert time.monotonic() - started < 2.0
+    assert server.get("/readyz").status_code == 200
+    for reader in readers[1:]:
+        reader.sock.close()

@@ -87,8 +87,12 @@ final class StreamSession: @unchecked Sendable {
         let connection = self.connection
         switch source {
         case .state(_, let feed, let resume, _):
+            // The feed calls both under its lock. We are on the connection's queue now, where
+            // `execute` would run `begin` at once, writing the replay under the feed's lock:
+            // an explicit hop instead, queued before any live transition.
+            let queue = connection.queue
             subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
-                connection.execute { self.begin(start, epoch: epoch) }
+                queue.async { self.begin(start, epoch: epoch) }
             }, live: { [self] transition in
                 connection.execute { self.deliver(transition) }
             })
