@@ -4,7 +4,8 @@ its resident memory and open file descriptors sampled throughout.
 
 Load, all on 127.0.0.1:
 - POSTs to `counter` and `levels` at a steady rate (single events and small batches);
-- SUBSCRIBERS WebSocket subscribers of `counter`, each checking that sequences never
+- SUBSCRIBERS WebSocket subscribers of `counter` (one in five with permessage-deflate),
+  each checking that sequences never
   go backwards and that every gap is explained by a snapshot;
 - every few seconds some subscribers disconnect and reconnect with
   `?since=LAST&epoch=EPOCH`, and must get exactly the state messages after LAST (or a
@@ -113,7 +114,7 @@ def poster(base: str, rate: float, stop: threading.Event, stats: Stats) -> None:
             next_at = time.monotonic()
 
 
-async def subscriber(ws_base: str, stop: asyncio.Event, reconnect_every: float, stats: Stats) -> None:
+async def subscriber(ws_base: str, stop: asyncio.Event, reconnect_every: float, stats: Stats, deflate: bool) -> None:
     last: int | None = None
     epoch: str | None = None
     while not stop.is_set():
@@ -123,7 +124,10 @@ async def subscriber(ws_base: str, stop: asyncio.Event, reconnect_every: float, 
             url += f"?since={last}&epoch={epoch}"
         deadline = time.monotonic() + reconnect_every * random.uniform(0.5, 1.5)
         try:
-            async with connect(url, open_timeout=10, proxy=None, max_queue=None) as ws:
+            # A bounded client queue: a subscriber that falls behind pushes back through TCP,
+            # as a real slow client does, and the server conflates for it.
+            async with connect(url, open_timeout=10, proxy=None, max_queue=64,
+                               compression="deflate" if deflate else None) as ws:
                 first = True
                 while not stop.is_set() and time.monotonic() < deadline:
                     try:
@@ -154,8 +158,10 @@ async def subscriber(ws_base: str, stop: asyncio.Event, reconnect_every: float, 
 
 async def run(args, ws_base: str, stats: Stats, pid: int, samples: list) -> None:
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(subscriber(ws_base, stop, args.reconnect_seconds, stats))
-             for _ in range(args.subscribers)]
+    # One subscriber in five negotiates permessage-deflate (a zlib context each on both
+    # sides); the rest keep the Python client fast enough to be a fair load.
+    tasks = [asyncio.create_task(subscriber(ws_base, stop, args.reconnect_seconds, stats, index % 5 == 0))
+             for index in range(args.subscribers)]
     end = time.monotonic() + args.minutes * 60
     started = time.monotonic()
     while time.monotonic() < end:
