@@ -71,6 +71,9 @@ class Stats:
         self.snapshots = 0
         self.resumes = 0
         self.resume_snapshots = 0
+        # The client's own keepalive pings unanswered in time: the Python client, not the
+        # server, falling behind (its pong waits behind the messages it has not read).
+        self.client_timeouts = 0
         self.violations: list[str] = []
 
     def violation(self, text: str) -> None:
@@ -151,7 +154,9 @@ async def subscriber(ws_base: str, stop: asyncio.Event, reconnect_every: float, 
                     first = False
                     last, epoch = sequence, message.get("epoch")
         except Exception as error:  # a reconnect storm may be refused; count, go on
-            if not stop.is_set():
+            if "keepalive ping timeout" in str(error):
+                stats.client_timeouts += 1
+            elif not stop.is_set():
                 stats.violation(f"stream error: {error!r}")
             await asyncio.sleep(1)
 
@@ -218,7 +223,8 @@ def main() -> int:
     growth = (sum(last) / len(last)) / (sum(second) / len(second)) - 1
     fd_growth = samples[-1][2] - samples[quarter][2]
     print(f"posts {stats.posts}, post errors {stats.post_errors}, messages {stats.messages}, "
-          f"resumes {stats.resumes} ({stats.resume_snapshots} started with a snapshot), exit {code}")
+          f"resumes {stats.resumes} ({stats.resume_snapshots} started with a snapshot), "
+          f"client keepalive timeouts {stats.client_timeouts}, exit {code}")
     print(f"rss growth last quarter vs second quarter: {growth * 100:+.1f}%; descriptors {samples[quarter][2]} -> {samples[-1][2]}")
     failures = []
     if growth > 0.10:
