@@ -298,7 +298,7 @@ package struct APIRouter: Sendable {
             case .failure(let error): respond(.error(error))
             }
         }
-        if !spin.resume(applying: batch, onApplied: whenApplied(spin, done: done)) {
+        if !spin.resume(applying: batch, onApplied: whenApplied(spin, feeds.feed(spin.name), done: done)) {
             submit(batch, to: spin, done: done)
         }
     }
@@ -321,7 +321,7 @@ package struct APIRouter: Sendable {
         guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
             return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         }
-        let outcome = spin.submit(batch, inboxLimit: limits.inbox, onApplied: whenApplied(spin, done: done))
+        let outcome = spin.submit(batch, inboxLimit: limits.inbox, onApplied: whenApplied(spin, feed, done: done))
         switch outcome {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
@@ -333,11 +333,11 @@ package struct APIRouter: Sendable {
     /// What happens once a batch's last event is applied (or not): the apply latency is
     /// observed, and `done` is called once the event is durable, or with why it was not
     /// applied (the Spin suspended or stopped first).
-    private func whenApplied(_ spin: any HostedSpin, done: @escaping @Sendable (Result<HostedTransition, APIError>) -> Void)
+    private func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed,
+                             done: @escaping @Sendable (Result<HostedTransition, APIError>) -> Void)
         -> @Sendable (HostedTransition?) -> Void {
         let accepted = ContinuousClock.now
         let metrics = self.metrics
-        let feed = feeds.feed(spin.name)
         return { transition in
             guard let transition else {
                 if feed.isFailing {

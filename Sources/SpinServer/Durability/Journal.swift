@@ -195,10 +195,9 @@ package final class Journal: @unchecked Sendable {
                 return []
             } catch {
                 logger.critical("storage directory \(directory) does not take writes: \(error); the Spins wait until it does")
-                let failure = APIError.storageUnavailable(spin: "*", "\(error)")
                 for journal in spins.values {
                     journal.health = .failing(restored: true)
-                    journal.feed.fail(failure, rolledBack: true)
+                    journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"), rolledBack: true)
                 }
                 scheduleProbe()
                 return spins.keys.sorted()
@@ -338,7 +337,6 @@ package final class Journal: @unchecked Sendable {
         queue.async { [self] in
             guard let journal = spins[spin], journal.health == .failing(restored: false) else { return }
             journal.health = .failing(restored: true)
-            journal.written = journal.feed.snapshot.sequence
             scheduleProbe()
         }
     }

@@ -30,10 +30,4 @@ package final class SpinFeeds: Sendable {
     package var failing: [String] {
         feeds.withLock { feeds in feeds.values.filter(\.isFailing).map(\.name).sorted() }
     }
-
-    /// Calls `acknowledge` once `sequence` of Spin `spin` is durable (at once when it
-    /// already is), with nil, or with the storage failure that kept it from being so.
-    package func whenDurable(spin: String, sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
-        feed(spin).whenDurable(sequence, acknowledge)
-    }
 }

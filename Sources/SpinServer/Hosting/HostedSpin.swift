@@ -112,10 +112,6 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private let loop = Protected<SpinLoop<State, Event>?>(nil)
     /// Where the loop starts: the Spin's initial state at 0, or what recovery restored.
     private let origin: Protected<(state: State, sequence: UInt64)?> = Protected(nil)
-    /// The last transition encoded: every observer of one event (all the streams of this
-    /// Spin, the metrics) shares one encoding. Observers run one after the other on the
-    /// Spin's executor, so the first encodes and the others find it here.
-    private let lastEncoded = Protected<HostedTransition?>(nil)
 
     init(name: String, kind: String, spin: Spin<State, Event>) {
         self.name = name
@@ -268,16 +264,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
-        running.observe { [self] transition in handler(encodeOnce(transition)) }
-    }
-
-    private func encodeOnce(_ transition: Transition<State, Event>) -> HostedTransition {
-        lastEncoded.withLock { last in
-            if let last, last.sequence == transition.sequence { return last }
-            let encoded = Self.encode(transition)
-            last = encoded
-            return encoded
-        }
+        running.observe { transition in handler(Self.encode(transition)) }
     }
 
     private static func encode(_ transition: Transition<State, Event>) -> HostedTransition {
