@@ -255,9 +255,9 @@ package struct APIRouter: Sendable {
         } catch {
             return respond(.error(error))
         }
-        submit(batch, to: spin) { result in
+        submit(batch, to: spin, withState: wait) { result in
             switch result {
-            case .success(let transition): Self.acknowledge(transition, count: batch.count, wait: wait, respond: respond)
+            case .success(let applied): Self.acknowledge(applied, count: batch.count, wait: wait, respond: respond)
             case .failure(let error): respond(.error(error))
             }
         }
@@ -292,7 +292,7 @@ package struct APIRouter: Sendable {
         guard batch.count <= limits.inbox else {
             return respond(.error(.batchTooLarge(count: batch.count, limit: limits.inbox)))
         }
-        let done: @Sendable (Result<HostedTransition, APIError>) -> Void = { result in
+        let done: @Sendable (Result<AppliedEvent, APIError>) -> Void = { result in
             switch result {
             case .success: respond(resumed())
             case .failure(let error): respond(.error(error))
@@ -306,8 +306,8 @@ package struct APIRouter: Sendable {
     /// Enqueues a decoded batch, all or nothing, and calls `done` once its last event is
     /// applied and durable, or with the reason it was refused. Used by `POST .../events`
     /// and by client events on a stream.
-    package func submit(_ batch: EventBatch, to spin: any HostedSpin,
-                        done: @escaping @Sendable (Result<HostedTransition, APIError>) -> Void) {
+    package func submit(_ batch: EventBatch, to spin: any HostedSpin, withState: Bool = false,
+                        done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void) {
         guard batch.count <= limits.inbox else {
             return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
         }
@@ -321,7 +321,8 @@ package struct APIRouter: Sendable {
         guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
             return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         }
-        let outcome = spin.submit(batch, inboxLimit: limits.inbox, onApplied: whenApplied(spin, feed, done: done))
+        let outcome = spin.submit(batch, inboxLimit: limits.inbox, withState: withState,
+                                  onApplied: whenApplied(spin, feed, done: done))
         switch outcome {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
@@ -334,8 +335,8 @@ package struct APIRouter: Sendable {
     /// observed, and `done` is called once the event is durable, or with why it was not
     /// applied (the Spin suspended or stopped first).
     private func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed,
-                             done: @escaping @Sendable (Result<HostedTransition, APIError>) -> Void)
-        -> @Sendable (HostedTransition?) -> Void {
+                             done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void)
+        -> @Sendable (AppliedEvent?) -> Void {
         let accepted = ContinuousClock.now
         let metrics = self.metrics
         return { transition in
@@ -354,10 +355,10 @@ package struct APIRouter: Sendable {
     }
 
     /// 202 `{"accepted":k,"sequence":N}`, or with `?wait=true` 200 `{"sequence":N,"state":..}`.
-    private static func acknowledge(_ transition: HostedTransition, count: Int, wait: Bool,
+    private static func acknowledge(_ transition: AppliedEvent, count: Int, wait: Bool,
                                     respond: @Sendable (APIResponse) -> Void) {
         if wait {
-            respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state)])))
+            respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state ?? .null)])))
         } else {
             respond(.json(202, .object([("accepted", .number(String(count))),
                                         ("sequence", .number(String(transition.sequence)))])))
@@ -367,8 +368,15 @@ package struct APIRouter: Sendable {
     /// `application/json`, with or without parameters (`; charset=utf-8`).
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-        return mediaType.caseInsensitiveEquals("application/json")
+        // The media type is what precedes any `;`, without the spaces or tabs around it.
+        let utf8 = contentType.utf8
+        let end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var mediaType = utf8[utf8.startIndex..<end]
+        while let first = mediaType.first, isSpace(first) { mediaType = mediaType.dropFirst() }
+        while let last = mediaType.last, isSpace(last) { mediaType = mediaType.dropLast() }
+        let lowercased = { (byte: UInt8) in byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte }
+        return mediaType.elementsEqual("application/json".utf8) { lowercased($0) == $1 }
     }
 }
 

@@ -54,6 +54,12 @@ package final class Journal: @unchecked Sendable {
     private var wasClean = true
     private var spins: [String: SpinJournal] = [:]
     private var syncScheduled = false
+    /// Transitions recorded and not yet taken by the queue (see `record`).
+    private let incoming = Protected(Incoming())
+    private struct Incoming {
+        var items: [(spin: String, transition: HostedTransition)] = []
+        var scheduled = false
+    }
     private var probeScheduled = false
     /// What the host does when a Spin's storage fails and when it works again; set
     /// before the Spins start.
@@ -69,10 +75,14 @@ package final class Journal: @unchecked Sendable {
         let name: String
         let feed: SpinFeed
         var file: AppendOnlyFile
-        /// Records of the batch being received, not yet written.
+        /// Records received and not yet written: `completeBytes` of them (`completeRecords`
+        /// records, up to `completeLast`) end a batch and are written next; the rest
+        /// belong to a batch still arriving.
         var batch: [UInt8] = []
         var batchRecords = 0
-        var batchLast: UInt64 = 0
+        var completeBytes = 0
+        var completeRecords = 0
+        var completeLast: UInt64 = 0
         /// The last sequence written to the file.
         var written: UInt64
         /// Bytes in the file, and how many of them are durable.
@@ -208,36 +218,71 @@ package final class Journal: @unchecked Sendable {
     // MARK: Writing
 
     /// Records a transition; called on the Spin's executor, in order, after its feed got
-    /// it. A batch is written when its last transition arrives.
+    /// it. Transitions wait in `incoming` until the journal's queue takes them all at
+    /// once: under load one wake-up and one `write` per Spin carry many events (and many
+    /// client batches), instead of one of each per event.
     package func record(spin: String, _ transition: HostedTransition) {
-        queue.async { [self] in
-            guard let journal = spins[spin], journal.health == .healthy else { return }
+        let wakeUp = incoming.withLock { incoming -> Bool in
+            incoming.items.append((spin, transition))
+            guard !incoming.scheduled else { return false }
+            incoming.scheduled = true
+            return true
+        }
+        if wakeUp { queue.async { [self] in writeIncoming() } }
+    }
+
+    /// Appends what `record` collected: every complete batch of a Spin in one write (a
+    /// batch still arriving waits for its last record). On `queue`.
+    private func writeIncoming() {
+        let items = incoming.withLock { incoming in
+            incoming.scheduled = false
+            defer { incoming.items.removeAll(keepingCapacity: true) }
+            return incoming.items
+        }
+        var written: [SpinJournal] = []
+        for (spin, transition) in items {
+            guard let journal = spins[spin], journal.health == .healthy else { continue }
             JournalRecord.append(sequence: transition.sequence, payload: transition.event.bytes,
                                  continues: !transition.endsBatch, to: &journal.batch)
-            journal.batchLast = transition.sequence
             journal.batchRecords += 1
-            guard transition.endsBatch else { return }
-            do {
+            guard transition.endsBatch else { continue }
+            if journal.completeBytes == 0 { written.append(journal) }
+            journal.completeBytes = journal.batch.count
+            journal.completeRecords = journal.batchRecords
+            journal.completeLast = transition.sequence
+        }
+        for journal in written where journal.health == .healthy { write(journal) }
+    }
+
+    /// Writes a Spin's complete batches and makes them as durable as `policy` says.
+    private func write(_ journal: SpinJournal) {
+        let complete = journal.completeBytes
+        do {
+            if complete == journal.batch.count {
                 try journal.file.append(journal.batch)
-            } catch {
-                return fail(journal, error)
+            } else {
+                try journal.file.append(Array(journal.batch[..<complete]))
             }
-            journal.length += journal.batch.count
-            journal.records += journal.batchRecords
-            journal.written = journal.batchLast
-            journal.batch.removeAll(keepingCapacity: true)
-            journal.batchRecords = 0
-            switch policy {
-            case .always:
-                sync(journal)
-            case .none:
-                markDurable(journal)
-            case .batch:
-                journal.unsynced = true
-                if !syncScheduled {
-                    syncScheduled = true
-                    queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in syncBatch() }
-                }
+        } catch {
+            return fail(journal, error)
+        }
+        journal.length += complete
+        journal.records += journal.completeRecords
+        journal.written = journal.completeLast
+        journal.batch.removeFirst(complete)
+        journal.batchRecords -= journal.completeRecords
+        journal.completeBytes = 0
+        journal.completeRecords = 0
+        switch policy {
+        case .always:
+            sync(journal)
+        case .none:
+            markDurable(journal)
+        case .batch:
+            journal.unsynced = true
+            if !syncScheduled {
+                syncScheduled = true
+                queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in syncBatch() }
             }
         }
     }
@@ -319,6 +364,8 @@ package final class Journal: @unchecked Sendable {
         journal.health = .failing(restored: false)
         journal.batch.removeAll()
         journal.batchRecords = 0
+        journal.completeBytes = 0
+        journal.completeRecords = 0
         journal.unsynced = false
         journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"))
         try? journal.file.truncate(to: journal.durableLength)

@@ -18,6 +18,18 @@ package struct HostedTransition: Sendable {
     }
 }
 
+/// A client's batch, applied: the sequence of its last event, and the state after it
+/// when the submitter asked for it (`?wait=true`); nobody else pays for encoding it.
+package struct AppliedEvent: Sendable {
+    package let sequence: UInt64
+    package let state: JSONValue?
+
+    package init(sequence: UInt64, state: JSONValue? = nil) {
+        self.sequence = sequence
+        self.state = state
+    }
+}
+
 /// What recovery restored a Spin to.
 package struct Recovered: Sendable {
     package var sequence: UInt64
@@ -66,9 +78,10 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// (`invalid_event`, with the decoding path).
     func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch
     /// Enqueues the whole batch or nothing; `onApplied` is called on the Spin's executor
-    /// with the last event's transition (nil if the Spin stopped first).
-    func submit(_ batch: EventBatch, inboxLimit: Int,
-                onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> SubmitResult
+    /// with the last event's sequence, and the state after it when `withState` (nil if
+    /// the Spin stopped first).
+    func submit(_ batch: EventBatch, inboxLimit: Int, withState: Bool,
+                onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult
     /// The current sequence and state, read at once.
     func snapshot() -> (sequence: UInt64, state: JSONValue)
     /// Sees every applied event from now on, in order, on the Spin's executor. The
@@ -99,7 +112,7 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// `SpinLoop.resume(applying:)`); false if it was not suspended (nothing enqueued).
     /// `onApplied` as for `submit`.
     @discardableResult func resume(applying batch: EventBatch?,
-                                   onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> Bool
+                                   onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool
     /// Calls `handler` on the Spin's executor with each suspension, and nil on each resume.
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription
 }
@@ -163,12 +176,14 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     var pendingEvents: Int { running.pendingEvents }
     var status: SpinStatus { running.isSuspended ? .suspended : .running }
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
-    func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> Bool {
+    func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool {
         guard let batch else { return running.resume() }
         guard let events = batch.events as? [Event] else {
             preconditionFailure("a batch decoded by another Spin was given to \(name)")
         }
-        return running.resume(applying: events) { transition in onApplied(transition.map(Self.encode)) }
+        return running.resume(applying: events) { transition in
+            onApplied(transition.map { AppliedEvent(sequence: $0.sequence) })
+        }
     }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
         running.onSuspensionChange(handler)
@@ -242,13 +257,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }
     }
 
-    func submit(_ batch: EventBatch, inboxLimit: Int,
-                onApplied: @escaping @Sendable (HostedTransition?) -> Void) -> SubmitResult {
+    func submit(_ batch: EventBatch, inboxLimit: Int, withState: Bool,
+                onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult {
         guard let events = batch.events as? [Event] else {
             preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
         }
         switch running.emit(contentsOf: events, limit: inboxLimit, onApplied: { transition in
-            onApplied(transition.map(Self.encode))
+            onApplied(transition.map { AppliedEvent(sequence: $0.sequence, state: withState ? Self.encode($0.state) : nil) })
         }) {
         case .accepted: return .accepted
         case .inboxFull: return .inboxFull
@@ -272,10 +287,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                          endsBatch: transition.endsBatch)
     }
 
-    /// A state or event that cannot be JSON (a NaN, say) is sent as null rather than
-    /// stopping the stream; the reducer's value itself is kept as it is.
+    /// A state or event as JSON text, encoded once (`.raw`) and shared by the feed, the
+    /// journal and every stream. A value that cannot be JSON (a NaN, say) is sent as null
+    /// rather than stopping the stream; the reducer's value itself is kept as it is.
     private static func encode<Value: Encodable>(_ value: Value) -> JSONValue {
-        (try? OrderedJSONEncoder().encodeValue(value)) ?? .null
+        guard let json = try? OrderedJSONEncoder().encodeValue(value) else { return .null }
+        return .raw(json.bytes)
     }
 
     // MARK: Error messages

@@ -12,6 +12,11 @@ package indirect enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object([(key: String, value: JSONValue)])
+    /// A value already encoded as compact JSON text (UTF-8), written verbatim: what a
+    /// hosted Spin makes of each state and event once, so that the journal and every
+    /// stream share the same bytes instead of serialising the value again. Whoever
+    /// makes one vouches that the bytes are one valid JSON value.
+    case raw([UInt8])
 
     package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
@@ -22,12 +27,16 @@ package indirect enum JSONValue: Sendable, Equatable {
         case let (.array(a), .array(b)): a == b
         case let (.object(a), .object(b)):
             a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        // Encoded text equals a value that writes the same text.
+        case let (.raw(a), .raw(b)): a == b
+        case let (.raw(a), other), let (other, .raw(a)): a == other.bytes
         default: false
         }
     }
 
     /// The compact JSON text (RFC 8259), UTF-8.
     package var bytes: [UInt8] {
+        if case .raw(let bytes) = self { return bytes }
         var out: [UInt8] = []
         out.reserveCapacity(64)
         write(into: &out)
@@ -58,6 +67,7 @@ package indirect enum JSONValue: Sendable, Equatable {
                 member.value.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
+        case .raw(let bytes): out.append(contentsOf: bytes)
         }
     }
 
