@@ -229,25 +229,25 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         return Recovered(sequence: sequence, state: Self.encode(state), history: history)
     }
 
+    /// One pass of `JSONValidator` (syntax, repeated keys, what the top is), then one of
+    /// `JSONDecoder`: the body is parsed once, never through `JSONSerialization`.
     func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch {
-        let data = Data(json)
-        let document: Any
-        do {
-            document = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        } catch {
-            throw .malformedJSON(Self.describe(error))
+        let document: JSONValidator.Document
+        switch JSONValidator.validate(json) {
+        case .success(let valid): document = valid
+        case .failure(let problem): throw .malformedJSON(problem.description)
         }
-        if let problem = JSONDuplicateKeys.firstProblem(in: json) { throw .malformedJSON(problem.description) }
         do {
-            if document is [Any] {
-                let events = try JSONDecoder().decode([Event].self, from: data)
+            switch document.kind {
+            case .array:
+                let events = try JSONDecoder().decode([Event].self, from: Data(json))
                 guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
                 return EventBatch(count: events.count, events: events)
-            }
-            guard document is [String: Any] else {
+            case .object:
+                return EventBatch(count: 1, events: [try JSONDecoder().decode(Event.self, from: Data(json))])
+            case .scalar:
                 throw APIError.invalidEvent(spin: name, "expected an event object or an array of event objects")
             }
-            return EventBatch(count: 1, events: [try JSONDecoder().decode(Event.self, from: data)])
         } catch let error as APIError {
             throw error
         } catch let error as DecodingError {

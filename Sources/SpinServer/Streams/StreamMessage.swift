@@ -36,38 +36,58 @@ package enum StreamMessage {
     }
 
     /// A client message: `{"type":"event","id":"c1","event":{..}}`. Returns the id and
-    /// the event's JSON, or the error to answer (with whatever id could be read).
+    /// the event's JSON (its bytes as the client sent them), or the error to answer
+    /// (with whatever id could be read). One pass of `JSONValidator` reads it all.
     package static func parseClientEvent(_ text: [UInt8]) -> Result<(id: JSONValue, event: [UInt8]), ClientMessageError> {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text), options: []) as? [String: Any] else {
+        let document: JSONValidator.Document
+        switch JSONValidator.validate(text) {
+        case .success(let valid) where valid.kind == .object: document = valid
+        case .success:
             return .failure(ClientMessageError(id: .null, error: .malformedJSON("a stream message must be a JSON object")))
-        }
-        let id = jsonID(object["id"])
-        // The event is re-serialized below, which would hide a repeated key from
-        // `decodeEvents`: the whole message is checked here.
-        if let problem = JSONDuplicateKeys.firstProblem(in: text) {
+        case .failure(let problem):
+            // A repeated key is still readable by a lenient parser: name the id if it can.
+            let object = (try? JSONSerialization.jsonObject(with: Data(text))) as? [String: Any]
+            let id = object.map { jsonID(any: $0["id"]) } ?? .null
             return .failure(ClientMessageError(id: id, error: .malformedJSON(problem.description)))
         }
-        guard let type = object["type"] as? String else {
+        func member(_ key: String) -> ArraySlice<UInt8>? {
+            document.members.first { $0.key == key }.map { text[$0.value] }
+        }
+        let id = member("id").map(jsonID) ?? .null
+        guard let type = member("type"), type.first == UInt8(ascii: "\"") else {
             return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"type\"")))
         }
-        guard type == "event" else {
-            return .failure(ClientMessageError(id: id, error: .badRequest("unknown message type \"\(type)\"; clients send \"event\"")))
+        guard type.elementsEqual(#""event""#.utf8) else {
+            let name = (try? JSONDecoder().decode(String.self, from: Data(type))) ?? ""
+            return .failure(ClientMessageError(id: id, error: .badRequest("unknown message type \"\(name)\"; clients send \"event\"")))
         }
-        guard let event = object["event"], event is [String: Any] || event is [Any],
-              let bytes = try? JSONSerialization.data(withJSONObject: event, options: [.fragmentsAllowed]) else {
+        guard let event = member("event"), event.first == UInt8(ascii: "{") || event.first == UInt8(ascii: "[") else {
             return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"event\" object")))
         }
-        return .success((id, Array(bytes)))
+        return .success((id, Array(event)))
     }
 
     /// The id as the client sent it when it is a string or a number; null otherwise.
-    private static func jsonID(_ value: Any?) -> JSONValue {
+    private static func jsonID(any value: Any?) -> JSONValue {
         switch value {
         case let string as String: return .string(string)
         case let number as NSNumber where String(describing: type(of: number)) != "__NSCFBoolean":
             // JSONSerialization gives booleans as a boolean NSNumber subclass.
             return .number(number.stringValue)
         default: return .null
+        }
+    }
+
+    /// The id as the client sent it when it is a string or a number; null otherwise.
+    private static func jsonID(_ value: ArraySlice<UInt8>) -> JSONValue {
+        switch value.first ?? 0 {
+        case UInt8(ascii: "\""):
+            // A valid JSON string: Foundation unescapes it.
+            return (try? JSONDecoder().decode(String.self, from: Data(value))).map(JSONValue.string) ?? .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return .number(String(decoding: value, as: UTF8.self))
+        default:
+            return .null
         }
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 @testable import SpinWire
 
-@Suite struct JSONDuplicateKeysTests {
-    private func problem(_ text: String, maxDepth: Int = JSONDuplicateKeys.defaultMaxDepth) -> JSONDuplicateKeys.Problem? {
-        JSONDuplicateKeys.firstProblem(in: Array(text.utf8), maxDepth: maxDepth)
+@Suite struct JSONValidatorTests {
+    private func problem(_ text: String, maxDepth: Int = JSONValidator.defaultMaxDepth) -> JSONValidator.Problem? {
+        JSONValidator.firstProblem(in: Array(text.utf8), maxDepth: maxDepth)
     }
 
     @Test(arguments: [
@@ -55,6 +55,47 @@ import Testing
         }
     }
 
+    @Test(arguments: [
+        "01", "-", "1.", ".5", "1e", "1e+", "+1", "0x10", "tru", "nul", "falsey", "True", "NaN", "Infinity", "-Infinity",
+        "[1,-]", #"{"a":01}"#, "[1.e3]", "1 2",
+    ])
+    func badScalars_AreMalformed(text: String) {
+        guard case .malformed = problem(text) else {
+            Issue.record("\(text): \(String(describing: problem(text)))")
+            return
+        }
+    }
+
+    @Test(arguments: ["0", "-0", "10", "-1.25", "1e5", "1E-5", "0.5e+10", "123456789012345678901234567890", "true",
+                      "false", "null", #""é😀\u00e9""#])
+    func validScalars_AreFine(text: String) {
+        #expect(problem(text) == nil)
+    }
+
+    @Test func invalidUTF8_InAString_IsMalformed_AtItsLeadByte() {
+        for (bytes, offset) in [
+            ([0x22, 0xC3, 0x22], 1),                // a lead byte without its continuation
+            ([0x22, 0xC0, 0xAF, 0x22], 1),          // an overlong "/"
+            ([0x22, 0xED, 0xA0, 0x80, 0x22], 1),    // a UTF-16 surrogate
+            ([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], 1),  // above U+10FFFF
+            ([0x22, 0x61, 0xFF, 0x22], 2),
+        ] as [([UInt8], Int)] {
+            #expect(JSONValidator.firstProblem(in: bytes) == .malformed(offset: offset), "\(bytes)")
+        }
+        #expect(JSONValidator.firstProblem(in: [0x22, 0xE2, 0x82, 0xAC, 0x22]) == nil)   // "€"
+    }
+
+    @Test func validate_TellsTheTopKind_AndTheTopObjectsMembers() throws {
+        let text = Array(#" {"type":"event", "id" : 7, "event":{"a":[1,{"b":2}]}, "e":[] } "#.utf8)
+        let document = try JSONValidator.validate(text).get()
+        #expect(document.kind == .object)
+        let members = document.members.map { ($0.key, String(decoding: text[$0.value], as: UTF8.self)) }
+        #expect(members.map(\.0) == ["type", "id", "event", "e"])
+        #expect(members.map(\.1) == [#""event""#, "7", #"{"a":[1,{"b":2}]}"#, "[]"])
+        #expect(try JSONValidator.validate(Array("[1]".utf8)).get().kind == .array)
+        #expect(try JSONValidator.validate(Array(" 2 ".utf8)).get() == JSONValidator.Document(kind: .scalar, members: []))
+    }
+
     @Test func trailingComma_IsMalformed_ThoughFoundationAcceptsIt() throws {
         // Found by Fuzz/json: JSONSerialization on Linux takes `[1,]`; RFC 8259 does not.
         #expect(problem("[[1],]") == .malformed(offset: 5))
@@ -65,7 +106,7 @@ import Testing
     @Test func utf16_OrAByteOrderMark_IsMalformed_RFC8259Is8Bit() {
         // Found by Fuzz/json: JSONSerialization detects UTF-16 (`\0[\0]`) and skips a BOM.
         for bytes in [[0x00, 0x5B, 0x00, 0x5D], [0xEF, 0xBB, 0xBF] + Array("{}".utf8)] as [[UInt8]] {
-            guard case .malformed = JSONDuplicateKeys.firstProblem(in: bytes) else {
+            guard case .malformed = JSONValidator.firstProblem(in: bytes) else {
                 Issue.record("\(bytes) was not called malformed")
                 continue
             }
@@ -77,13 +118,13 @@ import Testing
         let alphabet = Array(#"{}[]":,\u0aZ 1e-.tn"#.utf8)
         for _ in 0..<5_000 {
             let bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
-            _ = JSONDuplicateKeys.firstProblem(in: bytes)
+            _ = JSONValidator.firstProblem(in: bytes)
         }
         let document = Array(#"{"a":[1,{"b":"\ud83d\ude00","c":null}],"d":{"e":true}}"#.utf8)
         for end in 0..<document.count {
-            #expect(JSONDuplicateKeys.firstProblem(in: Array(document[..<end])) != nil)
+            #expect(JSONValidator.firstProblem(in: Array(document[..<end])) != nil)
         }
-        #expect(JSONDuplicateKeys.firstProblem(in: document) == nil)
+        #expect(JSONValidator.firstProblem(in: document) == nil)
     }
 
     @Test func agreesWithJSONSerialization_OnWhichObjectsLoseAKey() throws {

@@ -1,4 +1,7 @@
-/// Finds the first object member whose key repeats an earlier key of the same object.
+/// The server's JSON validator: one pass over a document that checks RFC 8259 syntax
+/// (strict: UTF-8 without a byte order mark, number grammar, no trailing comma), a depth
+/// limit, and that no object repeats a key. Request bodies and stream messages go through
+/// it once; a decoder then reads the document it accepted (no second parser).
 ///
 /// RFC 8259 §4 only says names "SHOULD be unique"; parsers disagree on what a duplicate
 /// means (Foundation's `JSONSerialization` keeps one silently, others the other), so a
@@ -7,19 +10,17 @@
 /// same key, and compare as Swift strings do (canonically equivalent keys are equal, as
 /// they are to the decoder that reads them).
 ///
-/// A single pass over the bytes with an explicit stack (no recursion, so no input can
-/// overflow the call stack), at most `maxDepth` containers deep. It is meant to run on
-/// a document a JSON parser has already accepted, but never traps on any input: what
-/// is not JSON is reported as `.malformed` with the byte offset. That includes a
-/// trailing comma (`[1,]`), UTF-16 and UTF-32 text and a byte order mark, which
-/// Foundation's parser on Linux lets through and RFC 8259 does not (§8.1: UTF-8, no
-/// BOM): the server takes JSON to mean RFC 8259.
+/// An explicit stack (no recursion, so no input can overflow the call stack), at most
+/// `maxDepth` containers deep. It never traps on any input: what is not JSON is reported
+/// as `.malformed` with the byte offset. That includes a trailing comma (`[1,]`), UTF-16
+/// and UTF-32 text and a byte order mark, which Foundation's parser on Linux lets through
+/// and RFC 8259 does not (§8.1: UTF-8, no BOM).
 ///
 /// ```swift
-/// JSONDuplicateKeys.firstProblem(in: Array(#"[{"a":1},{"b":2,"b":3}]"#.utf8))
+/// JSONValidator.firstProblem(in: Array(#"[{"a":1},{"b":2,"b":3}]"#.utf8))
 /// // .duplicateKey(key: "b", path: "[1].b")
 /// ```
-package enum JSONDuplicateKeys {
+package enum JSONValidator {
     package enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
         /// `key` appears a second time in one object; `path` names that member
         /// (`[1].b`, `event.left`, `a.b[0].c`).
@@ -43,14 +44,34 @@ package enum JSONDuplicateKeys {
     /// parser stops at.
     package static let defaultMaxDepth = 512
 
-    /// The first duplicate key (or depth or syntax problem) in `bytes`, nil if none.
+    /// What a valid document is, at its top.
+    package struct Document: Sendable, Equatable {
+        package enum Kind: Sendable, Equatable { case object, array, scalar }
+        package var kind: Kind
+        /// For an object: each member's key and the byte range of its value, in order.
+        package var members: [(key: String, value: Range<Int>)]
+
+        package static func == (lhs: Document, rhs: Document) -> Bool {
+            lhs.kind == rhs.kind && lhs.members.count == rhs.members.count
+                && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        }
+    }
+
+    /// The first syntax, depth or duplicate-key problem in `bytes`, nil if none.
     package static func firstProblem(in bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Problem? {
+        if case .failure(let problem) = validate(bytes, maxDepth: maxDepth) { return problem }
+        return nil
+    }
+
+    /// The document's top (its kind, and an object's members) if `bytes` is valid JSON
+    /// with no repeated key, or its first problem.
+    package static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Result<Document, Problem> {
         var scanner = Scanner(bytes: bytes, maxDepth: maxDepth)
         do {
             try scanner.run()
-            return nil
+            return .success(Document(kind: scanner.topKind, members: scanner.topMembers))
         } catch {
-            return error
+            return .failure(error)
         }
     }
 
@@ -64,6 +85,10 @@ package enum JSONDuplicateKeys {
         let maxDepth: Int
         var offset = 0
         var stack: [Container] = []
+        var topKind = Document.Kind.scalar
+        var topMembers: [(key: String, value: Range<Int>)] = []
+        /// Where the value of the top-level object's current member starts.
+        var memberStart = 0
 
         init(bytes: [UInt8], maxDepth: Int) {
             self.bytes = bytes
@@ -78,7 +103,9 @@ package enum JSONDuplicateKeys {
                 skipWhitespace()
                 switch expect {
                 case .value:
+                    if stack.count == 1, case .object = stack[0] { memberStart = offset }
                     expect = try value()
+                    if expect == .afterValue { endMember(depth: stack.count) }
                 case .key:
                     try key()
                     expect = .value
@@ -96,11 +123,19 @@ package enum JSONDuplicateKeys {
                         expect = .value
                     case (.object, UInt8(ascii: "}")), (.array, UInt8(ascii: "]")):
                         stack.removeLast()
+                        endMember(depth: stack.count)
                     default:
                         throw .malformed(offset: offset - 1)
                     }
                 }
             }
+        }
+
+        /// A value that ended at depth `depth` (now `offset`): a member of the top-level
+        /// object when that is 1.
+        private mutating func endMember(depth: Int) {
+            guard depth == 1, case .object(_, let key) = stack[0] else { return }
+            topMembers.append((key, memberStart..<offset))
         }
 
         /// One value, or the opening of a container; what to expect next.
@@ -110,6 +145,7 @@ package enum JSONDuplicateKeys {
             case let open where open == UInt8(ascii: "{") || open == UInt8(ascii: "["):
                 guard stack.count < maxDepth else { throw .tooDeep(limit: maxDepth) }
                 let isObject = open == UInt8(ascii: "{")
+                if stack.isEmpty { topKind = isObject ? .object : .array }
                 skipWhitespace()
                 if peek() == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                     offset += 1
@@ -120,14 +156,56 @@ package enum JSONDuplicateKeys {
             case UInt8(ascii: "\""):
                 _ = try string(decode: false)
                 return .afterValue
+            case UInt8(ascii: "t"):
+                try literal("rue")
+                return .afterValue
+            case UInt8(ascii: "f"):
+                try literal("alse")
+                return .afterValue
+            case UInt8(ascii: "n"):
+                try literal("ull")
+                return .afterValue
             default:
-                // A number, true, false or null: its syntax is the parser's business;
-                // here it only has to end where a value ends.
                 offset = start
-                while let byte = peek(), !Self.endsScalar(byte) { offset += 1 }
-                guard offset > start else { throw .malformed(offset: start) }
+                try number()
                 return .afterValue
             }
+        }
+
+        /// The rest of `true`, `false` or `null`.
+        private mutating func literal(_ rest: StaticString) throws(Problem) {
+            let count = rest.utf8CodeUnitCount
+            let matches = rest.withUTF8Buffer { expected in
+                offset + count <= bytes.count && (0..<count).allSatisfy { bytes[offset + $0] == expected[$0] }
+            }
+            guard matches else { throw .malformed(offset: offset) }
+            offset += count
+        }
+
+        /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
+        private mutating func number() throws(Problem) {
+            if peek() == UInt8(ascii: "-") { offset += 1 }
+            switch peek() ?? 0 {
+            case UInt8(ascii: "0"): offset += 1
+            case UInt8(ascii: "1")...UInt8(ascii: "9"): try digits()
+            default: throw .malformed(offset: offset)
+            }
+            if peek() == UInt8(ascii: ".") {
+                offset += 1
+                try digits()
+            }
+            if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+                offset += 1
+                if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { offset += 1 }
+                try digits()
+            }
+        }
+
+        /// One or more decimal digits.
+        private mutating func digits() throws(Problem) {
+            let start = offset
+            while let byte = peek(), byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { offset += 1 }
+            guard offset > start else { throw .malformed(offset: offset) }
         }
 
         /// A member's key and its colon; a repeated key is the problem.
@@ -182,6 +260,10 @@ package enum JSONDuplicateKeys {
                     }
                 case 0x00..<0x20:
                     throw .malformed(offset: offset - 1)  // RFC 8259 §7: control characters are escaped
+                case 0x80...:
+                    let start = offset - 1
+                    try utf8Sequence(lead: byte)
+                    if decode { text += bytes[start..<offset] }
                 default:
                     if decode { text.append(byte) }
                 }
@@ -204,6 +286,30 @@ package enum JSONDuplicateKeys {
                 }
             }
             return Array(String(Unicode.Scalar(scalar).map(Character.init) ?? "\u{FFFD}").utf8)
+        }
+
+        /// The continuation bytes of one UTF-8 scalar whose `lead` byte was read: no
+        /// overlong form, no surrogate, nothing above U+10FFFF (RFC 3629 §4).
+        private mutating func utf8Sequence(lead: UInt8) throws(Problem) {
+            let start = offset - 1
+            let count: Int
+            var range: ClosedRange<UInt8> = 0x80...0xBF   // what the second byte may be
+            switch lead {
+            case 0xC2...0xDF: count = 1
+            case 0xE0: (count, range) = (2, 0xA0...0xBF)
+            case 0xE1...0xEC, 0xEE...0xEF: count = 2
+            case 0xED: (count, range) = (2, 0x80...0x9F)
+            case 0xF0: (count, range) = (3, 0x90...0xBF)
+            case 0xF1...0xF3: count = 3
+            case 0xF4: (count, range) = (3, 0x80...0x8F)
+            default: throw .malformed(offset: start)
+            }
+            for index in 0..<count {
+                guard let byte = peek(), index == 0 ? range.contains(byte) : (0x80...0xBF).contains(byte) else {
+                    throw .malformed(offset: start)
+                }
+                offset += 1
+            }
         }
 
         private mutating func hexQuad() throws(Problem) -> UInt16 {
@@ -240,11 +346,6 @@ package enum JSONDuplicateKeys {
         /// RFC 8259 §2: space, tab, line feed, carriage return.
         private static func isWhitespace(_ byte: UInt8) -> Bool {
             byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
-        }
-
-        private static func endsScalar(_ byte: UInt8) -> Bool {
-            isWhitespace(byte) || byte == UInt8(ascii: ",") || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "}")
-                || byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: ":")
         }
     }
 }
