@@ -1,5 +1,6 @@
 /// The effect forms of a feedback (DESIGN.md §2). Each state-driven form takes
-/// `filteredBy:` (states it rejects are skipped and cancel nothing), `lensingOn:` (the
+/// `filteredBy:` (states it rejects are skipped; under `.cancelOnNewState` they cancel the
+/// running effect, as any newer state does), `lensingOn:` (the
 /// effect sees a part of the state) and `applying:` an `ExecutionStrategy`.
 extension Feedback {
     // MARK: (State) -> Event?

@@ -49,6 +49,9 @@ public enum Counter {
     }
 
     /// The regulation: ask to increase while `0 <= value < 10`.
+    /// The states the regulation acts on: it counts up from below 10.
+    @Sendable static func isRegulated(_ state: State) -> Bool { (0..<10).contains(state.value) }
+
     public static func countUp(state: State) -> Event? {
         (0..<10).contains(state.value) ? .increase : nil
     }
@@ -80,10 +83,12 @@ public enum Counter {
         clock: any Clock<Duration> = ContinuousClock()
     ) -> Spin<State, Event> {
         Spin(initialState: initialState) {
+            // States outside 0..<10 run no effect at all (no task per event at
+            // 10 and above), and cancel the step in flight, as a newer state does.
             if tick == .zero {
-                Feedback(effect: { (state: State) async -> Event? in countUp(state: state) })
+                Feedback(effect: { (state: State) async -> Event? in countUp(state: state) }, filteredBy: isRegulated)
             } else {
-                Feedback(effect: countUp, dep1: clock, dep2: tick)
+                Feedback(effect: countUp, dep1: clock, dep2: tick, filteredBy: isRegulated)
             }
             Reducer(reduce)
         }

@@ -18,7 +18,9 @@ struct FeedbackTests {
         loop.stop()
     }
 
-    @Test func filteredOutStates_DoNotCancelARunningEffect() async {
+    @Test func aFilteredOutState_CancelsTheRunningEffect_UnderCancelOnNewState() async {
+        // Spin.Swift's `filteredBy:` and RxFeedback's `react` (a nil request): leaving
+        // the filtered state cancels the effect, so a stale result is never applied.
         let gate = Gate()
         let feedback = Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
             guard state == 2 else { return nil }
@@ -27,7 +29,24 @@ struct FeedbackTests {
         }, filteredBy: { $0 % 2 == 0 })
         let loop = Spin(initialState: 1, feedbacks: [feedback], reducer: Reducer(sum)).start()
         _ = await loop.emitAndWait(.add(1))   // 2: the effect starts
-        _ = await loop.emitAndWait(.add(1))   // 3: filtered out, cancels nothing
+        _ = await loop.emitAndWait(.add(1))   // 3: filtered out, cancels it
+        gate.open()
+        #expect(await loop.emitAndWait(.marker)?.state == 3)
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(await loop.emitAndWait(.marker)?.state == 3)
+        loop.stop()
+    }
+
+    @Test func aFilteredOutState_LeavesTheRunningEffect_UnderContinueOnNewState() async {
+        let gate = Gate()
+        let feedback = Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
+            guard state == 2 else { return nil }
+            await gate.wait()
+            return .add(100)
+        }, filteredBy: { $0 % 2 == 0 }, applying: .continueOnNewState)
+        let loop = Spin(initialState: 1, feedbacks: [feedback], reducer: Reducer(sum)).start()
+        _ = await loop.emitAndWait(.add(1))   // 2: the effect starts
+        _ = await loop.emitAndWait(.add(1))   // 3: filtered out
         gate.open()
         #expect(await loop.firstState { $0 == 103 } == 103)
         loop.stop()

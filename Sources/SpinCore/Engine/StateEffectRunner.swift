@@ -45,10 +45,16 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
     func start() {}
 
     func receive(_ state: State) {
-        // A state the filter rejects is not acted on and does not cancel anything.
-        if let filter, !filter(state) { return }
-        let mine = generation.advance()
         let cancels = strategy == .cancelOnNewState
+        // A state the filter rejects is not acted on; under `cancelOnNewState` it still
+        // is a newer state, so it cancels the running effect (Spin.Swift turns it into
+        // an empty effect, RxFeedback's `react` into a nil request): a fetch that ends
+        // after the state left `loading` is not applied.
+        if let filter, !filter(state) {
+            if cancels { cancelRunning() }
+            return
+        }
+        let mine = generation.advance()
         let generation = self.generation
         let submit = context.host.submit
         let isCurrent: (@Sendable () -> Bool)? = cancels ? { @Sendable in generation.current == mine } : nil
@@ -81,6 +87,17 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
                 }
             }
         }
+    }
+
+    /// What a rejected state does under `cancelOnNewState`: nothing running or queued
+    /// hands over an event any more. Nothing at all to do when no effect is in flight
+    /// (the common case: a filter that keeps states out costs no more than the check).
+    private func cancelRunning() {
+        if let previous = currentTask {
+            tasks.cancel(previous)
+            currentTask = nil
+        }
+        _ = generation.advance()
     }
 
     func stop() {

@@ -30,7 +30,11 @@ package enum JournalRecord {
     /// Appends one record to `bytes` (a batch is written with one `write`).
     package static func append(sequence: UInt64, payload: [UInt8], continues: Bool, to bytes: inout [UInt8]) {
         let start = bytes.count
-        bytes.reserveCapacity(start + 16 + payload.count)
+        // Growth stays geometric: reserving the exact size here made every append to a
+        // long buffer (a compaction rewriting thousands of records) copy it whole.
+        if bytes.capacity < start + 16 + payload.count {
+            bytes.reserveCapacity(max(start + 16 + payload.count, bytes.capacity * 2))
+        }
         let length = UInt32(8 + payload.count) | (continues ? continuesFlag : 0)
         withUnsafeBytes(of: length.littleEndian) { bytes += $0 }
         withUnsafeBytes(of: UInt32(0)) { bytes += $0 }
