@@ -18,18 +18,25 @@ struct FeedbackTests {
         loop.stop()
     }
 
-    @Test func aFilteredOutState_CancelsTheRunningEffect_UnderCancelOnNewState() async {
-        // Spin.Swift's `filteredBy:` and RxFeedback's `react` (a nil request): leaving
-        // the filtered state cancels the effect, so a stale result is never applied.
-        let gate = Gate()
+    /// A loop at 1 whose feedback, filtered to even states, waits at 2 for `gate` and then
+    /// adds 100; it is brought to 2 (the effect starts) and then 3 (filtered out).
+    private func loopLeavingTheFilteredState(_ strategy: ExecutionStrategy, gate: Gate) async -> SpinLoop<Int, Step> {
         let feedback = Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
             guard state == 2 else { return nil }
             await gate.wait()
             return .add(100)
-        }, filteredBy: { $0 % 2 == 0 })
+        }, filteredBy: { $0 % 2 == 0 }, applying: strategy)
         let loop = Spin(initialState: 1, feedbacks: [feedback], reducer: Reducer(sum)).start()
-        _ = await loop.emitAndWait(.add(1))   // 2: the effect starts
-        _ = await loop.emitAndWait(.add(1))   // 3: filtered out, cancels it
+        _ = await loop.emitAndWait(.add(1))
+        _ = await loop.emitAndWait(.add(1))
+        return loop
+    }
+
+    @Test func aFilteredOutState_CancelsTheRunningEffect_UnderCancelOnNewState() async {
+        // Spin.Swift's `filteredBy:` and RxFeedback's `react` (a nil request): leaving
+        // the filtered state cancels the effect, so a stale result is never applied.
+        let gate = Gate()
+        let loop = await loopLeavingTheFilteredState(.cancelOnNewState, gate: gate)
         gate.open()
         #expect(await loop.emitAndWait(.marker)?.state == 3)
         try? await Task.sleep(for: .milliseconds(50))
@@ -39,14 +46,7 @@ struct FeedbackTests {
 
     @Test func aFilteredOutState_LeavesTheRunningEffect_UnderContinueOnNewState() async {
         let gate = Gate()
-        let feedback = Feedback<Int, Step>(effect: { (state: Int) async -> Step? in
-            guard state == 2 else { return nil }
-            await gate.wait()
-            return .add(100)
-        }, filteredBy: { $0 % 2 == 0 }, applying: .continueOnNewState)
-        let loop = Spin(initialState: 1, feedbacks: [feedback], reducer: Reducer(sum)).start()
-        _ = await loop.emitAndWait(.add(1))   // 2: the effect starts
-        _ = await loop.emitAndWait(.add(1))   // 3: filtered out
+        let loop = await loopLeavingTheFilteredState(.continueOnNewState, gate: gate)
         gate.open()
         #expect(await loop.firstState { $0 == 103 } == 103)
         loop.stop()
