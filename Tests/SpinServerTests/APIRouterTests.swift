@@ -354,6 +354,14 @@ struct APIRouterTests {
         #expect(paths == ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
                           "/v1/spins/{name}/events", "/v1/spins/{name}/resume", "/v1/spins/{name}/stream", "/v1/gears",
                           "/v1/gears/{name}/stream"])
+        // The route table and the document agree: every route but the test-only echo,
+        // with the route's method (GET routes that do not stream list HEAD too).
+        #expect(paths == Set(Route.allCases.filter { $0 != .echo }.map(\.template)))
+        let documented = document["paths"] as? [String: [String: Any]] ?? [:]
+        for route in Route.allCases where route != .echo {
+            let methods = Set((documented[route.template] ?? [:]).keys.filter { ["get", "head", "post"].contains($0) })
+            #expect(methods.contains(route.method.lowercased()), "\(route.template)")
+        }
     }
 
     @Test func theDashboard_IsServedOpenAsHTML() async throws {
@@ -370,6 +378,24 @@ struct APIRouterTests {
         #expect(APIRouter.template(of: "/v1/spins/counter") == "/v1/spins/{name}")
         #expect(APIRouter.template(of: "/healthz") == "/healthz")
         #expect(APIRouter.template(of: "/../etc/passwd") == "other")
+    }
+
+    @Test(arguments: [
+        ("/", Route.dashboard, ""), ("/v1/spins", .spins, ""), ("/v1/spins/counter", .spin, "counter"),
+        ("/v1/spins/a-b_c/events", .spinEvents, "a-b_c"), ("/v1/spins/x/resume", .spinResume, "x"),
+        ("/v1/spins/x/stream", .spinStream, "x"), ("/v1/gears/auth/stream", .gearStream, "auth"), ("/v1/echo", .echo, ""),
+        ("/v1/spins//events", .spinEvents, ""), ("/v1/spins/", .spin, ""),
+    ])
+    func routeMatch_FindsTheRouteAndTheName(path: String, route: Route, name: String) throws {
+        let matched = try #require(Route.match(path))
+        #expect(matched.route == route)
+        #expect(matched.name == name)
+    }
+
+    @Test(arguments: ["", "/v1", "/v1/spins/x/y", "/v1/spins/x/events/", "/v1/gears/x", "/healthz/",
+                      "/v1/spinsx", "/V1/spins", "/v1/gears/x/events"])
+    func routeMatch_KnowsNoOtherPath(path: String) {
+        #expect(Route.match(path) == nil)
     }
 }
 

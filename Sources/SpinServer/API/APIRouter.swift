@@ -88,49 +88,38 @@ package struct APIRouter: Sendable {
         self.echoEndpoint = echoEndpoint
     }
 
-    /// The route template of a path, as metrics label it.
+    /// The route template of a path, as metrics label it ("other" for no route).
     package static func template(of path: String) -> String {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        switch Array(segments) {
-        case [""]: return "/"
-        case ["healthz"], ["readyz"], ["metrics"], ["openapi.json"], ["v1", "spins"], ["v1", "gears"], ["v1", "echo"]: return path
-        case let parts where parts.count == 3 && parts[0] == "v1" && parts[1] == "spins": return "/v1/spins/{name}"
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
-            return "/v1/spins/{name}/events"
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
-            return "/v1/spins/{name}/stream"
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "resume":
-            return "/v1/spins/{name}/resume"
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
-            return "/v1/gears/{name}/stream"
-        default: return "other"
-        }
+        Route.match(path)?.route.template ?? "other"
     }
 
     /// Routes `request`; `respond` is called exactly once, at once or later.
     package func handle(_ request: APIRequest, respond: @escaping @Sendable (RouteOutcome) -> Void) {
-        let method = request.method == "HEAD" ? "GET" : request.method
-        let segments = Array(request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init))
-        let auth = request.header("Authorization")
+        handle(request, matched: Route.match(request.path), respond: respond)
+    }
 
+    /// Routes `request` whose path the caller already matched (`Route.match`), so that
+    /// the path is matched once per request.
+    package func handle(_ request: APIRequest, matched: (route: Route, name: Substring)?,
+                        respond: @escaping @Sendable (RouteOutcome) -> Void) {
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
         // Every route, streams and the dashboard included: a rebound page must get nothing.
         let hostHeader = request.header("Host")
         guard hosts.allows(host: hostHeader) else { return fail(.misdirectedRequest(host: hostHeader ?? "")) }
-        /// Checks method and scope; nil means go on. GET routes answer HEAD too.
-        func allow(_ methods: [String], _ scope: Scope?) -> APIError? {
-            guard methods.contains(method) else {
-                return .methodNotAllowed(request.method, allowed: methods.flatMap { $0 == "GET" ? ["GET", "HEAD"] : [$0] })
-            }
-            if let scope { return access.check(authorization: auth, needs: scope) }
-            return nil
+        guard let (route, name) = matched, route != .echo || echoEndpoint else {
+            return fail(.routeNotFound(request.path))
+        }
+        // GET routes answer HEAD too, but streams; then the scope, when tokens are set.
+        let method = request.method == "HEAD" && !route.streams ? "GET" : request.method
+        guard method == route.method else { return fail(.methodNotAllowed(request.method, allowed: route.allowedMethods)) }
+        if let scope = route.scope, let error = access.check(authorization: request.header("Authorization"), needs: scope) {
+            return fail(error)
         }
 
-        switch segments {
-        case [""]:
+        switch route {
+        case .dashboard:
             // The dashboard: open, like a login page; its API calls carry the token.
-            if let error = allow(["GET"], nil) { return fail(error) }
             reply(APIResponse(status: 200, headers: [
                 ("Content-Type", "text/html; charset=utf-8"),
                 ("Cache-Control", "no-cache"),
@@ -138,12 +127,10 @@ package struct APIRouter: Sendable {
                 ("X-Content-Type-Options", "nosniff"),
             ], body: Array(Dashboard.html.utf8)))
 
-        case ["healthz"]:
-            if let error = allow(["GET"], nil) { return fail(error) }
+        case .healthz:
             reply(.json(200, .object([("status", .string("ok"))])))
 
-        case ["readyz"]:
-            if let error = allow(["GET"], nil) { return fail(error) }
+        case .readyz:
             let failing = feeds.failing
             if !failing.isEmpty {
                 fail(APIError(status: 503, code: "storage_unavailable",
@@ -156,12 +143,10 @@ package struct APIRouter: Sendable {
                               headers: [("Retry-After", "1")]))
             }
 
-        case ["openapi.json"]:
-            if let error = allow(["GET"], nil) { return fail(error) }
+        case .openAPI:
             reply(APIResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(OpenAPIDocument.json.utf8)))
 
-        case ["metrics"]:
-            if let error = allow(["GET"], .read) { return fail(error) }
+        case .metrics:
             let spins = host.spins.map { spin in
                 let feed = feeds.feed(spin.name)
                 let failing = feed.isFailing
@@ -171,8 +156,7 @@ package struct APIRouter: Sendable {
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                               body: Array(metrics.render(spins: spins).utf8)))
 
-        case ["v1", "spins"]:
-            if let error = allow(["GET"], .read) { return fail(error) }
+        case .spins:
             let list = host.spins.map { spin -> JSONValue in
                 .object([("name", .string(spin.name)),
                          ("sequence", .number(String(spin.snapshot().sequence))),
@@ -181,33 +165,28 @@ package struct APIRouter: Sendable {
             }
             reply(.json(200, .object([("spins", .array(list))])))
 
-        case let parts where parts.count == 3 && parts[0] == "v1" && parts[1] == "spins":
-            if let error = allow(["GET"], .read) { return fail(error) }
-            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+        case .spin:
+            guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             let (sequence, state) = spin.snapshot()
             reply(.json(200, .object([("name", .string(spin.name)),
                                       ("sequence", .number(String(sequence))),
                                       ("status", .string(spin.status.rawValue)),
                                       ("state", state)])))
 
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "events":
-            if let error = allow(["POST"], .write) { return fail(error) }
-            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+        case .spinEvents:
+            guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             postEvents(request, to: spin) { respond(.respond($0)) }
 
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "resume":
-            if let error = allow(["POST"], .admin) { return fail(error) }
-            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+        case .spinResume:
+            guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             // A Spin held because its storage fails goes on by itself once it works.
             guard !feeds.feed(spin.name).isFailing else {
                 return fail(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds))
             }
             resume(request, spin) { respond(.respond($0)) }
 
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "spins" && parts[3] == "stream":
-            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
-            if let error = allow(["GET"], .read) { return fail(error) }
-            guard let spin = host.spin(named: parts[2]) else { return fail(.spinNotFound(parts[2])) }
+        case .spinStream:
+            guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             let resume: StreamResume?
             do {
                 resume = try StreamResume(request)
@@ -216,26 +195,18 @@ package struct APIRouter: Sendable {
             }
             respond(.stateStream(spin, feeds.feed(spin.name), resume: resume))
 
-        case ["v1", "gears"]:
-            if let error = allow(["GET"], .read) { return fail(error) }
+        case .gears:
             let list = host.gears.map { gear -> JSONValue in
                 .object([("name", .string(gear.name)), ("attached", .array(gear.attached.map(JSONValue.string)))])
             }
             reply(.json(200, .object([("gears", .array(list))])))
 
-        case let parts where parts.count == 4 && parts[0] == "v1" && parts[1] == "gears" && parts[3] == "stream":
-            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
-            if let error = allow(["GET"], .read) { return fail(error) }
-            guard let gear = host.gear(named: parts[2]) else { return fail(.gearNotFound(parts[2])) }
+        case .gearStream:
+            guard let gear = host.gear(named: String(name)) else { return fail(.gearNotFound(String(name))) }
             respond(.gearStream(gear))
 
-        case ["v1", "echo"] where echoEndpoint:
-            if request.method == "HEAD" { return fail(.methodNotAllowed("HEAD", allowed: ["GET"])) }
-            if let error = allow(["GET"], .read) { return fail(error) }
+        case .echo:
             respond(.echoStream)
-
-        default:
-            fail(.routeNotFound(request.path))
         }
     }
 

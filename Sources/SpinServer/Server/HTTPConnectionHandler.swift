@@ -38,6 +38,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var pumping = false
     /// Reading is paused because too much pipelined input waits behind an answer.
     private var readingPaused = false
+    /// The metrics label of the request being answered: its route's template, matched
+    /// once when the request is handed to the router.
+    private var routeLabel = "other"
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -195,7 +198,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             body: request.body)
         let started = ContinuousClock.now
         let connection = self.connection
-        context.router.handle(apiRequest) { [self] outcome in
+        let matched = Route.match(request.target.path)
+        routeLabel = matched?.route.template ?? "other"
+        context.router.handle(apiRequest, matched: matched) { [self] outcome in
             connection.execute {
                 self.finish(request, apiRequest: apiRequest, outcome: outcome, keepAlive: keepAlive, started: started)
             }
@@ -330,8 +335,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// One log line and the request metrics.
     private func record(_ request: HTTPRequest, status: Int, bytes: Int, started: ContinuousClock.Instant) {
-        let route = APIRouter.template(of: request.target.path)
-        context.metrics.requestAnswered(route: route, status: status)
+        context.metrics.requestAnswered(route: routeLabel, status: status)
         let milliseconds = (ContinuousClock.now - started).seconds * 1000
         context.logger.info("\(request.method.rawValue) \(request.target.path) \(status)", metadata: [
             "method": "\(request.method.rawValue)",

@@ -1,0 +1,101 @@
+/// Every route of the HTTP API, in one table: routing, the metrics' `route` label and
+/// the OpenAPI document's paths all come from it (a test holds the document to it).
+///
+/// A path is matched once per request, on its UTF-8 bytes, without splitting it into
+/// strings; the `{name}` segment comes back as a substring of the path.
+package enum Route: String, CaseIterable, Sendable {
+    case dashboard = "/"
+    case healthz = "/healthz"
+    case readyz = "/readyz"
+    case openAPI = "/openapi.json"
+    case metrics = "/metrics"
+    case spins = "/v1/spins"
+    case spin = "/v1/spins/{name}"
+    case spinEvents = "/v1/spins/{name}/events"
+    case spinResume = "/v1/spins/{name}/resume"
+    case spinStream = "/v1/spins/{name}/stream"
+    case gears = "/v1/gears"
+    case gearStream = "/v1/gears/{name}/stream"
+    /// Only with `testing.echoEndpoint`; not in the OpenAPI document.
+    case echo = "/v1/echo"
+
+    /// The path template, as metrics label requests and the OpenAPI document lists it.
+    package var template: String { rawValue }
+
+    /// The one method the route answers (GET routes answer HEAD too, but streams).
+    package var method: String {
+        switch self {
+        case .spinEvents, .spinResume: "POST"
+        default: "GET"
+        }
+    }
+
+    /// The scope a token needs, when tokens are configured; nil for open routes (the
+    /// dashboard, like a login page, and the probes).
+    package var scope: Scope? {
+        switch self {
+        case .dashboard, .healthz, .readyz, .openAPI: nil
+        case .metrics, .spins, .spin, .spinStream, .gears, .gearStream, .echo: .read
+        case .spinEvents: .write
+        case .spinResume: .admin
+        }
+    }
+
+    /// Whether the route upgrades to a stream (WebSocket, or SSE): it takes no HEAD.
+    package var streams: Bool {
+        switch self {
+        case .spinStream, .gearStream, .echo: true
+        default: false
+        }
+    }
+
+    /// The methods an `Allow` header lists for the route.
+    package var allowedMethods: [String] {
+        method == "GET" && !streams ? ["GET", "HEAD"] : [method]
+    }
+
+    /// The route of `path` and its `{name}` segment (empty for routes without one); nil
+    /// for a path no route has.
+    package static func match(_ path: String) -> (route: Route, name: Substring)? {
+        var path = path
+        return path.withUTF8 { bytes -> (route: Route, name: Range<Int>)? in
+            match(bytes)
+        }.map { (route, range) in
+            let start = path.utf8.index(path.utf8.startIndex, offsetBy: range.lowerBound)
+            let end = path.utf8.index(path.utf8.startIndex, offsetBy: range.upperBound)
+            return (route, path[start..<end])
+        }
+    }
+
+    /// The route, with the byte range of the name.
+    private static func match(_ path: UnsafeBufferPointer<UInt8>) -> (route: Route, name: Range<Int>)? {
+        // Fixed paths first: one comparison each.
+        for route in [Route.dashboard, .healthz, .readyz, .openAPI, .metrics, .spins, .gears, .echo]
+            where path.elementsEqual(route.rawValue.utf8) {
+            return (route, 0..<0)
+        }
+        let collections: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [
+            ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream)]),
+            ("/v1/gears/", [("/stream", .gearStream)]),
+        ]
+        for (prefix, routes) in collections where hasPrefix(path, prefix) {
+            let nameStart = prefix.utf8CodeUnitCount
+            // The name runs to the next `/` or the end (an empty one names no Spin: 404).
+            var nameEnd = nameStart
+            while nameEnd < path.count, path[nameEnd] != UInt8(ascii: "/") { nameEnd += 1 }
+            let rest = UnsafeBufferPointer(rebasing: path[nameEnd...])
+            for (suffix, route) in routes where rest.elementsEqual(UnsafeBufferPointer(start: suffix.utf8Start,
+                                                                                        count: suffix.utf8CodeUnitCount)) {
+                return (route, nameStart..<nameEnd)
+            }
+            return nil
+        }
+        return nil
+    }
+
+    private static func hasPrefix(_ path: UnsafeBufferPointer<UInt8>, _ prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        return path.count >= count
+            && path.prefix(count).elementsEqual(UnsafeBufferPointer(start: prefix.utf8Start, count: count))
+    }
+}
