@@ -39,7 +39,7 @@ package final class SpinFeed: Sendable {
         /// Applied, not yet durable, in sequence order.
         var pending: [HostedTransition] = []
         var history: TransitionRing
-        var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition) -> Void)] = []
+        var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition, _ message: [UInt8]) -> Void)] = []
         var nextID: UInt64 = 0
         var waiters: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)] = []
         /// Set while storage fails: every acknowledgement asked for gets it, once the Spin
@@ -118,7 +118,10 @@ package final class SpinFeed: Sendable {
         shared.sequence = transition.sequence
         shared.state = transition.state
         shared.history.append(transition)
-        for subscriber in shared.subscribers { subscriber.handler(transition) }
+        guard !shared.subscribers.isEmpty else { return }
+        // One state message for every stream: written once, its bytes shared.
+        let message = StreamMessage.state(transition, epoch: shared.epoch)
+        for subscriber in shared.subscribers { subscriber.handler(transition, message) }
     }
 
     private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (APIError?) -> Void] {
@@ -189,12 +192,13 @@ package final class SpinFeed: Sendable {
     /// Subscribes a stream: `start` gets a snapshot of the newest durable state, or, when
     /// the client resumes (`since`, of this `epoch` if it names one) within the retained
     /// history, every durable transition after `since`; then `live` gets each new durable
-    /// transition, in order. Both are called under the feed's lock: they must only hand
-    /// the work to another queue.
+    /// transition, in order, with its state message (`StreamMessage.state`, made once for
+    /// all subscribers). Both are called under the feed's lock: they must only hand the
+    /// work to another queue.
     package func subscribe(
         since: UInt64?, epoch: String?,
         start: @Sendable (Start, _ epoch: String) -> Void,
-        live: @escaping @Sendable (HostedTransition) -> Void
+        live: @escaping @Sendable (HostedTransition, _ message: [UInt8]) -> Void
     ) -> SpinSubscription {
         let id = shared.withLock { shared -> UInt64 in
             if let since, epoch == nil || epoch == shared.epoch, let replay = shared.history.after(since, newest: shared.sequence) {

@@ -93,12 +93,12 @@ final class StreamSession: @unchecked Sendable {
             let queue = connection.queue
             subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
                 queue.async { self.begin(start, epoch: epoch) }
-            }, live: { [self] transition in
-                connection.execute { self.deliver(transition) }
+            }, live: { [self] transition, message in
+                connection.execute { self.deliver(transition, message: message) }
             })
         case .gear(let gear):
             subscription = gear.observe { [self] traffic in
-                connection.execute { self.deliverControl(StreamMessage.gear(traffic)) }
+                connection.execute { self.deliverControl(StreamMessage.gear(traffic).bytes) }
             }
         case .echo:
             break
@@ -116,10 +116,10 @@ final class StreamSession: @unchecked Sendable {
     /// Whether a message must wait in the outbox instead of being written now.
     private var mustQueue: Bool { awaitingSnapshot || blocked || replayIndex < replay.count || !outbox.isEmpty }
 
-    private func deliver(_ transition: HostedTransition) {
+    private func deliver(_ transition: HostedTransition, message: [UInt8]) {
         guard !finished else { return }
         if mustQueue {
-            if case .conflated(let dropped) = outbox.push(transition) {
+            if case .conflated(let dropped) = outbox.push(transition, message: message) {
                 context.logger.debug("stream conflated", metadata: ["connection": "\(connection.id)", "dropped": "\(dropped)"])
                 // The snapshot queued now is newer than any history still to resume.
                 replay = []
@@ -127,7 +127,7 @@ final class StreamSession: @unchecked Sendable {
             }
             return
         }
-        write(StreamMessage.state(transition, epoch: outbox.epoch), sequence: transition.sequence)
+        write(message, sequence: transition.sequence)
     }
 
     /// The start of a state stream: a snapshot ahead of anything queued meanwhile, or
@@ -147,7 +147,7 @@ final class StreamSession: @unchecked Sendable {
     }
 
     /// An ack, error or Gear message: never dropped.
-    private func deliverControl(_ message: JSONValue) {
+    private func deliverControl(_ message: [UInt8]) {
         guard !finished else { return }
         if mustQueue {
             if outbox.push(control: message) == .overflow {
@@ -160,9 +160,8 @@ final class StreamSession: @unchecked Sendable {
 
     /// Writes one message; over SSE a state message carries its sequence as `id:`, so a
     /// reconnecting `EventSource` resumes with `Last-Event-ID`.
-    private func write(_ message: JSONValue, sequence: UInt64? = nil) {
-        let text = message.bytes
-        if let actions = webSocket?.sendText(String(decoding: text, as: UTF8.self)) {
+    private func write(_ text: [UInt8], sequence: UInt64? = nil) {
+        if let actions = webSocket?.sendText(utf8: text) {
             perform(actions)
         } else if let sse {
             var event: [UInt8] = []
@@ -254,29 +253,29 @@ final class StreamSession: @unchecked Sendable {
     /// `{"type":"event","id":..,"event":{..}}` → ack once applied, or error.
     private func clientMessage(_ text: [UInt8]) {
         guard case .state(let spin, _, _, let clientMayWrite) = source else {
-            return deliverControl(StreamMessage.error(id: .null, .badRequest("the Gear stream takes no messages")))
+            return deliverControl(StreamMessage.error(id: .null, .badRequest("the Gear stream takes no messages")).bytes)
         }
         let id: JSONValue
         let event: [UInt8]
         switch StreamMessage.parseClientEvent(text) {
-        case .failure(let refusal): return deliverControl(StreamMessage.error(id: refusal.id, refusal.error))
+        case .failure(let refusal): return deliverControl(StreamMessage.error(id: refusal.id, refusal.error).bytes)
         case .success(let message): (id, event) = message
         }
         guard clientMayWrite else {
-            return deliverControl(StreamMessage.error(id: id, .forbidden("sending events needs a token with the write scope")))
+            return deliverControl(StreamMessage.error(id: id, .forbidden("sending events needs a token with the write scope")).bytes)
         }
         let batch: EventBatch
         do {
             batch = try spin.decodeEvents(json: event)
         } catch {
-            return deliverControl(StreamMessage.error(id: id, error))
+            return deliverControl(StreamMessage.error(id: id, error).bytes)
         }
         let connection = self.connection
         context.router.submit(batch, to: spin) { [self] result in
             connection.execute {
                 switch result {
-                case .success(let transition): self.deliverControl(StreamMessage.ack(id: id, sequence: transition.sequence))
-                case .failure(let error): self.deliverControl(StreamMessage.error(id: id, error))
+                case .success(let applied): self.deliverControl(StreamMessage.ack(id: id, sequence: applied.sequence).bytes)
+                case .failure(let error): self.deliverControl(StreamMessage.error(id: id, error).bytes)
                 }
             }
         }

@@ -5,16 +5,38 @@ import SpinWire
 package enum StreamMessage {
     /// `{"type":"snapshot","sequence":N,"epoch":..,"state":..}`: first (unless the
     /// client resumes), and what a slow consumer's queued state messages are conflated into.
-    package static func snapshot(sequence: UInt64, epoch: String, state: JSONValue) -> JSONValue {
-        .object([("type", .string("snapshot")), ("sequence", .number(String(sequence))), ("epoch", .string(epoch)),
-                 ("state", state)])
+    package static func snapshot(sequence: UInt64, epoch: String, state: JSONValue) -> [UInt8] {
+        var text = header("snapshot", sequence: sequence, epoch: epoch, extra: 16)
+        text += #","state":"#.utf8
+        state.write(into: &text)
+        text.append(UInt8(ascii: "}"))
+        return text
     }
 
     /// `{"type":"state","sequence":N,"epoch":..,"event":..,"state":..}`: one per applied
-    /// event, once it is durable.
-    package static func state(_ transition: HostedTransition, epoch: String) -> JSONValue {
-        .object([("type", .string("state")), ("sequence", .number(String(transition.sequence))), ("epoch", .string(epoch)),
-                 ("event", transition.event), ("state", transition.state)])
+    /// event, once it is durable. Written straight into bytes: a feed makes it once per
+    /// event for all of its streams.
+    package static func state(_ transition: HostedTransition, epoch: String) -> [UInt8] {
+        var text = header("state", sequence: transition.sequence, epoch: epoch, extra: 32)
+        text += #","event":"#.utf8
+        transition.event.write(into: &text)
+        text += #","state":"#.utf8
+        transition.state.write(into: &text)
+        text.append(UInt8(ascii: "}"))
+        return text
+    }
+
+    /// `{"type":TYPE,"sequence":N,"epoch":E`, with room for `extra` bytes more.
+    private static func header(_ type: StaticString, sequence: UInt64, epoch: String, extra: Int) -> [UInt8] {
+        var text: [UInt8] = []
+        text.reserveCapacity(64 + epoch.utf8.count + extra)
+        text += #"{"type":""#.utf8
+        text += UnsafeBufferPointer(start: type.utf8Start, count: type.utf8CodeUnitCount)
+        text += #"","sequence":"#.utf8
+        text += String(sequence).utf8
+        text += #","epoch":"#.utf8
+        JSONValue.writeString(epoch, into: &text)
+        return text
     }
 
     /// `{"type":"ack","id":..,"sequence":N}`: a client's event is applied.

@@ -30,7 +30,7 @@ package struct StreamOutbox: Sendable {
     /// The epoch state messages carry (the stream's, set when it subscribes).
     package var epoch = ""
     /// Each message with the sequence of the state it carries (SSE sends it as `id:`).
-    private(set) package var items: [(kind: Kind, message: JSONValue, sequence: UInt64?)] = []
+    private(set) package var items: [(kind: Kind, message: [UInt8], sequence: UInt64?)] = []
 
     package init(limit: Int = 64) {
         precondition(limit >= 2, "an outbox must hold at least a snapshot and one more message")
@@ -40,10 +40,11 @@ package struct StreamOutbox: Sendable {
     package var isEmpty: Bool { items.isEmpty }
     package var count: Int { items.count }
 
-    /// Queues the message of an applied event; conflates if the outbox is full.
-    package mutating func push(_ transition: HostedTransition) -> PushResult {
+    /// Queues the message of an applied event (`message`, its state message as the feed
+    /// wrote it); conflates if the outbox is full.
+    package mutating func push(_ transition: HostedTransition, message: [UInt8]) -> PushResult {
         guard items.count >= limit else {
-            items.append((.state, StreamMessage.state(transition, epoch: epoch), transition.sequence))
+            items.append((.state, message, transition.sequence))
             return .queued
         }
         let before = items.count
@@ -55,7 +56,7 @@ package struct StreamOutbox: Sendable {
     }
 
     /// Queues a message that must not be dropped.
-    package mutating func push(control message: JSONValue) -> PushResult {
+    package mutating func push(control message: [UInt8]) -> PushResult {
         items.append((.control, message, nil))
         let controls = items.count { $0.kind == .control }
         return controls > limit ? .overflow : .queued
@@ -63,12 +64,12 @@ package struct StreamOutbox: Sendable {
 
     /// Puts a state-kind message before everything else (the first snapshot, which must
     /// precede any ack or error queued while it was on its way).
-    package mutating func pushFront(state message: JSONValue, sequence: UInt64) {
+    package mutating func pushFront(state message: [UInt8], sequence: UInt64) {
         items.insert((.state, message, sequence), at: 0)
     }
 
     /// Takes the oldest waiting message, with its state's sequence (nil for control).
-    package mutating func pop() -> (message: JSONValue, sequence: UInt64?)? {
+    package mutating func pop() -> (message: [UInt8], sequence: UInt64?)? {
         guard !items.isEmpty else { return nil }
         let item = items.removeFirst()
         return (item.message, item.sequence)

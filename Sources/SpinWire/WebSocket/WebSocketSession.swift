@@ -197,6 +197,12 @@ package struct WebSocketSession: Sendable {
     /// Encodes a text message.
     package mutating func sendText(_ text: String) -> [Action] { send(.text(text)) }
 
+    /// Encodes a text message given as UTF-8 bytes (the caller vouches they are valid
+    /// UTF-8, as encoded JSON is): no round trip through `String`.
+    package mutating func sendText(utf8 bytes: [UInt8]) -> [Action] {
+        bytes.withUnsafeBytes { send(opcode: .text, payload: $0) }
+    }
+
     /// Encodes a binary message.
     package mutating func sendBinary(_ bytes: [UInt8]) -> [Action] { send(.binary(bytes)) }
 

@@ -23,7 +23,7 @@ import Testing
                 case .replay(let history):
                     self.starts.withLock { $0.append("replay \(history.map(\.sequence)) \(epoch)") }
                 }
-            }, live: { transition in self.live.withLock { $0.append(transition.sequence) } })
+            }, live: { transition, _ in self.live.withLock { $0.append(transition.sequence) } })
         }
     }
 
