@@ -4,7 +4,7 @@ import PackageDescription
 /// The Spin server package. See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server.
+/// SpinCore ← SpinExamples ← spin-server, SpinStorage ← SpinServer.
 let package = Package(
     name: "spin-server",
     platforms: [.macOS(.v14)],
@@ -29,8 +29,11 @@ let package = Package(
         .target(name: "SpinCore"),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "SpinNet", dependencies: ["COpenSSL"]),
+        // Journals and snapshots behind one protocol (`SpinStore`), the file backend first.
+        // Knows no HTTP and no other target of this package.
+        .target(name: "SpinStorage"),
         .target(name: "SpinServer", dependencies: [
-            "SpinCore", "SpinWire", "SpinNet", .product(name: "Logging", package: "swift-log"),
+            "SpinCore", "SpinWire", "SpinNet", "SpinStorage", .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
@@ -54,7 +57,8 @@ let package = Package(
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
         .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
-        .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples"]),
+        .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
+        .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples", "SpinStorage"]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire",
             .product(name: "PropertyBased", package: "swift-property-based"),

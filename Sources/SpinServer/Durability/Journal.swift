@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import SpinCore
-import SpinNet
+import SpinStorage
 import SpinWire
 
 /// The durable storage of hosted Spins in one directory (the README's "Durability").

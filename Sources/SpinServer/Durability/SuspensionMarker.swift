@@ -1,6 +1,6 @@
 import Foundation
 import SpinCore
-import SpinNet
+import SpinStorage
 import SpinWire
 
 /// Keeps a Spin's suspension across restarts: `<name>.suspended` in the storage
