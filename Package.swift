@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
         .executableTarget(name: "spin-server", dependencies: [
-            "SpinServer", "SpinExamples",
+            "SpinServer", "SpinExamples", "SpinCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
