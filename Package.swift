@@ -49,16 +49,19 @@ let package = Package(
                           path: "Benchmarks/SpinCoreBenchmark"),
         .executableTarget(name: "spin-http-benchmark", dependencies: ["SpinWire"],
                           path: "Benchmarks/SpinHTTPBenchmark"),
-        .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire"],
+        .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire", "CZlib"],
                           path: "Benchmarks/SpinWebSocketBenchmark"),
         .executableTarget(name: "spin-net-benchmark", dependencies: ["SpinNet"],
                           path: "Benchmarks/SpinNetBenchmark"),
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
+        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL"]),
         .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
-        .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples", "SpinStorage"]),
+        .testTarget(name: "SpinServerTests", dependencies: [
+            "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire",
             .product(name: "PropertyBased", package: "swift-property-based"),
