@@ -34,6 +34,10 @@ let package = Package(
         .target(name: "SpinStorage"),
         .target(name: "SpinServer", dependencies: [
             "SpinCore", "SpinWire", "SpinNet", "SpinStorage", .product(name: "Logging", package: "swift-log"),
+        ], resources: [
+            // Served as they are (BundledResource); installed beside the binary in
+            // spin-server_SpinServer.resources (see the Dockerfile).
+            .copy("Dashboard/dashboard.html"), .copy("OpenAPI/openapi.json"),
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),

@@ -29,6 +29,7 @@ public final class LoopServer: Sendable {
     }
 
     public init(configuration: SpinServerConfiguration, host: SpinHost, logger: Logger) {
+        BundledResource.load()
         self.configuration = configuration
         self.host = host
         self.logger = logger
