@@ -4,7 +4,8 @@ import PackageDescription
 /// The Spin server package. See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server, SpinStorage ← SpinServer.
+/// SpinCore ← SpinExamples ← spin-server, SpinStorage ← SpinServer, SpinCore ← SpinNet
+/// (for `Protected`, the one lock type).
 let package = Package(
     name: "spin-server",
     platforms: [.macOS(.v14)],
@@ -28,7 +29,7 @@ let package = Package(
 
         .target(name: "SpinCore"),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
-        .target(name: "SpinNet", dependencies: ["COpenSSL"]),
+        .target(name: "SpinNet", dependencies: ["COpenSSL", "SpinCore"]),
         // Journals and snapshots behind one protocol (`SpinStore`), the file backend first.
         // Knows no HTTP and no other target of this package.
         .target(name: "SpinStorage"),
@@ -60,7 +61,7 @@ let package = Package(
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL"]),
+        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinCore"]),
         .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
         .testTarget(name: "SpinServerTests", dependencies: [
             "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire",
