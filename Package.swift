@@ -68,10 +68,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
-            "SpinExamples", "SpinTesting", "SpinWire",
+            "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting"]),
+        .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
     ],
     swiftLanguageModes: [.v6]
 )
