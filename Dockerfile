@@ -24,9 +24,11 @@ WORKDIR /src
 COPY . .
 # --static-swift-stdlib links the Swift runtime and Foundation statically: the runtime
 # image needs no Swift toolchain. The same command runs outside a container in CI
-# (Tests/docker/run-dockerfile-steps.sh).
+# (Tests/docker/run-dockerfile-steps.sh). Beside the binary, SwiftPM builds
+# spin-server_SpinServer.resources: the dashboard and the OpenAPI document it serves.
 RUN swift build -c release --static-swift-stdlib --product spin-server \
     && install -D -m 0755 "$(swift build -c release --show-bin-path)/spin-server" /out/spin-server \
+    && cp -R "$(swift build -c release --show-bin-path)/spin-server_SpinServer.resources" /out/ \
     && strip /out/spin-server
 
 # Runtime stage: what `ldd` of the static-stdlib binary lists, nothing more:
@@ -47,6 +49,9 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY --from=build /out/spin-server /usr/local/bin/spin-server
+# The resource bundle goes beside the binary: that is where Bundle.module looks for it
+# (a missing bundle stops start-up, naming the path).
+COPY --from=build /out/spin-server_SpinServer.resources /usr/local/bin/spin-server_SpinServer.resources
 # The default configuration; override by mounting a file over
 # /app/Config/spin-server.json, or point SPIN_CONFIG elsewhere.
 COPY Config/ /app/Config/

@@ -4,7 +4,8 @@ import PackageDescription
 /// The Spin server package. See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server.
+/// SpinCore ← SpinExamples ← spin-server, SpinStorage ← SpinServer, SpinCore ← SpinNet
+/// (for `Protected`, the one lock type).
 let package = Package(
     name: "spin-server",
     platforms: [.macOS(.v14)],
@@ -28,14 +29,21 @@ let package = Package(
 
         .target(name: "SpinCore"),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
-        .target(name: "SpinNet", dependencies: ["COpenSSL"]),
+        .target(name: "SpinNet", dependencies: ["COpenSSL", "SpinCore"]),
+        // Journals and snapshots behind one protocol (`SpinStore`), the file backend first.
+        // Knows no HTTP and no other target of this package.
+        .target(name: "SpinStorage"),
         .target(name: "SpinServer", dependencies: [
-            "SpinCore", "SpinWire", "SpinNet", .product(name: "Logging", package: "swift-log"),
+            "SpinCore", "SpinWire", "SpinNet", "SpinStorage", .product(name: "Logging", package: "swift-log"),
+        ], resources: [
+            // Served as they are (BundledResource); installed beside the binary in
+            // spin-server_SpinServer.resources (see the Dockerfile).
+            .copy("Dashboard/dashboard.html"), .copy("OpenAPI/openapi.json"),
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
         .executableTarget(name: "spin-server", dependencies: [
-            "SpinServer", "SpinExamples",
+            "SpinServer", "SpinExamples", "SpinCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -46,20 +54,24 @@ let package = Package(
                           path: "Benchmarks/SpinCoreBenchmark"),
         .executableTarget(name: "spin-http-benchmark", dependencies: ["SpinWire"],
                           path: "Benchmarks/SpinHTTPBenchmark"),
-        .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire"],
+        .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire", "CZlib"],
                           path: "Benchmarks/SpinWebSocketBenchmark"),
         .executableTarget(name: "spin-net-benchmark", dependencies: ["SpinNet"],
                           path: "Benchmarks/SpinNetBenchmark"),
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet"]),
-        .testTarget(name: "SpinServerTests", dependencies: ["SpinServer", "SpinExamples"]),
+        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinCore"]),
+        .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
+        .testTarget(name: "SpinServerTests", dependencies: [
+            "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
-            "SpinExamples", "SpinTesting", "SpinWire",
+            "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting"]),
+        .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

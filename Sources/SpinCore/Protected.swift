@@ -4,16 +4,24 @@ import Glibc
 import Darwin
 #endif
 
-/// A value guarded by a `pthread_mutex_t`.
+/// A value guarded by a `pthread_mutex_t`: the package's one lock type (`package`, so
+/// SpinNet, SpinServer, SpinTesting and the tests share it).
 ///
 /// Why not `Synchronization.Mutex`: on Linux it is a futex lock inside the (uninstrumented)
-/// standard library, so the thread sanitizer cannot see it and reports every access it
-/// guards as a race. A pthread mutex is intercepted by the sanitizer, so the CI run of
-/// the loop tests under `--sanitize=thread` only reports real races.
+/// standard library, whose contended path hands the lock over inside the kernel (PI
+/// futex), so the thread sanitizer cannot see it and reports every access it guards as a
+/// race. A pthread mutex is intercepted by the sanitizer, so the CI run of the tests
+/// under `--sanitize=thread` only reports real races.
+///
+/// Keep the body of `withLock` short: no blocking syscalls, and callbacks only where the
+/// caller documents why (SpinFeed hands transitions to its subscribers under its lock).
+///
+/// `withLock` is `@inlinable`: its callers are in other modules (SpinNet's connections,
+/// SpinServer's feeds), where an unspecialised generic call would cost more than the lock.
 package final class Protected<Value>: @unchecked Sendable {
     // `value` is only touched between lock and unlock of `mutex`.
-    private var value: Value
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     package init(_ value: Value) {
         self.value = value
@@ -24,9 +32,12 @@ package final class Protected<Value>: @unchecked Sendable {
 
     deinit {
         pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
         mutex.deallocate()
     }
 
+    /// Runs `body` with the value, holding the lock.
+    @inlinable
     package func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SpinCore
 import SpinNet
+import SpinStorage
 
 /// The Spin server: hosts the Spins of a `SpinHost` over HTTP, WebSocket and SSE.
 ///
@@ -28,13 +29,15 @@ public final class LoopServer: Sendable {
     }
 
     public init(configuration: SpinServerConfiguration, host: SpinHost, logger: Logger) {
+        BundledResource.load()
         self.configuration = configuration
         self.host = host
         self.logger = logger
         var limits = APIRouter.Limits()
         limits.inbox = configuration.limits.inbox
         let storage = configuration.storage
-        let journal = storage.persists ? Journal(directory: storage.directory, storage: storage, logger: logger) : nil
+        let journal = storage.persists
+            ? Journal(store: FileSpinStore(directory: storage.directory), storage: storage, logger: logger) : nil
         self.journal = journal
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
@@ -82,12 +85,10 @@ public final class LoopServer: Sendable {
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
         let spins = host.spins
-        let markers = journal.map { _ in SuspensionMarker(directory: configuration.storage.directory) }
+        let markers = journal.map { SuspensionMarker(store: $0.store) }
         var suspended: [(spin: any HostedSpin, reason: String)] = []
         if let journal, let markers {
             do {
-                try FileManager.default.createDirectory(atPath: configuration.storage.directory,
-                                                        withIntermediateDirectories: true)
                 try journal.open()
                 let sequences = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
                 for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {

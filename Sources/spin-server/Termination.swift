@@ -1,14 +1,14 @@
 import Dispatch
 import Foundation
-import Synchronization
+import SpinCore
 
 /// Waits for SIGTERM or SIGINT. The signals' default action (die at once) is turned off
 /// first, and Dispatch sources deliver them instead, so that the server can shut down
 /// gracefully. A second signal during the shutdown ends the process at once (exit 1).
 final class Termination: @unchecked Sendable {
-    // @unchecked: `sources` is written once in init and never changed; `count` is a Mutex.
+    // @unchecked: `sources` is written once in init and never changed; `count` is `Protected`.
     private var sources: [any DispatchSourceSignal] = []
-    private let count = Mutex(0)
+    private let count = Protected(0)
     private let stream: AsyncStream<Int32>
 
     init() {

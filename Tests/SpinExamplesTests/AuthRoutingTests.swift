@@ -83,7 +83,7 @@ struct AuthRoutingTests {
 }
 
 final class GearLog: Sendable {
-    private let recorder = Locked<[String]>([])
-    func append(_ line: String) { recorder.mutate { $0.append(line) } }
-    var all: [String] { recorder.value }
+    private let recorder = Protected<[String]>([])
+    func append(_ line: String) { recorder.withLock { $0.append(line) } }
+    var all: [String] { recorder.withLock { $0 } }
 }

@@ -65,11 +65,3 @@ import Testing
         #expect(throws: DecodingError.self) { try Self.decode(Router.Event.self, #"{"kind":"login"}"#) }
     }
 }
-
-/// A value behind a lock, for test bookkeeping.
-final class Locked<Value: Sendable>: Sendable {
-    private let storage: Protected<Value>
-    init(_ value: Value) { storage = Protected(value) }
-    var value: Value { storage.withLock { $0 } }
-    func mutate(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
-}

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SpinCore
 import Testing
 @testable import SpinNet
 
@@ -8,8 +9,8 @@ import Testing
 private final class Producer: ConnectionHandler {
     final class Stats: Sendable {
         struct Values { var maxPending = 0; var writable = 0; var sent = 0; var results: [WriteResult] = []; var closed: CloseReason? }
-        let values = Locked(Values())
-        let connection = Locked<Connection?>(nil)
+        let values = Protected(Values())
+        let connection = Protected<Connection?>(nil)
     }
     let stats: Stats
     let total: Int
@@ -124,7 +125,7 @@ private final class Producer: ConnectionHandler {
             func didOpen(_ connection: Connection) {}
             func didReceive(_ bytes: [UInt8], on connection: Connection) {}
         }
-        let slot = Locked<Connection?>(nil)
+        let slot = Protected<Connection?>(nil)
         let (server, address) = try SocketServer.make { connection in
             slot.withLock { $0 = connection }
             return Holder()
@@ -195,7 +196,7 @@ private final class Producer: ConnectionHandler {
             func didReceive(_ bytes: [UInt8], on connection: Connection) { log.record(.received(bytes.count)) }
         }
         let log = EventLog()
-        let slot = Locked<Connection?>(nil)
+        let slot = Protected<Connection?>(nil)
         let (server, address) = try SocketServer.make { connection in
             slot.withLock { $0 = connection }
             return Pauser(log: log)

@@ -1,4 +1,5 @@
 import Glibc
+import SpinCore
 import Testing
 @testable import SpinNet
 
@@ -38,7 +39,7 @@ import Testing
 
     @Test func atMaxConnections_NewOnesWaitInBacklog_AndAreServedWhenOneCloses() async throws {
         let log = EventLog()
-        let limitCalls = Locked<[Int]>([])
+        let limitCalls = Protected<[Int]>([])
         let server = SocketServer(
             configuration: ServerConfiguration(host: "127.0.0.1", port: 0, maxConnections: 2), tls: nil,
             onConnectionLimit: { open in limitCalls.withLock { $0.append(open) } },
@@ -78,7 +79,7 @@ import Testing
         let server = SocketServer(
             configuration: ServerConfiguration(host: "127.0.0.1", port: 0), tls: nil,
             handlerFactory: { _ in EchoHandler(log: log) })
-        let failures = Locked(3)
+        let failures = Protected(3)
         server.acceptOverride = { fd in
             let simulate = failures.withLock { left -> Bool in
                 guard left > 0 else { return false }
@@ -164,7 +165,7 @@ import Testing
             func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
         }
         let log = EventLog()
-        let count = Locked(0)
+        let count = Protected(0)
         let (server, address) = try SocketServer.make { _ in
             let n = count.withLock { n in n += 1; return n }
             return n == 1 ? Stubborn(log: log) : Polite(log: log)
@@ -174,7 +175,7 @@ import Testing
         let polite = try TestClient(address)
         #expect(await eventually { server.connectionCount == 2 })
 
-        let done = Locked(false)
+        let done = Protected(false)
         server.shutdown(deadline: .milliseconds(300)) { done.withLock { $0 = true } }
         let bye = polite.receiveToEnd()
         #expect(bye.bytes == Array("bye".utf8))

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import Glibc
+import SpinCore
 import Testing
 @testable import SpinNet
 
@@ -216,9 +217,9 @@ import Testing
 final class LargeBody: ConnectionHandler {
     let size: Int
     final class Stats: Sendable {
-        let maxPending = Locked(0)
-        let writable = Locked(0)
-        let aboveHighWatermark = Locked(false)
+        let maxPending = Protected(0)
+        let writable = Protected(0)
+        let aboveHighWatermark = Protected(false)
     }
     private var sent = -1
     private let stats: Stats

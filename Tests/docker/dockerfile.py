@@ -10,6 +10,7 @@ Command line (prints shell-safe lines for `eval`, or one value):
     python3 dockerfile.py healthcheck  # the HEALTHCHECK CMD as a shell-quoted argv
     python3 dockerfile.py entrypoint   # ENTRYPOINT + CMD as a shell-quoted argv
     python3 dockerfile.py stopsignal
+    python3 dockerfile.py copies       # `SOURCE DESTINATION` of each COPY --from=build of the final stage
 """
 
 import json
@@ -111,6 +112,17 @@ def build_commands(stages):
     return found
 
 
+def build_copies(stage):
+    """(source, destination) of each `COPY --from=build` of stage: what the image takes
+    from the build stage's /out."""
+    found = []
+    for ins in stage.all("COPY"):
+        parts = ins.value.split()
+        if parts and parts[0] == "--from=build" and len(parts) == 3:
+            found.append((parts[1], parts[2]))
+    return found
+
+
 def main(argv):
     _, stages = parse()
     final = stages[-1]
@@ -128,6 +140,9 @@ def main(argv):
         entry = final.last("ENTRYPOINT").exec_form() or []
         cmd = (final.last("CMD").exec_form() if final.last("CMD") else None) or []
         print(shlex.join(entry + cmd))
+    elif what == "copies":
+        for source, destination in build_copies(final):
+            print(f"{shlex.quote(source)} {shlex.quote(destination)}")
     elif what == "stopsignal":
         print(final.last("STOPSIGNAL").value if final.last("STOPSIGNAL") else "SIGTERM")
     else:

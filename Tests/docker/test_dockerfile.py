@@ -103,6 +103,19 @@ def test_runs_as_non_root_with_storage_volume_and_port():
     assert any(ins.value.startswith("Config/ /app/Config/") for ins in FINAL.all("COPY"))
 
 
+def test_the_resource_bundle_is_copied_beside_the_binary():
+    # Bundle.module looks beside the executable: the dashboard and openapi.json live there.
+    entry = Path(FINAL.last("ENTRYPOINT").exec_form()[0])
+    destinations = {destination.rstrip("/") for _, destination in dockerfile.build_copies(FINAL)}
+    assert str(entry) in destinations
+    bundles = {"spin-server_SpinServer.resources"}
+    release = ROOT / ".build" / "release"
+    if release.is_dir():
+        bundles |= {path.name for path in release.glob("spin-server_*.resources")}
+    for bundle in bundles:
+        assert str(entry.parent / bundle) in destinations, f"{bundle} is not copied beside {entry}"
+
+
 def test_env_defaults_and_every_spin_variable_documented():
     env = dockerfile.env_of(FINAL)
     assert env["SPIN_HOST"] == "0.0.0.0"

@@ -1,4 +1,5 @@
 import Dispatch
+import SpinCore
 
 /// One accepted TCP connection (plain or TLS), driven by Dispatch read/write/timer
 /// sources on its event loop's serial queue. The handle the layer above writes to.
@@ -16,7 +17,7 @@ import Dispatch
 /// before: closing an fd a source still watches could hit a reused descriptor).
 ///
 /// `@unchecked Sendable`: all mutable state is confined to `loop.queue`, except
-/// `account`, which is `Locked`.
+/// `account`, which is `Protected`.
 package final class Connection: @unchecked Sendable {
     /// The peer, as the kernel reported it at accept.
     package let remoteAddress: SocketAddress?
@@ -38,7 +39,7 @@ package final class Connection: @unchecked Sendable {
         /// A write answered `.aboveHighWatermark`; `didBecomeWritable` is owed.
         var owesWritable = false
     }
-    private let account = Locked(Account())
+    private let account = Protected(Account())
 
     private enum Lifecycle { case new, open, closed }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import SpinCore
 import Synchronization
 
 /// A TCP listener (IPv4 or IPv6, plain or TLS) whose accepted connections run on a
@@ -42,8 +43,8 @@ package final class SocketServer: @unchecked Sendable {
     private let onConnectionLimit: @Sendable (_ openConnections: Int) -> Void
     private let acceptQueue = DispatchQueue(label: "spin.net.accept")
     private let loops: [EventLoop]
-    private let registry = Locked<[ObjectIdentifier: Connection]>([:])
-    private let counters = Locked(Statistics())
+    private let registry = Protected<[ObjectIdentifier: Connection]>([:])
+    private let counters = Protected(Statistics())
     private let nextID = Atomic<UInt64>(1)
 
     // Confined to `acceptQueue`.

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 
-/// Every syscall SpinNet makes, on Glibc. Nothing else in the package touches a file
-/// descriptor. Functions return plain values or throw `SocketError` with the errno
-/// captured at the failing call.
+/// Every syscall SpinNet makes, on Glibc. Nothing else in the package touches a socket
+/// (the storage files are SpinStorage's). Functions return plain values or throw
+/// `SocketError` with the errno captured at the failing call.
 enum Syscall {
     /// The outcome of a non-blocking `recv`/`send`.
     enum IOResult: Equatable {

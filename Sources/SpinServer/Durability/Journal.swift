@@ -2,21 +2,16 @@ import Dispatch
 import Foundation
 import Logging
 import SpinCore
-import SpinNet
+import SpinStorage
 import SpinWire
 
-/// The durable storage of hosted Spins in one directory (the README's "Durability").
-///
-/// Files, per Spin:
-/// - `<name>.journal`: append-only records of applied events (`JournalRecord` framing),
-///   every event after the snapshot's sequence, batches whole;
-/// - `<name>.snapshot.json`: `{"sequence":N,"epoch":..,"state":..}`, the state the
-///   journal starts from. It is rewritten when the journal is compacted, which keeps at
-///   least `retainEvents` events after it (what `?since=N` resumes from);
-/// - `<name>.epoch`: the epoch of the Spin's history (see below).
-///
-/// and for the directory: `.lock` (one server per directory, `flock`), and `.clean`,
-/// present only while no server runs and the last one stopped cleanly.
+/// The durable storage of hosted Spins (the README's "Durability"): what to journal and
+/// when it counts as durable, on top of a `SpinStore` (SpinStorage: the files of a
+/// storage directory, `FileSpinStore`), which keeps per Spin a journal of applied events
+/// (batches whole), a snapshot `{"sequence":N,"epoch":..,"state":..}` the journal starts
+/// from, and the epoch of its history (see below). The snapshot is rewritten when the
+/// journal is compacted, which keeps at least `retainEvents` events after it (what
+/// `?since=N` resumes from).
 ///
 /// Writing happens on the journal's own serial queue, so a Spin never waits for the
 /// disk; what waits is the Spin's `SpinFeed`, told by `durable(through:)` once a write is
@@ -28,7 +23,7 @@ import SpinWire
 /// Spin's feed refuses every waiting acknowledgement with 503 `storage_unavailable`, the
 /// journal is cut back to what was durable, and `onFailure` asks the host to roll the
 /// Spin back to its last durable state and hold it. Every second a probe writes and
-/// syncs a scratch file; once it succeeds, `onRecovery` lets the Spin go on.
+/// syncs a scratch file (`SpinStore.probe`); once it succeeds, `onRecovery` lets the Spin go on.
 ///
 /// **Recovery** reads the snapshot and replays the journal after it through the pure
 /// reducer. A torn tail (an unfinished last write, `JournalRecord.Damage`) is cut and
@@ -42,14 +37,13 @@ import SpinWire
 /// have reached the disk).
 package final class Journal: @unchecked Sendable {
     // Everything mutable is confined to `queue`, except during `open`/`recover`, which
-    // run before any Spin starts.
-    private let directory: String
+    // run before any Spin starts. So is `store`, but for its suspension methods.
+    package let store: any SpinStore
     private let policy: SpinServerConfiguration.Storage.Fsync
     private let retain: Int
     private let repair: Bool
     private let logger: Logger
     private let queue = DispatchQueue(label: "spin.journal")
-    private var lock: DirectoryLock?
     /// The previous server stopped cleanly (`.clean` was there).
     private var wasClean = true
     private var spins: [String: SpinJournal] = [:]
@@ -74,22 +68,16 @@ package final class Journal: @unchecked Sendable {
     private final class SpinJournal {
         let name: String
         let feed: SpinFeed
-        var file: AppendOnlyFile
-        /// Records received and not yet written: `completeBytes` of them (`completeRecords`
-        /// records, up to `completeLast`) end a batch and are written next; the rest
-        /// belong to a batch still arriving.
-        var batch: [UInt8] = []
-        var batchRecords = 0
-        var completeBytes = 0
-        var completeRecords = 0
+        /// Records received and not yet written: the first `complete` of them (up to
+        /// `completeLast`) end a batch and are written next; the rest belong to a batch
+        /// still arriving.
+        var batch: [JournalRecord.Record] = []
+        var complete = 0
         var completeLast: UInt64 = 0
-        /// The last sequence written to the file.
+        /// The last sequence written to the store.
         var written: UInt64
-        /// Bytes in the file, and how many of them are durable.
-        var length: Int
-        var durableLength: Int
         var unsynced = false
-        /// Records in the file (what compaction looks at).
+        /// Records in the store's journal (what compaction looks at).
         var records: Int
         var health: Health = .healthy
 
@@ -99,40 +87,32 @@ package final class Journal: @unchecked Sendable {
             case failing(restored: Bool)
         }
 
-        init(name: String, feed: SpinFeed, file: AppendOnlyFile, written: UInt64, length: Int, records: Int) {
+        init(name: String, feed: SpinFeed, written: UInt64, records: Int) {
             self.name = name
             self.feed = feed
-            self.file = file
             self.written = written
-            self.length = length
-            self.durableLength = length
             self.records = records
         }
     }
 
-    package init(directory: String, storage: SpinServerConfiguration.Storage, logger: Logger) {
-        self.directory = directory
+    package init(store: any SpinStore, storage: SpinServerConfiguration.Storage, logger: Logger) {
+        self.store = store
         self.policy = storage.fsync
         self.retain = storage.retainEvents
         self.repair = storage.onCorruption == .truncate
         self.logger = logger
     }
 
-    private func journalPath(_ spin: String) -> String { "\(directory)/\(spin).journal" }
-    private func snapshotPath(_ spin: String) -> String { "\(directory)/\(spin).snapshot.json" }
-    private func epochPath(_ spin: String) -> String { "\(directory)/\(spin).epoch" }
-    private var cleanPath: String { "\(directory)/.clean" }
-
     // MARK: Opening and recovery
 
-    /// Takes the directory's lock and notes whether the last server stopped cleanly.
+    /// Takes the store (its directory's lock) and notes whether the last server stopped
+    /// cleanly.
     package func open() throws {
         do {
-            lock = try DirectoryLock(directory: directory)
+            wasClean = try store.open()
         } catch {
-            throw RecoveryError(spin: nil, problem: "storage directory \(directory): \(error)")
+            throw RecoveryError(spin: nil, problem: "\(error)")
         }
-        wasClean = DurableFiles.exists(cleanPath)
     }
 
     /// Restores every Spin from its snapshot and journal and starts its feed there. Reads
@@ -140,25 +120,20 @@ package final class Journal: @unchecked Sendable {
     /// nothing changed on disk. Then cuts torn tails, replays, and opens the journals.
     /// Returns the recovered sequence of each Spin.
     package func recover(_ hosted: [(spin: any HostedSpin, feed: SpinFeed)]) throws -> [String: UInt64] {
-        var read: [(spin: any HostedSpin, feed: SpinFeed, snapshot: [UInt8]?, epoch: String?, decoded: JournalRecord.Decoded)] = []
+        var read: [(spin: any HostedSpin, feed: SpinFeed, stored: StoredSpin)] = []
         for (spin, feed) in hosted {
-            let decoded = JournalRecord.decode(try DurableFiles.read(journalPath(spin.name)) ?? [])
-            if let damage = decoded.damage, damage.kind == .corruption, !repair {
-                throw RecoveryError(spin: spin.name, problem: """
-                    \(journalPath(spin.name)) is corrupt: \(damage). Nothing was changed on disk. Restore the file \
-                    from a backup, or start with --repair (storage.onCorruption: "truncate") to cut the journal at \
-                    byte \(damage.offset), losing every event recorded after it
-                    """)
+            do {
+                read.append((spin, feed, try store.read(spin: spin.name, repair: repair)))
+            } catch let corruption as JournalCorruption {
+                throw RecoveryError(spin: spin.name, problem: "\(corruption)")
             }
-            let epoch = try DurableFiles.read(epochPath(spin.name)).map { String(decoding: $0, as: UTF8.self) }
-            read.append((spin, feed, try DurableFiles.read(snapshotPath(spin.name)), epoch, decoded))
         }
         var sequences: [String: UInt64] = [:]
-        for (spin, feed, snapshot, storedEpoch, decoded) in read {
+        for (spin, feed, stored) in read {
             let name = spin.name
-            let file = try AppendOnlyFile(path: journalPath(name))
+            let storedEpoch = stored.epoch
             var epochChanges = storedEpoch == nil || (!wasClean && policy == .none)
-            if let damage = decoded.damage {
+            if let damage = stored.damage {
                 switch damage.kind {
                 case .tornTail:
                     logger.warning("journal of \(name): cut a torn tail: \(damage)")
@@ -166,19 +141,18 @@ package final class Journal: @unchecked Sendable {
                     logger.error("journal of \(name): REPAIRED by cutting at byte \(damage.offset): \(damage); every event after it is lost")
                     epochChanges = true
                 }
-                try file.truncate(to: damage.offset)
-                try file.sync()
             }
-            let recovered = try spin.recover(snapshot: snapshot, records: decoded.records, keep: retain + 1)
+            try store.startJournal(spin: name, cuttingAt: stored.damage)
+            let recovered = try spin.recover(snapshot: stored.snapshot, records: stored.records, keep: retain + 1)
             var epoch = storedEpoch ?? ""
             if epochChanges {
                 epoch = Self.makeEpoch()
-                try DurableFiles.replace(epochPath(name), with: Array(epoch.utf8))
+                try store.writeEpoch(epoch, spin: name)
                 if storedEpoch != nil { logger.notice("Spin \(name): new epoch \(epoch) (its history may not have only grown)") }
             }
             feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
-            spins[name] = SpinJournal(name: name, feed: feed, file: file, written: recovered.sequence,
-                                      length: decoded.validLength, records: decoded.records.count)
+            spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
+                                      records: stored.records.count)
             sequences[name] = recovered.sequence
         }
         return sequences
@@ -199,12 +173,12 @@ package final class Journal: @unchecked Sendable {
             self.onFailure = onFailure
             self.onRecovery = onRecovery
             do {
-                // The marker goes: until `close`, this directory is in use.
-                try DurableFiles.remove(cleanPath)
-                try DurableFiles.probe(directory: directory)
+                // Until `close`, the store is in use.
+                try store.markInUse()
+                try store.probe()
                 return []
             } catch {
-                logger.critical("storage directory \(directory) does not take writes: \(error); the Spins wait until it does")
+                logger.critical("\(store.location) does not take writes: \(error); the Spins wait until it does")
                 for journal in spins.values {
                     journal.health = .failing(restored: true)
                     journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"), rolledBack: true)
@@ -231,7 +205,7 @@ package final class Journal: @unchecked Sendable {
         if wakeUp { queue.async { [self] in writeIncoming() } }
     }
 
-    /// Appends what `record` collected: every complete batch of a Spin in one write (a
+    /// Appends what `record` collected: every complete batch of a Spin in one append (a
     /// batch still arriving waits for its last record). On `queue`.
     private func writeIncoming() {
         let items = incoming.withLock { incoming in
@@ -242,42 +216,34 @@ package final class Journal: @unchecked Sendable {
         var written: [SpinJournal] = []
         for (spin, transition) in items {
             guard let journal = spins[spin], journal.health == .healthy else { continue }
-            JournalRecord.append(sequence: transition.sequence, payload: transition.event.bytes,
-                                 continues: !transition.endsBatch, to: &journal.batch)
-            journal.batchRecords += 1
+            journal.batch.append(JournalRecord.Record(sequence: transition.sequence, payload: transition.event.bytes,
+                                                      endsBatch: transition.endsBatch))
             guard transition.endsBatch else { continue }
-            if journal.completeBytes == 0 { written.append(journal) }
-            journal.completeBytes = journal.batch.count
-            journal.completeRecords = journal.batchRecords
+            if journal.complete == 0 { written.append(journal) }
+            journal.complete = journal.batch.count
             journal.completeLast = transition.sequence
         }
         for journal in written where journal.health == .healthy { write(journal) }
     }
 
-    /// Writes a Spin's complete batches and makes them as durable as `policy` says.
+    /// Appends a Spin's complete batches and makes them as durable as `policy` says.
     private func write(_ journal: SpinJournal) {
-        let complete = journal.completeBytes
+        let complete = journal.complete
         do {
-            if complete == journal.batch.count {
-                try journal.file.append(journal.batch)
-            } else {
-                try journal.file.append(Array(journal.batch[..<complete]))
-            }
+            try store.append(complete == journal.batch.count ? journal.batch : Array(journal.batch[..<complete]),
+                             spin: journal.name)
         } catch {
             return fail(journal, error)
         }
-        journal.length += complete
-        journal.records += journal.completeRecords
+        journal.records += complete
         journal.written = journal.completeLast
         journal.batch.removeFirst(complete)
-        journal.batchRecords -= journal.completeRecords
-        journal.completeBytes = 0
-        journal.completeRecords = 0
+        journal.complete = 0
         switch policy {
         case .always:
-            sync(journal)
+            commit(journal, sync: true)
         case .none:
-            markDurable(journal)
+            commit(journal, sync: false)
         case .batch:
             journal.unsynced = true
             if !syncScheduled {
@@ -290,14 +256,14 @@ package final class Journal: @unchecked Sendable {
     /// Group commit: one sync per Spin written in the window. On `queue`.
     private func syncBatch() {
         syncScheduled = false
-        for journal in spins.values where journal.unsynced { sync(journal) }
+        for journal in spins.values where journal.unsynced { commit(journal, sync: true) }
     }
 
-    private func sync(_ journal: SpinJournal) {
+    private func commit(_ journal: SpinJournal, sync: Bool) {
         journal.unsynced = false
         guard journal.health == .healthy else { return }
         do {
-            try journal.file.sync()
+            try store.commit(spin: journal.name, sync: sync)
         } catch {
             return fail(journal, error)
         }
@@ -305,7 +271,6 @@ package final class Journal: @unchecked Sendable {
     }
 
     private func markDurable(_ journal: SpinJournal) {
-        journal.durableLength = journal.length
         journal.feed.durable(through: journal.written)
         compactIfDue(journal)
     }
@@ -319,9 +284,8 @@ package final class Journal: @unchecked Sendable {
 
     /// Once the journal holds `retain + compactEvery` records: the state `retain` events
     /// back becomes the snapshot, and the journal is rewritten with the events after it.
-    /// Both are written beside the old files and renamed over them, so a crash at any
-    /// point leaves a snapshot and a journal that fit (recovery skips records the
-    /// snapshot covers).
+    /// The store replaces both so that a crash at any point leaves a snapshot and a
+    /// journal that fit (recovery skips records the snapshot covers).
     private func compactIfDue(_ journal: SpinJournal) {
         guard journal.records >= retain + compactEvery, journal.batch.isEmpty,
               let base = journal.feed.oldestRetained,
@@ -330,27 +294,16 @@ package final class Journal: @unchecked Sendable {
         do {
             let document = JSONValue.object([("sequence", .number(String(base.sequence))),
                                              ("epoch", .string(journal.feed.epoch)), ("state", base.state)])
-            try DurableFiles.replace(snapshotPath(name), with: document.bytes)
-            var bytes: [UInt8] = []
-            for transition in kept {
-                JournalRecord.append(sequence: transition.sequence, payload: transition.event.bytes,
-                                     continues: !transition.endsBatch, to: &bytes)
+            let records = kept.map {
+                JournalRecord.Record(sequence: $0.sequence, payload: $0.event.bytes, endsBatch: $0.endsBatch)
             }
-            try DurableFiles.replace(journalPath(name), with: bytes)
-            journal.file = try AppendOnlyFile(path: journalPath(name))
-            journal.length = bytes.count
-            journal.durableLength = bytes.count
+            try store.compact(spin: name, snapshot: document.bytes, records: records)
             journal.records = kept.count
             logger.debug("journal of \(name): compacted to \(kept.count) records after sequence \(base.sequence)")
         } catch {
             // The old journal is intact unless the rename happened; either way what was
             // durable stays durable. The next write tells whether storage fails.
             logger.warning("journal of \(name): compaction failed: \(error)")
-            if let reopened = try? AppendOnlyFile(path: journalPath(name)), let size = try? reopened.size() {
-                journal.file = reopened
-                journal.length = size
-                journal.durableLength = size
-            }
         }
     }
 
@@ -363,13 +316,10 @@ package final class Journal: @unchecked Sendable {
         logger.critical("journal of \(journal.name): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence) and waits until storage works")
         journal.health = .failing(restored: false)
         journal.batch.removeAll()
-        journal.batchRecords = 0
-        journal.completeBytes = 0
-        journal.completeRecords = 0
+        journal.complete = 0
         journal.unsynced = false
         journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"))
-        try? journal.file.truncate(to: journal.durableLength)
-        journal.length = journal.durableLength
+        store.discardUncommitted(spin: journal.name)
         journal.written = journal.feed.snapshot.sequence
         let name = journal.name
         let onFailure = self.onFailure
@@ -403,18 +353,14 @@ package final class Journal: @unchecked Sendable {
             return
         }
         do {
-            try DurableFiles.probe(directory: directory)
+            try store.probe()
         } catch {
             logger.debug("storage still failing: \(error)")
             return scheduleProbe()
         }
         for journal in waiting {
             do {
-                let file = try AppendOnlyFile(path: journalPath(journal.name))
-                if try file.size() != journal.durableLength { try file.truncate(to: journal.durableLength) }
-                try file.sync()
-                journal.file = file
-                journal.length = journal.durableLength
+                try store.reopen(spin: journal.name)
             } catch {
                 logger.debug("journal of \(journal.name) still failing: \(error)")
                 continue
@@ -429,24 +375,23 @@ package final class Journal: @unchecked Sendable {
 
     // MARK: Closing
 
-    /// Start-up failed before anything was written: releases the directory's lock and
-    /// leaves every file as it was.
+    /// Start-up failed before anything was written: releases the store (its directory's
+    /// lock) and leaves everything stored as it was.
     package func abandon() {
         queue.sync {
             spins = [:]
-            lock?.unlock()
-            lock = nil
+            store.close()
         }
     }
 
-    /// Syncs every journal, marks the directory cleanly stopped and releases its lock.
+    /// Syncs every journal, marks the store cleanly stopped and releases it (its lock).
     /// Throws when what was written could not be made durable (the exit status says so).
     package func close() throws {
         let problem: (any Error)? = queue.sync {
             var problem: (any Error)?
             for journal in spins.values where journal.health == .healthy {
                 do {
-                    try journal.file.sync()
+                    try store.commit(spin: journal.name, sync: true)
                     journal.unsynced = false
                     markDurable(journal)
                 } catch {
@@ -459,14 +404,13 @@ package final class Journal: @unchecked Sendable {
             }
             if problem == nil {
                 do {
-                    try DurableFiles.replace(cleanPath, with: Array("clean\n".utf8))
+                    try store.markClean()
                 } catch {
                     problem = error
                 }
             }
             spins = [:]
-            lock?.unlock()
-            lock = nil
+            store.close()
             return problem
         }
         if let problem { throw problem }

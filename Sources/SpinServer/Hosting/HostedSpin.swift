@@ -1,5 +1,6 @@
 import Foundation
 import SpinCore
+import SpinStorage
 import SpinWire
 
 /// One applied event of a hosted Spin, as JSON: what streams send and a journal keeps.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SpinCore
 
 /// Where the log handlers write their lines: one `write` per event, so that lines from
 /// different threads never interleave.
@@ -21,4 +21,4 @@ package struct LogOutput: Sendable {
 }
 
 /// Serialises writes to standard error across threads.
-private let standardErrorLock = Mutex(())
+private let standardErrorLock = Protected(())

@@ -1,3 +1,4 @@
+import SpinCore
 @testable import SpinNet
 
 /// What a handler saw, in order, shared with the test.
@@ -12,7 +13,7 @@ final class EventLog: Sendable {
         case closed(CloseReason)
     }
 
-    private let events = Locked<[Event]>([])
+    private let events = Protected<[Event]>([])
 
     func record(_ event: Event) { events.withLock { $0.append(event) } }
     var all: [Event] { events.withLock { $0 } }

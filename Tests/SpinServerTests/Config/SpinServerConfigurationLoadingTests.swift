@@ -2,7 +2,8 @@ import Foundation
 import Testing
 @testable import SpinServer
 
-/// `SpinServerConfiguration+Loading.swift`: precedence, validation errors that name
+/// `SpinServerConfiguration+Loading.swift` and its `+ConfigFile`, `+Environment`,
+/// `+Validation` and `+FileSystem` files: precedence, validation errors that name
 /// source + key + problem, `SPIN_TOKENS`, the storage directory, the shipped config.
 @Suite struct SpinServerConfigurationLoadingTests {
     typealias Configuration = SpinServerConfiguration

@@ -1,13 +1,14 @@
 import Foundation
 import SpinCore
 @testable import SpinServer
+import SpinStorage
 import Testing
 
 @Suite struct SuspensionMarkerTests {
     @Test func aWrittenSuspension_IsReadBack_UntilRemoved() throws {
         let directory = NSTemporaryDirectory() + "spin-marker-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let markers = SuspensionMarker(directory: directory)
+        let markers = SuspensionMarker(store: FileSpinStore(directory: directory))
         #expect(try markers.read(spin: "levels") == nil)
         try markers.write(spin: "levels", Suspension(reason: .feedbackBudget(100_000), sequence: 100_021))
         let content = try String(contentsOfFile: directory + "/levels.suspended", encoding: .utf8)

@@ -1,13 +1,13 @@
 import Foundation
 import Logging
-import Synchronization
+import SpinCore
 import Testing
 @testable import SpinServer
 
 /// Collects what a log handler writes, and makes loggers that write into it at a fixed
 /// time (2023-11-14T22:13:20.123Z).
 final class LogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Protected<[String]>([])
 
     static let fixedDate = Date(timeIntervalSince1970: 1_700_000_000.123)
     static let fixedTime = "2023-11-14T22:13:20.123Z"

@@ -51,6 +51,12 @@ package enum JournalRecord {
         package var payload: [UInt8]
         /// The last record of its batch.
         package var endsBatch: Bool
+
+        package init(sequence: UInt64, payload: [UInt8], endsBatch: Bool) {
+            self.sequence = sequence
+            self.payload = payload
+            self.endsBatch = endsBatch
+        }
     }
 
     /// Where and why decoding stopped short of the end of the file.

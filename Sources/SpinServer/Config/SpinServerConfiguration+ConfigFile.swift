@@ -1,0 +1,341 @@
+import Foundation
+
+// MARK: - The config file
+
+extension SpinServerConfiguration.Builder {
+    mutating func apply(file: String, data: Data, kinds: SpinKinds) throws(ConfigurationError) {
+        let root: JSONValue
+        do {
+            root = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(Self.describeSyntaxError(in: data, error))")
+        }
+        let reader = FileReader(source: file)
+        let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears",
+                                                                      "testing"])
+
+        if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port", "allowedHosts"]) {
+            if let value = listen["host"], value != .null {
+                configuration.host = try Self.host(try reader.string(value, at: "listen.host"), source: file, key: "listen.host")
+            }
+            if let value = listen["port"], value != .null {
+                configuration.port = try Self.port(try reader.int(value, at: "listen.port"), source: file, key: "listen.port")
+            }
+            if let names = try reader.optionalArray(listen["allowedHosts"], at: "listen.allowedHosts") {
+                configuration.allowedHosts = try names.enumerated().map { index, value throws(ConfigurationError) in
+                    let path = "listen.allowedHosts[\(index)]"
+                    return try Self.allowedHost(try reader.string(value, at: path), source: file, key: path)
+                }
+            }
+        }
+        if let tls = try reader.optionalObject(top["tls"], at: "tls", known: ["certificate", "key"]) {
+            if let value = tls["certificate"], value != .null {
+                certificate = (try Self.path(try reader.string(value, at: "tls.certificate"), source: file, key: "tls.certificate"), file)
+            }
+            if let value = tls["key"], value != .null {
+                key = (try Self.path(try reader.string(value, at: "tls.key"), source: file, key: "tls.key"), file)
+            }
+        }
+        let limitNames = SpinServerConfiguration.limitKeys.map(\.name)
+        if let limits = try reader.optionalObject(top["limits"], at: "limits", known: limitNames) {
+            for (name, path) in SpinServerConfiguration.limitKeys {
+                guard let value = limits[name], value != .null else { continue }
+                let number = try reader.int(value, at: "limits.\(name)")
+                guard number > 0 else {
+                    throw reader.error("limits.\(name)", "must be a positive integer, got \(number)")
+                }
+                configuration.limits[keyPath: path] = number
+            }
+        }
+        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "allowedOrigins"]) {
+            if let tokens = try reader.optionalArray(auth["tokens"], at: "auth.tokens") {
+                configuration.tokens = try Self.tokens(tokens, reader: reader)
+            }
+            if let origins = try reader.optionalArray(auth["allowedOrigins"], at: "auth.allowedOrigins") {
+                configuration.allowedOrigins = try origins.enumerated().map { index, value throws(ConfigurationError) in
+                    let path = "auth.allowedOrigins[\(index)]"
+                    return try Self.origin(try reader.string(value, at: path), reader: reader, at: path)
+                }
+            }
+        }
+        if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["directory", "fsync", "retainEvents", "onCorruption"]) {
+            if let value = storage["directory"], value != .null {
+                configuration.storage.directory = try Self.path(try reader.string(value, at: "storage.directory"),
+                                                                source: file, key: "storage.directory")
+                storageSource = file
+            }
+            if let value = storage["fsync"], value != .null {
+                let text = try reader.string(value, at: "storage.fsync")
+                guard let fsync = Storage.Fsync(rawValue: text) else {
+                    throw reader.error("storage.fsync", "unknown policy \"\(text)\" (use always, batch or none)")
+                }
+                configuration.storage.fsync = fsync
+            }
+            if let value = storage["retainEvents"], value != .null {
+                let count = try reader.int(value, at: "storage.retainEvents")
+                guard count >= 0, count <= 10_000_000 else {
+                    throw reader.error("storage.retainEvents", "must be 0 to 10000000, got \(count)")
+                }
+                configuration.storage.retainEvents = count
+            }
+            if let value = storage["onCorruption"], value != .null {
+                let text = try reader.string(value, at: "storage.onCorruption")
+                guard let choice = Storage.OnCorruption(rawValue: text) else {
+                    throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse or truncate)")
+                }
+                configuration.storage.onCorruption = choice
+            }
+        }
+        if let log = try reader.optionalObject(top["log"], at: "log", known: ["level", "format"]) {
+            if let value = log["level"], value != .null {
+                configuration.log.level = try Self.logLevel(try reader.string(value, at: "log.level"), source: file, key: "log.level")
+            }
+            if let value = log["format"], value != .null {
+                configuration.log.format = try Self.logFormat(try reader.string(value, at: "log.format"), source: file, key: "log.format")
+            }
+        }
+        if let testing = try reader.optionalObject(top["testing"], at: "testing", known: ["echoEndpoint"]),
+           let value = testing["echoEndpoint"], value != .null {
+            configuration.testing.echoEndpoint = try reader.bool(value, at: "testing.echoEndpoint")
+        }
+        if let gears = try reader.optionalArray(top["gears"], at: "gears") {
+            configuration.gears = try Self.gears(gears, reader: reader)
+        }
+        if let spins = try reader.optionalArray(top["spins"], at: "spins") {
+            configuration.spins = try Self.spins(spins, gears: configuration.gears, kinds: kinds, reader: reader)
+        }
+        // A Gear no Spin attaches to is most likely a typo in a Spin's `gear`.
+        for (index, gear) in configuration.gears.enumerated()
+        where !configuration.spins.contains(where: { $0.gear == gear.name }) {
+            throw reader.error("gears[\(index)].name", "no Spin attaches to Gear \"\(gear.name)\" (set \"gear\": \"\(gear.name)\" on a Spin, or remove it)")
+        }
+    }
+
+    /// A JSON syntax error in one line, with the line and column where the parser
+    /// stopped (JSONDecoder does not say; JSONSerialization gives a character offset).
+    static func describeSyntaxError(in data: Data, _ error: any Error) -> String {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            guard let range = detail.range(of: #"character \d+"#, options: .regularExpression),
+                  let offset = Int(detail[range].dropFirst("character ".count)) else { return detail }
+            let before = data.prefix(offset)
+            let line = before.count(where: { $0 == UInt8(ascii: "\n") }) + 1
+            let column = offset - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
+            return detail.replacingCharacters(in: range, with: "line \(line), column \(column)")
+                .replacingOccurrences(of: "\n", with: " ")
+        }
+        return "\(error)".replacingOccurrences(of: "\n", with: " ")
+    }
+}
+
+/// The config file's sections, checked with the key path of every value.
+fileprivate extension SpinServerConfiguration.Builder {
+    static func tokens(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
+        var tokens: [AccessToken] = []
+        for (index, value) in values.enumerated() {
+            let path = "auth.tokens[\(index)]"
+            let entry = try reader.object(value, at: path, known: ["token", "scopes"])
+            let token = try reader.string(try reader.required(entry["token"], at: "\(path).token"), at: "\(path).token")
+            guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
+                throw reader.error("\(path).token", "must be non-empty with no spaces")
+            }
+            // The token itself never goes into a message: it is a secret.
+            if let first = tokens.firstIndex(where: { $0.token == token }) {
+                throw reader.error("\(path).token", "the same token as auth.tokens[\(first)]")
+            }
+            let scopeValues = try reader.array(try reader.required(entry["scopes"], at: "\(path).scopes"), at: "\(path).scopes")
+            guard !scopeValues.isEmpty else {
+                throw reader.error("\(path).scopes", "must list at least one scope (read, write or admin)")
+            }
+            var scopes: [Scope] = []
+            for (scopeIndex, scopeValue) in scopeValues.enumerated() {
+                let scopePath = "\(path).scopes[\(scopeIndex)]"
+                let name = try reader.string(scopeValue, at: scopePath)
+                guard let scope = Scope(rawValue: name) else {
+                    throw reader.error(scopePath, "unknown scope \"\(name)\" (use read, write or admin)")
+                }
+                scopes.append(scope)
+            }
+            tokens.append(AccessToken(token: token, scopes: scopes))
+        }
+        return tokens
+    }
+
+    /// An origin as browsers send it (RFC 6454 §6.1): scheme, host, optional port;
+    /// no path, no trailing slash.
+    static func origin(_ text: String, reader: FileReader, at path: String) throws(ConfigurationError) -> String {
+        let lower = text.lowercased()
+        let rest = lower.hasPrefix("https://") ? lower.dropFirst(8) : lower.hasPrefix("http://") ? lower.dropFirst(7) : nil
+        guard let rest, !rest.isEmpty, !rest.contains(where: { "/?#@ ".contains($0) }) else {
+            throw reader.error(path, "\"\(text)\" is not an origin: write scheme://host[:port], e.g. https://dash.example")
+        }
+        return text
+    }
+
+    static func gears(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
+        var gears: [GearEntry] = []
+        for (index, value) in values.enumerated() {
+            let path = "gears[\(index)]"
+            let entry = try reader.object(value, at: path, known: ["name"])
+            let name = try reader.string(try reader.required(entry["name"], at: "\(path).name"), at: "\(path).name")
+            try Self.name(name, reader: reader, at: "\(path).name")
+            if let first = gears.firstIndex(where: { $0.name == name }) {
+                throw reader.error("\(path).name", "Gear \"\(name)\" is already listed at gears[\(first)]")
+            }
+            gears.append(GearEntry(name: name))
+        }
+        return gears
+    }
+
+    static func spins(_ values: [JSONValue], gears: [GearEntry], kinds: SpinKinds,
+                      reader: FileReader) throws(ConfigurationError) -> [SpinEntry] {
+        var spins: [SpinEntry] = []
+        for (index, value) in values.enumerated() {
+            let path = "spins[\(index)]"
+            let entry = try reader.object(value, at: path, known: ["name", "kind", "gear"])
+            let name = try reader.string(try reader.required(entry["name"], at: "\(path).name"), at: "\(path).name")
+            try Self.name(name, reader: reader, at: "\(path).name")
+            if let first = spins.firstIndex(where: { $0.name == name }) {
+                throw reader.error("\(path).name", "Spin \"\(name)\" is already listed at spins[\(first)]")
+            }
+            let kind = try reader.string(try reader.required(entry["kind"], at: "\(path).kind"), at: "\(path).kind")
+            guard let gearUse = kinds.kinds[kind] else {
+                throw reader.error("\(path).kind", "unknown kind \"\(kind)\" (known: \(kinds.knownList))")
+            }
+            var gear: String?
+            if let value = entry["gear"], value != .null {
+                gear = try reader.string(value, at: "\(path).gear")
+            }
+            switch (gearUse, gear) {
+            case (.none, .some):
+                throw reader.error("\(path).gear", "kind \"\(kind)\" does not attach to a Gear: remove \"gear\"")
+            case (.required, .none):
+                throw reader.error("\(path).gear", "missing: kind \"\(kind)\" attaches to a Gear; name one listed in gears")
+            case (.required, .some(let gearName)) where !gears.contains(where: { $0.name == gearName }):
+                let listed = gears.isEmpty ? "gears is empty" : "listed: \(gears.map(\.name).joined(separator: ", "))"
+                throw reader.error("\(path).gear", "Gear \"\(gearName)\" is not listed in gears (\(listed))")
+            default:
+                break
+            }
+            spins.append(SpinEntry(name: name, kind: kind, gear: gear))
+        }
+        return spins
+    }
+
+    /// Names appear in URL paths (`/v1/spins/{name}`): 1 to 64 of `[A-Za-z0-9._-]`.
+    static func name(_ name: String, reader: FileReader, at path: String) throws(ConfigurationError) {
+        let allowed = name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard !name.isEmpty, name.utf8.count <= 64, allowed else {
+            throw reader.error(path, "\"\(name)\" is not a valid name: use 1 to 64 letters, digits, '.', '_' or '-'")
+        }
+    }
+}
+
+// MARK: - JSON with key paths
+
+/// A parsed JSON value, so that unknown keys and wrong types are found with the exact
+/// path rather than by a `Decodable` that ignores extra keys.
+private enum JSONValue: Decodable, Equatable {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// What a message calls the value's type.
+    var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .int, .double: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+/// Reads values out of the config file, naming `source` and the key path in errors.
+private struct FileReader {
+    let source: String
+
+    func error(_ key: String, _ problem: String) -> ConfigurationError {
+        ConfigurationError(source: source, key: key.isEmpty ? "(root)" : key, problem: problem)
+    }
+
+    /// An object whose keys are all in `known`.
+    func object(_ value: JSONValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue] {
+        guard case .object(let members) = value else {
+            throw error(path, "must be an object, got \(value.typeName)")
+        }
+        if let unknown = members.keys.filter({ !known.contains($0) }).sorted().first {
+            let child = path.isEmpty ? unknown : "\(path).\(unknown)"
+            throw error(child, "unknown key (known here: \(known.joined(separator: ", ")))")
+        }
+        return members
+    }
+
+    func optionalObject(_ value: JSONValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue]? {
+        guard let value, value != .null else { return nil }
+        return try object(value, at: path, known: known)
+    }
+
+    func array(_ value: JSONValue, at path: String) throws(ConfigurationError) -> [JSONValue] {
+        guard case .array(let items) = value else { throw error(path, "must be an array, got \(value.typeName)") }
+        return items
+    }
+
+    func optionalArray(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [JSONValue]? {
+        guard let value, value != .null else { return nil }
+        return try array(value, at: path)
+    }
+
+    func required(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> JSONValue {
+        guard let value, value != .null else { throw error(path, "missing (required)") }
+        return value
+    }
+
+    func string(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
+        guard case .string(let text) = value else { throw error(path, "must be a string, got \(value.typeName)") }
+        return text
+    }
+
+    func bool(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Bool {
+        guard case .bool(let flag) = value else { throw error(path, "must be true or false, got \(value.typeName)") }
+        return flag
+    }
+
+    func int(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Int {
+        switch value {
+        case .int(let number): return number
+        case .double(let number): throw error(path, "must be an integer, got \(number)")
+        default: throw error(path, "must be an integer, got \(value.typeName)")
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+
+extension SpinServerConfiguration {
+    // MARK: - Reading the real file system
+
+    /// Reads a whole file; the error says why in the words of `strerror`.
+    package static func readFileContents(_ path: String) throws -> Data {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileProblem(errno: errno) }
+        defer { close(descriptor) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileProblem(errno: errno)
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    /// Creates `path` and its parents if missing, then checks that it is a writable
+    /// directory.
+    package static func createWritableDirectory(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw FileProblem(message: "it exists and is not a directory") }
+        } else {
+            var prefix = path.hasPrefix("/") ? "/" : ""
+            for component in path.split(separator: "/") {
+                prefix += component
+                if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw FileProblem(errno: errno) }
+                prefix += "/"
+            }
+        }
+        guard access(path, W_OK | X_OK) == 0 else { throw FileProblem(errno: errno) }
+    }
+
+    /// Why a file or directory could not be used.
+    package struct FileProblem: Error, CustomStringConvertible {
+        package let description: String
+
+        init(errno code: Int32) { description = String(cString: strerror(code)) }
+        init(message: String) { description = message }
+    }
+}

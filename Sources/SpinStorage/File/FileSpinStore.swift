@@ -1,0 +1,198 @@
+import Foundation
+
+/// The embedded storage backend: one directory of files (the README's "Durability").
+///
+/// Files, per Spin:
+/// - `<name>.journal`: append-only records of applied events (`JournalRecord` framing),
+///   every event after the snapshot's sequence, batches whole;
+/// - `<name>.snapshot.json`: the host's snapshot document (`{"sequence":N,"epoch":..,"state":..}`),
+///   the state the journal starts from, rewritten when the journal is compacted;
+/// - `<name>.epoch`: the epoch of the Spin's history;
+/// - `<name>.suspended`: the host's suspension document, while the Spin is suspended;
+///
+/// and for the directory: `.lock` (one server per directory, `flock`), and `.clean`,
+/// present only while no server runs and the last one stopped cleanly.
+///
+/// Durability: `commit(sync: true)` is `fdatasync`; snapshots, epochs and compacted
+/// journals are written beside the old file, synced and renamed over it
+/// (`DurableFiles.replace`).
+package final class FileSpinStore: SpinStore, @unchecked Sendable {
+    // The journals and the lock are confined to the host journal's serial queue (or to
+    // start-up, before any Spin runs); the suspension methods touch only their own files.
+    package let directory: String
+    private var lock: DirectoryLock?
+    private var journals: [String: JournalFile] = [:]
+
+    /// One Spin's open journal.
+    private final class JournalFile {
+        var file: AppendOnlyFile
+        /// Bytes in the file, and how many of them were committed.
+        var length: Int
+        var committedLength: Int
+        /// Reused for the bytes of each batch (written with one `write`).
+        var buffer: [UInt8] = []
+
+        init(file: AppendOnlyFile, length: Int) {
+            self.file = file
+            self.length = length
+            self.committedLength = length
+        }
+    }
+
+    package init(directory: String) {
+        self.directory = directory
+    }
+
+    package var location: String { "storage directory \(directory)" }
+
+    private func journalPath(_ spin: String) -> String { "\(directory)/\(spin).journal" }
+    private func snapshotPath(_ spin: String) -> String { "\(directory)/\(spin).snapshot.json" }
+    private func epochPath(_ spin: String) -> String { "\(directory)/\(spin).epoch" }
+    private func suspensionPath(_ spin: String) -> String { "\(directory)/\(spin).suspended" }
+    private var cleanPath: String { "\(directory)/.clean" }
+
+    // MARK: Opening and recovery
+
+    /// Creates the directory if missing, takes its lock and tells whether `.clean` was there.
+    package func open() throws -> Bool {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        do {
+            lock = try DirectoryLock(directory: directory)
+        } catch {
+            throw OpenFailure(directory: directory, reason: error)
+        }
+        return DurableFiles.exists(cleanPath)
+    }
+
+    /// The directory's lock could not be taken.
+    package struct OpenFailure: Error, CustomStringConvertible {
+        package let directory: String
+        package let reason: DirectoryLock.Failure
+
+        package var description: String { "storage directory \(directory): \(reason)" }
+    }
+
+    package func read(spin: String, repair: Bool) throws -> StoredSpin {
+        let decoded = JournalRecord.decode(try DurableFiles.read(journalPath(spin)) ?? [])
+        if let damage = decoded.damage, damage.kind == .corruption, !repair {
+            throw JournalCorruption(spin: spin, journal: journalPath(spin), damage: damage)
+        }
+        let epoch = try DurableFiles.read(epochPath(spin)).map { String(decoding: $0, as: UTF8.self) }
+        return StoredSpin(snapshot: try DurableFiles.read(snapshotPath(spin)), records: decoded.records,
+                          epoch: epoch, damage: decoded.damage)
+    }
+
+    package func startJournal(spin: String, cuttingAt damage: JournalRecord.Damage?) throws {
+        let file = try AppendOnlyFile(path: journalPath(spin))
+        if let damage {
+            try file.truncate(to: damage.offset)
+            try file.sync()
+        }
+        journals[spin] = JournalFile(file: file, length: try file.size())
+    }
+
+    package func writeEpoch(_ epoch: String, spin: String) throws {
+        try DurableFiles.replace(epochPath(spin), with: Array(epoch.utf8))
+    }
+
+    /// Removes `.clean`: until `markClean`, this directory is in use.
+    package func markInUse() throws {
+        try DurableFiles.remove(cleanPath)
+    }
+
+    // MARK: Writing
+
+    package func append(_ batch: [JournalRecord.Record], spin: String) throws {
+        guard let journal = journals[spin] else { return }
+        journal.buffer.removeAll(keepingCapacity: true)
+        Self.frame(batch, to: &journal.buffer)
+        try journal.file.append(journal.buffer)
+        journal.length += journal.buffer.count
+    }
+
+    /// Appends `records` in `JournalRecord` framing to `bytes`.
+    private static func frame(_ records: [JournalRecord.Record], to bytes: inout [UInt8]) {
+        for record in records {
+            JournalRecord.append(sequence: record.sequence, payload: record.payload,
+                                 continues: !record.endsBatch, to: &bytes)
+        }
+    }
+
+    package func commit(spin: String, sync: Bool) throws {
+        guard let journal = journals[spin] else { return }
+        if sync { try journal.file.sync() }
+        journal.committedLength = journal.length
+    }
+
+    /// Both are written beside the old files and renamed over them; recovery skips records
+    /// the snapshot covers, so a crash between the two renames is harmless.
+    package func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws {
+        guard let journal = journals[spin] else { return }
+        do {
+            try DurableFiles.replace(snapshotPath(spin), with: snapshot)
+            var bytes: [UInt8] = []
+            Self.frame(records, to: &bytes)
+            try DurableFiles.replace(journalPath(spin), with: bytes)
+            journal.file = try AppendOnlyFile(path: journalPath(spin))
+            journal.length = bytes.count
+            journal.committedLength = bytes.count
+        } catch {
+            // The old journal is intact unless the rename happened; either way what was
+            // durable stays durable. The next write tells whether storage fails.
+            if let reopened = try? AppendOnlyFile(path: journalPath(spin)), let size = try? reopened.size() {
+                journal.file = reopened
+                journal.length = size
+                journal.committedLength = size
+            }
+            throw error
+        }
+    }
+
+    // MARK: Failures
+
+    package func discardUncommitted(spin: String) {
+        guard let journal = journals[spin] else { return }
+        try? journal.file.truncate(to: journal.committedLength)
+        journal.length = journal.committedLength
+    }
+
+    /// Writes and syncs a scratch file (`DurableFiles.probe`).
+    package func probe() throws {
+        try DurableFiles.probe(directory: directory)
+    }
+
+    package func reopen(spin: String) throws {
+        guard let journal = journals[spin] else { return }
+        let file = try AppendOnlyFile(path: journalPath(spin))
+        if try file.size() != journal.committedLength { try file.truncate(to: journal.committedLength) }
+        try file.sync()
+        journal.file = file
+        journal.length = journal.committedLength
+    }
+
+    // MARK: Closing
+
+    package func markClean() throws {
+        try DurableFiles.replace(cleanPath, with: Array("clean\n".utf8))
+    }
+
+    package func close() {
+        journals = [:]
+        lock?.unlock()
+        lock = nil
+    }
+
+    // MARK: Suspensions
+
+    package func suspension(of spin: String) throws -> [UInt8]? {
+        try DurableFiles.read(suspensionPath(spin))
+    }
+
+    package func storeSuspension(_ document: [UInt8], of spin: String) throws {
+        try DurableFiles.replace(suspensionPath(spin), with: document)
+    }
+
+    package func removeSuspension(of spin: String) {
+        _ = unlink(suspensionPath(spin))
+    }
+}

@@ -1,0 +1,132 @@
+/// Where hosted Spins keep their journals and snapshots: the one protocol a storage
+/// backend implements (`FileSpinStore`, files in a directory, first). It speaks of
+/// Spins, records and documents, not of how a backend keeps them: no paths, no file
+/// descriptors.
+///
+/// Per Spin a store keeps
+/// - a **journal**: records (`JournalRecord.Record`: sequence, event JSON, batch end),
+///   appended a batch at a time and kept whole batches or nothing;
+/// - a **snapshot**: the host's document of a state and its sequence, which the journal
+///   continues (opaque here);
+/// - an **epoch**: the name of the Spin's current history (opaque here);
+/// - a **suspension**: the host's document saying the Spin was suspended, while it is.
+///
+/// What a backend writes is not durable until `commit`; after a failure, `discardUncommitted`
+/// takes the journal back to its last commit, `probe` tells when storage works again and
+/// `reopen` resumes a Spin's journal there.
+///
+/// The host's `Journal` calls everything but the suspension methods from one serial queue
+/// (or before any Spin runs); the suspension methods may be called from any thread.
+package protocol SpinStore: AnyObject, Sendable {
+    /// Where the store is, for messages ("storage directory /var/lib/spin").
+    var location: String { get }
+
+    // MARK: Opening and recovery
+
+    /// Takes the store for this server alone (a second server fails here, saying why).
+    /// Returns whether the previous server stopped cleanly (`markClean`).
+    func open() throws -> Bool
+
+    /// What is stored of `spin`, changing nothing: its snapshot, the records of whole
+    /// batches after it, its epoch, and where the journal is damaged. Corruption (a bad
+    /// record with data after it) throws `JournalCorruption` unless `repair` allows
+    /// cutting it.
+    func read(spin: String, repair: Bool) throws -> StoredSpin
+
+    /// Readies `spin`'s journal for appending after what `read` found: cuts it (durably)
+    /// at `damage`, the torn tail or the repaired corruption `read` reported.
+    func startJournal(spin: String, cuttingAt damage: JournalRecord.Damage?) throws
+
+    /// Stores `spin`'s epoch (durably).
+    func writeEpoch(_ epoch: String, spin: String) throws
+
+    /// The store is in use from now on: a crash before `markClean` is an unclean stop.
+    func markInUse() throws
+
+    // MARK: Writing
+
+    /// Appends one whole batch of records to `spin`'s journal; not durable yet.
+    func append(_ batch: [JournalRecord.Record], spin: String) throws
+
+    /// Everything appended to `spin`'s journal counts as durable from now on (what a
+    /// failure later goes back to). `sync`: first wait until it is on stable storage;
+    /// without, it counts once handed to the operating system (`fsync: none`).
+    func commit(spin: String, sync: Bool) throws
+
+    /// Replaces `spin`'s snapshot with `snapshot` and its journal with `records` (the
+    /// ones after the snapshot), so that a crash at any point leaves a snapshot and a
+    /// journal that fit. On failure the journal keeps what was durable.
+    func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws
+
+    // MARK: Failures
+
+    /// After a failed append or commit: drops what `spin`'s journal holds beyond its last
+    /// commit, as far as the storage still lets it.
+    func discardUncommitted(spin: String)
+
+    /// Does the storage take writes now? Throws what keeps it from doing so.
+    func probe() throws
+
+    /// Readies `spin`'s journal for appending again after a failure, at its last commit.
+    func reopen(spin: String) throws
+
+    // MARK: Closing
+
+    /// The server stops cleanly: every journal was committed.
+    func markClean() throws
+
+    /// Releases the store (for another server) and what it holds open. Idempotent.
+    func close()
+
+    // MARK: Suspensions
+
+    /// The suspension document stored for `spin`, or nil when it is not suspended.
+    func suspension(of spin: String) throws -> [UInt8]?
+    /// Stores `document` as `spin`'s suspension (durably).
+    func storeSuspension(_ document: [UInt8], of spin: String) throws
+    /// Removes `spin`'s suspension, if any.
+    func removeSuspension(of spin: String)
+}
+
+/// What a store holds of one Spin (`SpinStore.read`).
+package struct StoredSpin: Sendable {
+    /// The snapshot document, or nil before the first compaction.
+    package var snapshot: [UInt8]?
+    /// The journal's records of whole batches, in order.
+    package var records: [JournalRecord.Record]
+    /// The stored epoch, or nil when none was stored yet.
+    package var epoch: String?
+    /// Where the journal stops being readable (a torn tail, or corruption `repair` lets
+    /// cut), or nil.
+    package var damage: JournalRecord.Damage?
+
+    package init(snapshot: [UInt8]?, records: [JournalRecord.Record], epoch: String?, damage: JournalRecord.Damage?) {
+        self.snapshot = snapshot
+        self.records = records
+        self.epoch = epoch
+        self.damage = damage
+    }
+}
+
+/// A Spin's journal is damaged in the middle, not at its end: acknowledged events may
+/// follow the damage, so it is not cut without being asked (`--repair`).
+package struct JournalCorruption: Error, CustomStringConvertible {
+    package let spin: String
+    /// The journal, as its store names it (a file's path).
+    package let journal: String
+    package let damage: JournalRecord.Damage
+
+    package init(spin: String, journal: String, damage: JournalRecord.Damage) {
+        self.spin = spin
+        self.journal = journal
+        self.damage = damage
+    }
+
+    package var description: String {
+        """
+        \(journal) is corrupt: \(damage). Nothing was changed on disk. Restore the file \
+        from a backup, or start with --repair (storage.onCorruption: "truncate") to cut the journal at \
+        byte \(damage.offset), losing every event recorded after it
+        """
+    }
+}

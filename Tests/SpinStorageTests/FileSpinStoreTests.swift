@@ -1,0 +1,136 @@
+import Foundation
+import SpinStorage
+import Testing
+
+@Suite struct FileSpinStoreTests {
+    static func temporaryDirectory() -> String {
+        NSTemporaryDirectory() + "spin-store-\(UUID().uuidString)"
+    }
+
+    static func record(_ sequence: UInt64, endsBatch: Bool = true) -> JournalRecord.Record {
+        JournalRecord.Record(sequence: sequence, payload: Array(#"{"type":"increase"}"#.utf8), endsBatch: endsBatch)
+    }
+
+    /// Opens a store on `directory` and readies `spin`'s journal, as recovery does.
+    static func make(_ directory: String, spin: String = "counter") throws -> (FileSpinStore, StoredSpin) {
+        let store = FileSpinStore(directory: directory)
+        _ = try store.open()
+        let stored = try store.read(spin: spin, repair: false)
+        try store.startJournal(spin: spin, cuttingAt: stored.damage)
+        try store.markInUse()
+        return (store, stored)
+    }
+
+    @Test func committedBatches_AreReadBack_AfterAStop_WithTheCleanMark() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, empty) = try Self.make(directory)
+        #expect(empty.records.isEmpty && empty.snapshot == nil && empty.epoch == nil && empty.damage == nil)
+        try store.writeEpoch("e1", spin: "counter")
+        try store.append([Self.record(1)], spin: "counter")
+        try store.append([Self.record(2, endsBatch: false), Self.record(3)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        try store.markClean()
+        store.close()
+
+        let again = FileSpinStore(directory: directory)
+        #expect(try again.open() == true)
+        let stored = try again.read(spin: "counter", repair: false)
+        #expect(stored.records == [Self.record(1), Self.record(2, endsBatch: false), Self.record(3)])
+        #expect(stored.epoch == "e1")
+        again.close()
+    }
+
+    @Test func aStoreInUse_WasNotStoppedCleanly() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        store.close()
+        #expect(try FileSpinStore(directory: directory).open() == false)
+    }
+
+    @Test func aSecondStore_OnTheSameDirectory_CannotOpen() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        #expect {
+            _ = try FileSpinStore(directory: directory).open()
+        } throws: { error in
+            "\(error)".contains("one storage directory serves one server") && "\(error)".contains("pid \(getpid())")
+        }
+        store.close()
+        let third = FileSpinStore(directory: directory)
+        _ = try third.open()
+        third.close()
+    }
+
+    @Test func whatWasNotCommitted_IsDiscarded_AfterAFailure() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        try store.append([Self.record(1)], spin: "counter")
+        try store.commit(spin: "counter", sync: false)
+        try store.append([Self.record(2)], spin: "counter")
+        store.discardUncommitted(spin: "counter")
+        try store.probe()
+        try store.reopen(spin: "counter")
+        try store.append([Self.record(2)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        store.close()
+        let bytes = try #require(FileManager.default.contents(atPath: directory + "/counter.journal"))
+        #expect(JournalRecord.decode(Array(bytes)).records.map(\.sequence) == [1, 2])
+    }
+
+    @Test func corruption_IsRefused_NamingTheFile_UnlessRepairing() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        try store.append((1...4).map { Self.record($0) }, spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        store.close()
+        let path = directory + "/counter.journal"
+        var bytes = Array(try #require(FileManager.default.contents(atPath: path)))
+        let recordLength = JournalRecord.encode(sequence: 1, payload: Self.record(1).payload).count
+        bytes[recordLength + 20] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        let again = FileSpinStore(directory: directory)
+        _ = try again.open()
+        #expect {
+            _ = try again.read(spin: "counter", repair: false)
+        } throws: { error in
+            (error as? JournalCorruption)?.damage.offset == recordLength && "\(error)".contains(path)
+        }
+        #expect(Array(try #require(FileManager.default.contents(atPath: path))) == bytes)
+        let repaired = try again.read(spin: "counter", repair: true)
+        #expect(repaired.records.map(\.sequence) == [1])
+        #expect(repaired.damage?.kind == .corruption)
+        try again.startJournal(spin: "counter", cuttingAt: repaired.damage)
+        #expect(FileManager.default.contents(atPath: path)?.count == recordLength)
+        again.close()
+    }
+
+    @Test func compaction_ReplacesTheSnapshotAndTheJournal() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        try store.append((1...5).map { Self.record($0) }, spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        let snapshot = Array(#"{"sequence":3,"epoch":"e","state":{}}"#.utf8)
+        try store.compact(spin: "counter", snapshot: snapshot, records: [Self.record(4), Self.record(5)])
+        try store.append([Self.record(6)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        store.close()
+        let again = FileSpinStore(directory: directory)
+        _ = try again.open()
+        let stored = try again.read(spin: "counter", repair: false)
+        #expect(stored.snapshot == snapshot)
+        #expect(stored.records.map(\.sequence) == [4, 5, 6])
+        again.close()
+    }
+
+    @Test func aSuspension_IsStored_UntilRemoved() throws {
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        #expect(try store.suspension(of: "counter") == nil)
+        try store.storeSuspension(Array("{}".utf8), of: "counter")
+        #expect(try store.suspension(of: "counter") == Array("{}".utf8))
+        store.removeSuspension(of: "counter")
+        #expect(try store.suspension(of: "counter") == nil)
+        store.close()
+    }
+}
