@@ -80,8 +80,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 _ = connection.write(HTTPResponseWriter.continueResponse)
                 action = machine.next(now: .now)
             case .dispatch(let request):
-                armDeadline()
-                handle(request)
+                handle(request)   // the deadline is armed when the dispatch returns
                 action = machine.dispatchReturned(now: .now)
             case .reject(let error):
                 context.metrics.requestAnswered(route: "other", status: error.status)
