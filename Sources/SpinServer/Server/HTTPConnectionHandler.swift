@@ -121,8 +121,12 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         }
     }
 
-    /// Arms the machine's deadline on the connection when it changed.
+    /// Arms the machine's deadline on the connection when it changed. A closed machine
+    /// leaves the last one armed: a connection flushing its last answer keeps the
+    /// deadline it had (a 400 to a client that never reads ends at the head deadline)
+    /// until SpinNet's linger takes over.
     private func armDeadline() {
+        if case .closed = machine.state { return }
         let deadline = machine.deadline
         guard deadline != armedDeadline else { return }
         armedDeadline = deadline
