@@ -244,3 +244,29 @@ extension ConnectionTests {
         await server.stop()
     }
 }
+
+extension ConnectionTests {
+    @Test func inactivityDeadline_TrafficKeepsTheConnection_SilenceClosesIt_Live() async throws {
+        final class Idle: ConnectionHandler {
+            let log: EventLog
+            init(log: EventLog) { self.log = log }
+            func didOpen(_ connection: Connection) { connection.setDeadline(.inactivity(.milliseconds(1500))) }
+            func didReceive(_ bytes: [UInt8], on connection: Connection) { connection.write(bytes) }
+            func didReachDeadline(on connection: Connection) { log.record(.deadlineReached) }
+            func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
+        }
+        let log = EventLog()
+        let (server, address) = try SocketServer.make { _ in Idle(log: log) }
+        let client = try TestClient(address)
+        for _ in 0..<8 {   // 2 s of traffic, never 1.5 s of silence
+            try client.send("x")
+            #expect(client.receive(count: 1) == Array("x".utf8))
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(log.all.isEmpty)
+        let end = client.receiveToEnd()   // silence: closed at the deadline, nothing written
+        #expect(end.eof)
+        #expect(await eventually { log.all == [.deadlineReached, .closed(.timedOut(.deadline))] })
+        await server.stop()
+    }
+}

@@ -112,7 +112,8 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
     /// True while a request is being answered.
     var isProcessing: Bool { state == .processing }
 
-    /// The connection deadline this state asks for.
+    /// The connection deadline this state asks for (none once closed: the driver then
+    /// leaves the last one armed until SpinNet's linger takes over).
     var deadline: ConnectionDeadline<Instant> {
         switch state {
         case .idle(let since, let served):
