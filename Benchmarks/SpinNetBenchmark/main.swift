@@ -31,13 +31,11 @@ final class FixedResponder: ConnectionHandler {
             }
         }
         guard heads > 0 else { return }
-        for _ in 0..<heads { _ = connection.requestHeadCompleted(expectsBody: false) }
         if heads == 1 {
             connection.write(Self.response)
         } else {
             connection.write(Array([[UInt8]](repeating: Self.response, count: heads).joined()))
         }
-        connection.responseCompleted()
     }
 }
 
@@ -60,10 +58,10 @@ while let argument = arguments.next() {
     }
 }
 
-// wrk keeps its connections for the whole run; lift the per-connection request cap.
-let limits = ConnectionLimits(maxRequestsPerConnection: .max)
+// No deadline is armed (wrk keeps its connections busy for the whole run) and no
+// request is counted: SpinNet knows no requests.
 let server = SocketServer(
-    configuration: ServerConfiguration(host: host, port: port, eventQueueCount: queues, limits: limits),
+    configuration: ServerConfiguration(host: host, port: port, eventQueueCount: queues),
     tls: certificate.map { TLSConfiguration(certificateChainPath: $0, privateKeyPath: key ?? "") },
     handlerFactory: { _ in FixedResponder() })
 let address: SocketAddress

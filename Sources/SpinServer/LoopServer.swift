@@ -52,12 +52,10 @@ public final class LoopServer: Sendable {
     /// SpinNet's per-connection limits from ours. The pending output a connection may hold
     /// takes at least two of the largest WebSocket messages (the echo of one a client may
     /// send, and one more behind it), so a larger `maxWebSocketMessageBytes` does not turn
-    /// into closed connections (Autobahn 9.*: 16 MiB messages).
+    /// into closed connections (Autobahn 9.*: 16 MiB messages). The request cycle's
+    /// timeouts are `HTTPConnectionLimits`, armed by each connection's handler.
     static func connectionLimits(_ limits: SpinServerConfiguration.Limits) -> ConnectionLimits {
-        ConnectionLimits(
-            maxPendingOutput: max(4 << 20, 2 * limits.maxWebSocketMessageBytes + (64 << 10)),
-            requestHeadTimeout: .seconds(limits.headerTimeoutSeconds),
-            streamIdleTimeout: .seconds(max(limits.idleTimeoutSeconds, limits.pingIntervalSeconds * 3)))
+        ConnectionLimits(maxPendingOutput: max(4 << 20, 2 * limits.maxWebSocketMessageBytes + (64 << 10)))
     }
 
     /// Recovers every hosted Spin from storage (when `storage.persists`), starts them,

@@ -62,8 +62,7 @@ private final class Producer: ConnectionHandler {
 @Suite struct ConnectionTests {
     @Test func slowReader_PendingOutputStaysBounded_WritableFires_AllBytesArrive() async throws {
         let stats = Producer.Stats()
-        let limits = ConnectionLimits(highWatermark: 256 * 1024, lowWatermark: 64 * 1024,
-                                      requestHeadTimeout: .seconds(120))  // output is under test, not the head deadline (slow CI)
+        let limits = ConnectionLimits(highWatermark: 256 * 1024, lowWatermark: 64 * 1024)
         let total = 8 * 1024 * 1024
         let (server, address) = try SocketServer.make(limits: limits) { _ in Producer(stats: stats, total: total) }
         let client = try TestClient(address, receiveBuffer: 16 * 1024)
@@ -145,46 +144,47 @@ private final class Producer: ConnectionHandler {
         await server.stop()
     }
 
-    @Test func silentConnection_TimesOutIdleAtRequestHeadTimeout_Live() async throws {
+    @Test func silentConnection_ClosesAtItsDeadlineFromAccept_WithoutLingering_Live() async throws {
         let log = EventLog()
-        let limits = ConnectionLimits(
-            keepAliveTimeout: .seconds(60), requestHeadTimeout: .milliseconds(200), lingerTimeout: .seconds(8))
-        let (server, address) = try SocketServer.make(limits: limits) { _ in EchoHandler(log: log, streaming: false) }
+        let limits = ConnectionLimits(lingerTimeout: .seconds(8))
+        let (server, address) = try SocketServer.make(limits: limits) { _ in
+            EchoHandler(log: log, deadline: .milliseconds(200))
+        }
         let clock = ContinuousClock()
         let opened = clock.now
         let client = try TestClient(address)
         let end = client.receiveToEnd()
-        // Closed at the head deadline, not after lingering: it asked nothing, nothing
-        // is owed to it, and its slot is free at once.
+        // Closed at the deadline, not after lingering: the handler wrote no last word,
+        // nothing is owed to it, and its slot is free at once.
         #expect(clock.now - opened < .seconds(5))
         #expect(end.eof)
         #expect(end.bytes.isEmpty)
-        #expect(await eventually { log.closeReasons == [.timedOut(.idle)] })
-        #expect(log.all.contains(.timedOut(.idle)))
+        #expect(await eventually { log.closeReasons == [.timedOut(.deadline)] })
+        #expect(log.all.contains(.deadlineReached))
         await server.stop()
     }
 
-    @Test func slowRequestHead_TimesOut_HandlerAnswers408_Live() async throws {
+    @Test func deadlineReached_HandlerWritesALastWord_ItArrivesBeforeTheClose_Live() async throws {
         final class Answer408: ConnectionHandler {
             let log: EventLog
             init(log: EventLog) { self.log = log }
+            func didOpen(_ connection: Connection) { connection.setDeadline(.at(connection.openedAt + .milliseconds(300))) }
             func didReceive(_ bytes: [UInt8], on connection: Connection) {}
-            func didTimeOut(_ kind: TimeoutKind, on connection: Connection) {
-                log.record(.timedOut(kind))
+            func didReachDeadline(on connection: Connection) {
+                log.record(.deadlineReached)
                 connection.write(Array("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8))
             }
             func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
         }
         let log = EventLog()
-        let limits = ConnectionLimits(requestHeadTimeout: .milliseconds(300))
-        let (server, address) = try SocketServer.make(limits: limits) { _ in Answer408(log: log) }
+        let (server, address) = try SocketServer.make { _ in Answer408(log: log) }
         let client = try TestClient(address)
         try client.send("GET / HTTP/1.1\r\nHost: slow")
         let answer = client.receiveToEnd()
         #expect(String(decoding: answer.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "))
         #expect(answer.eof)
         client.shutdownWrite()
-        #expect(await eventually { log.closeReasons == [.timedOut(.requestHead)] })
+        #expect(await eventually { log.closeReasons == [.timedOut(.deadline)] })
         await server.stop()
     }
 
@@ -242,6 +242,32 @@ extension ConnectionTests {
         #expect(await eventually { stats.values.withLock { $0.closed } == .timedOut(.writeStalled) })
         #expect(stats.values.withLock { $0.results.contains(.aboveHighWatermark) })
         _ = client.receiveOnce()
+        await server.stop()
+    }
+}
+
+extension ConnectionTests {
+    @Test func inactivityDeadline_TrafficKeepsTheConnection_SilenceClosesIt_Live() async throws {
+        final class Idle: ConnectionHandler {
+            let log: EventLog
+            init(log: EventLog) { self.log = log }
+            func didOpen(_ connection: Connection) { connection.setDeadline(.inactivity(.seconds(3))) }
+            func didReceive(_ bytes: [UInt8], on connection: Connection) { connection.write(bytes) }
+            func didReachDeadline(on connection: Connection) { log.record(.deadlineReached) }
+            func didClose(_ connection: Connection, reason: CloseReason) { log.record(.closed(reason)) }
+        }
+        let log = EventLog()
+        let (server, address) = try SocketServer.make { _ in Idle(log: log) }
+        let client = try TestClient(address)
+        for _ in 0..<20 {   // 4 s of traffic, never 3 s of silence
+            try client.send("x")
+            #expect(client.receive(count: 1) == Array("x".utf8))
+            usleep(200_000)   // this thread's own sleep: the cooperative pool is busy with blocking clients
+        }
+        #expect(log.all.isEmpty)
+        let end = client.receiveToEnd()   // silence: closed at the deadline, nothing written
+        #expect(end.eof)
+        #expect(await eventually { log.all == [.deadlineReached, .closed(.timedOut(.deadline))] })
         await server.stop()
     }
 }

@@ -172,20 +172,22 @@ import Testing
 
     @Test func silentTLSClient_WithoutAHandshake_IsClosedAtTheHeadDeadline() async throws {
         let log = EventLog()
-        let limits = ConnectionLimits(keepAliveTimeout: .seconds(60), requestHeadTimeout: .milliseconds(300))
-        let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in FixedResponseHandler(log: log) }
+        let (server, address) = try SocketServer.make(tls: configuration()) { _ in
+            FixedResponseHandler(log: log, headTimeout: .milliseconds(300))
+        }
         let opened = ContinuousClock.now
         let client = try TestClient(address)
         #expect(client.receiveToEnd().eof)  // not a byte of TLS, and no reset
         #expect(ContinuousClock.now - opened < .seconds(5))
-        #expect(await eventually { log.closeReasons == [.timedOut(.idle)] })
+        #expect(await eventually { log.closeReasons == [.timedOut(.deadline)] })
         await server.stop()
     }
 
     @Test func tlsClient_ThatHandshakesButNeverFinishesAHead_GetsTheHeadTimeoutFromAccept() async throws {
         let log = EventLog()
-        let limits = ConnectionLimits(keepAliveTimeout: .seconds(60), requestHeadTimeout: .milliseconds(800))
-        let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in FixedResponseHandler(log: log) }
+        let (server, address) = try SocketServer.make(tls: configuration()) { _ in
+            FixedResponseHandler(log: log, headTimeout: .milliseconds(800))
+        }
         let opened = ContinuousClock.now
         // s_client handshakes, sends half a head, and waits (-ign_eof) until the server closes.
         let result = try run("openssl", [
@@ -193,7 +195,7 @@ import Testing
             "-servername", "localhost", "-ign_eof", "-quiet",
         ], input: "GET / HTTP/1.1\r\nHost: localhost\r\n", timeout: 10)
         #expect(ContinuousClock.now - opened < .seconds(8), "\(result.stderr)")
-        #expect(await eventually { log.closeReasons == [.timedOut(.requestHead)] })
+        #expect(await eventually { log.closeReasons == [.timedOut(.deadline)] })
         await server.stop()
     }
 
@@ -227,7 +229,7 @@ final class LargeBody: ConnectionHandler {
 
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
         guard sent < 0, String(decoding: bytes, as: UTF8.self).contains("\r\n\r\n") else { return }
-        _ = connection.requestHeadCompleted(expectsBody: false)  // the head deadline stops
+        connection.setDeadline(.none)  // the head deadline stops
         connection.write(Array("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\nConnection: close\r\n\r\n".utf8))
         sent = 0
         pump(connection)
@@ -255,8 +257,7 @@ final class LargeBody: ConnectionHandler {
 extension TLSTests {
     @Test func largeBodyOverTLS_ToCurl_ArrivesWhole() async throws {
         let stats = LargeBody.Stats()
-        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024,
-                                      requestHeadTimeout: .seconds(120))  // output is under test, not the head deadline (slow CI)
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
         let size = 16 * 1024 * 1024
         let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
             LargeBody(stats: stats, size: size)
@@ -277,8 +278,7 @@ extension TLSTests {
     /// test decides when to read, so the server must stop at the high watermark.
     @Test func slowTLSReader_PendingOutputStaysBounded_WritableFires() async throws {
         let stats = LargeBody.Stats()
-        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024,
-                                      requestHeadTimeout: .seconds(120))  // output is under test, not the head deadline (slow CI)
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
         let size = 6 * 1024 * 1024  // beyond the kernel send buffer (tcp_wmem max 4 MiB)
         let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
             LargeBody(stats: stats, size: size)

@@ -5,12 +5,12 @@ import SpinCore
 /// sources on its event loop's serial queue. The handle the layer above writes to.
 ///
 /// Thread safety: every method may be called from any thread or queue. `write`,
-/// `close`, `closeAfterFlush`, `shutdownWrite`, `pauseReading`, `resumeReading` and the
-/// request-cycle methods without a result run at once on the connection's queue and
-/// hop to it from elsewhere, so calls from one thread keep their order; calls from
-/// different threads are ordered by when they reach the queue. `write`'s result is
-/// exact from any thread because the output account is behind a mutex. `requestHeadCompleted(expectsBody:)` returns a
-/// value and must be called on the queue (from a handler callback).
+/// `close`, `closeAfterFlush`, `shutdownWrite`, `pauseReading` and `resumeReading` run
+/// at once on the connection's queue and hop to it from elsewhere, so calls from one
+/// thread keep their order; calls from different threads are ordered by when they reach
+/// the queue. `write`'s result is exact from any thread because the output account is
+/// behind a mutex. `setDeadline` must be called on the queue (from a handler callback
+/// or `execute`).
 ///
 /// Lifecycle: accepted → `start` (handler made, `didOpen`) → open → closed
 /// (`didClose`, descriptor released after both Dispatch sources are cancelled, never
@@ -25,6 +25,9 @@ package final class Connection: @unchecked Sendable {
     package let isTLS: Bool
     /// A process-unique number, for logs.
     package let id: UInt64
+    /// When the connection was accepted (before any TLS handshake): a handler's first
+    /// deadline counts from here.
+    package let openedAt: ContinuousClock.Instant
 
     let loop: EventLoop
     private let fd: Int32
@@ -52,7 +55,7 @@ package final class Connection: @unchecked Sendable {
     private var readSuspended = false
     private var writeResumed = false
     private var timerArmedFor: ContinuousClock.Instant?
-    private var timers: ConnectionTimers<ContinuousClock.Instant>
+    private var timers: ConnectionDeadlines<ContinuousClock.Instant>
     private var output = OutputQueue()
     private var tls: TLSSession?
     /// TLS records the socket refused, waiting for it. Plaintext is encrypted only
@@ -66,9 +69,12 @@ package final class Connection: @unchecked Sendable {
     private var readEnded = false
     private var lingering = false
     /// Close right after the write side is shut, without lingering: set when an idle
-    /// connection times out with nothing written, so there is no response a reset
-    /// could destroy and its slot is freed at once.
+    /// connection reaches its deadline and the handler writes no last word, so there is
+    /// no response a reset could destroy and its slot is freed at once.
     private var skipLinger = false
+    /// A write was queued inside a handler callback (to tell whether `didReachDeadline`
+    /// wrote a last word).
+    private var wroteInCallback = false
     private var shutdownNotified = false
     private var closeNotifyQueued = false
     /// Handler callbacks in progress on this connection (writes made inside one are
@@ -89,7 +95,10 @@ package final class Connection: @unchecked Sendable {
         self.tlsContext = tls
         self.isTLS = tls != nil
         self.onClosed = onClosed
-        self.timers = ConnectionTimers(limits: limits, now: .now)
+        let now = ContinuousClock.now
+        self.openedAt = now
+        self.timers = ConnectionDeadlines(writeStallTimeout: limits.writeStallTimeout,
+                                          lingerTimeout: limits.lingerTimeout, now: now)
     }
 
     // MARK: - Writing
@@ -186,49 +195,16 @@ package final class Connection: @unchecked Sendable {
         loop.execute { self.resumeReadSource() }
     }
 
-    // MARK: - Request cycle (timers)
+    // MARK: - Deadline
 
-    /// A request head starts now (optional: the first byte received while idle starts
-    /// it anyway). Use it when a pipelined request is already buffered.
-    package func requestHeadStarted() {
-        loop.execute {
-            self.timers.requestHeadStarted(now: .now)
-            self.rearmTimer()
-        }
-    }
-
-    /// A request head is complete. Call on the connection's queue. The answer says
-    /// whether this may be kept alive (`maxRequestsPerConnection`).
-    package func requestHeadCompleted(expectsBody: Bool) -> KeepAliveDecision {
+    /// Arms the handler's deadline, replacing the previous one; `.none` disarms it. When
+    /// it passes, the handler hears `didReachDeadline` (and may write a last word), then
+    /// the connection closes. Call on the connection's queue.
+    package func setDeadline(_ deadline: ConnectionDeadline<ContinuousClock.Instant>) {
         dispatchPrecondition(condition: .onQueue(loop.queue))
-        let decision = timers.requestHeadCompleted(expectsBody: expectsBody, now: .now)
+        guard lifecycle == .open else { return }
+        timers.set(deadline, now: .now)
         rearmTimer()
-        return decision
-    }
-
-    /// The request body is complete: the minimum body rate no longer applies.
-    package func requestBodyCompleted() {
-        loop.execute {
-            self.timers.requestBodyCompleted(now: .now)
-            self.rearmTimer()
-        }
-    }
-
-    /// The response is fully written: the keep-alive timeout starts.
-    package func responseCompleted() {
-        loop.execute {
-            self.timers.responseCompleted(now: .now)
-            self.rearmTimer()
-        }
-    }
-
-    /// The connection is now a stream (WebSocket, SSE): only `streamIdleTimeout`
-    /// applies, reset by traffic either way.
-    package func enterStreamingMode() {
-        loop.execute {
-            self.timers.streamingStarted(now: .now)
-            self.rearmTimer()
-        }
     }
 
     /// The ALPN protocol agreed in the TLS handshake. Call on the connection's queue.
@@ -316,6 +292,7 @@ package final class Connection: @unchecked Sendable {
         output.append(bytes)
         if callbackDepth > 0 {
             flushDeferred = true  // sent with the callback's other writes when it returns
+            wroteInCallback = true
         } else {
             flush(fromWrite: true)
         }
@@ -389,8 +366,8 @@ package final class Connection: @unchecked Sendable {
     }
 
     private func deliver(_ bytes: [UInt8]) {
-        timers.bytesReceived(bytes.count, now: .now)
-        rearmTimer()
+        // Activity only pushes a deadline later: the armed timer re-checks when it fires.
+        if timers.tracksInput, !bytes.isEmpty { timers.bytesReceived(now: .now) }
         callHandler { $0.didReceive(bytes, on: self) }
     }
 
@@ -568,20 +545,22 @@ package final class Connection: @unchecked Sendable {
         timerArmedFor = nil
         guard lifecycle == .open else { return }
         switch timers.check(now: .now) {
-        case .none:
+        case nil:
             rearmTimer()
-        case .timedOut(let kind):
-            if wantsClose || kind == .closing || kind == .writeStalled {
+        case let kind?:
+            if wantsClose || kind != .deadline {
                 closeNow(wantsClose ? closeReason : .timedOut(kind))
                 return
             }
             closeReason = .timedOut(kind)
-            callHandler { $0.didTimeOut(kind, on: self) }  // may write a last response (408)
+            wroteInCallback = false
+            callHandler { $0.didReachDeadline(on: self) }  // may write a last word (408)
             guard lifecycle == .open else { return }
             account.withLock { $0.acceptingWrites = false }
-            // That last response gets `lingerTimeout` to leave, then the close is forced.
-            // An idle connection that got no last word has nothing to protect.
-            skipLinger = kind == .idle && output.isEmpty && ciphertext.isEmpty
+            // That last word gets `lingerTimeout` to leave, then the close is forced. A
+            // connection that got no last word and has nothing pending has nothing to
+            // protect.
+            skipLinger = !wroteInCallback && output.isEmpty && ciphertext.isEmpty
             timers.closingStarted(now: .now)
             rearmTimer()
             if !wantsClose {

@@ -9,8 +9,8 @@ package enum CloseReason: Sendable, Hashable {
     /// ECONNRESET / EPIPE / ETIMEDOUT: the peer vanished. No response possible
     /// (WebSocket 1006, never sent on the wire).
     case reset(errno: Int32)
-    /// A timeout of `ConnectionLimits`; the handler heard `didTimeOut` first and could
-    /// answer 408 (head, body) or close with 1001 (stream).
+    /// A timeout: the handler's deadline (it heard `didReachDeadline` first and could
+    /// write a last word: an HTTP 408, a WebSocket 1001), a write stall or the linger.
     case timedOut(TimeoutKind)
     /// The producer wrote past `maxPendingOutput`: closed at once (a WebSocket layer
     /// maps its own earlier refusal to 1008/1009; on the wire this is an abrupt close).
@@ -39,23 +39,18 @@ package enum WriteResult: Sendable, Hashable {
 
 /// What the layer above (HTTP, WebSocket) implements to drive one connection.
 ///
-/// How an HTTP/1.1 layer is expected to use it, per request:
-/// 1. `didReceive` feeds its parser (the first byte while idle starts the
-///    request-head deadline; call `connection.requestHeadStarted()` when a pipelined
-///    head is already buffered);
-/// 2. on a complete head, `connection.requestHeadCompleted(expectsBody:)` — answer
-///    `Connection: close` when it returns `.closeAfterResponse`;
-/// 3. on the end of the body, `connection.requestBodyCompleted()`;
-/// 4. write the response (`write` → stop on `.aboveHighWatermark`, go on in
-///    `didBecomeWritable`), then `connection.responseCompleted()` (the keep-alive
-///    wait starts once the response has left), or `closeAfterFlush()`;
-/// 5. after a WebSocket/SSE upgrade, `connection.enterStreamingMode()`.
-/// Timeouts arrive in `didTimeOut` (write a 408 there if you like); graceful
-/// shutdown in `shutdownRequested`.
+/// SpinNet reports byte-level facts (bytes received, the peer's end, output drained
+/// below the low watermark, the handler's deadline reached, shutdown) and knows nothing
+/// of the protocol: the handler keeps its own cycle (requests, keep-alive, streams) and
+/// arms its timeouts with `connection.setDeadline(_:)`: at an instant, after inactivity,
+/// or after the output drained. A connection whose handler arms nothing has only the
+/// write-stall and linger limits. When the deadline passes, `didReachDeadline` may write
+/// a last word, then the connection closes (lingering only if something is to be
+/// delivered).
 ///
 /// Every method is called on the connection's serial queue, never concurrently, in
 /// this order: `didOpen` once; then any number of `didReceive`, `didBecomeWritable`,
-/// `didReceiveEnd` (at most once), `didTimeOut`, `shutdownRequested`; `didClose` once,
+/// `didReceiveEnd` (at most once), `didReachDeadline`, `shutdownRequested`; `didClose` once,
 /// last. A handler may call any `Connection` method from inside a callback; calls
 /// never re-enter the handler synchronously except `write`'s return value.
 package protocol ConnectionHandler: AnyObject {
@@ -70,9 +65,10 @@ package protocol ConnectionHandler: AnyObject {
     /// Pending output fell to the low watermark after a write answered
     /// `.aboveHighWatermark`.
     func didBecomeWritable(_ connection: Connection)
-    /// A timeout fired. The connection then closes after flushing what is queued, so a
-    /// last response written here (408) still goes out. Default: nothing.
-    func didTimeOut(_ kind: TimeoutKind, on connection: Connection)
+    /// The deadline armed with `setDeadline` passed. The connection then closes after
+    /// flushing what is queued, so a last word written here (408) still goes out.
+    /// Default: nothing.
+    func didReachDeadline(on connection: Connection)
     /// The server is shutting down gracefully: finish the exchange in progress and
     /// close (HTTP: answer with `Connection: close`; WebSocket: close 1001). Default:
     /// `closeAfterFlush()`. Connections still open at the deadline are force-closed.
@@ -85,7 +81,7 @@ extension ConnectionHandler {
     package func didOpen(_ connection: Connection) {}
     package func didReceiveEnd(on connection: Connection) { connection.closeAfterFlush() }
     package func didBecomeWritable(_ connection: Connection) {}
-    package func didTimeOut(_ kind: TimeoutKind, on connection: Connection) {}
+    package func didReachDeadline(on connection: Connection) {}
     package func shutdownRequested(on connection: Connection) { connection.closeAfterFlush() }
     package func didClose(_ connection: Connection, reason: CloseReason) {}
 }

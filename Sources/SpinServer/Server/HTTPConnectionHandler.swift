@@ -6,38 +6,23 @@ import SpinCore
 import SpinNet
 import SpinWire
 
-/// Drives one connection: HTTP/1.1 requests (keep-alive, pipelining in order) through
-/// the `APIRouter`, and the upgrade to a WebSocket or SSE stream.
+/// Drives one connection: a thin driver that feeds SpinNet's events to the
+/// `HTTPConnectionStateMachine` (requests, keep-alive, pipelining in order, timeouts),
+/// performs the actions it returns, answers requests through the `APIRouter`, and hands
+/// an upgraded connection to its `StreamSession`.
 ///
 /// `@unchecked Sendable`: every mutable property is only touched on the connection's
 /// queue (SpinNet calls the handler there; results from Spins hop there with
 /// `connection.execute`).
 final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
-    private enum Mode {
-        /// Parsing requests.
-        case http
-        /// A request is being answered; later pipelined requests wait in the parser.
-        case responding
-        case stream(StreamSession)
-        case closed
-    }
-
     private let connection: Connection
     private let context: ServerContext
-    private var parser: HTTPRequestParser
+    private var machine: HTTPConnectionStateMachine<ContinuousClock.Instant>
     private var writer = HTTPResponseWriter()
-    private var mode = Mode.http
-    /// `requestHeadCompleted` was called for the request being read.
-    private var headSignalled = false
-    private var keepAliveDecision = KeepAliveDecision.keepAlive
-    private var shuttingDown = false
-    /// The peer shut its write side: answer every complete request, then close.
-    private var peerEnded = false
-    /// `pump` is on the stack: a response written synchronously from inside it must not
-    /// call it again (its loop goes on by itself), or pipelined requests would recurse.
-    private var pumping = false
-    /// Reading is paused because too much pipelined input waits behind an answer.
-    private var readingPaused = false
+    /// The stream after an upgrade (WebSocket, SSE).
+    private var stream: StreamSession?
+    /// The deadline last armed on the connection (armed again only when it changes).
+    private var armedDeadline = ConnectionDeadline<ContinuousClock.Instant>.none
     /// The metrics label of the request being answered: its route's template, matched
     /// once when the request is handed to the router.
     private var routeLabel = "other"
@@ -45,139 +30,116 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
         self.context = context
-        self.parser = HTTPRequestParser(limits: context.parserLimits)
+        self.machine = HTTPConnectionStateMachine(limits: context.httpLimits, now: connection.openedAt)
     }
 
     func didOpen(_ connection: Connection) {
         context.metrics.connectionOpened()
+        armDeadline()
     }
 
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
-        switch mode {
-        case .stream(let stream):
+        if let stream {
             stream.receive(bytes)
-        case .http:
-            parser.feed(bytes)
-            pump()
-        case .responding:
-            // Pipelined bytes wait in the parser until the current answer is written;
-            // past one full request's worth, stop reading (the kernel buffers push back).
-            parser.feed(bytes)
-            if parser.bufferedByteCount > context.parserLimits.maxHeaderBytes + context.parserLimits.maxBodySize {
-                readingPaused = true
-                connection.pauseReading()
-            }
-        case .closed:
-            break
+            return
         }
+        run(machine.received(bytes, now: .now))
     }
 
     func didReceiveEnd(on connection: Connection) {
-        if case .stream(let stream) = mode {
-            stream.finish()
-        }
-        peerEnded = true
-        switch mode {
-        case .http: pump()                  // what is complete gets answered, then close
-        case .responding: break             // pump goes on after the answer
-        case .stream, .closed: connection.closeAfterFlush()
-        }
+        run(machine.peerClosed(now: .now))
     }
 
     func didBecomeWritable(_ connection: Connection) {
-        if case .stream(let stream) = mode { stream.writable() }
+        stream?.writable()
     }
 
-    func didTimeOut(_ kind: TimeoutKind, on connection: Connection) {
-        switch (mode, kind) {
-        case (.stream(let stream), _):
-            // Idle beyond the pings, or a reader stuck past the write-stall limit.
-            stream.fail(.goingAway, reason: kind == .writeStalled ? "not reading" : "idle")
-        case (_, .requestHead), (_, .bodyTooSlow):
-            let error = APIError(status: 408, code: "request_timeout",
-                                 message: kind == .requestHead ? "the request head took too long" : "the request body arrived too slowly")
-            context.metrics.requestAnswered(route: "other", status: 408)
-            writeError(error, version: .http1_1, method: .get)
-            mode = .closed
-        default:
-            mode = .closed
-        }
+    func didReachDeadline(on connection: Connection) {
+        run(machine.deadlineReached(now: .now))
     }
 
     func shutdownRequested(on connection: Connection) {
-        shuttingDown = true
-        switch mode {
-        case .http:
-            if parser.phase == .idle {
-                // An idle keep-alive connection: nothing to protect with a lingering
-                // close once its output is gone, so the shutdown does not wait for it.
-                mode = .closed
-                if connection.pendingOutputBytes == 0 { connection.close() } else { connection.closeAfterFlush() }
-            }
-        case .responding:
-            break   // the answer goes out with Connection: close
-        case .stream(let stream):
-            stream.shutdown()
-        case .closed:
-            break
-        }
+        run(machine.shutdownRequested(outputPending: connection.pendingOutputBytes > 0))
     }
 
     func didClose(_ connection: Connection, reason: CloseReason) {
-        if case .stream(let stream) = mode { stream.connectionClosed() }
-        mode = .closed
+        stream?.connectionClosed()
+        machine.closed()
         context.metrics.connectionClosed()
     }
 
-    // MARK: Requests
+    // MARK: Actions
 
-    private func pump() {
-        guard !pumping else { return }
-        pumping = true
-        defer { pumping = false }
-        while case .http = mode {
-            switch parser.next() {
-            case .needMoreData:
-                if peerEnded {
-                    // Nothing more will come: every complete request is answered.
-                    mode = .closed
-                    connection.closeAfterFlush()
-                    return
-                }
-                if parser.phase == .body && !headSignalled {
-                    headSignalled = true
-                    keepAliveDecision = connection.requestHeadCompleted(expectsBody: true)
-                }
+    /// Performs `action` and those that follow it, then arms the deadline the machine
+    /// is left asking for.
+    private func run(_ action: HTTPConnectionStateMachine<ContinuousClock.Instant>.Action) {
+        var action = action
+        while true {
+            switch action {
+            case .wait:
+                armDeadline()
                 return
-            case .sendContinue:
+            case .writeContinue:
                 _ = connection.write(HTTPResponseWriter.continueResponse)
-            case .request(let request):
-                if headSignalled {
-                    connection.requestBodyCompleted()
-                } else {
-                    keepAliveDecision = connection.requestHeadCompleted(expectsBody: false)
-                }
-                headSignalled = false
-                handle(request)
-            case .pausedForUpgrade:
-                parser.declineUpgrade()
-            case .finished:
-                mode = .closed
-                connection.closeAfterFlush()
-            case .error(let error):
+                action = machine.next(now: .now)
+            case .dispatch(let request):
+                handle(request)   // the deadline is armed when the dispatch returns
+                action = machine.dispatchReturned(now: .now)
+            case .reject(let error):
                 context.metrics.requestAnswered(route: "other", status: error.status)
                 context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": "\(error.status)",
                                                                "code": "\(error.code)"])
                 writeError(APIError(status: error.status, code: error.code, message: describe(error)),
                            version: .http1_1, method: .get)
-                mode = .closed
+                return
+            case .timeOut(let part):
+                let error = APIError(status: 408, code: "request_timeout",
+                                     message: part == .head ? "the request head took too long" : "the request body arrived too slowly")
+                context.metrics.requestAnswered(route: "other", status: 408)
+                writeError(error, version: .http1_1, method: .get)
+                return
+            case .pauseReading:
+                connection.pauseReading()
+                return
+            case .resumeReading:
+                connection.resumeReading()
+                action = machine.next(now: .now)
+            case .closeAfterFlush:
+                connection.closeAfterFlush()
+                return
+            case .close:
+                connection.close()
+                return
+            case .endIdleStream:
+                stream?.fail(.goingAway, reason: "idle")
+                return
+            case .finishStream:
+                stream?.finish()
+                connection.closeAfterFlush()
+                return
+            case .shutDownStream:
+                stream?.shutdown()
+                return
             }
         }
     }
 
+    /// Arms the machine's deadline on the connection when it changed. A closed machine
+    /// leaves the last one armed: a connection flushing its last answer keeps the
+    /// deadline it had (a 400 to a client that never reads ends at the head deadline)
+    /// until SpinNet's linger takes over.
+    private func armDeadline() {
+        if case .closed = machine.state { return }
+        let deadline = machine.deadline
+        guard deadline != armedDeadline else { return }
+        armedDeadline = deadline
+        connection.setDeadline(deadline)
+    }
+
+    // MARK: Requests
+
     private func handle(_ request: HTTPRequest) {
-        mode = .responding
-        let keepAlive = request.keepAlive && keepAliveDecision == .keepAlive && !shuttingDown
+        let keepAlive = machine.keepAlive
         var headers = request.headers.map { (name: $0.name, value: $0.value) }
         // RFC 9112 §3.2.2: an absolute-form target's authority is the request's host.
         if request.target.authority != nil {
@@ -209,10 +171,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     private func finish(_ request: HTTPRequest, apiRequest: APIRequest, outcome: RouteOutcome, keepAlive: Bool,
                         started: ContinuousClock.Instant) {
-        guard case .responding = mode else { return }   // the connection closed meanwhile
+        guard machine.isProcessing else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
-            respond(response, to: request, keepAlive: keepAlive && !shuttingDown, started: started)
+            respond(response, to: request, keepAlive: keepAlive && machine.keepAlive, started: started)
         case .stateStream(let spin, let feed, let resume):
             let mayWrite = context.router.access.check(authorization: apiRequest.header("Authorization"), needs: .write) == nil
             openStream(request, source: .state(spin, feed, resume: resume, clientMayWrite: mayWrite),
@@ -232,20 +194,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
         _ = connection.write(bytes)
         record(request, status: response.status, bytes: bytes.count, started: started)
-        if request.isUpgradeCandidate { parser.declineUpgrade() }
-        connection.responseCompleted()
-        guard keepAlive && request.keepAlive else {
-            mode = .closed
-            connection.closeAfterFlush()
-            return
-        }
-        mode = .http
-        if readingPaused {
-            readingPaused = false
-            connection.resumeReading()
-        }
-        if parser.bufferedByteCount > 0 { connection.requestHeadStarted() }
-        pump()
+        run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now))
     }
 
     private func openStream(_ request: HTTPRequest, source: StreamSource, keepAlive: Bool, started: ContinuousClock.Instant) {
@@ -274,16 +223,16 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             let head = writer.switchingProtocols(headers: HTTPHeaders(accepted.headers.map { ($0.name, $0.value) }),
                                                  secondsSince1970: Self.now)
             _ = connection.write(head)
-            let leftover = parser.acceptUpgrade()
-            connection.enterStreamingMode()
+            let leftover = machine.upgraded(now: .now)
+            armDeadline()
             record(request, status: 101, bytes: head.count, started: started)
             let session = WebSocketSession(role: .server, limits: context.webSocketLimits, deflate: accepted.deflate)
             let stream = StreamSession(connection: connection, source: source, transport: .webSocket(session), context: context)
-            mode = .stream(stream)
+            self.stream = stream
             stream.start()
             if !leftover.isEmpty { stream.receive(leftover) }
         } else if wantsSSE {
-            if request.isUpgradeCandidate { parser.declineUpgrade() }
+            machine.startedEventStream(now: .now)
             let head = HTTPResponseHead(status: .ok, headers: HTTPHeaders([
                 ("Content-Type", "text/event-stream"),
                 ("Cache-Control", "no-cache"),
@@ -293,10 +242,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                                                       keepAlive: false)
             let streaming = writer.streamingResponse(head, context: responseContext, secondsSince1970: Self.now)
             _ = connection.write(streaming.head)
-            connection.enterStreamingMode()
+            armDeadline()
             record(request, status: 200, bytes: streaming.head.count, started: started)
             let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context)
-            mode = .stream(stream)
+            self.stream = stream
             stream.start()
         } else {
             let message = source.offersSSE
@@ -321,7 +270,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         }
     }
 
-    /// Answers an error the parser or a timer found, then closes.
+    /// Answers an error the parser or a deadline found, then closes.
     private func writeError(_ error: APIError, version: HTTPVersion, method: HTTPMethod) {
         let response = APIResponse.error(error)
         let head = HTTPResponseHead(status: HTTPStatus(code: response.status),

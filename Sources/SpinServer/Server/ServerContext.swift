@@ -8,7 +8,8 @@ final class ServerContext: Sendable {
     let router: APIRouter
     let metrics: Metrics
     let logger: Logger
-    let parserLimits: HTTPRequestParser.Limits
+    /// The request cycle's limits, for every connection's `HTTPConnectionStateMachine`.
+    let httpLimits: HTTPConnectionLimits
     let webSocketLimits: WebSocketLimits
     let origins: OriginPolicy
 
@@ -18,7 +19,7 @@ final class ServerContext: Sendable {
         self.metrics = router.metrics
         self.logger = logger
         let limits = configuration.limits
-        parserLimits = HTTPRequestParser.Limits(maxHeaderBytes: limits.maxHeaderBytes, maxBodySize: limits.maxBodyBytes)
+        httpLimits = HTTPConnectionLimits(limits)
         // Fragments follow the message size: 256-byte fragments on average (4096 at the
         // 1 MiB default), so a raised limit does not refuse a large message sent in small
         // fragments (Autobahn 9.3.1: 4 MiB in 65537 frames of 64 bytes, the last empty).

@@ -8,7 +8,7 @@ final class EventLog: Sendable {
         case received(Int)
         case ended
         case writable
-        case timedOut(TimeoutKind)
+        case deadlineReached
         case shutdownRequested
         case closed(CloseReason)
     }
@@ -24,16 +24,16 @@ final class EventLog: Sendable {
 }
 
 /// Echoes every byte back; records events; on the peer's FIN closes after flushing.
-/// A raw byte stream, not HTTP: it enters streaming mode (only `streamIdleTimeout`
-/// applies) unless `streaming` is false.
+/// A raw byte stream: no deadline unless `deadline` is given, then one that long after
+/// the accept.
 final class EchoHandler: ConnectionHandler {
     let log: EventLog
-    let streaming: Bool
-    init(log: EventLog, streaming: Bool = true) { self.log = log; self.streaming = streaming }
+    let deadline: Duration?
+    init(log: EventLog, deadline: Duration? = nil) { self.log = log; self.deadline = deadline }
 
     func didOpen(_ connection: Connection) {
         log.record(.opened)
-        if streaming { connection.enterStreamingMode() }
+        if let deadline { connection.setDeadline(.at(connection.openedAt + deadline)) }
     }
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
         log.record(.received(bytes.count))
@@ -43,7 +43,7 @@ final class EchoHandler: ConnectionHandler {
         log.record(.ended)
         connection.closeAfterFlush()
     }
-    func didTimeOut(_ kind: TimeoutKind, on connection: Connection) { log.record(.timedOut(kind)) }
+    func didReachDeadline(on connection: Connection) { log.record(.deadlineReached) }
     func shutdownRequested(on connection: Connection) {
         log.record(.shutdownRequested)
         connection.closeAfterFlush()
@@ -52,20 +52,23 @@ final class EchoHandler: ConnectionHandler {
 }
 
 /// Answers every request head (bytes up to CRLFCRLF) with a fixed response: the
-/// benchmark's server, and what curl talks to in the TLS tests.
+/// benchmark's server, and what curl talks to in the TLS tests. The first head is due
+/// `headTimeout` after the accept (a TLS handshake included); after that there is no
+/// deadline.
 final class FixedResponseHandler: ConnectionHandler {
     static let response = Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello".utf8)
     private var buffer: [UInt8] = []
     let log: EventLog?
-    init(log: EventLog? = nil) { self.log = log }
+    let headTimeout: Duration
+    init(log: EventLog? = nil, headTimeout: Duration = .seconds(60)) { self.log = log; self.headTimeout = headTimeout }
 
+    func didOpen(_ connection: Connection) { connection.setDeadline(.at(connection.openedAt + headTimeout)) }
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
         buffer += bytes
         while let end = headEnd() {
             buffer.removeFirst(end)
-            _ = connection.requestHeadCompleted(expectsBody: false)
+            connection.setDeadline(.none)
             connection.write(Self.response)
-            connection.responseCompleted()
         }
     }
     func didClose(_ connection: Connection, reason: CloseReason) { log?.record(.closed(reason)) }
@@ -84,9 +87,7 @@ extension SocketServer {
     static func make(
         host: String = "127.0.0.1",
         maxConnections: Int = 10_000,
-        // Tests of other concerns hold silent connections for a while; on a loaded
-        // machine 10 s from accept is not enough. Timeout tests pass their own limits.
-        limits: ConnectionLimits = ConnectionLimits(requestHeadTimeout: .seconds(60)),
+        limits: ConnectionLimits = ConnectionLimits(),
         tls: TLSConfiguration? = nil,
         handler: @escaping @Sendable (Connection) -> ConnectionHandler
     ) throws -> (SocketServer, SocketAddress) {

@@ -52,13 +52,25 @@ final class RawClient: @unchecked Sendable {
 
     /// Reads one HTTP response (head and a Content-Length body).
     func readResponse() -> (status: Int, headers: [(name: String, value: String)], body: String)? {
-        let separator = Array("\r\n\r\n".utf8)
-        var headEnd: Int?
-        while headEnd == nil {
-            if let range = buffered.firstRange(of: separator) { headEnd = range.upperBound; break }
+        while true {
+            if let response = Self.takeResponse(from: &buffered) { return response }
             guard fill() else { return nil }
         }
-        let head = String(decoding: buffered[0..<headEnd!], as: UTF8.self)
+    }
+
+    /// True when the server closed the connection (EOF) with nothing left to read; false
+    /// on bytes, a timeout or an error.
+    func readsEnd() -> Bool {
+        guard buffered.isEmpty else { return false }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+
+    /// Takes one complete HTTP response (head and a Content-Length body) off the front of
+    /// `buffer`, or nil while it is incomplete.
+    static func takeResponse(from buffer: inout [UInt8]) -> (status: Int, headers: [(name: String, value: String)], body: String)? {
+        guard let headEnd = buffer.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound else { return nil }
+        let head = String(decoding: buffer[0..<headEnd], as: UTF8.self)
         var lines = head.components(separatedBy: "\r\n").filter { !$0.isEmpty }
         let statusLine = lines.removeFirst()
         let status = Int(statusLine.split(separator: " ")[1]) ?? 0
@@ -67,11 +79,9 @@ final class RawClient: @unchecked Sendable {
             return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
         }
         let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) } ?? 0
-        while buffered.count < headEnd! + length {
-            guard fill() else { return nil }
-        }
-        let body = String(decoding: buffered[headEnd!..<(headEnd! + length)], as: UTF8.self)
-        buffered.removeFirst(headEnd! + length)
+        guard buffer.count >= headEnd + length else { return nil }
+        let body = String(decoding: buffer[headEnd..<(headEnd + length)], as: UTF8.self)
+        buffer.removeFirst(headEnd + length)
         return (status, headers, body)
     }
 
