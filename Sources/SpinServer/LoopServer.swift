@@ -44,6 +44,7 @@ public final class LoopServer: Sendable {
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
                                tokensConfigured: !configuration.tokens.isEmpty)
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts,
+                               origins: OriginPolicy(allowed: configuration.allowedOrigins),
                                metrics: Metrics(), limits: limits, feeds: feeds,
                                echoEndpoint: configuration.testing.echoEndpoint)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)

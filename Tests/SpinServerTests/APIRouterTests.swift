@@ -28,8 +28,21 @@ func makeRouter(_ host: SpinHost, tokens: [AccessToken] = [], inbox: Int = 1024)
     return APIRouter(host: host, access: AccessControl(tokens: tokens), metrics: Metrics(), limits: limits)
 }
 
+/// A request as the parser would make it.
+func makeRequest(_ method: String, _ path: String, query: [(name: String, value: String)] = [],
+                 headers: [(name: String, value: String)] = [], body: [UInt8] = []) -> HTTPRequest {
+    let queryText = query.isEmpty ? "" : "?" + query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+    let fields = HTTPHeaders(headers.map { ($0.name, $0.value) })
+    let upgrade = fields.containsToken("upgrade", in: "Connection") && fields["Upgrade"] != nil
+    return HTTPRequest(method: HTTPMethod(rawValue: method), target: HTTPRequestTarget(origin: path + queryText),
+                       headers: fields, body: body, host: fields["Host"] ?? "", isUpgradeCandidate: upgrade)
+}
+
+/// What a browser's `EventSource` asks with: server-sent events.
+let acceptsEvents: [(name: String, value: String)] = [("Accept", "text/event-stream")]
+
 extension APIRouter {
-    func route(_ request: APIRequest) async -> RouteOutcome {
+    func route(_ request: HTTPRequest) async -> RouteOutcome {
         await withCheckedContinuation { continuation in
             handle(request) { continuation.resume(returning: $0) }
         }
@@ -38,7 +51,7 @@ extension APIRouter {
     /// The response of a request that must be answered with one.
     func respond(_ method: String, _ path: String, query: [(name: String, value: String)] = [],
                  headers: [(name: String, value: String)] = [], body: String = "") async -> APIResponse {
-        let request = APIRequest(method: method, path: path, query: query, headers: headers, body: Array(body.utf8))
+        let request = makeRequest(method, path, query: query, headers: headers, body: Array(body.utf8))
         guard case .respond(let response) = await route(request) else {
             Issue.record("\(method) \(path) was not answered with a response")
             return APIResponse(status: 0)
@@ -291,31 +304,35 @@ struct APIRouterTests {
     @Test func gears_AreListedWithTheirSpins_AndStreamsAreRouted() async throws {
         let router = makeRouter(try makeExampleHost())
         #expect(await router.respond("GET", "/v1/gears").text == #"{"gears":[{"name":"auth","attached":["feature","router"]}]}"#)
-        guard case .gearStream(let gear) = await router.route(APIRequest(method: "GET", path: "/v1/gears/auth/stream")) else {
+        guard case .stream(.gear(let gear), .sse) = await router.route(makeRequest("GET", "/v1/gears/auth/stream", headers: acceptsEvents)) else {
             Issue.record("the gear stream was not routed")
             return
         }
         #expect(gear.name == "auth")
-        guard case .stateStream(let spin, _, let resume) = await router.route(APIRequest(method: "GET", path: "/v1/spins/router/stream")) else {
+        guard case .stream(.state(let spin, _, let resume, _), .sse) = await router.route(makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents)) else {
             Issue.record("the state stream was not routed")
             return
         }
         #expect(spin.name == "router")
         #expect(resume == nil)
-        let resuming = APIRequest(method: "GET", path: "/v1/spins/router/stream", query: [("since", "12"), ("epoch", "x")])
-        guard case .stateStream(_, _, let since) = await router.route(resuming) else {
+        let resuming = makeRequest("GET", "/v1/spins/router/stream", query: [("since", "12"), ("epoch", "x")], headers: acceptsEvents)
+        guard case .stream(.state(_, _, let since, _), _) = await router.route(resuming) else {
             Issue.record("the resumed stream was not routed")
             return
         }
         #expect(since == StreamResume(since: 12, epoch: "x"))
-        let lastEventID = APIRequest(method: "GET", path: "/v1/spins/router/stream", headers: [("Last-Event-ID", "7")])
-        guard case .stateStream(_, _, let fromHeader) = await router.route(lastEventID) else {
+        let lastEventID = makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents + [("Last-Event-ID", "7")])
+        guard case .stream(.state(_, _, let fromHeader, _), _) = await router.route(lastEventID) else {
             Issue.record("the SSE resume was not routed")
             return
         }
         #expect(fromHeader == StreamResume(since: 7))
         let bad = await router.respond("GET", "/v1/spins/router/stream", query: [(name: "since", value: "-1")])
         #expect(bad.status == 400)
+        // Neither a WebSocket nor server-sent events: 426 names both.
+        let plain = await router.respond("GET", "/v1/spins/router/stream")
+        #expect(plain.status == 426)
+        #expect(plain.header("Upgrade") == "websocket")
         #expect(await router.respond("GET", "/v1/gears/nope/stream").errorCode == "gear_not_found")
     }
 
@@ -325,10 +342,18 @@ struct APIRouterTests {
         #expect(await off.respond("GET", "/v1/echo").status == 404)
         #expect(await off.respond("GET", "/v1/echo").errorCode == "not_found")
         let on = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), echoEndpoint: true)
-        guard case .echoStream = await on.route(APIRequest(method: "GET", path: "/v1/echo")) else {
+        let handshake: [(name: String, value: String)] = [("Host", "localhost"), ("Upgrade", "websocket"), ("Connection", "Upgrade"),
+                                                         ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                                                         ("Sec-WebSocket-Version", "13")]
+        guard case .stream(.echo, .webSocket) = await on.route(makeRequest("GET", "/v1/echo", headers: handshake)) else {
             Issue.record("the echo was not routed")
             return
         }
+        // The echo is WebSocket only: no server-sent events.
+        #expect(await on.respond("GET", "/v1/echo", headers: acceptsEvents).status == 426)
+        let foreign = await on.respond("GET", "/v1/echo", headers: handshake + [("Origin", "https://elsewhere.example")])
+        #expect(foreign.status == 403)
+        #expect(foreign.closesConnection)
         #expect(await on.respond("POST", "/v1/echo").status == 405)
         #expect(await on.respond("HEAD", "/v1/echo").status == 405)
         host.stop()

@@ -1,46 +1,26 @@
 import SpinWire
 
-/// A request as the API layer sees it: what the HTTP layer parsed, nothing of sockets.
-package struct APIRequest: Sendable {
-    package var method: String
-    /// The path as the client sent it (Spin and Gear names need no percent-encoding).
-    package var path: String
-    /// Query items in order (`wait=true`).
-    package var query: [(name: String, value: String)]
-    /// Header fields in order; names compared case-insensitively.
-    package var headers: [(name: String, value: String)]
-    package var body: [UInt8]
-
-    package init(method: String, path: String, query: [(name: String, value: String)] = [],
-                 headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-    }
-
-    /// The first value of header `name` (case-insensitive).
-    package func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
-    }
-
-    package func queryValue(_ name: String) -> String? {
-        query.first { $0.name == name }?.value
-    }
-}
-
 /// A response as the API layer makes it; the HTTP layer adds `Date`, `Content-Length`
 /// and `Connection`.
 package struct APIResponse: Sendable {
     package var status: Int
     package var headers: [(name: String, value: String)]
     package var body: [UInt8]
+    /// The connection closes after this answer (a refused WebSocket handshake: what the
+    /// client sends next would be frames, not a request).
+    package var closesConnection = false
 
     package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// This answer, closing the connection after it.
+    package func closingConnection() -> APIResponse {
+        var response = self
+        response.closesConnection = true
+        return response
     }
 
     /// A JSON body (members in the order given).

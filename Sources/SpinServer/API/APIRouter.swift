@@ -6,13 +6,17 @@ import SpinWire
 package enum RouteOutcome: Sendable {
     /// Send this response.
     case respond(APIResponse)
-    /// Upgrade to (or stream over SSE) the state stream of this Spin, from its feed;
-    /// resuming after a sequence when the client asks to.
-    case stateStream(any HostedSpin, SpinFeed, resume: StreamResume?)
-    /// Upgrade to the stream of this Gear's traffic.
-    case gearStream(any HostedGear)
-    /// Upgrade to the WebSocket echo (`testing.echoEndpoint`).
-    case echoStream
+    /// Open a stream of `source`: switch to the WebSocket protocol with the handshake's
+    /// answer, or answer 200 with an event stream.
+    case stream(StreamSource, StreamUpgrade)
+}
+
+/// How an accepted stream is carried.
+package enum StreamUpgrade: Sendable {
+    /// `101 Switching Protocols` with these headers, then WebSocket frames.
+    case webSocket(WebSocketHandshake.Accepted)
+    /// `200` with `text/event-stream`: server-sent events.
+    case sse
 }
 
 /// Where a state stream starts: after `since` (`?since=N`, or SSE's `Last-Event-ID`),
@@ -28,11 +32,11 @@ package struct StreamResume: Sendable, Equatable {
 
     /// Nil when the request does not resume; throws 400 on a `since` that is not a
     /// sequence number.
-    init?(_ request: APIRequest) throws(APIError) {
+    init?(_ request: HTTPRequest) throws(APIError) {
         let text: String
-        if let since = request.queryValue("since") {
+        if let since = request.target.queryValue("since") {
             text = since
-        } else if let lastEventID = request.header("Last-Event-ID") {
+        } else if let lastEventID = request.headers["Last-Event-ID"] {
             text = lastEventID.trimmingCharacters(in: .whitespaces)
         } else {
             return nil
@@ -41,7 +45,7 @@ package struct StreamResume: Sendable, Equatable {
             throw .badRequest("since (or Last-Event-ID) must be a sequence number, not \"\(text)\"")
         }
         self.since = since
-        self.epoch = request.queryValue("epoch").flatMap { $0.isEmpty ? nil : $0 }
+        self.epoch = request.target.queryValue("epoch").flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
@@ -75,13 +79,16 @@ package struct APIRouter: Sendable {
     /// Whether `/v1/echo` exists (`testing.echoEndpoint`); off it is a 404 like any
     /// unknown route.
     package let echoEndpoint: Bool
+    /// Which browser pages may open WebSocket streams.
+    package let origins: OriginPolicy
 
-    package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, metrics: Metrics,
-                 limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
+    package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, origins: OriginPolicy = OriginPolicy(allowed: []),
+                 metrics: Metrics, limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
                  echoEndpoint: Bool = false) {
         self.host = host
         self.access = access
         self.hosts = hosts
+        self.origins = origins
         self.metrics = metrics
         self.limits = limits
         self.feeds = feeds
@@ -94,26 +101,30 @@ package struct APIRouter: Sendable {
     }
 
     /// Routes `request`; `respond` is called exactly once, at once or later.
-    package func handle(_ request: APIRequest, respond: @escaping @Sendable (RouteOutcome) -> Void) {
-        handle(request, matched: Route.match(request.path), respond: respond)
+    package func handle(_ request: HTTPRequest, respond: @escaping @Sendable (RouteOutcome) -> Void) {
+        handle(request, matched: Route.match(request.target.path), respond: respond)
     }
 
-    /// Routes `request` whose path the caller already matched (`Route.match`), so that
-    /// the path is matched once per request.
-    package func handle(_ request: APIRequest, matched: (route: Route, name: Substring)?,
+    /// Routes the request as the parser made it, whose path the caller already matched
+    /// (`Route.match`), so that the path is matched once per request.
+    package func handle(_ request: HTTPRequest, matched: (route: Route, name: Substring)?,
                         respond: @escaping @Sendable (RouteOutcome) -> Void) {
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
         // Every route, streams and the dashboard included: a rebound page must get nothing.
-        let hostHeader = request.header("Host")
+        // (The host is an absolute-form target's authority when there is one.)
+        let hostHeader: String? = request.target.authority != nil ? request.host : request.headers["Host"]
         guard hosts.allows(host: hostHeader) else { return fail(.misdirectedRequest(host: hostHeader ?? "")) }
         guard let (route, name) = matched, route != .echo || echoEndpoint else {
-            return fail(.routeNotFound(request.path))
+            return fail(.routeNotFound(request.target.path))
         }
         // GET routes answer HEAD too, but streams; then the scope, when tokens are set.
-        let method = request.method == "HEAD" && !route.streams ? "GET" : request.method
-        guard method == route.method else { return fail(.methodNotAllowed(request.method, allowed: route.allowedMethods)) }
-        if let scope = route.scope, let error = access.check(authorization: request.header("Authorization"), needs: scope) {
+        let method = request.method == .head && !route.streams ? "GET" : request.method.rawValue
+        guard method == route.method else {
+            return fail(.methodNotAllowed(request.method.rawValue, allowed: route.allowedMethods))
+        }
+        let authorization = Self.authorization(of: request, route: route)
+        if let scope = route.scope, let error = access.check(authorization: authorization, needs: scope) {
             return fail(error)
         }
 
@@ -193,7 +204,8 @@ package struct APIRouter: Sendable {
             } catch {
                 return fail(error)
             }
-            respond(.stateStream(spin, feeds.feed(spin.name), resume: resume))
+            let mayWrite = access.check(authorization: authorization, needs: .write) == nil
+            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume, clientMayWrite: mayWrite)))
 
         case .gears:
             let list = host.gears.map { gear -> JSONValue in
@@ -203,18 +215,60 @@ package struct APIRouter: Sendable {
 
         case .gearStream:
             guard let gear = host.gear(named: String(name)) else { return fail(.gearNotFound(String(name))) }
-            respond(.gearStream(gear))
+            respond(openStream(request, .gear(gear)))
 
         case .echo:
-            respond(.echoStream)
+            respond(openStream(request, .echo))
         }
     }
 
+    /// The request's credentials: its `Authorization` header, or on a stream route the
+    /// `access_token` query parameter (browsers cannot set headers on a WebSocket; other
+    /// routes can always be given a header, so only streams take it).
+    private static func authorization(of request: HTTPRequest, route: Route) -> String? {
+        if let header = request.headers["Authorization"] { return header }
+        guard route.streams, let token = request.target.queryValue("access_token") else { return nil }
+        return "Bearer \(token)"
+    }
+
+    /// How a stream route's request is carried: a WebSocket when it asks to upgrade (its
+    /// `Origin` allowed and its handshake valid), server-sent events when it accepts them
+    /// and the source offers them, else 426 naming both.
+    private func openStream(_ request: HTTPRequest, _ source: StreamSource) -> RouteOutcome {
+        let wantsWebSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
+        if wantsWebSocket {
+            guard origins.allows(origin: request.headers["Origin"], host: request.headers["Host"]) else {
+                return .respond(APIResponse.error(.forbidden("WebSocket connections from origin \(request.headers["Origin"] ?? "") are not allowed"))
+                    .closingConnection())
+            }
+            do {
+                let accepted = try WebSocketHandshake.accept(
+                    method: request.method.rawValue,
+                    httpVersion: (request.version.major, request.version.minor),
+                    headers: request.headers.map { (name: $0.name, value: $0.value) })
+                return .stream(source, .webSocket(accepted))
+            } catch {
+                return .respond(APIResponse.error(APIError(status: error.httpStatus, code: "bad_websocket_handshake",
+                                                           message: "the WebSocket handshake is invalid: \(error)",
+                                                           headers: error.responseHeaders.map { ($0.name, $0.value) }))
+                    .closingConnection())
+            }
+        }
+        if source.offersSSE, request.headers["Accept"]?.contains("text/event-stream") ?? false {
+            return .stream(source, .sse)
+        }
+        let message = source.offersSSE
+            ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
+            : "this route is a WebSocket: open it with Upgrade: websocket"
+        return .respond(.error(APIError(status: 426, code: "upgrade_required", message: message,
+                                        headers: [("Upgrade", "websocket"), ("Connection", "Upgrade")])))
+    }
+
     /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
-    private func postEvents(_ request: APIRequest, to spin: any HostedSpin,
+    private func postEvents(_ request: HTTPRequest, to spin: any HostedSpin,
                             respond: @escaping @Sendable (APIResponse) -> Void) {
         let wait: Bool
-        switch request.queryValue("wait") {
+        switch request.target.queryValue("wait") {
         case nil, "false", "0": wait = false
         case "true", "1", "": wait = true
         case let other?:
@@ -236,8 +290,9 @@ package struct APIRouter: Sendable {
 
     /// The request's events, as `spin` decodes them: 415 unless JSON, 400/422 as
     /// `decodeEvents` says.
-    private static func decodeEvents(_ request: APIRequest, for spin: any HostedSpin) throws(APIError) -> EventBatch {
-        guard isJSON(request.header("Content-Type")) else { throw .unsupportedMediaType(request.header("Content-Type")) }
+    private static func decodeEvents(_ request: HTTPRequest, for spin: any HostedSpin) throws(APIError) -> EventBatch {
+        let contentType = request.headers["Content-Type"]
+        guard isJSON(contentType) else { throw .unsupportedMediaType(contentType) }
         return try spin.decodeEvents(json: request.body)
     }
 
@@ -246,7 +301,7 @@ package struct APIRouter: Sendable {
     /// that the correction of a runaway cannot lose the race against it; the answer then
     /// waits until those events are applied and durable. A running Spin stays running
     /// (and takes the body's events as a POST of them would).
-    private func resume(_ request: APIRequest, _ spin: any HostedSpin, respond: @escaping @Sendable (APIResponse) -> Void) {
+    private func resume(_ request: HTTPRequest, _ spin: any HostedSpin, respond: @escaping @Sendable (APIResponse) -> Void) {
         let resumed: @Sendable () -> APIResponse = {
             .json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))]))
         }

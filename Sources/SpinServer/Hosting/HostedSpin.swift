@@ -43,8 +43,17 @@ package struct Recovered: Sendable {
 /// Events decoded from a request, ready to be submitted to the Spin that decoded them.
 package struct EventBatch: Sendable {
     package let count: Int
-    /// The decoded `[Event]`, typed by the `HostedLoop` that made it.
-    fileprivate let events: any Sendable
+    /// The decoded `[Event]` in a box typed by the `HostedLoop` that made it.
+    fileprivate let events: AnyObject & Sendable
+    /// That loop: only it opens the box (held, so that no other loop can take its place).
+    fileprivate let decoder: any HostedSpin
+}
+
+/// The events of an `EventBatch`, typed: the loop that decoded them reads them back with
+/// an identity check and no dynamic cast.
+private final class DecodedEvents<Event: Sendable>: Sendable {
+    let events: [Event]
+    init(_ events: [Event]) { self.events = events }
 }
 
 /// What submitting a batch came to.
@@ -179,9 +188,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
     func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool {
         guard let batch else { return running.resume() }
-        guard let events = batch.events as? [Event] else {
-            preconditionFailure("a batch decoded by another Spin was given to \(name)")
-        }
+        let events = events(of: batch)
         return running.resume(applying: events) { transition in
             onApplied(transition.map { AppliedEvent(sequence: $0.sequence) })
         }
@@ -243,9 +250,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             case .array:
                 let events = try JSONDecoder().decode([Event].self, from: Data(json))
                 guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
-                return EventBatch(count: events.count, events: events)
+                return batch(events)
             case .object:
-                return EventBatch(count: 1, events: [try JSONDecoder().decode(Event.self, from: Data(json))])
+                return batch([try JSONDecoder().decode(Event.self, from: Data(json))])
             case .scalar:
                 throw APIError.invalidEvent(spin: name, "expected an event object or an array of event objects")
             }
@@ -258,11 +265,19 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }
     }
 
+    private func batch(_ events: [Event]) -> EventBatch {
+        EventBatch(count: events.count, events: DecodedEvents(events), decoder: self)
+    }
+
+    /// The events of a batch this loop decoded (a batch of another Spin is a bug).
+    private func events(of batch: EventBatch) -> [Event] {
+        precondition(batch.decoder === self, "a batch decoded by another Spin was given to \(name)")
+        return unsafeDowncast(batch.events, to: DecodedEvents<Event>.self).events
+    }
+
     func submit(_ batch: EventBatch, inboxLimit: Int, withState: Bool,
                 onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult {
-        guard let events = batch.events as? [Event] else {
-            preconditionFailure("a batch decoded by another Spin was submitted to \(name)")
-        }
+        let events = events(of: batch)
         switch running.emit(contentsOf: events, limit: inboxLimit, onApplied: { transition in
             onApplied(transition.map { AppliedEvent(sequence: $0.sequence, state: withState ? Self.encode($0.state) : nil) })
         }) {

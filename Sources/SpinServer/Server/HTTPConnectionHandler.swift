@@ -140,49 +140,25 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     private func handle(_ request: HTTPRequest) {
         let keepAlive = machine.keepAlive
-        var headers = request.headers.map { (name: $0.name, value: $0.value) }
-        // RFC 9112 §3.2.2: an absolute-form target's authority is the request's host.
-        if request.target.authority != nil {
-            headers.removeAll { $0.name.caseInsensitiveEquals("Host") }
-            headers.append((name: "Host", value: request.host))
-        }
-        // Browsers cannot set headers on a WebSocket: stream routes take the token as a
-        // query parameter too (only they: elsewhere a header is always possible).
-        if request.headers["Authorization"] == nil, request.target.path.hasSuffix("/stream"),
-           let token = request.target.queryValue("access_token") {
-            headers.append((name: "Authorization", value: "Bearer \(token)"))
-        }
-        let apiRequest = APIRequest(
-            method: request.method.rawValue,
-            path: request.target.path,
-            query: request.target.queryItems.map { (name: $0.name, value: $0.value ?? "") },
-            headers: headers,
-            body: request.body)
         let started = ContinuousClock.now
         let connection = self.connection
         let matched = Route.match(request.target.path)
         routeLabel = matched?.route.template ?? "other"
-        context.router.handle(apiRequest, matched: matched) { [self] outcome in
+        context.router.handle(request, matched: matched) { [self] outcome in
             connection.execute {
-                self.finish(request, apiRequest: apiRequest, outcome: outcome, keepAlive: keepAlive, started: started)
+                self.finish(request, outcome: outcome, keepAlive: keepAlive, started: started)
             }
         }
     }
 
-    private func finish(_ request: HTTPRequest, apiRequest: APIRequest, outcome: RouteOutcome, keepAlive: Bool,
-                        started: ContinuousClock.Instant) {
+    private func finish(_ request: HTTPRequest, outcome: RouteOutcome, keepAlive: Bool, started: ContinuousClock.Instant) {
         guard machine.isProcessing else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
-            respond(response, to: request, keepAlive: keepAlive && machine.keepAlive, started: started)
-        case .stateStream(let spin, let feed, let resume):
-            let mayWrite = context.router.access.check(authorization: apiRequest.header("Authorization"), needs: .write) == nil
-            openStream(request, source: .state(spin, feed, resume: resume, clientMayWrite: mayWrite),
-                       keepAlive: keepAlive, started: started)
-        case .gearStream(let gear):
-            openStream(request, source: .gear(gear), keepAlive: keepAlive, started: started)
-        case .echoStream:
-            openStream(request, source: .echo, keepAlive: keepAlive, started: started)
+            respond(response, to: request, keepAlive: keepAlive && machine.keepAlive && !response.closesConnection,
+                    started: started)
+        case .stream(let source, let upgrade):
+            openStream(request, source: source, upgrade: upgrade, started: started)
         }
     }
 
@@ -197,29 +173,11 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now))
     }
 
-    private func openStream(_ request: HTTPRequest, source: StreamSource, keepAlive: Bool, started: ContinuousClock.Instant) {
-        let fields = request.headers.map { (name: $0.name, value: $0.value) }
-        let wantsWebSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
-        let wantsSSE = !wantsWebSocket && source.offersSSE
-            && (request.headers["Accept"]?.contains("text/event-stream") ?? false)
-
-        if wantsWebSocket {
-            guard context.origins.allows(origin: request.headers["Origin"], host: request.headers["Host"]) else {
-                return respond(.error(.forbidden("WebSocket connections from origin \(request.headers["Origin"] ?? "") are not allowed")),
-                               to: request, keepAlive: false, started: started)
-            }
-            let accepted: WebSocketHandshake.Accepted
-            do {
-                accepted = try WebSocketHandshake.accept(
-                    method: request.method.rawValue,
-                    httpVersion: (request.version.major, request.version.minor),
-                    headers: fields)
-            } catch {
-                let failure = APIError(status: error.httpStatus, code: "bad_websocket_handshake",
-                                       message: "the WebSocket handshake is invalid: \(error)",
-                                       headers: error.responseHeaders.map { ($0.name, $0.value) })
-                return respond(.error(failure), to: request, keepAlive: false, started: started)
-            }
+    /// Switches the connection to the stream the router accepted.
+    private func openStream(_ request: HTTPRequest, source: StreamSource, upgrade: StreamUpgrade,
+                            started: ContinuousClock.Instant) {
+        switch upgrade {
+        case .webSocket(let accepted):
             let head = writer.switchingProtocols(headers: HTTPHeaders(accepted.headers.map { ($0.name, $0.value) }),
                                                  secondsSince1970: Self.now)
             _ = connection.write(head)
@@ -231,7 +189,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             self.stream = stream
             stream.start()
             if !leftover.isEmpty { stream.receive(leftover) }
-        } else if wantsSSE {
+        case .sse:
             machine.startedEventStream(now: .now)
             let head = HTTPResponseHead(status: .ok, headers: HTTPHeaders([
                 ("Content-Type", "text/event-stream"),
@@ -247,13 +205,6 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context)
             self.stream = stream
             stream.start()
-        } else {
-            let message = source.offersSSE
-                ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
-                : "this route is a WebSocket: open it with Upgrade: websocket"
-            let error = APIError(status: 426, code: "upgrade_required", message: message,
-                                 headers: [("Upgrade", "websocket"), ("Connection", "Upgrade")])
-            respond(.error(error), to: request, keepAlive: keepAlive, started: started)
         }
     }
 

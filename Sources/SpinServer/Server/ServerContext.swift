@@ -11,7 +11,6 @@ final class ServerContext: Sendable {
     /// The request cycle's limits, for every connection's `HTTPConnectionStateMachine`.
     let httpLimits: HTTPConnectionLimits
     let webSocketLimits: WebSocketLimits
-    let origins: OriginPolicy
 
     init(configuration: SpinServerConfiguration, router: APIRouter, logger: Logger) {
         self.configuration = configuration
@@ -27,6 +26,5 @@ final class ServerContext: Sendable {
                                           maxMessageSize: limits.maxWebSocketMessageBytes,
                                           maxFragmentCount: max(4096, limits.maxWebSocketMessageBytes / 256),
                                           maxDecompressedMessageSize: limits.maxWebSocketMessageBytes)
-        origins = OriginPolicy(allowed: configuration.allowedOrigins)
     }
 }

@@ -5,7 +5,7 @@ import SpinNet
 import SpinWire
 
 /// What a stream carries.
-enum StreamSource {
+package enum StreamSource: Sendable {
     /// A Spin's durable states from its feed: a snapshot (or, resuming, the messages
     /// after the client's sequence), then one message per durable event; the client may
     /// send events (with the `write` scope).
