@@ -43,7 +43,8 @@ package struct HostPolicy: Sendable, Equatable {
     package func allows(host header: String?) -> Bool {
         guard enforced, let header else { return true }
         guard let name = Self.hostName(of: header) else { return false }
-        return Self.isLoopback(name) || names.contains(name)
+        // The listen address (what local clients name) first: one hash look-up.
+        return names.contains(name) || Self.isLoopback(name)
     }
 
     /// The host of a `Host` value (`uri-host [ ":" port ]`, RFC 9110 §7.2), lowercased,

@@ -307,8 +307,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// journal and every stream. A value that cannot be JSON (a NaN, say) is sent as null
     /// rather than stopping the stream; the reducer's value itself is kept as it is.
     private static func encode<Value: Encodable>(_ value: Value) -> JSONValue {
-        guard let json = try? OrderedJSONEncoder().encodeValue(value) else { return .null }
-        return .raw(json.bytes)
+        guard let json = try? OrderedJSONEncoder().encode(value) else { return .null }
+        return .raw(json)
     }
 
     // MARK: Error messages

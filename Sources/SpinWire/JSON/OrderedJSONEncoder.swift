@@ -8,8 +8,15 @@
 package struct OrderedJSONEncoder: Sendable {
     package init() {}
 
+    /// The value's JSON text, written straight from the encoded tree (no `JSONValue` in
+    /// between): what a hosted Spin stores and streams for each state and event.
     package func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        try encodeValue(value).bytes
+        let slot = Slot()
+        try Slot.encode(value, into: slot, codingPath: [])
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        if let node = slot.node { node.write(into: &bytes) } else { bytes += "{}".utf8 }
+        return bytes
     }
 
     package func encodeValue<T: Encodable>(_ value: T) throws -> JSONValue {
@@ -65,22 +72,57 @@ private enum Node {
     var value: JSONValue {
         switch self {
         case .value(let value): value
-        case .object(let object): .object(object.keys.map { ($0, object.members[$0]!.node?.value ?? .null) })
+        case .object(let object): .object(object.members.map { ($0.key, $0.slot.node?.value ?? .null) })
         case .array(let array): .array(array.items.map { $0.node?.value ?? .null })
+        }
+    }
+
+    /// The JSON text of the node, as `value.write(into:)` would write it.
+    func write(into bytes: inout [UInt8]) {
+        switch self {
+        case .value(let value):
+            value.write(into: &bytes)
+        case .object(let object):
+            bytes.append(UInt8(ascii: "{"))
+            for (index, member) in object.members.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(member.key, into: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                if let node = member.slot.node { node.write(into: &bytes) } else { bytes += "null".utf8 }
+            }
+            bytes.append(UInt8(ascii: "}"))
+        case .array(let array):
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in array.items.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                if let node = item.node { node.write(into: &bytes) } else { bytes += "null".utf8 }
+            }
+            bytes.append(UInt8(ascii: "]"))
         }
     }
 }
 
 private final class ObjectNode {
-    var keys: [String] = []
-    var members: [String: Slot] = [:]
+    /// Members in the order first written.
+    var members: [(key: String, slot: Slot)] = []
+    /// An index of `members` by key, made once an object grows past a few members
+    /// (events and states have a handful, looked up faster by a scan).
+    var index: [String: Int]?
 
     /// The slot of `key`, made (and put last in order) the first time.
     func slot(for key: String) -> Slot {
-        if let slot = members[key] { return slot }
+        if let index {
+            if let position = index[key] { return members[position].slot }
+        } else if let existing = members.first(where: { $0.key == key }) {
+            return existing.slot
+        }
         let slot = Slot()
-        keys.append(key)
-        members[key] = slot
+        members.append((key, slot))
+        if index != nil {
+            index?[key] = members.count - 1
+        } else if members.count > 8 {
+            index = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($0.element.key, $0.offset) })
+        }
         return slot
     }
 }
@@ -139,6 +181,13 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         try Slot.encode(value, into: object.slot(for: key.stringValue), codingPath: codingPath + [key])
     }
 
+    // The common primitives directly: no coding path made and no dynamic cast.
+    mutating func encode(_ value: String, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.string(value)) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.bool(value)) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.number(String(value))) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.number(String(value))) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.number(String(value))) }
+
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
     -> KeyedEncodingContainer<NestedKey> {
         TreeEncoder(slot: object.slot(for: key.stringValue), codingPath: codingPath + [key]).container(keyedBy: keyType)
@@ -179,6 +228,13 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
         let path = nextPath
         try Slot.encode(value, into: array.append(), codingPath: path)
     }
+
+    // The common primitives directly: no coding path made and no dynamic cast.
+    mutating func encode(_ value: String) throws { array.append().node = .value(.string(value)) }
+    mutating func encode(_ value: Bool) throws { array.append().node = .value(.bool(value)) }
+    mutating func encode(_ value: Int) throws { array.append().node = .value(.number(String(value))) }
+    mutating func encode(_ value: Int64) throws { array.append().node = .value(.number(String(value))) }
+    mutating func encode(_ value: UInt64) throws { array.append().node = .value(.number(String(value))) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let path = nextPath
