@@ -52,11 +52,17 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.context = nil
     }
 
-    /// Starts sending (on the channel's event loop).
-    func start() {
+    /// Starts sending, the first request after `delay` nanoseconds (on the channel's event loop).
+    func start(after delay: UInt64 = 0) {
         running = true
-        nextSendAt = nowNanoseconds()
-        send()
+        nextSendAt = nowNanoseconds() + delay
+        if delay == 0 {
+            send()
+        } else if let context {
+            context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(nextSendAt)) {
+                self.send()
+            }
+        }
     }
 
     /// Stops sending and returns what was measured (on the channel's event loop).

@@ -129,8 +129,11 @@ struct Fanout: AsyncParsableCommand {
     @Option(help: "Subscribers.")
     var subscribers = 100
 
-    @Option(help: "Events POSTed per second (one connection, one request in flight).")
+    @Option(help: "Events POSTed per second, in all.")
     var rate = 100.0
+
+    @Option(help: "POSTing connections, each with one request in flight, taking turns (so that one slow answer does not lower the rate).")
+    var posters = 4
 
     @Option(help: "Seconds of POSTing.")
     var duration = 5.0
@@ -143,14 +146,20 @@ struct Fanout: AsyncParsableCommand {
         let channels = try await connectWebSockets(count: subscribers, group: group, host: target.host, port: target.port,
                                                    path: target.streamPath) { _ in .subscriber(recordReceipts: true) }
         let request = makePostRequest(host: target.host, port: target.port, path: target.eventsPath, body: #"{"type":"increase"}"#)
-        let posters = try await connectHTTP(group: group, host: target.host, port: target.port, count: 1, request: request,
-                                            pacing: .interval(nanoseconds: UInt64(1e9 / rate)), recordSequences: true)
+        let interval = UInt64(1e9 / rate)
+        let posterCount = self.posters
+        let posters = try await connectHTTP(group: group, host: target.host, port: target.port, count: posterCount,
+                                            request: request, pacing: .interval(nanoseconds: interval * UInt64(posterCount)),
+                                            recordSequences: true)
         let started = nowNanoseconds()
-        _ = try await withHTTPHandlers(posters) { $0.start() }
+        for (index, poster) in posters.enumerated() {
+            _ = try await withHTTPHandlers([poster]) { $0.start(after: interval * UInt64(index)) }
+        }
         try await Task.sleep(for: .seconds(duration))
         let postStats = try await withHTTPHandlers(posters) { $0.stop() }
         let postedUntil = nowNanoseconds()
-        let lastPosted = stride(from: 0, to: postStats[0].posted.count, by: 2).map { postStats[0].posted[$0] }.max() ?? 0
+        let posted = postStats.flatMap(\.posted)
+        let lastPosted = stride(from: 0, to: posted.count, by: 2).map { posted[$0] }.max() ?? 0
 
         // Drain: until every subscriber saw the last POSTed sequence, or the time is up.
         let drainEnd = postedUntil + UInt64(drain * 1e9)
@@ -165,7 +174,6 @@ struct Fanout: AsyncParsableCommand {
 
         // Join each receipt with its POST's send time, by sequence.
         var sentAt: [UInt64: UInt64] = [:]
-        let posted = postStats[0].posted
         for index in stride(from: 0, to: posted.count, by: 2) {
             sentAt[posted[index]] = posted[index + 1]
         }
@@ -195,7 +203,7 @@ struct Fanout: AsyncParsableCommand {
         let elapsed = Double(max(lastReceipt, postedUntil) - started) / 1e9
         let summary = LatencySummary(latencies)
         let postRate = Double(sentAt.count) / (Double(postedUntil - started) / 1e9)
-        let errors = postStats[0].failures + (postStats[0].closed ? 1 : 0)
+        let errors = postStats.reduce(0) { $0 + $1.failures + ($1.closed ? 1 : 0) }
         Result(scenario: "fanout", target: target.label, duration_s: elapsed, events: sentAt.count, events_per_s: postRate,
                latency: summary, errors: errors, subscribers: subscribers, rate: rate, messages: messages,
                messages_per_s: Double(messages) / elapsed, lost: lost, behind: behind)
