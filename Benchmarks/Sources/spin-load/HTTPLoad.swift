@@ -2,10 +2,14 @@ import Histogram
 import NIOCore
 import NIOPosix
 
-/// One keep-alive HTTP/1.1 connection that sends a prebuilt request, waits for its
+/// One keep-alive HTTP/1.1 client that sends a prebuilt request, waits for its
 /// response, and sends the next one: at once (`closedLoop`, as wrk does) or on a fixed
 /// schedule (`interval`). Responses are read with a byte scanner (status, head end,
 /// `Content-Length`), not a general HTTP parser, so the client stays cheap.
+///
+/// When the server closes the connection (spin-server answers the 1000th request of a
+/// connection with `Connection: close`), the handler reconnects on the same event loop
+/// and goes on, as wrk does; its figures survive the reconnection.
 final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -22,6 +26,9 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     struct Stats: Sendable {
         var completed = 0
         var failures = 0
+        /// Connections the server closed during the run (each reconnected).
+        var reconnects = 0
+        /// A reconnection failed: the client stopped.
         var closed = false
         var latencies = makeLatencyHistogram()
         /// `(sequence, send time)` pairs, flattened, when sequences are recorded.
@@ -29,6 +36,8 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private let request: ByteBuffer
+    private let host: String
+    private let port: Int
     private let pacing: Pacing
     private let recordSequences: Bool
     private var context: ChannelHandlerContext?
@@ -38,8 +47,10 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var nextSendAt: UInt64 = 0
     private var stats = Stats()
 
-    init(request: ByteBuffer, pacing: Pacing, recordSequences: Bool) {
+    init(request: ByteBuffer, host: String, port: Int, pacing: Pacing, recordSequences: Bool) {
         self.request = request
+        self.host = host
+        self.port = port
         self.pacing = pacing
         self.recordSequences = recordSequences
     }
@@ -69,6 +80,12 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     func stop() -> Stats {
         running = false
         return stats
+    }
+
+    /// Closes the current connection (on the channel's event loop).
+    func close() {
+        running = false
+        context?.close(promise: nil)
     }
 
     private func send() {
@@ -143,9 +160,31 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if running { stats.closed = true }
-        running = false
         context.fireChannelInactive()
+        pending = nil
+        guard running else { return }
+        // The same handler goes on on a new connection from the same event loop.
+        stats.reconnects += 1
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        ClientBootstrap(group: context.eventLoop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(10))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(handler.value)
+                }
+            }
+            .connect(host: host, port: port)
+            .assumeIsolated()
+            .whenComplete { result in
+                switch result {
+                case .success:
+                    handler.value.send()
+                case .failure:
+                    handler.value.stats.closed = true
+                    handler.value.running = false
+                }
+            }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -160,34 +199,39 @@ func makePostRequest(host: String, port: Int, path: String, body: String) -> Byt
     return ByteBuffer(string: text)
 }
 
-/// Opens `count` HTTP connections, each with an `HTTPLoadHandler`.
+/// Opens `count` HTTP clients, each an `HTTPLoadHandler` bound to its event loop.
 func connectHTTP(
     group: any EventLoopGroup, host: String, port: Int, count: Int,
     request: ByteBuffer, pacing: HTTPLoadHandler.Pacing, recordSequences: Bool
-) async throws -> [any Channel] {
-    let bootstrap = ClientBootstrap(group: group)
-        .channelOption(.socketOption(.tcp_nodelay), value: 1)
-        .connectTimeout(.seconds(10))
-        .channelInitializer { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(
-                    HTTPLoadHandler(request: request, pacing: pacing, recordSequences: recordSequences))
-            }
-        }
-    var channels: [any Channel] = []
+) async throws -> [NIOLoopBound<HTTPLoadHandler>] {
+    var handlers: [NIOLoopBound<HTTPLoadHandler>] = []
     for _ in 0..<count {
-        channels.append(try await bootstrap.connect(host: host, port: port).get())
+        let eventLoop = group.next()
+        let handler = try await eventLoop.submit {
+            NIOLoopBound(HTTPLoadHandler(request: request, host: host, port: port, pacing: pacing,
+                                         recordSequences: recordSequences), eventLoop: eventLoop)
+        }.get()
+        _ = try await ClientBootstrap(group: eventLoop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(10))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(handler.value)
+                }
+            }
+            .connect(host: host, port: port).get()
+        handlers.append(handler)
     }
-    return channels
+    return handlers
 }
 
-/// Runs `body` on the `HTTPLoadHandler` of each channel, on its event loop.
-func withHTTPHandlers<T: Sendable>(_ channels: [any Channel], _ body: @escaping @Sendable (HTTPLoadHandler) -> T) async throws -> [T] {
+/// Runs `body` on each handler, on its event loop.
+func withHTTPHandlers<T: Sendable>(
+    _ handlers: [NIOLoopBound<HTTPLoadHandler>], _ body: @escaping @Sendable (HTTPLoadHandler) -> T
+) async throws -> [T] {
     var results: [T] = []
-    for channel in channels {
-        results.append(try await channel.eventLoop.submit {
-            body(try channel.pipeline.syncOperations.handler(type: HTTPLoadHandler.self))
-        }.get())
+    for handler in handlers {
+        results.append(try await handler.eventLoop.submit { body(handler.value) }.get())
     }
     return results
 }

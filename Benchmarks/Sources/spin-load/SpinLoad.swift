@@ -60,19 +60,22 @@ struct Post: AsyncParsableCommand {
         let group = target.makeGroup()
         let request = makePostRequest(host: target.host, port: target.port, path: path ?? target.eventsPath,
                                       body: #"{"type":"increase"}"#)
-        let channels = try await connectHTTP(group: group, host: target.host, port: target.port, count: connections,
-                                             request: request, pacing: .closedLoop, recordSequences: false)
-        let (stats, elapsed) = try await measure(for: duration, group: group, channels: channels,
-                                                 start: { _ = try await withHTTPHandlers(channels) { $0.start() } },
-                                                 stop: { try await withHTTPHandlers(channels) { $0.stop() } })
+        let clients = try await connectHTTP(group: group, host: target.host, port: target.port, count: connections,
+                                            request: request, pacing: .closedLoop, recordSequences: false)
+        let (stats, elapsed) = try await measure(for: duration, group: group,
+                                                 start: { _ = try await withHTTPHandlers(clients) { $0.start() } },
+                                                 stop: { try await withHTTPHandlers(clients) { $0.stop() } },
+                                                 close: { _ = try? await withHTTPHandlers(clients) { $0.close() } })
         let latencies = merged(stats.map(\.latencies))
         let completed = stats.reduce(0) { $0 + $1.completed }
         let errors = stats.reduce(0) { $0 + $1.failures + ($1.closed ? 1 : 0) }
+        let reconnects = stats.reduce(0) { $0 + $1.reconnects }
         let rate = Double(completed) / elapsed
         let summary = LatencySummary(latencies)
         Result(scenario: "post", target: target.label, duration_s: elapsed, connections: connections, events: completed,
-               events_per_s: rate, latency: summary, errors: errors)
-            .emit(human: String(format: "%.0f events/s over %d connections, %@, %d errors", rate, connections, summary.text, errors))
+               events_per_s: rate, latency: summary, errors: errors, reconnects: reconnects)
+            .emit(human: String(format: "%.0f events/s over %d connections, %@, %d errors, %d reconnections",
+                                rate, connections, summary.text, errors, reconnects))
         if completed == 0 { throw LoadError(description: "no response") }
     }
 }
@@ -99,12 +102,13 @@ struct WebSocketEvents: AsyncParsableCommand {
                                                    path: target.streamPath) { index in
             .eventSender(message: ByteBuffer(string: #"{"type":"event","id":"c\#(index)","event":{"type":"increase"}}"#))
         }
-        let (stats, elapsed) = try await measure(for: duration, group: group, channels: channels,
+        let (stats, elapsed) = try await measure(for: duration, group: group,
                                                  start: { _ = try await withWebSocketHandlers(channels) { $0.start() } },
-                                                 stop: { try await withWebSocketHandlers(channels) { $0.stop() } })
+                                                 stop: { try await withWebSocketHandlers(channels) { $0.stop() } },
+                                                 close: { await closeAll(channels) })
         let latencies = merged(stats.map(\.latencies))
         let acks = stats.reduce(0) { $0 + $1.acks }
-        let errors = stats.reduce(0) { $0 + $1.errors + ($1.closed ? 1 : 0) }
+        let errors = stats.reduce(0) { $0 + $1.errors + ($1.closed ? 1 : 0) } + (channels.count - stats.count)
         let messages = stats.reduce(0) { $0 + $1.stateMessages }
         let rate = Double(acks) / elapsed
         let summary = LatencySummary(latencies)
@@ -169,7 +173,8 @@ struct Fanout: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(100))
         }
         let stats = try await withWebSocketHandlers(channels) { $0.stop() }
-        await closeAll(channels + posters)
+        await closeAll(channels)
+        _ = try await withHTTPHandlers(posters) { $0.close() }
         try await group.shutdownGracefully()
 
         // Join each receipt with its POST's send time, by sequence.
@@ -180,7 +185,7 @@ struct Fanout: AsyncParsableCommand {
         var latencies = makeLatencyHistogram()
         var messages = 0
         var lost = 0
-        var behind = 0
+        var behind = channels.count - stats.count  // closed streams
         var lastReceipt = started
         for stat in stats {
             messages += stat.stateMessages
@@ -249,15 +254,15 @@ struct Idle: AsyncParsableCommand {
 /// Starts the connections, lets them run for `duration` seconds, stops them, closes them
 /// and shuts the event loops down. Returns what `stop` gathered and the seconds measured.
 func measure<Stats: Sendable>(
-    for duration: Double, group: MultiThreadedEventLoopGroup, channels: [any Channel],
-    start: () async throws -> Void, stop: () async throws -> [Stats]
+    for duration: Double, group: MultiThreadedEventLoopGroup,
+    start: () async throws -> Void, stop: () async throws -> [Stats], close: () async -> Void
 ) async throws -> (stats: [Stats], elapsed: Double) {
     let started = nowNanoseconds()
     try await start()
     try await Task.sleep(for: .seconds(duration))
     let stats = try await stop()
     let elapsed = Double(nowNanoseconds() - started) / 1e9
-    await closeAll(channels)
+    await close()
     try await group.shutdownGracefully()
     return (stats, elapsed)
 }

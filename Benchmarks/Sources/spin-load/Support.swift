@@ -82,6 +82,7 @@ struct Result: Encodable {
     var events_per_s: Double?
     var latency: LatencySummary?
     var errors: Int?
+    var reconnects: Int?
     var subscribers: Int?
     var rate: Double?
     var messages: Int?

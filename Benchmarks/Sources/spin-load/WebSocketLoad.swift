@@ -274,14 +274,15 @@ func connectWebSockets(
 func withWebSocketHandlers<T: Sendable>(
     _ channels: [any Channel], _ body: @escaping @Sendable (WebSocketLoadHandler) -> T
 ) async throws -> [T] {
-    var results: [T] = []
+    var results: [T?] = []
     results.reserveCapacity(channels.count)
     for channel in channels {
         results.append(try await channel.eventLoop.submit {
-            body(try channel.pipeline.syncOperations.handler(type: WebSocketLoadHandler.self))
+            // A channel that closed has lost its handler: it is skipped (and counted by the caller).
+            (try? channel.pipeline.syncOperations.handler(type: WebSocketLoadHandler.self)).map(body)
         }.get())
     }
-    return results
+    return results.compactMap { $0 }
 }
 
 /// Closes `channels` and waits for them to close.
