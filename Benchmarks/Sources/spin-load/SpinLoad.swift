@@ -72,7 +72,7 @@ struct Post: AsyncParsableCommand {
         let reconnects = stats.reduce(0) { $0 + $1.reconnects }
         let rate = Double(completed) / elapsed
         let summary = LatencySummary(latencies)
-        Result(scenario: "post", target: target.label, duration_s: elapsed, connections: connections, events: completed,
+        LoadResult(scenario: "post", target: target.label, duration_s: elapsed, connections: connections, events: completed,
                events_per_s: rate, latency: summary, errors: errors, reconnects: reconnects)
             .emit(human: String(format: "%.0f events/s over %d connections, %@, %d errors, %d reconnections",
                                 rate, connections, summary.text, errors, reconnects))
@@ -112,7 +112,7 @@ struct WebSocketEvents: AsyncParsableCommand {
         let messages = stats.reduce(0) { $0 + $1.stateMessages }
         let rate = Double(acks) / elapsed
         let summary = LatencySummary(latencies)
-        Result(scenario: "ws-events", target: target.label, duration_s: elapsed, connections: connections, events: acks,
+        LoadResult(scenario: "ws-events", target: target.label, duration_s: elapsed, connections: connections, events: acks,
                events_per_s: rate, latency: summary, errors: errors, messages: messages,
                messages_per_s: Double(messages) / elapsed)
             .emit(human: String(format: "%.0f events/s acknowledged over %d streams, %@, %.0f state messages/s, %d errors",
@@ -209,7 +209,7 @@ struct Fanout: AsyncParsableCommand {
         let summary = LatencySummary(latencies)
         let postRate = Double(sentAt.count) / (Double(postedUntil - started) / 1e9)
         let errors = postStats.reduce(0) { $0 + $1.failures + ($1.closed ? 1 : 0) }
-        Result(scenario: "fanout", target: target.label, duration_s: elapsed, events: sentAt.count, events_per_s: postRate,
+        LoadResult(scenario: "fanout", target: target.label, duration_s: elapsed, events: sentAt.count, events_per_s: postRate,
                latency: summary, errors: errors, subscribers: subscribers, rate: rate, messages: messages,
                messages_per_s: Double(messages) / elapsed, lost: lost, behind: behind)
             .emit(human: String(format: "%d subscribers, %.0f events/s POSTed: POST-to-receipt %@, %.0f messages/s, %d lost, %d behind, %d errors",
@@ -245,7 +245,7 @@ struct Idle: AsyncParsableCommand {
         try await group.shutdownGracefully()
         let open = stats.count { !$0.closed }
         let perConnection = Double(after - before) / Double(max(open, 1))
-        Result(scenario: "idle", target: target.label, connections: open, rss_before_kib: before, rss_after_kib: after,
+        LoadResult(scenario: "idle", target: target.label, connections: open, rss_before_kib: before, rss_after_kib: after,
                kib_per_connection: perConnection)
             .emit(human: String(format: "%d idle streams: VmRSS %d → %d KiB, %.1f KiB per connection", open, before, after, perConnection))
     }

@@ -73,7 +73,7 @@ struct LatencySummary: Codable, Sendable {
 
 /// One result: printed as one JSON line on standard output (sorted keys), and as a human
 /// line on standard error.
-struct Result: Encodable {
+struct LoadResult: Encodable {
     var scenario: String
     var target: String
     var duration_s: Double?
