@@ -2,8 +2,9 @@
 # The project's test command: the Swift tests (unit, in-process, live on port 0), then
 # the end-to-end suites that drive the built server with real clients: curl, Python
 # requests and websockets, openssl s_client (Tests/e2e), headless Chromium
-# (Tests/browser), the Dockerfile checks (Tests/docker), and the Autobahn|Testsuite
-# WebSocket conformance cases (Tests/autobahn, each case counted as a test).
+# (Tests/browser), the Dockerfile checks (Tests/docker), a smoke run of the benchmark
+# harness (Benchmarks/run --smoke, one test), and the Autobahn|Testsuite WebSocket
+# conformance cases (Tests/autobahn, each case counted as a test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash Tests/setup.sh || exit 1
@@ -33,6 +34,13 @@ for suite in Tests/e2e Tests/browser Tests/docker; do
     bad=$(grep -oE '[0-9]+ (failed|errors?)' "$log" | awk '{ sum += $1 } END { print sum + 0 }')
     if [ "$status" -ne 0 ]; then failed=$((failed + (bad > 0 ? bad : 1))); fi
 done
+
+echo "=== benchmark harness smoke (Benchmarks/run --smoke, debug build: that every scenario runs, not how fast)"
+if BENCH_BUILD=debug Benchmarks/run --smoke >"$log" 2>&1; then
+    passed=$((passed + 1)); grep -E '^\|' "$log"
+else
+    failed=$((failed + 1)); tail -n 60 "$log"
+fi
 
 echo "=== Autobahn|Testsuite (WebSocket conformance, Tests/autobahn)"
 bash Tests/autobahn/run.sh 2>&1 | tee "$log" | grep -E '^autobahn: ' || true
