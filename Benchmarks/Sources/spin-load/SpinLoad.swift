@@ -43,7 +43,8 @@ struct TargetOptions: ParsableArguments {
 
 /// `post`: POST `{"type":"increase"}` at the highest rate over keep-alive connections.
 struct Post: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "HTTP POST of events at the highest rate (closed loop per connection).")
+    static let configuration = CommandConfiguration(
+        abstract: "HTTP POST of events at the highest rate (closed loop per connection), or at a fixed rate (--rate).")
 
     @OptionGroup var target: TargetOptions
 
@@ -56,14 +57,30 @@ struct Post: AsyncParsableCommand {
     @Option(help: "Request path (default: the Spin's events route).")
     var path: String?
 
+    @Option(help: "Events/s in all, spread evenly over the connections (default: as fast as answered).")
+    var rate: Double?
+
     func run() async throws {
         let group = target.makeGroup()
         let request = makePostRequest(host: target.host, port: target.port, path: path ?? target.eventsPath,
                                       body: #"{"type":"increase"}"#)
+        // A fixed rate: each connection sends every connections/rate seconds (later when
+        // its previous answer is late), starting staggered so the load is even.
+        let pacing: HTTPLoadHandler.Pacing = rate.map { .interval(nanoseconds: UInt64(Double(connections) / $0 * 1e9)) }
+            ?? .closedLoop
         let clients = try await connectHTTP(group: group, host: target.host, port: target.port, count: connections,
-                                            request: request, pacing: .closedLoop, recordSequences: false)
+                                            request: request, pacing: pacing, recordSequences: false)
+        let step: UInt64 = rate.map { UInt64(1e9 / $0) } ?? 0
+        let startAll: @Sendable () async throws -> Void = {
+            var delay: UInt64 = 0
+            for client in clients {
+                let first = delay
+                _ = try await withHTTPHandlers([client]) { $0.start(after: first) }
+                delay += step
+            }
+        }
         let (stats, elapsed) = try await measure(for: duration, group: group,
-                                                 start: { _ = try await withHTTPHandlers(clients) { $0.start() } },
+                                                 start: startAll,
                                                  stop: { try await withHTTPHandlers(clients) { $0.stop() } },
                                                  close: { _ = try? await withHTTPHandlers(clients) { $0.close() } })
         let latencies = merged(stats.map(\.latencies))
@@ -72,8 +89,9 @@ struct Post: AsyncParsableCommand {
         let reconnects = stats.reduce(0) { $0 + $1.reconnects }
         let rate = Double(completed) / elapsed
         let summary = LatencySummary(latencies)
-        LoadResult(scenario: "post", target: target.label, duration_s: elapsed, connections: connections, events: completed,
-               events_per_s: rate, latency: summary, errors: errors, reconnects: reconnects)
+        LoadResult(scenario: self.rate == nil ? "post" : "post-rate", target: target.label, duration_s: elapsed,
+                   connections: connections, events: completed, events_per_s: rate, latency: summary, errors: errors,
+                   reconnects: reconnects, rate: self.rate)
             .emit(human: String(format: "%.0f events/s over %d connections, %@, %d errors, %d reconnections",
                                 rate, connections, summary.text, errors, reconnects))
         if completed == 0 { throw LoadError(description: "no response") }
