@@ -39,8 +39,12 @@ enum StreamSource {
 /// source, runs the ping timer, feeds every event to its `StreamMachine` and performs
 /// the actions it returns on the connection.
 ///
+/// Messages from the feed, the Gear and the Spin (acks) arrive on other threads: they go
+/// into the stream's `StreamMailbox`, and one hop to the connection's queue hands all
+/// that arrived to the machine, whose frames leave in one `connection.write`.
+///
 /// `@unchecked Sendable`: every mutable property is only touched on the connection's
-/// queue; callbacks from Spins and Gears hop there.
+/// queue; callbacks from Spins and Gears only post to the mailbox.
 final class StreamSession: @unchecked Sendable {
     typealias Transport = StreamMachine.Transport
 
@@ -49,6 +53,7 @@ final class StreamSession: @unchecked Sendable {
     private let context: ServerContext
     /// Changed in place only (`machine.…`), never copied out: see `StreamMachine`.
     private var machine: StreamMachine
+    private let mailbox = StreamMailbox()
     private var subscription: SpinSubscription?
     private var pingTimer: DispatchSourceTimer?
     let kind: String
@@ -72,8 +77,8 @@ final class StreamSession: @unchecked Sendable {
         context.metrics.streamOpened(kind: kind)
         switch source {
         case .state(_, let feed, let resume, _):
-            // The feed calls both under its lock: they only hop, explicitly
-            // (`queue.async`), never running at once: `start` is called on the
+            // The feed calls both under its lock: they only post. The drain is an
+            // explicit hop (`queue.async`), never run at once: `start` is called on the
             // connection's queue, where `execute` would write under the feed's lock.
             subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
                 post(.started(start, epoch: epoch), hop: true)
@@ -98,21 +103,25 @@ final class StreamSession: @unchecked Sendable {
         pingTimer = timer
     }
 
-    // MARK: Messages
+    // MARK: Mailbox
 
-    /// Hands `message` to the machine on the connection's queue. `hop`: always through
+    /// Posts `message`, scheduling a drain when none is pending. `hop`: always through
     /// the queue (callers under a lock); otherwise at once when already on it (an answer
     /// to a client's event keeps its place before the frames after it).
     private func post(_ message: StreamMachine.Message, hop: Bool) {
+        guard mailbox.post(message) else { return }
         if hop {
-            connection.queue.async { self.deliver(message) }
+            connection.queue.async { self.drain() }
         } else {
-            connection.execute { self.deliver(message) }
+            connection.execute { self.drain() }
         }
     }
 
-    private func deliver(_ message: StreamMachine.Message) {
-        run(machine.deliver([message], room: connection.writeRoom))
+    /// Hands everything the mailbox holds to the machine.
+    private func drain() {
+        let messages = mailbox.take()
+        guard !messages.isEmpty else { return }
+        run(machine.deliver(messages, room: connection.writeRoom))
     }
 
     // MARK: Connection events
