@@ -1,3 +1,4 @@
+import SpinCore
 @testable import SpinServer
 import Testing
 
@@ -10,5 +11,34 @@ import Testing
         #expect(taken == [[1], [2]])
         #expect(mailbox.take().isEmpty)
         #expect(mailbox.post(.control([3])))
+    }
+}
+
+extension StreamMailboxTests {
+    @Test func postsFromManyThreads_AreEachTakenOnce_InEachThreadsOrder() async {
+        let mailbox = StreamMailbox()
+        let taken = Protected<[[UInt8]]>([])
+        await withTaskGroup(of: Void.self) { group in
+            for thread in 0..<4 {
+                group.addTask {
+                    for index in 0..<500 {
+                        // Whoever is told to schedule a drain takes it at once.
+                        guard mailbox.post(.control([UInt8(thread), UInt8(index % 256), UInt8(index / 256)])) else { continue }
+                        let messages = mailbox.take()
+                        taken.withLock { taken in
+                            for case .control(let bytes) in messages { taken.append(bytes) }
+                        }
+                    }
+                }
+            }
+        }
+        let rest = mailbox.take()
+        taken.withLock { taken in for case .control(let bytes) in rest { taken.append(bytes) } }
+        let all = taken.withLock { $0 }
+        #expect(all.count == 2000)
+        for thread in 0..<4 {
+            let indices = all.filter { $0[0] == UInt8(thread) }.map { Int($0[1]) + Int($0[2]) * 256 }
+            #expect(indices == Array(0..<500))
+        }
     }
 }
