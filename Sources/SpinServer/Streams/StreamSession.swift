@@ -44,7 +44,7 @@ enum StreamSource {
 /// that arrived to the machine, whose frames leave in one `connection.write`.
 ///
 /// `@unchecked Sendable`: every mutable property is only touched on the connection's
-/// queue; callbacks from Spins and Gears only post to the mailbox.
+/// queue; callbacks from Spins and Gears only post to the mailbox (and schedule a hop).
 final class StreamSession: @unchecked Sendable {
     typealias Transport = StreamMachine.Transport
 
