@@ -93,10 +93,11 @@ struct LiveServerTests {
         await server.shutdown()
     }
 
-    /// StreamSession changes its WebSocket session in place. It used to take a copy out
-    /// of an enum per frame, and the copy shared the buffers of the message being
-    /// assembled, so each fragment copied the whole message so far: quadratic, 21 s for
-    /// Autobahn 9.3.1 (4 MiB in 65 537 fragments). This one took over 10 s that way.
+    /// The stream changes its WebSocket session in place (`StreamMachine`). It used to
+    /// take a copy out of an enum per frame, and the copy shared the buffers of the
+    /// message being assembled, so each fragment copied the whole message so far:
+    /// quadratic, 21 s for Autobahn 9.3.1 (4 MiB in 65 537 fragments). This one took
+    /// over 10 s that way.
     @Test func aMessageIn16384Fragments_IsEchoedInLinearTime() async throws {
         let (server, port) = try Self.start {
             $0.testing.echoEndpoint = true

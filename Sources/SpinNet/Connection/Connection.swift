@@ -147,6 +147,11 @@ package final class Connection: @unchecked Sendable {
     /// encrypted). For metrics and tests.
     package var pendingOutputBytes: Int { account.withLock { $0.pending } }
 
+    /// How many more bytes `write` accepts before it answers `.aboveHighWatermark` (0
+    /// when it already would): lets a layer that batches writes stop where one write at a
+    /// time would have been told to wait.
+    package var writeRoom: Int { account.withLock { max(0, limits.highWatermark - $0.pending) } }
+
     // MARK: - Closing
 
     /// Closes now: queued output is dropped, `didClose(.closedLocally)` follows.

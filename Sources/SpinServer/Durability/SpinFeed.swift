@@ -111,8 +111,9 @@ package final class SpinFeed: Sendable {
     }
 
     /// Subscribers are called under the lock, so that a new subscription's start and the
-    /// live transitions after it have no gap and no overlap. They only hop to their
-    /// connection's queue.
+    /// live transitions after it have no gap and no overlap. They only post to their
+    /// stream's mailbox (`StreamMailbox`), which hops to the connection's queue at most
+    /// once per batch.
     private static func release(_ transition: HostedTransition, in shared: inout Shared) {
         guard transition.sequence > shared.sequence else { return }
         shared.sequence = transition.sequence

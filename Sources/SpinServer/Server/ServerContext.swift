@@ -19,12 +19,20 @@ final class ServerContext: Sendable {
         self.logger = logger
         let limits = configuration.limits
         httpLimits = HTTPConnectionLimits(limits)
-        // Fragments follow the message size: 256-byte fragments on average (4096 at the
-        // 1 MiB default), so a raised limit does not refuse a large message sent in small
-        // fragments (Autobahn 9.3.1: 4 MiB in 65537 frames of 64 bytes, the last empty).
-        webSocketLimits = WebSocketLimits(maxFrameSize: limits.maxWebSocketMessageBytes,
-                                          maxMessageSize: limits.maxWebSocketMessageBytes,
-                                          maxFragmentCount: max(4096, limits.maxWebSocketMessageBytes / 256),
-                                          maxDecompressedMessageSize: limits.maxWebSocketMessageBytes)
+        webSocketLimits = WebSocketLimits(limits)
+    }
+}
+
+extension WebSocketLimits {
+    /// A stream's WebSocket limits from the server's: every size is
+    /// `maxWebSocketMessageBytes`. Fragments follow the message size: 256-byte fragments
+    /// on average (4096 at the 1 MiB default), so a raised limit does not refuse a large
+    /// message sent in small fragments (Autobahn 9.3.1: 4 MiB in 65537 frames of 64 bytes,
+    /// the last empty).
+    init(_ limits: SpinServerConfiguration.Limits) {
+        self.init(maxFrameSize: limits.maxWebSocketMessageBytes,
+                  maxMessageSize: limits.maxWebSocketMessageBytes,
+                  maxFragmentCount: max(4096, limits.maxWebSocketMessageBytes / 256),
+                  maxDecompressedMessageSize: limits.maxWebSocketMessageBytes)
     }
 }

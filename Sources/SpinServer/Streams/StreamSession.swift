@@ -1,0 +1,231 @@
+import Dispatch
+import Logging
+import SpinCore
+import SpinNet
+import SpinWire
+
+/// What a stream carries.
+package enum StreamSource: Sendable {
+    /// A Spin's durable states from its feed: a snapshot (or, resuming, the messages
+    /// after the client's sequence), then one message per durable event; the client may
+    /// send events (with the `write` scope).
+    case state(any HostedSpin, SpinFeed, resume: StreamResume?, clientMayWrite: Bool)
+    /// Every event crossing a Gear.
+    case gear(any HostedGear)
+    /// Every message the client sends, sent back: text as text, binary as binary
+    /// (`testing.echoEndpoint`, for WebSocket conformance suites).
+    case echo
+
+    var isEcho: Bool {
+        if case .echo = self { return true }
+        return false
+    }
+
+    /// Whether the route streams over server-sent events too (the echo needs a client
+    /// that sends, so it is WebSocket only).
+    var offersSSE: Bool { !isEcho }
+
+    /// The machine's view of it: plain data.
+    var machineKind: StreamMachine.Kind {
+        switch self {
+        case .state(_, _, _, let clientMayWrite): .state(clientMayWrite: clientMayWrite)
+        case .gear: .gear
+        case .echo: .echo
+        }
+    }
+}
+
+/// Drives one open stream (WebSocket or SSE) on one connection: subscribes to its
+/// source, runs the ping timer, feeds every event to its `StreamMachine` and performs
+/// the actions it returns on the connection.
+///
+/// Messages from the feed, the Gear and the Spin (acks) arrive on other threads: they go
+/// into the stream's `StreamMailbox`, and one hop to the connection's queue hands all
+/// that arrived to the machine, whose frames leave in one `connection.write`.
+///
+/// `@unchecked Sendable`: every mutable property is only touched on the connection's
+/// queue; callbacks from Spins and Gears only post to the mailbox (and schedule a hop).
+final class StreamSession: @unchecked Sendable {
+    typealias Transport = StreamMachine.Transport
+
+    private let connection: Connection
+    private let source: StreamSource
+    private let context: ServerContext
+    /// Changed in place only (`machine.…`), never copied out: see `StreamMachine`.
+    private var machine: StreamMachine
+    private let mailbox = StreamMailbox()
+    private var subscription: SpinSubscription?
+    private var pingTimer: DispatchSourceTimer?
+    let kind: String
+
+    init(connection: Connection, source: StreamSource, transport: Transport, context: ServerContext) {
+        self.connection = connection
+        self.source = source
+        self.context = context
+        machine = StreamMachine(kind: source.machineKind, transport: transport,
+                                outboxLimit: context.configuration.limits.streamQueue)
+        switch (source, transport) {
+        case (.gear, _): kind = "gear"
+        case (.echo, _): kind = "echo"
+        case (_, .webSocket): kind = "websocket"
+        case (_, .sse): kind = "sse"
+        }
+    }
+
+    /// Subscribes and starts pinging. On the connection's queue.
+    func start() {
+        context.metrics.streamOpened(kind: kind)
+        switch source {
+        case .state(_, let feed, let resume, _):
+            // The feed calls both under its lock: they only post. The drain is an
+            // explicit hop (`queue.async`), never run at once: `start` is called on the
+            // connection's queue, where `execute` would write under the feed's lock.
+            subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
+                post(.started(start, epoch: epoch), hop: true)
+            }, live: { [self] transition, message in
+                post(.state(transition, message: message), hop: true)
+            })
+        case .gear(let gear):
+            subscription = gear.observe { [self] traffic in
+                post(.control(StreamMessage.gear(traffic).bytes), hop: true)
+            }
+        case .echo:
+            break
+        }
+        let interval = context.configuration.limits.pingIntervalSeconds
+        let timer = DispatchSource.makeTimerSource(queue: connection.queue)
+        timer.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            run(machine.pingTick(room: connection.writeRoom))
+        }
+        timer.resume()
+        pingTimer = timer
+    }
+
+    // MARK: Mailbox
+
+    /// Posts `message`, scheduling a drain when none is pending. `hop`: always through
+    /// the queue (callers under a lock); otherwise at once when already on it (an answer
+    /// to a client's event keeps its place before the frames after it).
+    private func post(_ message: StreamMachine.Message, hop: Bool) {
+        guard mailbox.post(message) else { return }
+        if hop {
+            connection.queue.async { self.drain() }
+        } else {
+            connection.execute { self.drain() }
+        }
+    }
+
+    /// Hands everything the mailbox holds to the machine.
+    private func drain() {
+        let messages = mailbox.take()
+        guard !messages.isEmpty else { return }
+        run(machine.deliver(messages, room: connection.writeRoom))
+    }
+
+    // MARK: Connection events
+
+    /// Bytes read from the connection.
+    func receive(_ bytes: [UInt8]) {
+        var submitted = run(machine.received(bytes, room: connection.writeRoom))
+        while submitted {
+            submitted = run(machine.receiveMore(room: connection.writeRoom))
+        }
+    }
+
+    /// The connection can take more: flush what waited.
+    func writable() {
+        run(machine.writable(room: connection.writeRoom))
+    }
+
+    /// Closes the stream with a WebSocket close code (SSE: ends the body).
+    func fail(_ code: WebSocketCloseCode, reason: String) {
+        run(machine.fail(code, reason: reason))
+    }
+
+    /// The server is shutting down: WebSocket 1001, SSE end of body.
+    func shutdown() {
+        run(machine.shutdown())
+    }
+
+    /// Stops the subscription and the pings. Idempotent.
+    func finish() {
+        run(machine.finish())
+    }
+
+    /// The TCP connection closed.
+    func connectionClosed() {
+        run(machine.connectionClosed())
+    }
+
+    // MARK: Actions
+
+    /// Performs `actions`; true when one was a `.submit` (the machine then waits for
+    /// `receiveMore`).
+    @discardableResult
+    private func run(_ actions: [StreamMachine.Action]) -> Bool {
+        var submitted = false
+        var wentAbove = false
+        for action in actions {
+            switch action {
+            case .write(let bytes):
+                if connection.write(bytes) == .aboveHighWatermark { wentAbove = true }
+            case .pauseReading:
+                connection.pauseReading()
+            case .resumeReading:
+                connection.resumeReading()
+            case .submit(let id, let event):
+                submitted = true
+                submit(event, id: id)
+            case .log(let log):
+                self.log(log)
+            case .stop:
+                subscription?.cancel()
+                subscription = nil
+                pingTimer?.cancel()
+                pingTimer = nil
+                context.metrics.streamClosed(kind: kind)
+            case .closeAfterFlush:
+                connection.closeAfterFlush()
+            }
+        }
+        // The machine counts the room it was given; the connection may have been written
+        // to meanwhile (an answer given at once). Agree with what the connection said.
+        if wentAbove, !machine.blocked, !machine.finished {
+            run(machine.writeBlocked())
+        }
+        return submitted
+    }
+
+    /// A client's event: decoded for its Spin and submitted; the ack or error comes back
+    /// through the mailbox, behind the state message of the event.
+    private func submit(_ event: [UInt8], id: JSONValue) {
+        guard case .state(let spin, _, _, _) = source else { return }
+        let batch: EventBatch
+        do {
+            batch = try spin.decodeEvents(json: event)
+        } catch {
+            return post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
+        }
+        context.router.submit(batch, to: spin) { [self] result in
+            switch result {
+            case .success(let applied): post(.control(StreamMessage.ack(id: id, sequence: applied.sequence).bytes), hop: false)
+            case .failure(let error): post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
+            }
+        }
+    }
+
+    private func log(_ log: StreamMachine.Log) {
+        let connection = "\(connection.id)"
+        switch log {
+        case .conflated(let dropped):
+            context.logger.debug("stream conflated", metadata: ["connection": "\(connection)", "dropped": "\(dropped)"])
+        case .peerClosed(let code):
+            context.logger.debug("stream closed by peer", metadata: ["connection": "\(connection)",
+                                                                       "code": "\(code.map { "\($0.rawValue)" } ?? "none")"])
+        case .failed(let error):
+            context.logger.info("stream failed", metadata: ["connection": "\(connection)", "error": "\(error)"])
+        }
+    }
+}
