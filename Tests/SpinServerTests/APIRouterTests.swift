@@ -32,9 +32,15 @@ func makeRouter(_ host: SpinHost, tokens: [AccessToken] = [], inbox: Int = 1024)
 func makeRequest(_ method: String, _ path: String, query: [(name: String, value: String)] = [],
                  headers: [(name: String, value: String)] = [], body: [UInt8] = []) -> HTTPRequest {
     let queryText = query.isEmpty ? "" : "?" + query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+    return makeRequest(method, path + queryText, headers: headers, body: body)
+}
+
+/// A request whose target is written out (`/p?wait`), as the parser would make it.
+func makeRequest(_ method: String, _ target: String, headers: [(name: String, value: String)] = [],
+                 body: [UInt8] = []) -> HTTPRequest {
     let fields = HTTPHeaders(headers.map { ($0.name, $0.value) })
     let upgrade = fields.containsToken("upgrade", in: "Connection") && fields["Upgrade"] != nil
-    return HTTPRequest(method: HTTPMethod(rawValue: method), target: HTTPRequestTarget(origin: path + queryText),
+    return HTTPRequest(method: HTTPMethod(rawValue: method), target: HTTPRequestTarget(origin: target),
                        headers: fields, body: body, host: fields["Host"] ?? "", isUpgradeCandidate: upgrade)
 }
 
@@ -187,6 +193,22 @@ struct APIRouterTests {
         #expect(refusal.error.message.contains("\"left\"") && refusal.error.message.contains("event.left"))
     }
 
+    @Test func streamMessage_IsReadOnce_WithItsIDAndEventBytes_EscapesIncluded() throws {
+        let text = Array(#" {"id" : 7, "type":"\u0065vent", "event":{"type":"increase"}} "#.utf8)
+        let (id, event) = try StreamMessage.parseClientEvent(text).get()
+        #expect(id == .number("7"))
+        #expect(event == Array(#"{"type":"increase"}"#.utf8))
+        for (message, code) in [(#"{"type":"ping","id":"a"}"#, "bad_request"), (#"{"id":"a","event":{}}"#, "bad_request"),
+                                (#"{"type":"event","event":3}"#, "bad_request"), ("[1]", "malformed_json"),
+                                (#"{"type":"event""#, "malformed_json")] {
+            guard case .failure(let refusal) = StreamMessage.parseClientEvent(Array(message.utf8)) else {
+                Issue.record("\(message) was accepted")
+                continue
+            }
+            #expect(refusal.error.code == code, "\(message)")
+        }
+    }
+
     @Test func aWrongContentType_Is415() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)
@@ -279,6 +301,25 @@ struct APIRouterTests {
         let response = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#, query: [("wait", "soon")])
         #expect(response.status == 400)
         #expect(response.errorMessage.contains("wait"))
+    }
+
+    @Test func aBareWait_Waits_AndABareSince_IsRefused() async throws {
+        let router = makeRouter(try makeExampleHost())
+        let json: [(name: String, value: String)] = [("Content-Type", "application/json")]
+        // `?wait` asks as `?wait=` and `?wait=true` do: 200 with the state.
+        guard case .respond(let waited) = await router.route(
+            makeRequest("POST", "/v1/spins/counter/events?wait", headers: json, body: Array(#"{"type":"reset"}"#.utf8))) else {
+            Issue.record("no response")
+            return
+        }
+        #expect(waited.status == 200)
+        #expect(waited.object["state"] != nil)
+        guard case .respond(let since) = await router.route(
+            makeRequest("GET", "/v1/spins/counter/stream?since", headers: acceptsEvents)) else {
+            Issue.record("a bare since was not refused")
+            return
+        }
+        #expect(since.status == 400)
     }
 
     @Test func tokens_GateRoutesByScope() async throws {

@@ -34,7 +34,7 @@ package struct StreamResume: Sendable, Equatable {
     /// sequence number.
     init?(_ request: HTTPRequest) throws(APIError) {
         let text: String
-        if let since = request.target.queryValue("since") {
+        if let since = request.target.queryParameter("since") {
             text = since
         } else if let lastEventID = request.headers["Last-Event-ID"] {
             text = lastEventID.trimmingCharacters(in: .whitespaces)
@@ -45,7 +45,7 @@ package struct StreamResume: Sendable, Equatable {
             throw .badRequest("since (or Last-Event-ID) must be a sequence number, not \"\(text)\"")
         }
         self.since = since
-        self.epoch = request.target.queryValue("epoch").flatMap { $0.isEmpty ? nil : $0 }
+        self.epoch = request.target.queryParameter("epoch").flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
@@ -268,7 +268,7 @@ package struct APIRouter: Sendable {
     private func postEvents(_ request: HTTPRequest, to spin: any HostedSpin,
                             respond: @escaping @Sendable (APIResponse) -> Void) {
         let wait: Bool
-        switch request.target.queryValue("wait") {
+        switch request.target.queryParameter("wait") {
         case nil, "false", "0": wait = false
         case "true", "1", "": wait = true
         case let other?:

@@ -287,7 +287,9 @@ package final class Journal: @unchecked Sendable {
     /// The store replaces both so that a crash at any point leaves a snapshot and a
     /// journal that fit (recovery skips records the snapshot covers).
     private func compactIfDue(_ journal: SpinJournal) {
-        guard journal.records >= retain + compactEvery, journal.batch.isEmpty,
+        // Records of a batch still arriving (`journal.batch`) are only in memory: they are
+        // appended to the rewritten journal once their batch is complete.
+        guard journal.records >= retain + compactEvery,
               let base = journal.feed.oldestRetained,
               let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written else { return }
         let name = journal.name

@@ -79,7 +79,10 @@ package enum StreamMessage {
         guard let type = member("type"), type.first == UInt8(ascii: "\"") else {
             return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"type\"")))
         }
-        guard type.elementsEqual(#""event""#.utf8) else {
+        // The type as written, or unescaped when it holds an escape (`"\u0065vent"`).
+        let isEvent = type.elementsEqual(#""event""#.utf8)
+            || (type.contains(UInt8(ascii: "\\")) && (try? JSONDecoder().decode(String.self, from: Data(type))) == "event")
+        guard isEvent else {
             let name = (try? JSONDecoder().decode(String.self, from: Data(type))) ?? ""
             return .failure(ClientMessageError(id: id, error: .badRequest("unknown message type \"\(name)\"; clients send \"event\"")))
         }

@@ -31,6 +31,10 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         var committedLength: Int
         /// Reused for the bytes of each batch (written with one `write`).
         var buffer: [UInt8] = []
+        /// A compaction may have renamed a new journal over this one and the new file
+        /// could not be opened: `file` may be the removed one. Nothing is written or
+        /// committed until `reopen` opens the file at the path again.
+        var stale = false
 
         init(file: AppendOnlyFile, length: Int) {
             self.file = file
@@ -104,6 +108,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     package func append(_ batch: [JournalRecord.Record], spin: String) throws {
         guard let journal = journals[spin] else { return }
+        if journal.stale { throw StaleJournal(path: journalPath(spin)) }
         journal.buffer.removeAll(keepingCapacity: true)
         Self.frame(batch, to: &journal.buffer)
         try journal.file.append(journal.buffer)
@@ -120,6 +125,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     package func commit(spin: String, sync: Bool) throws {
         guard let journal = journals[spin] else { return }
+        if journal.stale { throw StaleJournal(path: journalPath(spin)) }
         if sync { try journal.file.sync() }
         journal.committedLength = journal.length
     }
@@ -138,20 +144,31 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             journal.committedLength = bytes.count
         } catch {
             // The old journal is intact unless the rename happened; either way what was
-            // durable stays durable. The next write tells whether storage fails.
+            // durable stays durable. The journal at the path is opened again; if even that
+            // fails, the open file may be the one the rename removed: writing on into it
+            // would acknowledge events no restart finds, so the journal takes no more
+            // writes (the next one fails, the Spin is held) until `reopen`.
             if let reopened = try? AppendOnlyFile(path: journalPath(spin)), let size = try? reopened.size() {
                 journal.file = reopened
                 journal.length = size
                 journal.committedLength = size
+            } else {
+                journal.stale = true
             }
             throw error
         }
     }
 
+    /// The journal was left unusable by a failed compaction (see `compact`).
+    package struct StaleJournal: Error, CustomStringConvertible {
+        package let path: String
+        package var description: String { "\(path) could not be opened again after a compaction" }
+    }
+
     // MARK: Failures
 
     package func discardUncommitted(spin: String) {
-        guard let journal = journals[spin] else { return }
+        guard let journal = journals[spin], !journal.stale else { return }
         try? journal.file.truncate(to: journal.committedLength)
         journal.length = journal.committedLength
     }
@@ -164,7 +181,14 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package func reopen(spin: String) throws {
         guard let journal = journals[spin] else { return }
         let file = try AppendOnlyFile(path: journalPath(spin))
-        if try file.size() != journal.committedLength { try file.truncate(to: journal.committedLength) }
+        if journal.stale {
+            // The file at the path is what the compaction wrote (renamed in whole and
+            // synced): all of it is committed. Never truncate it to the old file's length.
+            journal.committedLength = try file.size()
+            journal.stale = false
+        } else if try file.size() != journal.committedLength {
+            try file.truncate(to: journal.committedLength)
+        }
         try file.sync()
         journal.file = file
         journal.length = journal.committedLength

@@ -73,9 +73,15 @@ package struct HTTPRequestTarget: Sendable, Hashable {
         }
     }
 
-    /// The first decoded value of query member `name`.
+    /// The first decoded value of query member `name`; nil when it has none (`?b`).
     package func queryValue(_ name: String) -> String? {
         queryItems.first { $0.name == name }?.value
+    }
+
+    /// The first decoded value of query member `name`, "" for a member without `=`
+    /// (`?wait` asks as `?wait=` does); nil only when the member is absent.
+    package func queryParameter(_ name: String) -> String? {
+        queryItems.first { $0.name == name }.map { $0.value ?? "" }
     }
 
     /// Percent-decodes `bytes` (RFC 3986 §2.1). A `%` not followed by two hex digits is
