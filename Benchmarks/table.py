@@ -60,10 +60,15 @@ rows.append(("post latency p50/p99 ms", ms(lat("ours", "p50_us"), lat("ours", "p
              f"nginx: {ms(lat('nginx', 'p50_us'), lat('nginx', 'p99_us'))} (spin-load)"))
 half_ours = lambda k: median("post-rate", "ours", k)
 half_peer = lambda k: median("post-rate", "peer", k)
+half_none = lambda k: median("post-rate", "ours-none", k)
 rows.append((f"post at half saturation ({rate(half_ours('rate'))}/s asked), latency p50/p99 ms",
              ms(half_ours("latency.p50_us"), half_ours("latency.p99_us")),
              ms(half_peer("latency.p50_us"), half_peer("latency.p99_us")),
              f"{ratio(half_ours('latency.p99_us'), half_peer('latency.p99_us'))} (p99)", ""))
+rows.append(("post at half saturation, fsync none (the peer keeps no disk), p50/p99 ms",
+             ms(half_none("latency.p50_us"), half_none("latency.p99_us")),
+             ms(half_peer("latency.p50_us"), half_peer("latency.p99_us")),
+             f"{ratio(half_none('latency.p99_us'), half_peer('latency.p99_us'))} (p99)", ""))
 none = median("post", "ours-none", "events_per_s")
 always = median("post", "ours-always", "events_per_s")
 rows.append(("post events/s, fsync none", rate(none), "—", f"batch/none {ratio(ours, none)}", ""))
