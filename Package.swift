@@ -61,10 +61,10 @@ let package = Package(
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinCore"]),
+        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
         .testTarget(name: "SpinServerTests", dependencies: [
-            "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire",
+            "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire", "SpinTesting",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [

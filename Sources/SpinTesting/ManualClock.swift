@@ -10,6 +10,9 @@ public final class ManualClock: Clock, Sendable {
 
         public init(offset: Duration) { self.offset = offset }
 
+        /// When the clock was made: where a test's timeline starts.
+        public static let zero = Instant(offset: .zero)
+
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
         public func duration(to other: Instant) -> Duration { other.offset - offset }
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }

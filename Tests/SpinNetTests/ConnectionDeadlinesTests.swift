@@ -1,14 +1,9 @@
+import SpinTesting
 import Testing
 @testable import SpinNet
 
 /// A manual clock's instant: tests say exactly when "now" is.
-struct ManualInstant: InstantProtocol {
-    var offset: Duration
-    static let zero = ManualInstant(offset: .zero)
-    func advanced(by duration: Duration) -> ManualInstant { ManualInstant(offset: offset + duration) }
-    func duration(to other: ManualInstant) -> Duration { other.offset - offset }
-    static func < (lhs: ManualInstant, rhs: ManualInstant) -> Bool { lhs.offset < rhs.offset }
-}
+typealias ManualInstant = ManualClock.Instant
 
 private func at(_ seconds: Double) -> ManualInstant { ManualInstant(offset: .seconds(seconds)) }
 
