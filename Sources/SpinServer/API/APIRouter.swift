@@ -97,7 +97,7 @@ package struct APIRouter: Sendable {
 
     /// The route template of a path, as metrics label it ("other" for no route).
     package static func template(of path: String) -> String {
-        Route.match(path)?.route.template ?? "other"
+        Route.label(Route.match(path))
     }
 
     /// Routes `request`; `respond` is called exactly once, at once or later.

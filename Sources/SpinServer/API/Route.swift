@@ -67,18 +67,27 @@ package enum Route: String, CaseIterable, Sendable {
         }
     }
 
+    /// The metrics label of a matched path: its route's template, "other" for none.
+    package static func label(_ matched: (route: Route, name: Substring)?) -> String {
+        matched?.route.template ?? "other"
+    }
+
+    /// The routes without a name, compared whole.
+    private static let fixed: [Route] = [.dashboard, .healthz, .readyz, .openAPI, .metrics, .spins, .gears, .echo]
+
+    /// The routes with a name: `prefix`, the name, then one of the suffixes.
+    private static let named: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [
+        ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream)]),
+        ("/v1/gears/", [("/stream", .gearStream)]),
+    ]
+
     /// The route, with the byte range of the name.
     private static func match(_ path: UnsafeBufferPointer<UInt8>) -> (route: Route, name: Range<Int>)? {
         // Fixed paths first: one comparison each.
-        for route in [Route.dashboard, .healthz, .readyz, .openAPI, .metrics, .spins, .gears, .echo]
-            where path.elementsEqual(route.rawValue.utf8) {
+        for route in fixed where path.elementsEqual(route.rawValue.utf8) {
             return (route, 0..<0)
         }
-        let collections: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [
-            ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream)]),
-            ("/v1/gears/", [("/stream", .gearStream)]),
-        ]
-        for (prefix, routes) in collections where hasPrefix(path, prefix) {
+        for (prefix, routes) in named where hasPrefix(path, prefix) {
             let nameStart = prefix.utf8CodeUnitCount
             // The name runs to the next `/` or the end (an empty one names no Spin: 404).
             var nameEnd = nameStart

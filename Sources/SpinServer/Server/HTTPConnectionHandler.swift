@@ -143,7 +143,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let started = ContinuousClock.now
         let connection = self.connection
         let matched = Route.match(request.target.path)
-        routeLabel = matched?.route.template ?? "other"
+        routeLabel = Route.label(matched)
         context.router.handle(request, matched: matched) { [self] outcome in
             connection.execute {
                 self.finish(request, outcome: outcome, keepAlive: keepAlive, started: started)
