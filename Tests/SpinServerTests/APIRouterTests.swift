@@ -220,6 +220,12 @@ struct APIRouterTests {
         let withCharset = await router.post("/v1/spins/levels/events", #"{"type":"increaseLeft"}"#,
                                             contentType: "Application/JSON; charset=utf-8")
         #expect(withCharset.status == 202)
+        let spaced = await router.post("/v1/spins/levels/events", #"{"type":"increaseLeft"}"#,
+                                       contentType: "\tapplication/json ;charset=utf-8")
+        #expect(spaced.status == 202)
+        let jsonish = await router.post("/v1/spins/levels/events", #"{"type":"increaseLeft"}"#,
+                                        contentType: "application/jsonx")
+        #expect(jsonish.status == 415)
         host.stop()
     }
 

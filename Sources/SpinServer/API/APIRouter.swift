@@ -395,14 +395,8 @@ package struct APIRouter: Sendable {
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
         // The media type is what precedes any `;`, without the spaces or tabs around it.
-        let utf8 = contentType.utf8
-        let end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
-        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        var mediaType = utf8[utf8.startIndex..<end]
-        while let first = mediaType.first, isSpace(first) { mediaType = mediaType.dropFirst() }
-        while let last = mediaType.last, isSpace(last) { mediaType = mediaType.dropLast() }
-        let lowercased = { (byte: UInt8) in byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte }
-        return mediaType.elementsEqual("application/json".utf8) { lowercased($0) == $1 }
+        let mediaType = contentType[..<(contentType.firstIndex(of: ";") ?? contentType.endIndex)]
+        return mediaType.trimmingWhitespace().caseInsensitiveEquals("application/json")
     }
 }
 

@@ -107,7 +107,7 @@ package enum WebSocketHandshake {
 
 extension Substring {
     /// Without leading and trailing SP/HTAB (RFC 9110 §5.6.3 OWS).
-    fileprivate func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         var slice = self[...]
         while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
         while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
@@ -117,7 +117,7 @@ extension Substring {
 
 extension String {
     /// Without leading and trailing SP/HTAB (RFC 9110 §5.6.3 OWS).
-    fileprivate func trimmingWhitespace() -> String {
+    package func trimmingWhitespace() -> String {
         self[...].trimmingWhitespace()
     }
 }
