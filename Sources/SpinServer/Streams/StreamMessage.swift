@@ -79,11 +79,9 @@ package enum StreamMessage {
         guard let type = member("type"), type.first == UInt8(ascii: "\"") else {
             return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"type\"")))
         }
-        // The type as written, or unescaped when it holds an escape (`"\u0065vent"`).
-        let isEvent = type.elementsEqual(#""event""#.utf8)
-            || (type.contains(UInt8(ascii: "\\")) && (try? JSONDecoder().decode(String.self, from: Data(type))) == "event")
-        guard isEvent else {
-            let name = (try? JSONDecoder().decode(String.self, from: Data(type))) ?? ""
+        // The type unescaped (`"\u0065vent"` is "event"); the usual spelling needs no decoder.
+        let name = type.elementsEqual(#""event""#.utf8) ? "event" : decodedString(type) ?? ""
+        guard name == "event" else {
             return .failure(ClientMessageError(id: id, error: .badRequest("unknown message type \"\(name)\"; clients send \"event\"")))
         }
         guard let event = member("event"), event.first == UInt8(ascii: "{") || event.first == UInt8(ascii: "[") else {
@@ -103,12 +101,16 @@ package enum StreamMessage {
         }
     }
 
+    /// The text of a JSON string the validator accepted, unescaped by Foundation.
+    private static func decodedString(_ json: ArraySlice<UInt8>) -> String? {
+        try? JSONDecoder().decode(String.self, from: Data(json))
+    }
+
     /// The id as the client sent it when it is a string or a number; null otherwise.
     private static func jsonID(_ value: ArraySlice<UInt8>) -> JSONValue {
         switch value.first ?? 0 {
         case UInt8(ascii: "\""):
-            // A valid JSON string: Foundation unescapes it.
-            return (try? JSONDecoder().decode(String.self, from: Data(value))).map(JSONValue.string) ?? .null
+            return decodedString(value).map(JSONValue.string) ?? .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return .number(String(decoding: value, as: UTF8.self))
         default:
