@@ -58,6 +58,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         run(machine.deadlineReached(now: .now))
     }
 
+    func didReachAlarm(on connection: Connection) {
+        stream?.alarm()
+    }
+
     func shutdownRequested(on connection: Connection) {
         run(machine.shutdownRequested(outputPending: connection.pendingOutputBytes > 0))
     }
