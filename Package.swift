@@ -4,7 +4,7 @@ import PackageDescription
 /// The Spin server package. See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server, SpinStorage ← SpinServer, SpinCore ← SpinNet
+/// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines, SpinStorage ← SpinServer, SpinCore ← SpinNet
 /// (for `Protected`, the one lock type).
 let package = Package(
     name: "spin-server",
@@ -41,6 +41,9 @@ let package = Package(
             .copy("Dashboard/dashboard.html"), .copy("OpenAPI/openapi.json"),
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
+        // Declarative machines: the JSON machine format, its validator and interpreter
+        // as a Spin. Pure: SpinCore only.
+        .target(name: "SpinMachines", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
         .executableTarget(name: "spin-server", dependencies: [
             "SpinServer", "SpinExamples", "SpinCore",
@@ -71,6 +74,7 @@ let package = Package(
             "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
+        .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
     ],
     swiftLanguageModes: [.v6]
