@@ -8,10 +8,12 @@ public struct MachineEvent: Sendable, Hashable, Codable {
     /// Delays of `after` transitions arrive as an event of this type (see `MachineEvent.after`).
     public static let afterType = "xstate.after"
 
+    /// The event type: the key of the `on` tables.
     public var type: String
     /// The members other than `type`.
     public var payload: [String: MachineValue]
 
+    /// An event of `type` with `payload` as its other members (a `type` key in it is ignored).
     public init(type: String, payload: [String: MachineValue] = [:]) {
         self.type = type
         self.payload = payload

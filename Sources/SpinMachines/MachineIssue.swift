@@ -45,8 +45,10 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
     /// The JSON path inside the file (`states.locked.on.UNLOCK[0].target`); empty for
     /// the file as a whole.
     public let path: String
+    /// What is wrong.
     public let kind: Kind
 
+    /// An issue at `path` (empty: the whole file) of `file`.
     public init(file: String, path: String, kind: Kind) {
         self.file = file
         self.path = path
@@ -82,8 +84,10 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// Every issue found in one machine definition, in the order of the file.
 public struct MachineValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The issues, at least one.
     public let issues: [MachineIssue]
 
+    /// An error reporting `issues`.
     public init(issues: [MachineIssue]) {
         self.issues = issues
     }

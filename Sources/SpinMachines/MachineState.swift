@@ -15,6 +15,8 @@ public struct MachineState: Sendable, Codable {
     /// What the transition that made this state did; empty for a state made otherwise.
     public var step: MachineStep
 
+    /// A state with `value` (the active leaf's path) and `context`; `step` is for the
+    /// interpreter, which records what a transition did.
     public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep()) {
         self.value = value
         self.context = context
@@ -85,6 +87,7 @@ public struct MachineStep: Sendable, Hashable {
     /// The Gear events the transition's actions propagate, in order.
     public var propagations: [MachinePropagation]
 
+    /// A record of entered states and propagations (empty by default).
     public init(entered: [[String]] = [], propagations: [MachinePropagation] = []) {
         self.entered = entered
         self.propagations = propagations
@@ -93,9 +96,12 @@ public struct MachineStep: Sendable, Hashable {
 
 /// One `gear.propagate` action as a transition ran it: the Gear and the event.
 public struct MachinePropagation: Sendable, Hashable {
+    /// The Gear's name, as the machine's `gears` declares it.
     public var gear: String
+    /// The event pushed into it.
     public var event: MachineEvent
 
+    /// A propagation of `event` into the Gear named `gear`.
     public init(gear: String, event: MachineEvent) {
         self.gear = gear
         self.event = event

@@ -5,11 +5,17 @@
 /// `1.0` are the same number, and integers are exact up to 2^53. An object encodes its
 /// members sorted by key, so the same value always gives the same JSON text.
 public enum MachineValue: Sendable, Hashable {
+    /// JSON `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number (a double, see above).
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([MachineValue])
+    /// An object; member order is not kept (encoding sorts the keys).
     case object([String: MachineValue])
 
     /// The value at a dotted path below this one (`"a.b"`, `"items.0"`: a segment that
