@@ -64,7 +64,7 @@ public struct MachineDefinition: Sendable {
             bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw MachineValidationError(issues: [MachineIssue(file: name ?? path, path: "",
-                                                               kind: .notJSON("cannot read the file: \(error)"))])
+                                                               kind: .unreadable("\(error)"))])
         }
         try self.init(json: bytes, file: name ?? path, hostGears: hostGears)
     }

@@ -8,6 +8,8 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// The bytes are not a JSON object (the detail says why).
         case notJSON(String)
+        /// The file cannot be read (the detail says why).
+        case unreadable(String)
         /// A key the format does not know: a typo is never ignored.
         case unknownKey
         /// A JSON value of the wrong kind (the associated string names the expected one).
@@ -63,6 +65,7 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String {
         switch kind {
         case .notJSON(let detail): "not a JSON object: \(detail)"
+        case .unreadable(let detail): "cannot read the file: \(detail)"
         case .unknownKey: "unknown key"
         case .expected(let what): "expected \(what)"
         case .missingInitial: "missing: a machine, and every state with \"states\", names its initial state"
