@@ -193,6 +193,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             self.stream = stream
             stream.start()
             if !leftover.isEmpty { stream.receive(leftover) }
+            run(machine.streamOpened())
         case .sse:
             machine.startedEventStream(now: .now)
             let head = HTTPResponseHead(status: .ok, headers: HTTPHeaders([
@@ -209,6 +210,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context)
             self.stream = stream
             stream.start()
+            run(machine.streamOpened())
         }
     }
 
