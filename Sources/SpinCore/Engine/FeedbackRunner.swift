@@ -4,17 +4,17 @@ import Dispatch
 /// deterministic tester of SpinTesting.
 package struct FeedbackHost<Event: Sendable>: Sendable {
     /// Hands an event produced by a feedback to the driver, which applies it after every
-    /// event it already has. The closure, when given, tells whether the event is still
-    /// wanted; the driver asks right before applying it and drops it if not (an effect
-    /// that a newer state cancelled in the meantime).
-    package let submit: @Sendable (Event, (@Sendable () -> Bool)?) -> Void
+    /// event it already has. Whether a cancelled effect may still hand over an event is
+    /// the feedback's to decide, at the hand-over (a newer state cancels what comes after
+    /// it, not what was handed over before): what reaches the driver is applied.
+    package let submit: @Sendable (Event) -> Void
     /// When true, executors given with `.execute(on:)` are ignored and synchronous
     /// effects run inline, so that a test is deterministic.
     package let runsInline: Bool
     /// The label of the loop (a hosted Spin's name), given to Gears as the source.
     package let label: String?
 
-    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event, (@Sendable () -> Bool)?) -> Void) {
+    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event) -> Void) {
         self.label = label
         self.runsInline = runsInline
         self.submit = submit
@@ -33,6 +33,18 @@ package struct FeedbackContext<Event: Sendable>: Sendable {
         self.host = host
         self.index = index
         self.executor = executor
+    }
+
+    /// The queue given with `.execute(on:)` as the task executor of the feedback's async
+    /// effects; nil when there is none or the host runs feedbacks inline.
+    var taskExecutor: DispatchQueueExecutor? {
+        guard let executor, !host.runsInline else { return nil }
+        return DispatchQueueExecutor(executor)
+    }
+
+    /// The queue synchronous work of the feedback is sent to; nil when it runs inline.
+    var queue: DispatchQueue? {
+        host.runsInline ? nil : executor
     }
 }
 
