@@ -63,6 +63,7 @@ extension Feedback {
         }
     }
 
+    /// The runner of every form: `wanted` lists the requests a state asks for.
     private static func react<Request: Equatable & Sendable>(
         wanted: @escaping @Sendable (State) -> [Request],
         effect: @escaping ReactRunner<State, Request, Event>.Effect

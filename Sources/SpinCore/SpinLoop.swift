@@ -47,6 +47,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var startsBatch = true
         /// False for every event of an `emit(contentsOf:)` batch but its last.
         var endsBatch = true
+        /// For events of effects that a newer state cancels: still valid? Checked on the
+        /// executor right before reducing, where states are delivered, so it is exact.
+        var isCurrent: (@Sendable () -> Bool)?
         /// True for events given to `emit` (a client's), false for those of feedbacks
         /// and Gears, which the feedback budget counts.
         var isExternal: Bool
@@ -122,8 +125,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.shared = Protected(Shared(state: spin.initialState, sequence: sequence))
         let relay = Relay<State, Event>()
         self.relay = relay
-        let host = FeedbackHost<Event>(label: label, runsInline: false) { event in
-            relay.loop?.enqueue(Pending(event: event, onApplied: nil, isExternal: false))
+        let host = FeedbackHost<Event>(label: label, runsInline: false) { event, isCurrent in
+            relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent, isExternal: false))
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
@@ -496,6 +499,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                     pending.onApplied?(nil)
                     continue
                 }
+                // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
+                // produced this event does not get it applied.
+                if let isCurrent = pending.isCurrent, !isCurrent() { continue }
                 guard isWithinBudget(pending) else {
                     // Whoever reads "suspended" reads the state the loop stopped at.
                     publish(&published)

@@ -15,7 +15,8 @@ import Testing
 /// event only as long as it takes to arrive, and `timeout` only bounds a failing test.
 ///
 /// Semantics match `SpinLoop`: an event an effect produces after a newer state cancelled
-/// it is dropped, not received; one it produced before is received like any other.
+/// it is dropped, not received (under `.latestStateOnly`, also one still waiting when a
+/// newer state reached its feedback); one it handed over before is received.
 public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equatable> {
     /// The state as the reducer made it from every event sent or received.
     public private(set) var state: State
@@ -44,8 +45,8 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         self.reducer = spin.reducer
         self.timeout = timeout
         let inbox = self.inbox
-        let host = FeedbackHost<Event>(label: label, runsInline: true) { event in
-            inbox.items.withLock { $0.append(event) }
+        let host = FeedbackHost<Event>(label: label, runsInline: true) { event, isCurrent in
+            inbox.items.withLock { $0.append(ProducedEvent(event: event, isCurrent: isCurrent)) }
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
@@ -97,7 +98,10 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         guard !finished else { return }
         finished = true
         await waitUntil { self.runningEffects == 0 }
-        let left = inbox.items.withLock { $0.count }
+        let left = inbox.items.withLock { items in
+            items.removeAll { $0.isCurrent.map { !$0() } ?? false }
+            return items.count
+        }
         if left > 0 {
             Issue.record("\(left) produced event(s) were not received: \(pendingDescription())",
                          sourceLocation: sourceLocation)
@@ -163,7 +167,9 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         var next: Event?
         await waitUntil {
             next = self.inbox.items.withLock { items in
-                items.isEmpty ? nil : items.removeFirst()
+                // Cancelled effects' events are dropped, as the loop drops them.
+                while let first = items.first, let isCurrent = first.isCurrent, !isCurrent() { items.removeFirst() }
+                return items.isEmpty ? nil : items.removeFirst().event
             }
             return next != nil
         }
@@ -184,10 +190,16 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     }
 
     private func pendingDescription() -> String {
-        inbox.items.withLock { $0.map { "\($0)" }.joined(separator: ", ") }
+        inbox.items.withLock { $0.map { "\($0.event)" }.joined(separator: ", ") }
     }
 }
 
+private struct ProducedEvent<Event: Sendable>: Sendable {
+    var event: Event
+    /// As in `SpinLoop`: an effect cancelled by a newer state since does not get it applied.
+    var isCurrent: (@Sendable () -> Bool)?
+}
+
 private final class ProducedEvents<Event: Sendable>: Sendable {
-    let items = Protected<[Event]>([])
+    let items = Protected<[ProducedEvent<Event>]>([])
 }

@@ -223,18 +223,39 @@ struct FeedbackTests {
         // Spin.Swift switches to the latest effect when a newer state reaches the
         // feedback: the events the old stream handed over before that are applied.
         let state = await stateAfterEventsHandedOverBeforeANewState { handOver in
-            Feedback(effect: { (state: Int) -> AsyncStream<Step> in
-                AsyncStream { continuation in
-                    guard state == 0 else { continuation.finish(); return }
-                    Task {
-                        await handOver.wait()
-                        for n in 1...3 { continuation.yield(.add(n)) }
-                        continuation.finish()
-                    }
-                }
-            })
+            Feedback(effect: { (state: Int) in addingOneTwoThree(after: handOver, if: state == 0) })
         }
         #expect(state == 7)
+    }
+
+    @Test func latestStateOnly_DropsWhatWasHandedOverWhenANewerStateReachesTheFeedbackFirst() async {
+        let state = await stateAfterEventsHandedOverBeforeANewState { handOver in
+            Feedback(effect: { (state: Int) in addingOneTwoThree(after: handOver, if: state == 0) },
+                     applying: .latestStateOnly)
+        }
+        #expect(state == 1)
+    }
+
+    /// A regulation that asks to add 1 below 10, of a loop at 10 given a batch of three
+    /// `-1` (10 → 9 → 8 → 7, each state reaching the feedback): where the loop ends.
+    private func regulatedEnd(_ strategy: ExecutionStrategy) async -> Int? {
+        let regulation = Feedback<Int, Step>(effect: { (state: Int) -> Step? in state < 10 ? .add(1) : nil },
+                                             applying: strategy)
+        let loop = Spin(initialState: 10, feedbacks: [regulation], reducer: Reducer(sum)).start()
+        _ = await withCheckedContinuation { applied in
+            loop.emit(contentsOf: [.add(-1), .add(-1), .add(-1)]) { applied.resume(returning: $0) }
+        }
+        _ = await loop.firstState { $0 >= 10 }
+        let end = await loop.emitAndWait(.marker)?.state
+        loop.stop()
+        return end
+    }
+
+    @Test func latestStateOnly_AppliesOnlyTheEventOfTheLatestState_EvenASynchronousOne() async {
+        // The default applies the requests made for 9, 8 and 7, and those for the states
+        // they make: the loop overshoots. `latestStateOnly` keeps only the one for 7.
+        #expect(await regulatedEnd(.cancelOnNewState) == 12)
+        #expect(await regulatedEnd(.latestStateOnly) == 10)
     }
 
     @Test func streamForm_WithDependencies_Works() async {

@@ -195,13 +195,7 @@ struct ReactTests {
     @Test func eventsHandedOverBeforeTheRequestChanged_AreApplied() async {
         let state = await stateAfterEventsHandedOverBeforeANewState { handOver in
             .react(request: { (state: Int) in state == 0 ? "zero" : nil }, effects: { _ in
-                AsyncStream { continuation in
-                    Task {
-                        await handOver.wait()
-                        for n in 1...3 { continuation.yield(.add(n)) }
-                        continuation.finish()
-                    }
-                }
+                addingOneTwoThree(after: handOver)
             })
         }
         #expect(state == 7)

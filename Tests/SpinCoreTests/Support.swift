@@ -122,3 +122,15 @@ func stateAfterEventsHandedOverBeforeANewState(_ makeFeedback: (Gate) -> Feedbac
     loop.stop()
     return state
 }
+
+/// `.add(1)`, `.add(2)`, `.add(3)` once `gate` opens, if `condition`; else nothing.
+func addingOneTwoThree(after gate: Gate, if condition: Bool = true) -> AsyncStream<Step> {
+    AsyncStream { continuation in
+        guard condition else { continuation.finish(); return }
+        Task {
+            await gate.wait()
+            for n in 1...3 { continuation.yield(.add(n)) }
+            continuation.finish()
+        }
+    }
+}

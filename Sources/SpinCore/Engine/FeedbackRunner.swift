@@ -6,15 +6,17 @@ package struct FeedbackHost<Event: Sendable>: Sendable {
     /// Hands an event produced by a feedback to the driver, which applies it after every
     /// event it already has. Whether a cancelled effect may still hand over an event is
     /// the feedback's to decide, at the hand-over (a newer state cancels what comes after
-    /// it, not what was handed over before): what reaches the driver is applied.
-    package let submit: @Sendable (Event) -> Void
+    /// it, not what was handed over before). The closure, when given, is asked again right
+    /// before the event is applied, and the event dropped if it says no
+    /// (`ExecutionStrategy.latestStateOnly`: a newer state reached the feedback meanwhile).
+    package let submit: @Sendable (Event, (@Sendable () -> Bool)?) -> Void
     /// When true, executors given with `.execute(on:)` are ignored and synchronous
     /// effects run inline, so that a test is deterministic.
     package let runsInline: Bool
     /// The label of the loop (a hosted Spin's name), given to Gears as the source.
     package let label: String?
 
-    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event) -> Void) {
+    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event, (@Sendable () -> Bool)?) -> Void) {
         self.label = label
         self.runsInline = runsInline
         self.submit = submit

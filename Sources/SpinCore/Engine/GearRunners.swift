@@ -19,7 +19,7 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
         let transform = self.transform
         let submit = context.host.submit
         let token = gear.observe { delivery in
-            if let event = transform(delivery.event) { submit(event) }
+            if let event = transform(delivery.event) { submit(event, nil) }
         }
         subscription.withLock { $0 = token }
     }

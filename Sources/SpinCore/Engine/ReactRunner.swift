@@ -65,7 +65,7 @@ final class ReactRunner<State: Sendable, Request: Equatable & Sendable, Event: S
         let task = tasks.run(on: taskExecutor) {
             await effect(request) { event in
                 guard !Task.isCancelled, !cancelled.isSet, !stopped.isSet else { return }
-                submit(event)
+                submit(event, nil)
             }
         }
         return Running(request: request, task: task, cancelled: cancelled)

@@ -5,12 +5,14 @@ import Synchronization
 /// (lensing and filtering are already composed into `filter` and `body`).
 ///
 /// Cancellation (DESIGN.md §2, semantics 3, Spin.Swift's switch-to-latest): every state
-/// the feedback gives an async effect (or filters out) bumps `generation`; an effect hands over an event only while the
+/// the feedback acts on (or filters out) bumps `generation`; an effect hands over an event only while the
 /// generation is still the one of its state. So an event handed over before a newer state
 /// reached the feedback is applied, even if the loop applies it after that state; nothing
 /// the effect produces afterwards is. A synchronous effect is never cancelled: it runs
 /// for every state (on `.execute(on:)`'s queue too, where it may run late) and its event
-/// is applied, as Spin.Swift maps every state through it.
+/// is applied, as Spin.Swift maps every state through it. `latestStateOnly` adds a check
+/// when the loop applies an event, for every form: its state must still be the
+/// feedback's latest.
 ///
 /// `@unchecked Sendable`: `currentTask` is only touched on the loop's executor (see
 /// `FeedbackRunner`); `generation` and `stopped` are atomic; the rest is immutable or a
@@ -46,7 +48,7 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
     func start() {}
 
     func receive(_ state: State) {
-        let cancels = strategy == .cancelOnNewState
+        let cancels = strategy != .continueOnNewState
         // A state the filter rejects is not acted on; under `cancelOnNewState` it still
         // is a newer state, so it cancels the running effect (Spin.Swift turns it into
         // an empty effect, RxFeedback's `react` into a nil request): a fetch that ends
@@ -55,7 +57,12 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
             if cancels { cancelRunning() }
             return
         }
+        let mine = generation.advance()
+        let generation = self.generation
         let submit = context.host.submit
+        // `latestStateOnly`: the loop asks again right before applying the event.
+        let stillLatest: (@Sendable () -> Bool)? =
+            strategy == .latestStateOnly ? { @Sendable in generation.current == mine } : nil
         switch body {
         case .sync(let effect):
             if let queue = context.queue {
@@ -63,14 +70,12 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
                 let stopped = self.stopped
                 queue.async {
                     guard !stopped.isSet, let event = effect(state) else { return }
-                    submit(event)
+                    submit(event, stillLatest)
                 }
             } else if let event = effect(state) {
-                submit(event)
+                submit(event, stillLatest)
             }
         case .async(let effect):
-            let mine = generation.advance()
-            let generation = self.generation
             if cancels, let previous = currentTask {
                 tasks.cancel(previous)
             }
@@ -79,7 +84,7 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
                     // The hand-over check of semantics 3: a newer state (or `stop`) that
                     // reached the feedback before this point cancelled the effect.
                     guard !Task.isCancelled, !cancels || generation.current == mine else { return }
-                    submit(event)
+                    submit(event, stillLatest)
                 }
             }
         }
@@ -136,7 +141,7 @@ final class StateStreamRunner<State: Sendable, Element: Sendable, Event: Sendabl
         tasks.run(on: context.taskExecutor) {
             await effect(states) { event in
                 guard !Task.isCancelled else { return }
-                submit(event)
+                submit(event, nil)
             }
         }
     }
