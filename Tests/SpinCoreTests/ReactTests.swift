@@ -1,3 +1,4 @@
+import Dispatch
 import SpinCore
 import SpinTesting
 import Testing
@@ -190,6 +191,23 @@ struct ReactTests {
         await clock.advance(by: .seconds(1))
         #expect(loop.state.done.isEmpty)
         #expect(starts.all.sorted() == ["a", "b", "c"])
+    }
+
+    @Test func executeOn_RunsTheReactEffectsOnThatQueue() async {
+        let queue = DispatchQueue(label: "test.react")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "react queue")
+        let places = Recorder<String?>()
+        let feedback = Feedback<Downloads, Downloads.Event>.react(requests: { (state: Downloads) in state.files },
+                                                                 effect: { name in
+            places.append(DispatchQueue.getSpecific(key: key))
+            return .finished(name)
+        }).execute(on: queue)
+        let loop = Spin(initialState: Downloads(files: ["a", "b"]), feedbacks: [feedback],
+                        reducer: Reducer(Downloads.reduce)).start()
+        #expect(await loop.firstState { $0.files.isEmpty }?.done.sorted() == ["a", "b"])
+        #expect(places.all == ["react queue", "react queue"])
+        loop.stop()
     }
 
     @Test func eventsHandedOverBeforeTheRequestChanged_AreApplied() async {
