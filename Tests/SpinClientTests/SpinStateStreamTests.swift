@@ -111,6 +111,32 @@ struct SpinStateStreamTests {
         await live.shutdown()
     }
 
+    /// Each stream blocks a thread of its own in its reads, none of the shared pools'. (On
+    /// Dispatch's global queue, the reads of the first streams held every thread until
+    /// the server's next ping: without pings, this test runs out of time.)
+    @Test func aHundredStreamsAtOnce_EachGetTheSnapshotAndTheNextState() async throws {
+        let live = try LiveServer.start { $0.limits.pingIntervalSeconds = 3600 }
+        let client = live.client()
+        let (snapshots, arrived) = AsyncStream<Void>.makeStream()
+        let readers = (0..<100).map { _ in
+            Task {
+                var states = client.states(of: "tally", as: Tally.State.self).makeAsyncIterator()
+                let first = try await states.next()
+                arrived.yield()
+                return try [first] + [await states.next()]
+            }
+        }
+        var waiting = snapshots.makeAsyncIterator()
+        #expect(await waiting.next(100).count == 100)
+        _ = try await client.post([Tally.Event(amount: 5)], to: "tally")
+        for reader in readers {
+            let updates = try await reader.value
+            #expect(updates.map { $0?.sequence } == [0, 1])
+            #expect(updates.last??.state == Tally.State(count: 5))
+        }
+        await live.shutdown()
+    }
+
     @Test func aStreamOfAnUnknownSpin_Throws404_InsteadOfRetrying() async throws {
         let live = try LiveServer.start()
         var states = live.client().states(of: "nope", as: Tally.State.self).makeAsyncIterator()

@@ -31,10 +31,13 @@ struct LiveServer {
     let server: LoopServer
     let port: Int
 
-    /// Starts a server on `port` (0: a free one), persisting to `storage` when given.
-    static func start(port: Int = 0, storage: String? = nil, tokens: [AccessToken] = []) throws -> LiveServer {
+    /// Starts a server on `port` (0: a free one), persisting to `storage` when given,
+    /// with the configuration changed by `configure`.
+    static func start(port: Int = 0, storage: String? = nil, tokens: [AccessToken] = [],
+                      _ configure: (inout SpinServerConfiguration) -> Void = { _ in }) throws -> LiveServer {
         var configuration = SpinServerConfiguration(port: port)
         configuration.tokens = tokens
+        configure(&configuration)
         if let storage {
             configuration.storage = .init(directory: storage, fsync: .batch, persists: true)
         }

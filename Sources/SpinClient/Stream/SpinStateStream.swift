@@ -53,6 +53,8 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
         private var wait: Duration?
         private var finished = false
         private let slot = SocketSlot()
+        /// The thread the blocking socket calls run on; made on the first `next()`.
+        private var worker: BlockingWorker?
 
         init(client: SpinClient, spin: String, position: StreamPosition) {
             self.client = client
@@ -104,7 +106,7 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
                 path: ["v1", "spins", spin, "stream"],
                 query: position.resumeQuery.map { URLQueryItem(name: $0.name, value: $0.value) }))
             let (token, options, slot) = (client.token, client.streamOptions, self.slot)
-            var opened = try await Self.offPool(slot) {
+            var opened = try await offPool {
                 try StreamConnection.open(endpoint, token: token, options: options, slot: slot)
             }
             let early = opened.early
@@ -117,7 +119,7 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
             guard let socket = connection?.socket else { return }
             let bytes: [UInt8]
             do {
-                bytes = try await Self.offPool(slot) { try socket.receive() }
+                bytes = try await offPool { try socket.receive() }
             } catch let error as ClientSocketError {
                 throw SpinClientError.connectionFailed(error.description)
             }
@@ -163,19 +165,21 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
             connection = nil
             pending = []
             slot.cancel()
+            worker = nil
         }
 
-        /// Runs blocking `work` on a Dispatch thread. When the task is cancelled, the
-        /// slot's socket is shut down (which ends a blocked read) and this throws
+        /// Runs blocking `work` on the stream's worker thread. When the task is cancelled,
+        /// the slot's socket is shut down (which ends a blocked read) and this throws
         /// `CancellationError` at once; what the work returns later is dropped.
-        private static func offPool<T: Sendable>(
-            _ slot: SocketSlot, _ work: @escaping @Sendable () throws -> T
-        ) async throws -> T {
+        private mutating func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+            let worker = self.worker ?? BlockingWorker(name: "SpinClient \(spin) stream")
+            self.worker = worker
+            let slot = self.slot
             let resumer = Resumer<T>()
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     resumer.set(continuation)
-                    DispatchQueue.global().async { resumer.resume(with: Result { try work() }) }
+                    worker.submit { resumer.resume(with: Result { try work() }) }
                 }
             } onCancel: {
                 slot.cancel()

@@ -123,11 +123,15 @@ package final class ClientSocket: Sendable {
     /// The next bytes that arrive, at most `maxBytes`; empty once the peer closed (or
     /// `shutdown()` was called). Blocks the calling thread: call it off the cooperative pool.
     package func receive(maxBytes: Int = 64 << 10) throws(ClientSocketError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: maxBytes)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, maxBytes, 0) }
-            if n >= 0 { return Array(buffer.prefix(n)) }
-            switch errno {
+            var code: Int32 = 0
+            let bytes = [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
+                let n = recv(fd, buffer.baseAddress, maxBytes, 0)
+                count = max(n, 0)
+                if n < 0 { code = errno }
+            }
+            if code == 0 { return bytes }
+            switch code {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK: throw .timedOut
             case let code: throw .ioFailed(call: "recv", errno: code)
