@@ -67,6 +67,34 @@ struct SpinStateStreamTests {
         await second.shutdown()
     }
 
+    @Test func aConnectionCutWithoutAClose_IsResumed_WithTheStatesMissedMeanwhile() async throws {
+        let live = try LiveServer.start()
+        let proxy = try CuttableProxy(to: live.port)
+        let direct = live.client()
+        let client = SpinClient(baseURL: proxy.url, streamOptions: direct.streamOptions)
+        let (updates, received) = AsyncStream<StateUpdate<Tally.State>>.makeStream()
+        let consumer = Task {
+            for try await update in client.states(of: "tally", as: Tally.State.self) { received.yield(update) }
+        }
+        var seen = updates.makeAsyncIterator()
+        var all = await seen.next(1)
+        _ = try await direct.post([Tally.Event(amount: 1), Tally.Event(amount: 2)], to: "tally")
+        all += await seen.next(2)
+        proxy.cut()
+        // Applied while the stream cannot reach the server: it must fetch them on return.
+        _ = try await direct.post([Tally.Event(amount: 3), Tally.Event(amount: 4), Tally.Event(amount: 5)], to: "tally")
+        try proxy.restore()
+        all += await seen.next(3)
+        _ = try await direct.post([Tally.Event(amount: 6)], to: "tally")
+        all += await seen.next(1)
+        #expect(all.map(\.kind) == [.snapshot] + Array(repeating: .state, count: 6))
+        #expect(all.map(\.sequence) == Array(0...6))
+        #expect(all.map(\.state.count) == [0, 1, 3, 6, 10, 15, 21])
+        consumer.cancel()
+        proxy.cut()
+        await live.shutdown()
+    }
+
     @Test func aRestartedServer_WithANewHistory_SendsANewSnapshot() async throws {
         // In memory: each start is a new history (a new epoch), from sequence 0.
         let first = try LiveServer.start()
