@@ -18,6 +18,9 @@ public enum SpinClientError: Error, Sendable, Hashable, CustomStringConvertible 
     case connectionFailed(String)
     /// A body or stream message did not decode as the type asked for.
     case undecodable(String)
+    /// The server refused an event sent over a state stream
+    /// (`{"type":"error","error":{"code":..,"message":..}}`); nothing changed.
+    case eventRefused(code: String, message: String)
 
     /// The HTTP status, when the server answered.
     public var status: Int? {
@@ -29,7 +32,10 @@ public enum SpinClientError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// The server's error code (`spin_not_found`, `invalid_event`, ...), when it sent one.
     public var code: String? {
-        if case .rejected(_, let code, _, _) = self { code } else { nil }
+        switch self {
+        case .rejected(_, let code, _, _), .eventRefused(let code, _): code
+        default: nil
+        }
     }
 
     /// Seconds the server asked the client to wait (`Retry-After`), when it did.
@@ -37,7 +43,8 @@ public enum SpinClientError: Error, Sendable, Hashable, CustomStringConvertible 
         if case .rejected(_, _, _, let seconds) = self { seconds } else { nil }
     }
 
-    /// True when trying again later may succeed: a broken connection, 408, 429 and 5xx.
+    /// True when trying again later may succeed: a broken connection, 408, 429 and 5xx
+    /// (and their stream counterparts `inbox_full`, `storage_unavailable`, `unavailable`).
     /// A state stream reconnects on these and ends (throwing) on the others, such as
     /// 401, 403 and 404, which no retry changes.
     public var isRetryable: Bool {
@@ -45,6 +52,7 @@ public enum SpinClientError: Error, Sendable, Hashable, CustomStringConvertible 
         case .connectionFailed: true
         case .rejected(let status, _, _, _), .unexpectedResponse(let status, _):
             status == 408 || status == 429 || status >= 500
+        case .eventRefused(let code, _): ["inbox_full", "storage_unavailable", "unavailable"].contains(code)
         case .unsupportedURL, .undecodable: false
         }
     }
@@ -58,6 +66,7 @@ public enum SpinClientError: Error, Sendable, Hashable, CustomStringConvertible 
         case .unsupportedURL(let text): "unsupported URL: \(text)"
         case .connectionFailed(let text): "connection failed: \(text)"
         case .undecodable(let text): "cannot decode: \(text)"
+        case .eventRefused(let code, let message): "event refused, \(code): \(message)"
         }
     }
 }

@@ -189,6 +189,30 @@ struct SpinStateStreamTests {
         await live.shutdown()
     }
 
+    @Test func anEventSentOverTheStream_IsAcknowledged_AndItsStateStillComes() async throws {
+        let live = try LiveServer.start()
+        var states = live.client().states(of: "tally", as: Tally.State.self).makeAsyncIterator()
+        #expect(try await states.send(Tally.Event(amount: 3)) == 1)   // connects first
+        let updates = try await states.next(2)
+        #expect(updates.map(\.kind) == [.snapshot, .state])
+        #expect(updates.last?.sequence == 1)
+        #expect(updates.last?.state == Tally.State(count: 3))
+        let refused = await #expect(throws: SpinClientError.self) { _ = try await states.send(["type": "add"]) }
+        #expect(refused?.code == "invalid_event")
+        #expect(try await states.send(Tally.Event(amount: 4)) == 2)
+        #expect(try await states.next()?.state == Tally.State(count: 7))
+        await live.shutdown()
+    }
+
+    @Test func anEventSentWithAReadOnlyToken_IsRefusedAsForbidden() async throws {
+        let live = try LiveServer.start(tokens: [AccessToken(token: "reader", scopes: [.read])])
+        var states = live.client(token: "reader").states(of: "tally", as: Tally.State.self).makeAsyncIterator()
+        let refused = await #expect(throws: SpinClientError.self) { _ = try await states.send(Tally.Event(amount: 1)) }
+        #expect(refused?.code == "forbidden")
+        #expect(try await states.next()?.sequence == 0)
+        await live.shutdown()
+    }
+
     @Test func anHTTPSURL_IsRefusedByTheStream() async throws {
         let client = SpinClient(baseURL: URL(string: "https://127.0.0.1:1")!)
         var states = client.states(of: "tally", as: Tally.State.self).makeAsyncIterator()

@@ -97,6 +97,23 @@ struct StreamMessageTests {
     }
 }
 
+struct StreamReplyTests {
+    @Test func anEventMessage_CarriesTheIdAndTheEventAsEncoded() throws {
+        let text = try StreamReply.eventMessage(id: "c7", event: ["amount": 2])
+        #expect(text == #"{"type":"event","id":"c7","event":{"amount":2}}"#)
+    }
+
+    @Test func onlyTheReplyToTheId_IsTaken_AckOrError() {
+        let ack = Array(#"{"type":"ack","id":"c1","sequence":4}"#.utf8)
+        let error = Array(#"{"type":"error","id":"c2","error":{"code":"invalid_event","message":"amount: missing"}}"#.utf8)
+        let state = Array(#"{"type":"state","sequence":4,"epoch":"e","event":{},"state":{}}"#.utf8)
+        #expect(StreamReply(to: "c1", in: ack) == .ack(sequence: 4))
+        #expect(StreamReply(to: "c2", in: ack) == nil)
+        #expect(StreamReply(to: "c2", in: error) == .refused(code: "invalid_event", message: "amount: missing"))
+        #expect(StreamReply(to: "c1", in: state) == nil)
+    }
+}
+
 struct ResponseHeadTests {
     @Test func aHead_IsParsedOnceComplete_WithItsLength() throws {
         let text = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept:  abc= \r\n\r\n\u{81}"

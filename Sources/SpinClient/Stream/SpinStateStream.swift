@@ -55,6 +55,8 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
         private let slot = SocketSlot()
         /// The thread the blocking socket calls run on; made on the first `next()`.
         private var worker: BlockingWorker?
+        /// Events sent over the stream so far (their ids: `c1`, `c2`, ...).
+        private var sent = 0
 
         init(client: SpinClient, spin: String, position: StreamPosition) {
             self.client = client
@@ -83,6 +85,62 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
                 }
             }
             finish()
+            return nil
+        }
+
+        /// Sends `event` to the Spin over this stream's connection (connecting first when
+        /// there is none) and waits for the server's acknowledgement: the Spin's sequence
+        /// once the event is applied and durable. Snapshots and states that arrive
+        /// meanwhile are kept for `next()`, the event's own state among them. Needs a token
+        /// with the `write` scope when the server has tokens.
+        ///
+        /// Throws `SpinClientError.eventRefused` with the server's code (`invalid_event`,
+        /// `forbidden`, `spin_suspended`, ...), or `.connectionFailed` when the connection
+        /// is lost before the answer: the event may then have been applied or not (read the
+        /// stream to know); the next `next()` reconnects.
+        public mutating func send<Event: Encodable>(_ event: Event) async throws -> UInt64 {
+            guard !finished else { throw SpinClientError.connectionFailed("the stream has ended") }
+            sent += 1
+            let id = "c\(sent)"
+            let message = try StreamReply.eventMessage(id: id, event: event)
+            do {
+                if connection == nil { try await connect() }
+                guard var current = connection else { throw SpinClientError.connectionFailed("not connected") }
+                for case .send(let frame) in current.session.sendText(message) {
+                    do {
+                        try current.socket.send(frame)
+                    } catch {
+                        throw SpinClientError.connectionFailed(error.description)
+                    }
+                }
+                connection = current
+                while true {
+                    if let sequence = try takeReply(to: id) { return sequence }
+                    try await receive()
+                }
+            } catch is CancellationError {
+                finish()
+                throw CancellationError()
+            } catch let error as SpinClientError {
+                guard case .connectionFailed = error else { throw error }
+                lose(error)
+                // The answer may have come just before the connection ended.
+                if let sequence = try takeReply(to: id) { return sequence }
+                throw error
+            }
+        }
+
+        /// Takes the answer to message `id` out of the pending messages: its sequence, nil
+        /// when it has not come, or the refusal thrown.
+        private mutating func takeReply(to id: String) throws(SpinClientError) -> UInt64? {
+            for (index, bytes) in pending.enumerated() {
+                guard let reply = StreamReply(to: id, in: bytes) else { continue }
+                pending.remove(at: index)
+                switch reply {
+                case .ack(let sequence): return sequence
+                case .refused(let code, let message): throw .eventRefused(code: code, message: message)
+                }
+            }
             return nil
         }
 

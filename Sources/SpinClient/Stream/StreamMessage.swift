@@ -44,3 +44,46 @@ enum StreamMessage<State: Decodable> {
                                    event: kind == .state ? member("event") : nil))
     }
 }
+
+/// The server's answer to an event the client sent over the stream.
+enum StreamReply: Hashable {
+    /// `{"type":"ack","id":..,"sequence":N}`: applied and durable at sequence N.
+    case ack(sequence: UInt64)
+    /// `{"type":"error","id":..,"error":{"code":..,"message":..}}`: refused.
+    case refused(code: String, message: String)
+
+    private struct Head: Decodable {
+        struct Detail: Decodable {
+            var code: String
+            var message: String
+        }
+        var type: String
+        var id: String?
+        var sequence: UInt64?
+        var error: Detail?
+    }
+
+    /// The reply in `bytes` to the client's message `id`; nil when `bytes` is another message.
+    init?(to id: String, in bytes: [UInt8]) {
+        guard let head = try? JSONDecoder().decode(Head.self, from: Data(bytes)), head.id == id else { return nil }
+        switch (head.type, head.sequence, head.error) {
+        case ("ack", let sequence?, _): self = .ack(sequence: sequence)
+        case ("error", _, let error?): self = .refused(code: error.code, message: error.message)
+        default: return nil
+        }
+    }
+
+    /// `{"type":"event","id":ID,"event":EVENT}`, the event as its `Encodable` writes it.
+    static func eventMessage(id: String, event: some Encodable) throws(SpinClientError) -> String {
+        let encoded: Data
+        do {
+            encoded = try JSONEncoder().encode(event)
+        } catch {
+            throw .undecodable("the event does not encode as JSON: \(error)")
+        }
+        var text: [UInt8] = Array(#"{"type":"event","id":"#.utf8)
+        JSONValue.writeString(id, into: &text)
+        text += Array(#","event":"#.utf8) + Array(encoded) + [UInt8(ascii: "}")]
+        return String(decoding: text, as: UTF8.self)
+    }
+}
