@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinClientTests", dependencies: [
-            "SpinClient", "SpinServer", "SpinCore", .product(name: "Logging", package: "swift-log"),
+            "SpinClient", "SpinServer", "SpinExamples", "SpinCore", .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]
