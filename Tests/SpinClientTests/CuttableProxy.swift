@@ -5,10 +5,12 @@ import Glibc
 /// it at the TCP level (no WebSocket close frame) and stops listening (new connections are refused); `restore()` listens again on the
 /// same port. Blocking sockets, a thread per direction: a test tool, not a server.
 final class CuttableProxy: @unchecked Sendable {
-    // `lock` guards `listener`, `connections` and `open`.
+    // `lock` guards `listener`, `connections`, `stalled` and `open`.
     private let lock = NSLock()
     private var listener: Int32 = -1
     private var connections: [Int32] = []
+    /// Connections whose bytes are dropped instead of forwarded.
+    private var stalled: Set<Int32> = []
     private var open = false
     private(set) var port = 0
     private let targetPort: Int
@@ -45,6 +47,13 @@ final class CuttableProxy: @unchecked Sendable {
             port = Int(UInt16(bigEndian: address.sin_port))
         }
         Thread { [self] in acceptLoop(fd) }.start()
+    }
+
+    /// The connections open now go silent: what either side sends is dropped, and
+    /// neither sees the connection end (a dead NAT entry, a pulled cable). New
+    /// connections are forwarded as usual.
+    func stall() {
+        lock.withLock { stalled.formUnion(connections) }
     }
 
     /// Ends every connection (both directions) and stops listening.
@@ -94,7 +103,9 @@ final class CuttableProxy: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let n = recv(source, &buffer, buffer.count, 0)
-            guard n > 0, send(sink, buffer, n, Int32(MSG_NOSIGNAL)) == n else { break }
+            guard n > 0 else { break }
+            if lock.withLock({ stalled.contains(source) }) { continue }
+            guard send(sink, buffer, n, Int32(MSG_NOSIGNAL)) == n else { break }
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(sink, Int32(SHUT_RDWR))
@@ -102,6 +113,7 @@ final class CuttableProxy: @unchecked Sendable {
             ends.done += 1
             guard ends.done == 2 else { return false }
             connections.removeAll { $0 == source || $0 == sink }
+            stalled.subtract([source, sink])
             return true
         }
         if last {

@@ -95,6 +95,32 @@ struct SpinStateStreamTests {
         await live.shutdown()
     }
 
+    @Test func aConnectionThatGoesSilent_IsGivenUpAfterTheIdleTimeout_AndResumed() async throws {
+        let live = try LiveServer.start()
+        let proxy = try CuttableProxy(to: live.port)
+        let direct = live.client()
+        var options = direct.streamOptions
+        options.idleTimeoutSeconds = 1
+        var states = SpinClient(baseURL: proxy.url, streamOptions: options)
+            .states(of: "tally", as: Tally.State.self).makeAsyncIterator()
+        var all = try await states.next(1)
+        proxy.stall()
+        _ = try await direct.post([Tally.Event(amount: 1), Tally.Event(amount: 2)], to: "tally")
+        all += try await states.next(2)
+        #expect(all.map(\.kind) == [.snapshot, .state, .state])
+        #expect(all.map(\.sequence) == [0, 1, 2])
+        proxy.cut()
+        await live.shutdown()
+    }
+
+    @Test func aHostName_IsResolved() async throws {
+        let live = try LiveServer.start()
+        let client = SpinClient(baseURL: URL(string: "http://localhost:\(live.port)")!)
+        var states = client.states(of: "tally", as: Tally.State.self).makeAsyncIterator()
+        #expect(try await states.next()?.kind == .snapshot)
+        await live.shutdown()
+    }
+
     @Test func aRestartedServer_WithANewHistory_SendsANewSnapshot() async throws {
         // In memory: each start is a new history (a new epoch), from sequence 0.
         let first = try LiveServer.start()

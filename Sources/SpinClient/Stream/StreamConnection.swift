@@ -41,7 +41,7 @@ struct StreamConnection: Sendable {
 
         /// The `Host` header: the host, and the port unless it is 80.
         var hostHeader: String {
-            let name = host.contains(":") ? "[\(host)]" : host
+            let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
             return port == 80 ? name : "\(name):\(port)"
         }
     }
