@@ -5,7 +5,7 @@ import PackageDescription
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
 /// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer, SpinCore ← SpinNet
-/// (for `Protected`, the one lock type).
+/// (for `Protected`, the one lock type), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
 let package = Package(
     name: "spin-server",
     platforms: [.macOS(.v14)],
@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SpinCore", targets: ["SpinCore"]),
         .library(name: "SpinServer", targets: ["SpinServer"]),
         .library(name: "SpinTesting", targets: ["SpinTesting"]),
+        .library(name: "SpinClient", targets: ["SpinClient"]),
         .executable(name: "spin-server", targets: ["spin-server"]),
     ],
     dependencies: [
@@ -45,6 +46,9 @@ let package = Package(
         // as a Spin. Pure: SpinCore only.
         .target(name: "SpinMachines", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
+        // A Swift client for the server: URLSession for requests, the state stream on
+        // SpinWire's WebSocket codec over SpinNet's blocking client socket.
+        .target(name: "SpinClient", dependencies: ["SpinWire", "SpinNet", "SpinCore"]),
         .executableTarget(name: "spin-server", dependencies: [
             "SpinServer", "SpinExamples", "SpinMachines", "SpinCore",
             .product(name: "Logging", package: "swift-log"),
@@ -76,6 +80,9 @@ let package = Package(
         ]),
         .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
+        .testTarget(name: "SpinClientTests", dependencies: [
+            "SpinClient", "SpinServer", "SpinExamples", "SpinCore", .product(name: "Logging", package: "swift-log"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )
