@@ -143,7 +143,10 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     // MARK: -
 
     private func apply(_ event: Event, _ update: ((inout State) throws -> Void)?, sourceLocation: SourceLocation) {
-        let next = reducer.reduce(state, event)
+        // A partial reducer may decline the event: as in `SpinLoop`, nothing changes and
+        // no feedback hears of it (the state must then stay as it was).
+        let applied = reducer.apply(event, to: state)
+        let next = applied ?? state
         var expected = state
         do {
             try update?(&expected)
@@ -157,6 +160,7 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
                     actual: \(next)
                 """, sourceLocation: sourceLocation)
         }
+        guard applied != nil else { return }
         state = next
         sequence += 1
         for runner in runners { runner.receive(next) }
