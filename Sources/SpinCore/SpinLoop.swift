@@ -109,6 +109,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private let interruptions = Atomic<UInt64>(0)
     private let reducer: Reducer<State, Event>
     private let runners: [any FeedbackRunner<State>]
+    /// The runners that also hear each applied event (a transition table's effects).
+    private let transitionRunners: [any TransitionRunner<State, Event>]
     private let relay: Relay<State, Event>
     /// The state as the executor last made it; only touched on `queue`.
     nonisolated(unsafe) private var current: State
@@ -136,6 +138,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
         }
+        self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
         relay.loop = self
         // Gear subscriptions and raw streams open before any state is delivered.
         for runner in runners { runner.start() }
@@ -601,6 +604,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 if let onApplied = pending.onApplied {
                     onApplied(tally.result(at: index, sequence: currentSequence, state: next, last: transition))
                 }
+                for runner in transitionRunners { runner.applied(pending.event, from: from, to: next) }
                 for runner in runners { runner.receive(next) }
             }
             publish(&published)

@@ -24,6 +24,8 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
 
     private let reducer: Reducer<State, Event>
     private let runners: [any FeedbackRunner<State>]
+    /// The runners that also hear each applied event (a transition table's effects).
+    private let transitionRunners: [any TransitionRunner<State, Event>]
     /// Events produced by effects and Gears, not received yet (a class: effects append from
     /// their tasks, so the storage outlives `init`'s borrow of `self`).
     private let inbox = ProducedEvents<Event>()
@@ -50,6 +52,7 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
         }
+        self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
         for runner in runners { runner.start() }
         for runner in runners { runner.receive(state) }
     }
@@ -161,8 +164,10 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
                 """, sourceLocation: sourceLocation)
         }
         guard applied != nil else { return }
+        let from = state
         state = next
         sequence += 1
+        for runner in transitionRunners { runner.applied(event, from: from, to: next) }
         for runner in runners { runner.receive(next) }
     }
 
