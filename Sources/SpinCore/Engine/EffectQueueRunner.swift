@@ -48,17 +48,15 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
                 cancelled += Self.take(&queues) { $0.id == id }
                 for name in queues.waiting.keys { queues.waiting[name]?.removeAll { $0.id == id } }
             }
+            // What waited behind a cancelled effect takes its place.
+            for name in Set(cancelled.map(\.queue)) { startWaiting(in: name, &queues) }
             for run in effect.runs {
                 if run.queue.strategy == .latest {
                     cancelled += Self.take(&queues) { $0.queue == run.queue.name }
                     queues.waiting[run.queue.name] = nil
                 }
-                let running = queues.running.values.count { $0.queue == run.queue.name }
-                if let limit = run.queue.strategy.limit, running >= limit {
-                    queues.waiting[run.queue.name, default: []].append(run)
-                } else {
-                    start(run, in: &queues)
-                }
+                queues.waiting[run.queue.name, default: []].append(run)
+                startWaiting(in: run.queue.name, &queues)
             }
             return cancelled
         }
@@ -95,10 +93,18 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
     /// An effect ended: the next effect waiting in its queue starts.
     private func finished(_ ticket: UInt64) {
         queues.withLock { queues in
-            guard let ended = queues.running.removeValue(forKey: ticket), !queues.stopped,
-                  var waiting = queues.waiting[ended.queue], !waiting.isEmpty else { return }
-            let next = waiting.removeFirst()
-            queues.waiting[ended.queue] = waiting.isEmpty ? nil : waiting
+            guard let ended = queues.running.removeValue(forKey: ticket), !queues.stopped else { return }
+            startWaiting(in: ended.queue, &queues)
+        }
+    }
+
+    /// Starts the effects waiting in queue `name` while it has room for them.
+    private func startWaiting(in name: String, _ queues: inout Queues) {
+        while var waiting = queues.waiting[name], let next = waiting.first {
+            let running = queues.running.values.count { $0.queue == name }
+            if let limit = next.queue.strategy.limit, running >= limit { return }
+            waiting.removeFirst()
+            queues.waiting[name] = waiting.isEmpty ? nil : waiting
             start(next, in: &queues)
         }
     }
