@@ -117,6 +117,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     nonisolated(unsafe) private var currentSequence: UInt64
     /// Events of feedbacks and Gears applied since the last external one; only on `queue`.
     nonisolated(unsafe) private var feedbackRun = 0
+    /// The replies of the client batch `drain` is applying; only on `queue`. A property,
+    /// not a local of `drain`: a generic local costs every drain, even one without a batch.
+    nonisolated(unsafe) private var tally = Tally()
     /// Whether the feedbacks have been given the current state since the loop started or
     /// was last suspended (so that `start` and `resume` give it exactly once); on `queue`.
     nonisolated(unsafe) private var feedbacksHaveState = false
@@ -522,7 +525,6 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private func drain() {
         var batch: [Pending] = []
         var published: [State] = []
-        var tally = Tally()
         while true {
             let (observers, joiners, epoch) = shared.withLock { shared in
                 let joiners = shared.joining
@@ -543,6 +545,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             // Whether the event belongs to a client batch that gets a reply or spans
             // several events (only those are tallied: a feedback's event costs nothing).
             var tallied = false
+            var talliedAny = false
+            // Read once per drain, not per event (each read retains a closure or an array).
+            let partial = reducer.partial
+            let transitionRunners = transitionRunners.isEmpty ? nil : transitionRunners
             for index in batch.indices {
                 let pending = batch[index]
                 // A stop or a suspension since the batch was taken drops the rest of it,
@@ -557,7 +563,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 }
                 if pending.startsBatch {
                     tallied = pending.onApplied != nil || !pending.endsBatch
-                    if tallied { tally = Tally(start: index, detailed: pending.detailed) }
+                    if tallied {
+                        tally = Tally(start: index, detailed: pending.detailed)
+                        talliedAny = true
+                    }
                 }
                 // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
@@ -569,34 +578,40 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                     continue
                 }
                 var endsBatch = pending.endsBatch
-                let reduced: State?
-                if let partial = reducer.partial {
+                let next: State
+                if let partial {
                     if tallied, pending.startsBatch, !pending.endsBatch {
                         tally.lookAhead(batch, from: index, state: current, partial)
                     }
+                    let reduced: State?
                     if let ahead = tally.reduced(at: index) {
                         reduced = ahead.state
                         endsBatch = ahead.endsBatch
                     } else {
                         reduced = partial(current, pending.event)
                     }
-                } else {
-                    reduced = reducer.reduce(current, pending.event)
-                }
-                guard let next = reduced else {
-                    if tallied { tally.decline(index, pending.event, state: current) }
-                    if let onApplied = pending.onApplied {
-                        publish(&published)
-                        onApplied(tally.result(at: index, sequence: currentSequence, state: current))
+                    guard let applied = reduced else {
+                        if tallied { tally.decline(index, pending.event, state: current) }
+                        if let onApplied = pending.onApplied {
+                            publish(&published)
+                            onApplied(tally.result(at: index, sequence: currentSequence, state: current))
+                        }
+                        continue
                     }
-                    continue
+                    next = applied
+                } else {
+                    // A plain reducer: no optional, no copy of the old state (the hot path).
+                    next = reducer.reduce(current, pending.event)
                 }
-                let from = current
+                let transition = Transition(event: pending.event, state: next, sequence: currentSequence + 1,
+                                            endsBatch: endsBatch)
+                // Told while `current` is still the state the event left.
+                if tallied { tally.apply(transition, from: current, isLastApplied: endsBatch && !pending.endsBatch) }
+                if let transitionRunners {
+                    for runner in transitionRunners { runner.applied(pending.event, from: current, to: next) }
+                }
                 current = next
                 currentSequence += 1
-                let transition = Transition(event: pending.event, state: next, sequence: currentSequence,
-                                            endsBatch: endsBatch)
-                if tallied { tally.apply(transition, from: from, isLastApplied: endsBatch && !pending.endsBatch) }
                 for observer in observers { observer.handler(transition) }
                 published.append(next)
                 // Whoever is told "applied" must be able to read it back at once.
@@ -604,12 +619,12 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 if let onApplied = pending.onApplied {
                     onApplied(tally.result(at: index, sequence: currentSequence, state: next, last: transition))
                 }
-                for runner in transitionRunners { runner.applied(pending.event, from: from, to: next) }
                 for runner in runners { runner.receive(next) }
             }
             publish(&published)
             batch.removeAll(keepingCapacity: true)
-            tally = Tally()
+            // No reply outlives its drain (the next batch's indices start again at 0).
+            if talliedAny { tally = Tally() }
         }
     }
 

@@ -120,6 +120,18 @@ struct PartialReducerTests {
         loop.stop()
     }
 
+    @Test func aBatchReducedAhead_DoesNotLeakIntoTheNextEvents() async {
+        let loop = makeCapped()
+        _ = await loop.emitBatchAndWait([.add(1), .add(2), .add(3)])
+        // The next drain starts its indices at 0 again: a single event without a reply
+        // is reduced from the state, not from the last batch's states reduced ahead.
+        loop.emit(.add(4))
+        _ = await loop.emitBatchAndWait([.marker])
+        #expect(loop.state == 10)
+        #expect(loop.sequence == 4)
+        loop.stop()
+    }
+
     @Test func replay_OfAPartialReducer_KeepsTheStateForADeclinedEvent() {
         let reducer = Reducer<Int, Step>.partial(capped)
         #expect(reducer.replay([.add(4), .marker, .add(5)], from: 0) == 9)

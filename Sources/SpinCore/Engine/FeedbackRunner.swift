@@ -55,7 +55,8 @@ package protocol FeedbackRunner<State>: AnyObject, Sendable {
 
 /// A feedback that also hears which event made each new state (a transition table's
 /// effects start from the row that matched). The loop calls `applied` on its executor
-/// for every applied event, before `receive` gets the new state.
+/// for every applied event, before observers see its transition and `receive` gets the
+/// new state.
 package protocol TransitionRunner<State, Event>: FeedbackRunner {
     associatedtype Event: Sendable
     func applied(_ event: Event, from: State, to: State)
