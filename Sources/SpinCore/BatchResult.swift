@@ -64,7 +64,9 @@ public struct BatchResult<State: Sendable, Event: Sendable>: Sendable {
 /// One event's reply with its states, as Harvest replies: for an applied event the state
 /// it left and its transition, for an ignored one the state that declined it.
 public enum EventReply<State: Sendable, Event: Sendable>: Sendable {
+    /// Applied: the state it left, and its transition (event, new state, sequence).
     case applied(from: State, Transition<State, Event>)
+    /// Declined by the reducer in `state`, which it left as it was.
     case ignored(Event, state: State)
 
     /// The event this reply answers.

@@ -77,14 +77,17 @@ public struct Effect<Event: Sendable, Environment: Sendable>: Sendable {
 public struct EffectID: Hashable, @unchecked Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     private let value: AnyHashable
 
+    /// The id made of any hashable value (an enum case, a string, a number).
     public init<ID: Hashable & Sendable>(_ id: ID) {
         self.value = AnyHashable(id)
     }
 
+    /// `"login"` as an id.
     public init(stringLiteral value: String) {
         self.init(value)
     }
 
+    /// The value the id was made of, as text.
     public var description: String { "\(value)" }
 }
 
@@ -98,9 +101,12 @@ public struct EffectID: Hashable, @unchecked Sendable, ExpressibleByStringLitera
 /// }
 /// ```
 public struct EffectQueue: Hashable, Sendable {
+    /// What tells queues apart.
     public let name: String
+    /// How the queue's effects run together.
     public let strategy: FlattenStrategy
 
+    /// The queue `name`, running its effects as `strategy` says (`concurrent(n)`: n > 0).
     public init(_ name: String, _ strategy: FlattenStrategy) {
         precondition(strategy.limit.map { $0 > 0 } ?? true, "a concurrent queue runs at least one effect")
         self.name = name

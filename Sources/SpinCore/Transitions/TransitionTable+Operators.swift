@@ -12,6 +12,7 @@ public struct TransitionArrow<State: Sendable>: Sendable {
     public let from: TransitionPattern<State>
     public let to: State
 
+    /// From the states `from` matches to `to`.
     public init(from: TransitionPattern<State>, to: State) {
         self.from = from
         self.to = to

@@ -22,6 +22,7 @@
 /// Rows are an array literal, as in Harvest, not a result-builder block: a line that
 /// starts with `.login` would continue the line before it (`.loggedIn.login`).
 public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
+    /// The rows, in the order they are tried.
     public let rows: [TransitionRow<State, Event, Environment>]
 
     /// A table of `rows`, tried in order.
@@ -83,6 +84,7 @@ public struct TransitionRow<State: Sendable, Event: Sendable, Environment: Senda
 
 /// Which values (events, or states a row leaves) a row accepts.
 public struct TransitionPattern<Value: Sendable>: Sendable {
+    /// Whether a value is accepted.
     public let matches: @Sendable (Value) -> Bool
 
     /// The values for which `matches` is true.
