@@ -65,6 +65,10 @@ struct TransitionTableTests {
         #expect(table.reducer.apply(.login, to: .loggedOut) == nil)
         #expect(table.reducer.apply(.forceLogout, to: .loggedIn) == .loggedOut)
         #expect(table.reducer.apply(.forceLogout, to: .loggedOut) == nil)
+        // Appended rows come after: they only take what the first table declines.
+        let both = Self.session.appending(TransitionTable([.login | .any => .loggedIn]))
+        #expect(both.reducer.apply(.login, to: .loggedOut) == .loggingIn)
+        #expect(both.reducer.apply(.login, to: .loggingOut) == .loggedIn)
     }
 
     @Test func rowsWithPayloads_ComputeTheirState() {
