@@ -4,8 +4,8 @@ import PackageDescription
 /// The Spin server package. See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server, SpinStorage ← SpinServer, SpinCore ← SpinNet
-/// (for `Protected`, the one lock type).
+/// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer, SpinCore ← SpinNet
+/// (for `Protected`, the one lock type), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
 let package = Package(
     name: "spin-server",
     platforms: [.macOS(.v14)],
@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SpinCore", targets: ["SpinCore"]),
         .library(name: "SpinServer", targets: ["SpinServer"]),
         .library(name: "SpinTesting", targets: ["SpinTesting"]),
+        .library(name: "SpinClient", targets: ["SpinClient"]),
         .executable(name: "spin-server", targets: ["spin-server"]),
     ],
     dependencies: [
@@ -34,16 +35,22 @@ let package = Package(
         // Knows no HTTP and no other target of this package.
         .target(name: "SpinStorage"),
         .target(name: "SpinServer", dependencies: [
-            "SpinCore", "SpinWire", "SpinNet", "SpinStorage", .product(name: "Logging", package: "swift-log"),
+            "SpinCore", "SpinWire", "SpinNet", "SpinStorage", "SpinMachines", .product(name: "Logging", package: "swift-log"),
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
             .copy("Dashboard/dashboard.html"), .copy("OpenAPI/openapi.json"),
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
+        // Declarative machines: the JSON machine format, its validator and interpreter
+        // as a Spin. Pure: SpinCore only.
+        .target(name: "SpinMachines", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
+        // A Swift client for the server: URLSession for requests, the state stream on
+        // SpinWire's WebSocket codec over SpinNet's blocking client socket.
+        .target(name: "SpinClient", dependencies: ["SpinWire", "SpinNet", "SpinCore"]),
         .executableTarget(name: "spin-server", dependencies: [
-            "SpinServer", "SpinExamples", "SpinCore",
+            "SpinServer", "SpinExamples", "SpinMachines", "SpinCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
@@ -64,14 +71,18 @@ let package = Package(
         .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
         .testTarget(name: "SpinServerTests", dependencies: [
-            "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire", "SpinTesting",
+            "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire", "SpinTesting", "SpinMachines",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
+        .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
+        .testTarget(name: "SpinClientTests", dependencies: [
+            "SpinClient", "SpinServer", "SpinExamples", "SpinCore", .product(name: "Logging", package: "swift-log"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

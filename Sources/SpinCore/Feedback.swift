@@ -4,8 +4,9 @@ import Dispatch
 /// of its loop and produces events for it.
 ///
 /// Build one from an effect in any of the forms of `Feedback+Effects.swift`, attach it
-/// to a Gear (`Feedback+Gear.swift`), or inject dependencies
-/// (`Feedback+Dependencies.swift`). `.execute(on:)` picks the queue its effect runs on.
+/// to a Gear (`Feedback+Gear.swift`), inject dependencies
+/// (`Feedback+Dependencies.swift`), or key its effects by a request the state asks for
+/// (`Feedback.react`, `Feedback+React.swift`). `.execute(on:)` picks the queue its effect runs on.
 public struct Feedback<State: Sendable, Event: Sendable>: Sendable {
     /// Makes the running instance of this feedback when a loop starts.
     package let makeRunner: @Sendable (FeedbackContext<Event>) -> any FeedbackRunner<State>

@@ -69,11 +69,12 @@ public enum Counter {
 
     /// The counter Spin, starting at 0.
     ///
-    /// The regulation runs as one async step per state (cancelled by a newer state),
-    /// not as a synchronous effect: a synchronous effect's event is always applied, so a
-    /// client batch of two `decrease` (10 → 9 → 8) would leave two requests to increase in
-    /// flight and the counter would end at 11. Async, the request made for 9 is cancelled
-    /// by 8, and the counter always stops at 10.
+    /// The regulation applies `.latestStateOnly`: a client batch of two `decrease`
+    /// (10 → 9 → 8) makes a request to increase for 9 and one for 8, and under the default
+    /// `cancelOnNewState` the one for 9 is applied too when it was handed over before 8
+    /// reached the feedback, so the counter could end at 11. With `latestStateOnly` a
+    /// request is applied only while its state is the feedback's latest, and the counter
+    /// always stops at 10.
     /// - Parameters:
     ///   - tick: the pause before each step; zero counts at once.
     ///   - clock: the clock the pause is measured on (a test passes a manual clock).
@@ -86,9 +87,10 @@ public enum Counter {
             // States outside 0..<10 run no effect at all (no task per event at
             // 10 and above), and cancel the step in flight, as a newer state does.
             if tick == .zero {
-                Feedback(effect: { (state: State) async -> Event? in countUp(state: state) }, filteredBy: isRegulated)
+                Feedback(effect: { (state: State) async -> Event? in countUp(state: state) }, filteredBy: isRegulated,
+                         applying: .latestStateOnly)
             } else {
-                Feedback(effect: countUp, dep1: clock, dep2: tick, filteredBy: isRegulated)
+                Feedback(effect: countUp, dep1: clock, dep2: tick, filteredBy: isRegulated, applying: .latestStateOnly)
             }
             Reducer(reduce)
         }

@@ -15,7 +15,8 @@ import Testing
 /// event only as long as it takes to arrive, and `timeout` only bounds a failing test.
 ///
 /// Semantics match `SpinLoop`: an event an effect produces after a newer state cancelled
-/// it is dropped, not received.
+/// it is dropped, not received (under `.latestStateOnly`, also one still waiting when a
+/// newer state reached its feedback); one it handed over before is received.
 public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equatable> {
     /// The state as the reducer made it from every event sent or received.
     public private(set) var state: State

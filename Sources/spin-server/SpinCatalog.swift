@@ -1,5 +1,6 @@
 import SpinCore
 import SpinExamples
+import SpinMachines
 import SpinServer
 
 /// The Spin kinds the default executable can host, by the `kind` of a config entry:
@@ -13,6 +14,11 @@ import SpinServer
 ///
 /// Spins that name the same Gear share one `Gear<AuthRouting.GearEvent>` and one
 /// `SessionService`, which is what makes `feature` and `router` one example.
+///
+/// Entries with a `machine` file (kind `machine`) are declarative machines: their
+/// definition was loaded and validated with the configuration; the Gears their files
+/// declare carry `MachineEvent`s (one `Gear<MachineEvent>` per name, shared by every
+/// machine that declares it; loading keeps the other kinds off such Gears).
 enum SpinCatalog {
     /// What a Spin of a Gear-using kind is wired to.
     struct SharedGear {
@@ -53,16 +59,32 @@ enum SpinCatalog {
     static func makeHost(_ configuration: SpinServerConfiguration) throws(HostingError) -> SpinHost {
         let host = SpinHost()
         var shared: [String: SharedGear] = [:]
-        for gear in configuration.gears { shared[gear.name] = SharedGear() }
+        var machineGears: [String: Gear<MachineEvent>] = [:]
+        for gear in configuration.gears {
+            if configuration.spins.contains(where: { $0.machine != nil && $0.attachedGears.contains(gear.name) }) {
+                machineGears[gear.name] = Gear()
+            } else {
+                shared[gear.name] = SharedGear()
+            }
+        }
         for entry in configuration.spins {
+            if let machine = entry.machine {
+                try host.host(machine.definition.spin(gears: machineGears.filter { entry.attachedGears.contains($0.key) }),
+                              named: entry.name, kind: entry.kind)
+                continue
+            }
             guard let kind = table[entry.kind] else {
                 preconditionFailure("kind \"\(entry.kind)\" passed configuration loading but is not in the catalog")
             }
             try kind.host(host, entry, entry.gear.flatMap { shared[$0] })
         }
         for gear in configuration.gears {
-            let attached = configuration.spins.filter { $0.gear == gear.name }.map(\.name)
-            try host.host(shared[gear.name]!.gear, named: gear.name, attachedTo: attached)
+            let attached = configuration.spins.filter { $0.attachedGears.contains(gear.name) }.map(\.name)
+            if let machineGear = machineGears[gear.name] {
+                try host.host(machineGear, named: gear.name, attachedTo: attached)
+            } else {
+                try host.host(shared[gear.name]!.gear, named: gear.name, attachedTo: attached)
+            }
         }
         return host
     }

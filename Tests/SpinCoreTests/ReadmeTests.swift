@@ -53,3 +53,48 @@ struct ReadmeTests {
         #expect(same.feedbacks.count == spin.feedbacks.count)
     }
 }
+
+// The `react` example of the same section, verbatim, with stand-ins for its services.
+private struct Search: Sendable { var query: String?; var downloads: Set<String> = [] }
+private enum SearchEvent: Sendable { case found([String]), downloaded(String) }
+
+private func searchResults(for query: String) -> AsyncStream<SearchEvent> {
+    AsyncStream { continuation in
+        continuation.yield(.found([query]))
+        continuation.finish()
+    }
+}
+
+private func download(_ file: String) async -> SearchEvent? { .downloaded(file) }
+
+private func searchReducer(state: Search, event: SearchEvent) -> Search {
+    var state = state
+    switch event {
+    case .found: state.query = nil
+    case .downloaded(let file): state.downloads.remove(file)
+    }
+    return state
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReadmeReactTests {
+    @Test func theReactExample_SearchesAndDownloads() async {
+        let search = Spin(initialState: Search()) {
+            // One search per query, restarted only when the query changes.
+            Feedback.react(request: { (state: Search) in state.query }, effects: { query in
+                searchResults(for: query)              // some AsyncSequence<SearchEvent>
+            })
+            // One download per file in the set.
+            Feedback.react(requests: { (state: Search) in state.downloads }, effect: { file in
+                await download(file)                   // (String) async -> SearchEvent?
+            })
+            Reducer(searchReducer)
+        }
+
+        let loop = search.startingFrom(Search(query: "spin", downloads: ["a.txt", "b.txt"])).start()
+        for await state in loop.states where state.query == nil && state.downloads.isEmpty { break }
+        loop.stop()
+        #expect(loop.state.query == nil)
+        #expect(loop.state.downloads.isEmpty)
+    }
+}

@@ -103,3 +103,34 @@ func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async 
     }
     return true
 }
+
+/// Runs `makeFeedback`'s feedback in a loop at 0 whose effect for state 0 waits for the
+/// gate it is given and then hands over `.add(1)`, `.add(2)`, `.add(3)`. They are handed
+/// over while the loop's executor is held at state 1, before that state reaches the
+/// feedback (so before it cancels the effect). Returns the state once they are applied:
+/// 7 when they all are, 1 when none is.
+func stateAfterEventsHandedOverBeforeANewState(_ makeFeedback: (Gate) -> Feedback<Int, Step>) async -> Int? {
+    let handOver = Gate()
+    let loop = Spin(initialState: 0, feedbacks: [makeFeedback(handOver)], reducer: Reducer(sum)).start()
+    let release = Gate()
+    let hold = await loop.holdExecutor(until: release)
+    handOver.open()
+    _ = await eventually { loop.pendingEvents == 3 }
+    release.open()
+    hold.cancel()
+    let state = await loop.emitAndWait(.marker)?.state
+    loop.stop()
+    return state
+}
+
+/// `.add(1)`, `.add(2)`, `.add(3)` once `gate` opens, if `condition`; else nothing.
+func addingOneTwoThree(after gate: Gate, if condition: Bool = true) -> AsyncStream<Step> {
+    AsyncStream { continuation in
+        guard condition else { continuation.finish(); return }
+        Task {
+            await gate.wait()
+            for n in 1...3 { continuation.yield(.add(n)) }
+            continuation.finish()
+        }
+    }
+}

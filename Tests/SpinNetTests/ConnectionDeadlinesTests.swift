@@ -20,6 +20,29 @@ private func makeDeadlines(
         #expect(deadlines.check(now: at(10_000)) == nil)
     }
 
+    @Test func alarm_GoesOffOnce_WithoutTimingOut_AndNeverWhileClosing() {
+        var deadlines = makeDeadlines()
+        deadlines.set(.inactivity(.seconds(120)), now: at(0))
+        deadlines.setAlarm(at(30))
+        #expect(deadlines.nextDeadline == at(30))  // the earlier of alarm and deadline
+        let taken1 = deadlines.takeAlarm(now: at(29.999))
+        #expect(!taken1)
+        #expect(deadlines.check(now: at(30)) == nil)  // an alarm closes nothing
+        let taken2 = deadlines.takeAlarm(now: at(30))
+        #expect(taken2)
+        let taken3 = deadlines.takeAlarm(now: at(31))
+        #expect(!taken3)  // once
+        #expect(deadlines.nextDeadline == at(120))
+        deadlines.setAlarm(at(60))
+        deadlines.setAlarm(nil)
+        #expect(deadlines.nextDeadline == at(120))
+        deadlines.setAlarm(at(60))
+        deadlines.closingStarted(now: at(50))
+        #expect(deadlines.nextDeadline == at(52))  // the linger only
+        let taken4 = deadlines.takeAlarm(now: at(61))
+        #expect(!taken4)
+    }
+
     @Test func fixedDeadline_FiresAtItsInstant_AndIsReplacedBySettingAnother() {
         var deadlines = makeDeadlines()
         deadlines.set(.at(at(10)), now: at(0))

@@ -4,9 +4,11 @@ import Dispatch
 /// deterministic tester of SpinTesting.
 package struct FeedbackHost<Event: Sendable>: Sendable {
     /// Hands an event produced by a feedback to the driver, which applies it after every
-    /// event it already has. The closure, when given, tells whether the event is still
-    /// wanted; the driver asks right before applying it and drops it if not (an effect
-    /// that a newer state cancelled in the meantime).
+    /// event it already has. Whether a cancelled effect may still hand over an event is
+    /// the feedback's to decide, at the hand-over (a newer state cancels what comes after
+    /// it, not what was handed over before). The closure, when given, is asked again right
+    /// before the event is applied, and the event dropped if it says no
+    /// (`ExecutionStrategy.latestStateOnly`: a newer state reached the feedback meanwhile).
     package let submit: @Sendable (Event, (@Sendable () -> Bool)?) -> Void
     /// When true, executors given with `.execute(on:)` are ignored and synchronous
     /// effects run inline, so that a test is deterministic.
@@ -33,6 +35,18 @@ package struct FeedbackContext<Event: Sendable>: Sendable {
         self.host = host
         self.index = index
         self.executor = executor
+    }
+
+    /// The queue given with `.execute(on:)` as the task executor of the feedback's async
+    /// effects; nil when there is none or the host runs feedbacks inline.
+    var taskExecutor: DispatchQueueExecutor? {
+        guard let executor, !host.runsInline else { return nil }
+        return DispatchQueueExecutor(executor)
+    }
+
+    /// The queue synchronous work of the feedback is sent to; nil when it runs inline.
+    var queue: DispatchQueue? {
+        host.runsInline ? nil : executor
     }
 }
 

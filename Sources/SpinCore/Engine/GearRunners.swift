@@ -58,7 +58,7 @@ final class GearPropagateRunner<State: Sendable, Event: Sendable, GearEvent: Sen
         let transform = self.transform
         let label = context.host.label
         let stopped = self.stopped
-        if let queue = context.executor, !context.host.runsInline {
+        if let queue = context.queue {
             queue.async {
                 guard !stopped.isSet else { return }
                 if let event = transform(state) { gear.propagate(event, from: label) }

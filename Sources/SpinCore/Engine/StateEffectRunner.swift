@@ -4,14 +4,19 @@ import Synchronization
 /// Runs one effect per state: the synchronous, async-step and stream forms of `Feedback`
 /// (lensing and filtering are already composed into `filter` and `body`).
 ///
-/// Cancellation (DESIGN.md §2, semantics 3): every state the feedback acts on bumps
-/// `generation`; an effect may hand over an event only while the generation is still the
-/// one of its state, so nothing an effect produces after a newer state arrived is
-/// applied. Events produced before (a synchronous effect's, always) are applied, as
-/// `flatMapLatest` would.
+/// Cancellation (DESIGN.md §2, semantics 3, Spin.Swift's switch-to-latest): every state
+/// the feedback acts on (or filters out) bumps `generation`; an effect hands over an event only while the
+/// generation is still the one of its state. So an event handed over before a newer state
+/// reached the feedback is applied, even if the loop applies it after that state; nothing
+/// the effect produces afterwards is. A synchronous effect is never cancelled: it runs
+/// for every state (on `.execute(on:)`'s queue too, where it may run late) and its event
+/// is applied, as Spin.Swift maps every state through it. `latestStateOnly` adds a check
+/// when the loop applies an event, for every form: its state must still be the
+/// feedback's latest.
 ///
 /// `@unchecked Sendable`: `currentTask` is only touched on the loop's executor (see
-/// `FeedbackRunner`); `generation` is atomic; the rest is immutable or a `TaskBag`.
+/// `FeedbackRunner`); `generation` and `stopped` are atomic; the rest is immutable or a
+/// `TaskBag`.
 final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner, @unchecked Sendable {
     enum Body: Sendable {
         /// At most one event per state, computed synchronously.
@@ -28,6 +33,8 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
     private let tasks = TaskBag()
 
     private let generation = Generation()
+    /// Set by `stop`: a synchronous effect still queued on `.execute(on:)` does not run.
+    private let stopped = StopFlag()
     private var currentTask: UInt64?
 
     init(body: Body, filter: (@Sendable (State) -> Bool)?, strategy: ExecutionStrategy, context: FeedbackContext<Event>) {
@@ -35,17 +42,13 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
         self.filter = filter
         self.strategy = strategy
         self.context = context
-        if let queue = context.executor, !context.host.runsInline {
-            taskExecutor = DispatchQueueExecutor(queue)
-        } else {
-            taskExecutor = nil
-        }
+        self.taskExecutor = context.taskExecutor
     }
 
     func start() {}
 
     func receive(_ state: State) {
-        let cancels = strategy == .cancelOnNewState
+        let cancels = strategy != .continueOnNewState
         // A state the filter rejects is not acted on; under `cancelOnNewState` it still
         // is a newer state, so it cancels the running effect (Spin.Swift turns it into
         // an empty effect, RxFeedback's `react` into a nil request): a fetch that ends
@@ -57,24 +60,20 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
         let mine = generation.advance()
         let generation = self.generation
         let submit = context.host.submit
-        let isCurrent: (@Sendable () -> Bool)? = cancels ? { @Sendable in generation.current == mine } : nil
-        /// Hands over an event of a deferred effect unless a newer state (or `stop`) has
-        /// cancelled it; the loop checks `isCurrent` again right before applying it.
-        let emit: @Sendable (Event) -> Void = { event in
-            if let isCurrent, !isCurrent() { return }
-            submit(event, isCurrent)
-        }
-
+        // `latestStateOnly`: the loop asks again right before applying the event.
+        let stillLatest: (@Sendable () -> Bool)? =
+            strategy == .latestStateOnly ? { @Sendable in generation.current == mine } : nil
         switch body {
         case .sync(let effect):
-            if let queue = context.executor, !context.host.runsInline {
+            if let queue = context.queue {
+                // Moved to the feedback's queue, skipping nothing (semantics 1).
+                let stopped = self.stopped
                 queue.async {
-                    if let isCurrent, !isCurrent() { return }
-                    if let event = effect(state) { emit(event) }
+                    guard !stopped.isSet, let event = effect(state) else { return }
+                    submit(event, stillLatest)
                 }
             } else if let event = effect(state) {
-                // Produced right now, before any newer state: always applied.
-                submit(event, nil)
+                submit(event, stillLatest)
             }
         case .async(let effect):
             if cancels, let previous = currentTask {
@@ -82,8 +81,10 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
             }
             currentTask = tasks.run(on: taskExecutor) {
                 await effect(state) { event in
-                    guard !Task.isCancelled else { return }
-                    emit(event)
+                    // The hand-over check of semantics 3: a newer state (or `stop`) that
+                    // reached the feedback before this point cancelled the effect.
+                    guard !Task.isCancelled, !cancels || generation.current == mine else { return }
+                    submit(event, stillLatest)
                 }
             }
         }
@@ -103,6 +104,7 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
     func stop() {
         // Effects already queued or running see a newer generation: nothing of theirs
         // is handed over or applied.
+        stopped.set()
         _ = generation.advance()
         tasks.cancelAll(close: true)
     }
@@ -110,30 +112,33 @@ final class StateEffectRunner<State: Sendable, Event: Sendable>: FeedbackRunner,
     var runningEffects: Int { tasks.count }
 }
 
-/// The raw form: the effect gets the whole stream of states and returns a stream of
-/// events. It starts with the loop and ends with it. `AsyncStream`'s continuation is
-/// thread-safe (yielding after `finish()` does nothing), so `receive` on the executor
-/// and `stop` from anywhere need no lock.
-final class StateStreamRunner<State: Sendable, Event: Sendable>: FeedbackRunner {
-    private let effect: @Sendable (AsyncStream<State>, _ emit: @Sendable (Event) -> Void) async -> Void
+/// The raw form: the effect gets the whole stream of states (or of the parts `select`
+/// keeps: lensing and filtering are composed into it) and returns a stream of events. It
+/// starts with the loop and ends with it. `AsyncStream`'s continuation is thread-safe
+/// (yielding after `finish()` does nothing), so `receive` on the executor and `stop` from
+/// anywhere need no lock.
+final class StateStreamRunner<State: Sendable, Element: Sendable, Event: Sendable>: FeedbackRunner {
+    private let effect: @Sendable (AsyncStream<Element>, _ emit: @Sendable (Event) -> Void) async -> Void
+    private let select: @Sendable (State) -> Element?
     private let context: FeedbackContext<Event>
     private let tasks = TaskBag()
-    private let states: AsyncStream<State>
-    private let continuation: AsyncStream<State>.Continuation
+    private let states: AsyncStream<Element>
+    private let continuation: AsyncStream<Element>.Continuation
 
-    init(effect: @escaping @Sendable (AsyncStream<State>, _ emit: @Sendable (Event) -> Void) async -> Void,
+    init(effect: @escaping @Sendable (AsyncStream<Element>, _ emit: @Sendable (Event) -> Void) async -> Void,
+         select: @escaping @Sendable (State) -> Element?,
          context: FeedbackContext<Event>) {
         self.effect = effect
+        self.select = select
         self.context = context
-        (states, continuation) = AsyncStream.makeStream(of: State.self)
+        (states, continuation) = AsyncStream.makeStream(of: Element.self)
     }
 
     func start() {
         let effect = self.effect
         let states = self.states
         let submit = context.host.submit
-        let executor = context.executor.flatMap { context.host.runsInline ? nil : DispatchQueueExecutor($0) }
-        tasks.run(on: executor) {
+        tasks.run(on: context.taskExecutor) {
             await effect(states) { event in
                 guard !Task.isCancelled else { return }
                 submit(event, nil)
@@ -142,7 +147,7 @@ final class StateStreamRunner<State: Sendable, Event: Sendable>: FeedbackRunner 
     }
 
     func receive(_ state: State) {
-        continuation.yield(state)
+        if let element = select(state) { continuation.yield(element) }
     }
 
     func stop() {

@@ -1,8 +1,9 @@
 import Dispatch
 import SpinCore
 
-/// One accepted TCP connection (plain or TLS), driven by Dispatch read/write/timer
-/// sources on its event loop's serial queue. The handle the layer above writes to.
+/// One accepted TCP connection (plain or TLS), driven by Dispatch read and write sources
+/// and its event loop's timer, on the loop's serial queue. The handle the layer above
+/// writes to.
 ///
 /// Thread safety: every method may be called from any thread or queue. `write`,
 /// `close`, `closeAfterFlush`, `shutdownWrite`, `pauseReading` and `resumeReading` run
@@ -13,12 +14,13 @@ import SpinCore
 /// or `execute`).
 ///
 /// Lifecycle: accepted → `start` (handler made, `didOpen`) → open → closed
-/// (`didClose`, descriptor released after both Dispatch sources are cancelled, never
-/// before: closing an fd a source still watches could hit a reused descriptor).
+/// (`didClose`, descriptor released after every Dispatch source watching it is
+/// cancelled, never before: closing an fd a source still watches could hit a reused
+/// descriptor).
 ///
 /// `@unchecked Sendable`: all mutable state is confined to `loop.queue`, except
 /// `account`, which is `Protected`.
-package final class Connection: @unchecked Sendable {
+package final class Connection: @unchecked Sendable, DeadlineHeapMember {
     /// The peer, as the kernel reported it at accept.
     package let remoteAddress: SocketAddress?
     /// True when the connection speaks TLS.
@@ -50,11 +52,17 @@ package final class Connection: @unchecked Sendable {
     private var lifecycle = Lifecycle.new
     private var handler: ConnectionHandler?
     private var readSource: DispatchSourceRead?
+    /// Made the first time the socket refuses output (most connections never need it:
+    /// an idle stream saves the source's few hundred bytes).
     private var writeSource: DispatchSourceWrite?
-    private var timerSource: DispatchSourceTimer?
+    /// Closes the descriptor once every source made for it is cancelled.
+    private var closer: DescriptorCloser?
     private var readSuspended = false
     private var writeResumed = false
+    /// The instant the loop's timer holds for this connection (`EventLoop.scheduleTimer`).
     private var timerArmedFor: ContinuousClock.Instant?
+    /// The connection's place in its loop's deadline heap; only the heap writes it.
+    var deadlineHeapIndex: Int?
     private var timers: ConnectionDeadlines<ContinuousClock.Instant>
     private var output = OutputQueue()
     private var tls: TLSSession?
@@ -212,6 +220,17 @@ package final class Connection: @unchecked Sendable {
         rearmTimer()
     }
 
+    /// Arms the handler's alarm: at `instant` the handler hears `didReachAlarm` and the
+    /// connection goes on (a stream's next ping). Replaces the previous alarm; nil
+    /// disarms it. One timer serves the alarm and the deadlines, so a stream needs no
+    /// timer of its own. Call on the connection's queue.
+    package func setAlarm(at instant: ContinuousClock.Instant?) {
+        dispatchPrecondition(condition: .onQueue(loop.queue))
+        guard lifecycle == .open else { return }
+        timers.setAlarm(instant)
+        rearmTimer()
+    }
+
     /// The ALPN protocol agreed in the TLS handshake. Call on the connection's queue.
     package var negotiatedProtocol: String? {
         dispatchPrecondition(condition: .onQueue(loop.queue))
@@ -254,20 +273,12 @@ package final class Connection: @unchecked Sendable {
             }
             tls = session
         }
-        let closer = DescriptorCloser(fd: fd, sources: 2)
+        let closer = DescriptorCloser(fd: fd)
+        self.closer = closer
         let read = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
+        closer.watch(read)
         read.setEventHandler { [weak self] in self?.readable() }
-        read.setCancelHandler { closer.sourceCancelled() }
-        let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
-        write.setEventHandler { [weak self] in self?.flush(fromWrite: false) }
-        write.setCancelHandler { closer.sourceCancelled() }
-        let timer = DispatchSource.makeTimerSource(queue: loop.queue)
-        timer.setEventHandler { [weak self] in self?.timerFired() }
-        timer.schedule(deadline: .distantFuture)
         readSource = read
-        writeSource = write
-        timerSource = timer
-        timer.resume()
         read.resume()
         rearmTimer()
 
@@ -490,7 +501,7 @@ package final class Connection: @unchecked Sendable {
         if blocked {
             if !writeResumed {
                 writeResumed = true
-                writeSource?.resume()
+                makeWriteSourceIfNeeded().resume()
             }
         } else if writeResumed {
             writeResumed = false
@@ -510,6 +521,16 @@ package final class Connection: @unchecked Sendable {
         if drained, lifecycle == .open, wantsClose || wantsWriteShutdown {
             advanceClose()
         }
+    }
+
+    /// The write source, made (suspended) on first use.
+    private func makeWriteSourceIfNeeded() -> DispatchSourceWrite {
+        if let writeSource { return writeSource }
+        let write = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
+        closer?.watch(write)
+        write.setEventHandler { [weak self] in self?.flush(fromWrite: false) }
+        writeSource = write
+        return write
     }
 
     /// Moves `closeAfterFlush` / `shutdownWrite` forward once output is drained.
@@ -546,9 +567,15 @@ package final class Connection: @unchecked Sendable {
         }
     }
 
-    private func timerFired() {
+    /// The loop's timer reached the instant this connection asked for (it is out of the
+    /// loop's heap now). On the queue.
+    func timerFired() {
         timerArmedFor = nil
         guard lifecycle == .open else { return }
+        if timers.takeAlarm(now: .now) {
+            callHandler { $0.didReachAlarm(on: self) }
+            guard lifecycle == .open else { return }
+        }
         switch timers.check(now: .now) {
         case nil:
             rearmTimer()
@@ -575,16 +602,14 @@ package final class Connection: @unchecked Sendable {
         }
     }
 
-    /// Arms the timer for the machine's next deadline, only when it is earlier than
-    /// the one armed (a later one is found when the early timer fires and re-checks).
+    /// Asks the loop's timer for the machine's next deadline, only when it is earlier
+    /// than the one held (a later one is found when the early one fires and re-checks):
+    /// most writes move no deadline earlier and cost no heap operation.
     private func rearmTimer() {
         guard lifecycle == .open, let deadline = timers.nextDeadline else { return }
         if let armed = timerArmedFor, armed <= deadline { return }
         timerArmedFor = deadline
-        let delay = ContinuousClock.now.duration(to: deadline)
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        timerSource?.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)), leeway: .milliseconds(5))
+        loop.scheduleTimer(for: self, at: deadline)
     }
 
     /// The one way a connection ends: sources cancelled (the fd closes after both
@@ -608,10 +633,13 @@ package final class Connection: @unchecked Sendable {
             if !writeResumed { write.resume() }
             write.cancel()
         }
-        timerSource?.cancel()
+        if timerArmedFor != nil {
+            timerArmedFor = nil
+            loop.cancelTimer(for: self)
+        }
         readSource = nil
         writeSource = nil
-        timerSource = nil
+        closer = nil
         output.removeAll()
         ciphertext.removeAll()
         tls = nil
@@ -625,17 +653,22 @@ package final class Connection: @unchecked Sendable {
 }
 
 /// Closes a descriptor once every Dispatch source watching it has been cancelled.
-/// Used only on the connection's queue (cancel handlers run there).
+/// Used only on the connection's queue (sources are made and cancel handlers run there).
 private final class DescriptorCloser: @unchecked Sendable {  // confined to the connection's queue
     private let fd: Int32
-    private var remaining: Int
+    private var remaining = 0
 
-    init(fd: Int32, sources: Int) {
+    init(fd: Int32) {
         self.fd = fd
-        self.remaining = sources
     }
 
-    func sourceCancelled() {
+    /// Counts `source` as watching the descriptor until its cancel handler runs.
+    func watch(_ source: some DispatchSourceProtocol) {
+        remaining += 1
+        source.setCancelHandler { self.sourceCancelled() }
+    }
+
+    private func sourceCancelled() {
         remaining -= 1
         if remaining == 0 { Syscall.close(fd: fd) }
     }

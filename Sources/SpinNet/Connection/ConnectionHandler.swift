@@ -50,7 +50,7 @@ package enum WriteResult: Sendable, Hashable {
 ///
 /// Every method is called on the connection's serial queue, never concurrently, in
 /// this order: `didOpen` once; then any number of `didReceive`, `didBecomeWritable`,
-/// `didReceiveEnd` (at most once), `didReachDeadline`, `shutdownRequested`; `didClose` once,
+/// `didReceiveEnd` (at most once), `didReachDeadline`, `didReachAlarm`, `shutdownRequested`; `didClose` once,
 /// last. A handler may call any `Connection` method from inside a callback; calls
 /// never re-enter the handler synchronously except `write`'s return value.
 package protocol ConnectionHandler: AnyObject {
@@ -69,6 +69,9 @@ package protocol ConnectionHandler: AnyObject {
     /// flushing what is queued, so a last word written here (408) still goes out.
     /// Default: nothing.
     func didReachDeadline(on connection: Connection)
+    /// The alarm armed with `setAlarm` went off. Nothing closes; the handler may arm it
+    /// again. Default: nothing.
+    func didReachAlarm(on connection: Connection)
     /// The server is shutting down gracefully: finish the exchange in progress and
     /// close (HTTP: answer with `Connection: close`; WebSocket: close 1001). Default:
     /// `closeAfterFlush()`. Connections still open at the deadline are force-closed.
@@ -82,6 +85,7 @@ extension ConnectionHandler {
     package func didReceiveEnd(on connection: Connection) { connection.closeAfterFlush() }
     package func didBecomeWritable(_ connection: Connection) {}
     package func didReachDeadline(on connection: Connection) {}
+    package func didReachAlarm(on connection: Connection) {}
     package func shutdownRequested(on connection: Connection) { connection.closeAfterFlush() }
     package func didClose(_ connection: Connection, reason: CloseReason) {}
 }

@@ -32,7 +32,8 @@ package enum ConnectionDeadline<Instant: InstantProtocol>: Sendable, Hashable wh
 }
 
 /// The per-connection deadlines as a pure state machine over an instant type: the
-/// handler's deadline (`ConnectionDeadline`), the write stall and the closing linger.
+/// handler's deadline (`ConnectionDeadline`), the write stall, the closing linger, and
+/// the handler's alarm (a wake-up that closes nothing: a stream's next ping).
 /// The connection feeds it byte-level facts with the current instant and arms one
 /// Dispatch timer at `nextDeadline`; tests drive it with a manual clock and no socket.
 ///
@@ -54,6 +55,8 @@ package struct ConnectionDeadlines<Instant: InstantProtocol>: Sendable where Ins
     package private(set) var closingSince: Instant?
     package let writeStallTimeout: Duration
     package let lingerTimeout: Duration
+    /// The handler's alarm (`Connection.setAlarm`), if armed; never while closing.
+    package private(set) var alarm: Instant?
 
     /// Deadlines for a connection opened at `now`, with no handler deadline yet.
     package init(writeStallTimeout: Duration, lingerTimeout: Duration, now: Instant) {
@@ -68,6 +71,19 @@ package struct ConnectionDeadlines<Instant: InstantProtocol>: Sendable where Ins
     package mutating func set(_ deadline: ConnectionDeadline<Instant>, now: Instant) {
         self.deadline = deadline
         setAt = now
+    }
+
+    /// Arms the handler's alarm at `instant`, replacing the previous one; nil disarms it.
+    package mutating func setAlarm(_ instant: Instant?) {
+        alarm = instant
+    }
+
+    /// True, once, when the alarm has passed at `now` (and the connection is not
+    /// closing): it is disarmed then.
+    package mutating func takeAlarm(now: Instant) -> Bool {
+        guard closingSince == nil, let alarm, now >= alarm else { return false }
+        self.alarm = nil
+        return true
     }
 
     /// Whether received bytes matter (`bytesReceived`): the caller skips reading the
@@ -99,10 +115,13 @@ package struct ConnectionDeadlines<Instant: InstantProtocol>: Sendable where Ins
         if closingSince == nil { closingSince = now }
     }
 
-    /// The earliest instant at which `check` can time out, or nil when no deadline
-    /// applies.
+    /// The earliest instant at which `check` can time out or the alarm goes off, or nil
+    /// when neither can.
     package var nextDeadline: Instant? {
         var result = ownDeadline
+        if closingSince == nil, let alarm {
+            result = result.map { min($0, alarm) } ?? alarm
+        }
         if let stalled = outputStalledSince {
             let stall = stalled.advanced(by: writeStallTimeout)
             result = result.map { min($0, stall) } ?? stall

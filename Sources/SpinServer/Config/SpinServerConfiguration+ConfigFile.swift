@@ -3,7 +3,9 @@ import Foundation
 // MARK: - The config file
 
 extension SpinServerConfiguration.Builder {
-    mutating func apply(file: String, data: Data, kinds: SpinKinds) throws(ConfigurationError) {
+    /// - Parameter readFile: reads the machine files that `spins` entries name.
+    mutating func apply(file: String, data: Data, kinds: SpinKinds,
+                        readFile: (String) throws -> Data) throws(ConfigurationError) {
         let root: JSONValue
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
@@ -102,11 +104,12 @@ extension SpinServerConfiguration.Builder {
             configuration.gears = try Self.gears(gears, reader: reader)
         }
         if let spins = try reader.optionalArray(top["spins"], at: "spins") {
-            configuration.spins = try Self.spins(spins, gears: configuration.gears, kinds: kinds, reader: reader)
+            configuration.spins = try Self.spins(spins, gears: configuration.gears, kinds: kinds, reader: reader,
+                                                 readFile: readFile)
         }
         // A Gear no Spin attaches to is most likely a typo in a Spin's `gear`.
         for (index, gear) in configuration.gears.enumerated()
-        where !configuration.spins.contains(where: { $0.gear == gear.name }) {
+        where !configuration.spins.contains(where: { $0.attachedGears.contains(gear.name) }) {
             throw reader.error("gears[\(index)].name", "no Spin attaches to Gear \"\(gear.name)\" (set \"gear\": \"\(gear.name)\" on a Spin, or remove it)")
         }
     }
@@ -190,15 +193,20 @@ fileprivate extension SpinServerConfiguration.Builder {
     }
 
     static func spins(_ values: [JSONValue], gears: [GearEntry], kinds: SpinKinds,
-                      reader: FileReader) throws(ConfigurationError) -> [SpinEntry] {
+                      reader: FileReader, readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
         var spins: [SpinEntry] = []
         for (index, value) in values.enumerated() {
             let path = "spins[\(index)]"
-            let entry = try reader.object(value, at: path, known: ["name", "kind", "gear"])
+            let entry = try reader.object(value, at: path, known: ["name", "kind", "gear", "machine"])
             let name = try reader.string(try reader.required(entry["name"], at: "\(path).name"), at: "\(path).name")
             try Self.name(name, reader: reader, at: "\(path).name")
             if let first = spins.firstIndex(where: { $0.name == name }) {
                 throw reader.error("\(path).name", "Spin \"\(name)\" is already listed at spins[\(first)]")
+            }
+            if let value = entry["machine"], value != .null {
+                spins.append(try machine(named: name, file: try reader.string(value, at: "\(path).machine"), entry: entry,
+                                         at: path, spins: spins, gears: gears, reader: reader, readFile: readFile))
+                continue
             }
             let kind = try reader.string(try reader.required(entry["kind"], at: "\(path).kind"), at: "\(path).kind")
             guard let gearUse = kinds.kinds[kind] else {
@@ -219,9 +227,38 @@ fileprivate extension SpinServerConfiguration.Builder {
             default:
                 break
             }
+            if let gear, let other = spins.first(where: { $0.machine != nil && $0.attachedGears.contains(gear) }) {
+                throw reader.error("\(path).gear", "Gear \"\(gear)\" carries the events of machine \"\(other.name)\": a \(kind) Spin cannot attach to it")
+            }
             spins.append(SpinEntry(name: name, kind: kind, gear: gear))
         }
         return spins
+    }
+
+    /// An entry `{"name":..,"machine":"machines/x.json"}`: the machine file, relative to
+    /// the config file, loaded and validated against the Gears listed in `gears`.
+    static func machine(named name: String, file: String, entry: [String: JSONValue], at path: String,
+                        spins: [SpinEntry], gears: [GearEntry], reader: FileReader,
+                        readFile: (String) throws -> Data) throws(ConfigurationError) -> SpinEntry {
+        if let kind = entry["kind"], kind != .null {
+            throw reader.error("\(path).kind", "an entry with \"machine\" has no kind: remove \"kind\"")
+        }
+        if let gear = entry["gear"], gear != .null {
+            throw reader.error("\(path).gear", "a machine names its Gears in its own file (\"gears\"): remove \"gear\"")
+        }
+        let source: SpinServerConfiguration.MachineSource
+        do {
+            source = try .load(path: file, configFile: reader.source, hostGears: Set(gears.map(\.name)), readFile: readFile)
+        } catch {
+            throw reader.error("\(path).machine", error.issues.map(\.description).joined(separator: "; "))
+        }
+        let machineEntry = SpinEntry(name: name, kind: SpinServerConfiguration.machineKind, machine: source)
+        for gear in machineEntry.attachedGears {
+            if let other = spins.first(where: { $0.machine == nil && $0.gear == gear }) {
+                throw reader.error("\(path).machine", "Gear \"\(gear)\" carries the events of \(other.kind) Spin \"\(other.name)\": a machine cannot attach to it")
+            }
+        }
+        return machineEntry
     }
 
     /// Names appear in URL paths (`/v1/spins/{name}`): 1 to 64 of `[A-Za-z0-9._-]`.

@@ -18,7 +18,7 @@ extension SpinServerConfiguration {
     /// router@auth), 1 gear (auth), http://127.0.0.1:8080, storage data (fsync batch),
     /// no tokens`.
     package var summary: String {
-        let spinList = spins.map { spin in spin.gear.map { "\(spin.name)@\($0)" } ?? spin.name }
+        let spinList = spins.map { spin in ([spin.name] + spin.attachedGears).joined(separator: "@") }
         let gearList = gears.map(\.name)
         let tokenText = tokens.isEmpty ? "no tokens (no authentication)" : "\(tokens.count) token\(tokens.count == 1 ? "" : "s")"
         return "\(spins.count) spin\(spins.count == 1 ? "" : "s") (\(spinList.joined(separator: ", "))), "

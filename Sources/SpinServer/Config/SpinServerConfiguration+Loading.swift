@@ -39,7 +39,7 @@ import Logging
 /// | `storage.onCorruption` | `refuse` \| `truncate` | `"refuse"` | `--repair` (truncate) |
 /// | `log.level` | trace\|debug\|info\|notice\|warning\|error\|critical | `"info"` | `--log-level` / `SPIN_LOG_LEVEL` |
 /// | `log.format` | `text` \| `json` | `"text"` | `--log-format` / `SPIN_LOG_FORMAT` |
-/// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` | `[]` | |
+/// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` or `{"name": string, "machine": string}` (a JSON machine file, relative to the config file) | `[]` | |
 /// | `gears` | `[{"name": string}]` | `[]` | |
 /// | `testing.echoEndpoint` | bool | `false` | `--echo-endpoint` / `SPIN_ECHO_ENDPOINT` (`true`\|`false`\|`1`\|`0`) |
 ///
@@ -145,7 +145,8 @@ extension SpinServerConfiguration {
     ///   - flags: what the command line gave.
     ///   - environment: the process environment (`ProcessInfo.processInfo.environment`).
     ///   - kinds: the Spin kinds the executable's catalog can make.
-    ///   - readFile: reads the config file and checks the TLS files; tests pass their own.
+    ///   - readFile: reads the config file and the machine files, and checks the TLS
+    ///     files; tests pass their own.
     ///   - createDirectory: makes the storage directory (and its parents) if missing and
     ///     checks it is writable.
     /// - Throws: the first problem found, naming its source, key and what is wrong.
@@ -171,7 +172,7 @@ extension SpinServerConfiguration {
         }
 
         var builder = Builder()
-        try builder.apply(file: configFile, data: data, kinds: kinds)
+        try builder.apply(file: configFile, data: data, kinds: kinds, readFile: readFile)
         try builder.apply(environment: environment)
         try builder.apply(flags: flags)
         try builder.checkTLS(readFile: readFile)

@@ -164,16 +164,25 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     }
 
     /// A hosted Spin: its name and what makes it (`kind`), plus the Gear it attaches to
-    /// for the kinds that use one.
+    /// for the kinds that use one. A declarative machine (`{"name":..,"machine":"x.json"}`)
+    /// has kind `machine` and its loaded definition; its Gears are named in its own file.
     public struct SpinEntry: Sendable, Equatable {
         public var name: String
         public var kind: String
         public var gear: String?
+        public var machine: MachineSource?
 
-        public init(name: String, kind: String, gear: String? = nil) {
+        public init(name: String, kind: String, gear: String? = nil, machine: MachineSource? = nil) {
             self.name = name
             self.kind = kind
             self.gear = gear
+            self.machine = machine
+        }
+
+        /// The Gears this Spin attaches to: its `gear`, or the Gears its machine declares.
+        public var attachedGears: [String] {
+            if let machine { return machine.definition.gears.keys.sorted() }
+            return gear.map { [$0] } ?? []
         }
     }
 

@@ -58,6 +58,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         run(machine.deadlineReached(now: .now))
     }
 
+    func didReachAlarm(on connection: Connection) {
+        stream?.alarm()
+    }
+
     func shutdownRequested(on connection: Connection) {
         run(machine.shutdownRequested(outputPending: connection.pendingOutputBytes > 0))
     }
@@ -189,6 +193,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             self.stream = stream
             stream.start()
             if !leftover.isEmpty { stream.receive(leftover) }
+            run(machine.streamOpened())
         case .sse:
             machine.startedEventStream(now: .now)
             let head = HTTPResponseHead(status: .ok, headers: HTTPHeaders([
@@ -205,6 +210,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context)
             self.stream = stream
             stream.start()
+            run(machine.streamOpened())
         }
     }
 

@@ -247,6 +247,13 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
         state = .streaming
     }
 
+    /// The stream is open and subscribed: `.shutDownStream` if the server began shutting
+    /// down while its request was being answered (the shutdown found no stream to close
+    /// then), `.wait` otherwise.
+    func streamOpened() -> Action {
+        state == .streaming && shuttingDown ? .shutDownStream : .wait
+    }
+
     /// The deadline of `deadline` passed.
     mutating func deadlineReached(now: Instant) -> Action {
         switch state {

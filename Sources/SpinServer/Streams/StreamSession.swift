@@ -36,7 +36,7 @@ package enum StreamSource: Sendable {
 }
 
 /// Drives one open stream (WebSocket or SSE) on one connection: subscribes to its
-/// source, runs the ping timer, feeds every event to its `StreamMachine` and performs
+/// source, pings on the connection's alarm, feeds every event to its `StreamMachine` and performs
 /// the actions it returns on the connection.
 ///
 /// Messages from the feed, the Gear and the Spin (acks) arrive on other threads: they go
@@ -55,7 +55,6 @@ final class StreamSession: @unchecked Sendable {
     private var machine: StreamMachine
     private let mailbox = StreamMailbox()
     private var subscription: SpinSubscription?
-    private var pingTimer: DispatchSourceTimer?
     let kind: String
 
     init(connection: Connection, source: StreamSource, transport: Transport, context: ServerContext) {
@@ -92,15 +91,20 @@ final class StreamSession: @unchecked Sendable {
         case .echo:
             break
         }
-        let interval = context.configuration.limits.pingIntervalSeconds
-        let timer = DispatchSource.makeTimerSource(queue: connection.queue)
-        timer.schedule(deadline: .now() + .seconds(interval), repeating: .seconds(interval))
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            run(machine.pingTick(room: connection.writeRoom))
-        }
-        timer.resume()
-        pingTimer = timer
+        armPing()
+    }
+
+    /// The next ping tick, one interval from now, on the connection's alarm (one timer
+    /// per connection serves its deadlines and the pings).
+    private func armPing() {
+        connection.setAlarm(at: .now + .seconds(context.configuration.limits.pingIntervalSeconds))
+    }
+
+    /// The connection's alarm: a ping tick.
+    func alarm() {
+        guard !machine.finished else { return }
+        run(machine.pingTick(room: connection.writeRoom))
+        if !machine.finished { armPing() }
     }
 
     // MARK: Mailbox
@@ -183,8 +187,7 @@ final class StreamSession: @unchecked Sendable {
             case .stop:
                 subscription?.cancel()
                 subscription = nil
-                pingTimer?.cancel()
-                pingTimer = nil
+                connection.setAlarm(at: nil)
                 context.metrics.streamClosed(kind: kind)
             case .closeAfterFlush:
                 connection.closeAfterFlush()

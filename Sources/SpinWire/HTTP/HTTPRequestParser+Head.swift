@@ -12,7 +12,7 @@ extension HTTPRequestParser {
         var method = HTTPMethod.get
         var target = HTTPRequestTarget(raw: "/", form: .origin, path: "/", query: nil)
         var version = HTTPVersion.http1_1
-        var headers = HTTPHeaders(minimumCapacity: 16)
+        var headers: HTTPHeaders
         /// Bytes of the field lines so far, CRLFs included.
         var headerBytes = 0
 
@@ -29,6 +29,13 @@ extension HTTPRequestParser {
         var keepAlive = true
         var expectsContinue = false
         var isUpgradeCandidate = false
+
+        /// Empty; `fieldCapacity` reserves room for that many field lines. A parser holds
+        /// an empty one between requests and after an upgrade, so an idle connection keeps
+        /// no field storage.
+        init(fieldCapacity: Int = 0) {
+            headers = HTTPHeaders(minimumCapacity: fieldCapacity)
+        }
 
         /// `request-line = method SP request-target SP HTTP-version` (RFC 9112 §3).
         mutating func parseRequestLine(_ line: HTTPBytes) throws(HTTPParserError) {

@@ -99,7 +99,6 @@ package struct HTTPRequestParser: Sendable {
     private var trailers = HTTPHeaders()
     private var trailerBytes = 0
     private var extensionBytes = 0
-    private var pendingRequest: HTTPRequest?
 
     package init(limits: Limits = .default) {
         self.limits = limits
@@ -165,6 +164,7 @@ package struct HTTPRequestParser: Sendable {
         buffer = []
         readIndex = 0
         state = .finished
+        head = HeadBuilder()  // a stream lives long: keep nothing of the request it began with
         return rest
     }
 
@@ -221,7 +221,7 @@ package struct HTTPRequestParser: Sendable {
                     if skippedBytes > limits.maxRequestLineLength { throw .requestLineTooLong }
                 case .line(let range):
                     skippedBytes = 0
-                    head = HeadBuilder()
+                    head = HeadBuilder(fieldCapacity: 16)  // one allocation for a typical head
                     let buffer = self.buffer
                     try buffer.withUnsafeBufferPointer { bytes throws(HTTPParserError) in try head.parseRequestLine(bytes[range]) }
                     state = .headers
@@ -327,9 +327,10 @@ package struct HTTPRequestParser: Sendable {
         body = []
         trailers = HTTPHeaders()
         if request.isUpgradeCandidate {
-            state = .upgradePending
+            state = .upgradePending  // `declineUpgrade` still reads the head
         } else {
             state = request.keepAlive ? .requestLine : .finished
+            head = HeadBuilder()  // the request owns its fields now; an idle connection keeps none
         }
         return .request(request)
     }

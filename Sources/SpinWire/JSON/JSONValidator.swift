@@ -245,7 +245,7 @@ package enum JSONValidator {
                     let escape = try next()
                     guard decode else {
                         guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1) }
-                        if escape == UInt8(ascii: "u") { _ = try hexQuad() }
+                        if escape == UInt8(ascii: "u") { _ = try unicodeEscape() }
                         continue
                     }
                     switch escape {
@@ -255,7 +255,7 @@ package enum JSONValidator {
                     case UInt8(ascii: "n"): text.append(0x0A)
                     case UInt8(ascii: "r"): text.append(0x0D)
                     case UInt8(ascii: "t"): text.append(0x09)
-                    case UInt8(ascii: "u"): text += try unicodeEscape()
+                    case UInt8(ascii: "u"): text += try unicodeEscape().utf8
                     default: throw .malformed(offset: offset - 1)
                     }
                 case 0x00..<0x20:
@@ -270,22 +270,28 @@ package enum JSONValidator {
             }
         }
 
-        /// `XXXX` after `\u`, with a following `\uXXXX` low surrogate when it is a high
-        /// one, as UTF-8 (a lone surrogate becomes U+FFFD, as Foundation reads it).
-        private mutating func unicodeEscape() throws(Problem) -> [UInt8] {
-            var scalar = UInt32(try hexQuad())
-            if (0xD800..<0xDC00).contains(scalar), offset + 1 < bytes.count,
-               bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") {
-                let saved = offset
+        /// `XXXX` after `\u`, and the `\uXXXX` low surrogate that must follow a high one:
+        /// the scalar they escape. A lone surrogate (a high one not followed by a low one,
+        /// or a low one first) is malformed: RFC 8259 §8.2 leaves such strings
+        /// unpredictable and I-JSON (RFC 7493 §2.1) forbids them, and Foundation's parser,
+        /// which decodes what the validator accepts, refuses them.
+        private mutating func unicodeEscape() throws(Problem) -> Unicode.Scalar {
+            let start = offset - 2   // the backslash
+            let unit = UInt32(try hexQuad())
+            switch unit {
+            case 0xD800..<0xDC00:
+                guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
+                    throw .malformed(offset: start)
+                }
                 offset += 2
                 let low = UInt32(try hexQuad())
-                if (0xDC00..<0xE000).contains(low) {
-                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                } else {
-                    offset = saved
-                }
+                guard (0xDC00..<0xE000).contains(low) else { throw .malformed(offset: start) }
+                return Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!
+            case 0xDC00..<0xE000:
+                throw .malformed(offset: start)
+            default:
+                return Unicode.Scalar(unit)!
             }
-            return Array(String(Unicode.Scalar(scalar).map(Character.init) ?? "\u{FFFD}").utf8)
         }
 
         /// The continuation bytes of one UTF-8 scalar whose `lead` byte was read: no

@@ -409,14 +409,19 @@ import Testing
             .appendingPathComponent("Config/spin-server.json").path
     }
 
-    @Test func shippedConfig_HostsTheFourExamplesAndGearAuthOnLoopback() throws {
+    @Test func shippedConfig_HostsTheFourExamplesTheSessionMachineAndGearAuthOnLoopback() throws {
         let loaded = try Configuration.load(flags: .init(config: Self.shippedConfigFile), environment: [:],
                                             kinds: Self.kinds, createDirectory: { _ in })
         let configuration = loaded.configuration
-        #expect(configuration.spins == [
+        #expect(configuration.spins.prefix(4) == [
             .init(name: "counter", kind: "counter"), .init(name: "levels", kind: "levels"),
             .init(name: "feature", kind: "feature", gear: "auth"), .init(name: "router", kind: "router", gear: "auth"),
         ])
+        let session = try #require(configuration.spins.last)
+        #expect(configuration.spins.count == 5)
+        #expect(session.name == "session" && session.kind == "machine" && session.gear == nil)
+        #expect(session.machine?.path == "machines/session.json")
+        #expect(session.machine?.definition.initialState.value == ["loggedOut"])
         #expect(configuration.gears == [.init(name: "auth")])
         #expect(configuration.host == "127.0.0.1")
         #expect(configuration.port == 8080)

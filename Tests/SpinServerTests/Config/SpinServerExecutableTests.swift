@@ -88,6 +88,19 @@ import Testing
             == "spin-server: error: config.json: spins[2].kind: unknown kind \"countr\" (known: counter, feature, levels, router)\n")
     }
 
+    @Test func checkConfig_OnABadMachine_PrintsTheMachineErrorAndExits64() throws {
+        let directory = try Self.directory(with: #"{"spins": [{"name": "door", "machine": "machines/door.json"}]}"#)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let machines = directory.appendingPathComponent("machines")
+        try FileManager.default.createDirectory(at: machines, withIntermediateDirectories: true)
+        try Data(#"{"initial": "closed", "states": {"closed": {"on": {"LOCK": "lockd"}}}}"#.utf8)
+            .write(to: machines.appendingPathComponent("door.json"))
+        guard let run = try Self.run(["--check-config", "--config", "config.json"], in: directory) else { return }
+        #expect(run.status == 64)
+        #expect(run.standardError
+            == "spin-server: error: config.json: spins[0].machine: machines/door.json: states.closed.on.LOCK: unknown state \"lockd\"\n")
+    }
+
     @Test func noConfigFileInTheWorkingDirectory_IsOneErrorLineSayingWhatToDo_Exit64() throws {
         let directory = try Self.directory(with: "{}")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -111,7 +124,7 @@ import Testing
         guard let run = try Self.run(["--check-config", "--storage", storage.path], in: Self.packageRoot) else { return }
         #expect(run.status == 0, "stderr: \(run.standardError)")
         #expect(run.standardOutput.hasPrefix(
-            "spin-server: configuration OK (Config/spin-server.json): 4 spins (counter, levels, feature@auth, router@auth), 1 gear (auth), http://127.0.0.1:8080"))
+            "spin-server: configuration OK (Config/spin-server.json): 5 spins (counter, levels, feature@auth, router@auth, session), 1 gear (auth), http://127.0.0.1:8080"))
     }
 
     @Test func nonLoopbackHostWithoutTokens_IsWarnedAboutLoudly() throws {

@@ -225,6 +225,26 @@ private func dispatched(_ action: Machine.Action) -> String? {
         #expect(machine.peerClosed(now: at(122)) == .finishStream)
     }
 
+    @Test func shutdownWhileAStreamRequestIsAnswered_ClosesTheStreamOnceItOpens() {
+        var machine = makeMachine()
+        _ = machine.received(get("/s", "Upgrade: websocket\r\nConnection: Upgrade\r\n"), now: at(0))
+        #expect(machine.streamOpened() == .wait)   // not streaming yet
+        #expect(machine.shutdownRequested(outputPending: false) == .wait)   // the answer is being made
+        _ = machine.upgraded(now: at(1))
+        #expect(machine.streamOpened() == .shutDownStream)
+
+        var sse = makeMachine()
+        _ = sse.received(get("/s", "Accept: text/event-stream\r\n"), now: at(0))
+        #expect(sse.shutdownRequested(outputPending: false) == .wait)
+        sse.startedEventStream(now: at(1))
+        #expect(sse.streamOpened() == .shutDownStream)
+
+        var calm = makeMachine()
+        _ = calm.received(get("/s", "Accept: text/event-stream\r\n"), now: at(0))
+        calm.startedEventStream(now: at(1))
+        #expect(calm.streamOpened() == .wait)
+    }
+
     @Test func eventStream_Streams_AndARefusedUpgrade_GoesOnParsingHTTP() {
         var sse = makeMachine()
         _ = sse.received(get("/s", "Accept: text/event-stream\r\n"), now: at(0))

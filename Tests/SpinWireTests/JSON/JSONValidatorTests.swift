@@ -85,6 +85,21 @@ import Testing
         #expect(JSONValidator.firstProblem(in: [0x22, 0xE2, 0x82, 0xAC, 0x22]) == nil)   // "€"
     }
 
+    @Test func loneSurrogateEscapes_AreMalformed_AtTheirBackslash_InValuesAndKeys() {
+        // Found by Fuzz/json: the validator read a lone surrogate as U+FFFD, Foundation's
+        // parser (the decoder behind it) refuses it, so the body got a 422 naming no field.
+        for (text, offset) in [
+            (#"{"a":"\ud83dx"}"#, 6),               // a high surrogate, then no escape
+            (#"{"a":"\ud83d\u0041"}"#, 6),          // a high surrogate, then no low one
+            (#"{"a":"\ude00"}"#, 6),                 // a low surrogate first
+            (#"{"\ud83dCollect\ude00t":2}"#, 2),    // in a key (the fuzzer's input)
+            (#"["x\ud83d"]"#, 3),                     // at the end of a string
+        ] {
+            #expect(problem(text) == .malformed(offset: offset), "\(text)")
+        }
+        #expect(problem(#"{"a":"\ud83d\ude00\uD83D\uDE00"}"#) == nil)   // pairs, either case
+    }
+
     @Test func validate_TellsTheTopKind_AndTheTopObjectsMembers() throws {
         let text = Array(#" {"type":"event", "id" : 7, "event":{"a":[1,{"b":2}]}, "e":[] } "#.utf8)
         let document = try JSONValidator.validate(text).get()

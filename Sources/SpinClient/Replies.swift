@@ -1,0 +1,77 @@
+/// The answer to a POST without `wait`: the events were applied and are durable.
+public struct Accepted: Decodable, Sendable, Hashable {
+    /// How many events of the POST were accepted (all of them: a batch is all or none).
+    public var accepted: Int
+    /// The Spin's sequence after the last of them.
+    public var sequence: UInt64
+
+    /// An answer with these values (for tests and comparisons).
+    public init(accepted: Int, sequence: UInt64) {
+        self.accepted = accepted
+        self.sequence = sequence
+    }
+}
+
+/// The answer to a POST that waits (`?wait=true`): the state once the events were applied.
+public struct Applied<State: Decodable>: Decodable {
+    /// The Spin's sequence after the last event.
+    public var sequence: UInt64
+    /// The state right after the last event was applied.
+    public var state: State
+    /// One reply per posted event, in order, when the server sends them (newer servers
+    /// do; older ones answer without `replies`, and this is nil).
+    public var replies: [EventReply]?
+}
+
+extension Applied: Sendable where State: Sendable {}
+extension Applied: Equatable where State: Equatable {}
+
+/// What became of one posted event.
+public struct EventReply: Decodable, Sendable, Hashable {
+    /// False when the Spin ignored the event: it was not journaled and did not advance
+    /// the sequence.
+    public var applied: Bool
+    /// Why an event was not applied (`no_transition`); nil when it was.
+    public var reason: String?
+
+    /// A reply with these values (for tests and comparisons).
+    public init(applied: Bool, reason: String? = nil) {
+        self.applied = applied
+        self.reason = reason
+    }
+}
+
+/// Whether a hosted Spin runs or is held by its runaway guard. Values the client does not
+/// know are kept as they are.
+public struct SpinStatus: RawRepresentable, Decodable, Sendable, Hashable, CustomStringConvertible {
+    /// The status as the server writes it.
+    public var rawValue: String
+    /// The status named `rawValue`.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// Decodes the JSON string.
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    /// The Spin applies events.
+    public static let running = SpinStatus(rawValue: "running")
+    /// The runaway guard stopped it: events get 409 until it is resumed.
+    public static let suspended = SpinStatus(rawValue: "suspended")
+    /// The raw value.
+    public var description: String { rawValue }
+}
+
+/// A Spin as `GET /v1/spins/{name}` shows it.
+public struct SpinSnapshot<State: Decodable>: Decodable {
+    /// The Spin's name.
+    public var name: String
+    /// The number of events the Spin has applied.
+    public var sequence: UInt64
+    /// Running or suspended.
+    public var status: SpinStatus
+    /// Its current state.
+    public var state: State
+}
+
+extension SpinSnapshot: Sendable where State: Sendable {}
+extension SpinSnapshot: Equatable where State: Equatable {}

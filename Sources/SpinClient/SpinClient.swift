@@ -1,0 +1,113 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A client for a Spin server: typed event POSTs, state reads and a state stream that
+/// reconnects by itself.
+///
+/// ```swift
+/// let client = SpinClient(baseURL: URL(string: "http://127.0.0.1:8080")!)
+/// let applied = try await client.post([Levels.Event.set(left: 1, right: 1)], to: "levels",
+///                                     waitingFor: Levels.State.self)
+/// for try await update in client.states(of: "levels", as: Levels.State.self) {
+///     print(update.sequence, update.state)
+/// }
+/// ```
+///
+/// Requests go through `URLSession` (http and https). The state stream is a WebSocket on
+/// the package's own codec over a plain TCP socket, because FoundationNetworking's
+/// WebSocket task needs a libcurl built with WebSocket support, which Linux distributions
+/// do not ship: it supports `http://` base URLs (streams over `ws://`), not `https://`.
+public struct SpinClient: Sendable {
+    /// The server's root, such as `http://127.0.0.1:8080`; API paths are appended to it.
+    public let baseURL: URL
+    /// The bearer token sent with every request and stream, if any.
+    public let token: String?
+    /// How state streams connect, time out and reconnect.
+    public var streamOptions: StreamOptions
+    let session: URLSession
+
+    /// A client for the server at `baseURL` (`http`, or `https` for requests only),
+    /// sending `token` as `Authorization: Bearer` when set.
+    public init(baseURL: URL, token: String? = nil, streamOptions: StreamOptions = StreamOptions(),
+                session: URLSession = .shared) {
+        self.baseURL = baseURL
+        self.token = token
+        self.streamOptions = streamOptions
+        self.session = session
+    }
+
+    /// Posts `events` to the Spin named `spin`; they are applied in order, all or none.
+    /// Returns once they are applied and durable (202).
+    public func post<Event: Encodable>(_ events: [Event], to spin: String) async throws -> Accepted {
+        try await send(events, to: spin, wait: false, expecting: 202)
+    }
+
+    /// Posts `events` to the Spin named `spin` and waits for the state they lead to
+    /// (`?wait=true`, 200), decoded as `State`.
+    public func post<Event: Encodable, State: Decodable>(
+        _ events: [Event], to spin: String, waitingFor stateType: State.Type
+    ) async throws -> Applied<State> {
+        try await send(events, to: spin, wait: true, expecting: 200)
+    }
+
+    /// The Spin named `spin` now: its sequence, status and state decoded as `State`.
+    public func state<State: Decodable>(of spin: String, as stateType: State.Type) async throws -> SpinSnapshot<State> {
+        let request = makeRequest(path: ["v1", "spins", spin], query: [])
+        return try await perform(request, expecting: 200)
+    }
+
+    private func send<Event: Encodable, Answer: Decodable>(
+        _ events: [Event], to spin: String, wait: Bool, expecting status: Int
+    ) async throws -> Answer {
+        var request = makeRequest(path: ["v1", "spins", spin, "events"],
+                                  query: wait ? [URLQueryItem(name: "wait", value: "true")] : [])
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        do {
+            request.httpBody = try JSONEncoder().encode(events)
+        } catch {
+            throw SpinClientError.undecodable("the events do not encode as JSON: \(error)")
+        }
+        return try await perform(request, expecting: status)
+    }
+
+    /// `baseURL` + the path segments (each percent-encoded) + the query.
+    func makeURL(path: [String], query: [URLQueryItem]) -> URL {
+        var url = baseURL
+        for segment in path { url.appendPathComponent(segment) }
+        guard !query.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.queryItems = query
+        return components.url ?? url
+    }
+
+    private func makeRequest(path: [String], query: [URLQueryItem]) -> URLRequest {
+        var request = URLRequest(url: makeURL(path: path, query: query))
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    private func perform<Answer: Decodable>(_ request: URLRequest, expecting expected: Int) async throws -> Answer {
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw SpinClientError.connectionFailed("\(request.url?.absoluteString ?? ""): \(error.localizedDescription)")
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw SpinClientError.unexpectedResponse(status: 0, detail: "not an HTTP response")
+        }
+        guard http.statusCode == expected else {
+            throw SpinClientError.from(status: http.statusCode, body: Array(data),
+                                       retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
+        }
+        do {
+            return try JSONDecoder().decode(Answer.self, from: data)
+        } catch {
+            throw SpinClientError.undecodable("\(Answer.self) from \(String(decoding: data.prefix(512), as: UTF8.self)): \(error)")
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// One message of a state stream: the Spin's state at `sequence`, and for a state message
+/// the event that led to it.
+public struct StateUpdate<State> {
+    /// What the server sent.
+    public enum Kind: Sendable, Hashable {
+        /// The whole state: first on a new connection, after the server's history
+        /// changed (a new `epoch`), or when a slow reader's queue was conflated (the
+        /// sequence then jumps).
+        case snapshot
+        /// The state after one applied event, the one after the previous message.
+        case state
+    }
+
+    /// Snapshot or state message.
+    public var kind: Kind
+    /// The number of events the Spin had applied at this state.
+    public var sequence: UInt64
+    /// The server's history this sequence belongs to; it changes when that history was cut.
+    public var epoch: String
+    /// The Spin's state.
+    public var state: State
+    /// The applied event's JSON for a state message, nil for a snapshot.
+    public var event: Data?
+
+    /// An update with these values (for tests and comparisons).
+    public init(kind: Kind, sequence: UInt64, epoch: String, state: State, event: Data?) {
+        self.kind = kind
+        self.sequence = sequence
+        self.epoch = epoch
+        self.state = state
+        self.event = event
+    }
+
+    /// The applied event decoded as `Event`; nil for a snapshot.
+    public func event<Event: Decodable>(as eventType: Event.Type) throws -> Event? {
+        guard let event else { return nil }
+        return try JSONDecoder().decode(Event.self, from: event)
+    }
+}
+
+extension StateUpdate: Sendable where State: Sendable {}
+extension StateUpdate: Equatable where State: Equatable {}

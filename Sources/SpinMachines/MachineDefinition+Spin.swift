@@ -1,0 +1,48 @@
+import SpinCore
+
+extension MachineDefinition {
+    /// The machine as a Spin: `transition(_:_:)` as its reducer, and feedbacks for what
+    /// the pure reducer cannot do itself.
+    ///
+    /// - `after` timers: while a state with `after` entries is active, a timer per delay
+    ///   sleeps on `clock`, started when the state is entered and cancelled when it is
+    ///   left (a transition that stays in it, such as a targetless one or a change of a
+    ///   child state, keeps the timer running). When it fires it emits
+    ///   `MachineEvent.after(state:delay:)`, which the reducer applies only while the state
+    ///   is still active, so the journal replays it like any other event. A loop that
+    ///   starts (or restarts) from a state starts the timers of every active state anew.
+    /// - `gear.propagate`: each new state's `step.propagations` are pushed into the named
+    ///   Gears, once. The state a loop starts from propagates nothing, so a restart never
+    ///   repeats what the last transition before it sent.
+    /// - `catch`: every declared Gear's events of a caught type become machine events of
+    ///   the mapped type, with the Gear event's other members as payload.
+    ///
+    /// - Parameters:
+    ///   - gears: the Gears by name. A Gear the machine declares and this lacks is
+    ///     neither propagated to nor caught from (validate with `hostGears:` to rule it out).
+    ///   - clock: what `after` timers sleep on (tests pass a manual clock).
+    ///   - initialState: where the loop starts; the machine's initial state when nil.
+    public func spin(gears: [String: Gear<MachineEvent>] = [:],
+                     clock: any Clock<Duration> = ContinuousClock(),
+                     initialState: MachineState? = nil) -> Spin<MachineState, MachineEvent> {
+        let definition = self
+        var feedbacks: [Feedback<MachineState, MachineEvent>] = []
+        if nodes.values.contains(where: { !$0.after.isEmpty }) {
+            feedbacks.append(Feedback { context in MachineTimerRunner(definition: definition, clock: clock, context: context) })
+        }
+        let used = gears.filter { self.gears[$0.key] != nil }
+        if !used.isEmpty {
+            feedbacks.append(Feedback { context in MachinePropagationRunner(gears: used, label: context.host.label) })
+        }
+        for (name, gear) in used.sorted(by: { $0.key < $1.key }) {
+            let catches = self.gears[name] ?? [:]
+            guard !catches.isEmpty else { continue }
+            feedbacks.append(Feedback(attachedTo: gear, propagating: { (caught: MachineEvent) -> MachineEvent? in
+                catches[caught.type].map { MachineEvent(type: $0, payload: caught.payload) }
+            }))
+        }
+        return Spin(initialState: initialState ?? self.initialState, feedbacks: feedbacks, reducer: Reducer { state, event in
+            definition.transition(state, event) ?? state.settled // partial reducer: see merge
+        })
+    }
+}

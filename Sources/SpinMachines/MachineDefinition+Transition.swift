@@ -1,0 +1,184 @@
+/// The interpreter: one event, one step, no side effects.
+extension MachineDefinition {
+    /// The state after `event`, or nil when the machine has no transition for it from
+    /// `state` (no `on` entry for its type in the active state or its ancestors, no guard
+    /// that holds, a final top-level state, or a timer event for a state no longer active).
+    ///
+    /// Transitions are looked up from the active leaf outwards; among the candidates of
+    /// one state the first whose guard holds is taken. Taking one runs, in XState's order,
+    /// the exit actions of the states it leaves (innermost first), its own actions, and
+    /// the entry actions of the states it enters (outermost first); every action sees the
+    /// context as the previous one left it, guards see the context before the event.
+    ///
+    /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
+    /// transition of that state and delay, while that state is active.
+    public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
+        guard nodes[state.value] != nil else { return nil }
+        guard let (source, chosen) = select(state, event) else { return nil }
+        var run = ActionRun(context: state.context, event: event.value)
+        guard let target = chosen.target else {
+            run.perform(chosen.actions)
+            return MachineState(value: state.value, context: run.context,
+                                step: MachineStep(propagations: run.propagations))
+        }
+        let domain = domainLength(source: source, target: target, isInternal: chosen.isInternal)
+        for length in stride(from: state.value.count, to: domain, by: -1) {
+            run.perform(nodes[Array(state.value.prefix(length))]?.exit ?? [])
+        }
+        run.perform(chosen.actions)
+        let leaf = enteringInitials(target)
+        var entered: [[String]] = []
+        for length in (domain + 1)...leaf.count {
+            let path = Array(leaf.prefix(length))
+            entered.append(path)
+            run.perform(nodes[path]?.entry ?? [])
+        }
+        return MachineState(value: leaf, context: run.context,
+                            step: MachineStep(entered: entered, propagations: run.propagations))
+    }
+
+    /// The source state and the transition an event takes, if any.
+    private func select(_ state: MachineState, _ event: MachineEvent) -> ([String], TransitionSpec)? {
+        if event.type == MachineEvent.afterType {
+            guard case .string(let name)? = event.payload["state"], case .number(let delay)? = event.payload["delay"] else {
+                return nil
+            }
+            let path = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard state.isActive(path), let entry = nodes[path]?.after.first(where: { Double($0.delay) == delay }),
+                  let chosen = firstEnabled(entry.transitions, state, event) else { return nil }
+            return (path, chosen)
+        }
+        for length in stride(from: state.value.count, to: 0, by: -1) {
+            let path = Array(state.value.prefix(length))
+            if let candidates = nodes[path]?.on[event.type], let chosen = firstEnabled(candidates, state, event) {
+                return (path, chosen)
+            }
+        }
+        return nil
+    }
+
+    private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
+        let scope = GuardScope(state: state, event: event.value)
+        return candidates.first { $0.guardCondition.map(scope.holds) ?? true }
+    }
+
+    /// How many leading path segments the transition keeps active: states below that
+    /// depth are exited and entered. An external transition leaves its source (a target
+    /// inside the source re-enters it); an internal one (`.child`) does not.
+    private func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
+        if isInternal { return source.count }
+        let common = zip(source, target).prefix { $0 == $1 }.count
+        return min(common, source.count - 1, target.count - 1)
+    }
+
+    /// The target and its initial descendants down to a leaf.
+    func enteringInitials(_ target: [String]) -> [String] {
+        var path = target
+        while let initial = nodes[path]?.initial { path.append(initial) }
+        return path
+    }
+
+    /// The initial state: the root's initial chain entered, its entry assignments applied.
+    static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
+        var path: [String] = []
+        var run = ActionRun(context: context, event: .object([:]))
+        while let initial = nodes[path]?.initial {
+            path.append(initial)
+            run.perform(nodes[path]?.entry ?? [])
+        }
+        return MachineState(value: path, context: run.context)
+    }
+}
+
+/// The context and outbox of one transition while its actions run.
+struct ActionRun {
+    var context: [String: MachineValue]
+    let event: MachineValue
+    var propagations: [MachinePropagation] = []
+
+    init(context: [String: MachineValue], event: MachineValue) {
+        self.context = context
+        self.event = event
+    }
+
+    mutating func perform(_ actions: [MachineAction]) {
+        for action in actions {
+            switch action {
+            case .assign(let set):
+                for (key, form) in set { context[key] = evaluate(form, current: context[key]) }
+            case .propagate(let gear, let type, let fields):
+                var payload: [String: MachineValue] = [:]
+                for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
+                propagations.append(MachinePropagation(gear: gear, event: MachineEvent(type: type, payload: payload)))
+            }
+        }
+    }
+
+    private func evaluate(_ form: ValueForm, current: MachineValue?) -> MachineValue {
+        switch form {
+        case .literal(let value): value
+        case .from(let reference): reference.resolve(event: event, context: context)
+        case .add(let amount): .number((current?.numberValue ?? 0) + amount)
+        }
+    }
+}
+
+extension Reference {
+    /// The value it names; `null` when the path leads nowhere.
+    func resolve(event: MachineValue, context: [String: MachineValue]) -> MachineValue {
+        let base = root == .event ? event : .object(context)
+        return base.value(at: path) ?? .null
+    }
+}
+
+/// What guards read: the state before the event, and the event.
+struct GuardScope {
+    let state: MachineState
+    let event: MachineValue
+
+    func holds(_ condition: MachineGuard) -> Bool {
+        switch condition {
+        case .compare(let comparison, let lhs, let rhs):
+            Self.compare(comparison, value(lhs), value(rhs))
+        case .and(let guards): guards.allSatisfy(holds)
+        case .or(let guards): guards.contains(where: holds)
+        case .not(let inner): !holds(inner)
+        case .isIn(let path): state.isActive(path)
+        }
+    }
+
+    private func value(_ operand: MachineGuard.Operand) -> MachineValue {
+        switch operand {
+        case .literal(let value): value
+        case .reference(let reference): reference.resolve(event: event, context: state.context)
+        }
+    }
+
+    /// Equality is structural; order comparisons hold between two numbers or two
+    /// strings, and are false otherwise.
+    static func compare(_ comparison: MachineGuard.Comparison, _ lhs: MachineValue, _ rhs: MachineValue) -> Bool {
+        switch comparison {
+        case .eq: return lhs == rhs
+        case .neq: return lhs != rhs
+        default: break
+        }
+        let order: Bool?
+        switch (lhs, rhs) {
+        case (.number(let a), .number(let b)): order = ordered(comparison, a, b)
+        case (.string(let a), .string(let b)): order = ordered(comparison, a, b)
+        default: order = nil
+        }
+        return order ?? false
+    }
+
+    private static func ordered<T: Comparable>(_ comparison: MachineGuard.Comparison, _ a: T, _ b: T) -> Bool {
+        switch comparison {
+        case .lt: a < b
+        case .lte: a <= b
+        case .gt: a > b
+        case .gte: a >= b
+        case .eq: a == b
+        case .neq: a != b
+        }
+    }
+}

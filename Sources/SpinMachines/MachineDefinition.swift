@@ -1,0 +1,149 @@
+import Foundation
+
+/// A declarative machine: states, transitions, actions and guards written as JSON in
+/// the shape of an XState machine config, validated and ready to interpret.
+///
+/// ```json
+/// { "id": "door", "initial": "closed", "context": { "opens": 0 },
+///   "states": {
+///     "closed": { "on": { "OPEN": { "target": "opened",
+///                    "actions": [ { "type": "assign", "set": { "opens": { "add": 1 } } } ] } } },
+///     "opened": { "after": { "300": "closed" }, "on": { "CLOSE": "closed" } } } }
+/// ```
+///
+/// Loading validates everything at once and throws a `MachineValidationError` listing
+/// each issue with its file and JSON path. `transition(_:_:)` is the pure step function;
+/// `spin(gears:clock:)` makes a Spin of it. See the README section "Machines in JSON"
+/// for the whole format.
+public struct MachineDefinition: Sendable {
+    /// The file name issues are reported with (as given when loading).
+    public let file: String
+    /// The machine's `id`, if it has one.
+    public let id: String?
+    /// The declared Gears: name → (Gear event type → machine event type) for `catch`.
+    public let gears: [String: [String: String]]
+    /// The state the machine starts in: its initial states entered, their entry actions'
+    /// assignments applied to `context` (their Gear events are not sent: a machine that
+    /// starts, or restarts, propagates nothing).
+    public let initialState: MachineState
+
+    /// Every state node by its path from the root; the root is `[]`.
+    let nodes: [[String]: StateNode]
+
+    /// Parses and validates a machine.
+    /// - Parameters:
+    ///   - json: the JSON text.
+    ///   - file: the name issues are reported with (`machines/door.json`).
+    ///   - hostGears: the names of the Gears the host provides; every Gear in `gears`
+    ///     must be one of them. Nil skips that check.
+    /// - Throws: `MachineValidationError` with every issue found.
+    public init(json: some Sequence<UInt8>, file: String, hostGears: Set<String>? = nil) throws(MachineValidationError) {
+        let root: MachineValue
+        do {
+            root = try JSONDecoder().decode(MachineValue.self, from: Data(json))
+        } catch {
+            throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .notJSON("\(error)"))])
+        }
+        var parser = MachineParser(file: file)
+        let parsed = parser.parse(root, hostGears: hostGears)
+        guard parser.issues.isEmpty, let parsed else {
+            throw MachineValidationError(issues: parser.issues)
+        }
+        self.file = file
+        id = parsed.id
+        gears = parsed.gears
+        nodes = parsed.nodes
+        initialState = Self.start(nodes: parsed.nodes, context: parsed.context)
+    }
+
+    /// Reads, parses and validates the machine in the file at `path`.
+    /// - Parameter name: the name issues are reported with; the path when nil.
+    public init(contentsOfFile path: String, name: String? = nil, hostGears: Set<String>? = nil) throws(MachineValidationError) {
+        let bytes: Data
+        do {
+            bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw MachineValidationError(issues: [MachineIssue(file: name ?? path, path: "",
+                                                               kind: .unreadable("\(error)"))])
+        }
+        try self.init(json: bytes, file: name ?? path, hostGears: hostGears)
+    }
+
+    /// The path of every state from the root (`["door", "opened"]`), sorted.
+    public var statePaths: [[String]] {
+        nodes.keys.filter { !$0.isEmpty }.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+}
+
+// MARK: - The parsed form
+
+/// One state of a machine (or the root, path `[]`).
+struct StateNode: Sendable {
+    enum Kind: Sendable { case atomic, compound, final }
+
+    let path: [String]
+    let kind: Kind
+    /// The initial child (compound states and the root).
+    let initial: String?
+    /// Event type → candidate transitions, first enabled wins.
+    let on: [String: [TransitionSpec]]
+    /// Delayed transitions, by delay in ms, ascending.
+    let after: [AfterEntry]
+    let entry: [MachineAction]
+    let exit: [MachineAction]
+}
+
+/// The transitions of one `after` key.
+struct AfterEntry: Sendable {
+    let delay: Int
+    let transitions: [TransitionSpec]
+}
+
+/// One candidate transition.
+struct TransitionSpec: Sendable {
+    /// The absolute path of the target; nil for a targetless (self) transition.
+    let target: [String]?
+    /// A `.child` target: the source state is not exited.
+    let isInternal: Bool
+    let actions: [MachineAction]
+    let guardCondition: MachineGuard?
+}
+
+/// An action of an `entry`, `exit` or transition `actions` list.
+enum MachineAction: Sendable {
+    /// `{"type":"assign","set":{key: value form}}`, keys sorted.
+    case assign([(key: String, value: ValueForm)])
+    /// `{"type":"gear.propagate","gear":g,"event":{"type":t, field: value form}}`.
+    case propagate(gear: String, type: String, fields: [(key: String, value: ValueForm)])
+}
+
+/// How an action computes a value.
+enum ValueForm: Sendable {
+    case literal(MachineValue)
+    case from(Reference)
+    /// The current value of the assigned key (0 when it is not a number) plus this.
+    case add(Double)
+}
+
+/// `event.<path>` or `context.<path>`.
+struct Reference: Sendable {
+    enum Root: Sendable { case event, context }
+    let root: Root
+    let path: [String]
+}
+
+/// A guard condition.
+indirect enum MachineGuard: Sendable {
+    enum Comparison: String, Sendable, CaseIterable { case eq, neq, lt, lte, gt, gte }
+    enum Operand: Sendable {
+        case literal(MachineValue)
+        case reference(Reference)
+    }
+
+    case compare(Comparison, Operand, Operand)
+    case and([MachineGuard])
+    case or([MachineGuard])
+    case not(MachineGuard)
+    /// True while the state at this path (from the root) is active.
+    case isIn([String])
+}

@@ -1,0 +1,57 @@
+/// An event of a declarative machine: a JSON object with a string `type` (what the
+/// machine's `on` tables are keyed by); every other member is payload that guards and
+/// actions read as `event.<path>`.
+///
+/// JSON: `{"type":"UNLOCK","code":"1234"}`. Decoding fails, naming `type`, when it is
+/// missing or not a string.
+public struct MachineEvent: Sendable, Hashable, Codable {
+    /// Delays of `after` transitions arrive as an event of this type (see `MachineEvent.after`).
+    public static let afterType = "xstate.after"
+
+    /// The event type: the key of the `on` tables.
+    public var type: String
+    /// The members other than `type`.
+    public var payload: [String: MachineValue]
+
+    /// An event of `type` with `payload` as its other members (a `type` key in it is ignored).
+    public init(type: String, payload: [String: MachineValue] = [:]) {
+        self.type = type
+        self.payload = payload
+    }
+
+    /// The event the timer of an `after` entry emits when `delay` milliseconds have passed
+    /// in the state at `state` (its path from the root, dots between levels):
+    /// `{"type":"xstate.after","state":"opened","delay":300}`. It is journaled like any
+    /// event, and applied only while that state is still active, so a late one is ignored.
+    public static func after(state: [String], delay: Int) -> MachineEvent {
+        MachineEvent(type: afterType, payload: ["state": .string(state.joined(separator: ".")),
+                                                "delay": .number(Double(delay))])
+    }
+
+    /// The whole event as one JSON object, `type` included: what `event.<path>` reads.
+    public var value: MachineValue {
+        var members = payload
+        members["type"] = .string(type)
+        return .object(members)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        guard case .object(var members) = try MachineValue(from: decoder) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "a machine event is a JSON object"))
+        }
+        guard case .string(let type) = members.removeValue(forKey: "type") else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath + [MachineKey("type")],
+                                                    debugDescription: "a machine event needs a string \"type\""))
+        }
+        self.init(type: type, payload: members)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var object = encoder.container(keyedBy: MachineKey.self)
+        try object.encode(type, forKey: MachineKey("type"))
+        for key in payload.keys.sorted() where key != "type" {
+            try object.encode(payload[key]!, forKey: MachineKey(key))
+        }
+    }
+}

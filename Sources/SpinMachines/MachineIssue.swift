@@ -1,0 +1,102 @@
+/// One thing wrong with a machine definition: where (the file and the JSON path inside
+/// it) and what.
+///
+/// Its description is the line a user sees, e.g.
+/// `machines/door.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed"`.
+public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong.
+    public enum Kind: Sendable, Hashable {
+        /// The bytes are not a JSON object (the detail says why).
+        case notJSON(String)
+        /// The file cannot be read (the detail says why).
+        case unreadable(String)
+        /// A key the format does not know: a typo is never ignored.
+        case unknownKey
+        /// A JSON value of the wrong kind (the associated string names the expected one).
+        case expected(String)
+        /// `initial` is missing at the root or in a state that has `states`.
+        case missingInitial
+        /// A target, an `initial` or an `in` guard names no state of the machine.
+        case unknownState(String)
+        /// No transition (nor `initial`) ever enters this state.
+        case unreachableState
+        /// A Gear named by `gear.propagate` that `gears` does not declare.
+        case undeclaredGear(String)
+        /// A Gear declared in `gears` that the host does not provide.
+        case unknownGear(String)
+        /// An `after` key that is not a positive whole number of milliseconds.
+        case badDelay(String)
+        /// An action that is not one of the forms `assign` / `gear.propagate`.
+        case unknownAction(String)
+        /// A guard that is not one of the forms `eq neq lt lte gt gte and or not in`.
+        case unknownGuard(String)
+        /// A value form (`from`, `add`, `literal`) or an operand that is malformed.
+        case badValue(String)
+        /// A state `type` other than `atomic`, `compound`, `final`.
+        case unknownStateType(String)
+        /// A final state with `on`, `after` or `states`: it accepts no events.
+        case finalWithTransitions
+        /// An event type the interpreter keeps for itself (`xstate.after`).
+        case reservedEvent(String)
+        /// A `catch` maps to an event type no state handles.
+        case unhandledEvent(String)
+    }
+
+    /// The file name given when the definition was loaded.
+    public let file: String
+    /// The JSON path inside the file (`states.locked.on.UNLOCK[0].target`); empty for
+    /// the file as a whole.
+    public let path: String
+    /// What is wrong.
+    public let kind: Kind
+
+    /// An issue at `path` (empty: the whole file) of `file`.
+    public init(file: String, path: String, kind: Kind) {
+        self.file = file
+        self.path = path
+        self.kind = kind
+    }
+
+    public var description: String {
+        path.isEmpty ? "\(file): \(message)" : "\(file): \(path): \(message)"
+    }
+
+    /// The message without file and path.
+    public var message: String {
+        switch kind {
+        case .notJSON(let detail): "not a JSON object: \(detail)"
+        case .unreadable(let detail): "cannot read the file: \(detail)"
+        case .unknownKey: "unknown key"
+        case .expected(let what): "expected \(what)"
+        case .missingInitial: "missing: a machine, and every state with \"states\", names its initial state"
+        case .unknownState(let name): "unknown state \"\(name)\""
+        case .unreachableState: "unreachable: no transition or initial enters this state"
+        case .undeclaredGear(let name): "unknown gear \"\(name)\": not declared in \"gears\""
+        case .unknownGear(let name): "unknown gear \"\(name)\": the host provides no such gear"
+        case .badDelay(let key): "bad delay \"\(key)\": a delay is a positive whole number of milliseconds"
+        case .unknownAction(let detail): "unknown action: \(detail)"
+        case .unknownGuard(let detail): "unknown guard: \(detail)"
+        case .badValue(let detail): "bad value: \(detail)"
+        case .unknownStateType(let type): "unknown state type \"\(type)\": expected \"atomic\", \"compound\" or \"final\""
+        case .finalWithTransitions: "a final state accepts no events: no \"on\", \"after\" or \"states\""
+        case .reservedEvent(let type): "event type \"\(type)\" is reserved for after timers"
+        case .unhandledEvent(let type): "no state handles event \"\(type)\""
+        }
+    }
+}
+
+/// Every issue found in one machine definition, in the order of the file.
+public struct MachineValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The issues, at least one.
+    public let issues: [MachineIssue]
+
+    /// An error reporting `issues`.
+    public init(issues: [MachineIssue]) {
+        self.issues = issues
+    }
+
+    /// One issue per line.
+    public var description: String {
+        issues.map(\.description).joined(separator: "\n")
+    }
+}

@@ -1,0 +1,446 @@
+/// Turns the JSON of a machine into its parsed form, collecting every issue (it goes on
+/// after one, so that a user sees all of them at once). Objects are walked in key order,
+/// so issues come in the same order on every run.
+struct MachineParser {
+    struct Parsed {
+        var id: String?
+        var context: [String: MachineValue]
+        var gears: [String: [String: String]]
+        var nodes: [[String]: StateNode]
+    }
+
+    static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description"]
+    static let stateKeys: Set<String> = ["type", "initial", "states", "on", "entry", "exit", "after", "description"]
+    static let transitionKeys: Set<String> = ["target", "actions", "guard", "description"]
+
+    let file: String
+    private(set) var issues: [MachineIssue] = []
+    /// Every state path declared, known before transitions are parsed (targets may point forward).
+    private var declared: Set<[String]> = []
+    private var machineID: String?
+    /// Gears declared in `gears`.
+    private var declaredGears: Set<String> = []
+    /// Event types some `on` handles.
+    private var handledEvents: Set<String> = []
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func parse(_ root: MachineValue, hostGears: Set<String>?) -> Parsed? {
+        guard case .object(let machine) = root else {
+            issues.append(MachineIssue(file: file, path: "", kind: .notJSON("the top level is not an object")))
+            return nil
+        }
+        checkKeys(machine, allowed: Self.machineKeys, at: JSONPath())
+        if let id = machine["id"] {
+            machineID = string(id, at: JSONPath().key("id"))
+        }
+        var context: [String: MachineValue] = [:]
+        if let value = machine["context"] {
+            if case .object(let members) = value { context = members } else {
+                issue(JSONPath().key("context"), .expected("an object"))
+            }
+        }
+        let gears = parseGears(machine["gears"], hostGears: hostGears)
+
+        let statesObject = objectMembers(machine["states"], at: JSONPath().key("states")) ?? [:]
+        declare(statesObject, under: [], at: JSONPath().key("states"))
+        var nodes: [[String]: StateNode] = [:]
+        let rootInitial = parseInitial(machine["initial"], children: statesObject, parent: [], at: JSONPath())
+        nodes[[]] = StateNode(path: [], kind: .compound, initial: rootInitial, on: [:], after: [], entry: [], exit: [])
+        parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
+
+        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) {
+            for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(eventType) {
+                issue(JSONPath().key("gears").key(name).key("catch").key(gearType), .unhandledEvent(eventType))
+            }
+        }
+        if issues.isEmpty { checkReachability(nodes) }
+        return Parsed(id: machineID, context: context, gears: gears, nodes: nodes)
+    }
+
+    // MARK: States
+
+    private mutating func declare(_ states: [String: MachineValue], under parent: [String], at path: JSONPath) {
+        for (name, value) in states {
+            declared.insert(parent + [name])
+            if case .object(let members) = value, case .object(let children)? = members["states"] {
+                declare(children, under: parent + [name], at: path.key(name).key("states"))
+            }
+        }
+    }
+
+    private mutating func parseStates(_ states: [String: MachineValue], under parent: [String], at path: JSONPath,
+                                      into nodes: inout [[String]: StateNode]) {
+        for name in states.keys.sorted() {
+            let statePath = parent + [name]
+            let at = path.key(name)
+            guard let members = objectMembers(states[name], at: at) else { continue }
+            checkKeys(members, allowed: Self.stateKeys, at: at)
+            let children = members["states"].flatMap { objectMembers($0, at: at.key("states")) } ?? [:]
+            var kind: StateNode.Kind = children.isEmpty ? .atomic : .compound
+            if let type = members["type"].flatMap({ string($0, at: at.key("type")) }) {
+                switch type {
+                case "final":
+                    kind = .final
+                    if members["on"] != nil || members["after"] != nil || members["states"] != nil {
+                        issue(at, .finalWithTransitions)
+                    }
+                case "atomic", "compound": break
+                default: issue(at.key("type"), .unknownStateType(type))
+                }
+            }
+            let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at) : nil
+            if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
+            nodes[statePath] = StateNode(
+                path: statePath, kind: kind, initial: initial,
+                on: parseOn(members["on"], source: statePath, at: at.key("on")),
+                after: parseAfter(members["after"], source: statePath, at: at.key("after")),
+                entry: parseActions(members["entry"], at: at.key("entry")),
+                exit: parseActions(members["exit"], at: at.key("exit")))
+            if kind == .compound {
+                parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
+            }
+        }
+    }
+
+    private mutating func parseInitial(_ value: MachineValue?, children: [String: MachineValue], parent: [String],
+                                       at path: JSONPath) -> String? {
+        guard let value else {
+            issue(path.key("initial"), .missingInitial)
+            return nil
+        }
+        guard let name = string(value, at: path.key("initial")) else { return nil }
+        guard children[name] != nil else {
+            issue(path.key("initial"), .unknownState(name))
+            return nil
+        }
+        return name
+    }
+
+    // MARK: Transitions
+
+    private mutating func parseOn(_ value: MachineValue?, source: [String], at path: JSONPath) -> [String: [TransitionSpec]] {
+        guard let value, let members = objectMembers(value, at: path) else { return [:] }
+        var on: [String: [TransitionSpec]] = [:]
+        for type in members.keys.sorted() {
+            if type == MachineEvent.afterType {
+                issue(path.key(type), .reservedEvent(type))
+                continue
+            }
+            handledEvents.insert(type)
+            on[type] = parseTransitions(members[type]!, source: source, at: path.key(type))
+        }
+        return on
+    }
+
+    private mutating func parseAfter(_ value: MachineValue?, source: [String], at path: JSONPath) -> [AfterEntry] {
+        guard let value, let members = objectMembers(value, at: path) else { return [] }
+        var entries: [AfterEntry] = []
+        for key in members.keys.sorted() {
+            guard key.allSatisfy(\.isASCII), let delay = Int(key), delay > 0, !key.hasPrefix("+") else {
+                issue(path.key(key), .badDelay(key))
+                continue
+            }
+            entries.append(AfterEntry(delay: delay, transitions: parseTransitions(members[key]!, source: source, at: path.key(key))))
+        }
+        return entries.sorted { $0.delay < $1.delay }
+    }
+
+    /// A target string, a transition object, or an array of transition objects.
+    private mutating func parseTransitions(_ value: MachineValue, source: [String], at path: JSONPath) -> [TransitionSpec] {
+        switch value {
+        case .string(let target):
+            let resolved = resolve(target, from: source, at: path)
+            return [TransitionSpec(target: resolved.target, isInternal: resolved.isInternal, actions: [], guardCondition: nil)]
+        case .object:
+            return parseTransition(value, source: source, at: path).map { [$0] } ?? []
+        case .array(let elements):
+            return elements.enumerated().compactMap { index, element in
+                parseTransition(element, source: source, at: path.index(index))
+            }
+        default:
+            issue(path, .expected("a target state, a transition object or an array of them"))
+            return []
+        }
+    }
+
+    private mutating func parseTransition(_ value: MachineValue, source: [String], at path: JSONPath) -> TransitionSpec? {
+        guard let members = objectMembers(value, at: path) else { return nil }
+        checkKeys(members, allowed: Self.transitionKeys, at: path)
+        var resolved: (target: [String]?, isInternal: Bool) = (nil, false)
+        if let target = members["target"], let name = string(target, at: path.key("target")) {
+            resolved = resolve(name, from: source, at: path.key("target"))
+        }
+        return TransitionSpec(target: resolved.target, isInternal: resolved.isInternal,
+                              actions: parseActions(members["actions"], at: path.key("actions")),
+                              guardCondition: members["guard"].flatMap { parseGuard($0, at: path.key("guard")) })
+    }
+
+    /// Target forms: `sibling` (or `sibling.child`), `.child` of the source (internal:
+    /// the source is not exited), `#a.b` from the root (`#<id>.a.b` too, as XState writes it).
+    private mutating func resolve(_ target: String, from source: [String], at path: JSONPath) -> (target: [String]?, isInternal: Bool) {
+        func split(_ text: Substring) -> [String] { text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+        var candidates: [[String]] = []
+        var isInternal = false
+        if target.hasPrefix("#") {
+            let absolute = split(target.dropFirst())
+            candidates = [absolute]
+            if let machineID, absolute.first == machineID { candidates.append(Array(absolute.dropFirst())) }
+        } else if target.hasPrefix(".") {
+            candidates = [source + split(target.dropFirst())]
+            isInternal = true
+        } else {
+            candidates = [source.dropLast() + split(target[...])]
+        }
+        guard let found = candidates.first(where: declared.contains) else {
+            issue(path, .unknownState(target))
+            return (nil, false)
+        }
+        return (found, isInternal)
+    }
+
+    // MARK: Actions
+
+    private mutating func parseActions(_ value: MachineValue?, at path: JSONPath) -> [MachineAction] {
+        guard let value else { return [] }
+        guard case .array(let elements) = value else {
+            issue(path, .expected("an array of actions"))
+            return []
+        }
+        return elements.enumerated().compactMap { index, element in parseAction(element, at: path.index(index)) }
+    }
+
+    private mutating func parseAction(_ value: MachineValue, at path: JSONPath) -> MachineAction? {
+        guard case .object(let members) = value, case .string(let type)? = members["type"] else {
+            issue(path, .unknownAction("an action is an object with a \"type\": \"assign\" or \"gear.propagate\""))
+            return nil
+        }
+        switch type {
+        case "assign":
+            guard Set(members.keys) == ["type", "set"], case .object(let set)? = members["set"] else {
+                issue(path, .unknownAction("\"assign\" takes exactly \"set\": an object of context keys"))
+                return nil
+            }
+            return .assign(set.keys.sorted().compactMap { key in
+                parseValueForm(set[key]!, allowsAdd: true, at: path.key("set").key(key)).map { (key, $0) }
+            })
+        case "gear.propagate":
+            guard Set(members.keys) == ["type", "gear", "event"], case .string(let gear)? = members["gear"],
+                  case .object(var event)? = members["event"], case .string(let eventType)? = event.removeValue(forKey: "type") else {
+                issue(path, .unknownAction("\"gear.propagate\" takes \"gear\" (a name) and \"event\" (an object with a string \"type\")"))
+                return nil
+            }
+            if !declaredGears.contains(gear) { issue(path.key("gear"), .undeclaredGear(gear)) }
+            return .propagate(gear: gear, type: eventType, fields: event.keys.sorted().compactMap { key in
+                parseValueForm(event[key]!, allowsAdd: false, at: path.key("event").key(key)).map { (key, $0) }
+            })
+        default:
+            issue(path.key("type"), .unknownAction("\"\(type)\" is not \"assign\" or \"gear.propagate\""))
+            return nil
+        }
+    }
+
+    private mutating func parseValueForm(_ value: MachineValue, allowsAdd: Bool, at path: JSONPath) -> ValueForm? {
+        guard case .object(let members) = value, members.count == 1, let (key, inner) = members.first else {
+            return .literal(value)
+        }
+        switch key {
+        case "from":
+            guard case .string(let text) = inner, let reference = Self.reference(text) else {
+                issue(path.key("from"), .badValue("\"from\" reads \"event.<path>\" or \"context.<path>\""))
+                return nil
+            }
+            return .from(reference)
+        case "add":
+            guard allowsAdd else {
+                issue(path, .badValue("\"add\" is only for assign"))
+                return nil
+            }
+            guard case .number(let amount) = inner else {
+                issue(path.key("add"), .badValue("\"add\" takes a number"))
+                return nil
+            }
+            return .add(amount)
+        case "literal":
+            return .literal(inner)
+        default:
+            return .literal(value)
+        }
+    }
+
+    static func reference(_ text: String) -> Reference? {
+        let segments = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let root: Reference.Root
+        switch segments.first {
+        case "event": root = .event
+        case "context": root = .context
+        default: return nil
+        }
+        let path = Array(segments.dropFirst())
+        guard !path.contains("") else { return nil }
+        return Reference(root: root, path: path)
+    }
+
+    // MARK: Guards
+
+    private mutating func parseGuard(_ value: MachineValue, at path: JSONPath) -> MachineGuard? {
+        let forms = "a guard is one of {\"eq\"|\"neq\"|\"lt\"|\"lte\"|\"gt\"|\"gte\": [a, b]}, {\"and\"|\"or\": [guards]}, {\"not\": guard}, {\"in\": \"state\"}"
+        guard case .object(let members) = value, members.count == 1, let (key, inner) = members.first else {
+            issue(path, .unknownGuard(forms))
+            return nil
+        }
+        let at = path.key(key)
+        if let comparison = MachineGuard.Comparison(rawValue: key) {
+            guard case .array(let operands) = inner, operands.count == 2 else {
+                issue(at, .unknownGuard("\"\(key)\" takes an array of two operands"))
+                return nil
+            }
+            guard let lhs = parseOperand(operands[0], at: at.index(0)),
+                  let rhs = parseOperand(operands[1], at: at.index(1)) else { return nil }
+            return .compare(comparison, lhs, rhs)
+        }
+        switch key {
+        case "and", "or":
+            guard case .array(let elements) = inner, !elements.isEmpty else {
+                issue(at, .unknownGuard("\"\(key)\" takes a non-empty array of guards"))
+                return nil
+            }
+            let guards = elements.enumerated().compactMap { index, element in parseGuard(element, at: at.index(index)) }
+            guard guards.count == elements.count else { return nil }
+            return key == "and" ? .and(guards) : .or(guards)
+        case "not":
+            return parseGuard(inner, at: at).map(MachineGuard.not)
+        case "in":
+            guard case .string(let name) = inner else {
+                issue(at, .unknownGuard("\"in\" takes a state path from the root, such as \"a.b\""))
+                return nil
+            }
+            let statePath = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard declared.contains(statePath) else {
+                issue(at, .unknownState(name))
+                return nil
+            }
+            return .isIn(statePath)
+        default:
+            issue(path, .unknownGuard(forms))
+            return nil
+        }
+    }
+
+    private mutating func parseOperand(_ value: MachineValue, at path: JSONPath) -> MachineGuard.Operand? {
+        switch value {
+        case .string(let text) where text.hasPrefix("event.") || text.hasPrefix("context.") || text == "event" || text == "context":
+            guard let reference = Self.reference(text) else {
+                issue(path, .badValue("\"\(text)\" is not a path: use {\"literal\": ...} for such a string"))
+                return nil
+            }
+            return .reference(reference)
+        case .object(let members):
+            guard members.count == 1, let literal = members["literal"] else {
+                issue(path, .badValue("an operand is \"event.<path>\", \"context.<path>\", a literal or {\"literal\": x}"))
+                return nil
+            }
+            return .literal(literal)
+        default:
+            return .literal(value)
+        }
+    }
+
+    // MARK: Gears
+
+    private mutating func parseGears(_ value: MachineValue?, hostGears: Set<String>?) -> [String: [String: String]] {
+        let path = JSONPath().key("gears")
+        guard let value, let members = objectMembers(value, at: path) else { return [:] }
+        var gears: [String: [String: String]] = [:]
+        for name in members.keys.sorted() {
+            let at = path.key(name)
+            declaredGears.insert(name)
+            if let hostGears, !hostGears.contains(name) { issue(at, .unknownGear(name)) }
+            guard let gear = objectMembers(members[name], at: at) else { continue }
+            checkKeys(gear, allowed: ["catch", "description"], at: at)
+            var catches: [String: String] = [:]
+            if let value = gear["catch"], let mapping = objectMembers(value, at: at.key("catch")) {
+                for gearType in mapping.keys.sorted() {
+                    if let eventType = string(mapping[gearType]!, at: at.key("catch").key(gearType)) {
+                        catches[gearType] = eventType
+                    }
+                }
+            }
+            gears[name] = catches
+        }
+        return gears
+    }
+
+    // MARK: Reachability
+
+    /// Every state must be entered by the initial chain or some transition (entering a
+    /// state enters its ancestors and its initial descendants). A final state nothing
+    /// enters is allowed: it documents where the machine would end.
+    private mutating func checkReachability(_ nodes: [[String]: StateNode]) {
+        var reached: Set<[String]> = [[]]
+        var queue: [[String]] = []
+        func enter(_ path: [String]) {
+            for length in 0...path.count where reached.insert(Array(path.prefix(length))).inserted {
+                queue.append(Array(path.prefix(length)))
+            }
+            if let initial = nodes[path]?.initial { enter(path + [initial]) }
+        }
+        enter([])
+        while let path = queue.popLast() {
+            guard let node = nodes[path] else { continue }
+            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions)
+            for target in transitions.compactMap(\.target) { enter(target) }
+            if let initial = node.initial { enter(path + [initial]) }
+        }
+        let unreached = nodes.keys.filter { path in
+            !reached.contains(path) && reached.contains(Array(path.dropLast())) && nodes[path]?.kind != .final
+        }
+        for path in unreached.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            issue(path.reduce(JSONPath()) { $0.key("states").key($1) }, .unreachableState)
+        }
+    }
+
+    // MARK: Helpers
+
+    private mutating func issue(_ path: JSONPath, _ kind: MachineIssue.Kind) {
+        issues.append(MachineIssue(file: file, path: path.text, kind: kind))
+    }
+
+    private mutating func checkKeys(_ members: [String: MachineValue], allowed: Set<String>, at path: JSONPath) {
+        for key in members.keys.sorted() where !allowed.contains(key) {
+            issue(path.key(key), .unknownKey)
+        }
+    }
+
+    private mutating func objectMembers(_ value: MachineValue?, at path: JSONPath) -> [String: MachineValue]? {
+        guard let value else { return nil }
+        guard case .object(let members) = value else {
+            issue(path, .expected("an object"))
+            return nil
+        }
+        return members
+    }
+
+    private mutating func string(_ value: MachineValue, at path: JSONPath) -> String? {
+        guard case .string(let text) = value else {
+            issue(path, .expected("a string"))
+            return nil
+        }
+        return text
+    }
+}
+
+/// A JSON path as issues print it: `states.locked.on.UNLOCK[0].target`.
+struct JSONPath {
+    private(set) var text = ""
+
+    func key(_ name: String) -> JSONPath {
+        JSONPath(text: text.isEmpty ? name : "\(text).\(name)")
+    }
+
+    func index(_ index: Int) -> JSONPath {
+        JSONPath(text: "\(text)[\(index)]")
+    }
+}

@@ -1,0 +1,138 @@
+import SpinCore
+
+/// The `after` timers of a running machine (see `MachineDefinition.spin`).
+///
+/// Unlike a per-state effect, a timer outlives states that keep its state active: it is
+/// keyed by (state path, delay), started when that state is entered (or is active in the
+/// loop's first state) and cancelled when the state is left or re-entered. A timer
+/// hands its event over only while it is still the current one for its key, so nothing
+/// of a cancelled timer is applied.
+final class MachineTimerRunner: FeedbackRunner {
+    typealias State = MachineState
+
+    private struct Key: Hashable {
+        let path: [String]
+        let delay: Int
+    }
+
+    private struct Timer {
+        let token: UInt64
+        let task: Task<Void, Never>?
+        var finished = false
+    }
+
+    private struct Timers {
+        var running: [Key: Timer] = [:]
+        var nextToken: UInt64 = 0
+        var stopped = false
+    }
+
+    private let definition: MachineDefinition
+    private let clock: any Clock<Duration>
+    private let context: FeedbackContext<MachineEvent>
+    private let timers = Protected(Timers())
+
+    init(definition: MachineDefinition, clock: any Clock<Duration>, context: FeedbackContext<MachineEvent>) {
+        self.definition = definition
+        self.clock = clock
+        self.context = context
+    }
+
+    func start() {}
+
+    func receive(_ state: MachineState) {
+        var wanted: [Key] = []
+        for length in stride(from: 1, through: state.value.count, by: 1) {
+            let path = Array(state.value.prefix(length))
+            for entry in definition.nodes[path]?.after ?? [] { wanted.append(Key(path: path, delay: entry.delay)) }
+        }
+        let reentered = Set(state.step.entered)
+        let cancelled = timers.withLock { timers -> [Task<Void, Never>] in
+            guard !timers.stopped else { return [] }
+            var cancelled: [Task<Void, Never>] = []
+            for (key, timer) in timers.running where !wanted.contains(key) || reentered.contains(key.path) {
+                if let task = timer.task { cancelled.append(task) }
+                timers.running[key] = nil
+            }
+            for key in wanted where timers.running[key] == nil {
+                timers.nextToken += 1
+                let token = timers.nextToken
+                timers.running[key] = Timer(token: token, task: makeTask(key, token: token))
+            }
+            return cancelled
+        }
+        for task in cancelled { task.cancel() }
+    }
+
+    private func makeTask(_ key: Key, token: UInt64) -> Task<Void, Never> {
+        let clock = self.clock
+        let submit = context.host.submit
+        let timers = self.timers
+        let isCurrent: @Sendable () -> Bool = {
+            timers.withLock { !$0.stopped && $0.running[key]?.token == token }
+        }
+        return Task {
+            defer {
+                timers.withLock { timers in
+                    if timers.running[key]?.token == token { timers.running[key]?.finished = true }
+                }
+            }
+            do {
+                try await clock.sleep(for: .milliseconds(key.delay))
+            } catch {
+                return
+            }
+            guard !Task.isCancelled, isCurrent() else { return }
+            submit(MachineEvent.after(state: key.path, delay: key.delay), isCurrent)
+        }
+    }
+
+    func stop() {
+        let tasks = timers.withLock { timers -> [Task<Void, Never>] in
+            timers.stopped = true
+            defer { timers.running = [:] }
+            return timers.running.values.compactMap(\.task)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Timers that have not fired yet.
+    var runningEffects: Int {
+        timers.withLock { $0.running.values.filter { !$0.finished }.count }
+    }
+}
+
+/// Pushes each new state's `step.propagations` into their Gears (see `MachineDefinition.spin`).
+/// Skips the first state: it is where the loop starts, not the result of a transition
+/// made now.
+final class MachinePropagationRunner: FeedbackRunner {
+    typealias State = MachineState
+
+    private let gears: [String: Gear<MachineEvent>]
+    private let label: String?
+    private let state = Protected((isFirstState: true, stopped: false))
+
+    init(gears: [String: Gear<MachineEvent>], label: String?) {
+        self.gears = gears
+        self.label = label
+    }
+
+    func start() {}
+
+    func receive(_ machineState: MachineState) {
+        let propagates = state.withLock { state -> Bool in
+            defer { state.isFirstState = false }
+            return !state.isFirstState && !state.stopped
+        }
+        guard propagates else { return }
+        for propagation in machineState.step.propagations {
+            gears[propagation.gear]?.propagate(propagation.event, from: label)
+        }
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    var runningEffects: Int { 0 }
+}

@@ -1,0 +1,109 @@
+/// The state of a declarative machine: which state is active and the machine's data.
+///
+/// JSON (the state a server stores and streams): `{"value":"closed","context":{..}}`; a
+/// nested active state gives `value` as an object, `{"door":{"opened":"ajar"}}`, as
+/// XState does.
+///
+/// Besides value and context, a state made by a transition remembers what that
+/// transition did (`step`: the states it entered, the Gear events it propagates). That
+/// is not part of the JSON, nor of `==`: feedbacks act on it once, when the state is new.
+public struct MachineState: Sendable, Codable {
+    /// The path of the active leaf state from the root (`["closed"]`, `["door", "opened", "ajar"]`).
+    public var value: [String]
+    /// The machine's data.
+    public var context: [String: MachineValue]
+    /// What the transition that made this state did; empty for a state made otherwise.
+    public var step: MachineStep
+
+    /// A state with `value` (the active leaf's path) and `context`; `step` is for the
+    /// interpreter, which records what a transition did.
+    public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep()) {
+        self.value = value
+        self.context = context
+        self.step = step
+    }
+
+    /// The active state value as JSON: a string for a top-level state, objects for nested ones.
+    public var valueJSON: MachineValue {
+        guard var result = value.last.map(MachineValue.string) else { return .null }
+        for key in value.dropLast().reversed() { result = .object([key: result]) }
+        return result
+    }
+
+    /// True when the state at `path` (from the root) is active: it is the active leaf or
+    /// one of its ancestors.
+    public func isActive(_ path: [String]) -> Bool {
+        path.count <= value.count && Array(value.prefix(path.count)) == path
+    }
+
+    /// The same value and context, without the record of a transition (what a state
+    /// that no event changed looks like to feedbacks).
+    public var settled: MachineState { MachineState(value: value, context: context) }
+
+    private enum Keys: String, CodingKey { case value, context }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        var path: [String] = []
+        var node = try container.decode(MachineValue.self, forKey: .value)
+        while true {
+            if case .string(let leaf) = node {
+                path.append(leaf)
+                break
+            }
+            guard case .object(let members) = node, members.count == 1, let (key, child) = members.first else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .value, in: container,
+                    debugDescription: "a state value is a state name or an object {\"parent\": <value>}")
+            }
+            path.append(key)
+            node = child
+        }
+        value = path
+        context = try container.decodeIfPresent([String: MachineValue].self, forKey: .context) ?? [:]
+        step = MachineStep()
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(valueJSON, forKey: .value)
+        try container.encode(MachineValue.object(context), forKey: .context)
+    }
+}
+
+extension MachineState: Equatable {
+    /// Value and context; `step` is not compared.
+    public static func == (lhs: MachineState, rhs: MachineState) -> Bool {
+        lhs.value == rhs.value && lhs.context == rhs.context
+    }
+}
+
+/// What one transition did besides changing value and context: the record its feedbacks
+/// act on (timers of entered states start, Gear events go out).
+public struct MachineStep: Sendable, Hashable {
+    /// The paths of the states the transition entered, outermost first (a self-transition
+    /// without target enters none; a transition that re-enters a state lists it).
+    public var entered: [[String]]
+    /// The Gear events the transition's actions propagate, in order.
+    public var propagations: [MachinePropagation]
+
+    /// A record of entered states and propagations (empty by default).
+    public init(entered: [[String]] = [], propagations: [MachinePropagation] = []) {
+        self.entered = entered
+        self.propagations = propagations
+    }
+}
+
+/// One `gear.propagate` action as a transition ran it: the Gear and the event.
+public struct MachinePropagation: Sendable, Hashable {
+    /// The Gear's name, as the machine's `gears` declares it.
+    public var gear: String
+    /// The event pushed into it.
+    public var event: MachineEvent
+
+    /// A propagation of `event` into the Gear named `gear`.
+    public init(gear: String, event: MachineEvent) {
+        self.gear = gear
+        self.event = event
+    }
+}

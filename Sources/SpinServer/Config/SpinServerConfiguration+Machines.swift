@@ -1,0 +1,41 @@
+import Foundation
+import SpinMachines
+
+extension SpinServerConfiguration {
+    /// The kind of a config entry that names a machine file instead of a kind.
+    public static let machineKind = "machine"
+
+    /// A declarative machine named by a config entry: the file as the entry wrote it and
+    /// its definition, loaded and validated when the configuration is.
+    public struct MachineSource: Sendable, Equatable {
+        /// The path as written in the config file (relative to the config file's directory).
+        public var path: String
+        public var definition: MachineDefinition
+
+        public init(path: String, definition: MachineDefinition) {
+            self.path = path
+            self.definition = definition
+        }
+
+        /// Two sources are the same machine when they name the same file.
+        public static func == (lhs: MachineSource, rhs: MachineSource) -> Bool {
+            lhs.path == rhs.path
+        }
+
+        /// Reads and validates the machine at `path`, relative to the directory of
+        /// `configFile`; issues name the file as `path` is written.
+        /// - Throws: the validation issues, one per line, or why the file cannot be read.
+        static func load(path: String, configFile: String, hostGears: Set<String>,
+                         readFile: (String) throws -> Data) throws(MachineValidationError) -> MachineSource {
+            let directory = configFile.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            let resolved = path.hasPrefix("/") || directory.isEmpty ? path : "\(directory)/\(path)"
+            let data: Data
+            do {
+                data = try readFile(resolved)
+            } catch {
+                throw MachineValidationError(issues: [MachineIssue(file: path, path: "", kind: .unreadable("\(resolved): \(error)"))])
+            }
+            return MachineSource(path: path, definition: try MachineDefinition(json: data, file: path, hostGears: hostGears))
+        }
+    }
+}

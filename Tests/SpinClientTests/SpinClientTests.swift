@@ -1,0 +1,97 @@
+import Foundation
+@testable import SpinClient
+import SpinServer
+import Testing
+
+/// Requests against a live server on port 0.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SpinClientTests {
+    @Test func postWaitingForTheState_ReturnsTheStateAfterTheEvents() async throws {
+        let live = try LiveServer.start()
+        let client = live.client()
+        let applied = try await client.post([Tally.Event(amount: 2), Tally.Event(amount: 3)], to: "tally",
+                                            waitingFor: Tally.State.self)
+        #expect(applied.state == Tally.State(count: 5))
+        #expect(applied.sequence == 2)
+        // Servers that reply per event say each was applied; older ones send no replies.
+        #expect(applied.replies == nil || applied.replies == [EventReply(applied: true), EventReply(applied: true)])
+        await live.shutdown()
+    }
+
+    @Test func postWithoutWaiting_IsAccepted_AndTheStateReadsBack() async throws {
+        let live = try LiveServer.start()
+        let client = live.client()
+        #expect(try await client.post([Tally.Event(amount: 4)], to: "tally") == Accepted(accepted: 1, sequence: 1))
+        #expect(try await client.post([Tally.Event(amount: 1), Tally.Event(amount: 1)], to: "tally")
+                == Accepted(accepted: 2, sequence: 3))
+        let snapshot = try await client.state(of: "tally", as: Tally.State.self)
+        #expect(snapshot.name == "tally")
+        #expect(snapshot.sequence == 3)
+        #expect(snapshot.status == .running)
+        #expect(snapshot.state == Tally.State(count: 6))
+        await live.shutdown()
+    }
+
+    @Test func anUnknownSpin_ThrowsSpinNotFound() async throws {
+        let live = try LiveServer.start()
+        await #expect(throws: SpinClientError.self) {
+            try await live.client().post([Tally.Event(amount: 1)], to: "nope")
+        }
+        do {
+            _ = try await live.client().state(of: "nope", as: Tally.State.self)
+            Issue.record("an unknown Spin was read")
+        } catch let error as SpinClientError {
+            #expect(error.status == 404)
+            #expect(error.code == "spin_not_found")
+            #expect(!error.isRetryable)
+        }
+        await live.shutdown()
+    }
+
+    @Test func anEventTheSpinCannotDecode_Throws422InvalidEvent_AndChangesNothing() async throws {
+        let live = try LiveServer.start()
+        let client = live.client()
+        do {
+            _ = try await client.post([["type": "add"]], to: "tally", waitingFor: Tally.State.self)
+            Issue.record("an event without an amount was applied")
+        } catch let error as SpinClientError {
+            guard case .rejected(let status, let code, let message, _) = error else {
+                Issue.record("not the server's error: \(error)")
+                return
+            }
+            #expect(status == 422)
+            #expect(code == "invalid_event")
+            #expect(message.contains("amount"))
+        }
+        #expect(try await client.state(of: "tally", as: Tally.State.self).sequence == 0)
+        await live.shutdown()
+    }
+
+    @Test func theToken_IsSent_AndAMissingOneIs401() async throws {
+        let live = try LiveServer.start(tokens: [AccessToken(token: "s3cret", scopes: [.read, .write])])
+        do {
+            _ = try await live.client().state(of: "tally", as: Tally.State.self)
+            Issue.record("read without a token")
+        } catch let error as SpinClientError {
+            #expect(error.status == 401)
+            #expect(error.code == "unauthorized")
+        }
+        let applied = try await live.client(token: "s3cret").post([Tally.Event(amount: 1)], to: "tally",
+                                                                  waitingFor: Tally.State.self)
+        #expect(applied.state.count == 1)
+        await live.shutdown()
+    }
+
+    @Test func aServerThatIsNotThere_IsARetryableConnectionFailure() async throws {
+        let live = try LiveServer.start()
+        let client = live.client()
+        await live.shutdown()
+        do {
+            _ = try await client.state(of: "tally", as: Tally.State.self)
+            Issue.record("a stopped server answered")
+        } catch let error as SpinClientError {
+            #expect(error.isRetryable)
+            #expect(error.status == nil)
+        }
+    }
+}

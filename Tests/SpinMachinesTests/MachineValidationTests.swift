@@ -1,0 +1,109 @@
+import SpinMachines
+import Testing
+
+@Suite struct MachineValidationTests {
+    @Test func shippedMachines_AreValid() throws {
+        #expect(try door().id == "door")
+        #expect(try shippedMachine("session").id == "session")
+        #expect(throws: Never.self) { try shippedMachine("door", hostGears: ["doors"]) }
+    }
+
+    @Test func theDesignsTypo_IsReportedWithFileAndPath() {
+        let json = #"""
+            { "initial": "closed",
+              "states": { "closed": { "on": { "LOCK": "locked" } },
+                          "locked": { "on": { "UNLOCK": [ { "target": "clsoed" } ] } } } }
+            """#
+        #expect(issueLines(json, file: "machines/door.json") == [
+            #"machines/door.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed""#,
+        ])
+    }
+
+    @Test(arguments: [
+        // unknown targets, in each transition form
+        (#"{ "initial": "a", "states": { "a": { "on": { "E": "b" } } } }"#,
+         [#"test.json: states.a.on.E: unknown state "b""#]),
+        (##"{ "initial": "a", "states": { "a": { "on": { "E": { "target": "#x.y" } } } } }"##,
+         [##"test.json: states.a.on.E.target: unknown state "#x.y""##]),
+        (#"{ "initial": "a", "states": { "a": { "after": { "10": ".inner" } } } }"#,
+         [#"test.json: states.a.after.10: unknown state ".inner""#]),
+        // unreachable states (a final one is allowed)
+        (#"{ "initial": "a", "states": { "a": {}, "b": { "on": { "E": "a" } }, "end": { "type": "final" } } }"#,
+         ["test.json: states.b: unreachable: no transition or initial enters this state"]),
+        (#"{ "initial": "a", "states": { "a": { "on": { "E": "p" } }, "p": { "initial": "p1", "states": { "p1": {}, "p2": {} } } } }"#,
+         ["test.json: states.p.states.p2: unreachable: no transition or initial enters this state"]),
+        // missing or unknown initial
+        (#"{ "states": { "a": {} } }"#,
+         [#"test.json: initial: missing: a machine, and every state with "states", names its initial state"#]),
+        (#"{ "initial": "a", "states": { "a": { "states": { "a1": {} } } } }"#,
+         [#"test.json: states.a.initial: missing: a machine, and every state with "states", names its initial state"#]),
+        (#"{ "initial": "z", "states": { "a": {} } }"#,
+         [#"test.json: initial: unknown state "z""#]),
+        // Gears
+        (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "gear.propagate", "gear": "dors", "event": { "type": "x" } } ] } } }"#,
+         [#"test.json: states.a.entry[0].gear: unknown gear "dors": not declared in "gears""#]),
+        (#"{ "initial": "a", "states": { "a": { "on": { "E": "a" } } }, "gears": { "g": { "catch": { "ping": "F" } } } }"#,
+         [#"test.json: gears.g.catch.ping: no state handles event "F""#]),
+        // delays
+        (#"{ "initial": "a", "states": { "a": { "after": { "0": "a", "1.5": "a", "-3": "a", "soon": "a" } } } }"#,
+         [#"test.json: states.a.after.-3: bad delay "-3": a delay is a positive whole number of milliseconds"#,
+          #"test.json: states.a.after.0: bad delay "0": a delay is a positive whole number of milliseconds"#,
+          #"test.json: states.a.after.1.5: bad delay "1.5": a delay is a positive whole number of milliseconds"#,
+          #"test.json: states.a.after.soon: bad delay "soon": a delay is a positive whole number of milliseconds"#]),
+        // actions
+        (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "log" } ] } } }"#,
+         [#"test.json: states.a.entry[0].type: unknown action: "log" is not "assign" or "gear.propagate""#]),
+        (#"{ "initial": "a", "states": { "a": { "exit": [ { "type": "assign", "value": 1 } ] } } }"#,
+         [#"test.json: states.a.exit[0]: unknown action: "assign" takes exactly "set": an object of context keys"#]),
+        (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "assign", "set": { "n": { "from": "ctx.n" } } } ] } } }"#,
+         [#"test.json: states.a.entry[0].set.n.from: bad value: "from" reads "event.<path>" or "context.<path>""#]),
+        // guards
+        (#"{ "initial": "a", "states": { "a": { "on": { "E": { "target": "a", "guard": { "equals": [1, 1] } } } } } }"#,
+         [#"test.json: states.a.on.E.guard: unknown guard: a guard is one of {"eq"|"neq"|"lt"|"lte"|"gt"|"gte": [a, b]}, {"and"|"or": [guards]}, {"not": guard}, {"in": "state"}"#]),
+        (#"{ "initial": "a", "states": { "a": { "on": { "E": { "target": "a", "guard": { "not": { "lt": [1] } } } } } } }"#,
+         [#"test.json: states.a.on.E.guard.not.lt: unknown guard: "lt" takes an array of two operands"#]),
+        (#"{ "initial": "a", "states": { "a": { "on": { "E": { "target": "a", "guard": { "in": "b" } } } } } }"#,
+         [#"test.json: states.a.on.E.guard.in: unknown state "b""#]),
+        // unknown keys, at every level
+        (#"{ "initial": "a", "version": 2, "states": { "a": { "onn": {}, "on": { "E": { "target": "a", "gaurd": {} } } } } }"#,
+         ["test.json: version: unknown key", "test.json: states.a.onn: unknown key", "test.json: states.a.on.E.gaurd: unknown key"]),
+        // final states, state types, reserved events, wrong JSON kinds
+        (#"{ "initial": "a", "states": { "a": { "type": "final", "on": { "E": "a" } } } }"#,
+         [#"test.json: states.a: a final state accepts no events: no "on", "after" or "states""#]),
+        (#"{ "initial": "a", "states": { "a": { "type": "parallel" } } }"#,
+         [#"test.json: states.a.type: unknown state type "parallel": expected "atomic", "compound" or "final""#]),
+        (#"{ "initial": "a", "states": { "a": { "on": { "xstate.after": "a" } } } }"#,
+         [#"test.json: states.a.on.xstate.after: event type "xstate.after" is reserved for after timers"#]),
+        (#"{ "initial": "a", "context": [], "states": { "a": { "on": { "E": 3 } } } }"#,
+         ["test.json: context: expected an object",
+          "test.json: states.a.on.E: expected a target state, a transition object or an array of them"]),
+        ("[1, 2]", ["test.json: not a JSON object: the top level is not an object"]),
+    ])
+    func invalidMachine_IsReported(json: String, expected: [String]) {
+        #expect(issueLines(json) == expected)
+    }
+
+    @Test func aGearTheHostLacks_IsReported() {
+        let json = #"{ "initial": "a", "states": { "a": { "on": { "E": "a" } } }, "gears": { "doors": { "catch": { "x": "E" } } } }"#
+        #expect(issueLines(json, hostGears: ["auth"]) == [#"test.json: gears.doors: unknown gear "doors": the host provides no such gear"#])
+        #expect(issueLines(json, hostGears: ["doors"]).isEmpty)
+        #expect(issueLines(json).isEmpty)
+    }
+
+    @Test func everyIssueIsCollected_NotJustTheFirst() throws {
+        let json = #"""
+            { "initial": "a",
+              "states": { "a": { "on": { "E": "nowhere", "F": { "target": "a", "guard": { "xor": [] } } },
+                                 "after": { "never": "a" } } } }
+            """#
+        let error = try #require(throws: MachineValidationError.self) { try makeMachine(json, file: "m.json") }
+        #expect(error.issues.map(\.kind) == [.unknownState("nowhere"), .unknownGuard(
+            #"a guard is one of {"eq"|"neq"|"lt"|"lte"|"gt"|"gte": [a, b]}, {"and"|"or": [guards]}, {"not": guard}, {"in": "state"}"#),
+            .badDelay("never")])
+        #expect(error.description.split(separator: "\n").count == 3)
+    }
+
+    @Test func notJSON_IsReported() {
+        #expect(issueLines("{ nope").first?.hasPrefix("test.json: not a JSON object: ") == true)
+    }
+}

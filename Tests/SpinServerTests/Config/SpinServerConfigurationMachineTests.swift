@@ -1,0 +1,66 @@
+import Foundation
+import SpinMachines
+import Testing
+@testable import SpinServer
+
+/// Config entries `{"name":..,"machine":"machines/x.json"}`: the machine file is read
+/// relative to the config file and validated at load, and its errors are configuration
+/// errors naming the entry, the machine file and the JSON path inside it.
+@Suite struct SpinServerConfigurationMachineTests {
+    typealias Loading = SpinServerConfigurationLoadingTests
+
+    static let door = #"""
+        { "initial": "closed",
+          "states": { "closed": { "on": { "OPEN": "opened" } },
+                      "opened": { "entry": [ { "type": "gear.propagate", "gear": "doors", "event": { "type": "doorOpened" } } ],
+                                  "on": { "CLOSE": "closed" } } },
+          "gears": { "doors": {} } }
+        """#
+
+    @Test func machineEntry_IsLoadedRelativeToTheConfigFile() throws {
+        let loaded = try Loading.make(#"""
+            { "spins": [ { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }
+            """#, configPath: "conf/spin.json", flags: .init(config: "conf/spin.json"),
+            files: ["conf/machines/door.json": Self.door])
+        let entry = try #require(loaded.configuration.spins.first)
+        #expect(entry.name == "door")
+        #expect(entry.kind == "machine")
+        #expect(entry.machine?.path == "machines/door.json")
+        #expect(entry.attachedGears == ["doors"])
+        #expect(loaded.configuration.summary.hasPrefix("1 spin (door@doors), 1 gear (doors)"))
+    }
+
+    @Test func aMachineError_NamesTheEntryTheMachineFileAndThePath() {
+        let broken = Self.door.replacingOccurrences(of: #""CLOSE": "closed""#, with: #""CLOSE": "clsoed""#)
+        let error = Loading.error(#"""
+            { "spins": [ { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }
+            """#, files: ["Config/machines/door.json": broken])
+        #expect(error?.description
+            == #"Config/spin-server.json: spins[0].machine: machines/door.json: states.opened.on.CLOSE: unknown state "clsoed""#)
+    }
+
+    @Test(arguments: [
+        (#"{ "spins": [ { "name": "door", "machine": "machines/door.json" } ] }"#,
+         #"Config/spin-server.json: spins[0].machine: machines/door.json: gears.doors: unknown gear "doors": the host provides no such gear"#),
+        (#"{ "spins": [ { "name": "door", "machine": "machines/nope.json" } ] }"#,
+         "Config/spin-server.json: spins[0].machine: machines/nope.json: cannot read the file: Config/machines/nope.json: No such file or directory"),
+        (#"{ "spins": [ { "name": "door", "kind": "counter", "machine": "machines/door.json" } ] }"#,
+         #"Config/spin-server.json: spins[0].kind: an entry with "machine" has no kind: remove "kind""#),
+        (#"{ "spins": [ { "name": "door", "gear": "doors", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }"#,
+         #"Config/spin-server.json: spins[0].gear: a machine names its Gears in its own file ("gears"): remove "gear""#),
+        (#"{ "spins": [ { "name": "f", "kind": "feature", "gear": "doors" }, { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }"#,
+         #"Config/spin-server.json: spins[1].machine: Gear "doors" carries the events of feature Spin "f": a machine cannot attach to it"#),
+        (#"{ "spins": [ { "name": "door", "machine": "machines/door.json" }, { "name": "f", "kind": "feature", "gear": "doors" } ], "gears": [ { "name": "doors" } ] }"#,
+         #"Config/spin-server.json: spins[1].gear: Gear "doors" carries the events of machine "door": a feature Spin cannot attach to it"#),
+    ])
+    func badMachineEntry_IsOneConfigurationError(json: String, expected: String) {
+        #expect(Loading.error(json, files: ["Config/machines/door.json": Self.door])?.description == expected)
+    }
+
+    @Test func aGearOnlyAMachineUses_CountsAsAttached() throws {
+        let loaded = try Loading.make(#"""
+            { "spins": [ { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }
+            """#, files: ["Config/machines/door.json": Self.door])
+        #expect(loaded.configuration.gears == [.init(name: "doors")])
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import SpinMachines
+@testable import SpinServer
+import Testing
+
+/// A declarative machine hosted like any Spin: its state JSON over the API, events
+/// posted as `{"type":..}` objects, and its `after` timers running in the server.
+@Suite(.timeLimit(.minutes(1)))
+struct MachineHostingTests {
+    static let sessionFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Config/machines/session.json").path
+
+    @Test func session_IsReadAndDrivenOverTheAPI() async throws {
+        let session = try MachineDefinition(contentsOfFile: Self.sessionFile, name: "machines/session.json")
+        let host = SpinHost()
+        try host.host(session.spin(), named: "session", kind: SpinServerConfiguration.machineKind)
+        host.start()
+        defer { host.stop() }
+        let router = makeRouter(host)
+        #expect(await router.respond("GET", "/v1/spins/session").text
+            == #"{"name":"session","sequence":0,"status":"running","state":{"value":"loggedOut","context":{}}}"#)
+        #expect(await router.post("/v1/spins/session/events", #"{"type":"login"}"#).status == 202)
+        // The 500 ms timer completes the login by itself.
+        _ = await waitForState(router, "session") { $0["value"] as? String == "loggedIn" }
+        let invalid = await router.post("/v1/spins/session/events", #"{"kind":"login"}"#)
+        #expect(invalid.status == 422)
+        #expect(invalid.errorCode == "invalid_event")
+        let spins = await router.respond("GET", "/v1/spins").object["spins"] as? [[String: Any]] ?? []
+        #expect(spins.first?["kind"] as? String == "machine")
+    }
+}
