@@ -28,4 +28,22 @@ struct MachineHostingTests {
         let spins = await router.respond("GET", "/v1/spins").object["spins"] as? [[String: Any]] ?? []
         #expect(spins.first?["kind"] as? String == "machine")
     }
+
+    @Test func anEventWithoutATransition_IsIgnored_AndItsReplySaysSo() async throws {
+        let session = try MachineDefinition(contentsOfFile: Self.sessionFile, name: "machines/session.json")
+        let host = SpinHost()
+        try host.host(session.spin(), named: "session", kind: SpinServerConfiguration.machineKind)
+        host.start()
+        defer { host.stop() }
+        let router = makeRouter(host)
+        // loginOK has no transition from loggedOut; login and forceLogout do.
+        let response = await router.post("/v1/spins/session/events",
+                                         #"[{"type":"loginOK"},{"type":"login"},{"type":"forceLogout"},{"type":"logout"}]"#,
+                                         query: [("wait", "true")])
+        #expect(response.text == """
+            {"sequence":2,"state":{"value":"loggedOut","context":{}},"replies":[{"applied":false,"reason":"no_transition"},\
+            {"applied":true},{"applied":true},{"applied":false,"reason":"no_transition"}]}
+            """)
+        #expect(await router.respond("GET", "/v1/spins/session").object["sequence"] as? Int == 2)
+    }
 }
