@@ -10,13 +10,18 @@ struct MachineHostingTests {
     static let sessionFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Config/machines/session.json").path
 
-    @Test func session_IsReadAndDrivenOverTheAPI() async throws {
-        let session = try MachineDefinition(contentsOfFile: Self.sessionFile, name: "machines/session.json")
+    /// The session machine of the default config, hosted and started, and its router.
+    static func hostSession() throws -> (SpinHost, APIRouter) {
+        let session = try MachineDefinition(contentsOfFile: sessionFile, name: "machines/session.json")
         let host = SpinHost()
         try host.host(session.spin(), named: "session", kind: SpinServerConfiguration.machineKind)
         host.start()
+        return (host, makeRouter(host))
+    }
+
+    @Test func session_IsReadAndDrivenOverTheAPI() async throws {
+        let (host, router) = try Self.hostSession()
         defer { host.stop() }
-        let router = makeRouter(host)
         #expect(await router.respond("GET", "/v1/spins/session").text
             == #"{"name":"session","sequence":0,"status":"running","state":{"value":"loggedOut","context":{}}}"#)
         #expect(await router.post("/v1/spins/session/events", #"{"type":"login"}"#).status == 202)
@@ -30,12 +35,8 @@ struct MachineHostingTests {
     }
 
     @Test func anEventWithoutATransition_IsIgnored_AndItsReplySaysSo() async throws {
-        let session = try MachineDefinition(contentsOfFile: Self.sessionFile, name: "machines/session.json")
-        let host = SpinHost()
-        try host.host(session.spin(), named: "session", kind: SpinServerConfiguration.machineKind)
-        host.start()
+        let (host, router) = try Self.hostSession()
         defer { host.stop() }
-        let router = makeRouter(host)
         // loginOK has no transition from loggedOut; login and forceLogout do.
         let response = await router.post("/v1/spins/session/events",
                                          #"[{"type":"loginOK"},{"type":"login"},{"type":"forceLogout"},{"type":"logout"}]"#,
