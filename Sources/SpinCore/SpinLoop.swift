@@ -39,14 +39,19 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// step of the gap between them), and a few MB of events at most while it runs.
     public static var defaultFeedbackBudget: Int { 100_000 }
 
+    /// What a client batch's last event calls once the batch is applied (nil: dropped).
+    private typealias Completion = @Sendable (BatchResult<State, Event>?) -> Void
+
     private struct Pending: Sendable {
         var event: Event
-        var onApplied: (@Sendable (Transition<State, Event>?) -> Void)?
+        var onApplied: Completion?
         /// False for the second and later events of an `emit(contentsOf:)` batch: a stop
         /// takes effect between batches, never inside one (all or nothing).
         var startsBatch = true
         /// False for every event of an `emit(contentsOf:)` batch but its last.
         var endsBatch = true
+        /// On a batch's first event: collect `EventReply`s for its completion.
+        var detailed = false
         /// For events of effects that a newer state cancels: still valid? Checked on the
         /// executor right before reducing, where states are delivered, so it is exact.
         var isCurrent: (@Sendable () -> Bool)?
@@ -104,12 +109,17 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private let interruptions = Atomic<UInt64>(0)
     private let reducer: Reducer<State, Event>
     private let runners: [any FeedbackRunner<State>]
+    /// The runners that also hear each applied event (a transition table's effects).
+    private let transitionRunners: [any TransitionRunner<State, Event>]
     private let relay: Relay<State, Event>
     /// The state as the executor last made it; only touched on `queue`.
     nonisolated(unsafe) private var current: State
     nonisolated(unsafe) private var currentSequence: UInt64
     /// Events of feedbacks and Gears applied since the last external one; only on `queue`.
     nonisolated(unsafe) private var feedbackRun = 0
+    /// The replies of the client batch `drain` is applying; only on `queue`. A property,
+    /// not a local of `drain`: a generic local costs every drain, even one without a batch.
+    nonisolated(unsafe) private var tally = Tally()
     /// Whether the feedbacks have been given the current state since the loop started or
     /// was last suspended (so that `start` and `resume` give it exactly once); on `queue`.
     nonisolated(unsafe) private var feedbacksHaveState = false
@@ -131,6 +141,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
         }
+        self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
         relay.loop = self
         // Gear subscriptions and raw streams open before any state is delivered.
         for runner in runners { runner.start() }
@@ -168,7 +179,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     ///     waiting to be applied plus this batch would exceed it. A host uses it to bound
     ///     inboxes (the events of feedbacks and Gears are bounded by `feedbackBudget`).
     ///   - onApplied: called on the loop's executor with the transition of the last
-    ///     event once it is applied, or with nil if the loop stopped or suspended before.
+    ///     event the batch applied, or with nil if the loop stopped or suspended before
+    ///     (or a partial reducer declined every event: `emit(batch:...)` tells them apart).
     /// - Returns: `.accepted`, or why nothing was enqueued.
     @discardableResult
     public func emit(
@@ -176,7 +188,31 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         limit: Int = .max,
         onApplied: (@Sendable (Transition<State, Event>?) -> Void)? = nil
     ) -> EmitResult {
-        accept(count: events.count, { events[$0] }, limit: limit, onApplied: onApplied)
+        accept(count: events.count, { events[$0] }, limit: limit, onApplied: Self.lastApplied(onApplied))
+    }
+
+    /// Sends events into the loop as one batch, like `emit(contentsOf:limit:onApplied:)`,
+    /// and answers with one reply per event: `onResult` gets, on the loop's executor,
+    /// which events the reducer applied and which it declined (a partial reducer), with
+    /// the sequence and state after the batch; or nil if the loop stopped or suspended
+    /// before applying it.
+    /// - Parameter detailedReplies: also collect Harvest-style replies with the states
+    ///   before and after each event (`BatchResult.detailed`); that costs one entry per
+    ///   event, so it is off by default.
+    @discardableResult
+    public func emit(
+        batch events: [Event],
+        limit: Int = .max,
+        detailedReplies: Bool = false,
+        onResult: @escaping @Sendable (BatchResult<State, Event>?) -> Void
+    ) -> EmitResult {
+        accept(count: events.count, { events[$0] }, limit: limit, onApplied: onResult, detailed: detailedReplies)
+    }
+
+    /// Adapts a completion that only wants the last applied transition.
+    private static func lastApplied(_ onApplied: (@Sendable (Transition<State, Event>?) -> Void)?) -> Completion? {
+        guard let onApplied else { return nil }
+        return { (result: BatchResult<State, Event>?) in onApplied(result?.lastApplied) }
     }
 
     /// `count` events, the one at each offset given by `event`. Not generic over a
@@ -184,7 +220,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// generic), and an array per single event a heap allocation; both showed in the
     /// loop's rate (spin-core-benchmark).
     private func accept(
-        count: Int, _ event: (Int) -> Event, limit: Int, onApplied: (@Sendable (Transition<State, Event>?) -> Void)?
+        count: Int, _ event: (Int) -> Event, limit: Int, onApplied: Completion?, detailed: Bool = false
     ) -> EmitResult {
         guard count > 0 else { return .empty }
         let outcome = shared.withLock { shared -> (EmitResult, schedule: Bool) in
@@ -194,7 +230,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             for offset in 0..<count {
                 let last = offset == count - 1
                 shared.pending.append(Pending(event: event(offset), onApplied: last ? onApplied : nil,
-                                              startsBatch: offset == 0, endsBatch: last, isExternal: true))
+                                              startsBatch: offset == 0, endsBatch: last,
+                                              detailed: detailed && offset == 0, isExternal: true))
             }
             shared.pendingExternal += count
             defer { shared.draining = true }
@@ -227,6 +264,19 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     public func resume(
         applying events: [Event] = [], onApplied: (@Sendable (Transition<State, Event>?) -> Void)? = nil
     ) -> Bool {
+        resume(events, onApplied: Self.lastApplied(onApplied))
+    }
+
+    /// `resume(applying:onApplied:)` with the replies of `emit(batch:...)`: `onResult`
+    /// gets the batch's result, or nil if the loop stopped or suspended again first.
+    @discardableResult
+    public func resume(
+        applyingBatch events: [Event], onResult: @escaping @Sendable (BatchResult<State, Event>?) -> Void
+    ) -> Bool {
+        resume(events, onApplied: onResult)
+    }
+
+    private func resume(_ events: [Event], onApplied: Completion?) -> Bool {
         shared.withLock { shared -> Bool in
             guard shared.phase != .stopped, shared.suspension != nil else { return false }
             shared.suspension = nil
@@ -468,6 +518,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// reduce, observers, `onApplied` and feedbacks; the new states are published to
     /// `state` and `states` once per `publishEvery` events, before any `onApplied`, and at
     /// the end of the batch (one lock per chunk instead of one per event).
+    ///
+    /// An event a partial reducer declines is skipped: no sequence, no transition, no
+    /// state. A client's batch is taken whole, so with a partial reducer it is reduced
+    /// first (`Tally.lookAhead`) and its last applied event carries `endsBatch`.
     private func drain() {
         var batch: [Pending] = []
         var published: [State] = []
@@ -488,7 +542,15 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             for joiner in joiners { joiner.snapshot(currentSequence, current) }
             if batch.isEmpty { return }
             var interrupted = false
-            for pending in batch {
+            // Whether the event belongs to a client batch that gets a reply or spans
+            // several events (only those are tallied: a feedback's event costs nothing).
+            var tallied = false
+            var talliedAny = false
+            // Read once per drain, not per event (each read retains a closure or an array).
+            let partial = reducer.partial
+            let transitionRunners = transitionRunners.isEmpty ? nil : transitionRunners
+            for index in batch.indices {
+                let pending = batch[index]
                 // A stop or a suspension since the batch was taken drops the rest of it,
                 // never part of a client's batch (all or nothing).
                 if pending.startsBatch, !interrupted, interruptions.load(ordering: .relaxed) != epoch {
@@ -499,6 +561,13 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                     pending.onApplied?(nil)
                     continue
                 }
+                if pending.startsBatch {
+                    tallied = pending.onApplied != nil || !pending.endsBatch
+                    if tallied {
+                        tally = Tally(start: index, detailed: pending.detailed)
+                        talliedAny = true
+                    }
+                }
                 // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
                 if let isCurrent = pending.isCurrent, !isCurrent() { continue }
@@ -508,20 +577,116 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                     _ = suspend(.feedbackBudget(feedbackBudget))
                     continue
                 }
-                let next = reducer.reduce(current, pending.event)
+                var endsBatch = pending.endsBatch
+                let next: State
+                if let partial {
+                    if tallied, pending.startsBatch, !pending.endsBatch {
+                        tally.lookAhead(batch, from: index, state: current, partial)
+                    }
+                    let reduced: State?
+                    if let ahead = tally.reduced(at: index) {
+                        reduced = ahead.state
+                        endsBatch = ahead.endsBatch
+                    } else {
+                        reduced = partial(current, pending.event)
+                    }
+                    guard let applied = reduced else {
+                        if tallied { tally.decline(index, pending.event, state: current) }
+                        if let onApplied = pending.onApplied {
+                            publish(&published)
+                            onApplied(tally.result(at: index, sequence: currentSequence, state: current))
+                        }
+                        continue
+                    }
+                    next = applied
+                } else {
+                    // A plain reducer: no optional, no copy of the old state (the hot path).
+                    next = reducer.reduce(current, pending.event)
+                }
+                let transition = Transition(event: pending.event, state: next, sequence: currentSequence + 1,
+                                            endsBatch: endsBatch)
+                // Told while `current` is still the state the event left.
+                if tallied { tally.apply(transition, from: current, isLastApplied: endsBatch && !pending.endsBatch) }
+                if let transitionRunners {
+                    for runner in transitionRunners { runner.applied(pending.event, from: current, to: next) }
+                }
                 current = next
                 currentSequence += 1
-                let transition = Transition(event: pending.event, state: next, sequence: currentSequence,
-                                            endsBatch: pending.endsBatch)
                 for observer in observers { observer.handler(transition) }
                 published.append(next)
                 // Whoever is told "applied" must be able to read it back at once.
                 if published.count == Self.publishEvery || pending.onApplied != nil { publish(&published) }
-                pending.onApplied?(transition)
+                if let onApplied = pending.onApplied {
+                    onApplied(tally.result(at: index, sequence: currentSequence, state: next, last: transition))
+                }
                 for runner in runners { runner.receive(next) }
             }
             publish(&published)
             batch.removeAll(keepingCapacity: true)
+            // No reply outlives its drain (the next batch's indices start again at 0).
+            if talliedAny { tally = Tally() }
+        }
+    }
+
+    /// The replies of the client batch being applied. On `queue`, inside `drain`.
+    private struct Tally {
+        /// The batch's first index in the drained events.
+        var start = 0
+        /// Offsets of the declined events (empty, never allocated, while all apply).
+        var declined: [Int] = []
+        /// With a partial reducer and several events: each event's new state (nil:
+        /// declined), reduced ahead, and the index of the last one that applies.
+        var ahead: [State?] = []
+        var lastApplied: Int?
+        /// The transition of the batch's last applied event, once met.
+        var last: Transition<State, Event>?
+        var details: [EventReply<State, Event>]?
+
+        init() {}
+
+        init(start: Int, detailed: Bool) {
+            self.start = start
+            self.details = detailed ? [] : nil
+        }
+
+        /// Reduces the whole batch that starts at `start`, so that the loop knows which
+        /// of its events is the last one applied before it tells observers of the first.
+        mutating func lookAhead(_ batch: [Pending], from start: Int, state: State,
+                                _ partial: (State, Event) -> State?) {
+            var state = state
+            var index = start
+            repeat {
+                let next = partial(state, batch[index].event)
+                ahead.append(next)
+                if let next {
+                    state = next
+                    lastApplied = index
+                }
+                index += 1
+            } while !batch[index - 1].endsBatch
+        }
+
+        /// The state reduced ahead for `index`, and whether it ends the batch; nil when
+        /// the batch was not reduced ahead.
+        func reduced(at index: Int) -> (state: State?, endsBatch: Bool)? {
+            guard index >= start, index - start < ahead.count else { return nil }
+            return (ahead[index - start], index == lastApplied)
+        }
+
+        mutating func decline(_ index: Int, _ event: Event, state: State) {
+            declined.append(index - start)
+            details?.append(.ignored(event, state: state))
+        }
+
+        mutating func apply(_ transition: Transition<State, Event>, from: State, isLastApplied: Bool) {
+            if isLastApplied { last = transition }
+            details?.append(.applied(from: from, transition))
+        }
+
+        func result(at index: Int, sequence: UInt64, state: State,
+                    last: Transition<State, Event>? = nil) -> BatchResult<State, Event> {
+            BatchResult(count: index - start + 1, declined: declined, lastApplied: last ?? self.last,
+                        sequence: sequence, state: state, detailed: details)
         }
     }
 

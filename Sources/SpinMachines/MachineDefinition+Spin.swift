@@ -41,8 +41,9 @@ extension MachineDefinition {
                 catches[caught.type].map { MachineEvent(type: $0, payload: caught.payload) }
             }))
         }
-        return Spin(initialState: initialState ?? self.initialState, feedbacks: feedbacks, reducer: Reducer { state, event in
-            definition.transition(state, event) ?? state.settled // partial reducer: see merge
-        })
+        // A partial reducer: an event without a transition is ignored (not journaled, no
+        // sequence), and its reply says `no_transition` (DESIGN §3).
+        return Spin(initialState: initialState ?? self.initialState, feedbacks: feedbacks,
+                    reducer: .partial { state, event in definition.transition(state, event) })
     }
 }

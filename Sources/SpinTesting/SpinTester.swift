@@ -25,6 +25,8 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
 
     private let reducer: Reducer<State, Event>
     private let runners: [any FeedbackRunner<State>]
+    /// The runners that also hear each applied event (a transition table's effects).
+    private let transitionRunners: [any TransitionRunner<State, Event>]
     /// Events produced by effects and Gears, not received yet (a class: effects append from
     /// their tasks, so the storage outlives `init`'s borrow of `self`).
     private let inbox = ProducedEvents<Event>()
@@ -51,6 +53,7 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
         }
+        self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
         for runner in runners { runner.start() }
         for runner in runners { runner.receive(state) }
     }
@@ -144,7 +147,10 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
     // MARK: -
 
     private func apply(_ event: Event, _ update: ((inout State) throws -> Void)?, sourceLocation: SourceLocation) {
-        let next = reducer.reduce(state, event)
+        // A partial reducer may decline the event: as in `SpinLoop`, nothing changes and
+        // no feedback hears of it (the state must then stay as it was).
+        let applied = reducer.apply(event, to: state)
+        let next = applied ?? state
         var expected = state
         do {
             try update?(&expected)
@@ -158,8 +164,11 @@ public final class SpinTester<State: Sendable & Equatable, Event: Sendable & Equ
                     actual: \(next)
                 """, sourceLocation: sourceLocation)
         }
+        guard applied != nil else { return }
+        let from = state
         state = next
         sequence += 1
+        for runner in transitionRunners { runner.applied(event, from: from, to: next) }
         for runner in runners { runner.receive(next) }
     }
 

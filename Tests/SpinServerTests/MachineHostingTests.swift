@@ -10,13 +10,18 @@ struct MachineHostingTests {
     static let sessionFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Config/machines/session.json").path
 
-    @Test func session_IsReadAndDrivenOverTheAPI() async throws {
-        let session = try MachineDefinition(contentsOfFile: Self.sessionFile, name: "machines/session.json")
+    /// The session machine of the default config, hosted and started, and its router.
+    static func hostSession() throws -> (SpinHost, APIRouter) {
+        let session = try MachineDefinition(contentsOfFile: sessionFile, name: "machines/session.json")
         let host = SpinHost()
         try host.host(session.spin(), named: "session", kind: SpinServerConfiguration.machineKind)
         host.start()
+        return (host, makeRouter(host))
+    }
+
+    @Test func session_IsReadAndDrivenOverTheAPI() async throws {
+        let (host, router) = try Self.hostSession()
         defer { host.stop() }
-        let router = makeRouter(host)
         #expect(await router.respond("GET", "/v1/spins/session").text
             == #"{"name":"session","sequence":0,"status":"running","state":{"value":"loggedOut","context":{}}}"#)
         #expect(await router.post("/v1/spins/session/events", #"{"type":"login"}"#).status == 202)
@@ -27,5 +32,19 @@ struct MachineHostingTests {
         #expect(invalid.errorCode == "invalid_event")
         let spins = await router.respond("GET", "/v1/spins").object["spins"] as? [[String: Any]] ?? []
         #expect(spins.first?["kind"] as? String == "machine")
+    }
+
+    @Test func anEventWithoutATransition_IsIgnored_AndItsReplySaysSo() async throws {
+        let (host, router) = try Self.hostSession()
+        defer { host.stop() }
+        // loginOK has no transition from loggedOut; login and forceLogout do.
+        let response = await router.post("/v1/spins/session/events",
+                                         #"[{"type":"loginOK"},{"type":"login"},{"type":"forceLogout"},{"type":"logout"}]"#,
+                                         query: [("wait", "true")])
+        #expect(response.text == """
+            {"sequence":2,"state":{"value":"loggedOut","context":{}},"replies":[{"applied":false,"reason":"no_transition"},\
+            {"applied":true},{"applied":true},{"applied":false,"reason":"no_transition"}]}
+            """)
+        #expect(await router.respond("GET", "/v1/spins/session").object["sequence"] as? Int == 2)
     }
 }

@@ -113,7 +113,8 @@ def test_wait_true_answers_200_with_the_state_after_the_last_event(server):
     value = unique_level()
     response = server.post_events("levels", [{"type": "set", "left": value, "right": value}], wait=True)
     assert response.status_code == 200, response.text
-    assert response.json() == {"sequence": before + 1, "state": {"left": value, "right": value}}
+    assert response.json() == {"sequence": before + 1, "state": {"left": value, "right": value},
+                               "replies": [{"applied": True}]}
 
 
 def test_batch_is_applied_in_order(server):
@@ -122,7 +123,8 @@ def test_batch_is_applied_in_order(server):
     batch = [{"type": "set", "left": v, "right": v} for v in values]
     response = server.post_events("levels", batch, wait=True)
     assert response.status_code == 200, response.text
-    assert response.json() == {"sequence": before + 5, "state": {"left": values[-1], "right": values[-1]}}
+    assert response.json() == {"sequence": before + 5, "state": {"left": values[-1], "right": values[-1]},
+                               "replies": [{"applied": True}] * 5}
     # And without wait: accepted counts the events, sequence is the last one's.
     response = server.post_events("levels", list(reversed(batch)))
     assert response.status_code == 202
@@ -137,7 +139,8 @@ def test_batch_of_mixed_events_moves_the_counter_in_order(server):
     batch = [{"type": "increase"}, {"type": "increase"}, {"type": "decrease"}, {"type": "increase"}]
     response = server.post_events("counter", batch, wait=True)
     assert response.status_code == 200, response.text
-    assert response.json() == {"sequence": start["sequence"] + 4, "state": {"value": start["state"]["value"] + 2}}
+    assert response.json() == {"sequence": start["sequence"] + 4, "state": {"value": start["state"]["value"] + 2},
+                               "replies": [{"applied": True}] * 4}
 
 
 def test_content_type_with_charset_is_accepted(server):

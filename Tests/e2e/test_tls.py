@@ -73,7 +73,8 @@ def test_requests_verifies_and_uses_the_api(tls_server, tls_files):
     assert {"counter", "levels"} <= {spin["name"] for spin in response.json()["spins"]}
     start = tls_server.settled_sequences()["levels"]
     response = tls_server.post_events("levels", {"type": "set", "left": 5, "right": 5}, wait=True)
-    assert response.json() == {"sequence": start + 1, "state": {"left": 5, "right": 5}}
+    assert response.json() == {"sequence": start + 1, "state": {"left": 5, "right": 5},
+                               "replies": [{"applied": True}]}
 
 
 def test_plain_http_to_the_tls_port_gets_no_api_answer(tls_server):

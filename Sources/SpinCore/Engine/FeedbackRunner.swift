@@ -66,3 +66,12 @@ package protocol FeedbackRunner<State>: AnyObject, Sendable {
     /// Effects started and not yet finished (async and stream forms).
     var runningEffects: Int { get }
 }
+
+/// A feedback that also hears which event made each new state (a transition table's
+/// effects start from the row that matched). The loop calls `applied` on its executor
+/// for every applied event, before observers see its transition and `receive` gets the
+/// new state.
+package protocol TransitionRunner<State, Event>: FeedbackRunner {
+    associatedtype Event: Sendable
+    func applied(_ event: Event, from: State, to: State)
+}

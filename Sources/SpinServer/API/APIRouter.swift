@@ -380,14 +380,19 @@ package struct APIRouter: Sendable {
         }
     }
 
-    /// 202 `{"accepted":k,"sequence":N}`, or with `?wait=true` 200 `{"sequence":N,"state":..}`.
-    private static func acknowledge(_ transition: AppliedEvent, count: Int, wait: Bool,
+    /// 202 `{"accepted":k,"sequence":N}` (k counts every event of the batch, ignored ones
+    /// too, and `"ignored":m` is added when the reducer declined m > 0 of them), or with
+    /// `?wait=true` 200 `{"sequence":N,"state":..,"replies":[..]}`, one reply per event.
+    private static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
                                     respond: @Sendable (APIResponse) -> Void) {
+        let sequence = JSONValue.number(String(applied.sequence))
         if wait {
-            respond(.json(200, .object([("sequence", .number(String(transition.sequence))), ("state", transition.state ?? .null)])))
+            respond(.json(200, .object([("sequence", sequence), ("state", applied.state ?? .null),
+                                        ("replies", applied.replies)])))
         } else {
-            respond(.json(202, .object([("accepted", .number(String(count))),
-                                        ("sequence", .number(String(transition.sequence)))])))
+            var fields: [(String, JSONValue)] = [("accepted", .number(String(count))), ("sequence", sequence)]
+            if !applied.ignored.isEmpty { fields.append(("ignored", .number(String(applied.ignored.count)))) }
+            respond(.json(202, .object(fields)))
         }
     }
 

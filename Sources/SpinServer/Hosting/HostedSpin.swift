@@ -19,15 +19,36 @@ package struct HostedTransition: Sendable {
     }
 }
 
-/// A client's batch, applied: the sequence of its last event, and the state after it
-/// when the submitter asked for it (`?wait=true`); nobody else pays for encoding it.
+/// A client's batch, applied: the Spin's sequence after it (its last applied event's, or
+/// the unchanged one when the reducer declined every event), the state after it when the
+/// submitter asked for it (`?wait=true`; nobody else pays for encoding it), and which
+/// events were ignored (no transition from the state they met).
 package struct AppliedEvent: Sendable {
     package let sequence: UInt64
     package let state: JSONValue?
+    /// The events in the batch.
+    package let count: Int
+    /// Offsets of the events the reducer declined, ascending; empty when all applied.
+    package let ignored: [Int]
 
-    package init(sequence: UInt64, state: JSONValue? = nil) {
+    package init(sequence: UInt64, state: JSONValue? = nil, count: Int = 1, ignored: [Int] = []) {
         self.sequence = sequence
         self.state = state
+        self.count = count
+        self.ignored = ignored
+    }
+
+    /// `[{"applied":true},{"applied":false,"reason":"no_transition"}, ..]`: one per event.
+    package var replies: JSONValue {
+        let applied = JSONValue.object([("applied", .bool(true))])
+        var replies = [JSONValue](repeating: applied, count: count)
+        for offset in ignored { replies[offset] = Self.noTransition }
+        return .array(replies)
+    }
+
+    /// The reply to an ignored event.
+    package static var noTransition: JSONValue {
+        .object([("applied", .bool(false)), ("reason", .string("no_transition"))])
     }
 }
 
@@ -188,9 +209,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
     func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool {
         guard let batch else { return running.resume() }
-        let events = events(of: batch)
-        return running.resume(applying: events) { transition in
-            onApplied(transition.map { AppliedEvent(sequence: $0.sequence) })
+        return running.resume(applyingBatch: events(of: batch)) { result in
+            onApplied(result.map { Self.applied($0, withState: false) })
         }
     }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
@@ -278,8 +298,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func submit(_ batch: EventBatch, inboxLimit: Int, withState: Bool,
                 onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult {
         let events = events(of: batch)
-        switch running.emit(contentsOf: events, limit: inboxLimit, onApplied: { transition in
-            onApplied(transition.map { AppliedEvent(sequence: $0.sequence, state: withState ? Self.encode($0.state) : nil) })
+        switch running.emit(batch: events, limit: inboxLimit, onResult: { result in
+            onApplied(result.map { Self.applied($0, withState: withState) })
         }) {
         case .accepted: return .accepted
         case .inboxFull: return .inboxFull
@@ -287,6 +307,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         case .suspended: return .suspended
         case .stopped: return .stopped
         }
+    }
+
+    private static func applied(_ result: BatchResult<State, Event>, withState: Bool) -> AppliedEvent {
+        AppliedEvent(sequence: result.sequence, state: withState ? encode(result.state) : nil,
+                     count: result.count, ignored: result.declined)
     }
 
     func snapshot() -> (sequence: UInt64, state: JSONValue) {

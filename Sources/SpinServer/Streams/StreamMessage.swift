@@ -41,7 +41,25 @@ package enum StreamMessage {
 
     /// `{"type":"ack","id":..,"sequence":N}`: a client's event is applied.
     package static func ack(id: JSONValue, sequence: UInt64) -> JSONValue {
-        .object([("type", .string("ack")), ("id", id), ("sequence", .number(String(sequence)))])
+        ack(id: id, AppliedEvent(sequence: sequence))
+    }
+
+    /// The ack of a client's event or array of events: `{"type":"ack","id":..,
+    /// "sequence":N}` when every event applied. An event the Spin ignored (no transition
+    /// from its state) adds `"applied":false,"reason":"no_transition"` (N is then the
+    /// unchanged sequence); an array of events of which some were ignored adds
+    /// `"replies":[..]`, one per event, as `POST .../events?wait=true` answers.
+    package static func ack(id: JSONValue, _ applied: AppliedEvent) -> JSONValue {
+        var fields: [(key: String, value: JSONValue)] = [("type", .string("ack")), ("id", id),
+                                                         ("sequence", .number(String(applied.sequence)))]
+        if !applied.ignored.isEmpty {
+            if applied.count == 1, case .object(let reply) = AppliedEvent.noTransition {
+                fields += reply
+            } else {
+                fields.append(("replies", applied.replies))
+            }
+        }
+        return .object(fields)
     }
 
     /// `{"type":"error","id":..,"error":{"code":..,"message":..}}`: a client's message

@@ -213,7 +213,7 @@ final class StreamSession: @unchecked Sendable {
         }
         context.router.submit(batch, to: spin) { [self] result in
             switch result {
-            case .success(let applied): post(.control(StreamMessage.ack(id: id, sequence: applied.sequence).bytes), hop: false)
+            case .success(let applied): post(.control(StreamMessage.ack(id: id, applied).bytes), hop: false)
             case .failure(let error): post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
             }
         }

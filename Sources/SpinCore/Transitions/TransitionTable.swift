@@ -1,0 +1,114 @@
+/// A Harvest-style transition table: rows of `event | from => to | effect`, the first
+/// row that matches an event in the current state wins. A table is a **partial**
+/// reducer: an event no row matches is declined (the loop ignores it, and its reply says
+/// `no_transition`). The rows' effects run in effect queues (`Effect`, `EffectQueue`)
+/// with an environment the table's Spin is made with, so tests swap it.
+///
+/// ```swift
+/// let table = TransitionTable<Session, SessionEvent, World>([
+///     .login    | .loggedOut => .loggingIn | Effect(queue: .request, id: "login") { world in await world.logIn() },
+///     .loginOK  | .loggingIn => .loggedIn,
+///     .forceLogout | { $0 != .loggedOut } => .loggedOut | .cancel("login"),
+/// ])
+/// let spin = Spin(initialState: .loggedOut, table: table, environment: World.live)
+/// ```
+///
+/// Operators: `from => to` (`=>` binds tighter than `|`) makes a `TransitionArrow`;
+/// `event | arrow` makes a row; `row | effect` gives it an effect. The event and the
+/// from-state are each an exact value (Equatable), a predicate closure, or a
+/// `TransitionPattern` (`.any`, `.oneOf([...])`). Events with payloads that shape the
+/// new state use `TransitionRow(on:from:to:effect:)` or `TransitionRow { state, event in ... }`.
+///
+/// Rows are an array literal, as in Harvest, not a result-builder block: a line that
+/// starts with `.login` would continue the line before it (`.loggedIn.login`).
+public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
+    /// The rows, in the order they are tried.
+    public let rows: [TransitionRow<State, Event, Environment>]
+
+    /// A table of `rows`, tried in order.
+    public init(_ rows: [TransitionRow<State, Event, Environment>]) {
+        self.rows = rows
+    }
+
+    /// The first matching row's new state and effect, or nil when no row matches.
+    public func transition(from state: State, on event: Event) -> (state: State, effect: Effect<Event, Environment>)? {
+        for row in rows {
+            if let match = row.match(state, event) { return match }
+        }
+        return nil
+    }
+
+    /// The table as a partial reducer (effects left out: they are the feedback's).
+    public var reducer: Reducer<State, Event> {
+        .partial { state, event in transition(from: state, on: event)?.state }
+    }
+
+    /// The table followed by `other`'s rows.
+    public func appending(_ other: TransitionTable) -> TransitionTable {
+        TransitionTable(rows + other.rows)
+    }
+}
+
+/// One row of a `TransitionTable`: from a state, on an event, to a new state, with an
+/// effect to run once the transition is applied.
+public struct TransitionRow<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
+    /// The new state and effect when the row matches `(state, event)`, else nil.
+    public let match: @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?
+
+    /// A row as a function, Harvest's `EffectMapping`: return nil when it does not match.
+    public init(_ match: @escaping @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?) {
+        self.match = match
+    }
+
+    /// A row whose new state is computed from the state and the event (for payloads).
+    public init(
+        on event: TransitionPattern<Event>,
+        from state: TransitionPattern<State>,
+        to next: @escaping @Sendable (State, Event) -> State,
+        effect: Effect<Event, Environment> = .none
+    ) {
+        self.match = { current, incoming in
+            guard event.matches(incoming), state.matches(current) else { return nil }
+            return (next(current, incoming), effect)
+        }
+    }
+
+    /// The same row with `effect` run after it (added to any effect it had).
+    public func effect(_ effect: Effect<Event, Environment>) -> TransitionRow {
+        let match = self.match
+        return TransitionRow { state, event in
+            match(state, event).map { ($0.state, $0.effect + effect) }
+        }
+    }
+}
+
+/// Which values (events, or states a row leaves) a row accepts.
+public struct TransitionPattern<Value: Sendable>: Sendable {
+    /// Whether a value is accepted.
+    public let matches: @Sendable (Value) -> Bool
+
+    /// The values for which `matches` is true.
+    public init(_ matches: @escaping @Sendable (Value) -> Bool) {
+        self.matches = matches
+    }
+
+    /// Every value (a wildcard).
+    public static var any: TransitionPattern { TransitionPattern { _ in true } }
+
+    /// The values for which `predicate` holds.
+    public static func matching(_ predicate: @escaping @Sendable (Value) -> Bool) -> TransitionPattern {
+        TransitionPattern(predicate)
+    }
+}
+
+extension TransitionPattern where Value: Equatable {
+    /// Exactly `value`.
+    public static func exactly(_ value: Value) -> TransitionPattern {
+        TransitionPattern { $0 == value }
+    }
+
+    /// Any of `values`.
+    public static func oneOf(_ values: [Value]) -> TransitionPattern {
+        TransitionPattern { values.contains($0) }
+    }
+}
