@@ -147,6 +147,18 @@ struct ObservabilityTests {
         await server.shutdown()
     }
 
+    @Test func aConnectionsRequestCounting_CountsEachRouteAndStatusApart() {
+        let metrics = Metrics()
+        var counting = RequestCounting()
+        for (route, status) in [("/healthz", 200), ("/healthz", 200), ("/metrics", 200), ("/healthz", 503), ("/healthz", 200)] {
+            counting.count(route: route, status: status, in: metrics)
+        }
+        let text = metrics.render(spins: [])
+        #expect(text.contains(#"spin_http_requests_total{route="/healthz",status="200"} 3"#))
+        #expect(text.contains(#"spin_http_requests_total{route="/healthz",status="503"} 1"#))
+        #expect(text.contains(#"spin_http_requests_total{route="/metrics",status="200"} 1"#))
+    }
+
     @Test func withTheNoOpTracer_NoRequestIsTraced() throws {
         let host = try makeExampleHost(start: false)
         let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics())

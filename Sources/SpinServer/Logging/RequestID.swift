@@ -18,10 +18,10 @@ enum RequestID {
 
     /// 16 lowercase hexadecimal digits of `value`.
     static func hex(_ value: UInt64) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(unsafeUninitializedCapacity: 16) { buffer in
+        String(unsafeUninitializedCapacity: 16) { buffer in
             for index in 0..<16 {
-                buffer[index] = digits[Int((value >> (60 - 4 * UInt64(index))) & 0xF)]
+                let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * UInt64(index))) & 0xF
+                buffer[index] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble   // 0-9, a-f
             }
             return 16
         }

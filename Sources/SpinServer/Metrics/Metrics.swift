@@ -123,16 +123,12 @@ package final class Metrics: Sendable {
         }
     }
 
-    package func eventApplied(spin: String) {
-        self.spin(spin).applied.increment()
-    }
-
     package func spinSuspended(spin: String) {
         self.spin(spin).suspensions.increment()
     }
 
     /// The counter of requests answered on `route` with `status`, made on first use.
-    package func requestCounter(route: String, status: Int) -> Counter {
+    fileprivate func requestCounter(route: String, status: Int) -> Counter {
         let key = RequestKey(route: route, status: status)
         if let counter = requests.withLock({ $0[key] }) { return counter }
         let counter = registry.makeCounter(
@@ -177,5 +173,22 @@ package final class Metrics: Sendable {
             metrics.storageFailing.set(Int64(reading.storageFailing ? 1 : 0))
         }
         return registry.emitToString()
+    }
+}
+
+/// One connection's request counting: a keep-alive client mostly repeats its route and
+/// status, so the counter of the last request is kept and most requests count without
+/// looking it up. Confined to the connection's queue.
+package struct RequestCounting {
+    private var last: (route: String, status: Int, counter: Counter)?
+
+    package init() {}
+
+    /// Counts a request answered on `route` with `status`.
+    package mutating func count(route: String, status: Int, in metrics: Metrics) {
+        if let last, last.status == status, last.route == route { return last.counter.increment() }
+        let counter = metrics.requestCounter(route: route, status: status)
+        last = (route, status, counter)
+        counter.increment()
     }
 }

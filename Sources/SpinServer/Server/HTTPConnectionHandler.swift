@@ -31,6 +31,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var requestIDs = RequestID.Generator()
     /// The spans of the request being answered, when the process traces.
     private var trace: RequestTrace?
+    private var requestCounting = RequestCounting()
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -251,15 +252,17 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// A response's headers with the request's `X-Request-Id`.
     private func headers(_ pairs: [(name: String, value: String)]) -> HTTPHeaders {
-        var headers = HTTPHeaders(pairs.map { ($0.name, $0.value) })
-        headers.append(name: RequestID.header, value: requestID)
-        return headers
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(pairs.count + 1)
+        for pair in pairs { fields.append((pair.name, pair.value)) }
+        fields.append((RequestID.header, requestID))
+        return HTTPHeaders(fields)
     }
 
     /// One log line, the request metrics and the end of its trace. Numbers are logged as
     /// numbers (JSON logs write them unquoted).
     private func record(_ request: HTTPRequest, status: Int, bytes: Int, started: ContinuousClock.Instant) {
-        context.metrics.requestAnswered(route: routeLabel, status: status)
+        requestCounting.count(route: routeLabel, status: status, in: context.metrics)
         trace?.finish(status: status)
         trace = nil
         let milliseconds = (ContinuousClock.now - started).seconds * 1000
