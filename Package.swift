@@ -23,7 +23,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
-        .package(url: "https://github.com/apple/swift-service-context", from: "1.5.1"),
         // Test-only: property-based tests of the example reducers (random and extreme events).
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -44,7 +43,6 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
-            .product(name: "ServiceContextModule", package: "swift-service-context"),
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
@@ -82,7 +80,6 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
-            .product(name: "ServiceContextModule", package: "swift-service-context"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
