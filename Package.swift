@@ -19,6 +19,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Metrics (swift-metrics, rendered by swift-prometheus on /metrics) and tracing
+        // spans (a no-op unless the process bootstraps a tracer).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // Test-only: property-based tests of the example reducers (random and extreme events).
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -36,6 +41,9 @@ let package = Package(
         .target(name: "SpinStorage"),
         .target(name: "SpinServer", dependencies: [
             "SpinCore", "SpinWire", "SpinNet", "SpinStorage", "SpinMachines", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
@@ -73,6 +81,10 @@ let package = Package(
         .testTarget(name: "SpinServerTests", dependencies: [
             "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire", "SpinTesting", "SpinMachines",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",

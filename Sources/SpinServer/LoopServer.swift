@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Prometheus
 import SpinCore
 import SpinNet
 import SpinStorage
@@ -16,7 +17,7 @@ public final class LoopServer: Sendable {
     public let configuration: SpinServerConfiguration
     public let host: SpinHost
     let logger: Logger
-    private let context: ServerContext
+    let context: ServerContext
     /// The Spins' journal when `storage.persists`.
     private let journal: Journal?
     /// What the outside sees of each Spin: durable transitions, acknowledgements.
@@ -28,7 +29,12 @@ public final class LoopServer: Sendable {
         var subscriptions: [SpinSubscription]
     }
 
-    public init(configuration: SpinServerConfiguration, host: SpinHost, logger: Logger) {
+    /// - Parameter metricsRegistry: where the server keeps its metrics and what `GET /metrics`
+    ///   renders; a fresh one by default. Pass the registry the process bootstrapped
+    ///   swift-metrics with (`LoopServer.bootstrapMetricsSystem()`) so that your own
+    ///   counters and timers are served beside the server's.
+    public init(configuration: SpinServerConfiguration, host: SpinHost, logger: Logger,
+                metricsRegistry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         BundledResource.load()
         self.configuration = configuration
         self.host = host
@@ -45,7 +51,7 @@ public final class LoopServer: Sendable {
                                tokensConfigured: !configuration.tokens.isEmpty)
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts,
                                origins: OriginPolicy(allowed: configuration.allowedOrigins),
-                               metrics: Metrics(), limits: limits, feeds: feeds,
+                               metrics: Metrics(registry: metricsRegistry), limits: limits, feeds: feeds,
                                echoEndpoint: configuration.testing.echoEndpoint)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
@@ -120,10 +126,11 @@ public final class LoopServer: Sendable {
         for spin in spins {
             let name = spin.name
             let feed = feeds.feed(name)
+            let applied = metrics.spin(name).applied
             subscriptions.append(spin.observe { transition in
                 feed.applied(transition)
                 writer?.record(spin: name, transition)
-                metrics.eventApplied(spin: name)
+                applied.increment()
             })
             subscriptions.append(spin.onSuspensionChange { suspension in
                 Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)

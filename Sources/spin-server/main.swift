@@ -56,7 +56,9 @@ logger.info("configuration \(loaded.configFile): \(configuration.summary)")
 
 // Signals are turned into events before the server starts, so none is lost.
 let termination = Termination()
-let server = LoopServer(configuration: configuration, host: host, logger: logger)
+// swift-metrics made anywhere in the process are served on /metrics beside the server's.
+let server = LoopServer(configuration: configuration, host: host, logger: logger,
+                        metricsRegistry: LoopServer.bootstrapMetricsSystem())
 let port: Int
 do {
     port = try server.start()

@@ -544,6 +544,9 @@ struct DurabilityGateTests {
 
 @Suite struct MetricsEscapeTests {
     @Test func labelValues_EscapeBackslashQuoteAndNewline() {
-        #expect(Metrics.escape(#"a\b"c"# + "\nd") == #"a\\b\"c\nd"#)
+        let name = #"a\b"c"# + "\nd"
+        let text = Metrics().render(spins: [Metrics.SpinReading(name: name, sequence: 3, pending: 0, suspended: false,
+                                                                  durable: 3, storageFailing: false)])
+        #expect(text.contains(#"spin_sequence{spin="a\\b\"c\nd"} 3"#))
     }
 }

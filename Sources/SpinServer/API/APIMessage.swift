@@ -9,6 +9,9 @@ package struct APIResponse: Sendable {
     /// The connection closes after this answer (a refused WebSocket handshake: what the
     /// client sends next would be frames, not a request).
     package var closesConnection = false
+    /// The error this response answers, when it is one: the HTTP layer writes its body
+    /// again with the request's ID (`APIResponse.error(_:requestID:)`).
+    package var error: APIError?
 
     package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
@@ -28,11 +31,14 @@ package struct APIResponse: Sendable {
         APIResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.bytes)
     }
 
-    package static func error(_ error: APIError) -> APIResponse {
-        .json(error.status, .object([("error", .object([
-            ("code", .string(error.code)),
-            ("message", .string(error.message)),
-        ]))]), headers: error.headers.map { (name: $0.0, value: $0.1) })
+    /// `{"error":{"code":..,"message":..}}`, with `"requestId"` after them when given.
+    package static func error(_ error: APIError, requestID: String? = nil) -> APIResponse {
+        var members: [(String, JSONValue)] = [("code", .string(error.code)), ("message", .string(error.message))]
+        if let requestID { members.append(("requestId", .string(requestID))) }
+        var response = APIResponse.json(error.status, .object([("error", .object(members))]),
+                                        headers: error.headers.map { (name: $0.0, value: $0.1) })
+        response.error = error
+        return response
     }
 
     package func header(_ name: String) -> String? {

@@ -1,6 +1,7 @@
 import Foundation
 import SpinCore
 import SpinWire
+import Tracing
 
 /// What the router made of a request.
 package enum RouteOutcome: Sendable {
@@ -106,8 +107,9 @@ package struct APIRouter: Sendable {
     }
 
     /// Routes the request as the parser made it, whose path the caller already matched
-    /// (`Route.match`), so that the path is matched once per request.
-    package func handle(_ request: HTTPRequest, matched: (route: Route, name: Substring)?,
+    /// (`Route.match`), so that the path is matched once per request. `trace`: the
+    /// request's spans when it is traced (events get `apply`, `durable`, `acknowledge`).
+    package func handle(_ request: HTTPRequest, matched: (route: Route, name: Substring)?, trace: RequestTrace? = nil,
                         respond: @escaping @Sendable (RouteOutcome) -> Void) {
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
@@ -161,8 +163,9 @@ package struct APIRouter: Sendable {
             let spins = host.spins.map { spin in
                 let feed = feeds.feed(spin.name)
                 let failing = feed.isFailing
-                return (spin.name, spin.snapshot().sequence, spin.pendingEvents, spin.status == .suspended && !failing,
-                        feed.snapshot.sequence, failing)
+                return Metrics.SpinReading(name: spin.name, sequence: spin.snapshot().sequence, pending: spin.pendingEvents,
+                                           suspended: spin.status == .suspended && !failing,
+                                           durable: feed.snapshot.sequence, storageFailing: failing)
             }
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                               body: Array(metrics.render(spins: spins).utf8)))
@@ -186,7 +189,7 @@ package struct APIRouter: Sendable {
 
         case .spinEvents:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
-            postEvents(request, to: spin) { respond(.respond($0)) }
+            postEvents(request, to: spin, trace: trace) { respond(.respond($0)) }
 
         case .spinResume:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
@@ -265,7 +268,7 @@ package struct APIRouter: Sendable {
     }
 
     /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
-    private func postEvents(_ request: HTTPRequest, to spin: any HostedSpin,
+    private func postEvents(_ request: HTTPRequest, to spin: any HostedSpin, trace: RequestTrace?,
                             respond: @escaping @Sendable (APIResponse) -> Void) {
         let wait: Bool
         switch request.target.queryParameter("wait") {
@@ -280,7 +283,7 @@ package struct APIRouter: Sendable {
         } catch {
             return respond(.error(error))
         }
-        submit(batch, to: spin, withState: wait) { result in
+        submit(batch, to: spin, withState: wait, trace: trace) { result in
             switch result {
             case .success(let applied): Self.acknowledge(applied, count: batch.count, wait: wait, respond: respond)
             case .failure(let error): respond(.error(error))
@@ -331,8 +334,9 @@ package struct APIRouter: Sendable {
 
     /// Enqueues a decoded batch, all or nothing, and calls `done` once its last event is
     /// applied and durable, or with the reason it was refused. Used by `POST .../events`
-    /// and by client events on a stream.
-    package func submit(_ batch: EventBatch, to spin: any HostedSpin, withState: Bool = false,
+    /// and by client events on a stream; `trace` gets the `apply` and `durable` spans and
+    /// starts `acknowledge`.
+    package func submit(_ batch: EventBatch, to spin: any HostedSpin, withState: Bool = false, trace: RequestTrace? = nil,
                         done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void) {
         guard batch.count <= limits.inbox else {
             return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
@@ -347,8 +351,10 @@ package struct APIRouter: Sendable {
         guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
             return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         }
+        let apply = trace?.child("apply", spin: spin.name)
         let outcome = spin.submit(batch, inboxLimit: limits.inbox, withState: withState,
-                                  onApplied: whenApplied(spin, feed, done: done))
+                                  onApplied: whenApplied(spin, feed, trace: trace, apply: apply, done: done))
+        if outcome != .accepted { apply?.end() }
         switch outcome {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
@@ -360,12 +366,14 @@ package struct APIRouter: Sendable {
     /// What happens once a batch's last event is applied (or not): the apply latency is
     /// observed, and `done` is called once the event is durable, or with why it was not
     /// applied (the Spin suspended or stopped first).
-    private func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed,
+    private func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed, trace: RequestTrace? = nil,
+                             apply: (any Span)? = nil,
                              done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void)
         -> @Sendable (AppliedEvent?) -> Void {
         let accepted = ContinuousClock.now
         let metrics = self.metrics
         return { transition in
+            apply?.end()
             guard let transition else {
                 if feed.isFailing {
                     return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: 1)))
@@ -374,7 +382,11 @@ package struct APIRouter: Sendable {
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
+            let durable = trace?.child("durable", spin: spin.name)
+            durable?.attributes[RequestTrace.Attribute.sequence] = Int(clamping: transition.sequence)
             feed.whenDurable(transition.sequence) { error in
+                durable?.end()
+                if error == nil { trace?.acknowledging(spin: spin.name) }
                 done(error.map { .failure($0) } ?? .success(transition))
             }
         }

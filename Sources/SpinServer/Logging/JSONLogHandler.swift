@@ -9,7 +9,8 @@ import Logging
 ///
 /// Fields: `time` (RFC 3339, UTC, milliseconds), `level`, `label`, `message`, `error`
 /// when the event carries one, then the metadata flattened into the same object
-/// (nested dictionaries as `parent.child`, arrays as arrays of strings). A metadata key
+/// (nested dictionaries as `parent.child`, arrays as arrays of strings, numbers logged as
+/// numbers — `.stringConvertible(12)` — unquoted). A metadata key
 /// that collides with one of those fields is written as `metadata.<key>`, so no field is
 /// ever overwritten and the object never holds a key twice.
 package struct JSONLogHandler: LogHandler {
@@ -61,6 +62,7 @@ package struct JSONLogHandler: LogHandler {
             used.insert(name)
             let json = switch value {
             case .string(let text): LogFormatting.jsonString(text)
+            case .number(let text): text
             case .array(let items): "[" + items.map(LogFormatting.jsonString).joined(separator: ",") + "]"
             }
             fields.append(LogFormatting.jsonString(name) + ":" + json)

@@ -44,18 +44,29 @@ enum LogFormatting {
     /// A metadata value flattened into the JSON field values it becomes.
     enum Flat: Equatable {
         case string(String)
+        /// A number's JSON text: an integer, or a finite floating-point value.
+        case number(String)
         case array([String])
+
+        /// The value as text (the text format, and the JSON format's strings).
+        var text: String {
+            switch self {
+            case .string(let text), .number(let text): text
+            case .array(let items): "[" + items.joined(separator: ", ") + "]"
+            }
+        }
     }
 
     /// Flattens metadata: nested dictionaries become `parent.child` keys, arrays become
-    /// arrays of their elements' text, everything else its description. Sorted by key so
-    /// that the output is stable.
+    /// arrays of their elements' text, numbers logged as numbers
+    /// (`.stringConvertible(12)`, not `"\(12)"`) stay numbers, everything else becomes its
+    /// description. Sorted by key so that the output is stable.
     static func flatten(_ metadata: Logger.Metadata) -> [(key: String, value: Flat)] {
         var result: [(key: String, value: Flat)] = []
         func visit(_ prefix: String, _ value: Logger.MetadataValue) {
             switch value {
             case .string(let text): result.append((prefix, .string(text)))
-            case .stringConvertible(let value): result.append((prefix, .string(value.description)))
+            case .stringConvertible(let value): result.append((prefix, flat(value)))
             case .array(let values): result.append((prefix, .array(values.map(text))))
             case .dictionary(let nested):
                 for key in nested.keys.sorted() { visit(prefix + "." + key, nested[key]!) }
@@ -63,6 +74,16 @@ enum LogFormatting {
         }
         for key in metadata.keys.sorted() { visit(key, metadata[key]!) }
         return result
+    }
+
+    /// A `stringConvertible` value: `.number` for integers and finite floating-point
+    /// values (JSON has no NaN or infinity), else its description as a string.
+    static func flat(_ value: any CustomStringConvertible & Sendable) -> Flat {
+        if value is any BinaryInteger { return .number(value.description) }
+        if let float = value as? any BinaryFloatingPoint {
+            return float.isFinite ? .number(value.description) : .string(value.description)
+        }
+        return .string(value.description)
     }
 
     /// The text of a metadata value, for arrays and the text format.

@@ -47,11 +47,7 @@ package struct TextLogHandler: LogHandler {
         }
         let merged = LogFormatting.merge(metadata, metadataProvider, event.metadata)
         for (key, value) in LogFormatting.flatten(merged) {
-            let text = switch value {
-            case .string(let text): text
-            case .array(let items): "[" + items.joined(separator: ", ") + "]"
-            }
-            line += " " + key + "=" + Self.quotedIfNeeded(text)
+            line += " " + key + "=" + Self.quotedIfNeeded(value.text)
         }
         return line
     }

@@ -1,8 +1,11 @@
-import Foundation
+import Prometheus
 import SpinCore
 
-/// The server's counters, gauges and the event-apply latency histogram, rendered in the
-/// Prometheus text format (version 0.0.4) by `GET /metrics`.
+/// The server's counters, gauges and the event-apply latency histogram, kept in a
+/// swift-prometheus `PrometheusCollectorRegistry` that `GET /metrics` renders (text format
+/// 0.0.4). Whatever else writes to that registry (a Spin author's swift-metrics counters
+/// and timers, once the process bootstraps `MetricsSystem` with it: see
+/// `LoopServer.bootstrapMetricsSystem()`) appears beside these.
 ///
 /// Metric names:
 /// - `spin_events_applied_total{spin}`: events each Spin applied since start-up;
@@ -17,20 +20,46 @@ import SpinCore
 /// - `spin_connections_limited_total`: times the listener paused at `limits.maxConnections`;
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
 /// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied.
+///
+/// Every metric object is made once (per Spin, per route and status) and kept, so the
+/// request path only increments.
 package final class Metrics: Sendable {
     /// Upper bounds of the latency histogram, in seconds: 100 µs to 5 s.
     static let bounds: [Double] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+    static let streamKinds = ["websocket", "sse", "gear"]
 
-    private struct Values {
-        var applied: [String: UInt64] = [:]
-        var suspensions: [String: UInt64] = [:]
-        var requests: [RequestKey: UInt64] = [:]
-        var connections = 0
-        var connectionsLimited: UInt64 = 0
-        var streams: [String: Int] = [:]
-        var latencyBuckets = [UInt64](repeating: 0, count: Metrics.bounds.count)
-        var latencyCount: UInt64 = 0
-        var latencySum: Double = 0
+    /// The registry `GET /metrics` renders.
+    package let registry: PrometheusCollectorRegistry
+
+    /// A Spin's metric objects.
+    package struct SpinMetrics: Sendable {
+        package let applied: Counter
+        package let suspensions: Counter
+        let sequence: Gauge
+        let pending: Gauge
+        let suspended: Gauge
+        let durable: Gauge
+        let storageFailing: Gauge
+    }
+
+    /// What a Spin's gauges show, read at scrape time.
+    package struct SpinReading: Sendable {
+        package var name: String
+        package var sequence: UInt64
+        package var pending: Int
+        package var suspended: Bool
+        package var durable: UInt64
+        package var storageFailing: Bool
+
+        package init(name: String, sequence: UInt64, pending: Int, suspended: Bool, durable: UInt64,
+                     storageFailing: Bool) {
+            self.name = name
+            self.sequence = sequence
+            self.pending = pending
+            self.suspended = suspended
+            self.durable = durable
+            self.storageFailing = storageFailing
+        }
     }
 
     private struct RequestKey: Hashable {
@@ -38,93 +67,128 @@ package final class Metrics: Sendable {
         var status: Int
     }
 
-    private let values = Protected(Values())
+    private let connections: Gauge
+    private let connectionsLimited: Counter
+    private let streams: [String: Gauge]
+    private let applyLatency: ValueHistogram
+    /// Open connections, also readable (`LoopServer.openConnections`).
+    private let openCount = Protected(0)
+    private let spins = Protected([String: SpinMetrics]())
+    private let requests = Protected([RequestKey: Counter]())
 
-    package init() {}
+    /// A metric's full name and help text, as the registry takes them.
+    private static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
 
-    package func eventApplied(spin: String) {
-        values.withLock { $0.applied[spin, default: 0] += 1 }
+    package init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        connections = registry.makeGauge(descriptor: Self.named("spin_open_connections", "Open client connections."))
+        connectionsLimited = registry.makeCounter(descriptor: Self.named(
+            "spin_connections_limited_total", "Times accepting paused because limits.maxConnections connections were open."))
+        var streams: [String: Gauge] = [:]
+        for kind in Self.streamKinds {
+            streams[kind] = registry.makeGauge(descriptor: Self.named("spin_open_streams", "Open streams by kind."),
+                                               labels: [("kind", kind)])
+        }
+        self.streams = streams
+        applyLatency = registry.makeValueHistogram(
+            descriptor: Self.named("spin_event_apply_seconds", "Time from accepting events to applying the last of them."),
+            buckets: Self.bounds)
+    }
+
+    /// The metric objects of the Spin `spin`, made on first use.
+    package func spin(_ spin: String) -> SpinMetrics {
+        if let made = spins.withLock({ $0[spin] }) { return made }
+        let labels = [("spin", spin)]
+        let registry = registry
+        func counter(_ name: String, _ help: String) -> Counter {
+            registry.makeCounter(descriptor: Self.named(name, help), labels: labels)
+        }
+        func gauge(_ name: String, _ help: String) -> Gauge {
+            registry.makeGauge(descriptor: Self.named(name, help), labels: labels)
+        }
+        let made = SpinMetrics(
+            applied: counter("spin_events_applied_total", "Events applied by each Spin since the server started."),
+            suspensions: counter("spin_suspensions_total", "Times each Spin was suspended since the server started."),
+            sequence: gauge("spin_sequence", "Events applied by each Spin since it was created."),
+            pending: gauge("spin_inbox_pending", "Events waiting in each Spin's inbox."),
+            suspended: gauge("spin_suspended", "1 while the Spin is suspended by its runaway guard, else 0."),
+            durable: gauge("spin_durable_sequence", "The newest sequence of each Spin that is durable."),
+            storageFailing: gauge("spin_storage_failing", "1 while the Spin's storage fails, else 0."))
+        return spins.withLock { spins in
+            if let other = spins[spin] { return other }
+            spins[spin] = made
+            return made
+        }
     }
 
     package func spinSuspended(spin: String) {
-        values.withLock { $0.suspensions[spin, default: 0] += 1 }
+        self.spin(spin).suspensions.increment()
+    }
+
+    /// The counter of requests answered on `route` with `status`, made on first use.
+    fileprivate func requestCounter(route: String, status: Int) -> Counter {
+        let key = RequestKey(route: route, status: status)
+        if let counter = requests.withLock({ $0[key] }) { return counter }
+        let counter = registry.makeCounter(
+            descriptor: Self.named("spin_http_requests_total", "Answered HTTP requests by route and status."),
+            labels: [("route", route), ("status", String(status))])
+        requests.withLock { $0[key] = counter }
+        return counter
     }
 
     package func requestAnswered(route: String, status: Int) {
-        values.withLock { $0.requests[RequestKey(route: route, status: status), default: 0] += 1 }
+        requestCounter(route: route, status: status).increment()
     }
 
-    package func connectionOpened() { values.withLock { $0.connections += 1 } }
-    package func connectionClosed() { values.withLock { $0.connections -= 1 } }
-    package func connectionLimited() { values.withLock { $0.connectionsLimited += 1 } }
-    package func streamOpened(kind: String) { values.withLock { $0.streams[kind, default: 0] += 1 } }
-    package func streamClosed(kind: String) { values.withLock { $0.streams[kind, default: 0] -= 1 } }
+    package func connectionOpened() { connectionsChanged(by: 1) }
+    package func connectionClosed() { connectionsChanged(by: -1) }
+    package func connectionLimited() { connectionsLimited.increment() }
+    package func streamOpened(kind: String) { streams[kind]?.increment() }
+    package func streamClosed(kind: String) { streams[kind]?.decrement() }
+
+    private func connectionsChanged(by change: Int) {
+        openCount.withLock { open in
+            open += change
+            connections.set(Int64(open))
+        }
+    }
 
     package func observeApplyLatency(seconds: Double) {
-        values.withLock { values in
-            for (index, bound) in Self.bounds.enumerated() where seconds <= bound {
-                values.latencyBuckets[index] += 1
-            }
-            values.latencyCount += 1
-            values.latencySum += seconds
-        }
+        applyLatency.record(seconds)
     }
 
-    package var openConnections: Int { values.withLock { $0.connections } }
+    package var openConnections: Int { openCount.withLock { $0 } }
 
-    /// The exposition text; `spins` gives the per-Spin gauges read now.
-    package func render(spins: [(name: String, sequence: UInt64, pending: Int, suspended: Bool,
-                                 durable: UInt64, storageFailing: Bool)]) -> String {
-        let values = self.values.withLock { $0 }
-        var out = ""
-        func family(_ name: String, _ type: String, _ help: String) {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    /// The exposition text: the Spins' gauges set from `spins` (read now), then the whole
+    /// registry.
+    package func render(spins: [SpinReading]) -> String {
+        for reading in spins {
+            let metrics = spin(reading.name)
+            metrics.sequence.set(Int64(clamping: reading.sequence))
+            metrics.pending.set(Int64(reading.pending))
+            metrics.suspended.set(Int64(reading.suspended ? 1 : 0))
+            metrics.durable.set(Int64(clamping: reading.durable))
+            metrics.storageFailing.set(Int64(reading.storageFailing ? 1 : 0))
         }
-        family("spin_events_applied_total", "counter", "Events applied by each Spin since the server started.")
-        for spin in spins {
-            out += "spin_events_applied_total{spin=\"\(Self.escape(spin.name))\"} \(values.applied[spin.name] ?? 0)\n"
-        }
-        family("spin_sequence", "gauge", "Events applied by each Spin since it was created.")
-        for spin in spins { out += "spin_sequence{spin=\"\(Self.escape(spin.name))\"} \(spin.sequence)\n" }
-        family("spin_inbox_pending", "gauge", "Events waiting in each Spin's inbox.")
-        for spin in spins { out += "spin_inbox_pending{spin=\"\(Self.escape(spin.name))\"} \(spin.pending)\n" }
-        family("spin_suspended", "gauge", "1 while the Spin is suspended by its runaway guard, else 0.")
-        for spin in spins { out += "spin_suspended{spin=\"\(Self.escape(spin.name))\"} \(spin.suspended ? 1 : 0)\n" }
-        family("spin_durable_sequence", "gauge", "The newest sequence of each Spin that is durable.")
-        for spin in spins { out += "spin_durable_sequence{spin=\"\(Self.escape(spin.name))\"} \(spin.durable)\n" }
-        family("spin_storage_failing", "gauge", "1 while the Spin's storage fails, else 0.")
-        for spin in spins { out += "spin_storage_failing{spin=\"\(Self.escape(spin.name))\"} \(spin.storageFailing ? 1 : 0)\n" }
-        family("spin_suspensions_total", "counter", "Times each Spin was suspended since the server started.")
-        for spin in spins {
-            out += "spin_suspensions_total{spin=\"\(Self.escape(spin.name))\"} \(values.suspensions[spin.name] ?? 0)\n"
-        }
-        family("spin_open_connections", "gauge", "Open client connections.")
-        out += "spin_open_connections \(values.connections)\n"
-        family("spin_connections_limited_total", "counter",
-               "Times accepting paused because limits.maxConnections connections were open.")
-        out += "spin_connections_limited_total \(values.connectionsLimited)\n"
-        family("spin_open_streams", "gauge", "Open streams by kind.")
-        for kind in ["websocket", "sse", "gear"] {
-            out += "spin_open_streams{kind=\"\(kind)\"} \(values.streams[kind] ?? 0)\n"
-        }
-        family("spin_http_requests_total", "counter", "Answered HTTP requests by route and status.")
-        for (key, count) in values.requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
-            out += "spin_http_requests_total{route=\"\(Self.escape(key.route))\",status=\"\(key.status)\"} \(count)\n"
-        }
-        family("spin_event_apply_seconds", "histogram", "Time from accepting events to applying the last of them.")
-        for (index, bound) in Self.bounds.enumerated() {
-            out += "spin_event_apply_seconds_bucket{le=\"\(bound)\"} \(values.latencyBuckets[index])\n"
-        }
-        out += "spin_event_apply_seconds_bucket{le=\"+Inf\"} \(values.latencyCount)\n"
-        out += "spin_event_apply_seconds_sum \(values.latencySum)\n"
-        out += "spin_event_apply_seconds_count \(values.latencyCount)\n"
-        return out
+        return registry.emitToString()
     }
+}
 
-    /// Label values escape backslash, quote and newline (exposition format).
-    static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\")
-            .replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
+/// One connection's request counting: a keep-alive client mostly repeats its route and
+/// status, so the counter of the last request is kept and most requests count without
+/// looking it up. Confined to the connection's queue.
+package struct RequestCounting {
+    private var last: (route: String, status: Int, counter: Counter)?
+
+    package init() {}
+
+    /// Counts a request answered on `route` with `status`.
+    package mutating func count(route: String, status: Int, in metrics: Metrics) {
+        if let last, last.status == status, last.route == route { return last.counter.increment() }
+        let counter = metrics.requestCounter(route: route, status: status)
+        last = (route, status, counter)
+        counter.increment()
     }
 }

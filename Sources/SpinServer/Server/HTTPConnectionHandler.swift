@@ -26,6 +26,12 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// The metrics label of the request being answered: its route's template, matched
     /// once when the request is handed to the router.
     private var routeLabel = "other"
+    /// The ID of the request being answered (`X-Request-Id`), and what makes new ones.
+    private var requestID = ""
+    private var requestIDs = RequestID.Generator()
+    /// The spans of the request being answered, when the process traces.
+    private var trace: RequestTrace?
+    private var requestCounting = RequestCounting()
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -90,15 +96,17 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 handle(request)   // the deadline is armed when the dispatch returns
                 action = machine.dispatchReturned(now: .now)
             case .reject(let error):
+                requestID = requestIDs.make()
                 context.metrics.requestAnswered(route: "other", status: error.status)
-                context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": "\(error.status)",
-                                                               "code": "\(error.code)"])
+                context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": .stringConvertible(error.status),
+                                                               "code": "\(error.code)", "request_id": "\(requestID)"])
                 writeError(APIError(status: error.status, code: error.code, message: describe(error)),
                            version: .http1_1, method: .get)
                 return
             case .timeOut(let part):
                 let error = APIError(status: 408, code: "request_timeout",
                                      message: part == .head ? "the request head took too long" : "the request body arrived too slowly")
+                requestID = requestIDs.make()
                 context.metrics.requestAnswered(route: "other", status: 408)
                 writeError(error, version: .http1_1, method: .get)
                 return
@@ -148,7 +156,11 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let connection = self.connection
         let matched = Route.match(request.target.path)
         routeLabel = Route.label(matched)
-        context.router.handle(request, matched: matched) { [self] outcome in
+        requestID = requestIDs.id(for: request.headers[RequestID.header])
+        trace = context.tracer.map {
+            RequestTrace(tracer: $0, method: request.method.rawValue, route: routeLabel, requestID: requestID)
+        }
+        context.router.handle(request, matched: matched, trace: trace) { [self] outcome in
             connection.execute {
                 self.finish(request, outcome: outcome, keepAlive: keepAlive, started: started)
             }
@@ -167,8 +179,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     private func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool, started: ContinuousClock.Instant) {
+        var response = response
+        if let error = response.error { response.body = APIResponse.error(error, requestID: requestID).body }
         let head = HTTPResponseHead(status: HTTPStatus(code: response.status),
-                                    headers: HTTPHeaders(response.headers.map { ($0.name, $0.value) }))
+                                    headers: headers(response.headers))
         let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                   keepAlive: keepAlive)
         let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
@@ -182,7 +196,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                             started: ContinuousClock.Instant) {
         switch upgrade {
         case .webSocket(let accepted):
-            let head = writer.switchingProtocols(headers: HTTPHeaders(accepted.headers.map { ($0.name, $0.value) }),
+            let head = writer.switchingProtocols(headers: headers(accepted.headers),
                                                  secondsSince1970: Self.now)
             _ = connection.write(head)
             let leftover = machine.upgraded(now: .now)
@@ -196,7 +210,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             run(machine.streamOpened())
         case .sse:
             machine.startedEventStream(now: .now)
-            let head = HTTPResponseHead(status: .ok, headers: HTTPHeaders([
+            let head = HTTPResponseHead(status: .ok, headers: headers([
                 ("Content-Type", "text/event-stream"),
                 ("Cache-Control", "no-cache"),
                 ("X-Accel-Buffering", "no"),
@@ -229,9 +243,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// Answers an error the parser or a deadline found, then closes.
     private func writeError(_ error: APIError, version: HTTPVersion, method: HTTPMethod) {
-        let response = APIResponse.error(error)
-        let head = HTTPResponseHead(status: HTTPStatus(code: response.status),
-                                    headers: HTTPHeaders(response.headers.map { ($0.name, $0.value) }))
+        let response = APIResponse.error(error, requestID: requestID)
+        let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: headers(response.headers))
         let bytes = writer.response(head, body: response.body,
                                     context: HTTPResponseContext(requestMethod: method, requestVersion: version, keepAlive: false),
                                     secondsSince1970: Self.now)
@@ -239,17 +252,30 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         connection.closeAfterFlush()
     }
 
-    /// One log line and the request metrics.
+    /// A response's headers with the request's `X-Request-Id`.
+    private func headers(_ pairs: [(name: String, value: String)]) -> HTTPHeaders {
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(pairs.count + 1)
+        for pair in pairs { fields.append((pair.name, pair.value)) }
+        fields.append((RequestID.header, requestID))
+        return HTTPHeaders(fields)
+    }
+
+    /// One log line, the request metrics and the end of its trace. Numbers are logged as
+    /// numbers (JSON logs write them unquoted).
     private func record(_ request: HTTPRequest, status: Int, bytes: Int, started: ContinuousClock.Instant) {
-        context.metrics.requestAnswered(route: routeLabel, status: status)
+        requestCounting.count(route: routeLabel, status: status, in: context.metrics)
+        trace?.finish(status: status)
+        trace = nil
         let milliseconds = (ContinuousClock.now - started).seconds * 1000
         context.logger.info("\(request.method.rawValue) \(request.target.path) \(status)", metadata: [
             "method": "\(request.method.rawValue)",
             "path": "\(request.target.path)",
-            "status": "\(status)",
-            "bytes": "\(bytes)",
-            "duration_ms": "\((milliseconds * 1000).rounded() / 1000)",
+            "status": .stringConvertible(status),
+            "bytes": .stringConvertible(bytes),
+            "duration_ms": .stringConvertible((milliseconds * 1000).rounded() / 1000),
             "remote": "\(connection.remoteAddress?.description ?? "?")",
+            "request_id": "\(requestID)",
         ])
     }
 

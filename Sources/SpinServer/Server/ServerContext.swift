@@ -1,5 +1,6 @@
 import Logging
 import SpinWire
+import Tracing
 
 /// What every connection of a `LoopServer` shares: immutable configuration and the
 /// thread-safe router and metrics.
@@ -11,8 +12,12 @@ final class ServerContext: Sendable {
     /// The request cycle's limits, for every connection's `HTTPConnectionStateMachine`.
     let httpLimits: HTTPConnectionLimits
     let webSocketLimits: WebSocketLimits
+    /// The tracer requests are traced with; nil when the process bootstrapped none (the
+    /// no-op tracer), checked once here so that untraced requests make no span at all.
+    let tracer: (any Tracer)?
 
-    init(configuration: SpinServerConfiguration, router: APIRouter, logger: Logger) {
+    init(configuration: SpinServerConfiguration, router: APIRouter, logger: Logger,
+         tracer: any Tracer = InstrumentationSystem.tracer) {
         self.configuration = configuration
         self.router = router
         self.metrics = router.metrics
@@ -20,6 +25,7 @@ final class ServerContext: Sendable {
         let limits = configuration.limits
         httpLimits = HTTPConnectionLimits(limits)
         webSocketLimits = WebSocketLimits(limits)
+        self.tracer = tracer is NoOpTracer ? nil : tracer
     }
 }
 

@@ -223,7 +223,7 @@ final class StreamSession: @unchecked Sendable {
         let connection = "\(connection.id)"
         switch log {
         case .conflated(let dropped):
-            context.logger.debug("stream conflated", metadata: ["connection": "\(connection)", "dropped": "\(dropped)"])
+            context.logger.debug("stream conflated", metadata: ["connection": "\(connection)", "dropped": .stringConvertible(dropped)])
         case .peerClosed(let code):
             context.logger.debug("stream closed by peer", metadata: ["connection": "\(connection)",
                                                                        "code": "\(code.map { "\($0.rawValue)" } ?? "none")"])

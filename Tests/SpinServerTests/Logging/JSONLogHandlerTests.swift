@@ -28,8 +28,26 @@ import Testing
         #expect(object["request.id"] as? String == "7")
         #expect(object["request.route"] as? String == "/v1/spins/{name}")
         #expect(object["tags"] as? [String] == ["a", "b"])
-        #expect(object["sequence"] as? String == "42")
+        #expect(object["sequence"] as? Int == 42)
         #expect(object.count == 9)
+    }
+
+    @Test func numbersLoggedAsNumbers_AreJSONNumbers_OtherValuesStrings() throws {
+        let capture = LogCapture()
+        capture.jsonLogger().info("answered", metadata: [
+            "status": .stringConvertible(202),
+            "sequence": .stringConvertible(UInt64(12)),
+            "duration_ms": .stringConvertible(0.125),
+            "ratio": .stringConvertible(Double.nan),
+            "text": "42",
+        ])
+        let line = try #require(capture.written.first)
+        #expect(line.contains(#""status":202,"#))
+        #expect(line.contains(#""duration_ms":0.125,"#))
+        let object = try capture.object()
+        #expect(object["sequence"] as? Int == 12)
+        #expect(object["ratio"] as? String == "nan")   // JSON has no NaN: kept as text
+        #expect(object["text"] as? String == "42")     // a string stays a string
     }
 
     @Test func metadataNamedLikeAField_DoesNotOverwriteIt() throws {
