@@ -2,13 +2,26 @@
 public struct Accepted: Decodable, Sendable, Hashable {
     /// How many events of the POST were accepted (all of them: a batch is all or none).
     public var accepted: Int
+    /// How many of them the Spin ignored (no transition from its state: not journaled,
+    /// no sequence); 0 when the server sent no `ignored` field.
+    public var ignored: Int
     /// The Spin's sequence after the last of them.
     public var sequence: UInt64
 
     /// An answer with these values (for tests and comparisons).
-    public init(accepted: Int, sequence: UInt64) {
+    public init(accepted: Int, ignored: Int = 0, sequence: UInt64) {
         self.accepted = accepted
+        self.ignored = ignored
         self.sequence = sequence
+    }
+
+    private enum CodingKeys: String, CodingKey { case accepted, ignored, sequence }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        accepted = try container.decode(Int.self, forKey: .accepted)
+        ignored = try container.decodeIfPresent(Int.self, forKey: .ignored) ?? 0
+        sequence = try container.decode(UInt64.self, forKey: .sequence)
     }
 }
 

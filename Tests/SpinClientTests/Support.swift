@@ -64,7 +64,8 @@ struct LiveServer {
         let (data, _) = try await URLSession.shared.data(from: url.appendingPathComponent("metrics"))
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n")
             .first { $0.hasPrefix("spin_open_streams{kind=\"websocket\"}") }
-        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) }
+        // A gauge's sample is a float in the exposition format ("1.0").
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }.map { Int($0) }
     }
 
     static func temporaryDirectory() -> String {

@@ -147,3 +147,13 @@ struct SpinClientErrorTests {
         #expect(url.absoluteString == "http://127.0.0.1:8080/base/v1/spins/a%20b/stream?since=3")
     }
 }
+
+struct AcceptedTests {
+    @Test func anIgnoredCount_IsRead_AndIsZeroWhenTheServerSendsNone() throws {
+        let decoder = JSONDecoder()
+        #expect(try decoder.decode(Accepted.self, from: Data(#"{"accepted":3,"ignored":1,"sequence":9}"#.utf8))
+                == Accepted(accepted: 3, ignored: 1, sequence: 9))
+        #expect(try decoder.decode(Accepted.self, from: Data(#"{"accepted":2,"sequence":4}"#.utf8))
+                == Accepted(accepted: 2, sequence: 4))
+    }
+}
