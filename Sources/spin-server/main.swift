@@ -31,17 +31,7 @@ do {
 }
 let configuration = loaded.configuration
 
-var warnings = loaded.warnings
-if !configuration.isLoopbackHost {
-    if configuration.tokens.isEmpty {
-        warnings.append("listening on \(configuration.host), which is not a loopback address, with NO auth tokens: anyone who can reach it can read and change every Spin; set auth.tokens or SPIN_TOKENS")
-        if configuration.allowedHosts.isEmpty {
-            warnings.append("without tokens only requests whose Host is \(configuration.host == "0.0.0.0" || configuration.host == "::" ? "" : "the listen address, ")localhost or a loopback address are served (others get 421): list the names clients use in listen.allowedHosts or SPIN_ALLOWED_HOSTS")
-        }
-    } else if configuration.tls == nil {
-        warnings.append("listening on \(configuration.host), which is not a loopback address, without TLS: bearer tokens cross the network in clear text; set tls.certificate and tls.key")
-    }
-}
+let warnings = loaded.warnings
 
 if command.checkConfig {
     for warning in warnings { printError("warning: \(warning)") }
@@ -49,7 +39,7 @@ if command.checkConfig {
     exit(0)
 }
 
-LoggingSystem.bootstrap { label in SpinLogging.handler(label: label, log: configuration.log) }
+SpinLogging.bootstrap(log: configuration.log)
 let logger = Logger(label: "spin-server")
 for warning in warnings { logger.warning("\(warning)") }
 logger.info("configuration \(loaded.configFile): \(configuration.summary)")
