@@ -19,12 +19,13 @@ let exitStartFailure: Int32 = 1
 
 let command = SpinServerCommand.parseOrExit()
 
+let kinds = SpinKindRegistry.examples
 let loaded: SpinServerConfiguration.Loaded
 let host: SpinHost
 do {
     loaded = try SpinServerConfiguration.load(flags: command.flags, environment: ProcessInfo.processInfo.environment,
-                                              kinds: SpinCatalog.kinds)
-    host = try SpinCatalog.makeHost(loaded.configuration)
+                                              kinds: kinds.kinds)
+    host = try kinds.makeHost(loaded.configuration)
 } catch {
     printError("error: \(error)")
     exit(exitConfigurationError)
