@@ -1,9 +1,12 @@
 import Foundation
 import Logging
+import ServiceLifecycle
 import SpinServer
 
 // spin-server: flags + SPIN_* variables + Config/spin-server.json -> a LoopServer hosting
-// the configured Spins and Gears; stops gracefully on SIGTERM or SIGINT.
+// the configured Spins and Gears; stops gracefully on SIGTERM or SIGINT. Public API only:
+// a program hosting its own kinds writes the same lines with its own SpinKindRegistry
+// (Examples/TodoServer does).
 //
 // Exit codes: 0 stopped by a signal (or --check-config passed); 64 (EX_USAGE) bad
 // configuration or flags; 1 the server could not start (port in use, certificate, corrupt
@@ -45,23 +48,16 @@ let logger = Logger(label: "spin-server")
 for warning in warnings { logger.warning("\(warning)") }
 logger.info("configuration \(loaded.configFile): \(configuration.summary)")
 
-// Signals are turned into events before the server starts, so none is lost.
-let termination = Termination()
+// SIGTERM and SIGINT start a graceful shutdown of the group, which runs the server's.
 let server = LoopServer(configuration: configuration, host: host, logger: logger)
-let port: Int
+let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [],
+                         logger: logger)
 do {
-    port = try server.start()
+    try await group.run()
+} catch LoopServerError.cannotPersist {
+    exit(exitStartFailure)  // run() logged it
 } catch {
     printError("error: could not start: \(error)")
     exit(exitStartFailure)
 }
-logger.info("listening on \(configuration.url(port: port))")
-
-let received = await termination.wait()
-logger.info("\(Termination.name(received)) received: shutting down (up to \(configuration.limits.shutdownGraceSeconds) s)")
-if let failure = await server.shutdown() {
-    logger.critical("stopped, but \(failure)")
-    exit(exitStartFailure)
-}
-logger.info("stopped")
 exit(0)
