@@ -60,6 +60,7 @@ extension TypeTaggedEvent where Self: CaseIterable, Self: Sendable {
 }
 
 extension TypeTaggedEvent {
+    /// Reads `type`, then the fields of that case through its `eventTypes` entry.
     public init(from decoder: any Decoder) throws {
         let types = Self.eventTypes
         let container = try decoder.container(keyedBy: EventFields.Key.self)
@@ -79,6 +80,7 @@ extension TypeTaggedEvent {
         self = try type.make(EventFields(type: name, container: container, codingPath: decoder.codingPath))
     }
 
+    /// Writes `type`, then each labeled associated value, found by reflection.
     public func encode(to encoder: any Encoder) throws {
         let name = EventFields.caseName(of: self)
         func refuse(_ problem: String) -> EncodingError {

@@ -114,6 +114,7 @@ extension SpinServerConfiguration {
 
     /// A loaded configuration, where it came from, and what is suspicious but not wrong.
     public struct Loaded: Sendable, Equatable {
+        /// A loaded configuration as given (tests and embedders that build one).
         public init(configuration: SpinServerConfiguration, configFile: String, warnings: [String]) {
             self.configuration = configuration
             self.configFile = configFile
@@ -121,6 +122,7 @@ extension SpinServerConfiguration {
         }
 
 
+        /// The configuration, every source applied and checked.
         public var configuration: SpinServerConfiguration
         /// The config file that was read.
         public var configFile: String

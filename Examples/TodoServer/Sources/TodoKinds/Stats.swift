@@ -25,6 +25,7 @@ public enum Stats {
         ]
     }
 
+    /// Keeps the newest counts and how many arrived; `reset` starts from zero.
     public static func reduce(state: State, event: Event) -> State {
         switch event {
         case .counted(let open, let done, let archived):
@@ -36,6 +37,7 @@ public enum Stats {
         }
     }
 
+    /// The Spin: a feedback catching the Gear's counts, the reducer.
     public static func spin(gear: Gear<TodoGearEvent>) -> Spin<State, Event> {
         Spin(initialState: State()) {
             Feedback(attachedTo: gear, propagating: { (caught: TodoGearEvent) -> Event? in

@@ -37,6 +37,7 @@ public enum TodoList {
         ]
     }
 
+    /// Adds, toggles, removes, or archives the done items; an unknown id changes nothing.
     public static func reduce(state: State, event: Event) -> State {
         var state = state
         switch event {
