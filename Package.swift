@@ -1,14 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// The Spin server package. See `README.md` for the architecture, the HTTP API and the
+/// The Spin server package, for Linux (SpinNet calls Glibc). See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
 /// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer, SpinCore ← SpinNet
 /// (for `Protected`, the one lock type), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
 let package = Package(
     name: "spin-server",
-    platforms: [.macOS(.v14)],
     products: [
         .library(name: "SpinCore", targets: ["SpinCore"]),
         .library(name: "SpinServer", targets: ["SpinServer"]),
@@ -24,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // LoopServer is a `Service`: run in a `ServiceGroup`, shut down gracefully on signals.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // Test-only: property-based tests of the example reducers (random and extreme events).
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -44,6 +45,7 @@ let package = Package(
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
@@ -61,6 +63,7 @@ let package = Package(
             "SpinServer", "SpinExamples", "SpinMachines", "SpinCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // Benchmarks: release-mode executables (`swift run -c release <name>`), each
@@ -85,6 +88,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: the Swift tests (unit, in-process, live on port 0), then
 # the end-to-end suites that drive the built server with real clients: curl, Python
-# requests and websockets, openssl s_client (Tests/e2e), headless Chromium
+# requests and websockets, openssl s_client (Tests/e2e), the example package run as its README says (Tests/examples), headless Chromium
 # (Tests/browser), the Dockerfile checks (Tests/docker), a smoke run of the benchmark
 # harness (Benchmarks/run --smoke, one test), and the Autobahn|Testsuite WebSocket
 # conformance cases (Tests/autobahn, each case counted as a test).
@@ -24,7 +24,7 @@ fi
 echo "=== end-to-end suites"
 swift build --product spin-server 2>&1 | tail -n 1
 export SPIN_SERVER_BIN="$PWD/.build/debug/spin-server"
-for suite in Tests/e2e Tests/browser Tests/docker; do
+for suite in Tests/e2e Tests/examples Tests/browser Tests/docker; do
     [ -d "$suite" ] || continue
     echo "--- $suite"
     python3 -m pytest -q -p no:cacheprovider --timeout=120 "$suite" 2>&1 | tee "$log" | tail -n 25

@@ -6,19 +6,8 @@ import SpinCore
 /// `home` or `login` depending on what the session service says.
 public struct AuthRouting: Sendable {
     /// The events Gear `auth` carries. JSON: `{"type":"authorizationIssueHappened"}`.
-    public enum GearEvent: Codable, Equatable, Sendable {
+    public enum GearEvent: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
         case authorizationIssueHappened
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: TypeTagKey.self)
-            _ = try container.decodeTag(of: "auth gear event", known: ["authorizationIssueHappened"])
-            self = .authorizationIssueHappened
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: TypeTagKey.self)
-            try container.encode("authorizationIssueHappened", forKey: .type)
-        }
     }
 
     public let gear: Gear<GearEvent>
@@ -58,39 +47,16 @@ public enum Feature {
 
     /// Event JSON: `{"type":"load"}`, `{"type":"loaded","items":n}` (n >= 0: a negative
     /// count is refused when decoded), `{"type":"unauthorizedResponse"}`.
-    public enum Event: Codable, Equatable, Sendable {
+    public enum Event: TypeTaggedEvent, Equatable, Sendable {
         case load
         case loaded(items: Int)
         case unauthorizedResponse
 
-        private enum Keys: String, CodingKey { case type, items }
-        static let types = ["load", "loaded", "unauthorizedResponse"]
-
-        public init(from decoder: any Decoder) throws {
-            switch try decoder.container(keyedBy: TypeTagKey.self).decodeTag(of: "feature event", known: Self.types) {
-            case "load": self = .load
-            case "loaded":
-                let container = try decoder.container(keyedBy: Keys.self)
-                let items = try container.decode(Int.self, forKey: .items)
-                guard items >= 0 else {
-                    throw DecodingError.dataCorruptedError(forKey: .items, in: container,
-                                                           debugDescription: "must be 0 or more, got \(items)")
-                }
-                self = .loaded(items: items)
-            default: self = .unauthorizedResponse
-            }
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            switch self {
-            case .load: try container.encode("load", forKey: .type)
-            case .loaded(let items):
-                try container.encode("loaded", forKey: .type)
-                try container.encode(items, forKey: .items)
-            case .unauthorizedResponse: try container.encode("unauthorizedResponse", forKey: .type)
-            }
-        }
+        public static let eventTypes: [EventType<Event>] = [
+            .type(.load),
+            .type("loaded") { try .loaded(items: $0("items") { $0 >= 0 ? nil : "must be 0 or more, got \($0)" }) },
+            .type(.unauthorizedResponse),
+        ]
     }
 
     /// `items` is never negative (a negative count made in Swift counts as 0); no
@@ -149,21 +115,8 @@ public enum Router {
 
     /// Event JSON: `{"type":"checkAuthorization"}`, `authorized`, `unauthorized`,
     /// `login`, `logout`.
-    public enum Event: String, Codable, Equatable, Sendable {
+    public enum Event: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
         case checkAuthorization, authorized, unauthorized, login, logout
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: TypeTagKey.self)
-            let tag = try container.decodeTag(of: "router event", known: Self.allNames)
-            self = Event(rawValue: tag)!
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: TypeTagKey.self)
-            try container.encode(rawValue, forKey: .type)
-        }
-
-        static let allNames = ["checkAuthorization", "authorized", "unauthorized", "login", "logout"]
     }
 
     /// `authorizationChecks` saturates at `Int.max` (no event traps).

@@ -11,31 +11,11 @@ public enum Counter {
     }
 
     /// Event JSON: `{"type":"increase"}`, `{"type":"decrease"}`, `{"type":"reset"}`.
-    public enum Event: Codable, Equatable, Sendable {
+    public enum Event: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
         case increase
         case decrease
         /// Sets the value to 0, so that the counter counts again.
         case reset
-
-        static let types = ["increase", "decrease", "reset"]
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: TypeTagKey.self)
-            switch try container.decodeTag(of: "counter event", known: Self.types) {
-            case "increase": self = .increase
-            case "decrease": self = .decrease
-            default: self = .reset
-            }
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: TypeTagKey.self)
-            switch self {
-            case .increase: try container.encode("increase", forKey: .type)
-            case .decrease: try container.encode("decrease", forKey: .type)
-            case .reset: try container.encode("reset", forKey: .type)
-            }
-        }
     }
 
     /// `increase` and `decrease` saturate at `Int.max` and `Int.min` (no event traps;

@@ -25,7 +25,7 @@ public enum Levels {
     }
 
     /// Event JSON: `{"type":"increaseLeft"}` ... and `{"type":"set","left":l,"right":r}`.
-    public enum Event: Codable, Equatable, Sendable {
+    public enum Event: TypeTaggedEvent, Equatable, Sendable {
         case increaseLeft
         case decreaseLeft
         case increaseRight
@@ -33,36 +33,10 @@ public enum Levels {
         /// Starts again from new values.
         case set(left: Int, right: Int)
 
-        private enum Keys: String, CodingKey { case type, left, right }
-        static let types = ["increaseLeft", "decreaseLeft", "increaseRight", "decreaseRight", "set"]
-
-        public init(from decoder: any Decoder) throws {
-            let tag = try decoder.container(keyedBy: TypeTagKey.self).decodeTag(of: "levels event", known: Self.types)
-            switch tag {
-            case "increaseLeft": self = .increaseLeft
-            case "decreaseLeft": self = .decreaseLeft
-            case "increaseRight": self = .increaseRight
-            case "decreaseRight": self = .decreaseRight
-            default:
-                let container = try decoder.container(keyedBy: Keys.self)
-                self = .set(left: try container.decodeLevel(forKey: .left),
-                            right: try container.decodeLevel(forKey: .right))
-            }
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            switch self {
-            case .increaseLeft: try container.encode("increaseLeft", forKey: .type)
-            case .decreaseLeft: try container.encode("decreaseLeft", forKey: .type)
-            case .increaseRight: try container.encode("increaseRight", forKey: .type)
-            case .decreaseRight: try container.encode("decreaseRight", forKey: .type)
-            case .set(let left, let right):
-                try container.encode("set", forKey: .type)
-                try container.encode(left, forKey: .left)
-                try container.encode(right, forKey: .right)
-            }
-        }
+        public static let eventTypes: [EventType<Event>] = [
+            .type(.increaseLeft), .type(.decreaseLeft), .type(.increaseRight), .type(.decreaseRight),
+            .type("set") { try .set(left: $0("left", Levels.problem), right: $0("right", Levels.problem)) },
+        ]
     }
 
     /// Moves one level by one step; converged levels stay put (the stop condition), but
@@ -85,6 +59,11 @@ public enum Levels {
     static func up(_ level: Int) -> Int { level < range.upperBound ? level + 1 : level }
     static func down(_ level: Int) -> Int { level > range.lowerBound ? level - 1 : level }
     static func clamp(_ level: Int) -> Int { min(max(level, range.lowerBound), range.upperBound) }
+
+    /// What is wrong with a decoded level, if anything: it must be in `range`.
+    static func problem(_ level: Int) -> String? {
+        range.contains(level) ? nil : "must be an integer from \(range.lowerBound) to \(range.upperBound), got \(level)"
+    }
 
     /// Regulates the left level toward the right one.
     public static func leftEffect(state: State) -> Event? {
@@ -116,18 +95,5 @@ public enum Levels {
             .feedback(Feedback(effect: leftEffect))
             .feedback(Feedback(effect: rightEffect))
             .reducer(Reducer(reduce))
-    }
-}
-
-extension KeyedDecodingContainer {
-    /// An `Int` in `Levels.range`, or a `DecodingError` naming the key.
-    func decodeLevel(forKey key: Key) throws -> Int {
-        let level = try decode(Int.self, forKey: key)
-        guard Levels.range.contains(level) else {
-            throw DecodingError.dataCorruptedError(
-                forKey: key, in: self,
-                debugDescription: "must be an integer from \(Levels.range.lowerBound) to \(Levels.range.upperBound), got \(level)")
-        }
-        return level
     }
 }

@@ -13,6 +13,9 @@ import SpinStorage
 /// ...
 /// await server.shutdown()            // stop accepting, close streams with 1001, finish requests
 /// ```
+///
+/// Or as a swift-service-lifecycle `Service` in a `ServiceGroup`: `run()` (in
+/// `LoopServer+Service.swift`).
 public final class LoopServer: Sendable {
     public let configuration: SpinServerConfiguration
     public let host: SpinHost
@@ -25,6 +28,7 @@ public final class LoopServer: Sendable {
     private let running = Protected<Running?>(nil)
 
     private struct Running {
+        var port: Int
         var socketServer: SocketServer
         var subscriptions: [SpinSubscription]
     }
@@ -168,7 +172,7 @@ public final class LoopServer: Sendable {
             try? journal?.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
         }
-        running.withLock { $0 = Running(socketServer: socketServer, subscriptions: subscriptions) }
+        running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: subscriptions) }
         return address.port
     }
 
@@ -218,6 +222,10 @@ public final class LoopServer: Sendable {
             logger.error("Spin \(spin): cannot store its suspension, a restart will run it again: \(error)")
         }
     }
+
+    /// The port the server listens on (the one picked for port 0); nil before it starts
+    /// and once it shuts down.
+    public var port: Int? { running.withLock { $0?.port } }
 
     /// Open client connections now.
     public var openConnections: Int { context.metrics.openConnections }

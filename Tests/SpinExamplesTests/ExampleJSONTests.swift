@@ -44,24 +44,27 @@ import Testing
         for event in router { #expect(try Self.decode(Router.Event.self, Self.json(event)) == event) }
     }
 
-    @Test func anUnknownType_IsADecodingErrorAtType() throws {
+    @Test func anUnknownType_IsADecodingErrorAtType_ListingTheTypes() throws {
         do {
             _ = try Self.decode(Counter.Event.self, #"{"type":"jump"}"#)
             Issue.record("decoded an unknown event")
         } catch let DecodingError.dataCorrupted(context) {
             #expect(context.codingPath.map(\.stringValue) == ["type"])
-            #expect(context.debugDescription.contains("jump"))
+            #expect(context.debugDescription == #"unknown type "jump": expected "type" to be one of "increase", "decrease", "reset""#)
         }
     }
 
-    @Test func aMissingField_NamesIt() throws {
+    @Test func aMissingOrWrongField_NamesIt() throws {
         do {
             _ = try Self.decode(Levels.Event.self, #"{"type":"set","left":1}"#)
             Issue.record("decoded an incomplete event")
-        } catch let DecodingError.keyNotFound(key, _) {
-            #expect(key.stringValue == "right")
+        } catch let DecodingError.dataCorrupted(context) {
+            #expect(context.codingPath.map(\.stringValue) == ["right"])
+            #expect(context.debugDescription == #""set" needs field "right" (an integer)"#)
         }
         #expect(throws: DecodingError.self) { try Self.decode(Feature.Event.self, #"{"type":"loaded","items":"many"}"#) }
+        #expect(throws: DecodingError.self) { try Self.decode(Feature.Event.self, #"{"type":"loaded","items":-1}"#) }
+        #expect(throws: DecodingError.self) { try Self.decode(Levels.Event.self, #"{"type":"set","left":1000000001,"right":0}"#) }
         #expect(throws: DecodingError.self) { try Self.decode(Router.Event.self, #"{"kind":"login"}"#) }
     }
 }

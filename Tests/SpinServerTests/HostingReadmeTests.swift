@@ -3,8 +3,9 @@ import SpinCore
 import SpinServer
 import Testing
 
-// The "Host your own Spin" section of README.md, verbatim: a user's Spin with Codable
-// state and events, hosted next to nothing else, served on a free port.
+// What the "Host your own Spin" section of README.md says of `SpinHost` without a config
+// file: a user's Spin with Codable state and events, hosted next to nothing else, served
+// on a free port with start() and shutdown().
 struct Thermostat: Codable, Equatable, Sendable {
     var target: Double
     var heating: Bool

@@ -4,7 +4,7 @@ extension SpinServerConfiguration {
     // MARK: - Reading the real file system
 
     /// Reads a whole file; the error says why in the words of `strerror`.
-    package static func readFileContents(_ path: String) throws -> Data {
+    public static func readFileContents(_ path: String) throws -> Data {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FileProblem(errno: errno) }
         defer { close(descriptor) }
@@ -23,7 +23,7 @@ extension SpinServerConfiguration {
 
     /// Creates `path` and its parents if missing, then checks that it is a writable
     /// directory.
-    package static func createWritableDirectory(_ path: String) throws {
+    public static func createWritableDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw FileProblem(message: "it exists and is not a directory") }

@@ -54,26 +54,27 @@ import Logging
 extension SpinServerConfiguration {
     /// The default config file, relative to the working directory (the repository root
     /// for `swift run spin-server`).
-    package static let defaultConfigFile = "Config/spin-server.json"
+    public static let defaultConfigFile = "Config/spin-server.json"
 
     /// The values given on the command line, as text (nil: not given). `spin-server`
-    /// fills it with swift-argument-parser; loading checks them, so that a bad flag value
+    /// fills it with swift-argument-parser (an embedder may fill it any way); loading checks them, so that a bad flag value
     /// is reported like any other configuration error, naming the flag.
-    package struct Flags: Sendable, Equatable {
-        package var config: String?
-        package var host: String?
-        package var port: String?
-        package var storage: String?
-        package var logLevel: String?
-        package var logFormat: String?
-        package var tlsCertificate: String?
-        package var tlsKey: String?
+    public struct Flags: Sendable, Equatable {
+        public var config: String?
+        public var host: String?
+        public var port: String?
+        public var storage: String?
+        public var logLevel: String?
+        public var logFormat: String?
+        public var tlsCertificate: String?
+        public var tlsKey: String?
         /// `--repair`: `storage.onCorruption` is `truncate` for this start.
-        package var repair: Bool
+        public var repair: Bool
         /// `--echo-endpoint`: a flag only turns it on (false: not given).
-        package var echoEndpoint: Bool
+        public var echoEndpoint: Bool
 
-        package init(config: String? = nil, host: String? = nil, port: String? = nil, storage: String? = nil,
+        /// Every flag not given, unless passed.
+        public init(config: String? = nil, host: String? = nil, port: String? = nil, storage: String? = nil,
                      logLevel: String? = nil, logFormat: String? = nil, tlsCertificate: String? = nil,
                      tlsKey: String? = nil, repair: Bool = false, echoEndpoint: Bool = false) {
             self.repair = repair
@@ -89,20 +90,22 @@ extension SpinServerConfiguration {
         }
     }
 
-    /// What loading must know of the Spin kinds the executable can make (its catalog lives
-    /// in `spin-server`, which depends on the examples; this module does not).
-    package struct SpinKinds: Sendable, Equatable {
+    /// What loading must know of the Spin kinds that can be hosted: their names, and
+    /// whether each attaches to a Gear (`SpinKindRegistry.kinds`).
+    public struct SpinKinds: Sendable, Equatable {
         /// Whether a kind's Spins attach to a Gear.
-        package enum GearUse: Sendable, Equatable {
+        public enum GearUse: Sendable, Equatable {
             /// The kind takes no `gear`.
             case none
             /// The kind needs a `gear`, listed in `gears`.
             case required
         }
 
-        package var kinds: [String: GearUse]
+        /// Each kind's name and Gear use.
+        public var kinds: [String: GearUse]
 
-        package init(_ kinds: [String: GearUse]) {
+        /// The kinds by name (`SpinKindRegistry.kinds` makes this from its registrations).
+        public init(_ kinds: [String: GearUse]) {
             self.kinds = kinds
         }
 
@@ -110,16 +113,26 @@ extension SpinServerConfiguration {
     }
 
     /// A loaded configuration, where it came from, and what is suspicious but not wrong.
-    package struct Loaded: Sendable, Equatable {
-        package var configuration: SpinServerConfiguration
+    public struct Loaded: Sendable, Equatable {
+        /// A loaded configuration as given (tests and embedders that build one).
+        public init(configuration: SpinServerConfiguration, configFile: String, warnings: [String]) {
+            self.configuration = configuration
+            self.configFile = configFile
+            self.warnings = warnings
+        }
+
+
+        /// The configuration, every source applied and checked.
+        public var configuration: SpinServerConfiguration
         /// The config file that was read.
-        package var configFile: String
-        /// Worth a warning at start-up (an unknown `SPIN_*` variable, no Spins).
-        package var warnings: [String]
+        public var configFile: String
+        /// Worth a warning at start-up (an unknown `SPIN_*` variable, no Spins, a server
+        /// open to the network without tokens or TLS: `exposureWarnings`).
+        public var warnings: [String]
     }
 
     /// The `SPIN_*` variables this loader reads.
-    package static let environmentVariables = [
+    public static let environmentVariables = [
         "SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
         "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS", "SPIN_ECHO_ENDPOINT",
     ]
@@ -150,7 +163,7 @@ extension SpinServerConfiguration {
     ///   - createDirectory: makes the storage directory (and its parents) if missing and
     ///     checks it is writable.
     /// - Throws: the first problem found, naming its source, key and what is wrong.
-    package static func load(
+    public static func load(
         flags: Flags,
         environment: [String: String],
         kinds: SpinKinds,
@@ -185,6 +198,7 @@ extension SpinServerConfiguration {
         if builder.configuration.spins.isEmpty {
             warnings.append("\(configFile): spins: no Spins are configured, so the server hosts nothing")
         }
+        warnings += builder.configuration.exposureWarnings
         return Loaded(configuration: builder.configuration, configFile: configFile, warnings: warnings)
     }
 }

@@ -338,7 +338,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     // MARK: Error messages
 
-    /// `items[2].type: unknown counter event type "jump"`.
+    /// `[2].type: unknown type "jump": expected "type" to be one of "increase", ...` for a
+    /// `TypeTaggedEvent`; the path and what the decoder says otherwise.
     static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound(let key, let context):

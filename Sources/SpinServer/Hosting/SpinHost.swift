@@ -34,7 +34,8 @@ public final class SpinHost: Sendable {
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
-    /// traffic. `spins` names the hosted Spins whose feedbacks attach to it.
+    /// traffic. `spins` names the hosted Spins whose feedbacks attach to it: host them
+    /// first (a name not hosted is `HostingError.unknownSpin`).
     public func host<GearEvent: Codable & Sendable>(
         _ gear: Gear<GearEvent>, named name: String, attachedTo spins: [String]
     ) throws(HostingError) {
@@ -42,6 +43,9 @@ public final class SpinHost: Sendable {
         try registry.withLock { registry throws(HostingError) in
             guard !registry.started else { throw .alreadyStarted }
             guard !registry.gears.contains(where: { $0.name == name }) else { throw .duplicateName(name) }
+            for spin in spins where !registry.spins.contains(where: { $0.name == spin }) {
+                throw .unknownSpin(gear: name, spin: spin)
+            }
             registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear))
         }
     }
@@ -115,12 +119,28 @@ public enum HostingError: Error, Equatable, CustomStringConvertible {
     case duplicateName(String)
     case invalidName(String)
     case alreadyStarted
+    /// A Gear attached to a Spin that is not hosted.
+    case unknownSpin(gear: String, spin: String)
+    /// A config entry's kind that is not in the `SpinKindRegistry`.
+    case unknownKind(String, known: [String])
+    /// A kind asked for the Gear of an entry that names none.
+    case noGear(spin: String)
+    /// Two kinds asked for the same Gear with different event types.
+    case gearEventMismatch(gear: String, asked: String, made: String)
+    /// A configured Gear that no Spin's kind asked for.
+    case gearNotMade(String)
 
     public var description: String {
         switch self {
         case .duplicateName(let name): "\"\(name)\" is hosted twice"
         case .invalidName(let name): "\"\(name)\" is not a valid name: use 1 to 64 letters, digits, '-', '_' or '.'"
         case .alreadyStarted: "the host is started: register every Spin and Gear before start()"
+        case .unknownSpin(let gear, let spin): "Gear \"\(gear)\" is attached to \"\(spin)\", which is not hosted (host the Spins before their Gears)"
+        case .unknownKind(let kind, let known):
+            "kind \"\(kind)\" is not registered (registered: \(known.isEmpty ? "none" : known.joined(separator: ", ")))"
+        case .noGear(let spin): "Spin \"\(spin)\" names no Gear: register its kind with gear: .required"
+        case .gearEventMismatch(let gear, let asked, let made): "Gear \"\(gear)\" carries \(made), not \(asked)"
+        case .gearNotMade(let gear): "no Spin's kind asked for Gear \"\(gear)\" (context.gear(of:))"
         }
     }
 }

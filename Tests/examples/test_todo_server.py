@@ -1,0 +1,78 @@
+"""Examples/TodoServer, run as its README says: it hosts its own kinds by its own config
+file, serves events and state, feeds stats over its Gear, and stops with exit 0 on
+SIGTERM. The README's "Host your own Spin" excerpt is checked to be its code."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from conftest import REPO, TODO_SERVER
+
+
+def request(port, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def wait_for(predicate, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_the_todo_server_serves_its_kinds_and_stops_with_exit_0_on_sigterm(todo_server_bin, tmp_path):
+    log = tmp_path / "todo-server.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen([str(todo_server_bin), "--port", "0", "--storage", str(tmp_path / "data")],
+                                   cwd=TODO_SERVER, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        match = wait_for(lambda: re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read_text()))
+        port = int(match.group(1))
+        for title in ["milk", "tea", "bread"]:
+            assert request(port, "POST", "/v1/spins/todos/events", {"type": "add", "title": title})[0] == 202
+        status, body = request(port, "GET", "/v1/spins/todos")
+        assert status == 200
+        assert [item["title"] for item in body["state"]["items"]] == ["milk", "tea", "bread"]
+        # Three done items: the feedback archives them, and the Gear tells stats.
+        assert request(port, "POST", "/v1/spins/todos/events",
+                       [{"type": "toggle", "id": 1}, {"type": "toggle", "id": 2}, {"type": "toggle", "id": 3}])[0] == 202
+        todos = wait_for(lambda: (lambda s: s if s["archived"] == 3 else None)(request(port, "GET", "/v1/spins/todos")[1]["state"]))
+        assert todos["items"] == []
+        wait_for(lambda: request(port, "GET", "/v1/spins/stats")[1]["state"]["archived"] == 3)
+        assert request(port, "GET", "/v1/gears")[1] == {"gears": [{"name": "todos", "attached": ["todos", "stats"]}]}
+        status, body = request(port, "POST", "/v1/spins/todos/events", {"type": "add"})
+        assert status == 422
+        assert body["error"]["message"].endswith('title: "add" needs field "title" (a string)')
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0, log.read_text()
+        assert "stopped" in log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_the_readmes_hosting_excerpt_is_the_examples_code():
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Host your own Spin", 1)[1].split("\n## ", 1)[0]
+    blocks = [block.split("```", 1)[0] for block in section.split("```swift")[1:]]
+    assert len(blocks) == 3, "the section's three Swift excerpts"
+    excerpt = "".join(blocks)
+    sources = "".join(path.read_text() for path in (TODO_SERVER / "Sources").rglob("*.swift"))
+    lines = [line.strip() for line in excerpt.splitlines() if line.strip() and line.strip() != "..."]
+    missing = [line for line in lines if line not in sources]
+    assert not missing, f"README lines not in Examples/TodoServer/Sources: {missing}"
