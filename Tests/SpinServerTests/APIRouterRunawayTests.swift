@@ -87,7 +87,7 @@ struct APIRouterRunawayTests {
     @Test func thePoisonBatch_Is422NamingTheField_AndChangesNothing() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)
-        let before = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
+        let before = await waitForSettledState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
         let poison = await router.post("/v1/spins/levels/events",
                                        #"[{"type":"set","left":9223372036854775807,"right":0},{"type":"increaseLeft"}]"#)
         #expect(poison.status == 422)

@@ -93,6 +93,21 @@ func waitForState(_ router: APIRouter, _ name: String, _ predicate: ([String: An
     return [:]
 }
 
+/// Waits until the Spin satisfies `predicate` and has settled: its sequence unchanged over
+/// 50 ms (a Spin whose feedbacks answer each state, as `levels`' do, may pass through the
+/// predicate while events made for earlier states are still on their way).
+func waitForSettledState(_ router: APIRouter, _ name: String, _ predicate: ([String: Any]) -> Bool) async -> [String: Any] {
+    var last = await waitForState(router, name, predicate)
+    for _ in 0..<200 {
+        try? await Task.sleep(for: .milliseconds(50))
+        let now = await waitForState(router, name, predicate)
+        if now["sequence"] as? Int == last["sequence"] as? Int { return now }
+        last = now
+    }
+    Issue.record("\(name) never settled")
+    return last
+}
+
 @Suite(.timeLimit(.minutes(1)))
 struct APIRouterTests {
     @Test func healthz_IsOK_ReadyzFollowsTheHost() async throws {
@@ -232,7 +247,7 @@ struct APIRouterTests {
     @Test func anEventOfAnotherShape_Is422NamingTheField_AndNothingOfTheBatchIsApplied() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)
-        let before = await waitForState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
+        let before = await waitForSettledState(router, "levels") { $0["left"] as? Int == $0["right"] as? Int }
         let unknown = await router.post("/v1/spins/levels/events", #"{"type":"jump"}"#)
         #expect(unknown.status == 422)
         #expect(unknown.errorCode == "invalid_event")

@@ -227,9 +227,6 @@ fileprivate extension SpinServerConfiguration.Builder {
             default:
                 break
             }
-            if let gear, let other = spins.first(where: { $0.machine != nil && $0.attachedGears.contains(gear) }) {
-                throw reader.error("\(path).gear", "Gear \"\(gear)\" carries the events of machine \"\(other.name)\": a \(kind) Spin cannot attach to it")
-            }
             spins.append(SpinEntry(name: name, kind: kind, gear: gear))
         }
         return spins
@@ -252,13 +249,7 @@ fileprivate extension SpinServerConfiguration.Builder {
         } catch {
             throw reader.error("\(path).machine", error.issues.map(\.description).joined(separator: "; "))
         }
-        let machineEntry = SpinEntry(name: name, kind: SpinServerConfiguration.machineKind, machine: source)
-        for gear in machineEntry.attachedGears {
-            if let other = spins.first(where: { $0.machine == nil && $0.gear == gear }) {
-                throw reader.error("\(path).machine", "Gear \"\(gear)\" carries the events of \(other.kind) Spin \"\(other.name)\": a machine cannot attach to it")
-            }
-        }
-        return machineEntry
+        return SpinEntry(name: name, kind: SpinServerConfiguration.machineKind, machine: source)
     }
 
     /// Names appear in URL paths (`/v1/spins/{name}`): 1 to 64 of `[A-Za-z0-9._-]`.

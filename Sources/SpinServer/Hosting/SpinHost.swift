@@ -126,7 +126,6 @@ public enum HostingError: Error, Equatable, CustomStringConvertible {
     /// A kind asked for the Gear of an entry that names none.
     case noGear(spin: String)
     /// Two kinds asked for the same Gear with different event types.
-    case gearEventMismatch(gear: String, asked: String, made: String)
     /// A configured Gear that no Spin's kind asked for.
     case gearNotMade(String)
 
@@ -139,7 +138,6 @@ public enum HostingError: Error, Equatable, CustomStringConvertible {
         case .unknownKind(let kind, let known):
             "kind \"\(kind)\" is not registered (registered: \(known.isEmpty ? "none" : known.joined(separator: ", ")))"
         case .noGear(let spin): "Spin \"\(spin)\" names no Gear: register its kind with gear: .required"
-        case .gearEventMismatch(let gear, let asked, let made): "Gear \"\(gear)\" carries \(made), not \(asked)"
         case .gearNotMade(let gear): "no Spin's kind asked for Gear \"\(gear)\" (context.gear(of:))"
         }
     }

@@ -15,9 +15,15 @@ import SpinMachines
 /// ```
 ///
 /// Entries with a `machine` file (kind `machine`) need no registration: their definition
-/// was loaded and validated with the configuration, and the Gears their files declare
-/// carry `MachineEvent`s (one `Gear<MachineEvent>` per name, shared by every machine that
-/// declares it; loading keeps the other kinds off such Gears).
+/// was loaded and validated with the configuration.
+///
+/// **Gears.** One Gear is hosted per configured name. Spins whose Gear events are one
+/// Swift type share a `Gear<ThatType>`. When a name carries more than one type — JSON
+/// machines (`MachineEvent`s) beside Swift Spins, or two Swift kinds with different event
+/// types — the hosted Gear is a bus of JSON events (`Gear<MachineEvent>`) and each type
+/// gets its own Gear joined to it by a `GearBridge`: an event crosses in its JSON form
+/// (`{"type":"authorizationIssueHappened"}`), and reaches the Spins whose type can decode
+/// it.
 public struct SpinKindRegistry: Sendable {
     /// Whether a kind's Spins attach to a Gear (their config entry then names one).
     public typealias GearUse = SpinServerConfiguration.SpinKinds.GearUse
@@ -63,8 +69,8 @@ public struct SpinKindRegistry: Sendable {
         }
         for entry in configuration.spins {
             if let machine = entry.machine {
-                let gears = workshop.gears.filter { entry.attachedGears.contains($0.key) }
-                    .compactMapValues { $0.gear as? Gear<MachineEvent> }
+                var gears: [String: Gear<MachineEvent>] = [:]
+                for name in entry.attachedGears { gears[name] = workshop.gear(named: name, of: MachineEvent.self) }
                 try host.host(machine.definition.spin(gears: gears), named: entry.name, kind: entry.kind)
                 continue
             }
@@ -90,16 +96,49 @@ public final class SpinKindContext {
             let gear: Any
             let eventType: Any.Type
             let hostOn: (SpinHost, String, [String]) throws(HostingError) -> Void
+            /// Joins this Gear to a JSON bus (`GearBridge`).
+            let bridge: (Gear<MachineEvent>) -> Void
 
             init<GearEvent: Codable & Sendable>(_ gear: Gear<GearEvent>) {
                 self.gear = gear
                 self.eventType = GearEvent.self
                 self.hostOn = { host, name, spins throws(HostingError) in try host.host(gear, named: name, attachedTo: spins) }
+                self.bridge = { bus in GearBridge.connect(gear, to: bus) }
             }
         }
 
+        /// The Gear hosted under each name.
         var gears: [String: MadeGear] = [:]
+        /// Per name, the Gears of each event type joined to its JSON bus.
+        var bridged: [String: [ObjectIdentifier: Any]] = [:]
         var shared: [String: Any] = [:]
+
+        /// The one `Gear<GearEvent>` of the Gear `name`: the hosted one while every Spin on
+        /// `name` uses `GearEvent`; else one joined to the name's JSON bus, which then
+        /// becomes the hosted Gear (the first type's Gear is joined to it too).
+        func gear<GearEvent: Codable & Sendable>(named name: String, of _: GearEvent.Type) -> Gear<GearEvent> {
+            guard let made = gears[name] else {
+                let gear = Gear<GearEvent>()
+                gears[name] = MadeGear(gear)
+                return gear
+            }
+            if let gear = made.gear as? Gear<GearEvent> { return gear }
+            let bus: Gear<MachineEvent>
+            if let existing = made.gear as? Gear<MachineEvent> {
+                bus = existing
+            } else {
+                bus = Gear<MachineEvent>()
+                made.bridge(bus)
+                bridged[name, default: [:]][ObjectIdentifier(made.eventType)] = made.gear
+                gears[name] = MadeGear(bus)
+            }
+            if let gear = bus as? Gear<GearEvent> { return gear }   // JSON events: the bus itself
+            if let gear = bridged[name]?[ObjectIdentifier(GearEvent.self)] as? Gear<GearEvent> { return gear }
+            let gear = Gear<GearEvent>()
+            GearBridge.connect(gear, to: bus)
+            bridged[name, default: [:]][ObjectIdentifier(GearEvent.self)] = gear
+            return gear
+        }
     }
 
     /// The config entry: `name`, `kind` and `gear`.
@@ -121,22 +160,15 @@ public final class SpinKindContext {
         try spinHost.host(spin, named: entry.name, kind: entry.kind)
     }
 
-    /// The Gear the entry names: one `Gear<GearEvent>` per Gear name, shared by every
-    /// Spin that names it.
+    /// The Gear the entry names, as a `Gear<GearEvent>`: one per Gear name and event
+    /// type, shared by every Spin that names it. Spins of other event types (and JSON
+    /// machines) on the same name reach it through the Gear's JSON bus (see
+    /// `SpinKindRegistry`, Gears).
     /// - Throws: `HostingError.noGear` when the entry names none (register the kind with
-    ///   `gear: .required`), `.gearEventMismatch` when another Spin asked for the same
-    ///   Gear with another event type.
+    ///   `gear: .required`).
     public func gear<GearEvent: Codable & Sendable>(of _: GearEvent.Type = GearEvent.self) throws(HostingError) -> Gear<GearEvent> {
         guard let name = entry.gear else { throw .noGear(spin: entry.name) }
-        if let made = workshop.gears[name] {
-            guard let gear = made.gear as? Gear<GearEvent> else {
-                throw .gearEventMismatch(gear: name, asked: String(reflecting: GearEvent.self), made: String(reflecting: made.eventType))
-            }
-            return gear
-        }
-        let gear = Gear<GearEvent>()
-        workshop.gears[name] = .init(gear)
-        return gear
+        return workshop.gear(named: name, of: GearEvent.self)
     }
 
     /// One value per Gear name (or one for all Spins without a Gear) and type, made by

@@ -48,13 +48,18 @@ import Testing
          #"Config/spin-server.json: spins[0].kind: an entry with "machine" has no kind: remove "kind""#),
         (#"{ "spins": [ { "name": "door", "gear": "doors", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }"#,
          #"Config/spin-server.json: spins[0].gear: a machine names its Gears in its own file ("gears"): remove "gear""#),
-        (#"{ "spins": [ { "name": "f", "kind": "feature", "gear": "doors" }, { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }"#,
-         #"Config/spin-server.json: spins[1].machine: Gear "doors" carries the events of feature Spin "f": a machine cannot attach to it"#),
-        (#"{ "spins": [ { "name": "door", "machine": "machines/door.json" }, { "name": "f", "kind": "feature", "gear": "doors" } ], "gears": [ { "name": "doors" } ] }"#,
-         #"Config/spin-server.json: spins[1].gear: Gear "doors" carries the events of machine "door": a feature Spin cannot attach to it"#),
     ])
     func badMachineEntry_IsOneConfigurationError(json: String, expected: String) {
         #expect(Loading.error(json, files: ["Config/machines/door.json": Self.door])?.description == expected)
+    }
+
+    @Test func aGear_MayBeSharedByMachinesAndSwiftSpins() throws {
+        for spins in [#"{ "name": "f", "kind": "feature", "gear": "doors" }, { "name": "door", "machine": "machines/door.json" }"#,
+                      #"{ "name": "door", "machine": "machines/door.json" }, { "name": "f", "kind": "feature", "gear": "doors" }"#] {
+            let loaded = try Loading.make(#"{ "spins": [ "# + spins + #" ], "gears": [ { "name": "doors" } ] }"#,
+                                          files: ["Config/machines/door.json": Self.door])
+            #expect(loaded.configuration.spins.map(\.name).sorted() == ["door", "f"])
+        }
     }
 
     @Test func aGearOnlyAMachineUses_CountsAsAttached() throws {

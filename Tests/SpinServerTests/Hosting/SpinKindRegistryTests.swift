@@ -75,13 +75,72 @@ import Testing
         }
     }
 
-    @Test func oneGear_AskedForWithTwoEventTypes_IsAnError() throws {
-        var kinds = Self.registry
-        kinds.register("other", gear: .required) { context in _ = try context.gear(of: Counter.Event.self) }
-        let json = #"{"spins": [{"name": "f", "kind": "feature", "gear": "g"}, {"name": "o", "kind": "other", "gear": "g"}], "gears": [{"name": "g"}]}"#
-        #expect(throws: HostingError.gearEventMismatch(gear: "g", asked: "SpinExamples.Counter.Event", made: "SpinExamples.AuthRouting.GearEvent")) {
-            try kinds.makeHost(Self.load(json, kinds: kinds))
+    @Test func oneGear_AskedForWithTwoEventTypes_JoinsThemThroughTheirJSON() throws {
+        // `feature` uses AuthRouting.GearEvent; `other` takes the Gear as JSON events and
+        // as Counter events. Each sees what the others propagate, once, when its type can
+        // express it; the hosted Gear (listed, streamed) sees it all.
+        let made = Protected<(json: Gear<MachineEvent>?, counter: Gear<Counter.Event>?, typed: Gear<AuthRouting.GearEvent>?)>((nil, nil, nil))
+        var kinds = SpinKindRegistry()
+        kinds.register("feature", gear: .required) { context in
+            let gear = try context.gear(of: AuthRouting.GearEvent.self)
+            made.withLock { $0.typed = gear }
+            try context.host(Feature.spin(session: SessionService(), gear: gear))
         }
+        kinds.register("other", gear: .required) { context in
+            let (json, counter) = (try context.gear(of: MachineEvent.self), try context.gear(of: Counter.Event.self))
+            made.withLock { $0.json = json; $0.counter = counter }
+            try context.host(Counter.spin())
+        }
+        let json = #"{"spins": [{"name": "f", "kind": "feature", "gear": "g"}, {"name": "o", "kind": "other", "gear": "g"}], "gears": [{"name": "g"}]}"#
+        let host = try kinds.makeHost(Self.load(json, kinds: kinds))
+        let (bus, counter, typed) = try made.withLock { (try #require($0.json), try #require($0.counter), try #require($0.typed)) }
+
+        let seen = Protected<[String]>([])
+        let subscriptions = [
+            bus.observe { delivery in seen.withLock { $0.append("json \(delivery.event.type) from \(delivery.source ?? "-")") } },
+            counter.observe { delivery in seen.withLock { $0.append("counter \(delivery.event)") } },
+            typed.observe { delivery in seen.withLock { $0.append("typed \(delivery.event)") } },
+            try #require(host.gears.first { $0.name == "g" }).observe { traffic in
+                seen.withLock { $0.append("hosted \(traffic.event.bytes.count > 0 ? "event" : "none")") }
+            },
+        ]
+        defer { subscriptions.forEach { $0.cancel() } }
+
+        typed.propagate(.authorizationIssueHappened, from: "f")
+        #expect(seen.withLock { $0.sorted() } == ["hosted event", "json authorizationIssueHappened from f", "typed authorizationIssueHappened"])
+        seen.withLock { $0 = [] }
+        bus.propagate(MachineEvent(type: "reset"), from: "door")
+        #expect(seen.withLock { $0.sorted() } == ["counter reset", "hosted event", "json reset from door"])
+        seen.withLock { $0 = [] }
+        bus.propagate(MachineEvent(type: "authorizationIssueHappened"), from: "door")
+        #expect(seen.withLock { $0.sorted() }
+                == ["hosted event", "json authorizationIssueHappened from door", "typed authorizationIssueHappened"])
+    }
+
+    @Test func aMachineAndASwiftSpin_ShareAConfiguredGear() async throws {
+        // An alarm machine propagates the Swift pair's Gear event on `auth`; the Swift
+        // `router` catches it and checks the authorization again, as it does for `feature`.
+        let alarm = #"""
+            {"id": "alarm", "initial": "quiet", "states": {
+               "quiet": {"on": {"RING": {"target": "ringing", "actions": [
+                   {"type": "gear.propagate", "gear": "auth", "event": {"type": "authorizationIssueHappened"}}]}}},
+               "ringing": {"on": {"HUSH": "quiet"}}},
+             "gears": {"auth": {}}}
+            """#
+        let config = #"{"spins": [{"name": "router", "kind": "router", "gear": "auth"}, {"name": "alarm", "machine": "alarm.json"}], "gears": [{"name": "auth"}]}"#
+        let configuration = try SpinServerConfiguration.load(
+            flags: .init(config: "app.json"), environment: [:], kinds: Self.registry.kinds,
+            readFile: { path in Data((path == "app.json" ? config : alarm).utf8) }, createDirectory: { _ in }).configuration
+        let host = try Self.registry.makeHost(configuration)
+        host.start()
+        defer { host.stop() }
+        let router = makeRouter(host)
+        _ = await waitForState(router, "router") { $0["authorizationChecks"] as? Int == 1 }   // its check at start
+        #expect(await router.post("/v1/spins/alarm/events", #"{"type":"RING"}"#).status == 202)
+        _ = await waitForState(router, "router") { $0["authorizationChecks"] as? Int == 2 }
+        let state = await router.respond("GET", "/v1/spins/alarm").object["state"] as? [String: Any]
+        #expect(state?["value"] as? String == "ringing")
+        #expect(host.gears.map(\.name) == ["auth"])
     }
 
     @Test func machines_AreHostedWithoutARegistration() throws {

@@ -99,9 +99,13 @@ final class LiveStreamClient: StreamTestClient {
 
     private(set) var stopping: Task<Void, Never>?
 
+    /// Starts the server's shutdown on a queue of its own: the test then blocks its thread
+    /// in `read`, and under a full parallel run every cooperative thread may be blocked
+    /// like that, which would keep a plain `Task` from starting the shutdown at all.
     func shutdownServer() {
         let server = self.server
-        stopping = Task { _ = await server.shutdown() }
+        let executor = DispatchQueueExecutor(DispatchQueue(label: "test.shutdown"))
+        stopping = Task(executorPreference: executor) { _ = await server.shutdown() }
     }
 }
 
