@@ -11,6 +11,7 @@ import json
 import re
 import shlex
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -44,7 +45,8 @@ def run(command: str, cwd: Path, timeout: float = 10) -> subprocess.CompletedPro
 def test_every_curl_command_of_the_readme_works(start_server, tmp_path):
     server = start_server(name="readme")
     server.settled_sequences()
-    curls = [c for c in shell_commands() if c.startswith("curl") and "https://" not in c]
+    machine_example = shell_commands(MACHINES_SECTION)
+    curls = [c for c in shell_commands() if c.startswith("curl") and "https://" not in c and c not in machine_example]
     assert len(curls) >= 6, curls
     for command in curls:
         command = command.replace("localhost:8080", f"127.0.0.1:{server.port}")
@@ -59,6 +61,29 @@ def test_every_curl_command_of_the_readme_works(start_server, tmp_path):
         else:
             answer = json.loads(result.stdout)
             assert "error" not in answer, (command, answer)
+
+
+MACHINES_SECTION = "## Machines in JSON"
+
+
+def test_the_readme_auth_machines_example_runs_as_shown(start_server, tmp_path):
+    """The machines section's commands against `Config/examples/auth-machines.json`."""
+    serve, *curls = shell_commands(MACHINES_SECTION)
+    words = shlex.split(serve)
+    flags = words[words.index("spin-server") + 1:]
+    assert flags[0] == "--config"
+    server = start_server(name="readme-machines", use_config=False, args=["--config", str(REPO / flags[1])])
+    assert len(curls) == 3, curls
+    for command in curls:
+        result = run(command.replace("localhost:8080", f"127.0.0.1:{server.port}"), tmp_path)
+        assert result.returncode == 0, (command, result.stderr)
+        assert "error" not in json.loads(result.stdout), (command, result.stdout)
+    # The router catches the feature's Gear event a moment after the last POST.
+    deadline = time.monotonic() + 5
+    while server.spin("authRouter")["state"]["value"] != "checkingAuthorization" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.spin("authRouter")["state"] == {"value": "checkingAuthorization",
+                                                 "context": {"authorizationChecks": 2}}
 
 
 def test_the_readme_websocket_client_command_gets_the_snapshot(server, tmp_path):

@@ -1,0 +1,416 @@
+"""JSON machines (README "Machines in JSON") through the HTTP API with real clients:
+every construct of the format, `?wait=true` replies for ignored events, the `session`
+machine's forceLogout race, restarts on the same storage, the declarative auth-routing
+pair on Gear `authMachines`, and each kind of validation error at start-up and with
+`--check-config`."""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from websockets.asyncio.client import connect
+
+from spin_e2e import REPO, SpinServer, recv_json, recv_until, run_async
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "machines"
+LAB = json.loads((FIXTURES / "lab.json").read_text())
+
+
+@pytest.fixture
+def machine_server(server_bin, tmp_path):
+    """Starts servers hosting `machines` ({file name: JSON object}) as `spins`, with
+    `gears`: `machine_server(machines, spins, gears=[], storage=None, name=None)`. The
+    files are written next to the copied config (`machines/<file>`). Each server must
+    exit 0 on SIGTERM at the end of the test."""
+    started: list[SpinServer] = []
+
+    def start(machines: dict[str, dict], spins: list[dict], gears: list[dict] | None = None, *,
+              storage: Path | None = None, name: str | None = None, run: bool = True) -> SpinServer:
+        instance = prepare(server_bin, tmp_path / (name or f"server{len(started)}"), machines, spins,
+                           gears or [], storage)
+        started.append(instance)
+        return instance.start() if run else instance
+
+    yield start
+    for instance in started:
+        if instance.process is not None and instance.exit_code is None:
+            code = instance.terminate()
+            assert code == 0, f"exit code {code} after SIGTERM:\n{instance.log_tail()}"
+
+
+def prepare(server_bin: Path, workdir: Path, machines: dict[str, dict], spins: list[dict],
+            gears: list[dict], storage: Path | None) -> SpinServer:
+    instance = SpinServer(server_bin, workdir, storage=storage, config_patch={"spins": spins, "gears": gears})
+    folder = instance.config_path.parent / "machines"
+    for file, document in machines.items():
+        (folder / file).write_text(json.dumps(document, indent=2))
+    return instance
+
+
+def lab_server(machine_server, **kwargs) -> SpinServer:
+    return machine_server({"lab.json": LAB}, [{"name": "lab", "machine": "machines/lab.json"}], **kwargs)
+
+
+def session_server(machine_server, **kwargs) -> SpinServer:
+    """A server hosting only the shipped `session` machine."""
+    session = json.loads((REPO / "Config" / "machines" / "session.json").read_text())
+    return machine_server({"session.json": session}, [{"name": "session", "machine": "machines/session.json"}],
+                          **kwargs)
+
+
+def send(server: SpinServer, spin: str, *events: dict) -> dict:
+    """POSTs the events as one batch with `?wait=true`; returns the 200 reply."""
+    response = server.post_events(spin, list(events), wait=True)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def state(server: SpinServer, spin: str = "lab") -> dict:
+    return server.spin(spin)["state"]
+
+
+def context(server: SpinServer) -> dict:
+    return state(server)["context"]
+
+
+APPLIED = {"applied": True}
+IGNORED = {"applied": False, "reason": "no_transition"}
+
+
+def wait_for_value(server: SpinServer, spin: str, value, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        current = server.spin(spin)
+        if current["state"]["value"] == value:
+            return current
+        time.sleep(0.05)
+    raise AssertionError(f"{spin} did not reach {value!r} within {timeout} s: {server.spin(spin)}")
+
+
+# -- constructs ----------------------------------------------------------------------------
+
+
+def test_nested_value_target_string_and_transition_object_order(machine_server):
+    server = lab_server(machine_server)
+    assert server.spin("lab") == {"name": "lab", "sequence": 0, "status": "running",
+                                  "state": {"value": {"main": "idle"}, "context": LAB["context"] | {"entries": 1}}}
+    # A transition object with actions: exit of idle, then the actions, then entry of busy,
+    # each assign seeing the context the previous one left.
+    reply = send(server, "lab", {"type": "ORDER"})
+    assert reply["replies"] == [APPLIED] and reply["sequence"] == 1
+    assert reply["state"]["value"] == {"main": {"busy": "a"}}
+    assert {key: reply["state"]["context"][key] for key in ("exitAt", "actionAt", "entryAt", "step")} == \
+        {"exitAt": 1, "actionAt": 2, "entryAt": 3, "step": 3}
+    # A target string, inside the nested state.
+    reply = send(server, "lab", {"type": "NEXT"})
+    assert reply["state"]["value"] == {"main": {"busy": "b"}}
+    # An event handled by an ancestor (busy) from the leaf b.
+    assert send(server, "lab", {"type": "BACK"})["state"]["value"] == {"main": "idle"}
+
+
+def test_self_transition_without_target_keeps_state_and_every_assign_form(machine_server):
+    server = lab_server(machine_server)
+    reply = send(server, "lab", {"type": "SET", "value": {"deep": [1, 2]}})
+    assert reply["replies"] == [APPLIED] and reply["sequence"] == 1
+    ctx = reply["state"]["context"]
+    assert ctx["lit"] == 5
+    assert ctx["fromEvent"] == {"deep": [1, 2]}
+    assert ctx["fromContext"] == "ada"
+    assert ctx["counter"] == 2             # a missing key counts as 0
+    assert ctx["raw"] == {"from": "event.value"}
+    # No exit, no entry: the entry counter is unchanged, exit did not run.
+    assert ctx["entries"] == 1 and ctx["exitAt"] is None and reply["state"]["value"] == {"main": "idle"}
+    reply = send(server, "lab", {"type": "SET", "value": 7})
+    assert reply["state"]["context"]["counter"] == 4 and reply["state"]["context"]["fromEvent"] == 7
+    # A transition to the state itself leaves and re-enters it.
+    reply = send(server, "lab", {"type": "AGAIN"})
+    assert reply["state"]["context"]["entries"] == 2 and reply["state"]["context"]["exitAt"] == 1
+
+
+def test_guarded_array_first_guard_that_holds_wins(machine_server):
+    server = lab_server(machine_server)
+    # n=7 satisfies both guards: the first (small) wins.
+    reply = send(server, "lab", {"type": "PICK", "n": 7}, {"type": "BACK"},
+                 {"type": "PICK", "n": 20}, {"type": "BACK"},
+                 {"type": "PICK", "n": "seven"})
+    assert reply["replies"] == [APPLIED, APPLIED, APPLIED, APPLIED, IGNORED]
+    assert reply["sequence"] == 4 and reply["state"]["value"] == {"main": "idle"}
+    assert send(server, "lab", {"type": "PICK", "n": 7})["state"]["value"] == {"main": "small"}
+    send(server, "lab", {"type": "BACK"})
+    assert send(server, "lab", {"type": "PICK", "n": 20})["state"]["value"] == {"main": "big"}
+
+
+@pytest.mark.parametrize("event, passing, failing", [
+    ("G_EQ", "ada", "bob"),
+    ("G_NEQ", "bob", "ada"),
+    ("G_LT", 2, 3),
+    ("G_LTE", 3, 4),
+    ("G_GT", 4, 3),
+    ("G_GTE", 3, 2),
+    ("G_AND", 5, 10),
+    ("G_OR", "b", "c"),
+    ("G_NOT", "b", "a"),
+    ("G_LIT", "context.name", "ada"),
+])
+def test_guard_forms(machine_server, event, passing, failing):
+    server = lab_server(machine_server, name=event.lower())
+    name = event[2:].lower() if event != "G_LIT" else "literal"
+    reply = send(server, "lab", {"type": event, "v": passing})
+    assert reply["state"]["context"]["hit"] == name, reply
+    reply = send(server, "lab", {"type": event, "v": failing})
+    assert reply["state"]["context"]["hit"] == "else", reply
+
+
+def test_guards_compare_numbers_or_strings_only(machine_server):
+    server = lab_server(machine_server)
+    # lt between a string and a number is false, never an error.
+    assert send(server, "lab", {"type": "G_LT", "v": "1"})["state"]["context"]["hit"] == "else"
+
+
+def test_in_guard_follows_the_active_state(machine_server):
+    server = lab_server(machine_server)
+    assert send(server, "lab", {"type": "G_IN"})["state"]["context"]["hit"] == "else"
+    reply = send(server, "lab", {"type": "GO"}, {"type": "NEXT"}, {"type": "G_IN"})
+    assert reply["state"]["value"] == {"main": {"busy": "b"}}
+    assert reply["state"]["context"]["hit"] == "in"
+
+
+def test_after_timer_fires_and_is_journaled(machine_server):
+    server = lab_server(machine_server)
+    reply = send(server, "lab", {"type": "WAIT"})
+    assert reply["state"]["value"] == {"main": "waiting"} and reply["sequence"] == 1
+    fired = wait_for_value(server, "lab", {"main": "timedOut"})
+    # The timer's event is an event like any: it took a sequence number.
+    assert fired["sequence"] == 2
+
+
+def test_after_timer_is_cancelled_when_its_state_is_left(machine_server):
+    server = lab_server(machine_server)
+    reply = send(server, "lab", {"type": "WAIT"}, {"type": "CANCEL"})
+    assert reply["replies"] == [APPLIED, APPLIED] and reply["state"]["value"] == {"main": "idle"}
+    time.sleep(0.8)  # well past the 300 ms delay
+    assert server.spin("lab")["state"]["value"] == {"main": "idle"}
+    assert server.sequence("lab") == 2
+
+
+def test_final_state_ignores_every_event(machine_server):
+    server = lab_server(machine_server)
+    reply = send(server, "lab", {"type": "END"})
+    assert reply["state"]["value"] == "done" and reply["sequence"] == 1
+    reply = send(server, "lab", {"type": "GO"}, {"type": "G_EQ", "v": "ada"}, {"type": "BACK"})
+    assert reply["replies"] == [IGNORED] * 3
+    assert reply["sequence"] == 1 and reply["state"]["value"] == "done"
+
+
+# -- ignored events ---------------------------------------------------------------------------
+
+
+def test_ignored_events_take_no_sequence_and_are_not_journaled(machine_server, tmp_path):
+    storage = tmp_path / "storage"
+    server = lab_server(machine_server, storage=storage, name="first")
+    reply = send(server, "lab", {"type": "NEXT"}, {"type": "GO"}, {"type": "GO"}, {"type": "NEXT"},
+                 {"type": "NOPE"})
+    assert reply["replies"] == [IGNORED, APPLIED, IGNORED, APPLIED, IGNORED]
+    assert reply["sequence"] == 2 and reply["state"]["value"] == {"main": {"busy": "b"}}
+    # Without wait: accepted counts every event, sequence stays.
+    response = server.post_events("lab", [{"type": "NOPE"}])
+    assert response.status_code == 202, response.text
+    assert response.json()["sequence"] == 2
+    before = server.spin("lab")
+    assert server.terminate() == 0
+
+    # Replaying the journal gives the same state and sequence: nothing ignored was written.
+    again = lab_server(machine_server, storage=storage, name="second")
+    assert again.spin("lab") == before
+    assert send(again, "lab", {"type": "BACK"})["sequence"] == 3
+
+
+# -- Gear wiring: the declarative auth-routing pair ------------------------------------------
+
+
+def auth_server(machine_server) -> SpinServer:
+    folder = REPO / "Config" / "machines"
+    machines = {file: json.loads((folder / file).read_text()) for file in ("auth-feature.json", "auth-router.json")}
+    return machine_server(machines, [{"name": "feature", "machine": "machines/auth-feature.json"},
+                                     {"name": "router", "machine": "machines/auth-router.json"}],
+                          [{"name": "authMachines"}])
+
+
+def test_gear_propagate_reaches_the_other_machines_catch(machine_server):
+    server = auth_server(machine_server)
+    # launching leaves by itself (a 1 ms timer) to checkingAuthorization: one check.
+    wait_for_value(server, "router", "checkingAuthorization")
+    assert send(server, "router", {"type": "authorized"})["state"] == \
+        {"value": "home", "context": {"authorizationChecks": 1}}
+
+    async def scenario():
+        open_ws = lambda path: connect(server.ws_base + path, open_timeout=5, close_timeout=5, proxy=None)
+        async with open_ws("/v1/spins/router/stream") as router, open_ws("/v1/gears/authMachines/stream") as gear:
+            assert (await recv_json(router))["type"] == "snapshot"
+            # The client plays the backend: the load is refused.
+            reply = await asyncio.to_thread(send, server, "feature", {"type": "load"},
+                                            {"type": "unauthorizedResponse"})
+            assert reply["state"] == {"value": "unauthorized", "context": {"items": 0}}
+            traffic = await recv_json(gear, 10)
+            assert traffic == {"type": "gear", "gear": "authMachines", "from": "feature",
+                               "event": {"type": "authorizationIssueHappened"}}
+            checking, _ = await recv_until(router, lambda m: m.get("state", {}).get("value") == "checkingAuthorization")
+            assert checking["event"] == {"type": "checkAuthorization"}
+            assert checking["state"]["context"] == {"authorizationChecks": 2}
+
+    run_async(scenario(), timeout=30)
+    assert send(server, "router", {"type": "unauthorized"})["state"]["value"] == "login"
+    reply = send(server, "feature", {"type": "load"}, {"type": "loaded", "items": 3})
+    assert reply["state"] == {"value": "loaded", "context": {"items": 3}}
+    # A load that succeeds says nothing on the Gear: the router stays on login.
+    assert server.spin("router")["state"] == {"value": "login", "context": {"authorizationChecks": 2}}
+
+
+def test_auth_machines_example_config_passes_check_config(server_bin):
+    config = REPO / "Config" / "examples" / "auth-machines.json"
+    result = subprocess.run([str(server_bin), "--config", str(config), "--check-config"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "configuration OK" in result.stdout
+
+
+# -- session: the forceLogout race and restarts --------------------------------------------------
+
+
+def values_seen_during(server: SpinServer, action, seconds: float) -> tuple[dict, list]:
+    """Opens the session stream, runs `action` (in a thread), then collects the state
+    values the stream shows for `seconds`."""
+    async def scenario():
+        async with connect(server.ws_base + "/v1/spins/session/stream", open_timeout=5, close_timeout=5,
+                           proxy=None) as ws:
+            snapshot = await recv_json(ws)
+            assert snapshot["type"] == "snapshot"
+            await asyncio.to_thread(action)
+            seen = []
+            deadline = asyncio.get_running_loop().time() + seconds
+            while (remaining := deadline - asyncio.get_running_loop().time()) > 0:
+                try:
+                    seen.append(await recv_json(ws, remaining))
+                except asyncio.TimeoutError:
+                    break
+            return snapshot, seen
+    return run_async(scenario(), timeout=30)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["two-requests", "one-batch"])
+def test_force_logout_race_never_shows_logged_in(machine_server, batched):
+    server = session_server(machine_server, name="batch" if batched else "separate")
+
+    def race():
+        if batched:
+            send(server, "session", {"type": "login"}, {"type": "forceLogout"})
+        else:
+            assert server.post_events("session", {"type": "login"}).status_code == 202
+            assert server.post_events("session", {"type": "forceLogout"}).status_code == 202
+
+    snapshot, seen = values_seen_during(server, race, 1.2)  # past the 500 ms login timer
+    assert snapshot["state"]["value"] == "loggedOut"
+    values = [message["state"]["value"] for message in seen if message.get("type") == "state"]
+    assert values == ["loggingIn", "loggedOut"], seen
+    assert "loggedIn" not in values
+    assert server.spin("session") == {"name": "session", "sequence": 2, "status": "running",
+                                      "state": {"value": "loggedOut", "context": {}}}
+
+
+def test_restart_keeps_machine_state(machine_server, tmp_path):
+    storage = tmp_path / "storage"
+    server = session_server(machine_server, storage=storage, name="first")
+    assert send(server, "session", {"type": "login"}, {"type": "loginOK"})["state"]["value"] == "loggedIn"
+    before = server.spin("session")
+    assert before["sequence"] == 2
+    assert server.terminate() == 0
+    again = session_server(machine_server, storage=storage, name="second")
+    assert again.spin("session") == before
+
+
+def test_restart_mid_timer_starts_the_timer_again(machine_server, tmp_path):
+    """Stopped while `loggingIn`, the server comes back `loggingIn`; its 500 ms timer
+    starts again, from the full delay, when the machine starts (nothing of the first
+    wait is remembered), and then logs in."""
+    storage = tmp_path / "storage"
+    server = session_server(machine_server, storage=storage, name="first")
+    assert send(server, "session", {"type": "login"})["state"]["value"] == "loggingIn"
+    assert server.terminate() == 0
+    again = session_server(machine_server, storage=storage, name="second")
+    current = again.spin("session")
+    assert current["state"]["value"] == "loggingIn" and current["sequence"] == 1
+    logged_in = wait_for_value(again, "session", "loggedIn")
+    # The timer's event is journaled like any event.
+    assert logged_in["sequence"] == 2
+
+
+# -- validation errors ---------------------------------------------------------------------------
+
+DOOR = json.loads((REPO / "Config" / "machines" / "door.json").read_text())
+
+
+def broken(change) -> dict:
+    document = json.loads(json.dumps(DOOR))
+    change(document)
+    return document
+
+
+REMOVE = object()
+
+
+def set_path(*keys_and_value):
+    """A change to a machine document: sets the value at the keys (REMOVE deletes it)."""
+    *keys, value = keys_and_value
+
+    def change(document):
+        target = document
+        for key in keys[:-1]:
+            target = target[key]
+        if value is REMOVE:
+            del target[keys[-1]]
+        else:
+            target[keys[-1]] = value
+    return change
+
+
+BAD_MACHINES = {
+    "unknown-target": (set_path("states", "locked", "on", "UNLOCK", 0, "target", "clsoed"),
+                       'machines/x.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed"'),
+    "unreachable-state": (set_path("states", "attic", {"on": {"DOWN": "closed"}}),
+                          "machines/x.json: states.attic: unreachable: no transition or initial enters this state"),
+    "unknown-gear": (set_path("states", "opened", "entry", 0, "gear", "windows"),
+                     'machines/x.json: states.opened.entry[0].gear: unknown gear "windows": not declared in "gears"'),
+    "bad-delay": (set_path("states", "opened", "after", {"0.5": "closed"}),
+                  'machines/x.json: states.opened.after.0.5: bad delay "0.5": a delay is a positive whole number of milliseconds'),
+    "unknown-action-form": (set_path("states", "opened", "entry", 0, "type", "send"),
+                            'machines/x.json: states.opened.entry[0].type: unknown action: "send" is not "assign" or "gear.propagate"'),
+    "unknown-guard-form": (set_path("states", "locked", "on", "UNLOCK", 0, "guard", {"equals": ["a", "b"]}),
+                           "machines/x.json: states.locked.on.UNLOCK[0].guard: unknown guard: a guard is one of"),
+    "missing-initial": (set_path("initial", REMOVE),
+                        'machines/x.json: initial: missing: a machine, and every state with "states", names its initial state'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_MACHINES))
+def test_bad_machine_stops_start_up_with_exit_64(server_bin, tmp_path, kind):
+    change, message = BAD_MACHINES[kind]
+    instance = prepare(server_bin, tmp_path / "server", {"x.json": broken(change)},
+                       [{"name": "x", "machine": "machines/x.json"}], [{"name": "doors"}], None)
+    command = instance.command()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30, cwd=instance.workdir,
+                            env=instance.env)
+    assert result.returncode == 64, result.stdout + result.stderr
+    assert message in result.stderr, result.stderr
+    # --check-config says the same and creates nothing in the storage directory.
+    storage = tmp_path / "check-storage"
+    storage.mkdir()
+    check = [part if part != str(instance.storage) else str(storage) for part in command] + ["--check-config"]
+    result = subprocess.run(check, capture_output=True, text=True, timeout=30, cwd=instance.workdir,
+                            env=instance.env)
+    assert result.returncode == 64, result.stdout + result.stderr
+    assert message in result.stderr, result.stderr
+    assert list(storage.iterdir()) == []
