@@ -436,8 +436,16 @@ struct MachineParser {
 struct JSONPath {
     private(set) var text = ""
 
+    /// `a.b` for a plain key; a key that is empty or holds anything but letters, digits,
+    /// `_` and `-` (a delay `"0.5"`, an event type with a dot) is quoted, `a["0.5"]`, so
+    /// the path reads one way only.
     func key(_ name: String) -> JSONPath {
-        JSONPath(text: text.isEmpty ? name : "\(text).\(name)")
+        let plain = !name.isEmpty && name.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
+        }
+        if plain { return JSONPath(text: text.isEmpty ? name : "\(text).\(name)") }
+        let quoted = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return JSONPath(text: "\(text)[\"\(quoted)\"]")
     }
 
     func index(_ index: Int) -> JSONPath {

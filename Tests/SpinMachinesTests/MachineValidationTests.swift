@@ -48,7 +48,7 @@ import Testing
         (#"{ "initial": "a", "states": { "a": { "after": { "0": "a", "1.5": "a", "-3": "a", "soon": "a" } } } }"#,
          [#"test.json: states.a.after.-3: bad delay "-3": a delay is a positive whole number of milliseconds"#,
           #"test.json: states.a.after.0: bad delay "0": a delay is a positive whole number of milliseconds"#,
-          #"test.json: states.a.after.1.5: bad delay "1.5": a delay is a positive whole number of milliseconds"#,
+          #"test.json: states.a.after["1.5"]: bad delay "1.5": a delay is a positive whole number of milliseconds"#,
           #"test.json: states.a.after.soon: bad delay "soon": a delay is a positive whole number of milliseconds"#]),
         // actions
         (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "log" } ] } } }"#,
@@ -73,7 +73,7 @@ import Testing
         (#"{ "initial": "a", "states": { "a": { "type": "parallel" } } }"#,
          [#"test.json: states.a.type: unknown state type "parallel": expected "atomic", "compound" or "final""#]),
         (#"{ "initial": "a", "states": { "a": { "on": { "xstate.after": "a" } } } }"#,
-         [#"test.json: states.a.on.xstate.after: event type "xstate.after" is reserved for after timers"#]),
+         [#"test.json: states.a.on["xstate.after"]: event type "xstate.after" is reserved for after timers"#]),
         (#"{ "initial": "a", "context": [], "states": { "a": { "on": { "E": 3 } } } }"#,
          ["test.json: context: expected an object",
           "test.json: states.a.on.E: expected a target state, a transition object or an array of them"]),

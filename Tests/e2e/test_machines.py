@@ -385,7 +385,7 @@ BAD_MACHINES = {
     "unknown-gear": (set_path("states", "opened", "entry", 0, "gear", "windows"),
                      'machines/x.json: states.opened.entry[0].gear: unknown gear "windows": not declared in "gears"'),
     "bad-delay": (set_path("states", "opened", "after", {"0.5": "closed"}),
-                  'machines/x.json: states.opened.after.0.5: bad delay "0.5": a delay is a positive whole number of milliseconds'),
+                  'machines/x.json: states.opened.after["0.5"]: bad delay "0.5": a delay is a positive whole number of milliseconds'),
     "unknown-action-form": (set_path("states", "opened", "entry", 0, "type", "send"),
                             'machines/x.json: states.opened.entry[0].type: unknown action: "send" is not "assign" or "gear.propagate"'),
     "unknown-guard-form": (set_path("states", "locked", "on", "UNLOCK", 0, "guard", {"equals": ["a", "b"]}),
