@@ -422,6 +422,10 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
         pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with a small budget")
     config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
     config["limits"]["feedbackBudget"] = 2000
+    # Machine files are read relative to the config file, which is written elsewhere.
+    for entry in config["spins"]:
+        if "machine" in entry:
+            entry["machine"] = str(ROOT / "Config" / entry["machine"])
     config_path = workdir / "runaway.json"
     config_path.write_text(json.dumps(config))
     runaway = Server(free_port(), workdir / "runaway-storage", {"SPIN_CONFIG": str(config_path)})
