@@ -26,6 +26,9 @@ public struct MachineDefinition: Sendable {
     /// assignments applied to `context` (their Gear events are not sent: a machine that
     /// starts, or restarts, propagates nothing).
     public let initialState: MachineState
+    /// The JSON text the machine was parsed from, byte for byte (members in the order the
+    /// file writes them): what a server shows as the machine's definition.
+    public let source: [UInt8]
 
     /// Every state node by its path from the root; the root is `[]`.
     let nodes: [[String]: StateNode]
@@ -38,9 +41,10 @@ public struct MachineDefinition: Sendable {
     ///     must be one of them. Nil skips that check.
     /// - Throws: `MachineValidationError` with every issue found.
     public init(json: some Sequence<UInt8>, file: String, hostGears: Set<String>? = nil) throws(MachineValidationError) {
+        let bytes = Array(json)
         let root: MachineValue
         do {
-            root = try JSONDecoder().decode(MachineValue.self, from: Data(json))
+            root = try JSONDecoder().decode(MachineValue.self, from: Data(bytes))
         } catch {
             throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .notJSON("\(error)"))])
         }
@@ -50,6 +54,7 @@ public struct MachineDefinition: Sendable {
             throw MachineValidationError(issues: parser.issues)
         }
         self.file = file
+        source = bytes
         id = parsed.id
         gears = parsed.gears
         nodes = parsed.nodes

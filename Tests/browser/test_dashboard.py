@@ -314,6 +314,57 @@ def test_gear_traffic_of_the_auth_routing_example(driver, base_url):
     driver.save_screenshot(str(OUTPUT / "dashboard.png"))
 
 
+def post_event(base_url, spin, event):
+    request = urllib.request.Request(f"{base_url}/v1/spins/{spin}/events", data=json.dumps(event).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as r:
+        return r.status
+
+
+def lit_states(driver, spin):
+    return [g.get_attribute("data-path") for g in
+            driver.find_elements(By.CSS_SELECTOR, f'.spin[data-spin="{spin}"] .chart g.state.current')]
+
+
+def test_a_machine_is_drawn_as_a_state_chart_with_its_current_state_lit(driver, base_url):
+    open_page(driver, base_url)
+    with urllib.request.urlopen(base_url + "/v1/spins/session", timeout=10) as r:
+        if json.load(r)["state"]["value"] != "loggedOut":
+            post_event(base_url, "session", {"type": "forceLogout"})
+    chart = '.spin[data-spin="session"] .chart'
+    wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, chart + " g.state")) == 4, "four states in session's chart")
+    states = driver.find_elements(By.CSS_SELECTOR, chart + " g.state")
+    assert [g.get_attribute("data-state") for g in states] == ["loggedOut", "loggingIn", "loggedIn", "loggingOut"]
+    assert all(g.find_element(By.TAG_NAME, "title").get_attribute("textContent") for g in states)
+    labels = [t.get_attribute("textContent") for t in driver.find_elements(By.CSS_SELECTOR, chart + " .chart-label")]
+    assert "login" in labels and "after 500 ms" in labels
+    assert len(driver.find_elements(By.CSS_SELECTOR, chart + " .chart-initial")) == 1
+    # The counter is a Swift Spin: no chart.
+    assert not driver.find_elements(By.CSS_SELECTOR, '.spin[data-spin="counter"] .chart svg')
+    wait_for(driver, lambda d: lit_states(d, "session") == ["loggedOut"], "loggedOut lit")
+    # Every change of the lit state is recorded in the page, so that the short-lived
+    # loggingIn cannot slip between two polls.
+    driver.execute_script("""
+        const chart = document.querySelector(arguments[0]);
+        window.litHistory = [];
+        new MutationObserver(() => {
+          const lit = [...chart.querySelectorAll("g.state.current")].map(g => g.getAttribute("data-path")).join(",");
+          const h = window.litHistory;
+          if (!h.length || h[h.length - 1].lit !== lit) h.push({lit: lit, at: performance.now()});
+        }).observe(chart, {subtree: true, attributes: true, attributeFilter: ["class"]});
+    """, chart)
+    assert post_event(base_url, "session", {"type": "login"}) == 202
+    wait_for(driver, lambda d: lit_states(d, "session") == ["loggedIn"], "loggedIn lit after the 500 ms timer")
+    history = driver.execute_script("return window.litHistory")
+    lit = [h["lit"] for h in history if h["lit"]]
+    assert lit[-2:] == ["loggingIn", "loggedIn"], history
+    # The timer, not the login itself, moved it on: loggedIn came a while after loggingIn.
+    at = {h["lit"]: h["at"] for h in history}
+    assert at["loggedIn"] - at["loggingIn"] >= 250, history
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(OUTPUT / "chart.png"))
+
+
 def test_reconnects_after_a_server_restart(driver, server, workdir):
     if server is None:
         pytest.skip("SPIN_DASHBOARD_URL set: the server is not ours to restart")
@@ -371,6 +422,10 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
         pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with a small budget")
     config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
     config["limits"]["feedbackBudget"] = 2000
+    # Machine files are read relative to the config file, which is written elsewhere.
+    for entry in config["spins"]:
+        if "machine" in entry:
+            entry["machine"] = str(ROOT / "Config" / entry["machine"])
     config_path = workdir / "runaway.json"
     config_path.write_text(json.dumps(config))
     runaway = Server(free_port(), workdir / "runaway-storage", {"SPIN_CONFIG": str(config_path)})

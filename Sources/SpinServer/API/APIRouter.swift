@@ -182,10 +182,13 @@ package struct APIRouter: Sendable {
         case .spin:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             let (sequence, state) = spin.snapshot()
-            reply(.json(200, .object([("name", .string(spin.name)),
-                                      ("sequence", .number(String(sequence))),
-                                      ("status", .string(spin.status.rawValue)),
-                                      ("state", state)])))
+            var fields: [(String, JSONValue)] = [("name", .string(spin.name)),
+                                                 ("sequence", .number(String(sequence))),
+                                                 ("status", .string(spin.status.rawValue)),
+                                                 ("state", state)]
+            // A declarative machine's Spin also shows its definition (the dashboard's chart).
+            if let machine = spin.machineDefinition { fields.append(("machine", machine)) }
+            reply(.json(200, .object(fields)))
 
         case .spinEvents:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }

@@ -11,6 +11,11 @@
 /// - sends events to the selected Spin (`POST /v1/spins/{name}/events`, JSON editor,
 ///   optional `?wait=true`), shows the answer or the error code and message, and keeps
 ///   the last events sent per Spin in `localStorage` to click and re-send;
+/// - draws each declarative machine Spin (kind `machine`) as an SVG state chart from the
+///   `machine` member of `GET /v1/spins/{name}`: a box per state (children inside their
+///   parent), arcs labelled with events and `after N ms` timers, a double border for
+///   final states, a dot for initial ones; the current state and its ancestors are lit
+///   (class `current`) as states arrive on the stream;
 /// - logs transitions as they arrive (time, Spin, sequence, event → state; sequence gaps
 ///   from a conflated stream are marked);
 /// - shows Gear traffic (`GET /v1/gears`, then `/v1/gears/{name}/stream`);

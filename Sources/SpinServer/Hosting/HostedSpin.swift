@@ -146,6 +146,14 @@ package protocol HostedSpin: AnyObject, Sendable {
                                    onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool
     /// Calls `handler` on the Spin's executor with each suspension, and nil on each resume.
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription
+    /// The JSON definition of a declarative machine's Spin (`GET /v1/spins/{name}` shows
+    /// it as `machine`); nil for every other Spin.
+    var machineDefinition: JSONValue? { get }
+}
+
+extension HostedSpin {
+    /// Nil: only machine Spins have a definition to show.
+    package var machineDefinition: JSONValue? { nil }
 }
 
 /// The `HostedSpin` of a Swift `Spin` with Codable state and events.
@@ -157,10 +165,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// Where the loop starts: the Spin's initial state at 0, or what recovery restored.
     private let origin: Protected<(state: State, sequence: UInt64)?> = Protected(nil)
 
-    init(name: String, kind: String, spin: Spin<State, Event>) {
+    let machineDefinition: JSONValue?
+
+    init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil) {
         self.name = name
         self.kind = kind
         self.spin = spin
+        self.machineDefinition = machineDefinition
     }
 
     /// The loop, made on first use (`prepare`), so that every read has one.

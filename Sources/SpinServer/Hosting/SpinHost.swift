@@ -1,4 +1,6 @@
 import SpinCore
+import SpinMachines
+import SpinWire
 
 /// The named Spins and Gears a server hosts.
 ///
@@ -33,6 +35,19 @@ public final class SpinHost: Sendable {
         try add(HostedLoop(name: name, kind: kind, spin: spin))
     }
 
+    /// Hosts the Spin of a declarative machine under `name`, kind `machine`;
+    /// `GET /v1/spins/{name}` then shows the machine's JSON definition too (the dashboard
+    /// draws it as a state chart).
+    /// - Parameter gears: the Gears its `gears` section names, as for `MachineDefinition.spin(gears:)`.
+    public func host(machine: MachineDefinition, gears: [String: Gear<MachineEvent>] = [:],
+                     named name: String) throws(HostingError) {
+        // The file parsed, but Foundation lets through what RFC 8259 does not (a byte
+        // order mark): only a strictly valid text goes out verbatim.
+        let definition: JSONValue? = JSONValidator.firstProblem(in: machine.source) == nil ? .raw(Self.compact(machine.source)) : nil
+        try add(HostedLoop(name: name, kind: SpinServerConfiguration.machineKind, spin: machine.spin(gears: gears),
+                           machineDefinition: definition))
+    }
+
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
     /// traffic. `spins` names the hosted Spins whose feedbacks attach to it: host them
     /// first (a name not hosted is `HostingError.unknownSpin`).
@@ -48,6 +63,24 @@ public final class SpinHost: Sendable {
             }
             registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear))
         }
+    }
+
+    /// Valid JSON text without the whitespace between its tokens (strings kept as written).
+    static func compact(_ json: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(json.count)
+        var inString = false, escaped = false
+        for byte in json {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D {
+                continue
+            }
+            out.append(byte)
+        }
+        return out
     }
 
     package func add(_ spin: any HostedSpin) throws(HostingError) {

@@ -71,7 +71,7 @@ public struct SpinKindRegistry: Sendable {
             if let machine = entry.machine {
                 var gears: [String: Gear<MachineEvent>] = [:]
                 for name in entry.attachedGears { gears[name] = workshop.gear(named: name, of: MachineEvent.self) }
-                try host.host(machine.definition.spin(gears: gears), named: entry.name, kind: entry.kind)
+                try host.host(machine: machine.definition, gears: gears, named: entry.name)
                 continue
             }
             guard let kind = table[entry.kind] else {
