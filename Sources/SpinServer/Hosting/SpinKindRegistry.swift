@@ -58,8 +58,7 @@ public struct SpinKindRegistry: Sendable {
     /// `make`, each machine from its definition, then each Gear attached to the Spins that
     /// name it.
     /// - Throws: `HostingError` for a kind not registered (a configuration not loaded with
-    ///   `kinds`), a Gear no Spin made, or one asked for with two event types; and what a
-    ///   kind's `make` throws.
+    ///   `kinds`) or a Gear no Spin made; and what a kind's `make` throws.
     public func makeHost(_ configuration: SpinServerConfiguration) throws -> SpinHost {
         let host = SpinHost()
         let workshop = SpinKindContext.Workshop()
