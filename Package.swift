@@ -70,6 +70,8 @@ let package = Package(
         // measuring our code beside a peer in the same run. Not timed tests.
         .executableTarget(name: "spin-core-benchmark", dependencies: ["SpinCore"],
                           path: "Benchmarks/SpinCoreBenchmark"),
+        .executableTarget(name: "spin-seeds-benchmark", dependencies: ["SpinCore", "SpinMachines"],
+                          path: "Benchmarks/SpinSeedsBenchmark"),
         .executableTarget(name: "spin-http-benchmark", dependencies: ["SpinWire"],
                           path: "Benchmarks/SpinHTTPBenchmark"),
         .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire", "CZlib"],

@@ -69,6 +69,9 @@ rows.append(("post at half saturation, fsync none (the peer keeps no disk), p50/
              ms(half_none("latency.p50_us"), half_none("latency.p99_us")),
              ms(half_peer("latency.p50_us"), half_peer("latency.p99_us")),
              f"{ratio(half_none('latency.p99_us'), half_peer('latency.p99_us'))} (p99)", ""))
+machine = median("post", "ours-machine", "events_per_s")
+rows.append(("post events/s, JSON machine twin of the counter (fsync batch)", rate(machine), "—",
+             f"machine/counter {ratio(machine, ours)}", ""))
 none = median("post", "ours-none", "events_per_s")
 always = median("post", "ours-always", "events_per_s")
 rows.append(("post events/s, fsync none", rate(none), "—", f"batch/none {ratio(ours, none)}", ""))

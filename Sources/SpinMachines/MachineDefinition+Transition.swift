@@ -15,7 +15,7 @@ extension MachineDefinition {
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
         guard nodes[state.value] != nil else { return nil }
         guard let (source, chosen) = select(state, event) else { return nil }
-        var run = ActionRun(context: state.context, event: event.value)
+        var run = ActionRun(context: state.context, event: event)
         guard let target = chosen.target else {
             run.perform(chosen.actions)
             return MachineState(value: state.value, context: run.context,
@@ -49,7 +49,8 @@ extension MachineDefinition {
             return (path, chosen)
         }
         for length in stride(from: state.value.count, to: 0, by: -1) {
-            let path = Array(state.value.prefix(length))
+            // The active leaf itself is the usual source: no copy of its path for it.
+            let path = length == state.value.count ? state.value : Array(state.value.prefix(length))
             if let candidates = nodes[path]?.on[event.type], let chosen = firstEnabled(candidates, state, event) {
                 return (path, chosen)
             }
@@ -58,7 +59,7 @@ extension MachineDefinition {
     }
 
     private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
-        let scope = GuardScope(state: state, event: event.value)
+        let scope = GuardScope(state: state, event: event)
         return candidates.first { $0.guardCondition.map(scope.holds) ?? true }
     }
 
@@ -81,7 +82,7 @@ extension MachineDefinition {
     /// The initial state: the root's initial chain entered, its entry assignments applied.
     static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
         var path: [String] = []
-        var run = ActionRun(context: context, event: .object([:]))
+        var run = ActionRun(context: context, event: nil)
         while let initial = nodes[path]?.initial {
             path.append(initial)
             run.perform(nodes[path]?.entry ?? [])
@@ -93,10 +94,11 @@ extension MachineDefinition {
 /// The context and outbox of one transition while its actions run.
 struct ActionRun {
     var context: [String: MachineValue]
-    let event: MachineValue
+    /// The event being applied; nil while the initial state is entered.
+    let event: MachineEvent?
     var propagations: [MachinePropagation] = []
 
-    init(context: [String: MachineValue], event: MachineValue) {
+    init(context: [String: MachineValue], event: MachineEvent?) {
         self.context = context
         self.event = event
     }
@@ -124,9 +126,10 @@ struct ActionRun {
 }
 
 extension Reference {
-    /// The value it names; `null` when the path leads nowhere.
-    func resolve(event: MachineValue, context: [String: MachineValue]) -> MachineValue {
-        let base = root == .event ? event : .object(context)
+    /// The value it names; `null` when the path leads nowhere. The event (an empty
+    /// object when nil) is made a `MachineValue` only when it is read, not per step.
+    func resolve(event: MachineEvent?, context: [String: MachineValue]) -> MachineValue {
+        let base = root == .event ? event?.value ?? .object([:]) : .object(context)
         return base.value(at: path) ?? .null
     }
 }
@@ -134,7 +137,7 @@ extension Reference {
 /// What guards read: the state before the event, and the event.
 struct GuardScope {
     let state: MachineState
-    let event: MachineValue
+    let event: MachineEvent
 
     func holds(_ condition: MachineGuard) -> Bool {
         switch condition {

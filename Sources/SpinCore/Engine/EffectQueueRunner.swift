@@ -40,7 +40,7 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
     func receive(_ state: State) {}
 
     func applied(_ event: Event, from: State, to: State) {
-        guard let effect = table.transition(from: from, on: event)?.effect, !effect.isNone else { return }
+        guard table.hasEffects, let effect = table.transition(from: from, on: event)?.effect, !effect.isNone else { return }
         let cancelled = queues.withLock { queues -> [Running] in
             guard !queues.stopped else { return [] }
             var cancelled: [Running] = []

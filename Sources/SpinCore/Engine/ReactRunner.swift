@@ -46,6 +46,9 @@ final class ReactRunner<State: Sendable, Request: Equatable & Sendable, Event: S
 
     func receive(_ state: State) {
         let wanted = requests(state)
+        // The usual state asks for what already runs (or for nothing while nothing
+        // runs): then there is nothing to cancel or start, and no array work to do.
+        if wanted.count == running.count, wanted.indices.allSatisfy({ wanted[$0] == running[$0].request }) { return }
         running.removeAll { entry in
             guard !wanted.contains(entry.request) else { return false }
             entry.cancelled.set()

@@ -24,10 +24,13 @@
 public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
     /// The rows, in the order they are tried.
     public let rows: [TransitionRow<State, Event, Environment>]
+    /// False when no row can have an effect: the effect runner then skips its look-up.
+    let hasEffects: Bool
 
     /// A table of `rows`, tried in order.
     public init(_ rows: [TransitionRow<State, Event, Environment>]) {
         self.rows = rows
+        hasEffects = rows.contains { $0.mayHaveEffect }
     }
 
     /// The first matching row's new state and effect, or nil when no row matches.
@@ -54,10 +57,13 @@ public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sen
 public struct TransitionRow<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
     /// The new state and effect when the row matches `(state, event)`, else nil.
     public let match: @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?
+    /// False only when the row is known never to have an effect.
+    let mayHaveEffect: Bool
 
     /// A row as a function, Harvest's `EffectMapping`: return nil when it does not match.
     public init(_ match: @escaping @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?) {
         self.match = match
+        mayHaveEffect = true
     }
 
     /// A row whose new state is computed from the state and the event (for payloads).
@@ -71,6 +77,7 @@ public struct TransitionRow<State: Sendable, Event: Sendable, Environment: Senda
             guard event.matches(incoming), state.matches(current) else { return nil }
             return (next(current, incoming), effect)
         }
+        mayHaveEffect = !effect.isNone
     }
 
     /// The same row with `effect` run after it (added to any effect it had).
