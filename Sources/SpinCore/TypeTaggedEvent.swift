@@ -30,7 +30,11 @@
 /// member at fault and whose description says what was expected:
 /// `unknown type "jump": expected "type" to be one of "add", "toggle", "cleanup"`,
 /// `"add" needs field "title" (a string)`.
-public protocol TypeTaggedEvent: Codable {
+///
+/// Its JSON Schema (`JSONSchemaDescribable`) comes from `eventTypes`: one object per type,
+/// `type` its name, with the fields an entry lists (`.type("add", fields: ["title": .string()])`);
+/// an entry that lists none allows any other member.
+public protocol TypeTaggedEvent: Codable, JSONSchemaDescribable {
     /// Every accepted `type`, each with how to make the case from the object's fields.
     static var eventTypes: [EventType<Self>] { get }
 }
@@ -39,18 +43,32 @@ public protocol TypeTaggedEvent: Codable {
 public struct EventType<Event>: Sendable {
     /// The `type` member's value.
     public let name: String
+    /// The fields `make` reads, each required, with their schemas; nil when not described
+    /// (the event's schema then allows any member besides `type`).
+    public let fields: [(key: String, value: JSONSchema)]?
     let make: @Sendable (EventFields) throws -> Event
 
     /// A case with fields: `make` reads them from its argument, `try $0("title")`.
-    public static func type(_ name: String, _ make: @escaping @Sendable (EventFields) throws -> Event) -> EventType {
-        EventType(name: name, make: make)
+    /// - Parameter fields: the members `make` requires and what each must be, for the
+    ///   event's JSON Schema: `["title": .string(minLength: 1)]`.
+    public static func type(_ name: String, fields: KeyValuePairs<String, JSONSchema>? = nil,
+                            _ make: @escaping @Sendable (EventFields) throws -> Event) -> EventType {
+        EventType(name: name, fields: fields.map { $0.map { (key: $0.key, value: $0.value) } }, make: make)
+    }
+
+    /// The JSON Schema of this type's events: `type` is `name`, and the listed fields are
+    /// required.
+    public var jsonSchema: JSONSchema {
+        let type = (key: "type", value: JSONSchema.const(name))
+        guard let fields else { return .object([type], required: ["type"]) }
+        return .object([type] + fields)
     }
 }
 
 extension EventType where Event: Sendable {
     /// A case without associated values; its name is the case name.
     public static func type(_ event: Event) -> EventType {
-        EventType(name: EventFields.caseName(of: event), make: { _ in event })
+        EventType(name: EventFields.caseName(of: event), fields: [], make: { _ in event })
     }
 }
 
@@ -60,6 +78,11 @@ extension TypeTaggedEvent where Self: CaseIterable, Self: Sendable {
 }
 
 extension TypeTaggedEvent {
+    /// One object schema per entry of `eventTypes`, in order (`oneOf`).
+    public static var jsonSchema: JSONSchema {
+        .oneOf(eventTypes.map(\.jsonSchema))
+    }
+
     /// Reads `type`, then the fields of that case through its `eventTypes` entry.
     public init(from decoder: any Decoder) throws {
         let types = Self.eventTypes

@@ -28,7 +28,7 @@ public struct AuthRouting: Sendable {
 /// `loaded` while the session is valid and `unauthorizedResponse` otherwise; in
 /// `unauthorized` it propagates `authorizationIssueHappened` on Gear `auth`.
 public enum Feature {
-    public enum Status: String, Codable, Equatable, Sendable {
+    public enum Status: String, Codable, CaseIterable, Equatable, Sendable {
         case idle, loading, loaded, unauthorized
     }
 
@@ -54,7 +54,7 @@ public enum Feature {
 
         public static let eventTypes: [EventType<Event>] = [
             .type(.load),
-            .type("loaded") { try .loaded(items: $0("items") { $0 >= 0 ? nil : "must be 0 or more, got \($0)" }) },
+            .type("loaded", fields: ["items": .integer(minimum: 0)]) { try .loaded(items: $0("items") { $0 >= 0 ? nil : "must be 0 or more, got \($0)" }) },
             .type(.unauthorizedResponse),
         ]
     }
@@ -96,7 +96,7 @@ public enum Feature {
 /// (→ `home`); catches `authorizationIssueHappened` on Gear `auth` and emits
 /// `checkAuthorization`.
 public enum Router {
-    public enum Route: String, Codable, Equatable, Sendable {
+    public enum Route: String, Codable, CaseIterable, Equatable, Sendable {
         case launching, checkingAuthorization, home, login
     }
 
@@ -164,5 +164,20 @@ public enum Router {
                      emitting: Event.checkAuthorization)
             Reducer(reduce)
         }
+    }
+}
+
+extension Feature.State: JSONSchemaDescribable {
+    /// `{"status":s,"items":n}`, s one of `Feature.Status`.
+    public static var jsonSchema: JSONSchema {
+        .object(["status": .oneOf(strings: Feature.Status.allCases.map(\.rawValue)), "items": .integer(minimum: 0)])
+    }
+}
+
+extension Router.State: JSONSchemaDescribable {
+    /// `{"route":r,"authorizationChecks":n}`, r one of `Router.Route`.
+    public static var jsonSchema: JSONSchema {
+        .object(["route": .oneOf(strings: Router.Route.allCases.map(\.rawValue)),
+                 "authorizationChecks": .integer(minimum: 0)])
     }
 }

@@ -76,3 +76,8 @@ public enum Counter {
         }
     }
 }
+
+extension Counter.State: JSONSchemaDescribable {
+    /// `{"value":n}`.
+    public static var jsonSchema: JSONSchema { .object(["value": .integer()]) }
+}

@@ -35,7 +35,7 @@ public enum Levels {
 
         public static let eventTypes: [EventType<Event>] = [
             .type(.increaseLeft), .type(.decreaseLeft), .type(.increaseRight), .type(.decreaseRight),
-            .type("set") { try .set(left: $0("left", Levels.problem), right: $0("right", Levels.problem)) },
+            .type("set", fields: ["left": .integer(in: Levels.range), "right": .integer(in: Levels.range)]) { try .set(left: $0("left", Levels.problem), right: $0("right", Levels.problem)) },
         ]
     }
 
@@ -96,4 +96,9 @@ public enum Levels {
             .feedback(Feedback(effect: rightEffect))
             .reducer(Reducer(reduce))
     }
+}
+
+extension Levels.State: JSONSchemaDescribable {
+    /// `{"left":l,"right":r}`.
+    public static var jsonSchema: JSONSchema { .object(["left": .integer(), "right": .integer()]) }
 }

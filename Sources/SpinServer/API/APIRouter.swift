@@ -31,20 +31,20 @@ package struct StreamResume: Sendable, Equatable {
         self.epoch = epoch
     }
 
-    /// Nil when the request does not resume; throws 400 on a `since` that is not a
-    /// sequence number.
+    /// Nil when the request does not resume; throws 400 on a `since` or a `Last-Event-ID`
+    /// that is not a sequence number (the header is checked even when `since`, which
+    /// wins, is given: a malformed request is refused whole).
     init?(_ request: HTTPRequest) throws(APIError) {
-        let text: String
-        if let since = request.target.queryParameter("since") {
-            text = since
-        } else if let lastEventID = request.headers["Last-Event-ID"] {
-            text = lastEventID.trimmingCharacters(in: .whitespaces)
-        } else {
-            return nil
+        func sequence(_ text: String) throws(APIError) -> UInt64 {
+            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let since = UInt64(text) else {
+                throw .badRequest("since (or Last-Event-ID) must be a sequence number, not \"\(text)\"")
+            }
+            return since
         }
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let since = UInt64(text) else {
-            throw .badRequest("since (or Last-Event-ID) must be a sequence number, not \"\(text)\"")
+        let lastEventID = try request.headers["Last-Event-ID"].map { (header) throws(APIError) in
+            try sequence(header.trimmingCharacters(in: .whitespaces))
         }
+        guard let since = try request.target.queryParameter("since").map(sequence) ?? lastEventID else { return nil }
         self.since = since
         self.epoch = request.target.queryParameter("epoch").flatMap { $0.isEmpty ? nil : $0 }
     }
@@ -157,7 +157,8 @@ package struct APIRouter: Sendable {
             }
 
         case .openAPI:
-            reply(APIResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(OpenAPIDocument.json.utf8)))
+            reply(APIResponse(status: 200, headers: [("Content-Type", "application/json")],
+                              body: OpenAPIDocument.render(spins: host.spins)))
 
         case .metrics:
             let spins = host.spins.map { spin in
@@ -188,7 +189,13 @@ package struct APIRouter: Sendable {
                                                  ("state", state)]
             // A declarative machine's Spin also shows its definition (the dashboard's chart).
             if let machine = spin.machineDefinition { fields.append(("machine", machine)) }
+            fields.append(("schema", .string(OpenAPIDocument.schemaPath(of: spin.name))))
             reply(.json(200, .object(fields)))
+
+        case .spinSchema:
+            guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
+            reply(.json(200, .object([("event", JSONValue(spin.schema.event.json)),
+                                      ("state", JSONValue(spin.schema.state.json))])))
 
         case .spinEvents:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }

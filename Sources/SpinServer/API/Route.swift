@@ -14,6 +14,7 @@ package enum Route: String, CaseIterable, Sendable {
     case spinEvents = "/v1/spins/{name}/events"
     case spinResume = "/v1/spins/{name}/resume"
     case spinStream = "/v1/spins/{name}/stream"
+    case spinSchema = "/v1/spins/{name}/schema"
     case gears = "/v1/gears"
     case gearStream = "/v1/gears/{name}/stream"
     /// Only with `testing.echoEndpoint`; not in the OpenAPI document.
@@ -35,7 +36,7 @@ package enum Route: String, CaseIterable, Sendable {
     package var scope: Scope? {
         switch self {
         case .dashboard, .healthz, .readyz, .openAPI: nil
-        case .metrics, .spins, .spin, .spinStream, .gears, .gearStream, .echo: .read
+        case .metrics, .spins, .spin, .spinStream, .spinSchema, .gears, .gearStream, .echo: .read
         case .spinEvents: .write
         case .spinResume: .admin
         }
@@ -77,7 +78,8 @@ package enum Route: String, CaseIterable, Sendable {
 
     /// The routes with a name: `prefix`, the name, then one of the suffixes.
     private static let named: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [
-        ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream)]),
+        ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream),
+                        ("/schema", .spinSchema)]),
         ("/v1/gears/", [("/stream", .gearStream)]),
     ]
 

@@ -149,11 +149,15 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// The JSON definition of a declarative machine's Spin (`GET /v1/spins/{name}` shows
     /// it as `machine`); nil for every other Spin.
     var machineDefinition: JSONValue? { get }
+    /// The JSON Schemas of its events and state (`GET /v1/spins/{name}/schema`).
+    var schema: SpinSchema { get }
 }
 
 extension HostedSpin {
     /// Nil: only machine Spins have a definition to show.
     package var machineDefinition: JSONValue? { nil }
+    /// Any object with a `type` for events, any state.
+    package var schema: SpinSchema { SpinSchema(event: SpinSchema.anyEvent, state: .any) }
 }
 
 /// The `HostedSpin` of a Swift `Spin` with Codable state and events.
@@ -166,12 +170,15 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private let origin: Protected<(state: State, sequence: UInt64)?> = Protected(nil)
 
     let machineDefinition: JSONValue?
+    let schema: SpinSchema
 
-    init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil) {
+    init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil,
+         schema: SpinSchema? = nil) {
         self.name = name
         self.kind = kind
         self.spin = spin
         self.machineDefinition = machineDefinition
+        self.schema = schema ?? .of(State.self, Event.self)
     }
 
     /// The loop, made on first use (`prepare`), so that every read has one.

@@ -28,11 +28,14 @@ public final class SpinHost: Sendable {
     public init() {}
 
     /// Hosts `spin` under `name` (letters, digits, `-`, `_` and `.`; unique).
-    /// - Parameter kind: what `GET /v1/spins` says made it; `swift` unless given.
+    /// - Parameters:
+    ///   - kind: what `GET /v1/spins` says made it; `swift` unless given.
+    ///   - schema: the JSON Schemas of its events and state; nil takes what the types
+    ///     describe (`SpinSchema.of`).
     public func host<State: Codable & Sendable, Event: Codable & Sendable>(
-        _ spin: Spin<State, Event>, named name: String, kind: String = "swift"
+        _ spin: Spin<State, Event>, named name: String, kind: String = "swift", schema: SpinSchema? = nil
     ) throws(HostingError) {
-        try add(HostedLoop(name: name, kind: kind, spin: spin))
+        try add(HostedLoop(name: name, kind: kind, spin: spin, schema: schema))
     }
 
     /// Hosts the Spin of a declarative machine under `name`, kind `machine`;
@@ -45,7 +48,8 @@ public final class SpinHost: Sendable {
         // order mark): only a strictly valid text goes out verbatim.
         let definition: JSONValue? = JSONValidator.firstProblem(in: machine.source) == nil ? .raw(Self.compact(machine.source)) : nil
         try add(HostedLoop(name: name, kind: SpinServerConfiguration.machineKind, spin: machine.spin(gears: gears),
-                           machineDefinition: definition))
+                           machineDefinition: definition,
+                           schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema)))
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its

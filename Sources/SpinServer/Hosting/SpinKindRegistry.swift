@@ -155,8 +155,11 @@ public final class SpinKindContext {
     public var name: String { entry.name }
 
     /// Hosts `spin` under the entry's name, with its kind.
-    public func host<State: Codable & Sendable, Event: Codable & Sendable>(_ spin: Spin<State, Event>) throws(HostingError) {
-        try spinHost.host(spin, named: entry.name, kind: entry.kind)
+    /// - Parameter schema: the JSON Schemas of its events and state; nil takes what the
+    ///   types describe (`SpinSchema.of`).
+    public func host<State: Codable & Sendable, Event: Codable & Sendable>(_ spin: Spin<State, Event>,
+                                                                           schema: SpinSchema? = nil) throws(HostingError) {
+        try spinHost.host(spin, named: entry.name, kind: entry.kind, schema: schema)
     }
 
     /// The Gear the entry names, as a `Gear<GearEvent>`: one per Gear name and event

@@ -1,0 +1,36 @@
+import SpinCore
+
+extension MachineDefinition {
+    /// Every event type some state's `on` table names, sorted.
+    public var eventTypes: [String] {
+        Set(nodes.values.flatMap(\.on.keys)).sorted()
+    }
+
+    /// The JSON Schema of the machine's events: one branch per type its `on` tables name
+    /// (`{"type":"OPEN"}`, other members free: guards and actions may read them), and one
+    /// for any other string `type`, which the machine accepts and ignores (no transition).
+    public var eventSchema: JSONSchema {
+        let known = eventTypes
+        let other = JSONSchema.object(["type": JSONSchema.string()
+                                        .with("not", .object([.init("enum", .array(known.map(JSONSchema.JSON.string)))]))])
+            .described("A type no state of the machine has a transition for: accepted and ignored (no_transition).")
+        guard !known.isEmpty else {
+            return JSONSchema.object(["type": .string()])
+                .described("The machine has no transitions: every event is accepted and ignored (no_transition).")
+        }
+        return .oneOf(known.map { JSONSchema.object(["type": .const($0)]) } + [other])
+    }
+
+    /// The JSON Schema of the machine's state, `{"value":..,"context":{..}}`: `value` is
+    /// the name of a top-level state, or an object for a nested one (`{"a":"b"}`).
+    public var stateSchema: JSONSchema {
+        let topLevel = nodes.values.filter { $0.path.count == 1 }
+        let atomic = topLevel.filter { $0.kind != .compound }.map { $0.path[0] }.sorted()
+        let nested = topLevel.contains { $0.kind == .compound }
+        var forms: [JSONSchema] = []
+        if !atomic.isEmpty { forms.append(.oneOf(strings: atomic)) }
+        if nested { forms.append(JSONSchema.object([:])) }
+        let value = forms.count == 1 ? forms[0] : .oneOf(forms)
+        return .object(["value": value, "context": JSONSchema.object([:])])
+    }
+}
