@@ -33,6 +33,36 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
             }
         }
 
+        /// Compact JSON text, object members in order (Foundation's `JSONEncoder` may
+        /// reorder them).
+        public var text: String {
+            switch self {
+            case .null: "null"
+            case .bool(let value): value ? "true" : "false"
+            case .integer(let value): String(value)
+            case .double(let value): value.isFinite ? "\(value)" : "null"
+            case .string(let value): Self.quoted(value)
+            case .array(let items): "[" + items.map(\.text).joined(separator: ",") + "]"
+            case .object(let members): "{" + members.map { Self.quoted($0.key) + ":" + $0.value.text }.joined(separator: ",") + "}"
+            }
+        }
+
+        private static func quoted(_ string: String) -> String {
+            var out = "\""
+            for scalar in string.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+
         /// The object's member `key`; nil for a missing member or a value that is no object.
         public subscript(key: String) -> JSON? {
             guard case .object(let members) = self else { return nil }
@@ -105,7 +135,7 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
 
     public func encode(to encoder: any Encoder) throws { try json.encode(to: encoder) }
 
-    public var description: String { "JSONSchema(\(json))" }
+    public var description: String { json.text }
 
     // MARK: - Factories
 

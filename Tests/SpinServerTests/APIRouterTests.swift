@@ -138,7 +138,7 @@ struct APIRouterTests {
         let host = try makeExampleHost()
         let router = makeRouter(host)
         _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
-        #expect(await router.respond("GET", "/v1/spins/counter").text == #"{"name":"counter","sequence":10,"status":"running","state":{"value":10}}"#)
+        #expect(await router.respond("GET", "/v1/spins/counter").text == #"{"name":"counter","sequence":10,"status":"running","state":{"value":10},"schema":"/v1/spins/counter/schema"}"#)
         let missing = await router.respond("GET", "/v1/spins/nope")
         #expect(missing.status == 404)
         #expect(missing.errorCode == "spin_not_found")
@@ -438,17 +438,68 @@ struct APIRouterTests {
         let document = await makeRouter(try makeExampleHost()).respond("GET", "/openapi.json").object
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
-        #expect(paths == ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
-                          "/v1/spins/{name}/events", "/v1/spins/{name}/resume", "/v1/spins/{name}/stream", "/v1/gears",
-                          "/v1/gears/{name}/stream"])
+        let spins = ["counter", "levels", "feature", "router"]
+        let perSpin = ["", "/events", "/resume", "/schema", "/stream"]
+        #expect(paths == Set(["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/gears",
+                              "/v1/gears/{name}/stream"] + spins.flatMap { spin in perSpin.map { "/v1/spins/\(spin)\($0)" } }))
         // The route table and the document agree: every route but the test-only echo,
-        // with the route's method (GET routes that do not stream list HEAD too).
-        #expect(paths == Set(Route.allCases.filter { $0 != .echo }.map(\.template)))
+        // with the route's method (GET routes that do not stream list HEAD too); a route
+        // of one Spin is listed once per hosted Spin.
         let documented = document["paths"] as? [String: [String: Any]] ?? [:]
         for route in Route.allCases where route != .echo {
-            let methods = Set((documented[route.template] ?? [:]).keys.filter { ["get", "head", "post"].contains($0) })
-            #expect(methods.contains(route.method.lowercased()), "\(route.template)")
+            let listed = route.template.hasPrefix("/v1/spins/{name}")
+                ? spins.map { route.template.replacingOccurrences(of: "{name}", with: $0) } : [route.template]
+            for path in listed {
+                let methods = Set((documented[path] ?? [:]).keys.filter { ["get", "head", "post"].contains($0) })
+                #expect(methods.contains(route.method.lowercased()), "\(path)")
+            }
         }
+    }
+
+    @Test func openAPI_GivesEachSpinItsOwnEventAndStateSchemas() async throws {
+        let document = await makeRouter(try makeExampleHost()).respond("GET", "/openapi.json").object
+        let schemas = (document["components"] as? [String: Any])?["schemas"] as? [String: Any] ?? [:]
+        let counterEvent = schemas["Spin.counter.Event"] as? [String: Any]
+        let types = (counterEvent?["oneOf"] as? [[String: Any]])?.compactMap {
+            (($0["properties"] as? [String: Any])?["type"] as? [String: Any])?["const"] as? String
+        }
+        #expect(types == ["increase", "decrease", "reset"])
+        #expect(schemas["Spin.levels.State"] != nil)
+        // The events path of a Spin takes that Spin's events, alone or in an array.
+        let paths = document["paths"] as? [String: Any] ?? [:]
+        let post = (paths["/v1/spins/levels/events"] as? [String: Any])?["post"] as? [String: Any]
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: post?["requestBody"] ?? [:], options: .withoutEscapingSlashes), as: UTF8.self)
+        #expect(body.contains("#/components/schemas/Spin.levels.Event"))
+        #expect(!body.contains("#/components/schemas/Event\""))
+        // A concrete path has no {name} parameter.
+        #expect((paths["/v1/spins/levels"] as? [String: Any])?["parameters"] == nil)
+    }
+
+    @Test func aSpin_LinksItsSchemas_WhichDescribeItsEventsAndState() async throws {
+        let router = makeRouter(try makeExampleHost())
+        #expect(await router.respond("GET", "/v1/spins/levels").object["schema"] as? String == "/v1/spins/levels/schema")
+        let schemas = await router.respond("GET", "/v1/spins/levels/schema")
+        #expect(schemas.status == 200)
+        let event = schemas.object["event"] as? [String: Any]
+        let set = (event?["oneOf"] as? [[String: Any]])?.last
+        #expect(set?["required"] as? [String] == ["type", "left", "right"])
+        let state = schemas.object["state"] as? [String: Any]
+        #expect(state?["required"] as? [String] == ["left", "right"])
+        #expect(await router.respond("GET", "/v1/spins/nope/schema").status == 404)
+    }
+
+    @Test func aSpinOfTypesThatDoNotDescribeThemselves_GetsAPermissiveSchema() async throws {
+        struct Plain: Codable, Sendable { var type: String }
+        let host = SpinHost()
+        try host.host(Spin(initialState: 0, feedbacks: [], reducer: Reducer { (state: Int, _: Plain) in state }), named: "plain")
+        host.start()
+        defer { host.stop() }
+        let schemas = await makeRouter(host).respond("GET", "/v1/spins/plain/schema").object
+        let event = schemas["event"] as? [String: Any]
+        let type = (event?["properties"] as? [String: Any])?["type"] as? [String: Any]
+        #expect(event?["required"] as? [String] == ["type"])
+        #expect(type?["minLength"] as? Int == 1)
+        #expect((schemas["state"] as? [String: Any])?.isEmpty == true)
     }
 
     @Test func theDashboard_IsServedOpenAsHTML() async throws {
@@ -470,7 +521,8 @@ struct APIRouterTests {
     @Test(arguments: [
         ("/", Route.dashboard, ""), ("/v1/spins", .spins, ""), ("/v1/spins/counter", .spin, "counter"),
         ("/v1/spins/a-b_c/events", .spinEvents, "a-b_c"), ("/v1/spins/x/resume", .spinResume, "x"),
-        ("/v1/spins/x/stream", .spinStream, "x"), ("/v1/gears/auth/stream", .gearStream, "auth"), ("/v1/echo", .echo, ""),
+        ("/v1/spins/x/stream", .spinStream, "x"), ("/v1/spins/x/schema", .spinSchema, "x"),
+        ("/v1/gears/auth/stream", .gearStream, "auth"), ("/v1/echo", .echo, ""),
         ("/v1/spins//events", .spinEvents, ""), ("/v1/spins/", .spin, ""),
     ])
     func routeMatch_FindsTheRouteAndTheName(path: String, route: Route, name: String) throws {

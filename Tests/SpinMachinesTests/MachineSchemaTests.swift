@@ -1,0 +1,42 @@
+import SpinCore
+import SpinMachines
+import Testing
+
+/// The JSON Schemas a machine derives from its definition.
+struct MachineSchemaTests {
+    private let door = """
+        { "id": "door", "initial": "closed", "context": { "opens": 0 },
+          "states": {
+            "closed": { "on": { "OPEN": "opened", "LOCK": "locked" } },
+            "opened": { "on": { "CLOSE": "closed" } },
+            "locked": { "on": { "UNLOCK": "closed" } } } }
+        """
+
+    @Test func events_AreTheOnTypes_PlusAnyOtherTypeAsIgnored() throws {
+        let machine = try makeMachine(door)
+        #expect(machine.eventTypes == ["CLOSE", "LOCK", "OPEN", "UNLOCK"])
+        guard case .array(let branches)? = machine.eventSchema["oneOf"] else { Issue.record("no oneOf"); return }
+        #expect(branches.dropLast().map { $0["properties"]?["type"]?["const"] }
+            == ["CLOSE", "LOCK", "OPEN", "UNLOCK"].map(JSONSchema.JSON.string))
+        // The last branch: a type the machine does not know is accepted (and ignored).
+        let other = try #require(branches.last)
+        #expect(other["properties"]?["type"]?["not"]?["enum"] == .array(machine.eventTypes.map(JSONSchema.JSON.string)))
+    }
+
+    @Test func theState_IsValueAndContext_ValueOneOfTheTopLevelStates() throws {
+        let state = try makeMachine(door).stateSchema
+        #expect(state["required"] == .array([.string("value"), .string("context")]))
+        #expect(state["properties"]?["value"]?["enum"] == .array(["closed", "locked", "opened"].map(JSONSchema.JSON.string)))
+    }
+
+    @Test func aNestedState_MakesValueAnObjectToo() throws {
+        let machine = try makeMachine("""
+            { "initial": "a", "states": { "a": { "on": { "GO": "b" } },
+              "b": { "initial": "x", "states": { "x": { "on": { "BACK": "#a" } } } } } }
+            """)
+        guard case .array(let forms)? = machine.stateSchema["properties"]?["value"]?["oneOf"] else {
+            Issue.record("value is not oneOf"); return
+        }
+        #expect(forms.map { $0["type"] } == [.string("string"), .string("object")])
+    }
+}
