@@ -277,6 +277,29 @@ def test_levels_set_converges_on_the_page(driver, base_url):
     assert shown == spin_view(driver, "levels")[1]
 
 
+def example_buttons(driver):
+    return [b.get_attribute("textContent") for b in driver.find_elements(By.CSS_SELECTOR, "#examples button")]
+
+
+def test_example_events_come_from_each_spins_schema(driver, base_url):
+    open_page(driver, base_url)
+    select_spin(driver, "levels")
+    wait_for(driver, lambda d: len(example_buttons(d)) == 5, "the five levels examples")
+    examples = [json.loads(text) for text in example_buttons(driver)]
+    assert examples[0] == {"type": "increaseLeft"}
+    assert examples[-1] == {"type": "set", "left": 0, "right": 0}
+    # A machine's examples are the types of its on tables.
+    select_spin(driver, "session")
+    wait_for(driver, lambda d: "loginOK" in "".join(example_buttons(d)), "the session examples")
+    assert {json.loads(text)["type"] for text in example_buttons(driver)} == \
+        {"forceLogout", "login", "loginOK", "logout", "logoutOK"}
+    # A click puts the example in the editor, and it is accepted as it is.
+    driver.find_element(By.CSS_SELECTOR, "#examples button").click()
+    assert json.loads(driver.find_element(By.ID, "event-input").get_attribute("value")) == {"type": "forceLogout"}
+    driver.find_element(By.ID, "send").click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "result").get_attribute("class") == "ok", "the example accepted")
+
+
 def test_errors_show_code_and_message(driver, base_url):
     open_page(driver, base_url)
     select_spin(driver, "levels")

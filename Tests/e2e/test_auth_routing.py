@@ -83,4 +83,5 @@ def test_auth_issue_in_feature_makes_router_recheck(start_server):
     run_async(scenario(), timeout=50)
     settled = server.settled_sequences()
     assert server.spin("router") == {"name": "router", "sequence": settled["router"], "status": "running",
-                                     "state": {"route": "home", "authorizationChecks": 3}}
+                                     "state": {"route": "home", "authorizationChecks": 3},
+                                     "schema": "/v1/spins/router/schema"}

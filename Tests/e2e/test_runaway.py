@@ -37,7 +37,8 @@ def resume_and_settle(server, value: int, headers: dict | None = None) -> None:
     assert resumed.status_code == 200, resumed.text
     assert resumed.json() == {"name": "levels", "status": "running"}
     assert server.spin("levels", headers) == {"name": "levels", "sequence": before + 1, "status": "running",
-                                              "state": {"left": value, "right": value}}
+                                              "state": {"left": value, "right": value},
+                                              "schema": "/v1/spins/levels/schema"}
 
 
 def test_a_runaway_is_suspended_with_memory_bounded_and_resumed_by_an_admin(start_server):
@@ -62,7 +63,7 @@ def test_a_runaway_is_suspended_with_memory_bounded_and_resumed_by_an_admin(star
     elapsed = time.monotonic() - began
     # The set, then exactly the budget of feedback events.
     assert spin["sequence"] == start + 1 + 100_000, spin
-    assert list(spin) == ["name", "sequence", "status", "state"]
+    assert list(spin) == ["name", "sequence", "status", "state", "schema"]
     assert spin["state"] == {"left": -1_000_000_000 + 50_000, "right": 1_000_000_000 - 50_000}
     time.sleep(1.0)
     rss_suspended = server.rss_kib()

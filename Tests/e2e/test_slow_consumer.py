@@ -75,7 +75,8 @@ def test_stuck_stream_client_is_conflated_and_hurts_no_one(start_server):
         slowest_read = max(slowest_read, time.monotonic() - began)
 
     final = start + BATCHES * BATCH_SIZE
-    assert server.spin("levels") == {"name": "levels", "sequence": final, "status": "running", "state": last_state}
+    assert server.spin("levels") == {"name": "levels", "sequence": final, "status": "running", "state": last_state,
+                                     "schema": "/v1/spins/levels/schema"}
 
     # The well-behaved stream saw every event, in order (or at worst conflated, never stuck).
     reader.target = final

@@ -58,6 +58,12 @@ def test_the_todo_server_serves_its_kinds_and_stops_with_exit_0_on_sigterm(todo_
         status, body = request(port, "POST", "/v1/spins/todos/events", {"type": "add"})
         assert status == 422
         assert body["error"]["message"].endswith('title: "add" needs field "title" (a string)')
+        # The kind's schemas: its events from eventTypes' fields, its state from its type.
+        status, schemas = request(port, "GET", "/v1/spins/todos/schema")
+        assert status == 200
+        add = schemas["event"]["oneOf"][0]
+        assert add["required"] == ["type", "title"] and add["properties"]["title"] == {"type": "string", "minLength": 1}
+        assert schemas["state"]["required"] == ["items", "nextID", "archived"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0, log.read_text()
         assert "stopped" in log.read_text()

@@ -20,7 +20,9 @@ public enum Stats {
         case reset
 
         public static let eventTypes: [EventType<Event>] = [
-            .type("counted") { try .counted(open: $0("open"), done: $0("done"), archived: $0("archived")) },
+            .type("counted", fields: ["open": .integer(), "done": .integer(), "archived": .integer()]) {
+                try .counted(open: $0("open"), done: $0("done"), archived: $0("archived"))
+            },
             .type(.reset),
         ]
     }

@@ -30,9 +30,11 @@ public enum TodoList {
         case cleanup
 
         public static let eventTypes: [EventType<Event>] = [
-            .type("add") { try .add(title: $0("title") { $0.isEmpty ? "must not be empty" : nil }) },
-            .type("toggle") { try .toggle(id: $0("id")) },
-            .type("remove") { try .remove(id: $0("id")) },
+            .type("add", fields: ["title": .string(minLength: 1)]) {
+                try .add(title: $0("title") { $0.isEmpty ? "must not be empty" : nil })
+            },
+            .type("toggle", fields: ["id": .integer()]) { try .toggle(id: $0("id")) },
+            .type("remove", fields: ["id": .integer()]) { try .remove(id: $0("id")) },
             .type(.cleanup),
         ]
     }
@@ -77,4 +79,13 @@ public enum TodoGearEvent: TypeTaggedEvent, Equatable, Sendable {
     public static let eventTypes: [EventType<TodoGearEvent>] = [
         .type("counts") { try .counts(open: $0("open"), done: $0("done"), archived: $0("archived")) },
     ]
+}
+
+extension TodoList.State: JSONSchemaDescribable {
+    /// `{"items":[{"id":1,"title":"milk","done":false}],"nextID":n,"archived":n}`: what the
+    /// server publishes as the list's state schema (`GET /v1/spins/{name}/schema`).
+    public static var jsonSchema: JSONSchema {
+        .object(["items": .array(of: .object(["id": .integer(), "title": .string(), "done": .boolean])),
+                 "nextID": .integer(), "archived": .integer()])
+    }
 }
