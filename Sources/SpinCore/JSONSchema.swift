@@ -103,7 +103,7 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
         }
     }
 
-    /// The schema as a JSON object (`true`/`false` schemas are written `{}` and `{"not":{}}`).
+    /// The schema as JSON: an object of keywords.
     public let json: JSON
 
     /// The schema whose JSON is `json`, an object of JSON Schema keywords.
@@ -116,7 +116,7 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
         json = .object(members)
     }
 
-    /// The keyword `key`'s value, when the schema has it.
+    /// The value of `keyword`, when the schema has it.
     public subscript(keyword: String) -> JSON? { json[keyword] }
 
     /// This schema with `keyword` set to `value` (replaced when present, else appended).

@@ -32,7 +32,7 @@ struct APIRouterRunawayTests {
         #expect(await eventually { await Self.status(router) == "suspended" })
         let spin = await router.respond("GET", "/v1/spins/levels")
         // name, sequence, status, state: the contract order.
-        #expect(spin.text.hasPrefix(#"{"name":"levels","sequence":1001,"status":"suspended","state":{"left":500,"right":999500}}"#))
+        #expect(spin.text.hasPrefix(#"{"name":"levels","sequence":1001,"status":"suspended","state":{"left":500,"right":999500},"#))
         let refused = await router.post("/v1/spins/levels/events", #"{"type":"set","left":1,"right":1}"#)
         #expect(refused.status == 409)
         #expect(refused.errorCode == "spin_suspended")
@@ -53,7 +53,7 @@ struct APIRouterRunawayTests {
         #expect(resumed.text == #"{"name":"levels","status":"running"}"#)
         // Answered once applied: the set is the next event after the suspension.
         let spin = await router.respond("GET", "/v1/spins/levels")
-        #expect(spin.text == #"{"name":"levels","sequence":1002,"status":"running","state":{"left":3,"right":3}}"#)
+        #expect(spin.text == #"{"name":"levels","sequence":1002,"status":"running","state":{"left":3,"right":3},"schema":"/v1/spins/levels/schema"}"#)
         // Resuming a running Spin is fine too; a body then goes in as a POST would.
         #expect(await router.respond("POST", "/v1/spins/levels/resume").text == #"{"name":"levels","status":"running"}"#)
         #expect(await router.post("/v1/spins/levels/resume", #"{"type":"set","left":5,"right":5}"#).status == 200)
