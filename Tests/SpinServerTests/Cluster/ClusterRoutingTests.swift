@@ -50,4 +50,11 @@ import Testing
         #expect(ClusterRouting.wholeSeconds(.milliseconds(2500)) == 3)
         #expect(ClusterRouting.wholeSeconds(.seconds(4)) == 4)
     }
+
+    @Test func spinUnavailable_Is503_WithRetryAfter() {
+        let error = APIError.spinUnavailable("counter", retryAfter: 3)
+        #expect(error.status == 503)
+        #expect(error.code == "spin_unavailable")
+        #expect(error.headers.contains { $0.0 == "Retry-After" && $0.1 == "3" })
+    }
 }
