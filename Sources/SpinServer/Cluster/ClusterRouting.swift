@@ -17,11 +17,15 @@ package enum ClusterRouting: Sendable, Equatable {
     ///   - view: the newest view of the database this node read.
     ///   - node: this node's name.
     ///   - leaseDuration: `cluster.leaseSeconds`.
+    ///   - forwarded: the request came from another node (`ProxiedRequest`): it is
+    ///     served here or not at all, never forwarded again, so that nodes whose views
+    ///     differ for a moment cannot pass it back and forth.
     package static func decide<Instant: InstantProtocol>(
         spin: String, now: Instant, serving: Set<String>, view: ClusterView<Instant>, node: String,
-        leaseDuration: Duration
+        leaseDuration: Duration, forwarded: Bool = false
     ) -> ClusterRouting where Instant.Duration == Duration {
         if serving.contains(spin) { return .local }
+        if forwarded { return .unavailable(retryAfterSeconds: 1) }
         guard let lease = view.validLease(of: spin, now: now) else {
             // Free or expired: the placed node takes it at its next tick.
             return .unavailable(retryAfterSeconds: wholeSeconds(leaseDuration / 3))

@@ -72,32 +72,11 @@ extension SpinServerConfiguration.Builder {
     /// An advertise URL: `http://` or `https://`, a host, an optional port, no path
     /// (a trailing `/` is dropped).
     static func advertise(_ text: String, source: String, key: String) throws(ConfigurationError) -> String {
-        let trimmed = text.hasSuffix("/") ? String(text.dropLast()) : text
-        let lower = trimmed.lowercased()
-        let authority = lower.hasPrefix("https://") ? lower.dropFirst(8) : lower.hasPrefix("http://") ? lower.dropFirst(7) : nil
-        guard let authority, !authority.contains(where: { "/?#@ \t".contains($0) }),
-              let parts = splitAuthority(authority), !parts.host.isEmpty,
-              parts.port.map({ Int($0).map { (1...65535).contains($0) } ?? false }) ?? true else {
+        guard AdvertiseURL(text) != nil else {
             throw ConfigurationError(source: source, key: key,
                                      problem: "\"\(text)\" is not a node URL: write http(s)://host[:port] with no path, e.g. http://node-a.internal:8080")
         }
-        return trimmed
-    }
-
-    /// `host[:port]` or `[v6]:port` split into host and port text; nil when malformed.
-    private static func splitAuthority(_ authority: Substring) -> (host: Substring, port: Substring?)? {
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            let rest = authority[authority.index(after: close)...]
-            if rest.isEmpty { return (authority[...close], nil) }
-            return rest.hasPrefix(":") ? (authority[...close], rest.dropFirst()) : nil
-        }
-        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-        switch parts.count {
-        case 1: return (parts[0], nil)
-        case 2: return (parts[0], parts[1])
-        default: return nil
-        }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
     /// Lease seconds: 1 to `Cluster.maxLeaseSeconds`.

@@ -58,3 +58,14 @@ import Testing
         #expect(error.headers.contains { $0.0 == "Retry-After" && $0.1 == "3" })
     }
 }
+
+extension ClusterRoutingTests {
+    @Test func aForwardedRequest_IsNeverForwardedAgain() {
+        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        let view = View(nodes: [Self.nodeB], leases: [lease])
+        #expect(ClusterRouting.decide(spin: "counter", now: at(12), serving: [], view: view, node: "a",
+                                      leaseDuration: Self.lease, forwarded: true) == .unavailable(retryAfterSeconds: 1))
+        #expect(ClusterRouting.decide(spin: "counter", now: at(12), serving: ["counter"], view: view, node: "a",
+                                      leaseDuration: Self.lease, forwarded: true) == .local)
+    }
+}
