@@ -10,6 +10,9 @@ extension SpinServerConfiguration.Builder {
                   key: environment["SPIN_TLS_KEY"],
                   sources: ("SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
                             "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY"))
+        try apply(node: environment["SPIN_NODE"], advertise: environment["SPIN_CLUSTER_ADVERTISE"],
+                  leaseSeconds: environment["SPIN_CLUSTER_LEASE_SECONDS"],
+                  sources: ("SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS"))
         if let names = environment["SPIN_ALLOWED_HOSTS"] {
             let entries = names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             configuration.allowedHosts = try entries.map { name throws(ConfigurationError) in
@@ -41,6 +44,8 @@ extension SpinServerConfiguration.Builder {
                   sources: ("--host", "--port", "--storage", "--log-level", "--log-format",
                             "--tls-certificate", "--tls-key"))
         if flags.echoEndpoint { configuration.testing.echoEndpoint = true }
+        try apply(node: flags.node, advertise: flags.advertise, leaseSeconds: flags.leaseSeconds,
+                  sources: ("--node", "--advertise", "--lease-seconds"))
     }
 
     private mutating func apply(
