@@ -82,6 +82,8 @@ package struct APIRouter: Sendable {
     package let echoEndpoint: Bool
     /// Which browser pages may open WebSocket streams.
     package let origins: OriginPolicy
+    /// `GET /openapi.json`'s answer, rendered once.
+    private let openAPI = OpenAPIDocument.Cache()
     /// This server as a cluster node (`GET /v1/cluster`).
     package let cluster: ClusterNode
 
@@ -161,7 +163,7 @@ package struct APIRouter: Sendable {
 
         case .openAPI:
             reply(APIResponse(status: 200, headers: [("Content-Type", "application/json")],
-                              body: OpenAPIDocument.render(spins: host.spins)))
+                              body: openAPI.document(of: host)))
 
         case .metrics:
             let spins = host.spins.map { spin in

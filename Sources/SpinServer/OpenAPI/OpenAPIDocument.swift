@@ -36,6 +36,24 @@ enum OpenAPIDocument {
         return Array(text.utf8)
     }
 
+    /// The document of `host`, rendered once per set of hosted Spins (they are fixed once
+    /// the host starts) and then served from memory: `render` is not free, and anyone may
+    /// ask for `/openapi.json` as often as they like.
+    final class Cache: Sendable {
+        private let rendered = Protected<(names: [String], bytes: [UInt8])?>(nil)
+
+        init() {}
+
+        func document(of host: SpinHost) -> [UInt8] {
+            let spins = host.spins
+            let names = spins.map(\.name)
+            if let cached = rendered.withLock({ $0 }), cached.names == names { return cached.bytes }
+            let bytes = OpenAPIDocument.render(spins: spins)
+            rendered.withLock { $0 = (names, bytes) }
+            return bytes
+        }
+    }
+
     /// Where a Spin's schemas are served (`GET /v1/spins/{name}` links it as `schema`).
     static func schemaPath(of name: String) -> String { "/v1/spins/\(name)/schema" }
 
