@@ -36,6 +36,12 @@ struct SpinServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Storage directory, created if missing (env SPIN_STORAGE; config storage.directory; default data).", valueName: "directory"))
     var storage: String?
 
+    @Option(help: ArgumentHelp("Storage backend: file (the storage directory) or postgres (env SPIN_STORAGE_BACKEND; config storage.backend; default file).", valueName: "backend"))
+    var storageBackend: String?
+
+    @Option(help: ArgumentHelp("libpq connection string of the postgres backend, postgresql://user:password@host:5432/db (env SPIN_DATABASE_URL; config storage.url).", valueName: "url"))
+    var databaseURL: String?
+
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env SPIN_LOG_LEVEL; config log.level; default info).", valueName: "level"))
     var logLevel: String?
 
@@ -61,7 +67,8 @@ struct SpinServerCommand: ParsableCommand {
     var flags: SpinServerConfiguration.Flags {
         SpinServerConfiguration.Flags(
             config: config, host: host, port: port, storage: storage, logLevel: logLevel,
-            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey, repair: repair,
+            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey,
+            storageBackend: storageBackend, databaseURL: databaseURL, repair: repair,
             echoEndpoint: echoEndpoint)
     }
 }

@@ -10,6 +10,8 @@ extension SpinServerConfiguration.Builder {
                   key: environment["SPIN_TLS_KEY"],
                   sources: ("SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
                             "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY"))
+        try apply(backend: environment["SPIN_STORAGE_BACKEND"], databaseURL: environment["SPIN_DATABASE_URL"],
+                  sources: ("SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL"))
         if let names = environment["SPIN_ALLOWED_HOSTS"] {
             let entries = names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             configuration.allowedHosts = try entries.map { name throws(ConfigurationError) in
@@ -40,7 +42,21 @@ extension SpinServerConfiguration.Builder {
                   logFormat: flags.logFormat, certificate: flags.tlsCertificate, key: flags.tlsKey,
                   sources: ("--host", "--port", "--storage", "--log-level", "--log-format",
                             "--tls-certificate", "--tls-key"))
+        try apply(backend: flags.storageBackend, databaseURL: flags.databaseURL,
+                  sources: ("--storage-backend", "--database-url"))
         if flags.echoEndpoint { configuration.testing.echoEndpoint = true }
+    }
+
+    private mutating func apply(backend: String?, databaseURL: String?,
+                                sources: (backend: String, url: String)) throws(ConfigurationError) {
+        if let backend {
+            configuration.storage.backend = try Self.backend(backend, source: sources.backend, key: "storage.backend")
+            backendSource = sources.backend
+        }
+        if let databaseURL {
+            configuration.storage.url = try Self.databaseURL(databaseURL, source: sources.url, key: "storage.url")
+            urlSource = sources.url
+        }
     }
 
     private mutating func apply(
