@@ -157,6 +157,29 @@ struct PostgresSpinStoreTests {
         admin.close()
     }
 
+    @Test func commitsTheDatabaseLost_HoldTheJournal_AndTheStopIsNotClean() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        try store.append([Self.record(1)], spin: "counter")
+        try store.append([Self.record(2)], spin: "counter")
+        try store.commit(spin: "counter", sync: false)
+        // As if the database crashed with synchronous_commit off before flushing record 2.
+        let admin = try PostgresConnection(url: url)
+        _ = try admin.query("DELETE FROM spin_journal WHERE sequence = 2")
+        _ = try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        try store.append([Self.record(3)], spin: "counter")
+        #expect(throws: PostgresError.self) { try store.commit(spin: "counter", sync: false) }
+        store.discardUncommitted(spin: "counter")
+        try store.probe()
+        #expect(throws: PostgresSpinStore.LostCommits.self) { try store.reopen(spin: "counter") }
+        #expect(throws: PostgresSpinStore.LostCommits.self) { try store.markClean() }
+        store.close()
+        let again = PostgresSpinStore(url: url)
+        #expect(try again.open() == false)
+        again.close()
+        admin.close()
+    }
+
     @Test func aFenceThatRefuses_StoresNothing() throws {
         struct Refuse: JournalFence, Error {
             func check(spin: String, connection: PostgresConnection) throws {

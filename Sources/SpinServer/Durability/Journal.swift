@@ -81,6 +81,8 @@ package final class Journal: @unchecked Sendable {
         /// Records in the store's journal (what compaction looks at).
         var records: Int
         var health: Health = .healthy
+        /// Why `reopen` failed last (logged when it changes).
+        var reopenProblem: String?
 
         enum Health: Equatable {
             case healthy
@@ -365,7 +367,13 @@ package final class Journal: @unchecked Sendable {
             do {
                 try store.reopen(spin: journal.name)
             } catch {
-                logger.debug("journal of \(journal.name) still failing: \(error)")
+                // Storage works but this journal does not: said once at error level (a
+                // database that lost commits holds the Spin until a restart).
+                let problem = "\(error)"
+                if journal.reopenProblem != problem {
+                    journal.reopenProblem = problem
+                    logger.error("journal of \(journal.name) cannot resume: \(problem)")
+                }
                 continue
             }
             journal.health = .healthy

@@ -50,6 +50,8 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         var pending: [JournalRecord.Record] = []
         /// The sequence of the last committed record, nil while the journal has none.
         var committedLast: UInt64?
+        /// The database lost commits it had answered (see `reopen`).
+        var lostCommits = false
 
         init(committedLast: UInt64?) { self.committedLast = committedLast }
     }
@@ -318,19 +320,49 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     }
 
     /// Deletes records after the last known commit: a commit cut off by a lost
-    /// connection may have been stored without being acknowledged.
+    /// connection may have been stored without being acknowledged. Throws `LostCommits`
+    /// when the journal ends before its last known commit (a database that crashed with
+    /// `synchronous_commit` off): the Spin's state holds events the database no longer
+    /// has, so it takes no more writes, and `markClean` refuses (the next start gives
+    /// the Spin a new epoch).
     package func reopen(spin: String) throws {
         try locked {
             guard let journal = journals[spin] else { return }
             journal.pending.removeAll()
-            try deleteRecords(of: spin, after: journal.committedLast, try live())
+            let connection = try live()
+            if let expected = journal.committedLast {
+                let found = try connection.query("SELECT max(sequence) FROM spin_journal WHERE spin = $1", [.text(spin)])
+                    .int(0, 0).map { UInt64(bitPattern: $0) }
+                if found.map({ $0 < expected }) ?? true {
+                    journal.lostCommits = true
+                    throw LostCommits(spin: spin, expected: expected, found: found)
+                }
+            }
+            try deleteRecords(of: spin, after: journal.committedLast, connection)
+        }
+    }
+
+    /// The database no longer has commits it acknowledged.
+    package struct LostCommits: Error, CustomStringConvertible {
+        package let spin: String
+        package let expected: UInt64
+        package let found: UInt64?
+        package var description: String {
+            "the database lost acknowledged commits of \(spin)'s journal: it ends at \(found.map(String.init) ?? "no record"), the last commit was \(expected) (did it crash with synchronous_commit off, storage.fsync none?); restart the server to recover what the database has, under a new epoch"
         }
     }
 
     // MARK: Closing
 
+    /// Refused when a journal lost commits (`reopen`): the next start must not take the
+    /// stop for a clean one.
     package func markClean() throws {
-        try locked { try setClean(true) }
+        try locked {
+            if let lost = journals.first(where: { $0.value.lostCommits }) {
+                throw LostCommits(spin: lost.key, expected: lost.value.committedLast ?? 0, found: nil)
+            }
+            try setClean(true)
+        }
     }
 
     /// Closes the connection, which releases the single-server lock.
