@@ -55,7 +55,9 @@ public final class LoopServer: Sendable {
         let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts,
                                origins: OriginPolicy(allowed: configuration.allowedOrigins),
                                metrics: Metrics(registry: metricsRegistry), limits: limits, feeds: feeds,
-                               echoEndpoint: configuration.testing.echoEndpoint)
+                               echoEndpoint: configuration.testing.echoEndpoint,
+                               cluster: ClusterNode(node: configuration.cluster.node,
+                                                    advertise: configuration.advertiseURL(port: configuration.port)))
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
@@ -179,6 +181,7 @@ public final class LoopServer: Sendable {
             try? journal?.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
         }
+        context.router.cluster.bind(advertise: configuration.advertiseURL(port: address.port))
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: subscriptions) }
         return address.port
     }

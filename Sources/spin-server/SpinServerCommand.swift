@@ -15,7 +15,8 @@ struct SpinServerCommand: ParsableCommand {
             Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
             SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
             SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example"), \
-            SPIN_ECHO_ENDPOINT (true or false).
+            SPIN_ECHO_ENDPOINT (true or false), SPIN_STORAGE_BACKEND (file or postgres), \
+            SPIN_DATABASE_URL, SPIN_NODE, SPIN_CLUSTER_ADVERTISE, SPIN_CLUSTER_LEASE_SECONDS.
 
             Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
             64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \
@@ -60,6 +61,15 @@ struct SpinServerCommand: ParsableCommand {
     @Flag(help: "Mount a WebSocket echo at /v1/echo for conformance tests such as Autobahn (env SPIN_ECHO_ENDPOINT; config testing.echoEndpoint; default off).")
     var echoEndpoint = false
 
+    @Option(help: ArgumentHelp("This server's node name in a cluster (env SPIN_NODE; config cluster.node; default the host name).", valueName: "name"))
+    var node: String?
+
+    @Option(help: ArgumentHelp("The URL other nodes reach this one at (env SPIN_CLUSTER_ADVERTISE; config cluster.advertise; default http://<host>:<port>).", valueName: "url"))
+    var advertise: String?
+
+    @Option(help: ArgumentHelp("Seconds a Spin's lease and a node's heartbeat last, 1 to 600 (env SPIN_CLUSTER_LEASE_SECONDS; config cluster.leaseSeconds; default 10).", valueName: "seconds"))
+    var leaseSeconds: String?
+
     @Flag(help: "Check the configuration, print one line saying what would be hosted, and exit (0 if valid, 64 if not).")
     var checkConfig = false
 
@@ -69,6 +79,6 @@ struct SpinServerCommand: ParsableCommand {
             config: config, host: host, port: port, storage: storage, logLevel: logLevel,
             logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey,
             storageBackend: storageBackend, databaseURL: databaseURL, repair: repair,
-            echoEndpoint: echoEndpoint)
+            echoEndpoint: echoEndpoint, node: node, advertise: advertise, leaseSeconds: leaseSeconds)
     }
 }

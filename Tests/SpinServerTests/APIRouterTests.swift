@@ -440,7 +440,7 @@ struct APIRouterTests {
         let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
         #expect(paths == ["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/spins/{name}",
                           "/v1/spins/{name}/events", "/v1/spins/{name}/resume", "/v1/spins/{name}/stream", "/v1/gears",
-                          "/v1/gears/{name}/stream"])
+                          "/v1/gears/{name}/stream", "/v1/cluster"])
         // The route table and the document agree: every route but the test-only echo,
         // with the route's method (GET routes that do not stream list HEAD too).
         #expect(paths == Set(Route.allCases.filter { $0 != .echo }.map(\.template)))

@@ -233,7 +233,7 @@ struct LiveServerTests {
         _ = client.readMessages(&session, count: 1)
         let stopping = Task { await server.shutdown() }
         #expect(client.readMessages(&session, count: 100).closeCode == 1001)
-        await stopping.value
+        _ = await stopping.value
     }
 
     @Test func aForeignOrigin_IsRefused_SameOriginIsNot() async throws {

@@ -82,10 +82,12 @@ package struct APIRouter: Sendable {
     package let echoEndpoint: Bool
     /// Which browser pages may open WebSocket streams.
     package let origins: OriginPolicy
+    /// This server as a cluster node (`GET /v1/cluster`).
+    package let cluster: ClusterNode
 
     package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, origins: OriginPolicy = OriginPolicy(allowed: []),
                  metrics: Metrics, limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
-                 echoEndpoint: Bool = false) {
+                 echoEndpoint: Bool = false, cluster: ClusterNode = ClusterNode(node: "localhost", advertise: "")) {
         self.host = host
         self.access = access
         self.hosts = hosts
@@ -94,6 +96,7 @@ package struct APIRouter: Sendable {
         self.limits = limits
         self.feeds = feeds
         self.echoEndpoint = echoEndpoint
+        self.cluster = cluster
     }
 
     /// The route template of a path, as metrics label it ("other" for no route).
@@ -167,8 +170,9 @@ package struct APIRouter: Sendable {
                                            suspended: spin.status == .suspended && !failing,
                                            durable: feed.snapshot.sequence, storageFailing: failing)
             }
+            let owned = cluster.status(hostedSpins: host.spins.map(\.name)).spins(of: cluster.node).count
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                              body: Array(metrics.render(spins: spins).utf8)))
+                              body: Array(metrics.render(spins: spins, ownedSpins: owned).utf8)))
 
         case .spins:
             let list = host.spins.map { spin -> JSONValue in
@@ -222,6 +226,9 @@ package struct APIRouter: Sendable {
         case .gearStream:
             guard let gear = host.gear(named: String(name)) else { return fail(.gearNotFound(String(name))) }
             respond(openStream(request, .gear(gear)))
+
+        case .cluster:
+            reply(.json(200, cluster.status(hostedSpins: host.spins.map(\.name)).json))
 
         case .echo:
             respond(openStream(request, .echo))

@@ -16,6 +16,8 @@ package enum Route: String, CaseIterable, Sendable {
     case spinStream = "/v1/spins/{name}/stream"
     case gears = "/v1/gears"
     case gearStream = "/v1/gears/{name}/stream"
+    /// The nodes of the cluster and the Spins each owns.
+    case cluster = "/v1/cluster"
     /// Only with `testing.echoEndpoint`; not in the OpenAPI document.
     case echo = "/v1/echo"
 
@@ -35,7 +37,7 @@ package enum Route: String, CaseIterable, Sendable {
     package var scope: Scope? {
         switch self {
         case .dashboard, .healthz, .readyz, .openAPI: nil
-        case .metrics, .spins, .spin, .spinStream, .gears, .gearStream, .echo: .read
+        case .metrics, .spins, .spin, .spinStream, .gears, .gearStream, .cluster, .echo: .read
         case .spinEvents: .write
         case .spinResume: .admin
         }
@@ -73,7 +75,8 @@ package enum Route: String, CaseIterable, Sendable {
     }
 
     /// The routes without a name, compared whole.
-    private static let fixed: [Route] = [.dashboard, .healthz, .readyz, .openAPI, .metrics, .spins, .gears, .echo]
+    private static let fixed: [Route] = [.dashboard, .healthz, .readyz, .openAPI, .metrics, .spins, .gears, .cluster,
+                                           .echo]
 
     /// The routes with a name: `prefix`, the name, then one of the suffixes.
     private static let named: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [

@@ -14,7 +14,7 @@ extension SpinServerConfiguration.Builder {
         }
         let reader = FileReader(source: file)
         let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears",
-                                                                      "testing"])
+                                                                      "testing", "cluster"])
 
         if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port", "allowedHosts"]) {
             if let value = listen["host"], value != .null {
@@ -109,6 +109,18 @@ extension SpinServerConfiguration.Builder {
         if let testing = try reader.optionalObject(top["testing"], at: "testing", known: ["echoEndpoint"]),
            let value = testing["echoEndpoint"], value != .null {
             configuration.testing.echoEndpoint = try reader.bool(value, at: "testing.echoEndpoint")
+        }
+        if let cluster = try reader.optionalObject(top["cluster"], at: "cluster", known: ["node", "advertise", "leaseSeconds"]) {
+            let text = { (name: String) throws(ConfigurationError) -> String? in
+                guard let value = cluster[name], value != .null else { return nil }
+                return try reader.string(value, at: "cluster.\(name)")
+            }
+            var leaseSeconds: String?
+            if let value = cluster["leaseSeconds"], value != .null {
+                leaseSeconds = String(try reader.int(value, at: "cluster.leaseSeconds"))
+            }
+            try apply(node: try text("node"), advertise: try text("advertise"), leaseSeconds: leaseSeconds,
+                      sources: (file, file, file))
         }
         if let gears = try reader.optionalArray(top["gears"], at: "gears") {
             configuration.gears = try Self.gears(gears, reader: reader)

@@ -12,6 +12,9 @@ extension SpinServerConfiguration.Builder {
                             "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY"))
         try apply(backend: environment["SPIN_STORAGE_BACKEND"], databaseURL: environment["SPIN_DATABASE_URL"],
                   sources: ("SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL"))
+        try apply(node: environment["SPIN_NODE"], advertise: environment["SPIN_CLUSTER_ADVERTISE"],
+                  leaseSeconds: environment["SPIN_CLUSTER_LEASE_SECONDS"],
+                  sources: ("SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS"))
         if let names = environment["SPIN_ALLOWED_HOSTS"] {
             let entries = names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             configuration.allowedHosts = try entries.map { name throws(ConfigurationError) in
@@ -45,6 +48,8 @@ extension SpinServerConfiguration.Builder {
         try apply(backend: flags.storageBackend, databaseURL: flags.databaseURL,
                   sources: ("--storage-backend", "--database-url"))
         if flags.echoEndpoint { configuration.testing.echoEndpoint = true }
+        try apply(node: flags.node, advertise: flags.advertise, leaseSeconds: flags.leaseSeconds,
+                  sources: ("--node", "--advertise", "--lease-seconds"))
     }
 
     private mutating func apply(backend: String?, databaseURL: String?,

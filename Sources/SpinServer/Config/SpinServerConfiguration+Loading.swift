@@ -44,6 +44,9 @@ import Logging
 /// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` or `{"name": string, "machine": string}` (a JSON machine file, relative to the config file) | `[]` | |
 /// | `gears` | `[{"name": string}]` | `[]` | |
 /// | `testing.echoEndpoint` | bool | `false` | `--echo-endpoint` / `SPIN_ECHO_ENDPOINT` (`true`\|`false`\|`1`\|`0`) |
+/// | `cluster.node` | string, 1 to 253 of `[A-Za-z0-9._-]` | the host name | `--node` / `SPIN_NODE` |
+/// | `cluster.advertise` | string (`http(s)://host[:port]`) | `http://<listen host>:<port>` (a wildcard host: the node name) | `--advertise` / `SPIN_CLUSTER_ADVERTISE` |
+/// | `cluster.leaseSeconds` | int 1...600 | `10` | `--lease-seconds` / `SPIN_CLUSTER_LEASE_SECONDS` |
 ///
 /// Relative paths are relative to the working directory. The "Configuration" section of README.md explains
 /// each key. The `limits` keys are the fields of `Limits`, one for one: a new field
@@ -78,12 +81,19 @@ extension SpinServerConfiguration {
         public var repair: Bool
         /// `--echo-endpoint`: a flag only turns it on (false: not given).
         public var echoEndpoint: Bool
+        /// `--node`: `cluster.node`.
+        public var node: String?
+        /// `--advertise`: `cluster.advertise`.
+        public var advertise: String?
+        /// `--lease-seconds`: `cluster.leaseSeconds`.
+        public var leaseSeconds: String?
 
         /// Every flag not given, unless passed.
         public init(config: String? = nil, host: String? = nil, port: String? = nil, storage: String? = nil,
                      logLevel: String? = nil, logFormat: String? = nil, tlsCertificate: String? = nil,
                      tlsKey: String? = nil, storageBackend: String? = nil, databaseURL: String? = nil,
-                     repair: Bool = false, echoEndpoint: Bool = false) {
+                     repair: Bool = false, echoEndpoint: Bool = false,
+                     node: String? = nil, advertise: String? = nil, leaseSeconds: String? = nil) {
             self.storageBackend = storageBackend
             self.databaseURL = databaseURL
             self.repair = repair
@@ -96,6 +106,9 @@ extension SpinServerConfiguration {
             self.tlsCertificate = tlsCertificate
             self.tlsKey = tlsKey
             self.echoEndpoint = echoEndpoint
+            self.node = node
+            self.advertise = advertise
+            self.leaseSeconds = leaseSeconds
         }
     }
 
@@ -145,6 +158,7 @@ extension SpinServerConfiguration {
         "SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
         "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS", "SPIN_ECHO_ENDPOINT",
         "SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL",
+        "SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS",
     ]
 
     /// The `limits` keys: one per field of `Limits` (computed: key paths are not `Sendable`).

@@ -27,11 +27,13 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     /// The Gears to host.
     public var gears: [GearEntry]
     public var testing: Testing
+    /// This server as a node of a cluster (`cluster.*`).
+    public var cluster: Cluster
 
     public init(host: String = "127.0.0.1", port: Int = 8080, allowedHosts: [String] = [], tls: TLSFiles? = nil,
                 limits: Limits = Limits(), tokens: [AccessToken] = [], allowedOrigins: [String] = [],
                 storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = [],
-                testing: Testing = Testing()) {
+                testing: Testing = Testing(), cluster: Cluster = Cluster()) {
         self.host = host
         self.port = port
         self.allowedHosts = allowedHosts
@@ -44,6 +46,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         self.spins = spins
         self.gears = gears
         self.testing = testing
+        self.cluster = cluster
     }
 
     public struct TLSFiles: Sendable, Equatable {

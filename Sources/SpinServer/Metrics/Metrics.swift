@@ -19,7 +19,9 @@ import SpinCore
 /// - `spin_open_connections`, `spin_open_streams{kind}` (websocket, sse, gear);
 /// - `spin_connections_limited_total`: times the listener paused at `limits.maxConnections`;
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
-/// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied.
+/// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied;
+/// - `spin_cluster_owned_spins`: the Spins this node owns (every hosted one on a single
+///   node; its leased ones in a cluster), read at scrape time.
 ///
 /// Every metric object is made once (per Spin, per route and status) and kept, so the
 /// request path only increments.
@@ -71,6 +73,7 @@ package final class Metrics: Sendable {
     private let connectionsLimited: Counter
     private let streams: [String: Gauge]
     private let applyLatency: ValueHistogram
+    private let ownedSpins: Gauge
     /// Open connections, also readable (`LoopServer.openConnections`).
     private let openCount = Protected(0)
     private let spins = Protected([String: SpinMetrics]())
@@ -95,6 +98,8 @@ package final class Metrics: Sendable {
         applyLatency = registry.makeValueHistogram(
             descriptor: Self.named("spin_event_apply_seconds", "Time from accepting events to applying the last of them."),
             buckets: Self.bounds)
+        ownedSpins = registry.makeGauge(descriptor: Self.named(
+            "spin_cluster_owned_spins", "Spins this node owns (their lease, in a cluster)."))
     }
 
     /// The metric objects of the Spin `spin`, made on first use.
@@ -161,9 +166,10 @@ package final class Metrics: Sendable {
 
     package var openConnections: Int { openCount.withLock { $0 } }
 
-    /// The exposition text: the Spins' gauges set from `spins` (read now), then the whole
-    /// registry.
-    package func render(spins: [SpinReading]) -> String {
+    /// The exposition text: the Spins' gauges set from `spins` and the owned-Spins gauge
+    /// from `ownedSpins` (read now; nil leaves it), then the whole registry.
+    package func render(spins: [SpinReading], ownedSpins owned: Int? = nil) -> String {
+        if let owned { ownedSpins.set(Int64(owned)) }
         for reading in spins {
             let metrics = spin(reading.name)
             metrics.sequence.set(Int64(clamping: reading.sequence))

@@ -24,6 +24,20 @@ struct JournalRecoveryTests {
         return client.readResponse()?.body.jsonObject ?? [:]
     }
 
+    /// `spin` once its feedbacks stopped emitting: the same sequence twice, 50 ms apart
+    /// (levels keeps applying its own events for a while after a POST's answer).
+    static func settled(_ port: Int, _ name: String) async throws -> [String: Any] {
+        var last = try spin(port, name)
+        for _ in 0..<200 {
+            try await Task.sleep(for: .milliseconds(50))
+            let now = try spin(port, name)
+            if now["sequence"] as? Int == last["sequence"] as? Int { return now }
+            last = now
+        }
+        Issue.record("\(name) never settled")
+        return last
+    }
+
     static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "spin-journal-\(UUID().uuidString)"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -36,7 +50,7 @@ struct JournalRecoveryTests {
         let (first, port) = try Self.start(storage: storage, fsync: fsync)
         #expect(try LiveServerTests.post(port, "/v1/spins/levels/events?wait=true",
                                           #"[{"type":"set","left":3,"right":3},{"type":"increaseLeft"}]"#).status == 200)
-        let before = try Self.spin(port, "levels")
+        let before = try await Self.settled(port, "levels")
         await first.shutdown()
         let (second, again) = try Self.start(storage: storage, fsync: fsync)
         let after = try Self.spin(again, "levels")

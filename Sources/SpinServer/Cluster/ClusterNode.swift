@@ -1,0 +1,39 @@
+import SpinCore
+
+/// This server as `GET /v1/cluster` and `/metrics` show it: its node name, the URL it
+/// advertises, and the newest view of the shared cluster when there is one.
+///
+/// Without a shared database (the file backend) the server is a cluster of one that
+/// owns every hosted Spin. A cluster's lease loop calls `publish` after each tick with
+/// what it read, and the answers follow that from then on.
+package final class ClusterNode: Sendable {
+    /// `cluster.node`.
+    package let node: String
+    private let state: Protected<(advertise: String, shared: ClusterStatus?)>
+
+    /// - Parameter advertise: the URL to show until `bind(advertise:)` gives the real
+    ///   one (with port 0 the port is known only once the listener is bound).
+    package init(node: String, advertise: String) {
+        self.node = node
+        state = Protected((advertise, nil))
+    }
+
+    /// The URL this node advertises.
+    package var advertise: String { state.withLock { $0.advertise } }
+
+    /// Sets the advertised URL once the listener is bound.
+    package func bind(advertise: String) {
+        state.withLock { $0.advertise = advertise }
+    }
+
+    /// Shows `status` (the shared cluster, as the lease loop last read it) from now on.
+    package func publish(_ status: ClusterStatus) {
+        state.withLock { $0.shared = status }
+    }
+
+    /// The cluster now: the published view, or this node alone owning `hostedSpins`.
+    package func status(hostedSpins: [String]) -> ClusterStatus {
+        let (advertise, shared) = state.withLock { ($0.advertise, $0.shared) }
+        return shared ?? .single(node: node, advertise: advertise, spins: hostedSpins)
+    }
+}

@@ -1,0 +1,142 @@
+/// One node's lease decisions: which Spins to acquire, renew, hand over and stop
+/// serving, from what the database shows. Pure: no database, no timers. The caller
+/// reads a `ClusterView`, calls `tick` every `renewalInterval`, carries out the
+/// actions in order, and reports each lease write's answer to `record`.
+///
+/// The rules, with `live` the nodes whose heartbeat is younger than the lease
+/// duration (this node always counts itself) and `Placement` choosing among them:
+/// - every tick starts with a heartbeat;
+/// - a Spin this node serves is dropped (`stopServing`) as soon as the view shows
+///   another node or a newer epoch on its row (taken over), or once its lease ran out
+///   without a renewal this node saw succeed (expired: a paused process wakes up
+///   here and stops writing; the database's fencing refuses its writes anyway);
+/// - a Spin this node serves that placement now gives to another live node is
+///   handed over: `stopServing`, then `release` (the new owner is live already, so it
+///   takes the Spin at its next tick);
+/// - a served Spin whose lease has two thirds or less of its duration left is renewed;
+/// - a hosted Spin placement gives to this node, whose row is missing, expired or
+///   this node's own from an earlier run, is acquired with the next epoch; serving
+///   starts only once the database confirms (`record(.acquired)` → `startServing`).
+///
+/// The database makes the writes safe where the views of two nodes differ: an
+/// `acquire(spin, e)` succeeds only if the row still has epoch `e - 1` (or there is no
+/// row and `e == 1`) and is expired or already this node's; a `renew` or `release` only
+/// if the row still has this node and epoch. So no two nodes ever serve one Spin
+/// under the same epoch.
+package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    /// Why a node stops serving a Spin.
+    package enum StopReason: String, Sendable, Equatable {
+        /// Its lease ran out before a renewal succeeded.
+        case expired
+        /// The row shows another node or a newer epoch, or a renewal was refused.
+        case takenOver
+        /// Placement gives the Spin to another live node (a node joined).
+        case handedOver
+    }
+
+    /// What the node does next, in order.
+    package enum Action: Sendable, Equatable {
+        /// Write this node's heartbeat (and advertise URL) to its node row.
+        case heartbeat
+        /// Take the lease of `spin` with `epoch` (the row's epoch + 1) for one lease
+        /// duration, if the row still has `epoch - 1` and is expired or this node's.
+        case acquire(spin: String, epoch: UInt64)
+        /// Push the lease's expiry one lease duration from now, if the row still has this
+        /// node and `epoch`.
+        case renew(spin: String, epoch: UInt64)
+        /// Let the lease go (expire it now, keeping its epoch), if the row still has
+        /// this node and `epoch`. Follows a `stopServing` of the same Spin.
+        case release(spin: String, epoch: UInt64)
+        /// Recover `spin` from its journal and serve it, writing under `epoch`.
+        case startServing(spin: String, epoch: UInt64)
+        /// Stop applying and writing events of `spin` (fencing), for `reason`.
+        case stopServing(spin: String, epoch: UInt64, reason: StopReason)
+    }
+
+    /// The database's answer to a lease write.
+    package enum Write: Sendable, Equatable {
+        /// `acquire` succeeded: the lease is this node's until `expiresAt`.
+        case acquired(spin: String, epoch: UInt64, expiresAt: Instant)
+        /// `renew` succeeded: the lease now runs until `expiresAt`.
+        case renewed(spin: String, epoch: UInt64, expiresAt: Instant)
+        /// The row no longer matched (an acquire lost a race, or a renewal came after a
+        /// takeover).
+        case refused(spin: String, epoch: UInt64)
+    }
+
+    /// A lease this node holds and serves under.
+    package struct Held: Sendable, Equatable {
+        package var epoch: UInt64
+        package var expiresAt: Instant
+    }
+
+    /// This node's `cluster.node`.
+    package let node: String
+    /// `cluster.leaseSeconds`.
+    package let leaseDuration: Duration
+    /// The Spins this node serves now, with their leases.
+    package private(set) var held: [String: Held] = [:]
+
+    package init(node: String, leaseDuration: Duration) {
+        self.node = node
+        self.leaseDuration = leaseDuration
+    }
+
+    /// How often to `tick`: a third of the lease, so that a renewal can fail once and
+    /// still be retried before the lease runs out.
+    package var renewalInterval: Duration { leaseDuration / 3 }
+
+    /// The Spins this node serves now.
+    package var serving: Set<String> { Set(held.keys) }
+
+    /// The decisions for `now`, given the database's `view` and the Spins this node hosts.
+    package mutating func tick(now: Instant, view: ClusterView<Instant>, spins: [String]) -> [Action] {
+        var actions: [Action] = [.heartbeat]
+        let live = Set(view.liveNodeNames(now: now, leaseDuration: leaseDuration)).union([node])
+        for spin in held.keys.sorted() {
+            guard var lease = held[spin] else { continue }
+            if let row = view.leases[spin], row.node != node || row.epoch != lease.epoch {
+                held[spin] = nil
+                actions.append(.stopServing(spin: spin, epoch: lease.epoch, reason: .takenOver))
+                continue
+            }
+            if let row = view.leases[spin], row.expiresAt > lease.expiresAt {
+                lease.expiresAt = row.expiresAt
+                held[spin] = lease
+            }
+            if now >= lease.expiresAt {
+                held[spin] = nil
+                actions.append(.stopServing(spin: spin, epoch: lease.epoch, reason: .expired))
+            } else if Placement.owner(of: spin, among: live) != node {
+                held[spin] = nil
+                actions.append(.stopServing(spin: spin, epoch: lease.epoch, reason: .handedOver))
+                actions.append(.release(spin: spin, epoch: lease.epoch))
+            } else if now.duration(to: lease.expiresAt) <= leaseDuration * 2 / 3 {
+                actions.append(.renew(spin: spin, epoch: lease.epoch))
+            }
+        }
+        for spin in spins.sorted() where held[spin] == nil && Placement.owner(of: spin, among: live) == node {
+            let row = view.leases[spin]
+            if let row, row.isValid(now: now), row.node != node { continue }
+            actions.append(.acquire(spin: spin, epoch: (row?.epoch ?? 0) + 1))
+        }
+        return actions
+    }
+
+    /// Takes in the database's answer to a lease write; returns what follows from it.
+    package mutating func record(_ write: Write, now: Instant) -> [Action] {
+        switch write {
+        case .acquired(let spin, let epoch, let expiresAt):
+            guard now < expiresAt, (held[spin]?.epoch ?? 0) < epoch else { return [] }
+            held[spin] = Held(epoch: epoch, expiresAt: expiresAt)
+            return [.startServing(spin: spin, epoch: epoch)]
+        case .renewed(let spin, let epoch, let expiresAt):
+            if held[spin]?.epoch == epoch { held[spin]?.expiresAt = expiresAt }
+            return []
+        case .refused(let spin, let epoch):
+            guard held[spin]?.epoch == epoch else { return [] }
+            held[spin] = nil
+            return [.stopServing(spin: spin, epoch: epoch, reason: .takenOver)]
+        }
+    }
+}

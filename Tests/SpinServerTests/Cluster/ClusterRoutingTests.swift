@@ -1,0 +1,71 @@
+import Testing
+@testable import SpinServer
+
+/// `ClusterRouting.decide`: serve here, proxy to the owner, or 503 while no live node
+/// holds the Spin.
+@Suite struct ClusterRoutingTests {
+    static let lease = Duration.seconds(9)
+
+    static func decide(_ spin: String = "counter", at seconds: Double, serving: Set<String> = [],
+                       nodes: [View.Node] = [], leases: [View.Lease] = []) -> ClusterRouting {
+        ClusterRouting.decide(spin: spin, now: at(seconds), serving: serving, view: View(nodes: nodes, leases: leases),
+                              node: "a", leaseDuration: lease)
+    }
+
+    static let nodeB = View.Node(name: "b", advertise: "http://b.internal:8080", heartbeatAt: at(10))
+
+    @Test func aSpinServedHere_IsLocal() {
+        #expect(Self.decide(at: 10, serving: ["counter"]) == .local)
+    }
+
+    @Test func aSpinOwnedByALiveNode_IsProxiedToItsAdvertisedURL() {
+        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease])
+            == .proxy(node: "b", advertise: "http://b.internal:8080"))
+    }
+
+    @Test func aSpinWithoutALease_IsUnavailable_ForATick() {
+        #expect(Self.decide(at: 12, nodes: [Self.nodeB]) == .unavailable(retryAfterSeconds: 3))
+    }
+
+    @Test func anExpiredLease_IsUnavailable() {
+        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(11))
+        #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease]) == .unavailable(retryAfterSeconds: 3))
+    }
+
+    @Test func anOwnerThatStoppedHeartbeating_IsUnavailable_UntilItsLeaseRunsOut() {
+        // b's heartbeat at 10 is older than 9 s at 19.5; its lease runs to 21.
+        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(21))
+        #expect(Self.decide(at: 19.5, nodes: [Self.nodeB], leases: [lease]) == .unavailable(retryAfterSeconds: 2))
+    }
+
+    @Test func aLeaseOfThisNode_NotYetServed_IsUnavailableForASecond() {
+        let lease = View.Lease(spin: "counter", node: "a", epoch: 1, expiresAt: at(20))
+        #expect(Self.decide(at: 12, leases: [lease]) == .unavailable(retryAfterSeconds: 1))
+    }
+
+    @Test func retryAfter_IsWholeSeconds_RoundedUp_AtLeastOne() {
+        #expect(ClusterRouting.wholeSeconds(.milliseconds(1)) == 1)
+        #expect(ClusterRouting.wholeSeconds(.zero) == 1)
+        #expect(ClusterRouting.wholeSeconds(.milliseconds(2500)) == 3)
+        #expect(ClusterRouting.wholeSeconds(.seconds(4)) == 4)
+    }
+
+    @Test func spinUnavailable_Is503_WithRetryAfter() {
+        let error = APIError.spinUnavailable("counter", retryAfter: 3)
+        #expect(error.status == 503)
+        #expect(error.code == "spin_unavailable")
+        #expect(error.headers.contains { $0.0 == "Retry-After" && $0.1 == "3" })
+    }
+}
+
+extension ClusterRoutingTests {
+    @Test func aForwardedRequest_IsNeverForwardedAgain() {
+        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        let view = View(nodes: [Self.nodeB], leases: [lease])
+        #expect(ClusterRouting.decide(spin: "counter", now: at(12), serving: [], view: view, node: "a",
+                                      leaseDuration: Self.lease, forwarded: true) == .unavailable(retryAfterSeconds: 1))
+        #expect(ClusterRouting.decide(spin: "counter", now: at(12), serving: ["counter"], view: view, node: "a",
+                                      leaseDuration: Self.lease, forwarded: true) == .local)
+    }
+}

@@ -1,0 +1,173 @@
+import Testing
+@testable import SpinServer
+
+/// `LeasePlanner` against an in-memory lease table with the database's conditional
+/// writes (`FakeLeaseDatabase`), on a manual timeline: lease 9 s, ticks every 3 s.
+@Suite struct LeasePlannerTests {
+    static let three = ["a", "b", "c"]
+    static let spins = (0..<30).map { "spin-\($0)" }
+
+    @Test func aLoneNode_AcquiresEveryHostedSpin_ThenRenewsAtAThird() {
+        var sim = LeaseSimulation(nodes: ["a"], spins: ["counter", "levels"])
+        #expect(sim.tick("a", at: at(0)) == [.heartbeat, .acquire(spin: "counter", epoch: 1), .acquire(spin: "levels", epoch: 1)])
+        #expect(sim.started.map(\.spin) == ["counter", "levels"])
+        #expect(sim.serving("a") == ["counter", "levels"])
+        // Early: nothing to renew yet.
+        #expect(sim.tick("a", at: at(1)) == [.heartbeat])
+        #expect(sim.tick("a", at: at(3)) == [.heartbeat, .renew(spin: "counter", epoch: 1), .renew(spin: "levels", epoch: 1)])
+        #expect(sim.database.leases["counter"]?.expiresAt == at(12))
+        #expect(sim.planners["a"]?.renewalInterval == .seconds(3))
+    }
+
+    @Test func threeNodes_SettleOnThePlacement() {
+        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        sim.run(Self.three, from: 0, to: 12)
+        let placed = sim.placed(among: Self.three)
+        for node in Self.three {
+            #expect(sim.serving(node) == placed[node] ?? [], "\(node)")
+        }
+    }
+
+    @Test func deadNode_ItsSpinsAreTakenOver_AtLeaseExpiry_AndNotBefore() {
+        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        sim.run(Self.three, from: 0, to: 12)
+        let orphans = sim.serving("c")
+        #expect(!orphans.isEmpty)
+        let epochs = sim.database.leases
+        // c's last heartbeat and renewal were at 12: its leases run until 21.
+        sim.run(["a", "b"], from: 15, to: 18)
+        #expect(sim.serving("a").union(sim.serving("b")).isDisjoint(with: orphans))
+        sim.run(["a", "b"], from: 21, to: 21)
+        let placed = sim.placed(among: ["a", "b"])
+        for node in ["a", "b"] {
+            #expect(sim.serving(node) == placed[node] ?? [], "\(node)")
+        }
+        for spin in orphans {
+            #expect(sim.database.leases[spin]?.epoch == (epochs[spin]?.epoch ?? 0) + 1, "\(spin)")
+        }
+    }
+
+    @Test func joiningNode_TakesItsFairShare_ByHandOver() {
+        var sim = LeaseSimulation(nodes: ["a", "b"], spins: Self.spins)
+        sim.run(["a", "b"], from: 0, to: 12)
+        sim.stopped.removeAll()
+        // c announces itself at 15; a and b see it at 18 and hand over before c's tick.
+        sim.run(Self.three, from: 15, to: 18)
+        let placed = sim.placed(among: Self.three)
+        for node in Self.three {
+            #expect(sim.serving(node) == placed[node] ?? [], "\(node)")
+        }
+        let moved = placed["c"] ?? []
+        #expect(moved.count >= 5, "c should take about a third of 30")
+        #expect(Set(sim.stopped.map(\.spin)) == moved)
+        #expect(sim.stopped.allSatisfy { $0.reason == .handedOver && $0.node != "c" })
+    }
+
+    @Test func pausedOwner_IsTakenOverWithTheNextEpoch_AndStopsServingWhenItWakes() {
+        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        sim.run(Self.three, from: 0, to: 12)
+        let held = sim.planners["b"]!.held
+        #expect(!held.isEmpty)
+        // b is paused (SIGSTOP) after its tick at 12; a and c go on.
+        sim.run(["a", "c"], from: 15, to: 21)
+        for (spin, lease) in held {
+            let row = sim.database.leases[spin]
+            #expect(row?.epoch == lease.epoch + 1 && row?.node != "b", "\(spin)")
+        }
+        // b wakes (SIGCONT) at 24: its first decision is to stop serving every one of them.
+        let actions = sim.tick("b", at: at(24))
+        let stops = held.keys.sorted().map { Planner.Action.stopServing(spin: $0, epoch: held[$0]!.epoch, reason: .takenOver) }
+        #expect(Array(actions.dropFirst().prefix(stops.count)) == stops)
+        #expect(!actions.contains { if case .acquire = $0 { true } else { false } })
+        #expect(sim.serving("b").isEmpty)
+    }
+
+    @Test func loneNodePausedPastItsLease_StopsServing_ThenTakesANewEpoch() {
+        var sim = LeaseSimulation(nodes: ["a"], spins: ["counter"])
+        sim.tick("a", at: at(0))
+        #expect(sim.tick("a", at: at(12)) == [.heartbeat, .stopServing(spin: "counter", epoch: 1, reason: .expired),
+                                               .acquire(spin: "counter", epoch: 2)])
+        #expect(sim.started.map(\.epoch) == [1, 2])
+    }
+
+    @Test func refusedRenewal_StopsServing() {
+        var planner = Planner(node: "a", leaseDuration: .seconds(9))
+        _ = planner.tick(now: at(0), view: View(), spins: ["counter"])
+        #expect(planner.record(.acquired(spin: "counter", epoch: 1, expiresAt: at(9)), now: at(0))
+            == [.startServing(spin: "counter", epoch: 1)])
+        #expect(planner.record(.refused(spin: "counter", epoch: 1), now: at(3))
+            == [.stopServing(spin: "counter", epoch: 1, reason: .takenOver)])
+        #expect(planner.serving.isEmpty)
+        // A refused acquire of a Spin not served changes nothing.
+        #expect(planner.record(.refused(spin: "counter", epoch: 2), now: at(3)) == [])
+    }
+
+    @Test func aLeaseHeldByALiveNode_IsNotAcquired_EvenWhenPlacedHere() {
+        // b holds counter until 9 and is alive; placement among {a, b} may give it to a,
+        // but a waits for b to hand it over.
+        let view = View(nodes: [.init(name: "b", advertise: "http://b:8080", heartbeatAt: at(0))],
+                        leases: [.init(spin: "counter", node: "b", epoch: 4, expiresAt: at(9))])
+        var planner = Planner(node: "a", leaseDuration: .seconds(9))
+        #expect(planner.tick(now: at(1), view: view, spins: ["counter"]) == [.heartbeat])
+    }
+
+    /// Random schedules: nodes tick at random moments, pause and wake. Whatever happens,
+    /// no two nodes ever serve one Spin under the same epoch, no two hold an unexpired
+    /// lease of one Spin at once, a node that ticks drops what it no longer holds; once
+    /// every node runs again, the cluster settles on the placement.
+    @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func randomSchedules_NeverGiveOneSpinTwoOwners(seed: UInt64) {
+        let nodes = ["a", "b", "c", "d"]
+        var sim = LeaseSimulation(nodes: nodes, spins: Array(Self.spins.prefix(16)))
+        var random = SplitMix64(seed: seed)
+        var paused: Set<String> = []
+        var time = 0.0
+        for _ in 0..<600 {
+            time += Double(random.next() % 2000) / 1000
+            let node = nodes[Int(random.next() % UInt64(nodes.count))]
+            if random.next() % 20 == 0 {
+                if paused.contains(node) { paused.remove(node) } else { paused.insert(node) }
+            }
+            if !paused.contains(node) {
+                sim.tick(node, at: at(time))
+                // After its tick, a running node serves only under the row's current epoch
+                // and an unexpired lease: what it kept from before a pause is gone.
+                for (spin, lease) in sim.planners[node]!.held {
+                    let row = sim.database.leases[spin]
+                    #expect(row?.node == node && row?.epoch == lease.epoch && lease.expiresAt > at(time),
+                            "\(node) still serves \(spin) at \(time)")
+                }
+            }
+            for spin in sim.spins {
+                let holders = nodes.filter { (sim.planners[$0]?.held[spin]?.expiresAt).map { $0 > at(time) } ?? false }
+                #expect(holders.count <= 1, "\(spin) at \(time): \(holders)")
+            }
+        }
+        var owners: [String: String] = [:]
+        for start in sim.started {
+            let key = "\(start.spin)#\(start.epoch)"
+            #expect(owners[key] == nil || owners[key] == start.node, "\(key) served by \(owners[key] ?? "") and \(start.node)")
+            owners[key] = start.node
+        }
+        sim.run(nodes, from: time + 1, to: time + 1 + 27)
+        let placed = sim.placed(among: nodes)
+        for node in nodes {
+            #expect(sim.serving(node) == placed[node] ?? [], "\(node)")
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so that the random schedules repeat.
+struct SplitMix64 {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}

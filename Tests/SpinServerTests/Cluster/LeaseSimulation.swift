@@ -1,0 +1,100 @@
+@testable import SpinServer
+
+typealias Planner = LeasePlanner<TestInstant>
+typealias View = ClusterView<TestInstant>
+
+/// The `spin_nodes` and `spin_leases` tables and the conditional writes a database
+/// runs for the planner's actions, in memory: what makes a lease race safe.
+struct FakeLeaseDatabase {
+    var nodes: [String: View.Node] = [:]
+    var leases: [String: View.Lease] = [:]
+    let leaseDuration: Duration
+
+    var view: View { View(nodes: Array(nodes.values), leases: Array(leases.values)) }
+
+    /// Runs `action` for `node` at `now`; the answer for lease writes that have one.
+    mutating func run(_ action: Planner.Action, by node: String, now: TestInstant) -> Planner.Write? {
+        switch action {
+        case .heartbeat:
+            nodes[node] = View.Node(name: node, advertise: "http://\(node):8080", heartbeatAt: now)
+            return nil
+        case .acquire(let spin, let epoch):
+            let row = leases[spin]
+            let matches = row.map { $0.epoch + 1 == epoch && ($0.expiresAt <= now || $0.node == node) } ?? (epoch == 1)
+            guard matches else { return .refused(spin: spin, epoch: epoch) }
+            let expiresAt = now.advanced(by: leaseDuration)
+            leases[spin] = View.Lease(spin: spin, node: node, epoch: epoch, expiresAt: expiresAt)
+            return .acquired(spin: spin, epoch: epoch, expiresAt: expiresAt)
+        case .renew(let spin, let epoch):
+            guard let row = leases[spin], row.node == node, row.epoch == epoch else {
+                return .refused(spin: spin, epoch: epoch)
+            }
+            leases[spin]?.expiresAt = now.advanced(by: leaseDuration)
+            return .renewed(spin: spin, epoch: epoch, expiresAt: now.advanced(by: leaseDuration))
+        case .release(let spin, let epoch):
+            if let row = leases[spin], row.node == node, row.epoch == epoch { leases[spin]?.expiresAt = now }
+            return nil
+        case .startServing, .stopServing:
+            return nil
+        }
+    }
+}
+
+/// Several nodes' planners over one fake database, ticked by a test at instants it
+/// chooses; records every decision to serve and to stop.
+struct LeaseSimulation {
+    static let leaseDuration = Duration.seconds(9)
+
+    var database = FakeLeaseDatabase(leaseDuration: leaseDuration)
+    var planners: [String: Planner] = [:]
+    let spins: [String]
+    /// Every `startServing`, in order: (node, spin, epoch).
+    var started: [(node: String, spin: String, epoch: UInt64)] = []
+    /// Every `stopServing`, in order.
+    var stopped: [(node: String, spin: String, epoch: UInt64, reason: Planner.StopReason)] = []
+
+    init(nodes: [String], spins: [String]) {
+        self.spins = spins
+        for node in nodes { planners[node] = Planner(node: node, leaseDuration: Self.leaseDuration) }
+    }
+
+    /// One tick of `node` at `now`: its actions run in order, each write's answer
+    /// recorded. Returns the tick's actions (not those `record` added).
+    @discardableResult
+    mutating func tick(_ node: String, at now: TestInstant) -> [Planner.Action] {
+        if planners[node] == nil { planners[node] = Planner(node: node, leaseDuration: Self.leaseDuration) }
+        let actions = planners[node]!.tick(now: now, view: database.view, spins: spins)
+        var queue = actions
+        while !queue.isEmpty {
+            let action = queue.removeFirst()
+            switch action {
+            case .startServing(let spin, let epoch): started.append((node, spin, epoch))
+            case .stopServing(let spin, let epoch, let reason): stopped.append((node, spin, epoch, reason))
+            default: break
+            }
+            if let write = database.run(action, by: node, now: now) {
+                queue.insert(contentsOf: planners[node]!.record(write, now: now), at: 0)
+            }
+        }
+        return actions
+    }
+
+    /// Ticks `nodes` (in order) every third of the lease from `start` up to `end` inclusive.
+    mutating func run(_ nodes: [String], from start: Double, to end: Double) {
+        var time = start
+        while time <= end + 1e-9 {
+            for node in nodes { tick(node, at: at(time)) }
+            time += 3
+        }
+    }
+
+    /// The Spins `node` serves.
+    func serving(_ node: String) -> Set<String> { planners[node]?.serving ?? [] }
+
+    /// The owners rendezvous hashing gives among `nodes`.
+    func placed(among nodes: [String]) -> [String: Set<String>] {
+        var placed: [String: Set<String>] = [:]
+        for spin in spins { placed[Placement.owner(of: spin, among: nodes)!, default: []].insert(spin) }
+        return placed
+    }
+}
