@@ -13,11 +13,11 @@
 ARG SWIFT_VERSION=6.3
 FROM swift:${SWIFT_VERSION}-bookworm AS build
 
-# Headers of the system libraries behind the CZlib and COpenSSL shim targets. Versions are
+# Headers of the system libraries behind the CZlib, COpenSSL and CPostgres shim targets. Versions are
 # not pinned (DL3008): bookworm's archive keeps only the current security release of each.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev \
+    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev libpq-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -32,7 +32,8 @@ RUN swift build -c release --static-swift-stdlib --product spin-server \
     && strip /out/spin-server
 
 # Runtime stage: what `ldd` of the static-stdlib binary lists, nothing more:
-#   libssl.so.3, libcrypto.so.3 -> libssl3; libz.so.1 -> zlib1g;
+#   libssl.so.3, libcrypto.so.3 -> libssl3; libz.so.1 -> zlib1g; libpq.so.5 -> libpq5
+#   (the PostgreSQL client; it brings its own dependencies: GSSAPI, LDAP);
 #   libstdc++.so.6 -> libstdc++6; libgcc_s.so.1 -> libgcc-s1; libc, libm -> libc6 (base).
 # No libcurl: the server does not import FoundationNetworking. ICU is linked statically.
 # ca-certificates for outbound TLS verification by anything the operator adds.
@@ -40,7 +41,7 @@ FROM debian:bookworm-slim AS runtime
 
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 zlib1g libstdc++6 libgcc-s1 ca-certificates \
+    && apt-get install -y --no-install-recommends libssl3 zlib1g libpq5 libstdc++6 libgcc-s1 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 spin \
     && useradd --system --uid 10001 --gid spin --home-dir /app --no-create-home --shell /usr/sbin/nologin spin \
@@ -61,6 +62,9 @@ COPY Config/ /app/Config/
 #   SPIN_HOST             listen address; 0.0.0.0 here so the published port is reachable
 #   SPIN_PORT             listen port (0 picks a free one and logs it); the HEALTHCHECK probes it
 #   SPIN_STORAGE          directory of the journals and snapshots: the /app/data volume
+#   SPIN_STORAGE_BACKEND  file (default: SPIN_STORAGE) or postgres (a PostgreSQL database)
+#   SPIN_DATABASE_URL     the postgres backend's libpq connection string,
+#                         postgresql://user:password@host:5432/db; pass at run time, like tokens
 #   SPIN_LOG_LEVEL        trace|debug|info|notice|warning|error|critical (unset: config/default)
 #   SPIN_TLS_CERTIFICATE  PEM certificate file (mount it read-only); with SPIN_TLS_KEY enables TLS
 #   SPIN_TLS_KEY          PEM private key file

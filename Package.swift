@@ -33,13 +33,15 @@ let package = Package(
         // OpenSSL (deflateInit2, SSL_CTX_set_min_proto_version, ...) get real functions.
         .target(name: "CZlib", linkerSettings: [.linkedLibrary("z")]),
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // libpq, PostgreSQL's client library (Debian libpq-dev), for the postgres storage backend.
+        .target(name: "CPostgres", linkerSettings: [.linkedLibrary("pq")]),
 
         .target(name: "SpinCore"),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "SpinNet", dependencies: ["COpenSSL", "SpinCore"]),
-        // Journals and snapshots behind one protocol (`SpinStore`), the file backend first.
-        // Knows no HTTP and no other target of this package.
-        .target(name: "SpinStorage"),
+        // Journals and snapshots behind one protocol (`SpinStore`): the file backend and
+        // PostgreSQL (through libpq). Knows no HTTP and no other target of this package.
+        .target(name: "SpinStorage", dependencies: ["CPostgres"]),
         .target(name: "SpinServer", dependencies: [
             "SpinCore", "SpinWire", "SpinNet", "SpinStorage", "SpinMachines", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

@@ -76,6 +76,10 @@ none = median("post", "ours-none", "events_per_s")
 always = median("post", "ours-always", "events_per_s")
 rows.append(("post events/s, fsync none", rate(none), "—", f"batch/none {ratio(ours, none)}", ""))
 rows.append(("post events/s, fsync always", rate(always), "—", f"always/none {ratio(always, none)}", ""))
+postgres = median("post", "ours-postgres", "events_per_s", required=False)
+if postgres is not None:
+    rows.append(("post events/s, postgres backend (fsync batch: synchronous_commit on)", rate(postgres), "—",
+                 f"postgres/file {ratio(postgres, ours)}, p50/p99 ms {ms(lat('ours-postgres', 'p50_us'), lat('ours-postgres', 'p99_us'))}", ""))
 rows.append(("post latency p99 ms, none/always", ms(lat("ours-none", "p99_us"), lat("ours-always", "p99_us")), "—", "", ""))
 
 ours = median("ws-events", "ours", "events_per_s")

@@ -14,7 +14,7 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${SPIN_TESTS_AS_USER:-}" ]; then
     bash Tests/setup.sh || exit 1
 else
     missing=()
-    for pkg in libssl-dev zlib1g-dev curl openssl chromium chromium-driver testssl.sh slowhttptest; do
+    for pkg in libssl-dev zlib1g-dev libpq-dev postgresql curl openssl chromium chromium-driver testssl.sh slowhttptest; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("Debian package $pkg")
     done
     # The import names of the packages of Tests/*/requirements.txt.
@@ -33,6 +33,16 @@ fi
 failed=0
 passed=0
 log=$(mktemp)
+
+# A throwaway PostgreSQL (Tests/postgres/pg.sh) for the postgres backend's Swift tests,
+# which are skipped without SPIN_TEST_DATABASE_URL. The e2e suite starts its own.
+pg_dir=$(mktemp -d /tmp/spin-pg-XXXXXX)
+trap 'Tests/postgres/pg.sh remove "$pg_dir"' EXIT
+if url=$(Tests/postgres/pg.sh start "$pg_dir"); then
+    export SPIN_TEST_DATABASE_URL="$url"
+else
+    echo "run.sh: could not start PostgreSQL: the postgres backend's tests fail"; failed=$((failed + 1))
+fi
 
 echo "=== swift test"
 swift test 2>&1 | tee "$log" | grep -E '^✘|: error: |Test run with' || true

@@ -46,8 +46,7 @@ public final class LoopServer: Sendable {
         var limits = APIRouter.Limits()
         limits.inbox = configuration.limits.inbox
         let storage = configuration.storage
-        let journal = storage.persists
-            ? Journal(store: FileSpinStore(directory: storage.directory), storage: storage, logger: logger) : nil
+        let journal = storage.persists ? Journal(store: Self.makeStore(storage), storage: storage, logger: logger) : nil
         self.journal = journal
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
@@ -60,6 +59,14 @@ public final class LoopServer: Sendable {
                                cluster: ClusterNode(node: configuration.cluster.node,
                                                     advertise: configuration.advertiseURL(port: configuration.port)))
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
+    }
+
+    /// The store `storage.backend` names.
+    static func makeStore(_ storage: SpinServerConfiguration.Storage) -> any SpinStore {
+        switch storage.backend {
+        case .file: FileSpinStore(directory: storage.directory)
+        case .postgres: PostgresSpinStore(url: storage.url ?? "")
+        }
     }
 
     /// SpinNet's per-connection limits from ours. The pending output a connection may hold

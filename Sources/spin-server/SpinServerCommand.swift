@@ -15,8 +15,8 @@ struct SpinServerCommand: ParsableCommand {
             Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
             SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
             SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example"), \
-            SPIN_ECHO_ENDPOINT (true or false), SPIN_NODE, SPIN_CLUSTER_ADVERTISE, \
-            SPIN_CLUSTER_LEASE_SECONDS.
+            SPIN_ECHO_ENDPOINT (true or false), SPIN_STORAGE_BACKEND (file or postgres), \
+            SPIN_DATABASE_URL, SPIN_NODE, SPIN_CLUSTER_ADVERTISE, SPIN_CLUSTER_LEASE_SECONDS.
 
             Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
             64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \
@@ -36,6 +36,12 @@ struct SpinServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Storage directory, created if missing (env SPIN_STORAGE; config storage.directory; default data).", valueName: "directory"))
     var storage: String?
+
+    @Option(help: ArgumentHelp("Storage backend: file (the storage directory) or postgres (env SPIN_STORAGE_BACKEND; config storage.backend; default file).", valueName: "backend"))
+    var storageBackend: String?
+
+    @Option(help: ArgumentHelp("libpq connection string of the postgres backend, postgresql://user:password@host:5432/db (env SPIN_DATABASE_URL; config storage.url).", valueName: "url"))
+    var databaseURL: String?
 
     @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env SPIN_LOG_LEVEL; config log.level; default info).", valueName: "level"))
     var logLevel: String?
@@ -71,7 +77,8 @@ struct SpinServerCommand: ParsableCommand {
     var flags: SpinServerConfiguration.Flags {
         SpinServerConfiguration.Flags(
             config: config, host: host, port: port, storage: storage, logLevel: logLevel,
-            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey, repair: repair,
+            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey,
+            storageBackend: storageBackend, databaseURL: databaseURL, repair: repair,
             echoEndpoint: echoEndpoint, node: node, advertise: advertise, leaseSeconds: leaseSeconds)
     }
 }

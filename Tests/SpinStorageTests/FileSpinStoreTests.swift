@@ -14,11 +14,16 @@ import Testing
     /// Opens a store on `directory` and readies `spin`'s journal, as recovery does.
     static func make(_ directory: String, spin: String = "counter") throws -> (FileSpinStore, StoredSpin) {
         let store = FileSpinStore(directory: directory)
+        return (store, try ready(store, spin: spin))
+    }
+
+    /// Opens `store` and readies `spin`'s journal, as recovery does; what it read.
+    static func ready(_ store: some SpinStore, spin: String) throws -> StoredSpin {
         _ = try store.open()
         let stored = try store.read(spin: spin, repair: false)
         try store.startJournal(spin: spin, cuttingAt: stored.damage)
         try store.markInUse()
-        return (store, stored)
+        return stored
     }
 
     @Test func committedBatches_AreReadBack_AfterAStop_WithTheCleanMark() throws {

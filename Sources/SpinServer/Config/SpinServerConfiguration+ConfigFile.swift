@@ -60,7 +60,17 @@ extension SpinServerConfiguration.Builder {
                 }
             }
         }
-        if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["directory", "fsync", "retainEvents", "onCorruption"]) {
+        if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["backend", "directory", "url", "fsync", "retainEvents", "onCorruption"]) {
+            if let value = storage["backend"], value != .null {
+                configuration.storage.backend = try Self.backend(try reader.string(value, at: "storage.backend"),
+                                                                 source: file, key: "storage.backend")
+                backendSource = file
+            }
+            if let value = storage["url"], value != .null {
+                configuration.storage.url = try Self.databaseURL(try reader.string(value, at: "storage.url"),
+                                                                 source: file, key: "storage.url")
+                urlSource = file
+            }
             if let value = storage["directory"], value != .null {
                 configuration.storage.directory = try Self.path(try reader.string(value, at: "storage.directory"),
                                                                 source: file, key: "storage.directory")

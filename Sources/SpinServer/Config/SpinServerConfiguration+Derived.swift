@@ -1,3 +1,5 @@
+import SpinStorage
+
 extension SpinServerConfiguration {
     // MARK: - Derived values
 
@@ -23,8 +25,16 @@ extension SpinServerConfiguration {
         let tokenText = tokens.isEmpty ? "no tokens (no authentication)" : "\(tokens.count) token\(tokens.count == 1 ? "" : "s")"
         return "\(spins.count) spin\(spins.count == 1 ? "" : "s") (\(spinList.joined(separator: ", "))), "
             + "\(gears.count) gear\(gears.count == 1 ? "" : "s") (\(gearList.joined(separator: ", "))), "
-            + "\(url(port: port)), storage \(storage.directory) (fsync \(storage.fsync.rawValue)), \(tokenText)"
+            + "\(url(port: port)), storage \(storageSummary) (fsync \(storage.fsync.rawValue)), \(tokenText)"
             + (testing.echoEndpoint ? ", WebSocket echo on /v1/echo (testing.echoEndpoint)" : "")
+    }
+
+    /// The storage directory, or the database (without its password).
+    var storageSummary: String {
+        switch storage.backend {
+        case .file: storage.directory
+        case .postgres: "postgres \(PostgresConnection.describe(connectionString: storage.url ?? ""))"
+        }
     }
 
     /// Warnings for a listener other machines can reach: no tokens (anyone may read and

@@ -10,6 +10,8 @@ extension SpinServerConfiguration.Builder {
                   key: environment["SPIN_TLS_KEY"],
                   sources: ("SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
                             "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY"))
+        try apply(backend: environment["SPIN_STORAGE_BACKEND"], databaseURL: environment["SPIN_DATABASE_URL"],
+                  sources: ("SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL"))
         try apply(node: environment["SPIN_NODE"], advertise: environment["SPIN_CLUSTER_ADVERTISE"],
                   leaseSeconds: environment["SPIN_CLUSTER_LEASE_SECONDS"],
                   sources: ("SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS"))
@@ -43,9 +45,23 @@ extension SpinServerConfiguration.Builder {
                   logFormat: flags.logFormat, certificate: flags.tlsCertificate, key: flags.tlsKey,
                   sources: ("--host", "--port", "--storage", "--log-level", "--log-format",
                             "--tls-certificate", "--tls-key"))
+        try apply(backend: flags.storageBackend, databaseURL: flags.databaseURL,
+                  sources: ("--storage-backend", "--database-url"))
         if flags.echoEndpoint { configuration.testing.echoEndpoint = true }
         try apply(node: flags.node, advertise: flags.advertise, leaseSeconds: flags.leaseSeconds,
                   sources: ("--node", "--advertise", "--lease-seconds"))
+    }
+
+    private mutating func apply(backend: String?, databaseURL: String?,
+                                sources: (backend: String, url: String)) throws(ConfigurationError) {
+        if let backend {
+            configuration.storage.backend = try Self.backend(backend, source: sources.backend, key: "storage.backend")
+            backendSource = sources.backend
+        }
+        if let databaseURL {
+            configuration.storage.url = try Self.databaseURL(databaseURL, source: sources.url, key: "storage.url")
+            urlSource = sources.url
+        }
     }
 
     private mutating func apply(

@@ -33,7 +33,9 @@ import Logging
 /// | `limits.shutdownGraceSeconds` | int > 0 | `5` | |
 /// | `auth.tokens` | `[{"token": string, "scopes": [read\|write\|admin]}]` | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
 /// | `auth.allowedOrigins` | [string] (`https://host[:port]`) | `[]` | |
-/// | `storage.directory` | string (created if missing) | `"data"` | `--storage` / `SPIN_STORAGE` |
+/// | `storage.backend` | `file` \| `postgres` | `"file"` | `--storage-backend` / `SPIN_STORAGE_BACKEND` |
+/// | `storage.directory` | string (created if missing; `file` backend) | `"data"` | `--storage` / `SPIN_STORAGE` |
+/// | `storage.url` | libpq connection string (`postgres` backend) | none | `--database-url` / `SPIN_DATABASE_URL` |
 /// | `storage.fsync` | `always` \| `batch` \| `none` | `"batch"` | |
 /// | `storage.retainEvents` | int >= 0 | `10000` | |
 /// | `storage.onCorruption` | `refuse` \| `truncate` | `"refuse"` | `--repair` (truncate) |
@@ -71,6 +73,10 @@ extension SpinServerConfiguration {
         public var logFormat: String?
         public var tlsCertificate: String?
         public var tlsKey: String?
+        /// `--storage-backend`: `file` or `postgres`.
+        public var storageBackend: String?
+        /// `--database-url`: the postgres backend's connection string.
+        public var databaseURL: String?
         /// `--repair`: `storage.onCorruption` is `truncate` for this start.
         public var repair: Bool
         /// `--echo-endpoint`: a flag only turns it on (false: not given).
@@ -85,8 +91,11 @@ extension SpinServerConfiguration {
         /// Every flag not given, unless passed.
         public init(config: String? = nil, host: String? = nil, port: String? = nil, storage: String? = nil,
                      logLevel: String? = nil, logFormat: String? = nil, tlsCertificate: String? = nil,
-                     tlsKey: String? = nil, repair: Bool = false, echoEndpoint: Bool = false,
+                     tlsKey: String? = nil, storageBackend: String? = nil, databaseURL: String? = nil,
+                     repair: Bool = false, echoEndpoint: Bool = false,
                      node: String? = nil, advertise: String? = nil, leaseSeconds: String? = nil) {
+            self.storageBackend = storageBackend
+            self.databaseURL = databaseURL
             self.repair = repair
             self.config = config
             self.host = host
@@ -148,6 +157,7 @@ extension SpinServerConfiguration {
     public static let environmentVariables = [
         "SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
         "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS", "SPIN_ECHO_ENDPOINT",
+        "SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL",
         "SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS",
     ]
 
@@ -212,6 +222,9 @@ extension SpinServerConfiguration {
         if builder.configuration.spins.isEmpty {
             warnings.append("\(configFile): spins: no Spins are configured, so the server hosts nothing")
         }
+        if builder.configuration.storage.backend == .file, builder.configuration.storage.url != nil {
+            warnings.append("\(builder.urlSource): storage.url is set but storage.backend is file, so the database is not used (set storage.backend, SPIN_STORAGE_BACKEND or --storage-backend to postgres)")
+        }
         warnings += builder.configuration.exposureWarnings
         return Loaded(configuration: builder.configuration, configFile: configFile, warnings: warnings)
     }
@@ -228,6 +241,8 @@ extension SpinServerConfiguration {
         var certificate: (value: String, source: String)?
         var key: (value: String, source: String)?
         var storageSource = "the built-in default"
+        var backendSource = "the built-in default"
+        var urlSource = "the built-in default"
 
         // The configuration's own types, by the names the Builder's extensions in the other
         // SpinServerConfiguration+*.swift files use (an extension of a nested type does

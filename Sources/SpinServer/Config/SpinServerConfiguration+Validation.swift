@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SpinStorage
 
 // MARK: - Checks across sources
 
@@ -32,7 +33,16 @@ extension SpinServerConfiguration.Builder {
         }
     }
 
+    /// The file backend's directory is created; the postgres backend needs a URL (the
+    /// database is reached at start-up, not here).
     func makeStorage(createDirectory: (String) throws -> Void) throws(ConfigurationError) {
+        if configuration.storage.backend == .postgres {
+            guard configuration.storage.url != nil else {
+                throw ConfigurationError(source: backendSource, key: "storage.url",
+                                         problem: "storage.backend is postgres but no database is named: set storage.url, SPIN_DATABASE_URL or --database-url to a libpq connection string (postgresql://user:password@host:5432/database)")
+            }
+            return
+        }
         let directory = configuration.storage.directory
         do {
             try createDirectory(directory)
@@ -63,6 +73,21 @@ extension SpinServerConfiguration.Builder {
     static func path(_ text: String, source: String, key: String) throws(ConfigurationError) -> String {
         guard !text.isEmpty else {
             throw ConfigurationError(source: source, key: key, problem: "must be a non-empty path")
+        }
+        return text
+    }
+
+    static func backend(_ text: String, source: String, key: String) throws(ConfigurationError) -> Storage.Backend {
+        guard let backend = Storage.Backend(rawValue: text) else {
+            throw ConfigurationError(source: source, key: key, problem: "unknown backend \"\(text)\" (use file or postgres)")
+        }
+        return backend
+    }
+
+    /// A libpq connection string, checked for syntax only (libpq's own parser).
+    static func databaseURL(_ text: String, source: String, key: String) throws(ConfigurationError) -> String {
+        if let problem = PostgresConnection.problem(inConnectionString: text) {
+            throw ConfigurationError(source: source, key: key, problem: "not a libpq connection string: \(problem)")
         }
         return text
     }

@@ -130,7 +130,20 @@ public struct SpinServerConfiguration: Sendable, Equatable {
             case truncate
         }
 
+        /// Where journals and snapshots are kept.
+        public enum Backend: String, Sendable, Equatable, CaseIterable {
+            /// Files in `directory` (embedded, the default).
+            case file
+            /// A PostgreSQL database at `url`.
+            case postgres
+        }
+
+        public var backend: Backend
+        /// The storage directory of the `file` backend.
         public var directory: String
+        /// The libpq connection string of the `postgres` backend
+        /// (`postgresql://user:secret@host:5432/db`).
+        public var url: String?
         public var fsync: Fsync
         /// Whether Spins are journaled in `directory` and recovered from it at start-up.
         /// False keeps state in memory only: the default for a server built in code (tests,
@@ -143,9 +156,11 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var retainEvents: Int
         public var onCorruption: OnCorruption
 
-        public init(directory: String = "data", fsync: Fsync = .batch, persists: Bool = false,
-                    retainEvents: Int = 10000, onCorruption: OnCorruption = .refuse) {
+        public init(backend: Backend = .file, directory: String = "data", url: String? = nil, fsync: Fsync = .batch,
+                    persists: Bool = false, retainEvents: Int = 10000, onCorruption: OnCorruption = .refuse) {
+            self.backend = backend
             self.directory = directory
+            self.url = url
             self.fsync = fsync
             self.persists = persists
             self.retainEvents = retainEvents

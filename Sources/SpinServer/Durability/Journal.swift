@@ -7,7 +7,7 @@ import SpinWire
 
 /// The durable storage of hosted Spins (the README's "Durability"): what to journal and
 /// when it counts as durable, on top of a `SpinStore` (SpinStorage: the files of a
-/// storage directory, `FileSpinStore`), which keeps per Spin a journal of applied events
+/// storage directory, `FileSpinStore`, or a PostgreSQL database, `PostgresSpinStore`), which keeps per Spin a journal of applied events
 /// (batches whole), a snapshot `{"sequence":N,"epoch":..,"state":..}` the journal starts
 /// from, and the epoch of its history (see below). The snapshot is rewritten when the
 /// journal is compacted, which keeps at least `retainEvents` events after it (what
@@ -23,7 +23,8 @@ import SpinWire
 /// Spin's feed refuses every waiting acknowledgement with 503 `storage_unavailable`, the
 /// journal is cut back to what was durable, and `onFailure` asks the host to roll the
 /// Spin back to its last durable state and hold it. Every second a probe writes and
-/// syncs a scratch file (`SpinStore.probe`); once it succeeds, `onRecovery` lets the Spin go on.
+/// syncs a scratch file, or reconnects to the database and writes (`SpinStore.probe`);
+/// once it succeeds, `onRecovery` lets the Spin go on.
 ///
 /// **Recovery** reads the snapshot and replays the journal after it through the pure
 /// reducer. A torn tail (an unfinished last write, `JournalRecord.Damage`) is cut and
@@ -80,6 +81,8 @@ package final class Journal: @unchecked Sendable {
         /// Records in the store's journal (what compaction looks at).
         var records: Int
         var health: Health = .healthy
+        /// Why `reopen` failed last (logged when it changes).
+        var reopenProblem: String?
 
         enum Health: Equatable {
             case healthy
@@ -364,7 +367,13 @@ package final class Journal: @unchecked Sendable {
             do {
                 try store.reopen(spin: journal.name)
             } catch {
-                logger.debug("journal of \(journal.name) still failing: \(error)")
+                // Storage works but this journal does not: said once at error level (a
+                // database that lost commits holds the Spin until a restart).
+                let problem = "\(error)"
+                if journal.reopenProblem != problem {
+                    journal.reopenProblem = problem
+                    logger.error("journal of \(journal.name) cannot resume: \(problem)")
+                }
                 continue
             }
             journal.health = .healthy

@@ -1,0 +1,91 @@
+/// The tables of the PostgreSQL backend and the migrations that make them (the README's
+/// "PostgreSQL"). `spin_schema_version` holds one row per applied migration; start-up
+/// applies the missing ones in order, in one transaction, under a transaction-level
+/// advisory lock so that servers starting together against one database do not race.
+package enum PostgresSchema {
+    /// The advisory lock keys of spin-server: `(namespace, key)` for `pg_advisory_*(int4, int4)`.
+    /// The namespace is "SPIN" in ASCII.
+    package static let lockNamespace: Int32 = 0x5350_494E
+    /// Held (transaction-level) while migrating.
+    package static let migrationLock: Int32 = 1
+    /// Held (session-level) by the one server of a database in single-server mode.
+    package static let singleServerLock: Int32 = 2
+
+    /// Migrations by version, in order; version N is `migrations[N - 1]`. Never edit a
+    /// released one: add the next.
+    package static let migrations: [String] = [
+        // 1: journals, snapshots, epochs, suspensions; and the tables of clusters: the
+        // ownership lease of each Spin (with its fencing epoch) and the live nodes.
+        """
+        CREATE TABLE spin_journal (
+            spin text NOT NULL,
+            sequence bigint NOT NULL,
+            event bytea NOT NULL,
+            batch_end boolean NOT NULL,
+            PRIMARY KEY (spin, sequence)
+        );
+        CREATE TABLE spin_snapshots (
+            spin text PRIMARY KEY,
+            document bytea NOT NULL,
+            written_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE spin_epochs (
+            spin text PRIMARY KEY,
+            epoch text NOT NULL
+        );
+        CREATE TABLE spin_suspensions (
+            spin text PRIMARY KEY,
+            document bytea NOT NULL
+        );
+        CREATE TABLE spin_leases (
+            spin text PRIMARY KEY,
+            node text NOT NULL,
+            epoch bigint NOT NULL,
+            expires_at timestamptz NOT NULL
+        );
+        CREATE TABLE spin_nodes (
+            node text PRIMARY KEY,
+            advertise text,
+            heartbeat_at timestamptz,
+            clean boolean NOT NULL DEFAULT false
+        );
+        """,
+    ]
+
+    /// The version this server's tables have once migrated.
+    package static var currentVersion: Int { migrations.count }
+
+    /// Brings the database's tables to `currentVersion`; returns the version found before.
+    /// Throws when the database is newer than this server (a newer spin-server migrated it).
+    @discardableResult
+    package static func migrate(_ connection: PostgresConnection) throws -> Int {
+        try connection.transaction {
+            _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+                                     [.int64(Int64(lockNamespace)), .int64(Int64(migrationLock))])
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS spin_schema_version (
+                    version integer PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            let found = Int(try connection.query("SELECT coalesce(max(version), 0)::int8 FROM spin_schema_version").int(0, 0) ?? 0)
+            guard found <= currentVersion else {
+                throw SchemaTooNew(found: found, known: currentVersion)
+            }
+            for version in (found + 1)..<(currentVersion + 1) {
+                try connection.execute(migrations[version - 1])
+                _ = try connection.query("INSERT INTO spin_schema_version (version) VALUES ($1::int4)", [.int64(Int64(version))])
+            }
+            return found
+        }
+    }
+
+    /// The database was migrated by a newer spin-server.
+    package struct SchemaTooNew: Error, CustomStringConvertible {
+        package let found: Int
+        package let known: Int
+        package var description: String {
+            "the database's spin-server tables are at schema version \(found), newer than this server knows (\(known)): run a spin-server at least as new as the one that migrated it"
+        }
+    }
+}

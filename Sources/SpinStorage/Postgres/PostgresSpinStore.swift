@@ -1,0 +1,405 @@
+import Foundation
+
+/// The PostgreSQL storage backend (`storage.backend: "postgres"`, the README's
+/// "PostgreSQL"): journals, snapshots, epochs and suspensions in the tables of
+/// `PostgresSchema`, through one libpq connection.
+///
+/// - `append` keeps a batch in memory; `commit` inserts everything appended to a Spin's
+///   journal in one statement (group commit: many events, one transaction), so a batch
+///   is stored whole or not at all. `commit(sync: true)` runs with `synchronous_commit`
+///   on (the server flushes its WAL before answering), `sync: false` (`fsync: none`)
+///   with it off (an answer before the flush; a database crash may lose the last
+///   fraction of a second of commits, never part of one).
+/// - `compact` replaces the snapshot and trims the journal in one transaction.
+/// - A lost connection fails the write that meets it; `probe` reconnects (and takes the
+///   server's lock again), `reopen` deletes what an interrupted commit may have stored
+///   after all (never acknowledged) so the journal resumes at its last known commit.
+///
+/// Ownership: in `.singleServer` mode `open` takes a session-level advisory lock, so a
+/// second server on the same database fails at start-up; a cluster (`.shared`) takes no
+/// such lock and decides ownership per Spin instead, checking it with a `fence` in the
+/// transaction of each append.
+package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
+    /// How this server shares the database.
+    package enum Ownership: Sendable {
+        /// One server per database: a session advisory lock for as long as it runs.
+        case singleServer
+        /// Several servers (nodes) share the database; ownership is decided per Spin
+        /// (leases, checked by the `fence`). The node's name keys its `spin_nodes` row.
+        case shared(node: String)
+    }
+
+    /// The node name of a single server in `spin_nodes`.
+    package static let singleServerNode = "single"
+
+    private let url: String
+    private let ownership: Ownership
+    private let connectTimeout: Int
+    /// Run inside the transaction of every append, before the records are inserted.
+    private let fence: (any JournalFence)?
+    // Everything below is guarded by `lock`: the journal's queue and the suspension
+    // methods (any thread) share the connection.
+    private let lock = NSLock()
+    private var connection: PostgresConnection?
+    /// The `synchronous_commit` the session has now (nil: unknown, set it before a commit).
+    private var synchronousCommit: Bool?
+    private var journals: [String: SpinJournal] = [:]
+
+    private final class SpinJournal {
+        /// Appended, not yet committed.
+        var pending: [JournalRecord.Record] = []
+        /// The sequence of the last committed record, nil while the journal has none.
+        var committedLast: UInt64?
+        /// The database lost commits it had answered (see `reopen`).
+        var lostCommits = false
+
+        init(committedLast: UInt64?) { self.committedLast = committedLast }
+    }
+
+    /// - Parameters:
+    ///   - url: a libpq connection string (`postgresql://user:secret@db:5432/spin`).
+    ///   - fence: a check run in the transaction of each append (a cluster's lease
+    ///     check); nil checks nothing.
+    package init(url: String, ownership: Ownership = .singleServer, connectTimeout: Int = 5,
+                 fence: (any JournalFence)? = nil) {
+        self.url = url
+        self.ownership = ownership
+        self.connectTimeout = connectTimeout
+        self.fence = fence
+    }
+
+    package var location: String { "PostgreSQL database \(PostgresConnection.describe(connectionString: url))" }
+
+    private var node: String {
+        switch ownership {
+        case .singleServer: Self.singleServerNode
+        case .shared(let node): node
+        }
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// The open connection; throws when there is none or it was lost (only `probe`
+    /// reconnects, taking the server's lock again first).
+    private func live() throws -> PostgresConnection {
+        guard let connection, connection.isConnected else {
+            throw PostgresError(sqlState: PostgresError.connectionFailure, message: "the connection to the database is lost")
+        }
+        return connection
+    }
+
+    // MARK: Opening and recovery
+
+    /// Connects, creates or migrates the tables, takes the database (single-server mode)
+    /// and tells whether the last server of this node stopped cleanly.
+    package func open() throws -> Bool {
+        try locked {
+            do {
+                let connection = try connect()
+                try PostgresSchema.migrate(connection)
+                try takeOwnership(connection)
+                self.connection = connection
+                let rows = try connection.query("SELECT clean FROM spin_nodes WHERE node = $1", [.text(node)])
+                return rows.count == 1 && rows.bool(0, 0) == true
+            } catch {
+                connection?.close()
+                connection = nil
+                throw OpenFailure(location: location, reason: error)
+            }
+        }
+    }
+
+    /// The database could not be opened (reached, migrated or taken).
+    package struct OpenFailure: Error, CustomStringConvertible {
+        package let location: String
+        package let reason: any Error
+
+        package var description: String { "\(location): \(reason)" }
+    }
+
+    /// Another server holds the database (single-server mode).
+    package struct InUse: Error, CustomStringConvertible {
+        package let holder: String
+        package var description: String {
+            "another spin-server uses this database (\(holder)); one database serves one server unless the servers form a cluster"
+        }
+    }
+
+    private func connect() throws -> PostgresConnection {
+        let connection = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
+        synchronousCommit = nil
+        return connection
+    }
+
+    /// Single-server mode: the session advisory lock, or `InUse` naming who holds it.
+    /// The seam of clusters: `.shared` takes nothing here (leases are per Spin).
+    private func takeOwnership(_ connection: PostgresConnection) throws {
+        guard case .singleServer = ownership else { return }
+        let key: [PostgresValue] = [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.singleServerLock))]
+        let taken = try connection.query("SELECT pg_try_advisory_lock($1::int4, $2::int4)", key)
+        guard taken.bool(0, 0) != true else { return }
+        let holder = try? connection.query("""
+            SELECT 'backend pid ' || a.pid || coalesce(' from ' || host(a.client_addr), ' on a local socket')
+                   || ', connected since ' || date_trunc('second', a.backend_start)
+            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.classid = $1::int4::oid AND l.objid = $2::int4::oid AND l.granted
+            """, key)
+        throw InUse(holder: holder?.text(0, 0) ?? "another session holds spin-server's advisory lock")
+    }
+
+    /// Reads the snapshot, journal and epoch. A trailing run of records without its batch
+    /// end (which one-statement commits never leave) is reported as a torn tail.
+    package func read(spin: String, repair: Bool) throws -> StoredSpin {
+        try locked {
+            let connection = try live()
+            let snapshot = try connection.query("SELECT document FROM spin_snapshots WHERE spin = $1", [.text(spin)])
+            let epoch = try connection.query("SELECT epoch FROM spin_epochs WHERE spin = $1", [.text(spin)])
+            let rows = try connection.query(
+                "SELECT sequence, event, batch_end FROM spin_journal WHERE spin = $1 ORDER BY sequence", [.text(spin)])
+            var records: [JournalRecord.Record] = []
+            records.reserveCapacity(rows.count)
+            for row in 0..<rows.count {
+                records.append(JournalRecord.Record(sequence: UInt64(bitPattern: rows.int(row, 0) ?? 0),
+                                                    payload: rows.bytes(row, 1) ?? [], endsBatch: rows.bool(row, 2) ?? true))
+            }
+            let whole = (records.lastIndex(where: \.endsBatch) ?? -1) + 1
+            var damage: JournalRecord.Damage?
+            if whole < records.count {
+                damage = JournalRecord.Damage(kind: .tornTail, offset: whole,
+                                              reason: "records from sequence \(records[whole].sequence) without their batch's last record",
+                                              bytesAfter: records[whole...].reduce(0) { $0 + $1.payload.count })
+                records.removeSubrange(whole...)
+            }
+            return StoredSpin(snapshot: snapshot.count == 1 ? snapshot.bytes(0, 0) : nil, records: records,
+                              epoch: epoch.count == 1 ? epoch.text(0, 0) : nil, damage: damage)
+        }
+    }
+
+    /// Deletes the records after the last whole batch (when `read` reported them) and
+    /// remembers where the journal's committed part ends.
+    package func startJournal(spin: String, cuttingAt damage: JournalRecord.Damage?) throws {
+        try locked {
+            let connection = try live()
+            let last = try connection.query(
+                "SELECT max(sequence) FROM spin_journal WHERE spin = $1 AND batch_end", [.text(spin)]).int(0, 0)
+            let committedLast = last.map { UInt64(bitPattern: $0) }
+            if damage != nil { try deleteRecords(of: spin, after: committedLast, connection) }
+            journals[spin] = SpinJournal(committedLast: committedLast)
+        }
+    }
+
+    private func deleteRecords(of spin: String, after last: UInt64?, _ connection: PostgresConnection) throws {
+        _ = try connection.query("DELETE FROM spin_journal WHERE spin = $1 AND sequence > $2",
+                                 [.text(spin), .int64(last.map { Int64(bitPattern: $0) } ?? Int64.min)])
+    }
+
+    package func writeEpoch(_ epoch: String, spin: String) throws {
+        try locked {
+            _ = try live().query("""
+                INSERT INTO spin_epochs (spin, epoch) VALUES ($1, $2)
+                ON CONFLICT (spin) DO UPDATE SET epoch = excluded.epoch
+                """, [.text(spin), .text(epoch)])
+        }
+    }
+
+    /// This node's row in `spin_nodes` says it is running (not clean) until `markClean`.
+    package func markInUse() throws {
+        try locked { try setClean(false) }
+    }
+
+    private func setClean(_ clean: Bool) throws {
+        _ = try live().query("""
+            INSERT INTO spin_nodes (node, heartbeat_at, clean) VALUES ($1, now(), $2)
+            ON CONFLICT (node) DO UPDATE SET heartbeat_at = now(), clean = excluded.clean
+            """, [.text(node), .bool(clean)])
+    }
+
+    // MARK: Writing
+
+    /// Keeps the batch until `commit` (nothing reaches the database yet).
+    package func append(_ batch: [JournalRecord.Record], spin: String) throws {
+        locked { journals[spin]?.pending += batch }
+    }
+
+    /// Inserts everything appended to `spin` since the last commit in one statement
+    /// (inside a transaction with the `fence`, when there is one).
+    package func commit(spin: String, sync: Bool) throws {
+        try locked {
+            guard let journal = journals[spin], let last = journal.pending.last else { return }
+            let connection = try live()
+            if synchronousCommit != sync {
+                try connection.execute("SET synchronous_commit TO \(sync ? "on" : "off")")
+                synchronousCommit = sync
+            }
+            if let fence {
+                try connection.transaction {
+                    try fence.check(spin: spin, connection: connection)
+                    try insert(journal.pending, spin: spin, connection)
+                }
+            } else {
+                try insert(journal.pending, spin: spin, connection)
+            }
+            journal.pending.removeAll(keepingCapacity: true)
+            journal.committedLast = last.sequence
+        }
+    }
+
+    /// One `INSERT` of all `records` (arrays unnested: one round trip for any number).
+    private func insert(_ records: [JournalRecord.Record], spin: String, _ connection: PostgresConnection) throws {
+        _ = try connection.query("""
+            INSERT INTO spin_journal (spin, sequence, event, batch_end)
+            SELECT $1, r.sequence, r.event, r.batch_end FROM unnest($2::int8[], $3::bytea[], $4::bool[]) AS r(sequence, event, batch_end)
+            """, [.text(spin), .int64Array(records.map { Int64(bitPattern: $0.sequence) }),
+                  .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch))])
+    }
+
+    /// In one transaction: the new snapshot, the journal trimmed to `records` (the ones
+    /// already there are kept, not written again).
+    package func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws {
+        try locked {
+            guard let journal = journals[spin] else { return }
+            let connection = try live()
+            try connection.transaction {
+                _ = try connection.query("""
+                    INSERT INTO spin_snapshots (spin, document) VALUES ($1, $2)
+                    ON CONFLICT (spin) DO UPDATE SET document = excluded.document, written_at = now()
+                    """, [.text(spin), .bytea(snapshot)])
+                guard let first = records.first, let last = records.last else {
+                    _ = try connection.query("DELETE FROM spin_journal WHERE spin = $1", [.text(spin)])
+                    return
+                }
+                let range: [PostgresValue] = [.text(spin), .int64(Int64(bitPattern: first.sequence)), .int64(Int64(bitPattern: last.sequence))]
+                _ = try connection.query("DELETE FROM spin_journal WHERE spin = $1 AND (sequence < $2 OR sequence > $3)", range)
+                let present = try connection.query("SELECT count(*) FROM spin_journal WHERE spin = $1 AND sequence BETWEEN $2 AND $3", range)
+                if present.int(0, 0) != Int64(records.count) {
+                    _ = try connection.query("DELETE FROM spin_journal WHERE spin = $1", [.text(spin)])
+                    try insert(records, spin: spin, connection)
+                }
+            }
+            journal.pending.removeAll()
+            journal.committedLast = records.last?.sequence
+        }
+    }
+
+    // MARK: Failures
+
+    /// Forgets what was appended since the last commit (a failed commit stored nothing,
+    /// or, when the connection broke during it, `reopen` deletes what it may have stored).
+    package func discardUncommitted(spin: String) {
+        locked { journals[spin]?.pending.removeAll() }
+    }
+
+    /// Reconnects when the connection was lost (taking the server's lock again), then
+    /// makes a small write (this node's heartbeat) to see that the database takes writes.
+    package func probe() throws {
+        try locked {
+            if connection?.isConnected != true {
+                connection?.close()
+                connection = nil
+                let fresh = try connect()
+                do {
+                    try takeOwnership(fresh)
+                } catch {
+                    fresh.close()
+                    throw error
+                }
+                connection = fresh
+            }
+            do {
+                _ = try live().query("UPDATE spin_nodes SET heartbeat_at = now() WHERE node = $1", [.text(node)])
+            } catch {
+                // A broken connection libpq has not noticed yet: the next probe reconnects.
+                if let error = error as? PostgresError, error.isConnectionFailure { connection?.close() }
+                throw error
+            }
+        }
+    }
+
+    /// Deletes records after the last known commit: a commit cut off by a lost
+    /// connection may have been stored without being acknowledged. Throws `LostCommits`
+    /// when the journal ends before its last known commit (a database that crashed with
+    /// `synchronous_commit` off): the Spin's state holds events the database no longer
+    /// has, so it takes no more writes, and `markClean` refuses (the next start gives
+    /// the Spin a new epoch).
+    package func reopen(spin: String) throws {
+        try locked {
+            guard let journal = journals[spin] else { return }
+            journal.pending.removeAll()
+            let connection = try live()
+            if let expected = journal.committedLast {
+                let found = try connection.query("SELECT max(sequence) FROM spin_journal WHERE spin = $1", [.text(spin)])
+                    .int(0, 0).map { UInt64(bitPattern: $0) }
+                if found.map({ $0 < expected }) ?? true {
+                    journal.lostCommits = true
+                    throw LostCommits(spin: spin, expected: expected, found: found)
+                }
+            }
+            try deleteRecords(of: spin, after: journal.committedLast, connection)
+        }
+    }
+
+    /// The database no longer has commits it acknowledged.
+    package struct LostCommits: Error, CustomStringConvertible {
+        package let spin: String
+        package let expected: UInt64
+        package let found: UInt64?
+        package var description: String {
+            "the database lost acknowledged commits of \(spin)'s journal: it ends at \(found.map(String.init) ?? "no record"), the last commit was \(expected) (did it crash with synchronous_commit off, storage.fsync none?); restart the server to recover what the database has, under a new epoch"
+        }
+    }
+
+    // MARK: Closing
+
+    /// Refused when a journal lost commits (`reopen`): the next start must not take the
+    /// stop for a clean one.
+    package func markClean() throws {
+        try locked {
+            if let lost = journals.first(where: { $0.value.lostCommits }) {
+                throw LostCommits(spin: lost.key, expected: lost.value.committedLast ?? 0, found: nil)
+            }
+            try setClean(true)
+        }
+    }
+
+    /// Closes the connection, which releases the single-server lock.
+    package func close() {
+        locked {
+            journals = [:]
+            connection?.close()
+            connection = nil
+        }
+    }
+
+    // MARK: Suspensions
+
+    package func suspension(of spin: String) throws -> [UInt8]? {
+        try locked {
+            let rows = try live().query("SELECT document FROM spin_suspensions WHERE spin = $1", [.text(spin)])
+            return rows.count == 1 ? rows.bytes(0, 0) : nil
+        }
+    }
+
+    package func storeSuspension(_ document: [UInt8], of spin: String) throws {
+        try locked {
+            _ = try live().query("""
+                INSERT INTO spin_suspensions (spin, document) VALUES ($1, $2)
+                ON CONFLICT (spin) DO UPDATE SET document = excluded.document
+                """, [.text(spin), .bytea(document)])
+        }
+    }
+
+    package func removeSuspension(of spin: String) {
+        locked { _ = try? live().query("DELETE FROM spin_suspensions WHERE spin = $1", [.text(spin)]) }
+    }
+}
+
+/// A check run inside the transaction that appends a Spin's records, before them: a
+/// cluster checks there that this node still holds the Spin's lease (and locks the lease
+/// row until the commit). Throwing refuses the write: nothing of it is stored.
+package protocol JournalFence: Sendable {
+    func check(spin: String, connection: PostgresConnection) throws
+}

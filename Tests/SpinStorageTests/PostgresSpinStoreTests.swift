@@ -1,0 +1,245 @@
+import Foundation
+import SpinStorage
+import Testing
+
+/// Against a real PostgreSQL: `SPIN_TEST_DATABASE_URL` names a server whose user may
+/// create databases (`Tests/postgres/pg.sh start DIR` prints one; `Tests/run.sh` sets it).
+/// Each test works in a database of its own. Without the variable the suite is skipped.
+/// The test server's URL, from the environment.
+private let testServerURL = ProcessInfo.processInfo.environment["SPIN_TEST_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+
+@Suite(.enabled(if: testServerURL != nil,
+                "SPIN_TEST_DATABASE_URL is not set: the PostgreSQL store tests are skipped (Tests/postgres/pg.sh starts a server)"))
+struct PostgresSpinStoreTests {
+    static let serverURL = testServerURL
+
+    /// A fresh database on the test server; its URL.
+    static func freshDatabase() throws -> String {
+        let server = try #require(serverURL)
+        let name = "spin_test_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try PostgresConnection(url: server)
+        try admin.execute("CREATE DATABASE \(name)")
+        admin.close()
+        // postgresql://user@host:port/db?params → the same with our database.
+        let withoutQuery = server.split(separator: "?", maxSplits: 1).first.map(String.init) ?? server
+        let base = withoutQuery.hasPrefix("postgres") ? String(withoutQuery[..<withoutQuery.lastIndex(of: "/")!]) : withoutQuery
+        return "\(base)/\(name)"
+    }
+
+    static func record(_ sequence: UInt64, endsBatch: Bool = true, payload: [UInt8] = Array(#"{"type":"increase"}"#.utf8)) -> JournalRecord.Record {
+        JournalRecord.Record(sequence: sequence, payload: payload, endsBatch: endsBatch)
+    }
+
+    /// Opens a store on `url` and readies `spin`'s journal, as recovery does.
+    static func make(_ url: String, spin: String = "counter", fence: (any JournalFence)? = nil) throws -> (PostgresSpinStore, StoredSpin) {
+        let store = PostgresSpinStore(url: url, fence: fence)
+        return (store, try FileSpinStoreTests.ready(store, spin: spin))
+    }
+
+    @Test func committedBatches_AreReadBack_AfterAStop_WithTheCleanMark() throws {
+        let url = try Self.freshDatabase()
+        let (store, empty) = try Self.make(url)
+        #expect(empty.records.isEmpty && empty.snapshot == nil && empty.epoch == nil && empty.damage == nil)
+        try store.writeEpoch("e1", spin: "counter")
+        // Every byte value, NUL included, goes through unchanged.
+        let binary = Self.record(1, payload: (0...255).map { UInt8($0) })
+        try store.append([binary], spin: "counter")
+        try store.append([Self.record(2, endsBatch: false), Self.record(3)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        try store.markClean()
+        store.close()
+
+        let again = PostgresSpinStore(url: url)
+        #expect(try again.open() == true)
+        let stored = try again.read(spin: "counter", repair: false)
+        #expect(stored.records == [binary, Self.record(2, endsBatch: false), Self.record(3)])
+        #expect(stored.epoch == "e1")
+        #expect(try again.read(spin: "other", repair: false).records.isEmpty)
+        again.close()
+    }
+
+    @Test func aStoreInUse_WasNotStoppedCleanly() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        store.close()
+        let again = PostgresSpinStore(url: url)
+        #expect(try again.open() == false)
+        again.close()
+    }
+
+    @Test func aSecondServer_OnTheSameDatabase_CannotOpen_UntilTheFirstCloses() throws {
+        let url = try Self.freshDatabase()
+        let (first, _) = try Self.make(url)
+        let second = PostgresSpinStore(url: url)
+        #expect {
+            _ = try second.open()
+        } throws: { error in
+            "\(error)".contains("another spin-server uses this database") && "\(error)".contains("backend pid")
+        }
+        first.close()
+        _ = try second.open()
+        second.close()
+    }
+
+    @Test func nothingAppended_IsStored_BeforeACommit_AndDiscardedAppendsNever() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        try store.append([Self.record(1)], spin: "counter")
+        try store.commit(spin: "counter", sync: false)
+        try store.append([Self.record(2)], spin: "counter")
+        #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1)])
+        store.discardUncommitted(spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        try store.append([Self.record(2)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1), Self.record(2)])
+        store.close()
+    }
+
+    @Test func compaction_ReplacesTheSnapshot_AndKeepsOnlyTheGivenRecords() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        try store.append((1...5).map { Self.record($0) }, spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        try store.compact(spin: "counter", snapshot: Array(#"{"sequence":3}"#.utf8), records: [Self.record(4), Self.record(5)])
+        try store.append([Self.record(6)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        var stored = try store.read(spin: "counter", repair: false)
+        #expect(stored.snapshot == Array(#"{"sequence":3}"#.utf8))
+        #expect(stored.records.map(\.sequence) == [4, 5, 6])
+
+        // A compaction keeping nothing empties the journal.
+        try store.compact(spin: "counter", snapshot: Array(#"{"sequence":6}"#.utf8), records: [])
+        stored = try store.read(spin: "counter", repair: false)
+        #expect(stored.snapshot == Array(#"{"sequence":6}"#.utf8) && stored.records.isEmpty)
+        store.close()
+    }
+
+    @Test func aBatchWithoutItsEnd_IsATornTail_CutAtStart() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        try store.append([Self.record(1)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        store.close()
+        let admin = try PostgresConnection(url: url)
+        _ = try admin.query("INSERT INTO spin_journal VALUES ('counter', 2, '\\x7b7d', false)")
+
+        let (again, stored) = try Self.make(url)
+        #expect(stored.records == [Self.record(1)])
+        #expect(stored.damage?.kind == .tornTail)
+        #expect(try admin.query("SELECT count(*) FROM spin_journal").int(0, 0) == 1)
+        again.close()
+        admin.close()
+    }
+
+    @Test func aLostConnection_FailsTheCommit_ProbeReconnects_AndReopenDropsWhatWasNotAcknowledged() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        try store.append([Self.record(1)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+
+        let admin = try PostgresConnection(url: url)
+        _ = try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        try store.append([Self.record(2)], spin: "counter")
+        #expect(throws: PostgresError.self) { try store.commit(spin: "counter", sync: true) }
+        store.discardUncommitted(spin: "counter")
+        // As if the lost commit had reached the database after all: never acknowledged.
+        _ = try admin.query("INSERT INTO spin_journal VALUES ('counter', 2, '\\x7b7d', true)")
+
+        try store.probe()
+        try store.reopen(spin: "counter")
+        try store.append([Self.record(2)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1), Self.record(2)])
+        // The single-server lock was taken again with the new connection.
+        #expect(throws: (any Error).self) { try PostgresSpinStore(url: url).open() }
+        store.close()
+        admin.close()
+    }
+
+    @Test func commitsTheDatabaseLost_HoldTheJournal_AndTheStopIsNotClean() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        try store.append([Self.record(1)], spin: "counter")
+        try store.append([Self.record(2)], spin: "counter")
+        try store.commit(spin: "counter", sync: false)
+        // As if the database crashed with synchronous_commit off before flushing record 2.
+        let admin = try PostgresConnection(url: url)
+        _ = try admin.query("DELETE FROM spin_journal WHERE sequence = 2")
+        _ = try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        try store.append([Self.record(3)], spin: "counter")
+        #expect(throws: PostgresError.self) { try store.commit(spin: "counter", sync: false) }
+        store.discardUncommitted(spin: "counter")
+        try store.probe()
+        #expect(throws: PostgresSpinStore.LostCommits.self) { try store.reopen(spin: "counter") }
+        #expect(throws: PostgresSpinStore.LostCommits.self) { try store.markClean() }
+        store.close()
+        let again = PostgresSpinStore(url: url)
+        #expect(try again.open() == false)
+        again.close()
+        admin.close()
+    }
+
+    @Test func aFenceThatRefuses_StoresNothing() throws {
+        struct Refuse: JournalFence, Error {
+            func check(spin: String, connection: PostgresConnection) throws {
+                // The fence runs in the append's transaction: what it writes is undone too.
+                _ = try connection.query("INSERT INTO spin_leases VALUES ($1, 'other', 2, now())", [.text(spin)])
+                throw Refuse()
+            }
+        }
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url, fence: Refuse())
+        try store.append([Self.record(1)], spin: "counter")
+        #expect(throws: Refuse.self) { try store.commit(spin: "counter", sync: true) }
+        let admin = try PostgresConnection(url: url)
+        #expect(try admin.query("SELECT count(*) FROM spin_journal").int(0, 0) == 0)
+        #expect(try admin.query("SELECT count(*) FROM spin_leases").int(0, 0) == 0)
+        store.close()
+        admin.close()
+    }
+
+    @Test func theSchema_IsVersioned_MigratedOnce_AndANewerOneIsRefused() throws {
+        let url = try Self.freshDatabase()
+        let admin = try PostgresConnection(url: url)
+        #expect(try PostgresSchema.migrate(admin) == 0)
+        #expect(try PostgresSchema.migrate(admin) == PostgresSchema.currentVersion)
+        for table in ["spin_journal", "spin_snapshots", "spin_epochs", "spin_suspensions", "spin_leases", "spin_nodes"] {
+            #expect(try admin.query("SELECT to_regclass($1) IS NOT NULL", [.text(table)]).bool(0, 0) == true, "\(table)")
+        }
+        _ = try admin.query("INSERT INTO spin_schema_version (version) VALUES ($1::int4)", [.int64(Int64(PostgresSchema.currentVersion + 1))])
+        #expect {
+            _ = try PostgresSpinStore(url: url).open()
+        } throws: { "\($0)".contains("newer than this server knows") }
+        admin.close()
+    }
+
+    @Test func suspensions_AreStoredAndRemoved() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        #expect(try store.suspension(of: "counter") == nil)
+        try store.storeSuspension(Array(#"{"reason":"runaway"}"#.utf8), of: "counter")
+        #expect(try store.suspension(of: "counter") == Array(#"{"reason":"runaway"}"#.utf8))
+        store.removeSuspension(of: "counter")
+        #expect(try store.suspension(of: "counter") == nil)
+        store.close()
+    }
+
+    @Test func anUnreachableDatabase_FailsToOpen_SayingWhere() throws {
+        let store = PostgresSpinStore(url: "postgresql://nobody@127.0.0.1:1/spin", connectTimeout: 2)
+        #expect {
+            _ = try store.open()
+        } throws: { "\($0)".contains("PostgreSQL database host=127.0.0.1 port=1 dbname=spin user=nobody") }
+    }
+}
+
+/// Connection strings are checked without connecting (no server needed).
+@Suite struct PostgresConnectionStringTests {
+    @Test func aBadConnectionString_IsReported_AndAGoodOneDescribedWithoutItsPassword() {
+        #expect(PostgresConnection.problem(inConnectionString: "postgresql://u:secret@db:5432/spin") == nil)
+        #expect(PostgresConnection.problem(inConnectionString: "host=db nonsense") != nil)
+        let described = PostgresConnection.describe(connectionString: "postgresql://u:secret@db:5432/spin")
+        #expect(described == "host=db port=5432 dbname=spin user=u")
+        #expect(!described.contains("secret"))
+    }
+}
