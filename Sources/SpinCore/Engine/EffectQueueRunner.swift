@@ -137,7 +137,9 @@ extension TransitionTable {
 extension Spin {
     /// A Spin whose reducer is `table` (a partial one: an event no row matches is
     /// ignored) and whose effects are the rows' effects, run with `environment`; other
-    /// `feedbacks` may go along.
+    /// `feedbacks` may go along. Inlinable, so that the table's reducer is specialised
+    /// for its types where the Spin is made.
+    @inlinable
     public init<Environment: Sendable>(
         initialState: State,
         table: TransitionTable<State, Event, Environment>,
