@@ -584,7 +584,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                         tally.lookAhead(batch, from: index, state: current, partial)
                     }
                     let reduced: State?
-                    if let ahead = tally.reduced(at: index) {
+                    // Checked first: `reduced(at:)`'s tuple costs a metadata look-up per event.
+                    if !tally.ahead.isEmpty, let ahead = tally.reduced(at: index) {
                         reduced = ahead.state
                         endsBatch = ahead.endsBatch
                     } else {
