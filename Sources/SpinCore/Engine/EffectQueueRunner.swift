@@ -26,12 +26,16 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
     }
 
     private let table: TransitionTable<State, Event, Environment>
+    /// The table's `hasEffects`, kept apart: reading it through the generic table costs a
+    /// metadata look-up for every applied event.
+    private let hasEffects: Bool
     private let environment: Environment
     private let host: FeedbackHost<Event>
     private let queues = Protected(Queues())
 
     init(table: TransitionTable<State, Event, Environment>, environment: Environment, host: FeedbackHost<Event>) {
         self.table = table
+        hasEffects = table.hasEffects
         self.environment = environment
         self.host = host
     }
@@ -40,7 +44,7 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
     func receive(_ state: State) {}
 
     func applied(_ event: Event, from: State, to: State) {
-        guard table.hasEffects, let effect = table.transition(from: from, on: event)?.effect, !effect.isNone else { return }
+        guard hasEffects, let effect = table.transition(from: from, on: event)?.effect, !effect.isNone else { return }
         let cancelled = queues.withLock { queues -> [Running] in
             guard !queues.stopped else { return [] }
             var cancelled: [Running] = []
