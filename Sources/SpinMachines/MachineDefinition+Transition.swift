@@ -13,8 +13,8 @@ extension MachineDefinition {
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
     /// transition of that state and delay, while that state is active.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
-        guard nodes[state.value] != nil else { return nil }
-        guard let (source, chosen) = select(state, event) else { return nil }
+        guard let leafNode = nodes[state.value] else { return nil }
+        guard let (source, chosen) = select(state, leafNode, event) else { return nil }
         var run = ActionRun(context: state.context, event: event)
         guard let target = chosen.target else {
             run.perform(chosen.actions)
@@ -22,23 +22,30 @@ extension MachineDefinition {
                                 step: MachineStep(propagations: run.propagations))
         }
         let domain = domainLength(source: source, target: target, isInternal: chosen.isInternal)
+        // The leaf's node is at hand: it is not looked up again (nor its path copied).
         for length in stride(from: state.value.count, to: domain, by: -1) {
-            run.perform(nodes[Array(state.value.prefix(length))]?.exit ?? [])
+            run.perform(length == state.value.count ? leafNode.exit : nodes[Array(state.value.prefix(length))]?.exit ?? [])
         }
         run.perform(chosen.actions)
-        let leaf = enteringInitials(target)
+        let (leaf, enteredLeaf) = entering(target)
         var entered: [[String]] = []
         for length in (domain + 1)...leaf.count {
-            let path = Array(leaf.prefix(length))
-            entered.append(path)
-            run.perform(nodes[path]?.entry ?? [])
+            if length == leaf.count {
+                entered.append(leaf)
+                run.perform(enteredLeaf?.entry ?? [])
+            } else {
+                let path = Array(leaf.prefix(length))
+                entered.append(path)
+                run.perform(nodes[path]?.entry ?? [])
+            }
         }
         return MachineState(value: leaf, context: run.context,
                             step: MachineStep(entered: entered, propagations: run.propagations))
     }
 
     /// The source state and the transition an event takes, if any.
-    private func select(_ state: MachineState, _ event: MachineEvent) -> ([String], TransitionSpec)? {
+    /// `leafNode`: the node of the active leaf, `nodes[state.value]`.
+    private func select(_ state: MachineState, _ leafNode: StateNode, _ event: MachineEvent) -> ([String], TransitionSpec)? {
         if event.type == MachineEvent.afterType {
             guard case .string(let name)? = event.payload["state"], case .number(let delay)? = event.payload["delay"] else {
                 return nil
@@ -49,9 +56,11 @@ extension MachineDefinition {
             return (path, chosen)
         }
         for length in stride(from: state.value.count, to: 0, by: -1) {
-            // The active leaf itself is the usual source: no copy of its path for it.
-            let path = length == state.value.count ? state.value : Array(state.value.prefix(length))
-            if let candidates = nodes[path]?.on[event.type], let chosen = firstEnabled(candidates, state, event) {
+            // The active leaf itself is the usual source: no copy of its path, no look-up.
+            let isLeaf = length == state.value.count
+            let path = isLeaf ? state.value : Array(state.value.prefix(length))
+            if let candidates = (isLeaf ? leafNode : nodes[path])?.on[event.type],
+               let chosen = firstEnabled(candidates, state, event) {
                 return (path, chosen)
             }
         }
@@ -72,11 +81,15 @@ extension MachineDefinition {
         return min(common, source.count - 1, target.count - 1)
     }
 
-    /// The target and its initial descendants down to a leaf.
-    func enteringInitials(_ target: [String]) -> [String] {
+    /// The target and its initial descendants down to a leaf, and that leaf's node.
+    private func entering(_ target: [String]) -> (leaf: [String], node: StateNode?) {
         var path = target
-        while let initial = nodes[path]?.initial { path.append(initial) }
-        return path
+        var node = nodes[path]
+        while let initial = node?.initial {
+            path.append(initial)
+            node = nodes[path]
+        }
+        return (path, node)
     }
 
     /// The initial state: the root's initial chain entered, its entry assignments applied.
