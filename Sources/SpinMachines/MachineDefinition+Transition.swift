@@ -68,8 +68,12 @@ extension MachineDefinition {
     }
 
     private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
-        let scope = GuardScope(state: state, event: event)
-        return candidates.first { $0.guardCondition.map(scope.holds) ?? true }
+        // The scope (a copy of the state and event) is made only for a guard.
+        for candidate in candidates {
+            guard let condition = candidate.guardCondition else { return candidate }
+            if GuardScope(state: state, event: event).holds(condition) { return candidate }
+        }
+        return nil
     }
 
     /// How many leading path segments the transition keeps active: states below that
@@ -120,13 +124,25 @@ struct ActionRun {
         for action in actions {
             switch action {
             case .assign(let set):
-                for (key, form) in set { context[key] = evaluate(form, current: context[key]) }
+                for (key, form) in set {
+                    if case .add(let amount) = form {
+                        // In place: one look-up of the key, not two.
+                        Self.add(amount, to: &context[key, default: .null])
+                    } else {
+                        context[key] = evaluate(form, current: context[key])
+                    }
+                }
             case .propagate(let gear, let type, let fields):
                 var payload: [String: MachineValue] = [:]
                 for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
                 propagations.append(MachinePropagation(gear: gear, event: MachineEvent(type: type, payload: payload)))
             }
         }
+    }
+
+    /// `.add`: a value that is not a number counts as 0.
+    private static func add(_ amount: Double, to value: inout MachineValue) {
+        value = .number((value.numberValue ?? 0) + amount)
     }
 
     private func evaluate(_ form: ValueForm, current: MachineValue?) -> MachineValue {
