@@ -83,7 +83,8 @@ public struct MachineDefinition: Sendable {
 // MARK: - The parsed form
 
 /// One state of a machine (or the root, path `[]`).
-struct StateNode: Sendable {
+/// A class, not a struct: a look-up in `nodes` then copies one reference, not seven fields.
+final class StateNode: Sendable {
     enum Kind: Sendable { case atomic, compound, final }
 
     let path: [String]
@@ -96,6 +97,17 @@ struct StateNode: Sendable {
     let after: [AfterEntry]
     let entry: [MachineAction]
     let exit: [MachineAction]
+
+    init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
+         entry: [MachineAction], exit: [MachineAction]) {
+        self.path = path
+        self.kind = kind
+        self.initial = initial
+        self.on = on
+        self.after = after
+        self.entry = entry
+        self.exit = exit
+    }
 }
 
 /// The transitions of one `after` key.
