@@ -7,7 +7,28 @@
 # conformance cases (Tests/autobahn, each case counted as a test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash Tests/setup.sh || exit 1
+# As root (CI), setup.sh installs what is missing. As any other user nothing can be
+# installed: check that setup.sh has run (as root, once) and name what is missing.
+# SPIN_TESTS_AS_USER=1 forces the non-root path (for testing this check as root).
+if [ "$(id -u)" -eq 0 ] && [ -z "${SPIN_TESTS_AS_USER:-}" ]; then
+    bash Tests/setup.sh || exit 1
+else
+    missing=()
+    for pkg in libssl-dev zlib1g-dev curl openssl chromium chromium-driver testssl.sh slowhttptest; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("Debian package $pkg")
+    done
+    # The import names of the packages of Tests/*/requirements.txt.
+    for module in pytest pytest_timeout requests websockets openapi_spec_validator jsonschema h11 selenium; do
+        python3 -c "import $module" >/dev/null 2>&1 || missing+=("Python module $module")
+    done
+    [ -f "${AUTOBAHN_HOME:-$PWD/.build/autobahn-py27}/.installed" ] || missing+=("Autobahn|Testsuite (Tests/autobahn/install.sh)")
+    if ((${#missing[@]})); then
+        echo "run.sh: not running as root, and these are missing:" >&2
+        printf '  %s\n' "${missing[@]}" >&2
+        echo "run.sh: run sudo bash Tests/setup.sh once, then run Tests/run.sh again" >&2
+        exit 1
+    fi
+fi
 
 failed=0
 passed=0

@@ -1,4 +1,4 @@
-/// The effect forms of a feedback (DESIGN.md §2). Each state-driven form takes
+/// The effect forms of a feedback (SpinCore.docc, Feedbacks). Each state-driven form takes
 /// `filteredBy:` (states it rejects are skipped; under `.cancelOnNewState` they cancel the
 /// running effect, as any newer state does), `lensingOn:` (the effect sees a part of the
 /// state, picked by a key path or a closure) and `applying:` an `ExecutionStrategy`.

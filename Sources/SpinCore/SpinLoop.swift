@@ -568,7 +568,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                         talliedAny = true
                     }
                 }
-                // DESIGN.md §2 semantics 3: an effect cancelled by a newer state since it
+                // Feedback semantics (SpinCore.docc, Feedbacks): an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
                 if let isCurrent = pending.isCurrent, !isCurrent() { continue }
                 guard isWithinBudget(pending) else {

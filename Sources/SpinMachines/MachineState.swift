@@ -36,10 +36,6 @@ public struct MachineState: Sendable, Codable {
         path.count <= value.count && Array(value.prefix(path.count)) == path
     }
 
-    /// The same value and context, without the record of a transition (what a state
-    /// that no event changed looks like to feedbacks).
-    public var settled: MachineState { MachineState(value: value, context: context) }
-
     private enum Keys: String, CodingKey { case value, context }
 
     public init(from decoder: any Decoder) throws {

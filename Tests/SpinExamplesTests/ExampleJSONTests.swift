@@ -5,7 +5,7 @@ import SpinExamples
 
 import Testing
 
-/// The JSON of the example states and events is a contract (DESIGN.md §3): the server
+/// The JSON of the example states and events is a contract (docs/PROTOCOL.md): the server
 /// hosts these Spins and clients read and write exactly this.
 @Suite struct ExampleJSONTests {
     /// The server's encoder: members in the order the type writes them.

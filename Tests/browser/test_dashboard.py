@@ -1,4 +1,4 @@
-"""Browser test of the dashboard served at `GET /` (DESIGN.md §3).
+"""Browser test of the dashboard served at `GET /` (docs/PROTOCOL.md).
 
 Starts the real `spin-server` binary (`.build/debug/spin-server`; `SPIN_SERVER_BIN`
 overrides) on a free loopback port with a temporary `--storage`, drives the page in

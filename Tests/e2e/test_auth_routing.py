@@ -1,5 +1,5 @@
 """The auth-routing mediator example over the network: Spins `feature` and `router`
-share Gear `auth` (DESIGN.md §3, Hosting and Gear routing)."""
+share Gear `auth` (docs/PROTOCOL.md, Hosting and Gear routing)."""
 from __future__ import annotations
 
 import asyncio

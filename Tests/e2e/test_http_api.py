@@ -1,4 +1,4 @@
-"""The HTTP API of DESIGN.md §3 through `requests`: every route, every error status with
+"""The HTTP API of docs/PROTOCOL.md through `requests`: every route, every error status with
 its code, and that a rejected request changes nothing."""
 from __future__ import annotations
 

@@ -96,8 +96,10 @@ def wait_for_value(server: SpinServer, spin: str, value, timeout: float = 5.0) -
 
 def test_nested_value_target_string_and_transition_object_order(machine_server):
     server = lab_server(machine_server)
-    assert server.spin("lab") == {"name": "lab", "sequence": 0, "status": "running",
-                                  "state": {"value": {"main": "idle"}, "context": LAB["context"] | {"entries": 1}}}
+    spin = server.spin("lab")
+    assert spin.pop("machine") == LAB   # a machine Spin shows its definition
+    assert spin == {"name": "lab", "sequence": 0, "status": "running",
+                    "state": {"value": {"main": "idle"}, "context": LAB["context"] | {"entries": 1}}}
     # A transition object with actions: exit of idle, then the actions, then entry of busy,
     # each assign seeing the context the previous one left.
     reply = send(server, "lab", {"type": "ORDER"})
@@ -317,8 +319,10 @@ def test_force_logout_race_never_shows_logged_in(machine_server, batched):
     values = [message["state"]["value"] for message in seen if message.get("type") == "state"]
     assert values == ["loggingIn", "loggedOut"], seen
     assert "loggedIn" not in values
-    assert server.spin("session") == {"name": "session", "sequence": 2, "status": "running",
-                                      "state": {"value": "loggedOut", "context": {}}}
+    spin = server.spin("session")
+    assert spin.pop("machine") == json.loads((REPO / "Config" / "machines" / "session.json").read_text())
+    assert spin == {"name": "session", "sequence": 2, "status": "running",
+                    "state": {"value": "loggedOut", "context": {}}}
 
 
 def test_restart_keeps_machine_state(machine_server, tmp_path):

@@ -1,6 +1,6 @@
 """A client that never reads its stream must not block the Spin, slow other clients or
 grow the server's memory: its queued state messages are conflated into a snapshot and
-the sequence gap tells it so (DESIGN.md §3, State stream protocol)."""
+the sequence gap tells it so (docs/PROTOCOL.md, State stream)."""
 from __future__ import annotations
 
 import threading

@@ -4,7 +4,7 @@ import Synchronization
 /// Runs one effect per state: the synchronous, async-step and stream forms of `Feedback`
 /// (lensing and filtering are already composed into `filter` and `body`).
 ///
-/// Cancellation (DESIGN.md §2, semantics 3, Spin.Swift's switch-to-latest): every state
+/// Cancellation (SpinCore.docc, Feedbacks: switch-to-latest): every state
 /// the feedback acts on (or filters out) bumps `generation`; an effect hands over an event only while the
 /// generation is still the one of its state. So an event handed over before a newer state
 /// reached the feedback is applied, even if the loop applies it after that state; nothing

@@ -1,5 +1,5 @@
 /// An error answered to a client: `{"error":{"code":..,"message":..}}` with `status`
-/// (DESIGN.md §3). Each case of the server's failures maps to one of these.
+/// (docs/PROTOCOL.md, Errors). Each case of the server's failures maps to one of these.
 ///
 /// A request answered with an error changes nothing: no Spin's state, no stored event.
 package struct APIError: Error, Equatable, Sendable {

@@ -50,7 +50,7 @@ package struct StreamResume: Sendable, Equatable {
     }
 }
 
-/// The HTTP API of DESIGN.md §3, without sockets: a request in, an outcome out.
+/// The HTTP API of docs/PROTOCOL.md, without sockets: a request in, an outcome out.
 ///
 /// `handle` answers at once for reads and errors; for events it answers once they are
 /// applied (the place where a durable journal step will sit before the acknowledgement),

@@ -1,4 +1,4 @@
-/// What a bearer token may do (DESIGN.md §3, Security).
+/// What a bearer token may do (docs/PROTOCOL.md, Security).
 public enum Scope: String, Sendable, Codable, CaseIterable, Comparable {
     /// Read Spins, Gears, streams and metrics.
     case read

@@ -1,4 +1,4 @@
-/// Which `Host` a request may name when the server has no tokens (DESIGN.md §3,
+/// Which `Host` a request may name when the server has no tokens (docs/PROTOCOL.md,
 /// Security): the listen address, `localhost` and its subdomains, the loopback
 /// literals (`127.x.y.z`, `[::1]`), and the names of `listen.allowedHosts`, on any
 /// port. Everything else is answered 421 `misdirected_request`.

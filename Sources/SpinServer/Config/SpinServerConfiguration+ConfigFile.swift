@@ -205,7 +205,7 @@ fileprivate extension SpinServerConfiguration.Builder {
             }
             if let value = entry["machine"], value != .null {
                 spins.append(try machine(named: name, file: try reader.string(value, at: "\(path).machine"), entry: entry,
-                                         at: path, spins: spins, gears: gears, reader: reader, readFile: readFile))
+                                         at: path, gears: gears, reader: reader, readFile: readFile))
                 continue
             }
             let kind = try reader.string(try reader.required(entry["kind"], at: "\(path).kind"), at: "\(path).kind")
@@ -235,7 +235,7 @@ fileprivate extension SpinServerConfiguration.Builder {
     /// An entry `{"name":..,"machine":"machines/x.json"}`: the machine file, relative to
     /// the config file, loaded and validated against the Gears listed in `gears`.
     static func machine(named name: String, file: String, entry: [String: JSONValue], at path: String,
-                        spins: [SpinEntry], gears: [GearEntry], reader: FileReader,
+                        gears: [GearEntry], reader: FileReader,
                         readFile: (String) throws -> Data) throws(ConfigurationError) -> SpinEntry {
         if let kind = entry["kind"], kind != .null {
             throw reader.error("\(path).kind", "an entry with \"machine\" has no kind: remove \"kind\"")

@@ -56,7 +56,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         }
     }
 
-    /// Limits that keep one client from hurting others (DESIGN.md §3, Security and limits).
+    /// Limits that keep one client from hurting others (docs/PROTOCOL.md, Security; README, Configuration).
     public struct Limits: Sendable, Equatable {
         /// Largest request body: 1 MiB holds thousands of events per batch.
         public var maxBodyBytes: Int

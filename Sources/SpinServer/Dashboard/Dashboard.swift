@@ -1,4 +1,4 @@
-/// The web dashboard served at `GET /` (DESIGN.md §3): one self-contained HTML document,
+/// The web dashboard served at `GET /` (docs/PROTOCOL.md): one self-contained HTML document,
 /// `dashboard.html` in this folder (a resource, not a Swift string: edit it as HTML).
 ///
 /// Everything is inline (CSS and JavaScript; no CDN, no external fonts, no build step) so

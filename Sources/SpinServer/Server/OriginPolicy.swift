@@ -1,4 +1,4 @@
-/// Which browser pages may open streams (DESIGN.md §3: WebSocket Origin allow-list).
+/// Which browser pages may open streams (docs/PROTOCOL.md, Security).
 ///
 /// Browsers send `Origin` with every WebSocket handshake; other clients usually send
 /// none, and are not what the check is for (they can forge it anyway). A request

@@ -1,7 +1,7 @@
 import Foundation
 import SpinWire
 
-/// The messages of the state and Gear streams (DESIGN.md §3, contract), as JSON text.
+/// The messages of the state and Gear streams (docs/PROTOCOL.md: a contract with clients), as JSON text.
 package enum StreamMessage {
     /// `{"type":"snapshot","sequence":N,"epoch":..,"state":..}`: first (unless the
     /// client resumes), and what a slow consumer's queued state messages are conflated into.

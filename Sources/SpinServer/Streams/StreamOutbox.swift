@@ -4,7 +4,7 @@ import SpinWire
 /// write yet keeps.
 ///
 /// When more than `limit` messages wait, the queued state messages are conflated into
-/// one snapshot of the newest state (DESIGN.md §3): a stuck client never makes the
+/// one snapshot of the newest state (docs/PROTOCOL.md): a stuck client never makes the
 /// server hold more than `limit` messages for it, and the gap in sequences tells the
 /// client it missed some. Acknowledgements and errors are never dropped; if a client
 /// piles up more than `limit` of them without reading, `push` says to close it.

@@ -196,7 +196,7 @@ package enum HTTPParserError: Error, Equatable, Hashable, Sendable, CaseIterable
         }
     }
 
-    /// The JSON error body of DESIGN.md §3: `{"error":{"code":"..","message":".."}}`.
+    /// The JSON error body of docs/PROTOCOL.md: `{"error":{"code":"..","message":".."}}`.
     /// Codes and messages are fixed ASCII without quotes or backslashes, so no escaping.
     package var jsonBody: [UInt8] {
         Array(#"{"error":{"code":"\#(code)","message":"\#(message)"}}"#.utf8)

@@ -3,7 +3,7 @@
 /// Foundation's `JSONEncoder` on Linux writes object members in hash order, which
 /// changes from one process to the next; the server's answers and stream messages are
 /// byte-for-byte reproducible instead, with members in the order the type encodes them
-/// (DESIGN.md §3 shows `{"status":s,"items":n}`, not `{"items":n,"status":s}`).
+/// (docs/PROTOCOL.md shows `{"status":s,"items":n}`, not `{"items":n,"status":s}`).
 package indirect enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)

@@ -22,11 +22,13 @@ extension StreamMailboxTests {
             for thread in 0..<4 {
                 group.addTask {
                     for index in 0..<500 {
-                        // Whoever is told to schedule a drain takes it at once.
+                        // Whoever is told to schedule a drain runs it at once. Drains run one
+                        // at a time, as on the connection's serial queue: taking and handling
+                        // a batch happen under one lock, or a later batch could be handled
+                        // before an earlier one.
                         guard mailbox.post(.control([UInt8(thread), UInt8(index % 256), UInt8(index / 256)])) else { continue }
-                        let messages = mailbox.take()
                         taken.withLock { taken in
-                            for case .control(let bytes) in messages { taken.append(bytes) }
+                            for case .control(let bytes) in mailbox.take() { taken.append(bytes) }
                         }
                     }
                 }
