@@ -24,8 +24,9 @@
 public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
     /// The rows, in the order they are tried.
     public let rows: [TransitionRow<State, Event, Environment>]
-    /// False when no row can have an effect: the effect runner then skips its look-up.
-    let hasEffects: Bool
+    /// False when no row can have an effect: the table's Spin then runs no feedback for
+    /// them, and an effect runner skips its look-up.
+    @usableFromInline let hasEffects: Bool
 
     /// A table of `rows`, tried in order.
     public init(_ rows: [TransitionRow<State, Event, Environment>]) {
@@ -48,12 +49,15 @@ public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sen
     @inlinable
     public var reducer: Reducer<State, Event> {
         let rows = self.rows
-        return .partial { state, event in
+        return Reducer(decliningInPlace: { state, event in
             for row in rows {
-                if let next = row.nextState(state, event) { return next }
+                if let next = row.nextState(state, event) {
+                    state = next
+                    return true
+                }
             }
-            return nil
-        }
+            return false
+        })
     }
 
     /// The table followed by `other`'s rows.
