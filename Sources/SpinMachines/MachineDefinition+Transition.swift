@@ -13,55 +13,63 @@ extension MachineDefinition {
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
     /// transition of that state and delay, while that state is active.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
-        guard let leafNode = nodes[state.value] else { return nil }
-        guard let (source, chosen) = select(state, leafNode, event) else { return nil }
+        guard let leafNode = leafNode(of: state), let chosen = select(state, leafNode, event) else { return nil }
         var run = ActionRun(context: state.context, event: event)
-        guard let target = chosen.target else {
+        guard let plan = chosen.plan else {
             run.perform(chosen.actions)
-            return MachineState(value: state.value, context: run.context,
-                                step: MachineStep(propagations: run.propagations))
+            return MachineState(shape: shape(resting: leafNode, state.value, propagating: run.propagations),
+                                context: run.context)
         }
-        let domain = domainLength(source: source, target: target, isInternal: chosen.isInternal)
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
-        for length in stride(from: state.value.count, to: domain, by: -1) {
+        for length in stride(from: state.value.count, to: plan.domain, by: -1) {
             run.perform(length == state.value.count ? leafNode.exit : nodes[Array(state.value.prefix(length))]?.exit ?? [])
         }
         run.perform(chosen.actions)
-        let (leaf, enteredLeaf) = entering(target)
-        var entered: [[String]] = []
-        for length in (domain + 1)...leaf.count {
-            if length == leaf.count {
-                entered.append(leaf)
-                run.perform(enteredLeaf?.entry ?? [])
-            } else {
-                let path = Array(leaf.prefix(length))
-                entered.append(path)
-                run.perform(nodes[path]?.entry ?? [])
-            }
-        }
-        return MachineState(value: leaf, context: run.context,
-                            step: MachineStep(entered: entered, propagations: run.propagations))
+        run.perform(plan.entryActions)
+        guard !run.propagations.isEmpty else { return MachineState(shape: plan.shape, context: run.context) }
+        let step = MachineStep(entered: plan.shape.step.entered, propagations: run.propagations)
+        return MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
+                            context: run.context)
     }
 
-    /// The source state and the transition an event takes, if any.
+    /// The shape of a state that stays in `node`'s leaf (`value`) and propagates `propagations`.
+    private func shape(resting node: StateNode, _ value: [String],
+                       propagating propagations: [MachinePropagation]) -> MachineState.Shape {
+        if propagations.isEmpty, let resting = node.restingShape { return resting }
+        return MachineState.Shape(value: value, step: MachineStep(propagations: propagations),
+                                  leafHint: node.restingShape?.leafHint)
+    }
+
+    /// The node of the state's active leaf: found through the state's hint when it is
+    /// this machine's and names the same leaf, else by the leaf's path.
+    private func leafNode(of state: MachineState) -> StateNode? {
+        let shape = state.shape
+        if let hint = shape.leafHint, hint.machine === identity {
+            let node = nodeList[hint.index]
+            // The same array as the node's path (a shape the interpreter made) compares at once.
+            if node.path == shape.value { return node }
+        }
+        return nodes[shape.value]
+    }
+
+    /// The transition an event takes, if any.
     /// `leafNode`: the node of the active leaf, `nodes[state.value]`.
-    private func select(_ state: MachineState, _ leafNode: StateNode, _ event: MachineEvent) -> ([String], TransitionSpec)? {
+    private func select(_ state: MachineState, _ leafNode: StateNode, _ event: MachineEvent) -> TransitionSpec? {
         if event.type == MachineEvent.afterType {
             guard case .string(let name)? = event.payload["state"], case .number(let delay)? = event.payload["delay"] else {
                 return nil
             }
             let path = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard state.isActive(path), let entry = nodes[path]?.after.first(where: { Double($0.delay) == delay }),
-                  let chosen = firstEnabled(entry.transitions, state, event) else { return nil }
-            return (path, chosen)
+            guard state.isActive(path), let entry = nodes[path]?.after.first(where: { Double($0.delay) == delay }) else {
+                return nil
+            }
+            return firstEnabled(entry.transitions, state, event)
         }
         for length in stride(from: state.value.count, to: 0, by: -1) {
             // The active leaf itself is the usual source: no copy of its path, no look-up.
-            let isLeaf = length == state.value.count
-            let path = isLeaf ? state.value : Array(state.value.prefix(length))
-            if let candidates = (isLeaf ? leafNode : nodes[path])?.on[event.type],
-               let chosen = firstEnabled(candidates, state, event) {
-                return (path, chosen)
+            let node = length == state.value.count ? leafNode : nodes[Array(state.value.prefix(length))]
+            if let candidates = node?.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
+                return chosen
             }
         }
         return nil
@@ -79,32 +87,63 @@ extension MachineDefinition {
     /// How many leading path segments the transition keeps active: states below that
     /// depth are exited and entered. An external transition leaves its source (a target
     /// inside the source re-enters it); an internal one (`.child`) does not.
-    private func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
+    private static func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
         if isInternal { return source.count }
         let common = zip(source, target).prefix { $0 == $1 }.count
         return min(common, source.count - 1, target.count - 1)
     }
 
-    /// The target and its initial descendants down to a leaf, and that leaf's node.
-    private func entering(_ target: [String]) -> (leaf: [String], node: StateNode?) {
-        var path = target
-        var node = nodes[path]
-        while let initial = node?.initial {
-            path.append(initial)
-            node = nodes[path]
+    /// The parsed nodes numbered (in path order), each transition with a target given
+    /// its plan: what it enters does not depend on the state it is taken from, only on
+    /// its source and target.
+    static func planned(_ parsed: [[String]: StateNode], identity: MachineIdentity)
+    -> (nodes: [[String]: StateNode], list: [StateNode]) {
+        let paths = parsed.keys.sorted { $0.lexicographicallyPrecedes($1) }
+        var resting: [[String]: MachineState.Shape] = [:]
+        for (index, path) in paths.enumerated() {
+            resting[path] = MachineState.Shape(value: path, step: MachineStep(),
+                                               leafHint: LeafHint(machine: identity, index: index))
         }
-        return (path, node)
+        func plan(_ spec: TransitionSpec, from source: [String]) -> TransitionSpec {
+            guard let target = spec.target else { return spec }
+            let domain = domainLength(source: source, target: target, isInternal: spec.isInternal)
+            var leaf = target
+            while let initial = parsed[leaf]?.initial { leaf.append(initial) }
+            let entered = ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) }
+            // The leaf's resting shape's path, so that the hint's check compares one buffer.
+            let leafShape = resting[leaf]
+            var planned = spec
+            planned.plan = TargetPlan(
+                domain: domain,
+                shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
+                                          leafHint: leafShape?.leafHint),
+                entryActions: entered.flatMap { parsed[$0]?.entry ?? [] })
+            return planned
+        }
+        var nodes: [[String]: StateNode] = [:]
+        for path in paths {
+            guard let node = parsed[path], let shape = resting[path] else { continue }
+            nodes[path] = StateNode(
+                path: shape.value, kind: node.kind, initial: node.initial,
+                on: node.on.mapValues { specs in specs.map { plan($0, from: path) } },
+                after: node.after.map { AfterEntry(delay: $0.delay, transitions: $0.transitions.map { plan($0, from: path) }) },
+                entry: node.entry, exit: node.exit, restingShape: shape)
+        }
+        return (nodes, paths.compactMap { nodes[$0] })
     }
 
     /// The initial state: the root's initial chain entered, its entry assignments applied.
     static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
         var path: [String] = []
         var run = ActionRun(context: context, event: nil)
-        while let initial = nodes[path]?.initial {
+        var leaf = nodes[path]
+        while let initial = leaf?.initial {
             path.append(initial)
-            run.perform(nodes[path]?.entry ?? [])
+            leaf = nodes[path]
+            run.perform(leaf?.entry ?? [])
         }
-        return MachineState(value: path, context: run.context)
+        guard let shape = leaf?.restingShape else { return MachineState(value: path, context: run.context) }
+        return MachineState(shape: shape, context: run.context)
     }
 }
 

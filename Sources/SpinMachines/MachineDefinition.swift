@@ -32,6 +32,12 @@ public struct MachineDefinition: Sendable {
 
     /// Every state node by its path from the root; the root is `[]`.
     let nodes: [[String]: StateNode]
+    /// The same nodes by number: what a state made by `transition` remembers of its
+    /// leaf (its shape's `leafHint`), so that the next event finds the leaf's node
+    /// without hashing its path.
+    let nodeList: [StateNode]
+    /// What tells this machine's hints from another's.
+    let identity: MachineIdentity
 
     /// Parses and validates a machine.
     /// - Parameters:
@@ -57,8 +63,9 @@ public struct MachineDefinition: Sendable {
         source = bytes
         id = parsed.id
         gears = parsed.gears
-        nodes = parsed.nodes
-        initialState = Self.start(nodes: parsed.nodes, context: parsed.context)
+        identity = MachineIdentity()
+        (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
+        initialState = Self.start(nodes: nodes, context: parsed.context)
     }
 
     /// Reads, parses and validates the machine in the file at `path`.
@@ -93,13 +100,30 @@ final class StateNode: Sendable {
     let initial: String?
     /// Event type → candidate transitions, first enabled wins.
     let on: [String: [TransitionSpec]]
+    /// `on` as a list when it is short: comparing a few short strings costs less than
+    /// hashing the event's type.
+    private let few: [(type: String, candidates: [TransitionSpec])]?
+    private static var fewEvents: Int { 4 }
+
+    /// The candidate transitions for events of `type`, if any.
+    func candidates(for type: String) -> [TransitionSpec]? {
+        guard let few else { return on[type] }
+        for entry in few where entry.type == type { return entry.candidates }
+        return nil
+    }
+
     /// Delayed transitions, by delay in ms, ascending.
     let after: [AfterEntry]
     let entry: [MachineAction]
     let exit: [MachineAction]
+    /// The shape of a state whose leaf this is, made by a transition that enters
+    /// nothing and propagates nothing (nil until the machine is planned).
+    let restingShape: MachineState.Shape?
 
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
-         entry: [MachineAction], exit: [MachineAction]) {
+         entry: [MachineAction], exit: [MachineAction], restingShape: MachineState.Shape? = nil) {
+        self.restingShape = restingShape
+        self.few = on.count <= Self.fewEvents ? on.map { (type: $0.key, candidates: $0.value) } : nil
         self.path = path
         self.kind = kind
         self.initial = initial
@@ -124,6 +148,31 @@ struct TransitionSpec: Sendable {
     let isInternal: Bool
     let actions: [MachineAction]
     let guardCondition: MachineGuard?
+    /// What taking it enters, worked out once the machine is loaded (nil: no target).
+    var plan: TargetPlan? = nil
+}
+
+/// What a transition with a target does besides its own actions, the same every time
+/// it is taken from its source state: worked out when the machine loads, not per event.
+struct TargetPlan: Sendable {
+    /// How many leading path segments stay active: states below that depth are exited.
+    let domain: Int
+    /// The leaf entered (the target, then its initial children), the paths of the
+    /// states entered (outermost first) and the leaf's number, as the new state's shape.
+    let shape: MachineState.Shape
+    /// Their entry actions, outermost first, as one list.
+    let entryActions: [MachineAction]
+}
+
+/// One loaded machine, told apart by reference (`===`): a state's hint names the
+/// machine whose node list its number indexes.
+final class MachineIdentity: Sendable {}
+
+/// Where a state made by `MachineDefinition.transition` found its leaf: the machine
+/// and the leaf's number in its `nodeList`. Checked against the state's `value` before use.
+struct LeafHint: Sendable {
+    let machine: MachineIdentity
+    let index: Int
 }
 
 /// An action of an `entry`, `exit` or transition `actions` list.
