@@ -112,13 +112,13 @@ extension MachineDefinition {
             let entered = ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) }
             // The leaf's resting shape's path, so that the hint's check compares one buffer.
             let leafShape = resting[leaf]
-            var planned = spec
-            planned.plan = TargetPlan(
+            let plan = TargetPlan(
                 domain: domain,
                 shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
                                           leafHint: leafShape?.leafHint),
                 entryActions: entered.flatMap { parsed[$0]?.entry ?? [] })
-            return planned
+            return TransitionSpec(target: target, isInternal: spec.isInternal, actions: spec.actions,
+                                  guardCondition: spec.guardCondition, plan: plan)
         }
         var nodes: [[String]: StateNode] = [:]
         for path in paths {

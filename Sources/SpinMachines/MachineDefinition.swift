@@ -140,8 +140,8 @@ struct AfterEntry: Sendable {
     let transitions: [TransitionSpec]
 }
 
-/// One candidate transition.
-struct TransitionSpec: Sendable {
+/// One candidate transition. A class: choosing one copies one reference, not five.
+final class TransitionSpec: Sendable {
     /// The absolute path of the target; nil for a targetless (self) transition.
     let target: [String]?
     /// A `.child` target: the source state is not exited.
@@ -149,7 +149,16 @@ struct TransitionSpec: Sendable {
     let actions: [MachineAction]
     let guardCondition: MachineGuard?
     /// What taking it enters, worked out once the machine is loaded (nil: no target).
-    var plan: TargetPlan? = nil
+    let plan: TargetPlan?
+
+    init(target: [String]?, isInternal: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
+         plan: TargetPlan? = nil) {
+        self.target = target
+        self.isInternal = isInternal
+        self.actions = actions
+        self.guardCondition = guardCondition
+        self.plan = plan
+    }
 }
 
 /// What a transition with a target does besides its own actions, the same every time
