@@ -113,7 +113,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private let transitionRunners: [any TransitionRunner<State, Event>]
     private let relay: Relay<State, Event>
     /// The state as the executor last made it; only touched on `queue`.
-    nonisolated(unsafe) private var current: State
+    /// Unchecked exclusivity: only the executor touches it, and the loop's step borrows
+    /// it `inout` per event.
+    @exclusivity(unchecked) nonisolated(unsafe) private var current: State
     nonisolated(unsafe) private var currentSequence: UInt64
     /// Events of feedbacks and Gears applied since the last external one; only on `queue`.
     nonisolated(unsafe) private var feedbackRun = 0
@@ -584,7 +586,16 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 }
                 var endsBatch = pending.endsBatch
                 let next: State
-                if let step {
+                // Whether `current` is already the new state.
+                var steppedInPlace = false
+                if let step, !tallied, transitionRunners == nil {
+                    // Nobody needs the state the event leaves (no reply, no table effects):
+                    // the step works on `current` itself, with no copy of it. Untallied,
+                    // the event has no `onApplied` to tell of a decline.
+                    guard step(&current, pending.event) else { continue }
+                    next = current
+                    steppedInPlace = true
+                } else if let step {
                     var stepped = current
                     if tallied, pending.startsBatch, !pending.endsBatch, let partial = reducer.partial {
                         tally.lookAhead(batch, from: index, state: current, partial)
@@ -618,7 +629,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 if let transitionRunners {
                     for runner in transitionRunners { runner.applied(pending.event, from: current, to: next) }
                 }
-                current = next
+                if !steppedInPlace { current = next }
                 currentSequence += 1
                 for observer in observers { observer.handler(transition) }
                 published.append(next)
