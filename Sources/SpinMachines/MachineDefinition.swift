@@ -102,13 +102,15 @@ final class StateNode: Sendable {
     let on: [String: [TransitionSpec]]
     /// `on` as a list when it is short: comparing a few short strings costs less than
     /// hashing the event's type.
-    private let few: [(type: String, candidates: [TransitionSpec])]?
+    /// (Two arrays, read by index: no entry is copied while looking.)
+    private let fewTypes: [String]?
+    private let fewCandidates: [[TransitionSpec]]
     private static var fewEvents: Int { 4 }
 
     /// The candidate transitions for events of `type`, if any.
     func candidates(for type: String) -> [TransitionSpec]? {
-        guard let few else { return on[type] }
-        for entry in few where entry.type == type { return entry.candidates }
+        guard let fewTypes else { return on[type] }
+        for index in fewTypes.indices where fewTypes[index] == type { return fewCandidates[index] }
         return nil
     }
 
@@ -123,7 +125,9 @@ final class StateNode: Sendable {
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
          entry: [MachineAction], exit: [MachineAction], restingShape: MachineState.Shape? = nil) {
         self.restingShape = restingShape
-        self.few = on.count <= Self.fewEvents ? on.map { (type: $0.key, candidates: $0.value) } : nil
+        let few = on.count <= Self.fewEvents ? Array(on) : nil
+        self.fewTypes = few?.map(\.key)
+        self.fewCandidates = few?.map(\.value) ?? []
         self.path = path
         self.kind = kind
         self.initial = initial
