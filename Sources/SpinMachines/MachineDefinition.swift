@@ -167,7 +167,8 @@ final class TransitionSpec: Sendable {
 
 /// What a transition with a target does besides its own actions, the same every time
 /// it is taken from its source state: worked out when the machine loads, not per event.
-struct TargetPlan: Sendable {
+/// A class: taking the transition copies one reference.
+final class TargetPlan: Sendable {
     /// How many leading path segments stay active: states below that depth are exited.
     let domain: Int
     /// The leaf entered (the target, then its initial children), the paths of the
@@ -175,6 +176,12 @@ struct TargetPlan: Sendable {
     let shape: MachineState.Shape
     /// Their entry actions, outermost first, as one list.
     let entryActions: [MachineAction]
+
+    init(domain: Int, shape: MachineState.Shape, entryActions: [MachineAction]) {
+        self.domain = domain
+        self.shape = shape
+        self.entryActions = entryActions
+    }
 }
 
 /// One loaded machine, told apart by reference (`===`): a state's hint names the
