@@ -21,11 +21,13 @@ extension MachineDefinition {
                                 context: run.context)
         }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
-        for length in stride(from: state.value.count, to: plan.domain, by: -1) {
-            run.perform(length == state.value.count ? leafNode.exit : nodes[Array(state.value.prefix(length))]?.exit ?? [])
+        let depth = leafNode.path.count
+        if depth > plan.domain, !leafNode.exit.isEmpty { run.perform(leafNode.exit) }
+        for length in stride(from: depth - 1, to: plan.domain, by: -1) {
+            run.perform(nodes[Array(state.value.prefix(length))]?.exit ?? [])
         }
         run.perform(chosen.actions)
-        run.perform(plan.entryActions)
+        if !plan.entryActions.isEmpty { run.perform(plan.entryActions) }
         guard !run.propagations.isEmpty else { return MachineState(shape: plan.shape, context: run.context) }
         let step = MachineStep(entered: plan.shape.step.entered, propagations: run.propagations)
         return MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
@@ -65,10 +67,13 @@ extension MachineDefinition {
             }
             return firstEnabled(entry.transitions, state, event)
         }
-        for length in stride(from: state.value.count, to: 0, by: -1) {
-            // The active leaf itself is the usual source: no copy of its path, no look-up.
-            let node = length == state.value.count ? leafNode : nodes[Array(state.value.prefix(length))]
-            if let candidates = node?.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
+        // The active leaf itself is the usual source: no copy of its path, no look-up.
+        if let candidates = leafNode.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
+            return chosen
+        }
+        for length in stride(from: leafNode.path.count - 1, to: 0, by: -1) {
+            if let candidates = nodes[Array(state.value.prefix(length))]?.candidates(for: event.type),
+               let chosen = firstEnabled(candidates, state, event) {
                 return chosen
             }
         }
