@@ -74,6 +74,8 @@ let package = Package(
                           path: "Benchmarks/SpinCoreBenchmark"),
         .executableTarget(name: "spin-seeds-benchmark", dependencies: ["SpinCore", "SpinMachines"],
                           path: "Benchmarks/SpinSeedsBenchmark"),
+        .executableTarget(name: "spin-seeds-callgrind", dependencies: ["SpinCore", "SpinMachines"],
+                          path: "Benchmarks/SpinSeedsCallgrind"),
         .executableTarget(name: "spin-http-benchmark", dependencies: ["SpinWire"],
                           path: "Benchmarks/SpinHTTPBenchmark"),
         .executableTarget(name: "spin-websocket-benchmark", dependencies: ["SpinWire", "CZlib"],

@@ -15,10 +15,16 @@ public struct Reducer<State: Sendable, Event: Sendable>: Sendable {
     /// The partial form, nil for a reducer that applies every event (so a plain reducer
     /// costs the loop no extra call).
     package let partial: (@Sendable (State, Event) -> State?)?
+    /// The partial form as an in-place step, what the loop calls per event: true when
+    /// the event applied (and `state` is the new state), false when it was declined
+    /// (and `state` is untouched). It returns no optional state, so a loop that is not
+    /// specialised for `State` looks up no `Optional<State>` type per event.
+    @usableFromInline let step: (@Sendable (inout State, Event) -> Bool)?
 
     public init(_ reduce: @escaping @Sendable (State, Event) -> State) {
         self.reduce = reduce
         self.partial = nil
+        self.step = nil
     }
 
     /// A reducer written as an in-place mutation, handy for struct states.
@@ -33,6 +39,35 @@ public struct Reducer<State: Sendable, Event: Sendable>: Sendable {
     private init(declining partial: @escaping @Sendable (State, Event) -> State?) {
         self.reduce = { state, event in partial(state, event) ?? state }
         self.partial = partial
+        self.step = { state, event in
+            guard let next = partial(state, event) else { return false }
+            state = next
+            return true
+        }
+    }
+
+    /// A partial reducer given as its in-place step (see `step`): `step` must leave the
+    /// state untouched when it returns false. Made where the state's type is known (a
+    /// transition table's inlinable reducer, the machine interpreter), the step and the
+    /// forms derived from it are specialised there.
+    @inlinable
+    package init(decliningInPlace step: @escaping @Sendable (inout State, Event) -> Bool) {
+        self.init(reduce: { state, event in
+            var next = state
+            _ = step(&next, event)
+            return next
+        }, partial: { state, event in
+            var next = state
+            return step(&next, event) ? next : nil
+        }, step: step)
+    }
+
+    @usableFromInline
+    init(reduce: @escaping @Sendable (State, Event) -> State, partial: @escaping @Sendable (State, Event) -> State?,
+         step: @escaping @Sendable (inout State, Event) -> Bool) {
+        self.reduce = reduce
+        self.partial = partial
+        self.step = step
     }
 
     /// A reducer that may decline an event: nil means "no transition from this state",

@@ -113,13 +113,19 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     private let transitionRunners: [any TransitionRunner<State, Event>]
     private let relay: Relay<State, Event>
     /// The state as the executor last made it; only touched on `queue`.
-    nonisolated(unsafe) private var current: State
+    /// Unchecked exclusivity: only the executor touches it, and the loop's step borrows
+    /// it `inout` per event.
+    @exclusivity(unchecked) nonisolated(unsafe) private var current: State
     nonisolated(unsafe) private var currentSequence: UInt64
     /// Events of feedbacks and Gears applied since the last external one; only on `queue`.
     nonisolated(unsafe) private var feedbackRun = 0
     /// The replies of the client batch `drain` is applying; only on `queue`. A property,
     /// not a local of `drain`: a generic local costs every drain, even one without a batch.
     nonisolated(unsafe) private var tally = Tally()
+    /// Whether `tally` holds states reduced ahead; only on `queue`. A flag of its own: the
+    /// loop is not specialised for `State`, and asking the generic `tally.ahead` whether
+    /// it is empty looks up the type `[State?]` for every event.
+    nonisolated(unsafe) private var lookingAhead = false
     /// Whether the feedbacks have been given the current state since the loop started or
     /// was last suspended (so that `start` and `resume` give it exactly once); on `queue`.
     nonisolated(unsafe) private var feedbacksHaveState = false
@@ -547,7 +553,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             var tallied = false
             var talliedAny = false
             // Read once per drain, not per event (each read retains a closure or an array).
-            let partial = reducer.partial
+            let step = reducer.step
             let transitionRunners = transitionRunners.isEmpty ? nil : transitionRunners
             for index in batch.indices {
                 let pending = batch[index]
@@ -565,13 +571,14 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                     tallied = pending.onApplied != nil || !pending.endsBatch
                     if tallied {
                         tally = Tally(start: index, detailed: pending.detailed)
+                        lookingAhead = false
                         talliedAny = true
                     }
                 }
                 // Feedback semantics (SpinCore.docc, Feedbacks): an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
                 if let isCurrent = pending.isCurrent, !isCurrent() { continue }
-                guard isWithinBudget(pending) else {
+                guard isWithinBudget(external: pending.isExternal) else {
                     // Whoever reads "suspended" reads the state the loop stopped at.
                     publish(&published)
                     _ = suspend(.feedbackBudget(feedbackBudget))
@@ -579,18 +586,30 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 }
                 var endsBatch = pending.endsBatch
                 let next: State
-                if let partial {
-                    if tallied, pending.startsBatch, !pending.endsBatch {
+                // Whether `current` is already the new state.
+                var steppedInPlace = false
+                if let step, !tallied, transitionRunners == nil {
+                    // Nobody needs the state the event leaves (no reply, no table effects):
+                    // the step works on `current` itself, with no copy of it. Untallied,
+                    // the event has no `onApplied` to tell of a decline.
+                    guard step(&current, pending.event) else { continue }
+                    next = current
+                    steppedInPlace = true
+                } else if let step {
+                    var stepped = current
+                    if tallied, pending.startsBatch, !pending.endsBatch, let partial = reducer.partial {
                         tally.lookAhead(batch, from: index, state: current, partial)
+                        lookingAhead = true
                     }
-                    let reduced: State?
-                    if let ahead = tally.reduced(at: index) {
-                        reduced = ahead.state
+                    let applies: Bool
+                    if lookingAhead, let ahead = tally.reduced(at: index) {
+                        if let state = ahead.state { stepped = state }
+                        applies = ahead.state != nil
                         endsBatch = ahead.endsBatch
                     } else {
-                        reduced = partial(current, pending.event)
+                        applies = step(&stepped, pending.event)
                     }
-                    guard let applied = reduced else {
+                    guard applies else {
                         if tallied { tally.decline(index, pending.event, state: current) }
                         if let onApplied = pending.onApplied {
                             publish(&published)
@@ -598,7 +617,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                         }
                         continue
                     }
-                    next = applied
+                    next = stepped
                 } else {
                     // A plain reducer: no optional, no copy of the old state (the hot path).
                     next = reducer.reduce(current, pending.event)
@@ -610,7 +629,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 if let transitionRunners {
                     for runner in transitionRunners { runner.applied(pending.event, from: current, to: next) }
                 }
-                current = next
+                if !steppedInPlace { current = next }
                 currentSequence += 1
                 for observer in observers { observer.handler(transition) }
                 published.append(next)
@@ -624,7 +643,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             publish(&published)
             batch.removeAll(keepingCapacity: true)
             // No reply outlives its drain (the next batch's indices start again at 0).
-            if talliedAny { tally = Tally() }
+            if talliedAny {
+                tally = Tally()
+                lookingAhead = false
+            }
         }
     }
 
@@ -692,8 +714,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
 
     /// Counts the events of feedbacks and Gears applied in a row (an external event starts
     /// the count again); false for the one past the budget. On `queue`.
-    private func isWithinBudget(_ pending: Pending) -> Bool {
-        if pending.isExternal {
+    /// Takes a flag, not the `Pending`: passing that generic struct looks its type up.
+    private func isWithinBudget(external: Bool) -> Bool {
+        if external {
             feedbackRun = 0
             return true
         }

@@ -44,6 +44,11 @@ extension MachineDefinition {
         // A partial reducer: an event without a transition is ignored (not journaled, no
         // sequence), and its reply says `no_transition` (DESIGN §3).
         return Spin(initialState: initialState ?? self.initialState, feedbacks: feedbacks,
-                    reducer: .partial { state, event in definition.transition(state, event) })
+                    reducer: Reducer(decliningInPlace: { state, event in
+                        // In place: the loop then looks up no optional state per event.
+                        guard let next = definition.transition(state, event) else { return false }
+                        state = next
+                        return true
+                    }))
     }
 }

@@ -13,81 +13,142 @@ extension MachineDefinition {
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
     /// transition of that state and delay, while that state is active.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
-        guard nodes[state.value] != nil else { return nil }
-        guard let (source, chosen) = select(state, event) else { return nil }
+        guard let leafNode = leafNode(of: state), let chosen = select(state, leafNode, event) else { return nil }
         var run = ActionRun(context: state.context, event: event)
-        guard let target = chosen.target else {
+        guard let plan = chosen.plan else {
             run.perform(chosen.actions)
-            return MachineState(value: state.value, context: run.context,
-                                step: MachineStep(propagations: run.propagations))
+            return MachineState(shape: shape(resting: leafNode, state.value, propagating: run.propagations),
+                                context: run.context)
         }
-        let domain = domainLength(source: source, target: target, isInternal: chosen.isInternal)
-        for length in stride(from: state.value.count, to: domain, by: -1) {
+        // The leaf's node is at hand: it is not looked up again (nor its path copied).
+        let depth = leafNode.path.count
+        if depth > plan.domain, !leafNode.exit.isEmpty { run.perform(leafNode.exit) }
+        for length in stride(from: depth - 1, to: plan.domain, by: -1) {
             run.perform(nodes[Array(state.value.prefix(length))]?.exit ?? [])
         }
         run.perform(chosen.actions)
-        let leaf = enteringInitials(target)
-        var entered: [[String]] = []
-        for length in (domain + 1)...leaf.count {
-            let path = Array(leaf.prefix(length))
-            entered.append(path)
-            run.perform(nodes[path]?.entry ?? [])
-        }
-        return MachineState(value: leaf, context: run.context,
-                            step: MachineStep(entered: entered, propagations: run.propagations))
+        if !plan.entryActions.isEmpty { run.perform(plan.entryActions) }
+        guard !run.propagations.isEmpty else { return MachineState(shape: plan.shape, context: run.context) }
+        let step = MachineStep(entered: plan.shape.step.entered, propagations: run.propagations)
+        return MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
+                            context: run.context)
     }
 
-    /// The source state and the transition an event takes, if any.
-    private func select(_ state: MachineState, _ event: MachineEvent) -> ([String], TransitionSpec)? {
+    /// The shape of a state that stays in `node`'s leaf (`value`) and propagates `propagations`.
+    private func shape(resting node: StateNode, _ value: [String],
+                       propagating propagations: [MachinePropagation]) -> MachineState.Shape {
+        if propagations.isEmpty, let resting = node.restingShape { return resting }
+        return MachineState.Shape(value: value, step: MachineStep(propagations: propagations),
+                                  leafHint: node.restingShape?.leafHint)
+    }
+
+    /// The node of the state's active leaf: found through the state's hint when it is
+    /// this machine's and names the same leaf, else by the leaf's path.
+    private func leafNode(of state: MachineState) -> StateNode? {
+        let shape = state.shape
+        if let hint = shape.leafHint, hint.machine === identity {
+            let node = nodeList[hint.index]
+            // The same array as the node's path (a shape the interpreter made) compares at once.
+            if node.path == shape.value { return node }
+        }
+        return nodes[shape.value]
+    }
+
+    /// The transition an event takes, if any.
+    /// `leafNode`: the node of the active leaf, `nodes[state.value]`.
+    private func select(_ state: MachineState, _ leafNode: StateNode, _ event: MachineEvent) -> TransitionSpec? {
         if event.type == MachineEvent.afterType {
             guard case .string(let name)? = event.payload["state"], case .number(let delay)? = event.payload["delay"] else {
                 return nil
             }
             let path = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard state.isActive(path), let entry = nodes[path]?.after.first(where: { Double($0.delay) == delay }),
-                  let chosen = firstEnabled(entry.transitions, state, event) else { return nil }
-            return (path, chosen)
+            guard state.isActive(path), let entry = nodes[path]?.after.first(where: { Double($0.delay) == delay }) else {
+                return nil
+            }
+            return firstEnabled(entry.transitions, state, event)
         }
-        for length in stride(from: state.value.count, to: 0, by: -1) {
-            // The active leaf itself is the usual source: no copy of its path for it.
-            let path = length == state.value.count ? state.value : Array(state.value.prefix(length))
-            if let candidates = nodes[path]?.on[event.type], let chosen = firstEnabled(candidates, state, event) {
-                return (path, chosen)
+        // The active leaf itself is the usual source: no copy of its path, no look-up.
+        if let candidates = leafNode.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
+            return chosen
+        }
+        for length in stride(from: leafNode.path.count - 1, to: 0, by: -1) {
+            if let candidates = nodes[Array(state.value.prefix(length))]?.candidates(for: event.type),
+               let chosen = firstEnabled(candidates, state, event) {
+                return chosen
             }
         }
         return nil
     }
 
     private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
-        let scope = GuardScope(state: state, event: event)
-        return candidates.first { $0.guardCondition.map(scope.holds) ?? true }
+        // The scope (a copy of the state and event) is made only for a guard.
+        for candidate in candidates {
+            guard let condition = candidate.guardCondition else { return candidate }
+            if GuardScope(state: state, event: event).holds(condition) { return candidate }
+        }
+        return nil
     }
 
     /// How many leading path segments the transition keeps active: states below that
     /// depth are exited and entered. An external transition leaves its source (a target
     /// inside the source re-enters it); an internal one (`.child`) does not.
-    private func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
+    private static func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
         if isInternal { return source.count }
         let common = zip(source, target).prefix { $0 == $1 }.count
         return min(common, source.count - 1, target.count - 1)
     }
 
-    /// The target and its initial descendants down to a leaf.
-    func enteringInitials(_ target: [String]) -> [String] {
-        var path = target
-        while let initial = nodes[path]?.initial { path.append(initial) }
-        return path
+    /// The parsed nodes numbered (in path order), each transition with a target given
+    /// its plan: what it enters does not depend on the state it is taken from, only on
+    /// its source and target.
+    static func planned(_ parsed: [[String]: StateNode], identity: MachineIdentity)
+    -> (nodes: [[String]: StateNode], list: [StateNode]) {
+        let paths = parsed.keys.sorted { $0.lexicographicallyPrecedes($1) }
+        var resting: [[String]: MachineState.Shape] = [:]
+        for (index, path) in paths.enumerated() {
+            resting[path] = MachineState.Shape(value: path, step: MachineStep(),
+                                               leafHint: LeafHint(machine: identity, index: index))
+        }
+        func plan(_ spec: TransitionSpec, from source: [String]) -> TransitionSpec {
+            guard let target = spec.target else { return spec }
+            let domain = domainLength(source: source, target: target, isInternal: spec.isInternal)
+            var leaf = target
+            while let initial = parsed[leaf]?.initial { leaf.append(initial) }
+            let entered = ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) }
+            // The leaf's resting shape's path, so that the hint's check compares one buffer.
+            let leafShape = resting[leaf]
+            let plan = TargetPlan(
+                domain: domain,
+                shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
+                                          leafHint: leafShape?.leafHint),
+                entryActions: entered.flatMap { parsed[$0]?.entry ?? [] })
+            return TransitionSpec(target: target, isInternal: spec.isInternal, actions: spec.actions,
+                                  guardCondition: spec.guardCondition, plan: plan)
+        }
+        var nodes: [[String]: StateNode] = [:]
+        for path in paths {
+            guard let node = parsed[path], let shape = resting[path] else { continue }
+            nodes[path] = StateNode(
+                path: shape.value, kind: node.kind, initial: node.initial,
+                on: node.on.mapValues { specs in specs.map { plan($0, from: path) } },
+                after: node.after.map { AfterEntry(delay: $0.delay, transitions: $0.transitions.map { plan($0, from: path) }) },
+                entry: node.entry, exit: node.exit, restingShape: shape)
+        }
+        return (nodes, paths.compactMap { nodes[$0] })
     }
 
     /// The initial state: the root's initial chain entered, its entry assignments applied.
     static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
         var path: [String] = []
         var run = ActionRun(context: context, event: nil)
-        while let initial = nodes[path]?.initial {
+        var leaf = nodes[path]
+        while let initial = leaf?.initial {
             path.append(initial)
-            run.perform(nodes[path]?.entry ?? [])
+            leaf = nodes[path]
+            run.perform(leaf?.entry ?? [])
         }
-        return MachineState(value: path, context: run.context)
+        guard let shape = leaf?.restingShape else { return MachineState(value: path, context: run.context) }
+        return MachineState(shape: shape, context: run.context)
     }
 }
 
@@ -107,13 +168,25 @@ struct ActionRun {
         for action in actions {
             switch action {
             case .assign(let set):
-                for (key, form) in set { context[key] = evaluate(form, current: context[key]) }
+                for (key, form) in set {
+                    if case .add(let amount) = form {
+                        // In place: one look-up of the key, not two.
+                        Self.add(amount, to: &context[key, default: .null])
+                    } else {
+                        context[key] = evaluate(form, current: context[key])
+                    }
+                }
             case .propagate(let gear, let type, let fields):
                 var payload: [String: MachineValue] = [:]
                 for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
                 propagations.append(MachinePropagation(gear: gear, event: MachineEvent(type: type, payload: payload)))
             }
         }
+    }
+
+    /// `.add`: a value that is not a number counts as 0.
+    private static func add(_ amount: Double, to value: inout MachineValue) {
+        value = .number((value.numberValue ?? 0) + amount)
     }
 
     private func evaluate(_ form: ValueForm, current: MachineValue?) -> MachineValue {

@@ -32,6 +32,12 @@ public struct MachineDefinition: Sendable {
 
     /// Every state node by its path from the root; the root is `[]`.
     let nodes: [[String]: StateNode]
+    /// The same nodes by number: what a state made by `transition` remembers of its
+    /// leaf (its shape's `leafHint`), so that the next event finds the leaf's node
+    /// without hashing its path.
+    let nodeList: [StateNode]
+    /// What tells this machine's hints from another's.
+    let identity: MachineIdentity
 
     /// Parses and validates a machine.
     /// - Parameters:
@@ -57,8 +63,9 @@ public struct MachineDefinition: Sendable {
         source = bytes
         id = parsed.id
         gears = parsed.gears
-        nodes = parsed.nodes
-        initialState = Self.start(nodes: parsed.nodes, context: parsed.context)
+        identity = MachineIdentity()
+        (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
+        initialState = Self.start(nodes: nodes, context: parsed.context)
     }
 
     /// Reads, parses and validates the machine in the file at `path`.
@@ -83,7 +90,8 @@ public struct MachineDefinition: Sendable {
 // MARK: - The parsed form
 
 /// One state of a machine (or the root, path `[]`).
-struct StateNode: Sendable {
+/// A class, not a struct: a look-up in `nodes` then copies one reference, not seven fields.
+final class StateNode: Sendable {
     enum Kind: Sendable { case atomic, compound, final }
 
     let path: [String]
@@ -92,10 +100,42 @@ struct StateNode: Sendable {
     let initial: String?
     /// Event type → candidate transitions, first enabled wins.
     let on: [String: [TransitionSpec]]
+    /// `on` as a list when it is short: comparing a few short strings costs less than
+    /// hashing the event's type.
+    /// (Two arrays, read by index: no entry is copied while looking.)
+    private let fewTypes: [String]?
+    private let fewCandidates: [[TransitionSpec]]
+    private static var fewEvents: Int { 4 }
+
+    /// The candidate transitions for events of `type`, if any.
+    func candidates(for type: String) -> [TransitionSpec]? {
+        guard let fewTypes else { return on[type] }
+        for index in fewTypes.indices where fewTypes[index] == type { return fewCandidates[index] }
+        return nil
+    }
+
     /// Delayed transitions, by delay in ms, ascending.
     let after: [AfterEntry]
     let entry: [MachineAction]
     let exit: [MachineAction]
+    /// The shape of a state whose leaf this is, made by a transition that enters
+    /// nothing and propagates nothing (nil until the machine is planned).
+    let restingShape: MachineState.Shape?
+
+    init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
+         entry: [MachineAction], exit: [MachineAction], restingShape: MachineState.Shape? = nil) {
+        self.restingShape = restingShape
+        let few = on.count <= Self.fewEvents ? Array(on) : nil
+        self.fewTypes = few?.map(\.key)
+        self.fewCandidates = few?.map(\.value) ?? []
+        self.path = path
+        self.kind = kind
+        self.initial = initial
+        self.on = on
+        self.after = after
+        self.entry = entry
+        self.exit = exit
+    }
 }
 
 /// The transitions of one `after` key.
@@ -104,14 +144,55 @@ struct AfterEntry: Sendable {
     let transitions: [TransitionSpec]
 }
 
-/// One candidate transition.
-struct TransitionSpec: Sendable {
+/// One candidate transition. A class: choosing one copies one reference, not five.
+final class TransitionSpec: Sendable {
     /// The absolute path of the target; nil for a targetless (self) transition.
     let target: [String]?
     /// A `.child` target: the source state is not exited.
     let isInternal: Bool
     let actions: [MachineAction]
     let guardCondition: MachineGuard?
+    /// What taking it enters, worked out once the machine is loaded (nil: no target).
+    let plan: TargetPlan?
+
+    init(target: [String]?, isInternal: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
+         plan: TargetPlan? = nil) {
+        self.target = target
+        self.isInternal = isInternal
+        self.actions = actions
+        self.guardCondition = guardCondition
+        self.plan = plan
+    }
+}
+
+/// What a transition with a target does besides its own actions, the same every time
+/// it is taken from its source state: worked out when the machine loads, not per event.
+/// A class: taking the transition copies one reference.
+final class TargetPlan: Sendable {
+    /// How many leading path segments stay active: states below that depth are exited.
+    let domain: Int
+    /// The leaf entered (the target, then its initial children), the paths of the
+    /// states entered (outermost first) and the leaf's number, as the new state's shape.
+    let shape: MachineState.Shape
+    /// Their entry actions, outermost first, as one list.
+    let entryActions: [MachineAction]
+
+    init(domain: Int, shape: MachineState.Shape, entryActions: [MachineAction]) {
+        self.domain = domain
+        self.shape = shape
+        self.entryActions = entryActions
+    }
+}
+
+/// One loaded machine, told apart by reference (`===`): a state's hint names the
+/// machine whose node list its number indexes.
+final class MachineIdentity: Sendable {}
+
+/// Where a state made by `MachineDefinition.transition` found its leaf: the machine
+/// and the leaf's number in its `nodeList`. Checked against the state's `value` before use.
+struct LeafHint: Sendable {
+    let machine: MachineIdentity
+    let index: Int
 }
 
 /// An action of an `entry`, `exit` or transition `actions` list.

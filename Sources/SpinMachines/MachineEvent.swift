@@ -9,14 +9,43 @@ public struct MachineEvent: Sendable, Hashable, Codable {
     public static let afterType = "xstate.after"
 
     /// The event type: the key of the `on` tables.
-    public var type: String
+    public var type: String {
+        get { fields.type }
+        set { fields = Fields(type: newValue, payload: fields.payload) }
+    }
     /// The members other than `type`.
-    public var payload: [String: MachineValue]
+    public var payload: [String: MachineValue] {
+        get { fields.payload }
+        set { fields = Fields(type: fields.type, payload: newValue) }
+    }
+
+    /// Type and payload behind one reference: a loop copies each event several times
+    /// (inbox, batch, transition), and one reference is retained at each copy, not two.
+    private var fields: Fields
+
+    private final class Fields: Sendable {
+        let type: String
+        let payload: [String: MachineValue]
+
+        init(type: String, payload: [String: MachineValue]) {
+            self.type = type
+            self.payload = payload
+        }
+    }
 
     /// An event of `type` with `payload` as its other members (a `type` key in it is ignored).
     public init(type: String, payload: [String: MachineValue] = [:]) {
-        self.type = type
-        self.payload = payload
+        fields = Fields(type: type, payload: payload)
+    }
+
+    /// Same type and payload.
+    public static func == (lhs: MachineEvent, rhs: MachineEvent) -> Bool {
+        lhs.fields === rhs.fields || (lhs.type == rhs.type && lhs.payload == rhs.payload)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(type)
+        hasher.combine(payload)
     }
 
     /// The event the timer of an `after` entry emits when `delay` milliseconds have passed

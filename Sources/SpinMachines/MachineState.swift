@@ -9,18 +9,47 @@
 /// is not part of the JSON, nor of `==`: feedbacks act on it once, when the state is new.
 public struct MachineState: Sendable, Codable {
     /// The path of the active leaf state from the root (`["closed"]`, `["door", "opened", "ajar"]`).
-    public var value: [String]
+    public var value: [String] {
+        get { shape.value }
+        set { shape = Shape(value: newValue, step: shape.step, leafHint: nil) }
+    }
     /// The machine's data.
     public var context: [String: MachineValue]
     /// What the transition that made this state did; empty for a state made otherwise.
-    public var step: MachineStep
+    public var step: MachineStep {
+        get { shape.step }
+        set { shape = Shape(value: shape.value, step: newValue, leafHint: shape.leafHint) }
+    }
+
+    /// Value, step and where the interpreter found the leaf, behind one reference: a
+    /// state is copied several times per event, and a transition that propagates
+    /// nothing reuses a shape its machine made when it loaded.
+    var shape: Shape
 
     /// A state with `value` (the active leaf's path) and `context`; `step` is for the
     /// interpreter, which records what a transition did.
     public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep()) {
-        self.value = value
+        self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context)
+    }
+
+    /// A state the interpreter made.
+    init(shape: Shape, context: [String: MachineValue]) {
+        self.shape = shape
         self.context = context
-        self.step = step
+    }
+
+    /// The state's value and step, and where its leaf's node is (`leafHint`: not part
+    /// of the JSON nor of `==`, and ignored unless it names the leaf `value` names).
+    final class Shape: Sendable {
+        let value: [String]
+        let step: MachineStep
+        let leafHint: LeafHint?
+
+        init(value: [String], step: MachineStep, leafHint: LeafHint?) {
+            self.value = value
+            self.step = step
+            self.leafHint = leafHint
+        }
     }
 
     /// The active state value as JSON: a string for a top-level state, objects for nested ones.
@@ -55,9 +84,8 @@ public struct MachineState: Sendable, Codable {
             path.append(key)
             node = child
         }
-        value = path
+        shape = Shape(value: path, step: MachineStep(), leafHint: nil)
         context = try container.decodeIfPresent([String: MachineValue].self, forKey: .context) ?? [:]
-        step = MachineStep()
     }
 
     public func encode(to encoder: any Encoder) throws {

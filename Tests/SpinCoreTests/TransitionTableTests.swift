@@ -1,3 +1,4 @@
+import Dispatch
 import SpinCore
 import Testing
 
@@ -104,6 +105,34 @@ struct TransitionTableTests {
                                     .ignored(.noTransition)])
         #expect(loop.state == .loggedOut)
         #expect(loop.sequence == 3)
+        loop.stop()
+    }
+
+    @Test func aTableWithoutEffects_AddsNoFeedback_AndOneWithEffectsDoes() {
+        #expect(Spin(initialState: Session.loggedOut, table: Self.session, environment: ()).feedbacks.isEmpty)
+        let withEffect = TransitionTable<Session, SessionEvent, Void>([
+            .login | .loggedOut => .loggingIn | Effect { _ in .loginOK },
+        ])
+        #expect(Spin(initialState: Session.loggedOut, table: withEffect, environment: ()).feedbacks.count == 1)
+    }
+
+    @Test func executeOn_RunsTheRowsEffectsOnThatQueue() async {
+        let queue = DispatchQueue(label: "test.table-effects")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "effects queue")
+        let places = Recorder<String?>()
+        let table = TransitionTable<Session, SessionEvent, Void>([
+            .login | .loggedOut => .loggingIn | Effect { _ in
+                places.append(DispatchQueue.getSpecific(key: key))
+                return .loginOK
+            },
+            .loginOK | .loggingIn => .loggedIn,
+        ])
+        let loop = Spin(initialState: Session.loggedOut, feedbacks: [table.effects(environment: ()).execute(on: queue)],
+                        reducer: table.reducer).start()
+        loop.emit(.login)
+        #expect(await loop.firstState { $0 == .loggedIn } == .loggedIn)
+        #expect(places.all == ["effects queue"])
         loop.stop()
     }
 }

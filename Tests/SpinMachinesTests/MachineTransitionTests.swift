@@ -160,6 +160,25 @@ import Testing
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(MachineEvent.self, from: Data(#"{"code":1}"#.utf8)) }
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(MachineEvent.self, from: Data(#"{"type":1}"#.utf8)) }
     }
+
+    @Test func aStateWhoseValueWasChanged_OrMadeByAnotherMachine_IsReadByItsValue() throws {
+        let machine = try door()
+        var opened = try #require(machine.transition(machine.initialState, event("OPEN")))
+        // The state remembers where its leaf was found; a changed value must win over that.
+        opened.value = ["closed"]
+        #expect(machine.transition(opened, event("CLOSE")) == nil)
+        #expect(machine.transition(opened, event("OPEN"))?.value == ["opened"])
+        // Another machine numbers its states otherwise: its states are read by their value.
+        let other = try MachineDefinition(json: Array(#"""
+            { "initial": "b", "states": { "a": {}, "b": { "on": { "GO": "c" } }, "c": { "on": { "GO": "a" } } } }
+            """#.utf8), file: "other.json")
+        let c = try #require(other.transition(other.initialState, event("GO")))
+        #expect(c.value == ["c"])
+        var foreign = c
+        foreign.value = ["opened"]
+        #expect(machine.transition(foreign, event("CLOSE"))?.value == ["closed"])
+        #expect(machine.transition(c, event("OPEN")) == nil)
+    }
 }
 
 import Foundation

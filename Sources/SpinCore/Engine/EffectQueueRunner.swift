@@ -26,21 +26,35 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
     }
 
     private let table: TransitionTable<State, Event, Environment>
+    /// The table's `hasEffects`, kept apart: reading it through the generic table costs a
+    /// metadata look-up for every applied event.
+    private let hasEffects: Bool
     private let environment: Environment
     private let host: FeedbackHost<Event>
+    /// Where effects run when the feedback was given `.execute(on:)`.
+    private let taskExecutor: DispatchQueueExecutor?
     private let queues = Protected(Queues())
 
-    init(table: TransitionTable<State, Event, Environment>, environment: Environment, host: FeedbackHost<Event>) {
+    init(table: TransitionTable<State, Event, Environment>, environment: Environment, context: FeedbackContext<Event>) {
         self.table = table
+        hasEffects = table.hasEffects
         self.environment = environment
-        self.host = host
+        self.host = context.host
+        self.taskExecutor = context.taskExecutor
     }
 
     func start() {}
     func receive(_ state: State) {}
 
     func applied(_ event: Event, from: State, to: State) {
-        guard table.hasEffects, let effect = table.transition(from: from, on: event)?.effect, !effect.isNone else { return }
+        if hasEffects { startEffect(of: event, from: from) }
+    }
+
+    /// Apart from `applied`: the generic types it uses (the row's effect, the optional
+    /// tuple) are looked up on entry, which a table without effects should not pay.
+    @inline(never)
+    private func startEffect(of event: Event, from: State) {
+        guard let effect = table.transition(from: from, on: event)?.effect, !effect.isNone else { return }
         let cancelled = queues.withLock { queues -> [Running] in
             guard !queues.stopped else { return [] }
             var cancelled: [Running] = []
@@ -81,7 +95,7 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
         let cancelled = Protected(false)
         let (environment, submit) = (self.environment, host.submit)
         let isCurrent: @Sendable () -> Bool = { !cancelled.withLock { $0 } }
-        let task = Task { [weak self] in
+        let task = Task(executorPreference: taskExecutor) { [weak self] in
             await run.body(environment) { event in
                 if isCurrent() { submit(event, isCurrent) }
             }
@@ -129,7 +143,7 @@ extension TransitionTable {
     /// The feedback that runs the rows' effects, each given `environment`.
     public func effects(environment: Environment) -> Feedback<State, Event> {
         Feedback { context in
-            EffectQueueRunner(table: self, environment: environment, host: context.host)
+            EffectQueueRunner(table: self, environment: environment, context: context)
         }
     }
 }
@@ -137,7 +151,10 @@ extension TransitionTable {
 extension Spin {
     /// A Spin whose reducer is `table` (a partial one: an event no row matches is
     /// ignored) and whose effects are the rows' effects, run with `environment`; other
-    /// `feedbacks` may go along.
+    /// `feedbacks` may go along. A table none of whose rows can have an effect adds no
+    /// feedback for them. Inlinable, so that the table's reducer is specialised for its
+    /// types where the Spin is made.
+    @inlinable
     public init<Environment: Sendable>(
         initialState: State,
         table: TransitionTable<State, Event, Environment>,
@@ -145,7 +162,7 @@ extension Spin {
         feedbacks: [Feedback<State, Event>] = [],
         executeOn executor: DispatchQueue? = nil
     ) {
-        self.init(initialState: initialState, feedbacks: feedbacks + [table.effects(environment: environment)],
-                  reducer: table.reducer, executeOn: executor)
+        let effects = table.hasEffects ? [table.effects(environment: environment)] : []
+        self.init(initialState: initialState, feedbacks: feedbacks + effects, reducer: table.reducer, executeOn: executor)
     }
 }

@@ -13,12 +13,14 @@ public struct TransitionArrow<State: Sendable>: Sendable {
     public let to: State
 
     /// From the states `from` matches to `to`.
+    @inlinable
     public init(from: TransitionPattern<State>, to: State) {
         self.from = from
         self.to = to
     }
 
     /// `event | from => to`: a row for exactly `event`, without an effect.
+    @inlinable
     public static func | <Event: Equatable & Sendable, Environment: Sendable>(
         event: Event, arrow: TransitionArrow
     ) -> TransitionRow<State, Event, Environment> {
@@ -26,6 +28,7 @@ public struct TransitionArrow<State: Sendable>: Sendable {
     }
 
     /// `predicate | from => to`: a row for the events the predicate accepts.
+    @inlinable
     public static func | <Event: Sendable, Environment: Sendable>(
         event: @escaping @Sendable (Event) -> Bool, arrow: TransitionArrow
     ) -> TransitionRow<State, Event, Environment> {
@@ -33,13 +36,15 @@ public struct TransitionArrow<State: Sendable>: Sendable {
     }
 
     /// `pattern | from => to`: a row for the events the pattern matches.
+    @inlinable
     public static func | <Event: Sendable, Environment: Sendable>(
         event: TransitionPattern<Event>, arrow: TransitionArrow
     ) -> TransitionRow<State, Event, Environment> {
         arrow.row(on: event)
     }
 
-    private func row<Event: Sendable, Environment: Sendable>(
+    @usableFromInline
+    func row<Event: Sendable, Environment: Sendable>(
         on event: TransitionPattern<Event>
     ) -> TransitionRow<State, Event, Environment> {
         let to = self.to
@@ -49,17 +54,20 @@ public struct TransitionArrow<State: Sendable>: Sendable {
 
 extension TransitionPattern {
     /// `pattern => to`: from any state the pattern matches (`.any`, `.oneOf([...])`).
+    @inlinable
     public static func => (from: TransitionPattern, to: Value) -> TransitionArrow<Value> {
         TransitionArrow(from: from, to: to)
     }
 }
 
 /// `from => to` from exactly the state `from`.
+@inlinable
 public func => <State: Equatable & Sendable>(from: State, to: State) -> TransitionArrow<State> {
     TransitionArrow(from: .exactly(from), to: to)
 }
 
 /// `predicate => to` from every state the predicate accepts.
+@inlinable
 public func => <State: Sendable>(from: @escaping @Sendable (State) -> Bool, to: State) -> TransitionArrow<State> {
     TransitionArrow(from: TransitionPattern(from), to: to)
 }

@@ -24,8 +24,9 @@
 public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
     /// The rows, in the order they are tried.
     public let rows: [TransitionRow<State, Event, Environment>]
-    /// False when no row can have an effect: the effect runner then skips its look-up.
-    let hasEffects: Bool
+    /// False when no row can have an effect: the table's Spin then runs no feedback for
+    /// them, and an effect runner skips its look-up.
+    @usableFromInline let hasEffects: Bool
 
     /// A table of `rows`, tried in order.
     public init(_ rows: [TransitionRow<State, Event, Environment>]) {
@@ -41,9 +42,22 @@ public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sen
         return nil
     }
 
-    /// The table as a partial reducer (effects left out: they are the feedback's).
+    /// The table as a partial reducer (effects left out: they are the feedback's). It
+    /// asks each row for its new state only, so no effect is built. Inlinable, as are the
+    /// rows and patterns the operators make, so that the reducer is specialised for the
+    /// table's types in the module that uses it.
+    @inlinable
     public var reducer: Reducer<State, Event> {
-        .partial { state, event in transition(from: state, on: event)?.state }
+        let rows = self.rows
+        return Reducer(decliningInPlace: { state, event in
+            for row in rows {
+                if let next = row.nextState(state, event) {
+                    state = next
+                    return true
+                }
+            }
+            return false
+        })
     }
 
     /// The table followed by `other`'s rows.
@@ -57,35 +71,55 @@ public struct TransitionTable<State: Sendable, Event: Sendable, Environment: Sen
 public struct TransitionRow<State: Sendable, Event: Sendable, Environment: Sendable>: Sendable {
     /// The new state and effect when the row matches `(state, event)`, else nil.
     public let match: @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?
+    /// The new state alone when the row matches, else nil: what the table's reducer asks,
+    /// without building the effect.
+    @usableFromInline let nextState: @Sendable (State, Event) -> State?
     /// False only when the row is known never to have an effect.
     let mayHaveEffect: Bool
 
     /// A row as a function, Harvest's `EffectMapping`: return nil when it does not match.
     public init(_ match: @escaping @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?) {
-        self.match = match
-        mayHaveEffect = true
+        self.init(nextState: { match($0, $1)?.state }, match: match, mayHaveEffect: true)
     }
 
     /// A row whose new state is computed from the state and the event (for payloads).
+    @inlinable
     public init(
         on event: TransitionPattern<Event>,
         from state: TransitionPattern<State>,
         to next: @escaping @Sendable (State, Event) -> State,
         effect: Effect<Event, Environment> = .none
     ) {
-        self.match = { current, incoming in
+        self.init(nextState: { current, incoming in
             guard event.matches(incoming), state.matches(current) else { return nil }
-            return (next(current, incoming), effect)
-        }
-        mayHaveEffect = !effect.isNone
+            return next(current, incoming)
+        }, effect: effect)
+    }
+
+    /// A row of `nextState` that runs `effect` whenever it matches.
+    @usableFromInline
+    init(nextState: @escaping @Sendable (State, Event) -> State?, effect: Effect<Event, Environment>) {
+        self.init(nextState: nextState, match: { current, incoming in
+            nextState(current, incoming).map { ($0, effect) }
+        }, mayHaveEffect: !effect.isNone)
+    }
+
+    private init(
+        nextState: @escaping @Sendable (State, Event) -> State?,
+        match: @escaping @Sendable (State, Event) -> (state: State, effect: Effect<Event, Environment>)?,
+        mayHaveEffect: Bool
+    ) {
+        self.nextState = nextState
+        self.match = match
+        self.mayHaveEffect = mayHaveEffect
     }
 
     /// The same row with `effect` run after it (added to any effect it had).
     public func effect(_ effect: Effect<Event, Environment>) -> TransitionRow {
         let match = self.match
-        return TransitionRow { state, event in
+        return TransitionRow(nextState: nextState, match: { state, event in
             match(state, event).map { ($0.state, $0.effect + effect) }
-        }
+        }, mayHaveEffect: true)
     }
 }
 
@@ -95,14 +129,17 @@ public struct TransitionPattern<Value: Sendable>: Sendable {
     public let matches: @Sendable (Value) -> Bool
 
     /// The values for which `matches` is true.
+    @inlinable
     public init(_ matches: @escaping @Sendable (Value) -> Bool) {
         self.matches = matches
     }
 
     /// Every value (a wildcard).
+    @inlinable
     public static var any: TransitionPattern { TransitionPattern { _ in true } }
 
     /// The values for which `predicate` holds.
+    @inlinable
     public static func matching(_ predicate: @escaping @Sendable (Value) -> Bool) -> TransitionPattern {
         TransitionPattern(predicate)
     }
@@ -110,11 +147,13 @@ public struct TransitionPattern<Value: Sendable>: Sendable {
 
 extension TransitionPattern where Value: Equatable {
     /// Exactly `value`.
+    @inlinable
     public static func exactly(_ value: Value) -> TransitionPattern {
         TransitionPattern { $0 == value }
     }
 
     /// Any of `values`.
+    @inlinable
     public static func oneOf(_ values: [Value]) -> TransitionPattern {
         TransitionPattern { values.contains($0) }
     }
