@@ -175,6 +175,7 @@ extension Feedback {
 
 /// Hands every element of `events` to `emit` until the sequence ends or the task is
 /// cancelled. A sequence that throws ends there: its error is not an event.
+@usableFromInline
 func forward<Events: AsyncSequence>(_ events: Events, to emit: (Events.Element) -> Void) async {
     do {
         for try await event in events {

@@ -20,24 +20,26 @@
 extension Feedback {
     /// Runs `effects` for the request `request` derives from the state, as long as the
     /// states ask for that same request.
+    @inlinable
     public static func react<Request: Equatable & Sendable, Events: AsyncSequence>(
         request: @escaping @Sendable (State) -> Request?,
         effects: @escaping @Sendable (Request) -> Events
     ) -> Feedback where Events.Element == Event, Events: SendableMetatype, Events.AsyncIterator: SendableMetatype {
-        react(wanted: { request($0).map { [$0] } ?? [] }) { request, emit in
-            await forward(effects(request), to: emit)
+        react(request: request) { request in
+            { emit in await forward(effects(request), to: emit) }
         }
     }
 
     /// Runs the async step `effect` once for the request `request` derives from the
     /// state, as long as the states ask for that same request; its event, if any, is
     /// applied unless the request changed first.
+    @inlinable
     public static func react<Request: Equatable & Sendable>(
         request: @escaping @Sendable (State) -> Request?,
         effect: @escaping @Sendable (Request) async -> Event?
     ) -> Feedback {
-        react(wanted: { request($0).map { [$0] } ?? [] }) { request, emit in
-            if let event = await effect(request) { emit(event) }
+        react(request: request) { request in
+            { emit in if let event = await effect(request) { emit(event) } }
         }
     }
 
@@ -63,7 +65,28 @@ extension Feedback {
         }
     }
 
-    /// The runner of every form: `wanted` lists the requests a state asks for.
+    /// The runner of the single-request forms. Inlined where `Request` is known, so the
+    /// per-state comparison is specialised there: the runner itself only sees whether to
+    /// keep, cancel, or start an (already bound) effect.
+    @inlinable
+    static func react<Request: Equatable & Sendable>(
+        request: @escaping @Sendable (State) -> Request?,
+        bind: @escaping @Sendable (Request) -> ReactChange<Event>.Effect
+    ) -> Feedback {
+        Feedback { context in
+            // One `last` per started loop: each run of the feedback begins asking for nothing.
+            let last = ReactLastRequest<Request>()
+            return SingleReactRunner(context: context) { (state: State) -> ReactChange<Event> in
+                let wanted = request(state)
+                if wanted == last.request { return .keep }
+                last.request = wanted
+                guard let wanted else { return .cancel }
+                return .start(bind(wanted))
+            }
+        }
+    }
+
+    /// The runner of the Set forms: `wanted` lists the requests a state asks for.
     private static func react<Request: Equatable & Sendable>(
         wanted: @escaping @Sendable (State) -> [Request],
         effect: @escaping ReactRunner<State, Request, Event>.Effect

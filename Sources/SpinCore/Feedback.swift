@@ -14,6 +14,7 @@ public struct Feedback<State: Sendable, Event: Sendable>: Sendable {
     /// (synchronous effects on the loop's executor, async ones on the global executor).
     package let executor: DispatchQueue?
 
+    @usableFromInline
     package init(executor: DispatchQueue? = nil,
                  makeRunner: @escaping @Sendable (FeedbackContext<Event>) -> any FeedbackRunner<State>) {
         self.executor = executor

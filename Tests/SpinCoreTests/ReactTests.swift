@@ -101,6 +101,25 @@ struct ReactTests {
         #expect(starts.all == ["a"])
     }
 
+    @Test func oneFeedback_InTwoLoops_StartsItsEffectInEach() async {
+        let starts = self.starts
+        let feedback = Feedback<Downloads, Downloads.Event>.react(request: { (state: Downloads) in state.wanted }) {
+            (name: String) async -> Downloads.Event? in
+            starts.append(name)
+            return .touch
+        }
+        // Each loop's initial state asks for what the other one ran: it is new there.
+        for _ in 0..<2 {
+            let tester = SpinTester(Spin(initialState: Downloads(wanted: "a")) {
+                feedback
+                Reducer(Downloads.reduce)
+            }, clock: clock, timeout: .seconds(2))
+            await tester.receive(.touch) { $0.touches = 1 }
+            await tester.finish()
+        }
+        #expect(starts.all == ["a", "a"])
+    }
+
     @Test func aNilRequest_CancelsTheEffect() async {
         let tester = tester(single)
         await tester.send(.want("a")) { $0.wanted = "a" }

@@ -24,6 +24,7 @@ package struct FeedbackHost<Event: Sendable>: Sendable {
 }
 
 /// Everything a feedback is instantiated with when a loop starts.
+@usableFromInline
 package struct FeedbackContext<Event: Sendable>: Sendable {
     package let host: FeedbackHost<Event>
     /// The feedback's index in its loop.
@@ -55,6 +56,7 @@ package struct FeedbackContext<Event: Sendable>: Sendable {
 /// `start` is called once, before any state, by whoever makes the loop; `receive` only on
 /// the loop's executor; `stop` from any thread, idempotently; after it, nothing a
 /// feedback does reaches the loop.
+@usableFromInline
 package protocol FeedbackRunner<State>: AnyObject, Sendable {
     associatedtype State: Sendable
     /// Called once before the loop delivers its first state: attach to Gears, open streams.
