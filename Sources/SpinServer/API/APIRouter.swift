@@ -10,6 +10,9 @@ package enum RouteOutcome: Sendable {
     /// Open a stream of `source`: switch to the WebSocket protocol with the handshake's
     /// answer, or answer 200 with an event stream.
     case stream(StreamSource, StreamUpgrade)
+    /// The Spin is served by another node of the cluster: send the request on to it and
+    /// relay its answer (and, for a stream, the bytes both ways) to the client.
+    case proxy(ProxiedRequest)
 }
 
 /// How an accepted stream is carried.
@@ -133,6 +136,21 @@ package struct APIRouter: Sendable {
         let authorization = Self.authorization(of: request, route: route)
         if let scope = route.scope, let error = access.check(authorization: authorization, needs: scope) {
             return fail(error)
+        }
+
+        // In a cluster, a request about one Spin is served by the node that owns it.
+        if route.concernsOneSpin, !name.isEmpty {
+            switch cluster.routing(of: String(name), forwarded: request.headers[ProxiedRequest.forwardedByHeader] != nil) {
+            case .local:
+                break
+            case .proxy(_, let advertise):
+                guard let owner = AdvertiseURL(advertise) else {
+                    return fail(.spinUnavailable(String(name), retryAfter: 1))
+                }
+                return respond(.proxy(ProxiedRequest(request, to: owner, from: cluster.node)))
+            case .unavailable(let retryAfter):
+                return fail(.spinUnavailable(String(name), retryAfter: retryAfter))
+            }
         }
 
         switch route {

@@ -52,6 +52,15 @@ package enum Route: String, CaseIterable, Sendable {
         }
     }
 
+    /// Whether the route reads or changes one Spin's live state, so that in a cluster the
+    /// node owning the Spin serves it (its schema is the same on every node).
+    package var concernsOneSpin: Bool {
+        switch self {
+        case .spin, .spinEvents, .spinResume, .spinStream: true
+        default: false
+        }
+    }
+
     /// The methods an `Allow` header lists for the route.
     package var allowedMethods: [String] {
         method == "GET" && !streams ? ["GET", "HEAD"] : [method]

@@ -10,6 +10,8 @@ package final class ClusterNode: Sendable {
     /// `cluster.node`.
     package let node: String
     private let state: Protected<(advertise: String, shared: ClusterStatus?)>
+    /// Where requests about a Spin are served; nil: here (a server that shares nothing).
+    private let decide = Protected<(@Sendable (_ spin: String, _ forwarded: Bool) -> ClusterRouting)?>(nil)
 
     /// - Parameter advertise: the URL to show until `bind(advertise:)` gives the real
     ///   one (with port 0 the port is known only once the listener is bound).
@@ -35,5 +37,18 @@ package final class ClusterNode: Sendable {
     package func status(hostedSpins: [String]) -> ClusterStatus {
         let (advertise, shared) = state.withLock { ($0.advertise, $0.shared) }
         return shared ?? .single(node: node, advertise: advertise, spins: hostedSpins)
+    }
+
+    /// From now on, `routing(of:forwarded:)` answers what `decide` says (the lease loop
+    /// sets it once it runs; tests set a fixed one).
+    package func route(with decide: @escaping @Sendable (_ spin: String, _ forwarded: Bool) -> ClusterRouting) {
+        self.decide.withLock { $0 = decide }
+    }
+
+    /// Where a request about `spin` is served: here unless a cluster's lease loop says
+    /// otherwise. `forwarded`: another node sent the request on (it is never sent on twice).
+    package func routing(of spin: String, forwarded: Bool) -> ClusterRouting {
+        guard let decide = decide.withLock({ $0 }) else { return .local }
+        return decide(spin, forwarded)
     }
 }

@@ -175,6 +175,11 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                     started: started)
         case .stream(let source, let upgrade):
             openStream(request, source: source, upgrade: upgrade, started: started)
+        case .proxy:
+            // Relaying to the owning node comes with the cluster's lease loop.
+            respond(.error(APIError(status: 502, code: "proxy_unavailable",
+                                    message: "this node cannot reach the Spin's owner yet", headers: [])),
+                    to: request, keepAlive: false, started: started)
         }
     }
 

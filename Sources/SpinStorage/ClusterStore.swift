@@ -1,0 +1,102 @@
+import Foundation
+
+/// What the nodes of a cluster share besides the journals: who is alive (node rows with
+/// heartbeats), who owns each Spin (lease rows with a fencing epoch), and the Gear events
+/// that cross nodes (an outbox). The PostgreSQL backend keeps them in its tables
+/// (`PostgresClusterStore`); times are the database's, so that the nodes' own clocks
+/// never decide who owns what.
+///
+/// Every write is conditional, so that two nodes whose views differ for a moment cannot
+/// both own one Spin under one epoch: see each method.
+package protocol ClusterStore: Sendable {
+    /// Every node row and lease row, and the database's time when they were read.
+    func readCluster() throws -> ClusterRows
+
+    /// Records that `node` is alive now and is reached at `advertise` (creates its row).
+    func heartbeat(node: String, advertise: String) throws
+
+    /// Takes the lease of `spin` for `node` under `epoch`, for `seconds` from the
+    /// database's now, if the row still has `epoch - 1` and has expired or is `node`'s own,
+    /// or there is no row and `epoch` is 1. Returns the new expiry, nil when refused.
+    func acquire(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date?
+
+    /// Pushes the lease's expiry to `seconds` from the database's now, if the row still
+    /// has `node` and `epoch` and has not expired. Returns the new expiry, nil when refused.
+    func renew(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date?
+
+    /// Ends the lease now (keeping its epoch), if the row still has `node` and `epoch`.
+    func release(spin: String, node: String, epoch: UInt64) throws
+
+    /// Appends a Gear event to the outbox (and wakes the nodes that listen); returns
+    /// its position. Positions grow in commit order.
+    func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64
+
+    /// The outbox's events after position `after`, oldest first, at most `limit`.
+    func outbox(after: Int64, limit: Int) throws -> [OutboxEvent]
+
+    /// The newest position in the outbox (0 when empty): where a starting node begins.
+    func outboxEnd() throws -> Int64
+
+    /// Waits up to `timeout` for a `publish` by any node; true when one came (spurious
+    /// wake-ups are allowed: the caller reads `outbox(after:limit:)` either way).
+    func waitForPublish(timeout: Duration) throws -> Bool
+
+    /// Closes its connections.
+    func close()
+}
+
+/// The node and lease rows, with the database's time at the read.
+package struct ClusterRows: Sendable, Equatable {
+    package struct Node: Sendable, Equatable {
+        package var name: String
+        package var advertise: String
+        package var heartbeatAt: Date?
+
+        package init(name: String, advertise: String, heartbeatAt: Date?) {
+            self.name = name
+            self.advertise = advertise
+            self.heartbeatAt = heartbeatAt
+        }
+    }
+
+    package struct Lease: Sendable, Equatable {
+        package var spin: String
+        package var node: String
+        package var epoch: UInt64
+        package var expiresAt: Date
+
+        package init(spin: String, node: String, epoch: UInt64, expiresAt: Date) {
+            self.spin = spin
+            self.node = node
+            self.epoch = epoch
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// The database's `now()` when the rows were read.
+    package var now: Date
+    package var nodes: [Node]
+    package var leases: [Lease]
+
+    package init(now: Date, nodes: [Node], leases: [Lease]) {
+        self.now = now
+        self.nodes = nodes
+        self.leases = leases
+    }
+}
+
+/// One Gear event in the outbox: its position, the Gear, the node that published it and
+/// the event's JSON.
+package struct OutboxEvent: Sendable, Equatable {
+    package var position: Int64
+    package var gear: String
+    package var node: String
+    package var payload: [UInt8]
+
+    package init(position: Int64, gear: String, node: String, payload: [UInt8]) {
+        self.position = position
+        self.gear = gear
+        self.node = node
+        self.payload = payload
+    }
+}
