@@ -26,6 +26,18 @@ public final class LoopServer: Sendable {
     /// What the outside sees of each Spin: durable transitions, acknowledgements.
     private let feeds: SpinFeeds
     private let running = Protected<Running?>(nil)
+    /// With the PostgreSQL backend the server is a node of a cluster (maybe of one):
+    /// it serves the Spins whose leases it holds.
+    private let clustered: Clustered?
+
+    private struct Clustered: Sendable {
+        let fence: LeaseFence
+        let store: any ClusterStore
+        /// Each served Spin's observations, cancelled when the node stops serving it.
+        let terms = Protected<[String: [SpinSubscription]]>([:])
+        let coordinator = Protected<ClusterCoordinator?>(nil)
+        let gearRelay = Protected<GearOutboxRelay?>(nil)
+    }
 
     private struct Running {
         var port: Int
@@ -46,7 +58,15 @@ public final class LoopServer: Sendable {
         var limits = APIRouter.Limits()
         limits.inbox = configuration.limits.inbox
         let storage = configuration.storage
-        let journal = storage.persists ? Journal(store: Self.makeStore(storage), storage: storage, logger: logger) : nil
+        let clustered = storage.persists && storage.backend == .postgres
+            ? Clustered(fence: LeaseFence(node: configuration.cluster.node),
+                        store: Self.makeClusterStore(url: storage.url ?? ""))
+            : nil
+        self.clustered = clustered
+        let journal = storage.persists
+            ? Journal(store: Self.makeStore(storage, node: configuration.cluster.node, fence: clustered?.fence),
+                      storage: storage, logger: logger)
+            : nil
         self.journal = journal
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
@@ -61,12 +81,19 @@ public final class LoopServer: Sendable {
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
-    /// The store `storage.backend` names.
-    static func makeStore(_ storage: SpinServerConfiguration.Storage) -> any SpinStore {
+    /// The store `storage.backend` names. PostgreSQL is shared by the nodes of a cluster:
+    /// one process per node name, appends fenced by the node's leases.
+    static func makeStore(_ storage: SpinServerConfiguration.Storage, node: String,
+                          fence: LeaseFence?) -> any SpinStore {
         switch storage.backend {
         case .file: FileSpinStore(directory: storage.directory)
-        case .postgres: PostgresSpinStore(url: storage.url ?? "")
+        case .postgres: PostgresSpinStore(url: storage.url ?? "", ownership: .shared(node: node), fence: fence)
         }
+    }
+
+    /// The leases, heartbeats and Gear outbox of a cluster on PostgreSQL.
+    static func makeClusterStore(url: String) -> any ClusterStore {
+        PostgresClusterStore(url: url)
     }
 
     /// SpinNet's per-connection limits from ours. The pending output a connection may hold
@@ -102,6 +129,9 @@ public final class LoopServer: Sendable {
             HTTPConnectionHandler(connection: connection, context: context)
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
+        if let clustered, let journal {
+            return try startNode(clustered, journal: journal, socketServer: socketServer)
+        }
         let spins = host.spins
         let markers = journal.map { SuspensionMarker(store: $0.store) }
         var suspended: [(spin: any HostedSpin, reason: String)] = []
@@ -186,6 +216,118 @@ public final class LoopServer: Sendable {
         return address.port
     }
 
+    /// Starts a cluster node: opens the database, starts the lease loop, and from then on
+    /// recovers and runs each Spin when its lease comes to this node (`serve`), stops it
+    /// when the lease goes (`retire`). The listener is bound first (its port is part of
+    /// the advertised URL); until the first tick has run, requests about a Spin get 503
+    /// `spin_unavailable` and `/readyz` 503.
+    private func startNode(_ clustered: Clustered, journal: Journal, socketServer: SocketServer) throws -> Int {
+        do {
+            try journal.open()
+            try clustered.store.open()
+        } catch {
+            journal.abandon()
+            clustered.store.close()
+            throw LoopServerError.cannotRecover(reason: "\(error)")
+        }
+        let host = self.host
+        let feeds = self.feeds
+        _ = journal.start(onFailure: { name in
+            guard let spin = host.spin(named: name) else { return }
+            let feed = feeds.feed(name)
+            spin.hold { feed.rollback() } then: {
+                feed.rolledBack()
+                journal.restored(spin: name)
+            }
+        }, onRecovery: { name in
+            host.spin(named: name)?.release()
+        })
+        let address: SocketAddress
+        let cluster = context.router.cluster
+        // No Spin is served here before the lease loop says so.
+        cluster.route { _, _ in .unavailable(retryAfterSeconds: 1) }
+        do {
+            address = try socketServer.start()
+        } catch {
+            try? journal.close()
+            clustered.store.close()
+            throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+        }
+        let advertise = configuration.advertiseURL(port: address.port)
+        cluster.bind(advertise: advertise)
+        let node = configuration.cluster.node
+        let coordinator = ClusterCoordinator(
+            node: node, advertise: advertise, leaseSeconds: configuration.cluster.leaseSeconds,
+            spins: host.spins.map(\.name), store: clustered.store,
+            serving: .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch, clustered, journal: journal) },
+                           stop: { [self] spin, _, _ in retire(spin, clustered, journal: journal) }),
+            logger: logger, onStatus: { cluster.publish($0) })
+        clustered.coordinator.withLock { $0 = coordinator }
+        cluster.route { spin, forwarded in coordinator.routing(of: spin, forwarded: forwarded) }
+        let relay = GearOutboxRelay(node: node, store: clustered.store, gears: host.gears, logger: logger)
+        do {
+            try relay.start()
+        } catch {
+            socketServer.shutdown(deadline: .zero) {}
+            try? journal.close()
+            clustered.store.close()
+            throw LoopServerError.cannotRecover(reason: "cannot read the Gear outbox: \(error)")
+        }
+        clustered.gearRelay.withLock { $0 = relay }
+        coordinator.start(advertise: advertise)
+        host.startWithoutLoops()
+        running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: []) }
+        return address.port
+    }
+
+    /// This node got `spin`'s lease under `epoch`: a fresh instance of the Spin, recovered
+    /// from everything durable (what the previous owner wrote), observed and started.
+    private func serve(_ spin: String, epoch: UInt64, _ clustered: Clustered, journal: Journal) throws {
+        clustered.fence.serve(spin: spin, epoch: epoch)
+        guard let hosted = host.replace(named: spin) else { return }
+        let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+        let sequence: UInt64
+        do {
+            sequence = try journal.adopt(hosted, feed: feed)
+        } catch {
+            clustered.fence.stopServing(spin: spin)
+            host.replace(named: spin)
+            throw error
+        }
+        hosted.prepare(feedbackBudget: configuration.limits.feedbackBudget)
+        let markers = SuspensionMarker(store: journal.store)
+        let metrics = context.metrics
+        let applied = metrics.spin(spin).applied
+        let logger = self.logger
+        let subscriptions = [
+            hosted.observe { transition in
+                feed.applied(transition)
+                journal.record(spin: spin, transition)
+                applied.increment()
+            },
+            hosted.onSuspensionChange { suspension in
+                Self.suspensionChanged(spin: spin, suspension, metrics: metrics, markers: markers, logger: logger)
+            },
+        ]
+        clustered.terms.withLock { $0[spin] = subscriptions }
+        if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
+        hosted.start()
+        logger.info("recovered \(spin) at sequence \(sequence)")
+    }
+
+    /// This node no longer serves `spin`: the loop stops, what it applied is committed
+    /// while the lease allows it, every waiting acknowledgement that did not make it gets
+    /// 503 `spin_unavailable`, streams close (their clients reconnect to the new owner),
+    /// and a fresh, unmade instance takes the Spin's place.
+    private func retire(_ spin: String, _ clustered: Clustered, journal: Journal) {
+        host.spin(named: spin)?.stop()
+        for subscription in clustered.terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
+        journal.retire(spin: spin)
+        clustered.fence.stopServing(spin: spin)
+        feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+        host.replace(named: spin)
+    }
+
     /// Graceful shutdown: stops accepting, closes streams with 1001, lets the requests in
     /// flight finish, closes what is left after `shutdownGraceSeconds`, then stops every
     /// Spin.
@@ -204,8 +346,15 @@ public final class LoopServer: Sendable {
                 continuation.resume()
             }
         }
+        if let clustered {
+            // Every Spin's lease goes back (its journal committed first), so the other
+            // nodes take them at their next tick.
+            clustered.coordinator.withLock { $0 }?.stop()
+            clustered.gearRelay.withLock { $0 }?.stop()
+        }
         host.stop()
         for subscription in running.subscriptions { subscription.cancel() }
+        defer { clustered?.store.close() }
         do {
             try journal?.close()
             return nil

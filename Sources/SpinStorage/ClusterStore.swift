@@ -9,6 +9,9 @@ import Foundation
 /// Every write is conditional, so that two nodes whose views differ for a moment cannot
 /// both own one Spin under one epoch: see each method.
 package protocol ClusterStore: Sendable {
+    /// Connects (and brings the tables up to date); before any other call.
+    func open() throws
+
     /// Every node row and lease row, and the database's time when they were read.
     func readCluster() throws -> ClusterRows
 

@@ -238,6 +238,21 @@ def test_lists_every_spin_and_shows_live_state(driver, base_url):
     wait_for(driver, lambda d: "live" in spin_card(d, "counter").find_element(By.CSS_SELECTOR, ".status").text, "counter stream live")
 
 
+def test_cluster_panel_shows_this_node_serving_every_spin(driver, base_url):
+    open_page(driver, base_url)
+    with urllib.request.urlopen(base_url + "/v1/cluster", timeout=10) as r:
+        cluster = json.load(r)
+    node = cluster["self"]
+    selector = f'#cluster .node[data-node="{node}"]'
+    wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, selector), "this node in the cluster panel")
+    card = driver.find_element(By.CSS_SELECTOR, selector)
+    assert card.get_attribute("data-live") == "true"
+    assert "(this node)" in card.text
+    for spin in cluster["nodes"][0]["spins"]:
+        assert spin in card.text
+    assert driver.find_element(By.ID, "node-count").text == "(1)"
+
+
 def test_reset_through_the_form_changes_the_page(driver, base_url):
     open_page(driver, base_url)
     wait_for(driver, lambda d: spin_view(d, "counter")[1] == {"value": 10}, "counter at 10")

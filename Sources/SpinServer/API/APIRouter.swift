@@ -184,7 +184,8 @@ package struct APIRouter: Sendable {
                               body: openAPI.document(of: host)))
 
         case .metrics:
-            let spins = host.spins.map { spin in
+            // A cluster node reports the Spins it serves (each Spin's figures come from its owner).
+            let spins = host.spins.filter(\.isPrepared).map { spin in
                 let feed = feeds.feed(spin.name)
                 let failing = feed.isFailing
                 return Metrics.SpinReading(name: spin.name, sequence: spin.snapshot().sequence, pending: spin.pendingEvents,
@@ -196,8 +197,16 @@ package struct APIRouter: Sendable {
                               body: Array(metrics.render(spins: spins, ownedSpins: owned).utf8)))
 
         case .spins:
+            let owners = cluster.status(hostedSpins: host.spins.map(\.name)).owners
             let list = host.spins.map { spin -> JSONValue in
-                .object([("name", .string(spin.name)),
+                guard spin.isPrepared else {
+                    // A cluster node does not run this Spin: its owner has the sequence
+                    // (`GET /v1/spins/{name}` through any node asks it).
+                    return .object([("name", .string(spin.name)),
+                                    ("status", .string("remote")), ("kind", .string(spin.kind)),
+                                    ("node", owners[spin.name].map(JSONValue.string) ?? .null)])
+                }
+                return .object([("name", .string(spin.name)),
                          ("sequence", .number(String(spin.snapshot().sequence))),
                          ("status", .string(spin.status.rawValue)),
                          ("kind", .string(spin.kind))])

@@ -56,6 +56,13 @@ package struct ClusterStatus: Sendable, Equatable {
         nodes.first { $0.node == node }?.spins ?? []
     }
 
+    /// The owning node of each Spin some node holds a lease of.
+    package var owners: [String: String] {
+        var owners: [String: String] = [:]
+        for node in nodes { for spin in node.spins { owners[spin] = node.node } }
+        return owners
+    }
+
     /// The response body.
     package var json: JSONValue {
         let list = nodes.map { node -> JSONValue in

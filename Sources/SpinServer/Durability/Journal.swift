@@ -161,6 +161,48 @@ package final class Journal: @unchecked Sendable {
         return sequences
     }
 
+    /// A cluster node starts serving `spin` (after `start`): recovers it from what the
+    /// store holds now (what the node that served it before made durable), begins its
+    /// feed there and journals it from now on. On the journal's queue, so that it never
+    /// races the writes of other Spins. Returns the recovered sequence.
+    package func adopt(_ spin: any HostedSpin, feed: SpinFeed) throws -> UInt64 {
+        try queue.sync {
+            // A node only adopts a Spin under a lease the database just gave it: the
+            // history it reads is the whole durable one, whatever this node saw before.
+            let saved = wasClean
+            wasClean = true
+            defer { wasClean = saved }
+            return try recover([(spin, feed)])[spin.name] ?? 0
+        }
+    }
+
+    /// A cluster node stops serving `spin` (its loop is stopped): what it applied and
+    /// the journal holds is committed if the store still takes it (a hand-over: the
+    /// lease is still this node's), then the Spin is forgotten. A refused commit (the
+    /// lease was taken over: the fence) is logged and dropped: it was never acknowledged.
+    /// Transitions recorded after this are ignored.
+    package func retire(spin: String) {
+        queue.sync {
+            writeIncoming()
+            guard let journal = spins.removeValue(forKey: spin) else { return }
+            guard journal.health == .healthy else {
+                store.discardUncommitted(spin: spin)
+                return
+            }
+            do {
+                if journal.complete > 0 {
+                    try store.append(Array(journal.batch[..<journal.complete]), spin: spin)
+                    journal.written = journal.completeLast
+                }
+                try store.commit(spin: spin, sync: true)
+                journal.feed.durable(through: journal.written)
+            } catch {
+                logger.warning("journal of \(spin): not committed as this node stops serving it (\(error)); nothing of it was acknowledged")
+                store.discardUncommitted(spin: spin)
+            }
+        }
+    }
+
     /// A fresh epoch: unique enough that two histories of one Spin never share one.
     package static func makeEpoch() -> String {
         String(UInt64.random(in: 1...UInt64.max), radix: 36)

@@ -39,7 +39,10 @@ package final class SpinFeed: Sendable {
         /// Applied, not yet durable, in sequence order.
         var pending: [HostedTransition] = []
         var history: TransitionRing
-        var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition, _ message: [UInt8]) -> Void)] = []
+        var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition, _ message: [UInt8]) -> Void,
+                           ended: (@Sendable () -> Void)?)] = []
+        /// Set by `end`: this node no longer serves the Spin.
+        var ended: APIError?
         var nextID: UInt64 = 0
         var waiters: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)] = []
         /// Set while storage fails: every acknowledgement asked for gets it, once the Spin
@@ -188,6 +191,26 @@ package final class SpinFeed: Sendable {
 
     package var isFailing: Bool { shared.withLock { $0.failure != nil } }
 
+    /// This node stops serving the Spin (a cluster moved it): every waiting and later
+    /// acknowledgement gets `error` (nothing past what is durable counts as acknowledged
+    /// here; the new owner recovers what is durable), and every stream is told to close.
+    /// Final.
+    package func end(_ error: APIError) {
+        let (waiters, ended) = shared.withLock { shared -> ([@Sendable (APIError?) -> Void], [@Sendable () -> Void]) in
+            shared.ended = error
+            shared.failure = error
+            shared.rolledBack = true
+            shared.pending = []
+            defer {
+                shared.waiters = []
+                shared.subscribers = []
+            }
+            return (shared.waiters.map(\.acknowledge), shared.subscribers.compactMap(\.ended))
+        }
+        for acknowledge in waiters { acknowledge(error) }
+        for close in ended { close() }
+    }
+
     // MARK: Streams
 
     /// Subscribes a stream: `start` gets a snapshot of the newest durable state, or, when
@@ -196,20 +219,29 @@ package final class SpinFeed: Sendable {
     /// transition, in order, with its state message (`StreamMessage.state`, made once for
     /// all subscribers). Both are called under the feed's lock: they must only hand the
     /// work to another queue.
+    ///
+    /// `ended` is called (off the lock) when this node stops serving the Spin (`end`): the
+    /// stream should close so that its client reconnects to the node that serves it now.
     package func subscribe(
         since: UInt64?, epoch: String?,
         start: @Sendable (Start, _ epoch: String) -> Void,
-        live: @escaping @Sendable (HostedTransition, _ message: [UInt8]) -> Void
+        live: @escaping @Sendable (HostedTransition, _ message: [UInt8]) -> Void,
+        ended: (@Sendable () -> Void)? = nil
     ) -> SpinSubscription {
-        let id = shared.withLock { shared -> UInt64 in
+        let id = shared.withLock { shared -> UInt64? in
+            guard shared.ended == nil else { return nil }
             if let since, epoch == nil || epoch == shared.epoch, let replay = shared.history.after(since, newest: shared.sequence) {
                 start(.replay(replay), shared.epoch)
             } else {
                 start(.snapshot(sequence: shared.sequence, state: shared.state), shared.epoch)
             }
             shared.nextID += 1
-            shared.subscribers.append((shared.nextID, live))
+            shared.subscribers.append((shared.nextID, live, ended))
             return shared.nextID
+        }
+        guard let id else {
+            ended?()
+            return SpinSubscription {}
         }
         return SpinSubscription { [weak self] in
             self?.shared.withLock { shared in shared.subscribers.removeAll { $0.id == id } }

@@ -26,6 +26,19 @@ package final class SpinFeeds: Sendable {
         }
     }
 
+    /// A new feed for Spin `name`, in place of the one it had, which is `end`ed with
+    /// `error` (a cluster node starts serving the Spin again after another node did).
+    @discardableResult
+    package func replace(_ name: String, ending error: APIError) -> SpinFeed {
+        let feed = SpinFeed(name: name, retain: retain, immediate: immediate)
+        let old = feeds.withLock { feeds in
+            defer { feeds[name] = feed }
+            return feeds[name]
+        }
+        old?.end(error)
+        return feed
+    }
+
     /// The Spins whose storage is failing now.
     package var failing: [String] {
         feeds.withLock { feeds in feeds.values.filter(\.isFailing).map(\.name).sorted() }

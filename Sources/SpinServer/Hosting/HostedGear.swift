@@ -1,3 +1,4 @@
+import Foundation
 import SpinCore
 import SpinWire
 
@@ -15,6 +16,10 @@ package protocol HostedGear: AnyObject, Sendable {
     /// The Spins whose feedbacks attach to it, as the host was told.
     var attached: [String] { get }
     func observe(_ handler: @escaping @Sendable (GearTraffic) -> Void) -> SpinSubscription
+    /// Propagates the event whose JSON is `json` (as `observe` shows events), labelled
+    /// `from`: a cluster node delivers so the Gear events another node's Spins propagated.
+    /// False when `json` is not an event of this Gear.
+    @discardableResult func inject(json: [UInt8], from source: String?) -> Bool
 }
 
 final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
@@ -34,5 +39,11 @@ final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
             let event = (try? OrderedJSONEncoder().encodeValue(delivery.event)) ?? .null
             handler(GearTraffic(gear: name, from: delivery.source, event: event))
         }
+    }
+
+    func inject(json: [UInt8], from source: String?) -> Bool {
+        guard let event = try? JSONDecoder().decode(GearEvent.self, from: Data(json)) else { return false }
+        gear.propagate(event, from: source)
+        return true
     }
 }

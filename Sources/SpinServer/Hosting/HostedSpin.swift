@@ -151,6 +151,13 @@ package protocol HostedSpin: AnyObject, Sendable {
     var machineDefinition: JSONValue? { get }
     /// The JSON Schemas of its events and state (`GET /v1/spins/{name}/schema`).
     var schema: SpinSchema { get }
+    /// The same Spin again, as it was hosted: no loop made, nothing recovered. A cluster
+    /// node serves a Spin again after another node did with a fresh one, recovered from
+    /// the journal as it stands then.
+    func fresh() -> any HostedSpin
+    /// Whether the loop is made (by `prepare`, or by a read): a cluster node reads only
+    /// the Spins it serves, so that others never get a loop (nor Gear subscriptions).
+    var isPrepared: Bool { get }
 }
 
 extension HostedSpin {
@@ -221,7 +228,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         if case .requested(storageHoldReason)? = loop.suspension?.reason { loop.resume() }
     }
     func start() { running.start() }
-    func stop() { running.stop() }
+    /// Stops the loop, if it was ever made (a Spin a cluster node never served has none).
+    func stop() { loop.withLock { $0 }?.stop() }
+    var isPrepared: Bool { loop.withLock { $0 != nil } }
+    func fresh() -> any HostedSpin {
+        HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema)
+    }
     var pendingEvents: Int { running.pendingEvents }
     var status: SpinStatus { running.isSuspended ? .suspended : .running }
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }

@@ -115,6 +115,24 @@ public final class SpinHost: Sendable {
         for spin in spins { spin.prepare(feedbackBudget: feedbackBudget) }
     }
 
+    /// Marks the host started without starting any loop: a cluster node starts each Spin
+    /// when it gets the Spin's lease (`replace(named:)`, then the Spin's own `start`).
+    package func startWithoutLoops() {
+        registry.withLock { $0.started = true }
+    }
+
+    /// Puts a fresh instance of Spin `name` (`HostedSpin.fresh`) in place of the one
+    /// hosted, and returns it; nil if no Spin has that name.
+    @discardableResult
+    package func replace(named name: String) -> (any HostedSpin)? {
+        registry.withLock { registry in
+            guard let index = registry.spins.firstIndex(where: { $0.name == name }) else { return nil }
+            let fresh = registry.spins[index].fresh()
+            registry.spins[index] = fresh
+            return fresh
+        }
+    }
+
     /// Stops every loop. Idempotent.
     public func stop() {
         let spins = registry.withLock { registry -> [any HostedSpin] in

@@ -83,6 +83,10 @@ final class StreamSession: @unchecked Sendable {
                 post(.started(start, epoch: epoch), hop: true)
             }, live: { [self] transition, message in
                 post(.state(transition, message: message), hop: true)
+            }, ended: { [self] in
+                // This node stopped serving the Spin: close as a restarting server does
+                // (1001), so that the client reconnects to the node serving it now.
+                connection.queue.async { self.shutdown() }
             })
         case .gear(let gear):
             subscription = gear.observe { [self] traffic in

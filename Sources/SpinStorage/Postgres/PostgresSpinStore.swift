@@ -16,9 +16,10 @@ import Foundation
 ///   after all (never acknowledged) so the journal resumes at its last known commit.
 ///
 /// Ownership: in `.singleServer` mode `open` takes a session-level advisory lock, so a
-/// second server on the same database fails at start-up; a cluster (`.shared`) takes no
-/// such lock and decides ownership per Spin instead, checking it with a `fence` in the
-/// transaction of each append.
+/// second server on the same database fails at start-up; a cluster (`.shared`) takes one
+/// such lock per node name (so a second process with the same name fails at start-up)
+/// and decides ownership per Spin instead, checking it with a `fence` in the transaction
+/// of each append.
 package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// How this server shares the database.
     package enum Ownership: Sendable {
@@ -121,11 +122,16 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         package var description: String { "\(location): \(reason)" }
     }
 
-    /// Another server holds the database (single-server mode).
+    /// Another server holds the database (single-server mode), or runs as this node.
     package struct InUse: Error, CustomStringConvertible {
         package let holder: String
+        /// Set in a cluster: the node name the other process runs as.
+        package var node: String? = nil
         package var description: String {
-            "another spin-server uses this database (\(holder)); one database serves one server unless the servers form a cluster"
+            if let node {
+                return "another spin-server runs as node \"\(node)\" on this database; give each node its own cluster.node (SPIN_NODE)"
+            }
+            return "another spin-server uses this database (\(holder)); one database serves one server unless the servers form a cluster"
         }
     }
 
@@ -138,7 +144,13 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// Single-server mode: the session advisory lock, or `InUse` naming who holds it.
     /// The seam of clusters: `.shared` takes nothing here (leases are per Spin).
     private func takeOwnership(_ connection: PostgresConnection) throws {
-        guard case .singleServer = ownership else { return }
+        if case .shared(let node) = ownership {
+            // One process per node name: placement and leases are keyed by it.
+            let taken = try connection.query("SELECT pg_try_advisory_lock(hashtextextended('spin-server node ' || $1, 0))",
+                                             [.text(node)])
+            guard taken.bool(0, 0) != true else { return }
+            throw InUse(holder: "", node: node)
+        }
         let key: [PostgresValue] = [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.singleServerLock))]
         let taken = try connection.query("SELECT pg_try_advisory_lock($1::int4, $2::int4)", key)
         guard taken.bool(0, 0) != true else { return }

@@ -1,0 +1,244 @@
+import Dispatch
+import Foundation
+import Logging
+import SpinCore
+import SpinStorage
+
+/// The lease loop of one cluster node: every third of `cluster.leaseSeconds` it reads the
+/// shared rows (`ClusterStore`), lets `LeasePlanner` decide, carries the decisions out
+/// against the database, and starts or stops serving Spins through `Serving`. It also
+/// answers where a request about a Spin is served (`routing`), from what it last read.
+///
+/// Times: the database's clock decides leases. Each read maps the database's timestamps
+/// onto this process's `ContinuousClock` by the offset between the two at the read, so
+/// the planner and the routing work on local instants.
+///
+/// Everything mutable is confined to `queue`, but what `routing` reads (`Published`).
+package final class ClusterCoordinator: @unchecked Sendable {
+    /// What the node does when it gets or loses a Spin.
+    package struct Serving: Sendable {
+        /// Recover `spin` from the journal and run it, writing under `epoch`. Throwing
+        /// gives the lease back.
+        package var start: @Sendable (_ spin: String, _ epoch: UInt64) throws -> Void
+        /// Stop applying and writing events of `spin`.
+        package var stop: @Sendable (_ spin: String, _ epoch: UInt64, _ reason: LeasePlanner<ContinuousClock.Instant>.StopReason) -> Void
+
+        package init(start: @escaping @Sendable (String, UInt64) throws -> Void,
+                     stop: @escaping @Sendable (String, UInt64, LeasePlanner<ContinuousClock.Instant>.StopReason) -> Void) {
+            self.start = start
+            self.stop = stop
+        }
+    }
+
+    /// What the routing of requests reads: the newest view and the Spins running here.
+    private struct Published: Sendable {
+        var view = ClusterView<ContinuousClock.Instant>()
+        var running: Set<String> = []
+    }
+
+    package let node: String
+    private let store: any ClusterStore
+    private let spins: [String]
+    private let serving: Serving
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "spin.cluster")
+    private var planner: LeasePlanner<ContinuousClock.Instant>
+    private var advertise: String
+    private var view = ClusterView<ContinuousClock.Instant>()
+    private var timer: DispatchSourceTimer?
+    private var stopped = false
+    private var lastProblem: String?
+    private let published = Protected(Published())
+    /// Called after each tick with the cluster as read (for `GET /v1/cluster`, metrics).
+    private let onStatus: @Sendable (ClusterStatus) -> Void
+
+    package init(node: String, advertise: String, leaseSeconds: Int, spins: [String], store: any ClusterStore,
+                 serving: Serving, logger: Logger, onStatus: @escaping @Sendable (ClusterStatus) -> Void = { _ in }) {
+        self.node = node
+        self.advertise = advertise
+        self.store = store
+        self.spins = spins
+        self.serving = serving
+        self.logger = logger
+        self.onStatus = onStatus
+        planner = LeasePlanner(node: node, leaseDuration: .seconds(leaseSeconds))
+    }
+
+    /// How long a lease lasts.
+    package var leaseDuration: Duration { planner.leaseDuration }
+
+    /// Runs the first tick now (so a starting node holds and serves its share before it
+    /// answers requests), then one every `LeasePlanner.renewalInterval`.
+    package func start(advertise: String) {
+        queue.sync {
+            self.advertise = advertise
+            tick()
+        }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let interval = planner.renewalInterval
+        timer.schedule(deadline: .now() + Self.dispatch(interval), repeating: Self.dispatch(interval),
+                       leeway: .milliseconds(50))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        queue.sync { self.timer = timer }
+        timer.resume()
+    }
+
+    /// Runs one tick now (tests; and a node that wants to react at once).
+    package func tickNow() {
+        queue.sync { tick() }
+    }
+
+    /// Stops the loop and stops serving every Spin, giving each lease back so that the
+    /// Spins move at the other nodes' next tick instead of after the lease runs out.
+    package func stop() {
+        queue.sync {
+            guard !stopped else { return }
+            stopped = true
+            timer?.cancel()
+            timer = nil
+            for spin in planner.serving.sorted() {
+                guard let epoch = planner.held[spin]?.epoch else { continue }
+                serving.stop(spin, epoch, .handedOver)
+                published.withLock { _ = $0.running.remove(spin) }
+                do {
+                    try store.release(spin: spin, node: node, epoch: epoch)
+                } catch {
+                    logger.warning("cluster: could not give back the lease of \(spin): \(error); it moves when the lease runs out")
+                }
+            }
+        }
+    }
+
+    /// Where a request about `spin` is served, from the newest view.
+    package func routing(of spin: String, forwarded: Bool) -> ClusterRouting {
+        let (view, running) = published.withLock { ($0.view, $0.running) }
+        return ClusterRouting.decide(spin: spin, now: ContinuousClock.now, serving: running, view: view, node: node,
+                                     leaseDuration: planner.leaseDuration, forwarded: forwarded)
+    }
+
+    /// Whether this node runs `spin` now.
+    package func isServing(_ spin: String) -> Bool {
+        published.withLock { $0.running.contains(spin) }
+    }
+
+    /// The Spins this node runs now.
+    package var servingSpins: Set<String> { published.withLock { $0.running } }
+
+    // MARK: The loop (on `queue`)
+
+    private func tick() {
+        guard !stopped else { return }
+        let now = ContinuousClock.now
+        do {
+            let rows = try store.readCluster()
+            view = map(rows, now: now)
+            report(nil)
+        } catch {
+            // The database is away: the planner decides on the last view; leases this
+            // node cannot renew run out, and it stops serving them then.
+            report("cannot read the cluster's rows: \(error)")
+        }
+        run(planner.tick(now: now, view: view, spins: spins))
+        publish()
+    }
+
+    private func run(_ actions: [LeasePlanner<ContinuousClock.Instant>.Action]) {
+        let seconds = Double(planner.leaseDuration.components.seconds)
+        for action in actions {
+            switch action {
+            case .heartbeat:
+                do {
+                    try store.heartbeat(node: node, advertise: advertise)
+                } catch {
+                    report("cannot write this node's heartbeat: \(error)")
+                }
+            case .acquire(let spin, let epoch):
+                do {
+                    if let expires = try store.acquire(spin: spin, node: node, epoch: epoch, seconds: seconds) {
+                        run(planner.record(.acquired(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
+                    } else {
+                        run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
+                    }
+                } catch {
+                    report("cannot take the lease of \(spin): \(error)")
+                }
+            case .renew(let spin, let epoch):
+                do {
+                    if let expires = try store.renew(spin: spin, node: node, epoch: epoch, seconds: seconds) {
+                        run(planner.record(.renewed(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
+                    } else {
+                        run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
+                    }
+                } catch {
+                    // Tried again at the next tick; the lease runs out if none succeeds.
+                    report("cannot renew the lease of \(spin): \(error)")
+                }
+            case .release(let spin, let epoch):
+                do {
+                    try store.release(spin: spin, node: node, epoch: epoch)
+                } catch {
+                    report("cannot give back the lease of \(spin): \(error)")
+                }
+            case .startServing(let spin, let epoch):
+                do {
+                    try serving.start(spin, epoch)
+                    published.withLock { _ = $0.running.insert(spin) }
+                    logger.notice("cluster: node \(node) serves \(spin) (epoch \(epoch))")
+                } catch {
+                    logger.error("cluster: cannot serve \(spin): \(error); giving its lease back")
+                    run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
+                    try? store.release(spin: spin, node: node, epoch: epoch)
+                }
+            case .stopServing(let spin, let epoch, let reason):
+                published.withLock { _ = $0.running.remove(spin) }
+                serving.stop(spin, epoch, reason)
+                logger.notice("cluster: node \(node) stops serving \(spin) (epoch \(epoch)): \(reason.rawValue)")
+            }
+        }
+    }
+
+    private func publish() {
+        published.withLock { $0.view = view }
+        onStatus(ClusterStatus.shared(view: view, now: .now, leaseDuration: planner.leaseDuration, selfNode: node))
+    }
+
+    /// Logs a problem once, and when it clears.
+    private func report(_ problem: String?) {
+        guard problem != lastProblem else { return }
+        if let problem {
+            logger.error("cluster: \(problem)")
+        } else if lastProblem != nil {
+            logger.notice("cluster: the database answers again")
+        }
+        lastProblem = problem
+    }
+
+    // MARK: Time
+
+    private func map(_ rows: ClusterRows, now: ContinuousClock.Instant) -> ClusterView<ContinuousClock.Instant> {
+        let base = rows.now
+        func at(_ date: Date) -> ContinuousClock.Instant { now.advanced(by: Self.duration(seconds: date.timeIntervalSince(base))) }
+        databaseBase = (base, now)
+        return ClusterView(
+            nodes: rows.nodes.map { .init(name: $0.name, advertise: $0.advertise, heartbeatAt: $0.heartbeatAt.map(at)) },
+            leases: rows.leases.map { .init(spin: $0.spin, node: $0.node, epoch: $0.epoch, expiresAt: at($0.expiresAt)) })
+    }
+
+    /// The database's time and the local instant of the last read.
+    private var databaseBase: (date: Date, instant: ContinuousClock.Instant)?
+
+    /// A database time as a local instant (by the offset of the last read).
+    private func local(_ date: Date) -> ContinuousClock.Instant {
+        guard let base = databaseBase else { return .now }
+        return base.instant.advanced(by: Self.duration(seconds: date.timeIntervalSince(base.date)))
+    }
+
+    private static func duration(seconds: Double) -> Duration {
+        .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+
+    private static func dispatch(_ duration: Duration) -> DispatchTimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import SpinCore
+import SpinStorage
+import Testing
+@testable import SpinServer
+
+/// The lease loop against an in-memory `ClusterStore` that keeps the same conditional
+/// rules as the PostgreSQL one: nodes joining, handing over, dying, and never two nodes
+/// serving one Spin.
+@Suite struct ClusterCoordinatorTests {
+    static let spins = (1...12).map { "spin-\($0)" }
+
+    /// Records which node serves what, and fails the test when two serve one Spin.
+    final class Ledger: Sendable {
+        private let serving = Protected<[String: String]>([:])
+        private let overlaps = Protected<[String]>([])
+
+        func serving(_ node: String) -> ClusterCoordinator.Serving {
+            .init(start: { [self] spin, _ in
+                serving.withLock { serving in
+                    if let other = serving[spin], other != node { overlaps.withLock { $0.append("\(spin): \(other) and \(node)") } }
+                    serving[spin] = node
+                }
+            }, stop: { [self] spin, _, _ in
+                serving.withLock { serving in if serving[spin] == node { serving[spin] = nil } }
+            })
+        }
+
+        var owners: [String: String] { serving.withLock { $0 } }
+        var problems: [String] { overlaps.withLock { $0 } }
+        func spins(of node: String) -> [String] { owners.filter { $0.value == node }.map(\.key).sorted() }
+    }
+
+    func coordinator(_ node: String, store: MemoryClusterStore, ledger: Ledger, leaseSeconds: Int = 1) -> ClusterCoordinator {
+        ClusterCoordinator(node: node, advertise: "http://\(node):1", leaseSeconds: leaseSeconds, spins: Self.spins,
+                           store: store, serving: ledger.serving(node), logger: Logger(label: "test"))
+    }
+
+    @Test func aLoneNode_ServesEverySpin_AndRoutesThemHere() throws {
+        let store = MemoryClusterStore()
+        let ledger = Ledger()
+        let a = coordinator("a", store: store, ledger: ledger)
+        a.tickNow()
+        #expect(ledger.spins(of: "a") == Self.spins.sorted())
+        #expect(a.routing(of: "spin-3", forwarded: false) == .local)
+        #expect(a.servingSpins == Set(Self.spins))
+    }
+
+    @Test func aJoiningNode_TakesItsShare_WithoutOverlap() throws {
+        let store = MemoryClusterStore()
+        let ledger = Ledger()
+        let a = coordinator("a", store: store, ledger: ledger)
+        let b = coordinator("b", store: store, ledger: ledger)
+        a.tickNow()
+        b.tickNow()   // b is live now, but a's leases are valid: b takes nothing yet
+        #expect(ledger.spins(of: "b").isEmpty)
+        a.tickNow()   // a hands b's share over
+        b.tickNow()   // b takes it
+        let expected = Self.spins.filter { Placement.owner(of: $0, among: ["a", "b"]) == "b" }.sorted()
+        #expect(!expected.isEmpty)
+        #expect(ledger.spins(of: "b") == expected)
+        #expect(ledger.spins(of: "a").count == Self.spins.count - expected.count)
+        #expect(ledger.problems.isEmpty)
+        // Each routes the other's Spins to the other, once it read b's leases.
+        guard let first = expected.first else { return }
+        #expect(a.routing(of: first, forwarded: false) == .unavailable(retryAfterSeconds: 1))
+        a.tickNow()
+        #expect(a.routing(of: first, forwarded: false) == .proxy(node: "b", advertise: "http://b:1"))
+        #expect(a.routing(of: first, forwarded: true) == .unavailable(retryAfterSeconds: 1))
+    }
+
+    @Test func whenANodeDies_TheOtherTakesItsSpins_AfterTheLease() throws {
+        let store = MemoryClusterStore()
+        let ledger = Ledger()
+        let a = coordinator("a", store: store, ledger: ledger)
+        let b = coordinator("b", store: store, ledger: ledger)
+        a.tickNow(); b.tickNow(); a.tickNow(); b.tickNow()
+        let bs = ledger.spins(of: "b")
+        #expect(!bs.isEmpty)
+        // b stops ticking (killed): a must not take its Spins while b's leases are valid.
+        a.tickNow()
+        #expect(ledger.spins(of: "a").count == Self.spins.count - bs.count)
+        Thread.sleep(forTimeInterval: 1.2)
+        a.tickNow()
+        #expect(ledger.spins(of: "a") == Self.spins.sorted())
+        #expect(store.epochs(of: bs[0]) == 3)   // a (1), b (2), a again (3)
+        // b wakes up (SIGCONT): the rows show a under a newer epoch, so it stops serving
+        // every one of them at its first tick (the database's fence refused its writes
+        // meanwhile: `LeaseFence`).
+        b.tickNow()
+        #expect(b.servingSpins.isEmpty)
+        #expect(Set(ledger.owners.values) == ["a"])
+    }
+
+    @Test func stop_GivesTheLeasesBack_SoTheOthersTakeThemAtOnce() throws {
+        let store = MemoryClusterStore()
+        let ledger = Ledger()
+        let a = coordinator("a", store: store, ledger: ledger, leaseSeconds: 60)
+        let b = coordinator("b", store: store, ledger: ledger, leaseSeconds: 60)
+        a.tickNow(); b.tickNow(); a.tickNow(); b.tickNow()
+        b.stop()
+        #expect(b.servingSpins.isEmpty)
+        // b's heartbeat is still young: a waits for placement to give it b's Spins, which
+        // happens once b's row goes stale. With the leases released, nothing else waits.
+        #expect(Self.spins.allSatisfy { store.lease(of: $0).map { $0.node == "a" || $0.expiresAt <= Date() } ?? true })
+    }
+}
+
+/// `ClusterStore` in memory, with `PostgresClusterStore`'s conditions and the wall clock
+/// as the database's.
+final class MemoryClusterStore: ClusterStore, @unchecked Sendable {
+    private let lock = NSLock()
+    private var nodes: [String: ClusterRows.Node] = [:]
+    private var leases: [String: ClusterRows.Lease] = [:]
+    private var events: [OutboxEvent] = []
+
+    func open() throws {}
+    func close() {}
+
+    func readCluster() throws -> ClusterRows {
+        lock.withLock {
+            ClusterRows(now: Date(), nodes: nodes.values.sorted { $0.name < $1.name },
+                        leases: leases.values.sorted { $0.spin < $1.spin })
+        }
+    }
+
+    func heartbeat(node: String, advertise: String) throws {
+        lock.withLock { nodes[node] = ClusterRows.Node(name: node, advertise: advertise, heartbeatAt: Date()) }
+    }
+
+    func acquire(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+        lock.withLock {
+            let now = Date()
+            if let row = leases[spin] {
+                guard row.epoch == epoch - 1, row.expiresAt <= now || row.node == node else { return nil }
+            } else {
+                guard epoch == 1 else { return nil }
+            }
+            let expires = now.addingTimeInterval(seconds)
+            leases[spin] = ClusterRows.Lease(spin: spin, node: node, epoch: epoch, expiresAt: expires)
+            return expires
+        }
+    }
+
+    func renew(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+        lock.withLock {
+            let now = Date()
+            guard let row = leases[spin], row.node == node, row.epoch == epoch, row.expiresAt > now else { return nil }
+            leases[spin]?.expiresAt = now.addingTimeInterval(seconds)
+            return leases[spin]?.expiresAt
+        }
+    }
+
+    func release(spin: String, node: String, epoch: UInt64) throws {
+        lock.withLock {
+            guard let row = leases[spin], row.node == node, row.epoch == epoch else { return }
+            leases[spin]?.expiresAt = Date()
+        }
+    }
+
+    func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64 {
+        lock.withLock {
+            let position = Int64(events.count + 1)
+            events.append(OutboxEvent(position: position, gear: gear, node: node, payload: payload))
+            return position
+        }
+    }
+
+    func outbox(after: Int64, limit: Int) throws -> [OutboxEvent] {
+        lock.withLock { Array(events.filter { $0.position > after }.prefix(limit)) }
+    }
+
+    func outboxEnd() throws -> Int64 { lock.withLock { Int64(events.count) } }
+
+    func waitForPublish(timeout: Duration) throws -> Bool {
+        Thread.sleep(forTimeInterval: 0.01)
+        return false
+    }
+
+    func epochs(of spin: String) -> UInt64? { lock.withLock { leases[spin]?.epoch } }
+    func lease(of spin: String) -> ClusterRows.Lease? { lock.withLock { leases[spin] } }
+}
