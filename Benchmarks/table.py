@@ -80,6 +80,13 @@ postgres = median("post", "ours-postgres", "events_per_s", required=False)
 if postgres is not None:
     rows.append(("post events/s, postgres backend (fsync batch: synchronous_commit on)", rate(postgres), "—",
                  f"postgres/file {ratio(postgres, ours)}, p50/p99 ms {ms(lat('ours-postgres', 'p50_us'), lat('ours-postgres', 'p99_us'))}", ""))
+owner3 = median("post", "ours-pg3-owner", "events_per_s", required=postgres is not None)
+relay3 = median("post", "ours-pg3-relay", "events_per_s", required=postgres is not None)
+if owner3 is not None or relay3 is not None:
+    rows.append(("post events/s, 3 postgres nodes: through the counter's owner", rate(owner3), "—",
+                 f"3 nodes/1 node {ratio(owner3, postgres)}, p50/p99 ms {ms(lat('ours-pg3-owner', 'p50_us'), lat('ours-pg3-owner', 'p99_us'))}", ""))
+    rows.append(("post events/s, 3 postgres nodes: through a node relaying to the owner", rate(relay3), "—",
+                 f"relay/owner {ratio(relay3, owner3)}, p50/p99 ms {ms(lat('ours-pg3-relay', 'p50_us'), lat('ours-pg3-relay', 'p99_us'))}", ""))
 rows.append(("post latency p99 ms, none/always", ms(lat("ours-none", "p99_us"), lat("ours-always", "p99_us")), "—", "", ""))
 
 ours = median("ws-events", "ours", "events_per_s")

@@ -261,7 +261,7 @@ public final class LoopServer: Sendable {
             spins: host.spins.map(\.name), store: clustered.store,
             serving: .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch, clustered, journal: journal) },
                            stop: { [self] spin, _, _ in retire(spin, clustered, journal: journal) }),
-            logger: logger, onStatus: { cluster.publish($0) })
+            logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) })
         clustered.coordinator.withLock { $0 = coordinator }
         cluster.route { spin, forwarded in coordinator.routing(of: spin, forwarded: forwarded) }
         let relay = GearOutboxRelay(node: node, store: clustered.store, gears: host.gears, logger: logger)

@@ -172,6 +172,9 @@ package struct APIRouter: Sendable {
                 fail(APIError(status: 503, code: "storage_unavailable",
                               message: "the storage of \(failing.joined(separator: ", ")) is failing",
                               headers: [("Retry-After", "1")]))
+            } else if let problem = cluster.problem {
+                fail(APIError(status: 503, code: "not_ready", message: "this cluster node cannot do its part: \(problem)",
+                              headers: [("Retry-After", "1")]))
             } else if host.isReady {
                 reply(.json(200, .object([("status", .string("ready"))])))
             } else {

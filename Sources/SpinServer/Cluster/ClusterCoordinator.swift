@@ -52,8 +52,13 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// Called after each tick with the cluster as read (for `GET /v1/cluster`, metrics).
     private let onStatus: @Sendable (ClusterStatus) -> Void
 
+    /// Called when the database stops or starts answering the loop (nil: it answers).
+    private let onProblem: @Sendable (String?) -> Void
+
     package init(node: String, advertise: String, leaseSeconds: Int, spins: [String], store: any ClusterStore,
-                 serving: Serving, logger: Logger, onStatus: @escaping @Sendable (ClusterStatus) -> Void = { _ in }) {
+                 serving: Serving, logger: Logger, onStatus: @escaping @Sendable (ClusterStatus) -> Void = { _ in },
+                 onProblem: @escaping @Sendable (String?) -> Void = { _ in }) {
+        self.onProblem = onProblem
         self.node = node
         self.advertise = advertise
         self.store = store
@@ -129,17 +134,25 @@ package final class ClusterCoordinator: @unchecked Sendable {
     private func tick() {
         guard !stopped else { return }
         let now = ContinuousClock.now
+        tickProblem = nil
         do {
             let rows = try store.readCluster()
             view = map(rows, now: now)
-            report(nil)
         } catch {
             // The database is away: the planner decides on the last view; leases this
             // node cannot renew run out, and it stops serving them then.
-            report("cannot read the cluster's rows: \(error)")
+            note("cannot read the cluster's rows: \(error)")
         }
         run(planner.tick(now: now, view: view, spins: spins))
         publish()
+        report(tickProblem)
+    }
+
+    /// The first problem of this tick (reported once the tick is over).
+    private var tickProblem: String?
+
+    private func note(_ problem: String) {
+        if tickProblem == nil { tickProblem = problem }
     }
 
     private func run(_ actions: [LeasePlanner<ContinuousClock.Instant>.Action]) {
@@ -150,7 +163,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
                 do {
                     try store.heartbeat(node: node, advertise: advertise)
                 } catch {
-                    report("cannot write this node's heartbeat: \(error)")
+                    note("cannot write this node's heartbeat: \(error)")
                 }
             case .acquire(let spin, let epoch):
                 do {
@@ -160,7 +173,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
                         run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
                     }
                 } catch {
-                    report("cannot take the lease of \(spin): \(error)")
+                    note("cannot take the lease of \(spin): \(error)")
                 }
             case .renew(let spin, let epoch):
                 do {
@@ -171,13 +184,13 @@ package final class ClusterCoordinator: @unchecked Sendable {
                     }
                 } catch {
                     // Tried again at the next tick; the lease runs out if none succeeds.
-                    report("cannot renew the lease of \(spin): \(error)")
+                    note("cannot renew the lease of \(spin): \(error)")
                 }
             case .release(let spin, let epoch):
                 do {
                     try store.release(spin: spin, node: node, epoch: epoch)
                 } catch {
-                    report("cannot give back the lease of \(spin): \(error)")
+                    note("cannot give back the lease of \(spin): \(error)")
                 }
             case .startServing(let spin, let epoch):
                 do {
@@ -205,6 +218,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// Logs a problem once, and when it clears.
     private func report(_ problem: String?) {
         guard problem != lastProblem else { return }
+        onProblem(problem)
         if let problem {
             logger.error("cluster: \(problem)")
         } else if lastProblem != nil {

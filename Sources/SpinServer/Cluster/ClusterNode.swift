@@ -39,6 +39,17 @@ package final class ClusterNode: Sendable {
         return shared ?? .single(node: node, advertise: advertise, spins: hostedSpins)
     }
 
+    private let trouble = Protected<String?>(nil)
+
+    /// What keeps this node from its part in the cluster now (the lease loop cannot
+    /// reach the database), or nil: `/readyz` answers 503 with it.
+    package var problem: String? { trouble.withLock { $0 } }
+
+    /// Sets (or clears, with nil) `problem`.
+    package func report(problem: String?) {
+        trouble.withLock { $0 = problem }
+    }
+
     /// From now on, `routing(of:forwarded:)` answers what `decide` says (the lease loop
     /// sets it once it runs; tests set a fixed one).
     package func route(with decide: @escaping @Sendable (_ spin: String, _ forwarded: Bool) -> ClusterRouting) {
