@@ -186,19 +186,26 @@ def run_probe(port):
     return subprocess.run(healthcheck_argv(), env=env, capture_output=True, timeout=10).returncode
 
 
-@pytest.mark.parametrize("status,healthy", [(200, True), (503, False)])
-def test_healthcheck_probe_reads_the_status(status, healthy):
+def probe_fake(status, probe):
+    """Runs `probe(port)` against a loopback fake answering `status` to every GET;
+    (its exit code, the paths the fake was asked for)."""
     handler = type("Handler", (_Fake,), {"status": status, "paths": []})
     server = http.server.HTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        code = run_probe(server.server_address[1])
+        code = probe(server.server_address[1])
     finally:
         server.shutdown()
         server.server_close()
+    return code, handler.paths
+
+
+@pytest.mark.parametrize("status,healthy", [(200, True), (503, False)])
+def test_healthcheck_probe_reads_the_status(status, healthy):
+    code, paths = probe_fake(status, run_probe)
     assert (code == 0) == healthy
-    assert handler.paths == ["/healthz"]
+    assert paths == ["/healthz"]
 
 
 def test_healthcheck_fails_when_nothing_listens():
