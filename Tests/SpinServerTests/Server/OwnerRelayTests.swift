@@ -1,0 +1,207 @@
+import Foundation
+import Glibc
+import Logging
+import SpinCore
+@testable import SpinServer
+import SpinWire
+import Testing
+
+/// Two live servers: A relays every Spin request to B (`RouteOutcome.proxy`), B serves
+/// them. What a client of A sees must be B's answers.
+// Serialized: the raw clients block in recv, on the few threads of the cooperative pool.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct OwnerRelayTests {
+    /// A (relaying to B) and B, started on port 0.
+    static func startPair() throws -> (a: LoopServer, portA: Int, b: LoopServer, portB: Int) {
+        let (b, portB) = try LiveServerTests.start()
+        let (a, portA) = try LiveServerTests.start()
+        a.context.router.cluster.route { _, forwarded in
+            forwarded ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        }
+        return (a, portA, b, portB)
+    }
+
+    static func get(_ port: Int, _ path: String) throws -> (status: Int, headers: [(name: String, value: String)], body: String)? {
+        let client = try RawClient(port: port)
+        client.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        return client.readResponse()
+    }
+
+    /// POSTs `body` to the levels Spin's events with `?wait=true` on `client`; its answer.
+    static func postWaiting(_ client: RawClient, _ body: String, headers: String = "")
+        -> (status: Int, headers: [(name: String, value: String)], body: String)? {
+        client.send("POST /v1/spins/levels/events?wait=true HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        return client.readResponse()
+    }
+
+    static func header(_ name: String, in headers: [(name: String, value: String)]) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    @Test func eventsPostedToA_AdvanceB_AndLeaveAsOwnSpinAlone() async throws {
+        let (a, portA, b, portB) = try Self.startPair()
+        let before = try Self.get(portA, "/v1/spins/levels")   // relayed: B's
+        let ownBefore = a.context.router.host.spin(named: "levels")?.snapshot().state
+        let posted = try LiveServerTests.post(portA, "/v1/spins/levels/events", #"{"type":"set","left":42,"right":42}"#)
+        #expect(posted.status == 202)
+        // Accepted (202) before applied: B shows it soon.
+        var atB = try Self.get(portB, "/v1/spins/levels")?.body.jsonObject
+        let deadline = ContinuousClock.now + .seconds(5)
+        while atB?["state"] as? [String: Int] != ["left": 42, "right": 42], ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+            atB = try Self.get(portB, "/v1/spins/levels")?.body.jsonObject
+        }
+        #expect(atB?["state"] as? [String: Int] == ["left": 42, "right": 42])
+        #expect((atB?["sequence"] as? Int ?? 0) > (before?.body.jsonObject["sequence"] as? Int ?? Int.max))
+        let throughA = try Self.get(portA, "/v1/spins/levels")
+        #expect(throughA?.status == 200)
+        #expect(throughA?.body.jsonObject["state"] as? [String: Int] == ["left": 42, "right": 42])
+        #expect(throughA?.body.jsonObject["sequence"] as? Int == atB?["sequence"] as? Int)
+        #expect(a.context.router.host.spin(named: "levels")?.snapshot().state == ownBefore)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func waitTrue_RepliesThroughTheRelay_WithTheClientsRequestID() async throws {
+        let (a, portA, b, _) = try Self.startPair()
+        let client = try RawClient(port: portA)
+        let response = Self.postWaiting(client, #"{"type":"set","left":1,"right":2}"#, headers: "X-Request-Id: relay-test-1\r\n")
+        #expect(response?.status == 200)
+        #expect(response?.body.jsonObject["state"] as? [String: Int] == ["left": 1, "right": 2])
+        #expect(response?.body.jsonObject["replies"] != nil)
+        #expect(Self.header("X-Request-Id", in: response?.headers ?? []) == "relay-test-1")
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func oneKeptAliveConnection_CarriesSeveralRelayedRequests() async throws {
+        let (a, portA, b, _) = try Self.startPair()
+        let client = try RawClient(port: portA)
+        let first = Self.postWaiting(client, #"{"type":"set","left":3,"right":3}"#)
+        #expect(first?.status == 200)
+        #expect(Self.header("Connection", in: first?.headers ?? [])?.lowercased() != "close")
+        client.send("GET /v1/spins/levels HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /v1/spins/nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let second = client.readResponse()
+        #expect(second?.status == 200)
+        #expect(second?.body.jsonObject["state"] as? [String: Int] == ["left": 3, "right": 3])
+        #expect(client.readResponse()?.status == 404)   // relayed too: B does not know it either
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func aWebSocketThroughA_GetsBsSnapshotAndStates_AndAcksItsEvents() async throws {
+        let (a, portA, b, portB) = try Self.startPair()
+        _ = try LiveServerTests.post(portB, "/v1/spins/levels/events", #"{"type":"set","left":11,"right":11}"#)
+        let client = try RawClient(port: portA)
+        #expect(client.upgrade("/v1/spins/levels/stream")?.status == 101)
+        var session = WebSocketSession(role: .client)
+        let snapshot = client.readMessages(&session, count: 1).messages.first?.jsonObject
+        #expect(snapshot?["type"] as? String == "snapshot")
+        #expect(snapshot?["state"] as? [String: Int] == ["left": 11, "right": 11])
+        // Posted to B directly: the stream relayed from B shows it.
+        #expect(try LiveServerTests.post(portB, "/v1/spins/levels/events", #"{"type":"set","left":21,"right":21}"#).status == 202)
+        let received = client.readJSON(&session) { $0["state"] as? [String: Int] == ["left": 21, "right": 21] }
+        #expect(received.contains { $0["state"] as? [String: Int] == ["left": 21, "right": 21] })
+        client.sendText(#"{"type":"event","id":"w1","event":{"type":"increaseLeft"}}"#, on: &session)
+        let replies = client.readJSON(&session) { $0["type"] as? String == "ack" }
+        #expect(replies.contains { $0["type"] as? String == "ack" && $0["id"] as? String == "w1" })
+        // The event sent over the relayed stream was applied by B.
+        let sequenceAtSet = received.last { $0["state"] as? [String: Int] == ["left": 21, "right": 21] }?["sequence"] as? Int
+        let atB = try Self.get(portB, "/v1/spins/levels")?.body.jsonObject
+        #expect((atB?["sequence"] as? Int ?? 0) > (sequenceAtSet ?? Int.max))
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func serverSentEventsThroughA_AreBsStream() async throws {
+        let (a, portA, b, portB) = try Self.startPair()
+        let client = try RawClient(port: portA)
+        client.send("GET /v1/spins/levels/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        let head = client.readText(until: "\r\n\r\n")
+        #expect(head?.hasPrefix("HTTP/1.1 200") == true)
+        #expect(head?.contains("text/event-stream") == true)
+        #expect(client.readText(until: "snapshot") != nil)
+        #expect(try LiveServerTests.post(portB, "/v1/spins/levels/events", #"{"type":"set","left":31,"right":32}"#).status == 202)
+        #expect(client.readText(until: #""left":31"#) != nil)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    /// If the relay read from the owner faster than the client reads, it would buffer
+    /// without bound (and A would drop the client at its output limit). It stops reading
+    /// instead, so B's own back-pressure conflates the stream, as for a direct client.
+    @Test func aRelayedStreamWhoseClientStopsReading_IsConflatedByTheOwner() async throws {
+        let (b, portB) = try LiveServerTests.start { $0.limits.streamQueue = 8 }
+        let (a, portA) = try LiveServerTests.start()
+        a.context.router.cluster.route { _, forwarded in
+            forwarded ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        }
+        let stuck = try RawClient(port: portA, receiveBuffer: 4096)
+        #expect(stuck.upgrade("/v1/spins/levels/stream")?.status == 101)
+        let last = try LiveServerTests.floodLevels(portB)
+        LiveServerTests.expectConflated(stuck, endingAt: last)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func theOwnerDown_IsA503SpinUnavailable_Quickly() async throws {
+        let (a, portA, b, _) = try Self.startPair()
+        await b.shutdown()
+        let started = ContinuousClock.now
+        let response = try Self.get(portA, "/v1/spins/levels")
+        #expect(response?.status == 503)
+        #expect(response?.body.contains("spin_unavailable") == true)
+        #expect(Self.header("Retry-After", in: response?.headers ?? []) == "1")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await a.shutdown()
+    }
+
+    @Test func aForwardedRequest_IsNeverForwardedAgain() async throws {
+        // A and B each believe the other owns the Spin (views that differ for a moment),
+        // and decide as the lease loop does: a forwarded request is served or refused.
+        let (a, portA) = try LiveServerTests.start()
+        let (b, portB) = try LiveServerTests.start()
+        a.context.router.cluster.route { _, forwarded in
+            forwarded ? .unavailable(retryAfterSeconds: 1) : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        }
+        b.context.router.cluster.route { _, forwarded in
+            forwarded ? .unavailable(retryAfterSeconds: 1) : .proxy(node: "a", advertise: "http://127.0.0.1:\(portA)")
+        }
+        let response = try Self.get(portA, "/v1/spins/levels")
+        #expect(response?.status == 503)
+        #expect(response?.body.contains("spin_unavailable") == true)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func closingTheClient_ClosesTheRelayedStreamAtTheOwner() async throws {
+        let (a, portA, b, _) = try Self.startPair()
+        let idle = b.context.metrics.openConnections
+        var client: RawClient? = try RawClient(port: portA)
+        #expect(client?.upgrade("/v1/spins/levels/stream")?.status == 101)
+        #expect(b.context.metrics.openConnections == idle + 1)
+        client = nil   // closes the socket
+        let deadline = ContinuousClock.now + .seconds(5)
+        while b.context.metrics.openConnections > idle, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(b.context.metrics.openConnections == idle)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func shuttingDownTheRelayingNode_ClosesItsRelayedStreams() async throws {
+        let (a, portA, b, _) = try Self.startPair()
+        let client = try RawClient(port: portA)
+        #expect(client.upgrade("/v1/spins/levels/stream")?.status == 101)
+        var session = WebSocketSession(role: .client)
+        #expect(client.readMessages(&session, count: 1).messages.count == 1)
+        let stopping = Task { await a.shutdown() }
+        let outcome = client.readMessages(&session, count: 100)
+        #expect(outcome.closeCode == nil || outcome.closeCode == 1001)
+        #expect(client.readsEnd())
+        _ = await stopping.value
+        await b.shutdown()
+    }
+}
