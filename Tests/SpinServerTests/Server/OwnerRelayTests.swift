@@ -204,4 +204,68 @@ struct OwnerRelayTests {
         _ = await stopping.value
         await b.shutdown()
     }
+
+    // MARK: Against a fake owner
+
+    /// A (relaying everything to `owner`) on port 0.
+    static func startRelaying(to owner: String) throws -> (LoopServer, Int) {
+        let (a, portA) = try LiveServerTests.start()
+        a.context.router.cluster.route { _, forwarded in forwarded ? .local : .proxy(node: "b", advertise: owner) }
+        return (a, portA)
+    }
+
+    @Test func theOwnersAnswer_KeepsItsFields_LosesHopByHopOnes_AndTheClientStaysConnected() async throws {
+        let answer = ["HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\n"
+                      + "Keep-Alive: timeout=5\r\nX-Owner: b\r\nContent-Length: 11\r\n\r\n{\"a\":", "12345}"]
+        let owner = try FakeOwner(answers: [["HTTP/1.1 100 Continue\r\n\r\n"] + answer, answer])
+        let (a, portA) = try Self.startRelaying(to: "http://127.0.0.1:\(owner.port)")
+        let client = try RawClient(port: portA)
+        for _ in 0..<2 {
+            client.send("POST /v1/spins/levels/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: r-1\r\nContent-Length: 2\r\n\r\n[]")
+            let response = client.readResponse()
+            #expect(response?.status == 200)
+            #expect(response?.body == #"{"a":12345}"#)
+            #expect(Self.header("X-Owner", in: response?.headers ?? []) == "b")
+            #expect(Self.header("X-Hop", in: response?.headers ?? []) == nil)
+            #expect(Self.header("Keep-Alive", in: response?.headers ?? []) == nil)
+            #expect(Self.header("Connection", in: response?.headers ?? [])?.lowercased() != "close")
+        }
+        let sent = owner.requests
+        #expect(sent.count == 2)
+        #expect(sent.first?.hasPrefix("POST /v1/spins/levels/events HTTP/1.1\r\n") == true)
+        #expect(sent.first?.contains("X-Request-Id: r-1\r\n") == true)
+        #expect(sent.first?.contains("X-Spin-Forwarded-By: ") == true)
+        #expect(sent.first?.hasSuffix("\r\n\r\n[]") == true)
+        await a.shutdown()
+    }
+
+    @Test func anOversizedOrMalformedAnswer_IsA502() async throws {
+        let owner = try FakeOwner(answers: [["HTTP/1.1 200 OK\r\nContent-Length: \(200 << 20)\r\n\r\n"], ["garbage\r\n\r\n"]])
+        let (a, portA) = try Self.startRelaying(to: "http://127.0.0.1:\(owner.port)")
+        let large = try Self.get(portA, "/v1/spins/levels")
+        #expect(large?.status == 502)
+        #expect(large?.body.contains("proxy_response_too_large") == true)
+        let malformed = try Self.get(portA, "/v1/spins/levels")
+        #expect(malformed?.status == 502)
+        #expect(malformed?.body.contains("proxy_bad_response") == true)
+        await a.shutdown()
+    }
+
+    @Test func anOwnerThatClosesMidBody_ClosesTheClientsConnection() async throws {
+        let owner = try FakeOwner(answers: [["HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part"]])
+        let (a, portA) = try Self.startRelaying(to: "http://127.0.0.1:\(owner.port)")
+        let client = try RawClient(port: portA)
+        client.send("GET /v1/spins/levels HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(client.readText(until: "only part") != nil)
+        #expect(client.readResponse() == nil)   // never complete: the connection ended
+        await a.shutdown()
+    }
+
+    @Test func anHTTPSOwner_IsRefusedWith502_ForNow() async throws {
+        let (a, portA) = try Self.startRelaying(to: "https://127.0.0.1:1")
+        let response = try Self.get(portA, "/v1/spins/levels")
+        #expect(response?.status == 502)
+        #expect(response?.body.contains("proxy_tls_unsupported") == true)
+        await a.shutdown()
+    }
 }
