@@ -77,7 +77,9 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     private let client: Connection
     private weak var delegate: OwnerRelayDelegate?
     private let proxied: ProxiedRequest
-    private let requestBytes: [UInt8]
+    /// The request bytes not yet handed to the owner's connection: written a piece at
+    /// a time as its output drains, so a body larger than `maxPendingOutput` fits too.
+    private var unsent: ArraySlice<UInt8>
     private let spin: String
     private let method: HTTPMethod
     private let webSocket: Bool
@@ -106,8 +108,8 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         self.webSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
         self.responseTimeout = responseTimeout
         self.spin = Route.match(request.target.path).map { String($0.name) } ?? request.target.path
-        self.requestBytes = Self.adjusted(proxied.bytes, version: request.version,
-                                          requestID: request.headers[RequestID.header] == nil ? requestID : nil)
+        self.unsent = Self.adjusted(proxied.bytes, version: request.version,
+                                          requestID: request.headers[RequestID.header] == nil ? requestID : nil)[...]
     }
 
     /// True once the response became a stream: the client's bytes go to the owner.
@@ -168,7 +170,16 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         upstream = connection
         phase = .awaitingHead
         connection.setDeadline(.at(.now + responseTimeout))
-        connection.write(requestBytes)
+        sendRequest()
+    }
+
+    /// Writes the request's next pieces until the owner's connection asks to wait.
+    private func sendRequest() {
+        while !unsent.isEmpty, let upstream {
+            let piece = unsent.prefix(64 << 10)
+            unsent = unsent.dropFirst(piece.count)
+            guard upstream.write(piece) == .accepted else { return }
+        }
     }
 
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
@@ -188,6 +199,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     }
 
     func didBecomeWritable(_ connection: Connection) {
+        sendRequest()
         guard clientPaused else { return }
         clientPaused = false
         client.resumeReading()

@@ -90,6 +90,21 @@ struct OwnerRelayTests {
         await b.shutdown()
     }
 
+    @Test func aBodyLargerThanTheOutputLimit_ReachesTheOwnerWhole() async throws {
+        let (b, portB) = try LiveServerTests.start { $0.limits.maxBodyBytes = 16 << 20 }
+        let (a, portA) = try LiveServerTests.start { $0.limits.maxBodyBytes = 16 << 20 }
+        a.context.router.cluster.route { _, forwarded in
+            forwarded ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        }
+        // 6 MiB, over a connection's 4 MiB of pending output: an empty batch B refuses
+        // (422) only once it has read it all.
+        let body = "[" + String(repeating: " ", count: 6 << 20) + "]"
+        let response = try LiveServerTests.post(portA, "/v1/spins/levels/events", body)
+        #expect(response.status == 422)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
     @Test func aWebSocketThroughA_GetsBsSnapshotAndStates_AndAcksItsEvents() async throws {
         let (a, portA, b, portB) = try Self.startPair()
         _ = try LiveServerTests.post(portB, "/v1/spins/levels/events", #"{"type":"set","left":11,"right":11}"#)
