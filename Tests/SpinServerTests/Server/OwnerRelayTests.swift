@@ -59,6 +59,9 @@ struct OwnerRelayTests {
         #expect(throughA?.body.jsonObject["state"] as? [String: Int] == ["left": 42, "right": 42])
         #expect(throughA?.body.jsonObject["sequence"] as? Int == atB?["sequence"] as? Int)
         #expect(a.context.router.host.spin(named: "levels")?.snapshot().state == ownBefore)
+        let metrics = a.context.metrics.render(spins: [])
+        #expect(metrics.contains(#"spin_proxied_requests_total{route="/v1/spins/{name}/events"} 1"#))
+        #expect(metrics.contains(#"spin_http_requests_total{route="/v1/spins/{name}/events",status="202"} 1"#))
         await a.shutdown()
         await b.shutdown()
     }
@@ -170,6 +173,20 @@ struct OwnerRelayTests {
         #expect(Self.header("Retry-After", in: response?.headers ?? []) == "1")
         #expect(ContinuousClock.now - started < .seconds(5))
         await a.shutdown()
+    }
+
+    @Test func anOwnerAdvertisedByName_IsResolved_AndAnUnknownNameIsA503() async throws {
+        let (b, portB) = try LiveServerTests.start()
+        let (a, portA) = try Self.startRelaying(to: "http://localhost:\(portB)")
+        #expect(try Self.get(portA, "/v1/spins/levels")?.status == 200)
+        a.context.router.cluster.route { _, _ in .proxy(node: "x", advertise: "http://no-such-node.invalid:\(portB)") }
+        let started = ContinuousClock.now
+        let unknown = try Self.get(portA, "/v1/spins/levels")
+        #expect(unknown?.status == 503)
+        #expect(unknown?.body.contains("spin_unavailable") == true)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await a.shutdown()
+        await b.shutdown()
     }
 
     @Test func aForwardedRequest_IsNeverForwardedAgain() async throws {
