@@ -69,6 +69,8 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     static let connectTimeout = Duration.seconds(2)
     /// The longest wait for a whole plain response (for a stream: for its head).
     static let responseTimeout = Duration.seconds(30)
+    /// How long the owner gets to close its connection after a complete response.
+    static let closeWait = Duration.seconds(2)
     /// The largest response head the owner may send.
     static let maxHeadBytes = 64 << 10
     /// The largest body relayed; a larger announced length is a 502.
@@ -311,10 +313,13 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         if phase == .body(remaining: 0) { complete() }
     }
 
-    /// The framed response is written whole.
+    /// The framed response is written whole. The owner closes its connection (the
+    /// request said `Connection: close`): closing first would leave this node's side
+    /// in TIME_WAIT, and a busy relay would run out of ephemeral ports. An owner that
+    /// does not close is cut off after `closeWait`.
     private func complete() {
         phase = .ended
-        upstream?.close()
+        upstream?.setDeadline(.at(.now + Self.closeWait))
         let delegate = self.delegate
         self.delegate = nil
         delegate?.relayFinished(keepAlive: keepAlive)
