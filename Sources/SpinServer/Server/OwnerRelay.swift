@@ -101,6 +101,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     ///
     /// - Parameter requestID: the `X-Request-Id` this node logs the request under, sent
     ///   to the owner when the client gave none, so both nodes log the same ID.
+    /// - Parameter responseTimeout: the longest wait for a whole plain response.
     init(_ proxied: ProxiedRequest, for request: HTTPRequest, requestID: String, client: Connection,
          delegate: OwnerRelayDelegate, responseTimeout: Duration = OwnerRelay.responseTimeout) {
         self.client = client
