@@ -268,6 +268,7 @@ struct OwnerRelayTests {
         #expect(sent.first?.contains("X-Request-Id: r-1\r\n") == true)
         #expect(sent.first?.contains("X-Spin-Forwarded-By: ") == true)
         #expect(sent.first?.hasSuffix("\r\n\r\n[]") == true)
+        withExtendedLifetime(owner) {}   // its listener stays open until here
         await a.shutdown()
     }
 
@@ -280,6 +281,7 @@ struct OwnerRelayTests {
         let malformed = try Self.get(portA, "/v1/spins/levels")
         #expect(malformed?.status == 502)
         #expect(malformed?.body.contains("proxy_bad_response") == true)
+        withExtendedLifetime(owner) {}   // its listener stays open until here
         await a.shutdown()
     }
 
@@ -290,6 +292,24 @@ struct OwnerRelayTests {
         client.send("GET /v1/spins/levels HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         #expect(client.readText(until: "only part") != nil)
         #expect(client.readResponse() == nil)   // never complete: the connection ended
+        withExtendedLifetime(owner) {}   // its listener stays open until here
+        await a.shutdown()
+    }
+
+    @Test func anOwnerThatNeverAccepts_IsA503AfterTheConnectTimeout() async throws {
+        // A listener that never accepts, its backlog full: the kernel drops further SYNs.
+        let owner = try FakeOwner(answers: [], backlog: 0)
+        let port = owner.port
+        let fillers = (0..<2).compactMap { _ in try? RawClient(port: port, timeoutSeconds: 1) }
+        #expect(fillers.count >= 1)
+        let (a, portA) = try Self.startRelaying(to: "http://127.0.0.1:\(port)")
+        let started = ContinuousClock.now
+        let response = try Self.get(portA, "/v1/spins/levels")
+        let waited = ContinuousClock.now - started
+        #expect(response?.status == 503)
+        #expect(response?.body.contains("spin_unavailable") == true)
+        #expect(waited >= .milliseconds(1900) && waited < .seconds(5))
+        withExtendedLifetime(owner) {}   // its listener stays open until here
         await a.shutdown()
     }
 

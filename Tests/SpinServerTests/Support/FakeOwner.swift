@@ -10,8 +10,10 @@ final class FakeOwner: @unchecked Sendable {
     private let fd: Int32
     private let received = Protected<[String]>([])
 
-    /// Each answer is written in pieces, with a short pause between them.
-    init(answers: [[String]]) throws {
+    /// Each answer is written in pieces, with a short pause between them. With no
+    /// answers nothing is accepted: connections wait in the `backlog`, then (once it is
+    /// full) the kernel drops new ones.
+    init(answers: [[String]], backlog: Int32 = 8) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         var address = sockaddr_in()
@@ -21,7 +23,7 @@ final class FakeOwner: @unchecked Sendable {
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound, listen(fd, 8) == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard bound, listen(fd, backlog) == 0 else { throw POSIXError(.EADDRINUSE) }
         port = Int(UInt16(bigEndian: address.sin_port))
         let listener = fd
         let received = self.received
