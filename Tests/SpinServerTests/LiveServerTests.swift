@@ -168,16 +168,9 @@ struct LiveServerTests {
         #expect(set?["type"] as? String == "state")
         #expect((set?["sequence"] as? Int ?? 0) > sequence)
         #expect(set?["state"] as? [String: Int] == ["left": 7, "right": 7])
-        for action in session.sendText(#"{"type":"event","id":"c1","event":{"type":"increaseLeft"}}"#) {
-            if case .send(let bytes) = action { client.send(bytes) }
-        }
+        client.sendText(#"{"type":"event","id":"c1","event":{"type":"increaseLeft"}}"#, on: &session)
         // State messages (from events still queued at start-up) may come first.
-        var replies: [[String: Any]] = []
-        while !replies.contains(where: { $0["type"] as? String == "ack" }) {
-            let more = client.readMessages(&session, count: 1).messages.map(\.jsonObject)
-            guard !more.isEmpty else { break }
-            replies += more
-        }
+        let replies = client.readJSON(&session) { $0["type"] as? String == "ack" }
         #expect(replies.contains { $0["type"] as? String == "ack" && $0["id"] as? String == "c1" })
         await server.shutdown()
     }
@@ -202,27 +195,39 @@ struct LiveServerTests {
         #expect(stuck.upgrade("/v1/spins/levels/stream")?.status == 101)
         // Thousands of state messages while the stuck client reads nothing.
         // Converged levels: each event is one state message and no feedback event.
+        let last = try Self.floodLevels(port)
+        // Now read: the stream skipped states (conflated into snapshots), and ends at the newest.
+        Self.expectConflated(stuck, endingAt: last)
+        await server.shutdown()
+    }
+
+    /// Posts 100 000 `set` events to the levels Spin at `port` (converged levels: each
+    /// is one state message and no feedback event); returns its sequence after them.
+    static func floodLevels(_ port: Int) throws -> Int {
         let batch = "[" + Array(repeating: #"{"type":"set","left":5,"right":5}"#, count: 1000).joined(separator: ",") + "]"
         for _ in 0..<100 {
             #expect(try Self.post(port, "/v1/spins/levels/events", batch).status == 202)
         }
         let health = try RawClient(port: port, timeoutSeconds: 2)
         health.send("GET /v1/spins/levels HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        let levels = health.readResponse()?.body.jsonObject
-        let last = levels?["sequence"] as? Int ?? 0
+        let last = health.readResponse()?.body.jsonObject["sequence"] as? Int ?? 0
         #expect(last >= 100_000)
-        // Now read: the stream skipped states (conflated into snapshots), and ends at the newest.
+        return last
+    }
+
+    /// Reads `client`'s levels stream up to `last`: it must end at the newest state and
+    /// have skipped states (conflated into snapshots).
+    static func expectConflated(_ client: RawClient, endingAt last: Int) {
         var session = WebSocketSession(role: .client)
         var messages: [[String: Any]] = []
         while messages.last?["sequence"] as? Int != last {
-            let more = stuck.readMessages(&session, count: 1).messages.map(\.jsonObject)
+            let more = client.readMessages(&session, count: 1).messages.map(\.jsonObject)
             guard !more.isEmpty else { break }
             messages += more
         }
         #expect(messages.last?["sequence"] as? Int == last)
         #expect(messages.count < 100_000)
         #expect(messages.dropFirst().contains { $0["type"] as? String == "snapshot" })
-        await server.shutdown()
     }
 
     @Test func shutdown_ClosesStreamsWith1001() async throws {

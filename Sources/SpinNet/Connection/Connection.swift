@@ -33,7 +33,7 @@ package final class Connection: @unchecked Sendable, DeadlineHeapMember {
 
     let loop: EventLoop
     private let fd: Int32
-    private let limits: ConnectionLimits
+    let limits: ConnectionLimits
     private let tlsContext: TLSContext?
     private let onClosed: @Sendable (Connection) -> Void
 

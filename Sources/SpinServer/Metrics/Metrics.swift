@@ -78,6 +78,8 @@ package final class Metrics: Sendable {
     private let openCount = Protected(0)
     private let spins = Protected([String: SpinMetrics]())
     private let requests = Protected([RequestKey: Counter]())
+    /// `spin_proxied_requests_total` by route, made on first use.
+    private let proxied = Protected([String: Counter]())
 
     /// A metric's full name and help text, as the registry takes them.
     private static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
@@ -145,6 +147,20 @@ package final class Metrics: Sendable {
 
     package func requestAnswered(route: String, status: Int) {
         requestCounter(route: route, status: status).increment()
+    }
+
+    /// Counts a request relayed to the node that owns its Spin
+    /// (`spin_proxied_requests_total{route}`).
+    package func requestProxied(route: String) {
+        let counter = proxied.withLock { counters in
+            if let counter = counters[route] { return counter }
+            let counter = registry.makeCounter(
+                descriptor: Self.named("spin_proxied_requests_total", "Requests relayed to the node that owns their Spin, by route."),
+                labels: [("route", route)])
+            counters[route] = counter
+            return counter
+        }
+        counter.increment()
     }
 
     package func connectionOpened() { connectionsChanged(by: 1) }

@@ -21,6 +21,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var writer = HTTPResponseWriter()
     /// The stream after an upgrade (WebSocket, SSE).
     private var stream: StreamSession?
+    /// The request being relayed to its Spin's owner, and how it was received.
+    private var relay: OwnerRelay?
+    private var relayed: (request: HTTPRequest, keepAlive: Bool, started: ContinuousClock.Instant)?
     /// The deadline last armed on the connection (armed again only when it changes).
     private var armedDeadline = ConnectionDeadline<ContinuousClock.Instant>.none
     /// The metrics label of the request being answered: its route's template, matched
@@ -49,6 +52,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             stream.receive(bytes)
             return
         }
+        if let relay, relay.isPiping {
+            relay.clientSent(bytes)
+            return
+        }
         run(machine.received(bytes, now: .now))
     }
 
@@ -58,6 +65,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     func didBecomeWritable(_ connection: Connection) {
         stream?.writable()
+        relay?.clientWritable()
     }
 
     func didReachDeadline(on connection: Connection) {
@@ -74,6 +82,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     func didClose(_ connection: Connection, reason: CloseReason) {
         stream?.connectionClosed()
+        endRelay()
         machine.closed()
         context.metrics.connectionClosed()
     }
@@ -124,13 +133,20 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 return
             case .endIdleStream:
                 stream?.fail(.goingAway, reason: "idle")
+                endRelay()
                 return
             case .finishStream:
                 stream?.finish()
+                endRelay()
                 connection.closeAfterFlush()
                 return
             case .shutDownStream:
                 stream?.shutdown()
+                if relay != nil {
+                    // A relayed stream ends with the connection: the client reconnects.
+                    endRelay()
+                    connection.closeAfterFlush()
+                }
                 return
             }
         }
@@ -175,12 +191,20 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                     started: started)
         case .stream(let source, let upgrade):
             openStream(request, source: source, upgrade: upgrade, started: started)
-        case .proxy:
-            // Relaying to the owning node comes with the cluster's lease loop.
-            respond(.error(APIError(status: 502, code: "proxy_unavailable",
-                                    message: "this node cannot reach the Spin's owner yet", headers: [])),
-                    to: request, keepAlive: false, started: started)
+        case .proxy(let proxied):
+            let relay = OwnerRelay(proxied, for: request, requestID: requestID, client: connection, delegate: self)
+            self.relay = relay
+            relayed = (request, keepAlive, started)
+            context.metrics.requestProxied(route: routeLabel)
+            relay.start()
         }
+    }
+
+    /// Stops the relay in progress, if any (its owner connection closes).
+    private func endRelay() {
+        relay?.stop()
+        relay = nil
+        relayed = nil
     }
 
     private func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool, started: ContinuousClock.Instant) {
@@ -285,4 +309,50 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     private static var now: Int { Int(time(nil)) }
+}
+
+extension HTTPConnectionHandler: OwnerRelayDelegate {
+    func relayFailed(_ error: APIError) {
+        guard let relayed else { return }
+        relay = nil
+        self.relayed = nil
+        respond(.error(error), to: relayed.request, keepAlive: relayed.keepAlive && machine.keepAlive,
+                started: relayed.started)
+    }
+
+    func relayKeepsAlive() -> Bool {
+        guard let relayed else { return false }
+        return relayed.keepAlive && machine.keepAlive && relayed.request.keepAlive
+    }
+
+    func relayWroteHead(status: Int, bytes: Int, mode: OwnerRelay.Mode) -> [UInt8] {
+        guard let relayed else { return [] }
+        record(relayed.request, status: status, bytes: bytes, started: relayed.started)
+        switch mode {
+        case .framed:
+            return []
+        case .upgraded:
+            let leftover = machine.upgraded(now: .now)
+            armDeadline()
+            run(machine.streamOpened())
+            return leftover
+        case .streaming:
+            machine.startedEventStream(now: .now)
+            armDeadline()
+            run(machine.streamOpened())
+            return []
+        }
+    }
+
+    func relayFinished(keepAlive: Bool) {
+        relay = nil
+        relayed = nil
+        run(machine.responseWritten(keepAlive: keepAlive, now: .now))
+    }
+
+    func relayEnded() {
+        relay = nil
+        relayed = nil
+        connection.closeAfterFlush()
+    }
 }

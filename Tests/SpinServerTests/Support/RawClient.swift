@@ -50,6 +50,16 @@ final class RawClient: @unchecked Sendable {
         return true
     }
 
+    /// Reads until what arrived (and was not consumed) contains `marker`; returns it all
+    /// as text, or nil at EOF or timeout before the marker.
+    func readText(until marker: String) -> String? {
+        while true {
+            let text = String(decoding: buffered, as: UTF8.self)
+            if text.contains(marker) { return text }
+            guard fill() else { return nil }
+        }
+    }
+
     /// Reads one HTTP response (head and a Content-Length body).
     func readResponse() -> (status: Int, headers: [(name: String, value: String)], body: String)? {
         while true {
@@ -101,6 +111,25 @@ final class RawClient: @unchecked Sendable {
     func readMessages(_ session: inout WebSocketSession, count: Int) -> (messages: [String], closeCode: UInt16?) {
         let outcome = readWebSocketMessages(&session, count: count)
         return (outcome.messages.compactMap { if case .text(let text) = $0 { text } else { nil } }, outcome.closeCode)
+    }
+
+    /// Sends `text` as one masked WebSocket text message of `session`.
+    func sendText(_ text: String, on session: inout WebSocketSession) {
+        for action in session.sendText(text) {
+            if case .send(let bytes) = action { send(bytes) }
+        }
+    }
+
+    /// Reads JSON text messages until one satisfies `done` (or the socket times out);
+    /// returns all of them, that one last.
+    func readJSON(_ session: inout WebSocketSession, until done: ([String: Any]) -> Bool) -> [[String: Any]] {
+        var received: [[String: Any]] = []
+        while !received.contains(where: done) {
+            let more = readMessages(&session, count: 1).messages.map(\.jsonObject)
+            guard !more.isEmpty else { break }
+            received += more
+        }
+        return received
     }
 
     /// `readMessages` with binary messages too.

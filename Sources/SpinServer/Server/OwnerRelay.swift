@@ -1,0 +1,433 @@
+import SpinNet
+import SpinWire
+
+/// What an `OwnerRelay` tells the client connection's handler. Called on the client
+/// connection's queue, where the relay runs too.
+protocol OwnerRelayDelegate: AnyObject {
+    /// Nothing was written to the client: answer `error` instead.
+    func relayFailed(_ error: APIError)
+    /// Whether the client connection stays open after a response framed by length.
+    func relayKeepsAlive() -> Bool
+    /// The owner's response head (`status`, `bytes` long) was written to the client.
+    /// For `.upgraded`, returns the client's bytes already read past its request (the
+    /// first frames), which the relay sends on to the owner.
+    func relayWroteHead(status: Int, bytes: Int, mode: OwnerRelay.Mode) -> [UInt8]
+    /// The whole response (framed by length) was written; the connection goes on with
+    /// `keepAlive` as its head said.
+    func relayFinished(keepAlive: Bool)
+    /// A stream ended, or the owner broke off a response: close the client connection.
+    func relayEnded()
+}
+
+/// Sends one request to the node that owns its Spin (`RouteOutcome.proxy`) and relays
+/// the answer to the client's connection.
+///
+/// - Plain requests: the owner's status and fields go back unchanged but for the
+///   hop-by-hop ones, the body re-framed with `Content-Length`, so the client's
+///   connection stays alive as it would with a local answer. The body passes through as
+///   it arrives, never buffered whole.
+/// - A WebSocket upgrade: the owner's `101` head, then the bytes both ways untouched
+///   (frames, permessage-deflate and the close handshake are the client's and the
+///   owner's business) until either side closes.
+/// - A response without a length (server-sent events): its head with
+///   `Connection: close`, then its bytes as they come until either side closes.
+///
+/// The owner's connection is a SpinNet connection on the client connection's event
+/// loop (`Connection.connectOutgoing`): the connect is waited for by a Dispatch
+/// source, reads and writes are non-blocking, so a relayed stream costs two
+/// descriptors and no thread, and both ends' callbacks run on one serial queue without
+/// locks. Back-pressure follows each connection's watermarks: when the client reads
+/// slowly the relay stops reading from the owner until the client's output drains, and
+/// the other way round.
+///
+/// Failures before any byte reached the client answer 503 `spin_unavailable` with
+/// `Retry-After: 1` (the owner refused, did not connect within `connectTimeout`, or
+/// gave no answer within `responseTimeout`); a malformed or oversized answer is a 502.
+/// A request is sent once and never retried: an event is never applied twice.
+///
+/// `@unchecked Sendable`: confined to the client connection's queue.
+final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
+    /// How the owner's response continues after its head.
+    enum Mode: Equatable {
+        /// A body of known length (maybe none): the client connection may be kept alive.
+        case framed
+        /// `101 Switching Protocols`: raw bytes both ways.
+        case upgraded
+        /// Until the owner closes (an event stream).
+        case streaming
+    }
+
+    private enum Phase: Equatable {
+        case connecting
+        case awaitingHead
+        case body(remaining: Int)
+        case piping
+        case ended
+    }
+
+    /// The longest wait for the owner to accept the connection.
+    static let connectTimeout = Duration.seconds(2)
+    /// The longest wait for a whole plain response (for a stream: for its head).
+    static let responseTimeout = Duration.seconds(30)
+    /// How long the owner gets to close its connection after a complete response.
+    static let closeWait = Duration.seconds(2)
+    /// The largest response head the owner may send.
+    static let maxHeadBytes = 64 << 10
+    /// The largest body relayed; a larger announced length is a 502.
+    static let maxResponseBytes = 64 << 20
+
+    private let client: Connection
+    private weak var delegate: OwnerRelayDelegate?
+    private let proxied: ProxiedRequest
+    /// The request bytes not yet handed to the owner's connection: written a piece at
+    /// a time as its output drains, so a body larger than `maxPendingOutput` fits too.
+    private var unsent: ArraySlice<UInt8>
+    private let spin: String
+    private let method: HTTPMethod
+    private let webSocket: Bool
+    private let responseTimeout: Duration
+
+    private var phase = Phase.connecting
+    private var attempt: OutgoingConnectAttempt?
+    private var upstream: Connection?
+    /// The owner's bytes until its head is complete.
+    private var buffered: [UInt8] = []
+    /// Keep-alive of the framed response being relayed.
+    private var keepAlive = false
+    private var ownerPaused = false
+    private var clientPaused = false
+
+    /// A relay of `request` as `proxied` says, to answer on `client`.
+    ///
+    /// - Parameter requestID: the `X-Request-Id` this node logs the request under, sent
+    ///   to the owner when the client gave none, so both nodes log the same ID.
+    /// - Parameter responseTimeout: the longest wait for a whole plain response.
+    init(_ proxied: ProxiedRequest, for request: HTTPRequest, requestID: String, client: Connection,
+         delegate: OwnerRelayDelegate, responseTimeout: Duration = OwnerRelay.responseTimeout) {
+        self.client = client
+        self.delegate = delegate
+        self.proxied = proxied
+        self.method = request.method
+        self.webSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
+        self.responseTimeout = responseTimeout
+        self.spin = Route.match(request.target.path).map { String($0.name) } ?? request.target.path
+        self.unsent = Self.adjusted(proxied.bytes, version: request.version,
+                                          requestID: request.headers[RequestID.header] == nil ? requestID : nil)[...]
+    }
+
+    /// True once the response became a stream: the client's bytes go to the owner.
+    var isPiping: Bool { phase == .piping }
+
+    /// Connects to the owner and sends the request.
+    func start() {
+        guard !proxied.owner.tls else {
+            fail(APIError(status: 502, code: "proxy_tls_unsupported",
+                          message: "the node that owns Spin \"\(spin)\" advertises https://, and this node cannot relay over TLS yet",
+                          headers: []))
+            return
+        }
+        attempt = client.connectOutgoing(
+            host: proxied.owner.connectHost, port: proxied.owner.port, timeout: Self.connectTimeout,
+            handler: { _ in self },
+            failed: { [weak self] _ in
+                guard let self else { return }
+                self.fail(.spinUnavailable(self.spin, retryAfter: 1))
+            })
+    }
+
+    /// Ends the relay (the client connection closed or is closing): the owner's
+    /// connection closes once what the client sent has left (a WebSocket close frame
+    /// reaches the owner), nothing more is written to the client.
+    func stop() {
+        phase = .ended
+        delegate = nil
+        attempt?.cancel()
+        attempt = nil
+        upstream?.closeAfterFlush()
+    }
+
+    /// Bytes from the client while piping.
+    func clientSent(_ bytes: [UInt8]) {
+        guard phase == .piping, let upstream else { return }
+        if upstream.write(bytes) == .aboveHighWatermark, !clientPaused {
+            clientPaused = true
+            client.pauseReading()
+        }
+    }
+
+    /// The client's pending output drained: read from the owner again.
+    func clientWritable() {
+        guard ownerPaused else { return }
+        ownerPaused = false
+        upstream?.resumeReading()
+    }
+
+    // MARK: The owner's connection
+
+    func didOpen(_ connection: Connection) {
+        attempt = nil
+        guard phase == .connecting else {
+            connection.close()
+            return
+        }
+        upstream = connection
+        phase = .awaitingHead
+        connection.setDeadline(.at(.now + responseTimeout))
+        sendRequest()
+    }
+
+    /// Writes the request's next pieces until the owner's connection asks to wait.
+    private func sendRequest() {
+        while !unsent.isEmpty, let upstream {
+            let piece = unsent.prefix(64 << 10)
+            unsent = unsent.dropFirst(piece.count)
+            guard upstream.write(piece) == .accepted else { return }
+        }
+    }
+
+    func didReceive(_ bytes: [UInt8], on connection: Connection) {
+        switch phase {
+        case .awaitingHead:
+            buffered += bytes
+            readHead()
+        case .body, .piping:
+            forward(bytes[...])
+        case .connecting, .ended:
+            break
+        }
+    }
+
+    func didReceiveEnd(on connection: Connection) {
+        connection.close()   // the rest happens in didClose
+    }
+
+    func didBecomeWritable(_ connection: Connection) {
+        sendRequest()
+        guard clientPaused else { return }
+        clientPaused = false
+        client.resumeReading()
+    }
+
+    func shutdownRequested(on connection: Connection) {}
+
+    func didClose(_ connection: Connection, reason: CloseReason) {
+        upstream = nil
+        switch phase {
+        case .connecting, .awaitingHead:
+            // Sent, but no answer (closed, reset or timed out): it may have been applied.
+            fail(APIError(status: 503, code: "spin_unavailable",
+                          message: "the node that owns Spin \"\(spin)\" gave no answer; the request may or may not have been applied; retry in 1 s",
+                          headers: [("Retry-After", "1")]))
+        case .body, .piping:
+            phase = .ended
+            delegate?.relayEnded()
+        case .ended:
+            break
+        }
+    }
+
+    // MARK: Relaying
+
+    /// Parses the owner's head once it is complete and writes the client's.
+    private func readHead() {
+        while phase == .awaitingHead {
+            guard let parsed = OwnerResponseHead.parse(buffered, limit: Self.maxHeadBytes) else { return }
+            guard case .success(let (head, length)) = parsed else {
+                return fail(APIError(status: 502, code: "proxy_bad_response",
+                                     message: "the node that owns Spin \"\(spin)\" answered with a malformed response",
+                                     headers: []))
+            }
+            let rest = buffered[length...]
+            if (100...199).contains(head.status), head.status != 101 {
+                buffered = Array(rest)   // an interim answer (100 Continue): the real one follows
+                continue
+            }
+            buffered = []
+            respond(head, rest: rest)
+        }
+    }
+
+    private func respond(_ head: OwnerResponseHead, rest: ArraySlice<UInt8>) {
+        let mode: Mode
+        var remaining = 0
+        if head.status == 101 {
+            guard webSocket else {
+                return fail(APIError(status: 502, code: "proxy_bad_response",
+                                     message: "the node that owns Spin \"\(spin)\" switched protocols unasked", headers: []))
+            }
+            mode = .upgraded
+        } else if method == .head || head.status == 204 || head.status == 304 {
+            mode = .framed
+        } else if let length = head.contentLength {
+            guard length <= Self.maxResponseBytes else {
+                return fail(APIError(status: 502, code: "proxy_response_too_large",
+                                     message: "the answer of the node that owns Spin \"\(spin)\" is larger than \(Self.maxResponseBytes) bytes",
+                                     headers: []))
+            }
+            mode = .framed
+            remaining = length
+        } else {
+            mode = .streaming
+        }
+        keepAlive = mode == .framed && (delegate?.relayKeepsAlive() ?? false)
+        let bytes = head.clientHead(mode: mode, keepAlive: keepAlive)
+        client.write(bytes)
+        switch mode {
+        case .framed:
+            phase = .body(remaining: remaining)
+            _ = delegate?.relayWroteHead(status: head.status, bytes: bytes.count, mode: mode)
+        case .upgraded, .streaming:
+            phase = .piping
+            upstream?.setDeadline(.none)   // the client's stream deadline applies now
+            let leftover = delegate?.relayWroteHead(status: head.status, bytes: bytes.count, mode: mode) ?? []
+            if !leftover.isEmpty { clientSent(leftover) }
+        }
+        if phase == .body(remaining: 0) {
+            complete()
+        } else if !rest.isEmpty {
+            forward(rest)
+        }
+    }
+
+    /// Owner bytes after the head, to the client.
+    private func forward(_ bytes: ArraySlice<UInt8>) {
+        var bytes = bytes
+        if phase == .ended { return }
+        if case .body(let remaining) = phase {
+            bytes = bytes.prefix(remaining)   // anything past the length is not ours to pass on
+            phase = .body(remaining: remaining - bytes.count)
+        }
+        if !bytes.isEmpty {
+            switch client.write(Array(bytes)) {
+            case .aboveHighWatermark:
+                if !ownerPaused {
+                    ownerPaused = true
+                    upstream?.pauseReading()
+                }
+            case .closed:
+                stop()
+                return
+            case .accepted:
+                break
+            }
+        }
+        if phase == .body(remaining: 0) { complete() }
+    }
+
+    /// The framed response is written whole. The owner closes its connection (the
+    /// request said `Connection: close`): closing first would leave this node's side
+    /// in TIME_WAIT, and a busy relay would run out of ephemeral ports. An owner that
+    /// does not close is cut off after `closeWait`.
+    private func complete() {
+        phase = .ended
+        upstream?.setDeadline(.at(.now + Self.closeWait))
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.relayFinished(keepAlive: keepAlive)
+    }
+
+    private func fail(_ error: APIError) {
+        guard phase != .ended else { return }
+        phase = .ended
+        attempt = nil
+        upstream?.close()
+        let delegate = self.delegate
+        self.delegate = nil
+        delegate?.relayFailed(error)
+    }
+
+    /// The forwarded request with the client's HTTP version (an HTTP/1.0 client gets
+    /// a body it can read: never chunked) and `X-Request-Id` when given.
+    private static func adjusted(_ bytes: [UInt8], version: HTTPVersion, requestID: String?) -> [UInt8] {
+        guard let lineEnd = bytes.firstIndex(of: 10) else { return bytes }
+        var line = Array(bytes[...lineEnd])
+        if version == .http1_0, line.count >= 10 {
+            line.replaceSubrange((line.count - 10)..., with: Array("HTTP/1.0\r\n".utf8))
+        }
+        let id = requestID.map { Array("\(RequestID.header): \($0)\r\n".utf8) } ?? []
+        return line + id + bytes[(lineEnd + 1)...]
+    }
+}
+
+/// The owner's response head, as far as relaying needs it.
+struct OwnerResponseHead: Equatable {
+    /// The status line as sent, without its CRLF.
+    var statusLine: String
+    var status: Int
+    var fields: [(name: String, value: String)]
+
+    static func == (lhs: OwnerResponseHead, rhs: OwnerResponseHead) -> Bool {
+        lhs.statusLine == rhs.statusLine && lhs.fields.elementsEqual(rhs.fields, by: { $0 == $1 })
+    }
+
+    /// Fields a relay never passes on (RFC 9110 §7.6.1), plus the framing it redoes.
+    private static let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer",
+                                                "transfer-encoding", "upgrade", "content-length"]
+
+    /// The head at the start of `bytes` and its length with the blank line; nil while
+    /// incomplete; a failure when it is not a response head or is longer than `limit`.
+    static func parse(_ bytes: [UInt8], limit: Int) -> Result<(OwnerResponseHead, Int), HeadError>? {
+        guard let end = endOfHead(bytes) else { return bytes.count > limit ? .failure(HeadError()) : nil }
+        guard end <= limit else { return .failure(HeadError()) }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.first.map(String.init) ?? ""
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]) else {
+            return .failure(HeadError())
+        }
+        var fields: [(name: String, value: String)] = []
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return .failure(HeadError()) }
+            fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingWhitespace()))
+        }
+        return .success((OwnerResponseHead(statusLine: statusLine, status: status, fields: fields), end + 4))
+    }
+
+    struct HeadError: Error {}
+
+    /// The first value of `name`.
+    func field(_ name: String) -> String? {
+        fields.first { $0.name.lowercased() == name }?.value
+    }
+
+    /// `Content-Length`, when present and valid.
+    var contentLength: Int? {
+        field("content-length").flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    /// The head written to the client. `.upgraded`: as the owner sent it (its `Upgrade`
+    /// and `Connection` belong to the switch); otherwise without hop-by-hop fields, with
+    /// `Content-Length` (framed) or the owner's `Transfer-Encoding` (streaming), and the
+    /// client connection's own `Connection`.
+    func clientHead(mode: Mode, keepAlive: Bool) -> [UInt8] {
+        var head = statusLine + "\r\n"
+        if mode == .upgraded {
+            for field in fields { head += "\(field.name): \(field.value)\r\n" }
+            return Array((head + "\r\n").utf8)
+        }
+        let named = Set(fields.filter { $0.name.lowercased() == "connection" }
+            .flatMap { $0.value.split(separator: ",") }.map { $0.trimmingWhitespace().lowercased() })
+        for field in fields {
+            let name = field.name.lowercased()
+            guard !Self.hopByHop.contains(name), !named.contains(name) else { continue }
+            head += "\(field.name): \(field.value)\r\n"
+        }
+        switch mode {
+        case .framed:
+            if let length = field("content-length"), status != 204, status != 304 { head += "Content-Length: \(length)\r\n" }
+            head += keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n"
+        case .streaming:
+            if let encoding = field("transfer-encoding") { head += "Transfer-Encoding: \(encoding)\r\n" }
+            head += "Connection: close\r\n"
+        case .upgraded:
+            break
+        }
+        return Array((head + "\r\n").utf8)
+    }
+
+    typealias Mode = OwnerRelay.Mode
+
+    private static func endOfHead(_ bytes: [UInt8]) -> Int? {
+        bytes.firstRange(of: [13, 10, 13, 10])?.lowerBound
+    }
+}
