@@ -42,7 +42,9 @@ protocol OwnerRelayDelegate: AnyObject {
 ///
 /// Failures before any byte reached the client answer 503 `spin_unavailable` with
 /// `Retry-After: 1` (the owner refused, did not connect within `connectTimeout`, or
-/// gave no answer within `responseTimeout`); a malformed or oversized answer is a 502.
+/// gave no answer within `responseTimeout`), but a POST the owner got and did not
+/// answer (it closed or timed out: it may have applied it) is 502
+/// `proxy_outcome_unknown`; a malformed or oversized answer is a 502.
 /// A request is sent once and never retried: an event is never applied twice.
 ///
 /// `@unchecked Sendable`: confined to the client connection's queue.
@@ -213,10 +215,16 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     func didClose(_ connection: Connection, reason: CloseReason) {
         upstream = nil
         switch phase {
+        case .awaitingHead where method == .post:
+            // Sent, but no answer (closed, reset or timed out): the owner may have
+            // applied it. Not a 503, which promises nothing was applied: a 502 that says
+            // so (read the state to know; never retried here).
+            fail(APIError(status: 502, code: "proxy_outcome_unknown",
+                          message: "the node that owns Spin \"\(spin)\" gave no answer after it got the request: it may or may not have been applied; read the Spin's state before sending it again",
+                          headers: []))
         case .connecting, .awaitingHead:
-            // Sent, but no answer (closed, reset or timed out): it may have been applied.
             fail(APIError(status: 503, code: "spin_unavailable",
-                          message: "the node that owns Spin \"\(spin)\" gave no answer; the request may or may not have been applied; retry in 1 s",
+                          message: "the node that owns Spin \"\(spin)\" gave no answer; retry in 1 s",
                           headers: [("Retry-After", "1")]))
         case .body, .piping:
             phase = .ended

@@ -296,6 +296,24 @@ struct OwnerRelayTests {
         await a.shutdown()
     }
 
+    @Test func aPostTheOwnerGotButDidNotAnswer_IsA502OutcomeUnknown_AndAGetA503() async throws {
+        // The owner reads the request and closes without a word (it died after applying
+        // it, perhaps): a 503 would promise nothing was applied, so a POST gets a 502
+        // that says the outcome is unknown; a read is simply unavailable.
+        let owner = try FakeOwner(answers: [[], []])
+        let (a, portA) = try Self.startRelaying(to: "http://127.0.0.1:\(owner.port)")
+        let client = try RawClient(port: portA)
+        let posted = Self.postWaiting(client, #"{"type":"set","level":1}"#)
+        #expect(posted?.status == 502)
+        #expect(posted?.body.contains("proxy_outcome_unknown") == true)
+        #expect(posted?.body.contains("may or may not have been applied") == true)
+        let read = try Self.get(portA, "/v1/spins/levels")
+        #expect(read?.status == 503)
+        #expect(read?.body.contains("spin_unavailable") == true)
+        #expect(owner.requests.count == 2)
+        await a.shutdown()
+    }
+
     @Test func anOwnerThatNeverAccepts_IsA503AfterTheConnectTimeout() async throws {
         // A listener that never accepts, its backlog full: the kernel drops further SYNs.
         let owner = try FakeOwner(answers: [], backlog: 0)
