@@ -209,6 +209,24 @@ struct PostgresClusterStoreTests {
 
     // MARK: Gear outbox
 
+    @Test func aDatabaseAtSchemaVersion1_GetsTheOutbox_WhenTheClusterStoreOpens() throws {
+        let url = try PostgresSpinStoreTests.freshDatabase()
+        let admin = try PostgresConnection(url: url)
+        defer { admin.close() }
+        // What a server of schema version 1 left.
+        try admin.execute("CREATE TABLE spin_schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        try admin.execute(PostgresSchema.migrations[0])
+        try admin.execute("INSERT INTO spin_schema_version (version) VALUES (1)")
+        #expect(throws: PostgresError.self) { try admin.execute("SELECT 1 FROM spin_gear_outbox") }
+
+        let store = PostgresClusterStore(url: url)
+        try store.open()
+        defer { store.close() }
+        #expect(try store.outboxEnd() == 0)
+        #expect(try store.publish(gear: "g", node: "a", payload: [1]) == 1)
+        #expect(try admin.query("SELECT max(version)::int8 FROM spin_schema_version").int(0, 0) == 2)
+    }
+
     @Test func publishesOfTwoNodes_AreReadInPositionOrder_NoneSkipped_WhileTheyArePublished() throws {
         let (a, b, url) = try Self.twoNodes()
         let reader = PostgresClusterStore(url: url)

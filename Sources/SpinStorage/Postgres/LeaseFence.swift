@@ -43,7 +43,9 @@ package final class LeaseFence: JournalFence, @unchecked Sendable {
 
 /// A write of a Spin was refused: this node does not (or no longer) hold its lease.
 package struct FencedOut: Error, CustomStringConvertible, Equatable {
+    /// The node whose write was refused.
     package let node: String
+    /// The Spin it tried to write.
     package let spin: String
     /// The epoch this node served the Spin under; nil when it did not serve it at all.
     package let epoch: UInt64?
