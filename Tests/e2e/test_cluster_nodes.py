@@ -198,9 +198,9 @@ def test_gear_events_cross_nodes_through_the_database(database, start_server):
             # `auth`; the router (on another) checks again and goes home.
             response = await asyncio.to_thread(post, entry, "feature", {"type": "unauthorizedResponse"})
             assert response.status_code == 202, response.text
-            checking, _ = await recv_until(router, route_is("checkingAuthorization"), 15)
+            checking, _ = await recv_until(router, route_is("checkingAuthorization"), timeout=15)
             assert checking["state"]["authorizationChecks"] == checks + 1
-            home, _ = await recv_until(router, route_is("home"), 15)
+            home, _ = await recv_until(router, route_is("home"), timeout=15)
             assert home["sequence"] == checking["sequence"] + 1
 
     run_async(scenario(), timeout=40)

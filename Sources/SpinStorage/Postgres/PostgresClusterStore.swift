@@ -1,18 +1,283 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// TEMPORARY (replaced by the pg-cluster branch's version at merge).
-package final class PostgresClusterStore: ClusterStore {
-    struct NotBuilt: Error {}
-    package init(url: String, connectTimeout: Int = 5) {}
-    package func open() throws { throw NotBuilt() }
-    package func readCluster() throws -> ClusterRows { throw NotBuilt() }
-    package func heartbeat(node: String, advertise: String) throws { throw NotBuilt() }
-    package func acquire(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? { throw NotBuilt() }
-    package func renew(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? { throw NotBuilt() }
-    package func release(spin: String, node: String, epoch: UInt64) throws { throw NotBuilt() }
-    package func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64 { throw NotBuilt() }
-    package func outbox(after: Int64, limit: Int) throws -> [OutboxEvent] { throw NotBuilt() }
-    package func outboxEnd() throws -> Int64 { throw NotBuilt() }
-    package func waitForPublish(timeout: Duration) throws -> Bool { throw NotBuilt() }
-    package func close() {}
+/// The cluster tables of the PostgreSQL backend (`spin_nodes`, `spin_leases`,
+/// `spin_gear_outbox`): leases, heartbeats and the Gear outbox of `ClusterStore`, on
+/// connections of its own (not the journal's).
+///
+/// - One connection runs the lease, heartbeat and outbox statements, one caller at a
+///   time. A statement that meets a lost connection throws; the next call reconnects.
+/// - Another connection `LISTEN`s on `PostgresSchema.outboxChannel` for `waitForPublish`
+///   (one waiter at a time); it reconnects the same way, and the first wait after a
+///   reconnect returns true at once (a publish may have come while it was away).
+/// - Times are the database's `now()` (the transaction's start), read back as `Date`s.
+/// - The outbox keeps an hour of events: `publish` deletes older ones, at most once a
+///   minute per store. A node that falls more than an hour behind misses events.
+package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
+    private let url: String
+    private let connectTimeout: Int
+    // Guarded by `lock`: the statements' connection, the time of the last trim, and
+    // whether `close` was called (and no `open` since).
+    private let lock = NSLock()
+    private var connection: PostgresConnection?
+    private var lastTrim: ContinuousClock.Instant?
+    private var closed = false
+    // Guarded by `listenLock`: the listening connection.
+    private let listenLock = NSLock()
+    private var listener: PostgresConnection?
+    /// A pipe whose write end `close` writes to, waking a `waitForPublish` in `poll`.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+
+    /// How long the outbox keeps an event, and how often `publish` deletes older ones.
+    package static let outboxRetention = "1 hour"
+    private static let trimInterval = Duration.seconds(60)
+
+    /// - Parameters:
+    ///   - url: a libpq connection string, as for `PostgresSpinStore`.
+    ///   - connectTimeout: seconds to wait for each connect.
+    package init(url: String, connectTimeout: Int = 5) {
+        self.url = url
+        self.connectTimeout = connectTimeout
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        }
+        wakeRead = ends[0]
+        wakeWrite = ends[1]
+    }
+
+    deinit {
+        close()
+        if wakeRead >= 0 { Glibc.close(wakeRead) }
+        if wakeWrite >= 0 { Glibc.close(wakeWrite) }
+    }
+
+    /// Connects both connections and creates or migrates the tables.
+    package func open() throws {
+        try locked {
+            let connection = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
+            try PostgresSchema.migrate(connection)
+            self.connection?.close()
+            self.connection = connection
+            closed = false
+        }
+        try listenLock.withLock {
+            listener?.close()
+            listener = try listen()
+        }
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// Runs `body` on the statements' connection (connecting first when there is none);
+    /// a connection failure closes it, so that the next call reconnects. Throws `Closed`
+    /// after `close`.
+    private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try locked {
+            guard !closed else { throw Closed() }
+            let connection = try self.connection ?? PostgresConnection(url: url, timeoutSeconds: connectTimeout)
+            self.connection = connection
+            do {
+                return try body(connection)
+            } catch let error as PostgresError where error.isConnectionFailure || !connection.isConnected {
+                connection.close()
+                self.connection = nil
+                throw error
+            }
+        }
+    }
+
+    private static func date(_ rows: PostgresRows) -> Date? {
+        rows.count == 1 ? rows.double(0, 0).map { Date(timeIntervalSince1970: $0) } : nil
+    }
+
+    // MARK: Nodes and leases
+
+    package func readCluster() throws -> ClusterRows {
+        try withConnection { connection in
+            // One snapshot for both tables, at the `now()` reported.
+            try connection.transaction {
+                try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                let now = try connection.query("SELECT extract(epoch FROM now())::float8").double(0, 0) ?? 0
+                let nodeRows = try connection.query("""
+                    SELECT node, coalesce(advertise, ''), extract(epoch FROM heartbeat_at)::float8 FROM spin_nodes ORDER BY node
+                    """)
+                let nodes = (0..<nodeRows.count).map { row in
+                    ClusterRows.Node(name: nodeRows.text(row, 0) ?? "", advertise: nodeRows.text(row, 1) ?? "",
+                                     heartbeatAt: nodeRows.double(row, 2).map { Date(timeIntervalSince1970: $0) })
+                }
+                let leaseRows = try connection.query("""
+                    SELECT spin, node, epoch, extract(epoch FROM expires_at)::float8 FROM spin_leases ORDER BY spin
+                    """)
+                let leases = (0..<leaseRows.count).map { row in
+                    ClusterRows.Lease(spin: leaseRows.text(row, 0) ?? "", node: leaseRows.text(row, 1) ?? "",
+                                      epoch: UInt64(clamping: leaseRows.int(row, 2) ?? 0),
+                                      expiresAt: Date(timeIntervalSince1970: leaseRows.double(row, 3) ?? 0))
+                }
+                return ClusterRows(now: Date(timeIntervalSince1970: now), nodes: nodes, leases: leases)
+            }
+        }
+    }
+
+    /// Creates or refreshes `node`'s row (its `clean` flag is the journal store's).
+    package func heartbeat(node: String, advertise: String) throws {
+        try withConnection { connection in
+            _ = try connection.query("""
+                INSERT INTO spin_nodes (node, advertise, heartbeat_at) VALUES ($1, $2, now())
+                ON CONFLICT (node) DO UPDATE SET advertise = excluded.advertise, heartbeat_at = now()
+                """, [.text(node), .text(advertise)])
+        }
+    }
+
+    /// One statement either way: epoch 1 inserts a row when there is none; a later epoch
+    /// updates the row under its conditions (a concurrent writer of the row makes this
+    /// one wait, then the conditions are checked again on what it wrote).
+    package func acquire(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+        guard epoch >= 1, epoch <= UInt64(Int64.max) else { return nil }
+        let parameters: [PostgresValue] = [.text(spin), .text(node), .int64(Int64(epoch)), .float8(seconds)]
+        return try withConnection { connection in
+            if epoch == 1 {
+                return Self.date(try connection.query("""
+                    INSERT INTO spin_leases (spin, node, epoch, expires_at) VALUES ($1, $2, $3, now() + $4 * interval '1 second')
+                    ON CONFLICT (spin) DO NOTHING
+                    RETURNING extract(epoch FROM expires_at)::float8
+                    """, parameters))
+            }
+            return Self.date(try connection.query("""
+                UPDATE spin_leases SET node = $2, epoch = $3, expires_at = now() + $4 * interval '1 second'
+                WHERE spin = $1 AND epoch = $3 - 1 AND (expires_at <= now() OR node = $2)
+                RETURNING extract(epoch FROM expires_at)::float8
+                """, parameters))
+        }
+    }
+
+    package func renew(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+        guard epoch <= UInt64(Int64.max) else { return nil }
+        return try withConnection { connection in
+            Self.date(try connection.query("""
+                UPDATE spin_leases SET expires_at = now() + $4 * interval '1 second'
+                WHERE spin = $1 AND node = $2 AND epoch = $3 AND expires_at > now()
+                RETURNING extract(epoch FROM expires_at)::float8
+                """, [.text(spin), .text(node), .int64(Int64(epoch)), .float8(seconds)]))
+        }
+    }
+
+    package func release(spin: String, node: String, epoch: UInt64) throws {
+        guard epoch <= UInt64(Int64.max) else { return }
+        try withConnection { connection in
+            _ = try connection.query("""
+                UPDATE spin_leases SET expires_at = least(expires_at, now())
+                WHERE spin = $1 AND node = $2 AND epoch = $3
+                """, [.text(spin), .text(node), .int64(Int64(epoch))])
+        }
+    }
+
+    // MARK: Gear outbox
+
+    /// In one transaction: `PostgresSchema.outboxLock` (held to the commit, so the next
+    /// publisher draws its position after this one is visible), the trim when due, the
+    /// insert and the notification (sent at the commit).
+    package func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64 {
+        try withConnection { connection in
+            let trim = lastTrim.map { $0.duration(to: .now) >= Self.trimInterval } ?? true
+            let position = try connection.transaction {
+                _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+                                         [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.outboxLock))])
+                if trim {
+                    try connection.execute(
+                        "DELETE FROM spin_gear_outbox WHERE published_at < now() - interval '\(Self.outboxRetention)'")
+                }
+                let position = try connection.query("""
+                    INSERT INTO spin_gear_outbox (gear, node, payload) VALUES ($1, $2, $3) RETURNING position
+                    """, [.text(gear), .text(node), .bytea(payload)]).int(0, 0) ?? 0
+                try connection.execute("NOTIFY \(PostgresSchema.outboxChannel)")
+                return position
+            }
+            if trim { lastTrim = .now }
+            return position
+        }
+    }
+
+    package func outbox(after: Int64, limit: Int) throws -> [OutboxEvent] {
+        try withConnection { connection in
+            let rows = try connection.query("""
+                SELECT position, gear, node, payload FROM spin_gear_outbox WHERE position > $1 ORDER BY position LIMIT $2
+                """, [.int64(after), .int64(Int64(max(limit, 0)))])
+            return (0..<rows.count).map { row in
+                OutboxEvent(position: rows.int(row, 0) ?? 0, gear: rows.text(row, 1) ?? "", node: rows.text(row, 2) ?? "",
+                            payload: rows.bytes(row, 3) ?? [])
+            }
+        }
+    }
+
+    package func outboxEnd() throws -> Int64 {
+        try withConnection { connection in
+            try connection.query("SELECT coalesce(max(position), 0)::int8 FROM spin_gear_outbox").int(0, 0) ?? 0
+        }
+    }
+
+    /// Waits on the listening connection. A wait under way when `close` is called, and
+    /// every call after it (until another `open`), throws `Closed`.
+    package func waitForPublish(timeout: Duration) throws -> Bool {
+        let isClosed = { self.locked { self.closed } }
+        return try listenLock.withLock {
+            guard !isClosed() else { throw Closed() }
+            guard let listener, listener.isConnected else {
+                // Reconnect: publishes may have been missed meanwhile, so report one.
+                listener?.close()
+                self.listener = nil
+                self.listener = try listen()
+                return true
+            }
+            do {
+                let received = try listener.waitForNotifications(timeout: timeout, wake: wakeRead >= 0 ? wakeRead : nil)
+                guard !isClosed() else { throw Closed() }
+                return received > 0
+            } catch let error as Closed {
+                throw error
+            } catch {
+                listener.close()
+                throw error
+            }
+        }
+    }
+
+    private func listen() throws -> PostgresConnection {
+        let listener = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
+        try listener.execute("LISTEN \(PostgresSchema.outboxChannel)")
+        return listener
+    }
+
+    /// The store was closed (`close`, and no `open` since).
+    package struct Closed: Error, CustomStringConvertible {
+        package var description: String { "the cluster store is closed" }
+    }
+
+    /// Closes both connections; a `waitForPublish` under way throws `Closed`, and so
+    /// does every later call until another `open`.
+    package func close() {
+        locked {
+            closed = true
+            connection?.close()
+            connection = nil
+        }
+        if wakeWrite >= 0 {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+        listenLock.withLock {
+            listener?.close()
+            listener = nil
+            // Empty the pipe, so that a later open waits again.
+            var bytes = [UInt8](repeating: 0, count: 64)
+            while wakeRead >= 0, read(wakeRead, &bytes, bytes.count) > 0 {}
+        }
+    }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import CPostgres
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One blocking connection to a PostgreSQL server through libpq.
 ///
@@ -86,6 +89,51 @@ package final class PostgresConnection {
             if isConnected, inTransaction { try? execute("ROLLBACK") }
             throw error
         }
+    }
+
+    // MARK: Notifications
+
+    /// Waits up to `timeout` for notifications on the channels this session `LISTEN`s to
+    /// (they arrive at the notifying transaction's commit), or until `wake` (a file
+    /// descriptor, e.g. a pipe's read end) becomes readable. Returns how many arrived
+    /// (0: timed out or woken); ones received earlier, while other statements ran, count
+    /// at once. Throws when the connection is lost.
+    package func waitForNotifications(timeout: Duration, wake: Int32? = nil) throws -> Int {
+        let connection = try open()
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while true {
+            let received = Self.drainNotifications(connection)
+            if received > 0 { return received }
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return 0 }
+            let socket = PQsocket(connection)
+            guard socket >= 0 else {
+                throw PostgresError(sqlState: PostgresError.connectionFailure, message: "the connection to the database is lost")
+            }
+            var descriptors = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+            if let wake { descriptors.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0)) }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = min(seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1, Int64(Int32.max))
+            let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(milliseconds))
+            if ready < 0, errno != EINTR {
+                throw PostgresError(sqlState: nil, message: "poll on the database connection failed (errno \(errno))")
+            }
+            if descriptors.count > 1, descriptors[1].revents != 0 { return Self.drainNotifications(connection) }
+            // Readable (or hung up): read what came; a closed connection fails here.
+            if descriptors[0].revents != 0, PQconsumeInput(connection) == 0 || PQstatus(connection) != CONNECTION_OK {
+                throw PostgresError(sqlState: PostgresError.connectionFailure, message: Self.message(of: connection))
+            }
+        }
+    }
+
+    /// Frees the notifications libpq has read so far; how many there were.
+    private static func drainNotifications(_ connection: OpaquePointer) -> Int {
+        var count = 0
+        while let notification = PQnotifies(connection) {
+            PQfreemem(notification)
+            count += 1
+        }
+        return count
     }
 
     private func open() throws -> OpaquePointer {
@@ -200,6 +248,7 @@ package struct PostgresError: Error, CustomStringConvertible {
 package enum PostgresValue {
     case text(String)
     case int64(Int64)
+    case float8(Double)
     case bool(Bool)
     case bytea([UInt8])
     case int64Array([Int64])
@@ -207,13 +256,14 @@ package enum PostgresValue {
     case boolArray([Bool])
     case null
 
-    // Type OIDs (pg_type.oid): int8, bool, bytea, text and their arrays.
-    private static let int8 = 20, boolean = 16, byteaType = 17, textType = 25
+    // Type OIDs (pg_type.oid): int8, float8, bool, bytea, text and their arrays.
+    private static let int8 = 20, float8Type = 701, boolean = 16, byteaType = 17, textType = 25
 
     var encoded: (type: UInt32, bytes: [UInt8]?) {
         switch self {
         case .text(let value): return (UInt32(Self.textType), Array(value.utf8))
         case .int64(let value): return (UInt32(Self.int8), Self.bigEndian(value))
+        case .float8(let value): return (UInt32(Self.float8Type), Self.bigEndian(value.bitPattern))
         case .bool(let value): return (UInt32(Self.boolean), [value ? 1 : 0])
         case .bytea(let value): return (UInt32(Self.byteaType), value)
         case .int64Array(let values): return (1016, Self.array(of: Self.int8, values.map { Self.bigEndian($0) }))
@@ -275,6 +325,11 @@ package struct PostgresRows {
             let bits = bytes.count * 8
             return bits >= 64 ? Int64(bitPattern: value) : Int64(bitPattern: value << (64 - bits)) >> (64 - bits)
         }
+    }
+
+    /// A `float8` column.
+    package func double(_ row: Int, _ column: Int) -> Double? {
+        rows[row][column].map { bytes in Double(bitPattern: bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) }
     }
 
     /// A `bool` column.

@@ -10,6 +10,12 @@ package enum PostgresSchema {
     package static let migrationLock: Int32 = 1
     /// Held (session-level) by the one server of a database in single-server mode.
     package static let singleServerLock: Int32 = 2
+    /// Held (transaction-level) by each Gear outbox insert until its commit, so that
+    /// outbox positions are handed out in commit order.
+    package static let outboxLock: Int32 = 3
+
+    /// The channel a Gear outbox insert notifies (at its commit).
+    package static let outboxChannel = "spin_gear_outbox"
 
     /// Migrations by version, in order; version N is `migrations[N - 1]`. Never edit a
     /// released one: add the next.
@@ -48,6 +54,17 @@ package enum PostgresSchema {
             advertise text,
             heartbeat_at timestamptz,
             clean boolean NOT NULL DEFAULT false
+        );
+        """,
+        // 2: the Gear outbox of clusters: the Gear events nodes publish to one another,
+        // numbered in commit order.
+        """
+        CREATE TABLE spin_gear_outbox (
+            position bigserial PRIMARY KEY,
+            gear text NOT NULL,
+            node text NOT NULL,
+            payload bytea NOT NULL,
+            published_at timestamptz NOT NULL DEFAULT now()
         );
         """,
     ]

@@ -1,0 +1,334 @@
+import Foundation
+import SpinStorage
+import Testing
+
+/// `PostgresClusterStore` and `LeaseFence` against a real PostgreSQL
+/// (`SPIN_TEST_DATABASE_URL`, as for `PostgresSpinStoreTests`): two store instances play
+/// two nodes of one cluster. Each test works in a database of its own.
+@Suite(.enabled(if: PostgresSpinStoreTests.serverURL != nil,
+                "SPIN_TEST_DATABASE_URL is not set: the PostgreSQL cluster store tests are skipped (Tests/postgres/pg.sh starts a server)"))
+struct PostgresClusterStoreTests {
+    /// Two opened stores on one fresh database, and its URL.
+    static func twoNodes() throws -> (PostgresClusterStore, PostgresClusterStore, String) {
+        let url = try PostgresSpinStoreTests.freshDatabase()
+        let a = PostgresClusterStore(url: url)
+        let b = PostgresClusterStore(url: url)
+        try a.open()
+        try b.open()
+        return (a, b, url)
+    }
+
+    static func lease(_ spin: String, in store: PostgresClusterStore) throws -> ClusterRows.Lease? {
+        try store.readCluster().leases.first { $0.spin == spin }
+    }
+
+    /// Runs `body(0)` and `body(1)` on two threads at once and returns both results.
+    static func onTwoThreads<T: Sendable>(_ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+        let results = Locked<[Int: Result<T, any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            let result = Result { try body(index) }
+            results.withLock { $0[index] = result }
+        }
+        return try results.withLock { all in try (0..<2).map { try all[$0]!.get() } }
+    }
+
+    // MARK: Leases
+
+    @Test func twoNodesRacingForEpoch1_OneWinsEachSpin_AndTheLoserCannotTakeAnUnexpiredLease() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        let spins = (0..<20).map { "race-\($0)" }
+        let stores = [a, b]
+        let won = try Self.onTwoThreads { index in
+            try spins.map { try stores[index].acquire(spin: $0, node: index == 0 ? "a" : "b", epoch: 1, seconds: 30) != nil }
+        }
+        for (index, spin) in spins.enumerated() {
+            #expect(won[0][index] != won[1][index], "exactly one node takes \(spin)")
+            let winner = won[0][index] ? "a" : "b", loser = won[0][index] ? "b" : "a"
+            let lease = try #require(try Self.lease(spin, in: a))
+            #expect(lease.node == winner && lease.epoch == 1)
+            // The loser: epoch 1 again (a row exists), or the next epoch of an unexpired foreign lease.
+            #expect(try b.acquire(spin: spin, node: loser, epoch: 1, seconds: 30) == nil)
+            #expect(try b.acquire(spin: spin, node: loser, epoch: 2, seconds: 30) == nil)
+            #expect(try Self.lease(spin, in: a) == lease)
+        }
+    }
+
+    @Test func aNodeRetakesItsOwnLease_WithTheNextEpoch_AndAStaleOrSkippedEpochIsRefused() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        let first = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 30))
+        // Its own, unexpired: the next epoch is granted (a restarted node taking its Spin back).
+        let second = try #require(try b.acquire(spin: "s", node: "a", epoch: 2, seconds: 60))
+        #expect(second > first)
+        #expect(try a.acquire(spin: "s", node: "a", epoch: 2, seconds: 30) == nil)
+        #expect(try a.acquire(spin: "s", node: "a", epoch: 4, seconds: 30) == nil)
+        // A later epoch where no row exists is refused: epoch 1 starts every lease.
+        #expect(try a.acquire(spin: "fresh", node: "a", epoch: 2, seconds: 30) == nil)
+        #expect(try a.acquire(spin: "fresh", node: "a", epoch: 0, seconds: 30) == nil)
+        let lease = try #require(try Self.lease("s", in: a))
+        #expect(lease.node == "a" && lease.epoch == 2 && lease.expiresAt == second)
+        #expect(try Self.lease("fresh", in: a) == nil)
+    }
+
+    @Test func anExpiredLease_IsNoLongerRenewed_AndGoesToTheNextEpoch_ThenReleaseEndsIt() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        let taken = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 0.3))
+        let renewed = try #require(try a.renew(spin: "s", node: "a", epoch: 1, seconds: 0.3))
+        #expect(renewed >= taken)
+        #expect(try b.renew(spin: "s", node: "b", epoch: 1, seconds: 30) == nil)
+        #expect(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30) == nil)
+
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(try a.renew(spin: "s", node: "a", epoch: 1, seconds: 30) == nil)
+        #expect(try b.acquire(spin: "s", node: "b", epoch: 1, seconds: 30) == nil)
+        _ = try #require(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30))
+        // A's release under its old epoch changes nothing.
+        try a.release(spin: "s", node: "a", epoch: 1)
+        #expect(try Self.lease("s", in: a)?.node == "b")
+        #expect(try a.acquire(spin: "s", node: "a", epoch: 3, seconds: 30) == nil)
+
+        try b.release(spin: "s", node: "b", epoch: 2)
+        let released = try b.readCluster()
+        let lease = try #require(released.leases.first)
+        #expect(lease.node == "b" && lease.epoch == 2 && lease.expiresAt <= released.now)
+        #expect(try b.renew(spin: "s", node: "b", epoch: 2, seconds: 30) == nil)
+        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 3, seconds: 30))
+    }
+
+    @Test func heartbeats_CreateAndRefreshTheNodeRows() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        try a.heartbeat(node: "a", advertise: "http://a:8080")
+        try b.heartbeat(node: "b", advertise: "http://b:8080")
+        let first = try a.readCluster()
+        #expect(first.nodes.map(\.name) == ["a", "b"])
+        #expect(first.nodes.map(\.advertise) == ["http://a:8080", "http://b:8080"])
+        let beatA = try #require(first.nodes[0].heartbeatAt)
+        #expect(beatA <= first.now)
+
+        try a.heartbeat(node: "a", advertise: "http://a2:8080")
+        let second = try b.readCluster()
+        #expect(second.nodes.count == 2 && second.nodes[0].advertise == "http://a2:8080")
+        #expect(try #require(second.nodes[0].heartbeatAt) > beatA)
+        #expect(second.nodes[1] == first.nodes[1])
+    }
+
+    @Test func aLostConnection_FailsOneCall_AndTheNextReconnects() throws {
+        let (a, b, url) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        try a.heartbeat(node: "a", advertise: "http://a")
+        let admin = try PostgresConnection(url: url)
+        defer { admin.close() }
+        // Ends every other session of the database: both of A's connections (and B's).
+        _ = try admin.query("""
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """)
+        #expect(throws: PostgresError.self) { try a.heartbeat(node: "a", advertise: "http://a") }
+        try a.heartbeat(node: "a", advertise: "http://a")
+        #expect(throws: PostgresError.self) { _ = try a.waitForPublish(timeout: .seconds(5)) }
+        // Reconnected: publishes may have been missed meanwhile, so it reports one.
+        #expect(try a.waitForPublish(timeout: .seconds(5)))
+        #expect(throws: PostgresError.self) { _ = try b.publish(gear: "g", node: "b", payload: [1]) }
+        _ = try b.publish(gear: "g", node: "b", payload: [1])
+        #expect(try a.waitForPublish(timeout: .seconds(5)))
+    }
+
+    // MARK: The fence
+
+    @Test func theFence_StoresWritesWhileTheLeaseIsHeld_AndNoneAfterATakeover() throws {
+        let (a, b, url) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        let fence = LeaseFence(node: "a")
+        let store = PostgresSpinStore(url: url, ownership: .shared(node: "a"), fence: fence)
+        _ = try FileSpinStoreTests.ready(store, spin: "s")
+        defer { store.close() }
+
+        // Not served yet: refused, nothing stored.
+        try store.append([PostgresSpinStoreTests.record(1)], spin: "s")
+        #expect(throws: FencedOut(node: "a", spin: "s", epoch: nil)) { try store.commit(spin: "s", sync: true) }
+        store.discardUncommitted(spin: "s")
+
+        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 0.3))
+        fence.serve(spin: "s", epoch: 1)
+        try store.append([PostgresSpinStoreTests.record(1)], spin: "s")
+        try store.commit(spin: "s", sync: true)
+
+        Thread.sleep(forTimeInterval: 0.6)
+        _ = try #require(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30))
+        try store.append([PostgresSpinStoreTests.record(2, endsBatch: false), PostgresSpinStoreTests.record(3)], spin: "s")
+        #expect {
+            try store.commit(spin: "s", sync: true)
+        } throws: { error in
+            "\(error)" == "node a no longer holds the lease of Spin s (epoch 1)"
+        }
+        store.discardUncommitted(spin: "s")
+        #expect(try store.read(spin: "s", repair: false).records == [PostgresSpinStoreTests.record(1)])
+
+        // Stopped serving: refused even under a lease it holds.
+        _ = try #require(try a.acquire(spin: "t", node: "a", epoch: 1, seconds: 30))
+        fence.serve(spin: "t", epoch: 1)
+        fence.stopServing(spin: "t")
+        try store.startJournal(spin: "t", cuttingAt: nil)
+        try store.append([PostgresSpinStoreTests.record(1)], spin: "t")
+        #expect(throws: FencedOut.self) { try store.commit(spin: "t", sync: true) }
+    }
+
+    @Test func aTakeoverWaits_ForTheWriteThatHoldsTheLeaseRow() throws {
+        let (a, b, url) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        let fence = LeaseFence(node: "a")
+        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 30))
+        fence.serve(spin: "s", epoch: 1)
+        let writer = try PostgresConnection(url: url)
+        let observer = try PostgresConnection(url: url)
+        defer { writer.close(); observer.close() }
+
+        try writer.execute("BEGIN")
+        try fence.check(spin: "s", connection: writer)
+        // A (restarted elsewhere) retakes its lease with the next epoch: it must wait.
+        let takeover = Background { try? b.acquire(spin: "s", node: "a", epoch: 2, seconds: 30) }
+        // Until the takeover's backend waits for the row lock.
+        var waiting = false
+        for _ in 0..<500 where !waiting {
+            waiting = try observer.query("""
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                """).int(0, 0) == 1
+            if !waiting { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        #expect(waiting)
+        #expect(!takeover.isDone, "the takeover returned while the write held the row")
+        try writer.execute("COMMIT")
+        #expect(takeover.result() != nil)
+        // Its next write is fenced out.
+        try writer.execute("BEGIN")
+        #expect(throws: FencedOut(node: "a", spin: "s", epoch: 1)) { try fence.check(spin: "s", connection: writer) }
+        try writer.execute("ROLLBACK")
+    }
+
+    // MARK: Gear outbox
+
+    @Test func aDatabaseAtSchemaVersion1_GetsTheOutbox_WhenTheClusterStoreOpens() throws {
+        let url = try PostgresSpinStoreTests.freshDatabase()
+        let admin = try PostgresConnection(url: url)
+        defer { admin.close() }
+        // What a server of schema version 1 left.
+        try admin.execute("CREATE TABLE spin_schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        try admin.execute(PostgresSchema.migrations[0])
+        try admin.execute("INSERT INTO spin_schema_version (version) VALUES (1)")
+        #expect(throws: PostgresError.self) { try admin.execute("SELECT 1 FROM spin_gear_outbox") }
+
+        let store = PostgresClusterStore(url: url)
+        try store.open()
+        defer { store.close() }
+        #expect(try store.outboxEnd() == 0)
+        #expect(try store.publish(gear: "g", node: "a", payload: [1]) == 1)
+        #expect(try admin.query("SELECT max(version)::int8 FROM spin_schema_version").int(0, 0) == 2)
+    }
+
+    @Test func publishesOfTwoNodes_AreReadInPositionOrder_NoneSkipped_WhileTheyArePublished() throws {
+        let (a, b, url) = try Self.twoNodes()
+        let reader = PostgresClusterStore(url: url)
+        try reader.open()
+        defer { a.close(); b.close(); reader.close() }
+        #expect(try reader.outboxEnd() == 0)
+        let perNode = 100
+        let stores = [a, b]
+        let seen = Locked<[OutboxEvent]>([])
+        let reading = DispatchSemaphore(value: 0)
+        let finished = Locked(false)
+        DispatchQueue.global().async {
+            // Reads as it goes, a few at a time, from where it stopped.
+            var after: Int64 = 0
+            while true {
+                let done = finished.withLock { $0 }
+                guard let events = try? reader.outbox(after: after, limit: 7) else { break }
+                seen.withLock { $0 += events }
+                after = events.last?.position ?? after
+                if events.isEmpty && done { break }
+            }
+            reading.signal()
+        }
+        let positions = try Self.onTwoThreads { index in
+            try (0..<perNode).map { number in
+                try stores[index].publish(gear: "g\(index)", node: index == 0 ? "a" : "b", payload: Array("\(index):\(number)".utf8))
+            }
+        }
+        finished.withLock { $0 = true }
+        reading.wait()
+
+        let all = try reader.outbox(after: 0, limit: 1000)
+        #expect(all.count == 2 * perNode)
+        #expect(zip(all, all.dropFirst()).allSatisfy { $0.position < $1.position })
+        #expect(seen.withLock { $0 } == all, "the incremental reader saw every event once, in order")
+        #expect(try reader.outboxEnd() == all.last?.position)
+        for index in 0..<2 {
+            let mine = all.filter { $0.gear == "g\(index)" }
+            #expect(mine.map(\.position) == positions[index])
+            #expect(mine.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<perNode).map { "\(index):\($0)" })
+            #expect(mine.allSatisfy { $0.node == (index == 0 ? "a" : "b") })
+        }
+        #expect(try reader.outbox(after: all[9].position, limit: 3) == Array(all[10..<13]))
+    }
+
+    @Test func waitForPublish_WakesOnAnotherNodesPublish_TimesOutOtherwise_AndCloseEndsIt() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { b.close() }
+        #expect(try a.waitForPublish(timeout: .milliseconds(200)) == false)
+        let position = try b.publish(gear: "g", node: "b", payload: Array(#"{"type":"tick"}"#.utf8))
+        #expect(try a.waitForPublish(timeout: .seconds(10)))
+        #expect(try a.outbox(after: 0, limit: 10) == [OutboxEvent(position: position, gear: "g", node: "b",
+                                                                  payload: Array(#"{"type":"tick"}"#.utf8))])
+        #expect(try a.waitForPublish(timeout: .milliseconds(200)) == false)
+
+        // A publish while it waits wakes it.
+        let woken = Background { try? a.waitForPublish(timeout: .seconds(30)) }
+        Thread.sleep(forTimeInterval: 0.2)
+        _ = try b.publish(gear: "g", node: "b", payload: [2])
+        #expect(woken.result() == true)
+
+        // Close ends a wait under way (which would time out with false), and later calls throw.
+        let closing = Background { Result { try a.waitForPublish(timeout: .seconds(30)) } }
+        Thread.sleep(forTimeInterval: 0.2)
+        a.close()
+        #expect(throws: PostgresClusterStore.Closed.self) { try closing.result().get() }
+        #expect(throws: PostgresClusterStore.Closed.self) { _ = try a.waitForPublish(timeout: .seconds(1)) }
+        #expect(throws: PostgresClusterStore.Closed.self) { try a.heartbeat(node: "a", advertise: "http://a") }
+    }
+}
+
+/// A value shared by the test's threads, behind a lock.
+private final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&value) }
+    }
+}
+
+/// `body` run on another thread from its creation; `result()` waits for its value.
+private final class Background<Value: Sendable>: @unchecked Sendable {
+    private let value = Locked<Value?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () -> Value) {
+        DispatchQueue.global().async { [value, done] in
+            let result = body()
+            value.withLock { $0 = result }
+            done.signal()
+        }
+    }
+
+    /// Whether `body` has returned.
+    var isDone: Bool { value.withLock { $0 != nil } }
+
+    func result() -> Value {
+        done.wait()
+        done.signal()
+        return value.withLock { $0! }
+    }
+}
