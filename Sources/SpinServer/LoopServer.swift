@@ -242,39 +242,48 @@ public final class LoopServer: Sendable {
         }, onRecovery: { name in
             host.spin(named: name)?.release()
         })
-        let address: SocketAddress
         let cluster = context.router.cluster
         // No Spin is served here before the lease loop says so.
         cluster.route { _, _ in .unavailable(retryAfterSeconds: 1) }
+        let node = configuration.cluster.node
+        let relay = GearOutboxRelay(node: node, store: clustered.store, gears: host.gears, logger: logger)
+        do {
+            try relay.start()
+        } catch {
+            try? journal.close()
+            clustered.store.close()
+            throw LoopServerError.cannotRecover(reason: "cannot read the Gear outbox: \(error)")
+        }
+        clustered.gearRelay.withLock { $0 = relay }
+        let startLeases = { [self] (advertise: String) in
+            let coordinator = ClusterCoordinator(
+                node: node, advertise: advertise, leaseSeconds: configuration.cluster.leaseSeconds,
+                spins: host.spins.map(\.name), store: clustered.store,
+                serving: .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch, clustered, journal: journal) },
+                               stop: { [self] spin, _, _ in retire(spin, clustered, journal: journal) }),
+                logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) })
+            clustered.coordinator.withLock { $0 = coordinator }
+            cluster.route { spin, forwarded in coordinator.routing(of: spin, forwarded: forwarded) }
+            // The first tick runs now: this node holds and serves its share on return.
+            coordinator.start(advertise: advertise)
+        }
+        // With a known port the first tick runs before the listener opens, so that the
+        // first requests find this node's Spins recovered (as a single server's do); with
+        // port 0 the advertised URL needs the bound port first.
+        if configuration.port != 0 { startLeases(configuration.advertiseURL(port: configuration.port)) }
+        let address: SocketAddress
         do {
             address = try socketServer.start()
         } catch {
+            clustered.coordinator.withLock { $0 }?.stop()
+            relay.stop()
             try? journal.close()
             clustered.store.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
         }
         let advertise = configuration.advertiseURL(port: address.port)
         cluster.bind(advertise: advertise)
-        let node = configuration.cluster.node
-        let coordinator = ClusterCoordinator(
-            node: node, advertise: advertise, leaseSeconds: configuration.cluster.leaseSeconds,
-            spins: host.spins.map(\.name), store: clustered.store,
-            serving: .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch, clustered, journal: journal) },
-                           stop: { [self] spin, _, _ in retire(spin, clustered, journal: journal) }),
-            logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) })
-        clustered.coordinator.withLock { $0 = coordinator }
-        cluster.route { spin, forwarded in coordinator.routing(of: spin, forwarded: forwarded) }
-        let relay = GearOutboxRelay(node: node, store: clustered.store, gears: host.gears, logger: logger)
-        do {
-            try relay.start()
-        } catch {
-            socketServer.shutdown(deadline: .zero) {}
-            try? journal.close()
-            clustered.store.close()
-            throw LoopServerError.cannotRecover(reason: "cannot read the Gear outbox: \(error)")
-        }
-        clustered.gearRelay.withLock { $0 = relay }
-        coordinator.start(advertise: advertise)
+        if configuration.port == 0 { startLeases(advertise) }
         host.startWithoutLoops()
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: []) }
         return address.port

@@ -12,8 +12,7 @@
    postgres service's health check, then spin-server (SPIN_SERVER_BIN) with each node's
    environment (the image's ENV plus the service's; listen address, ports and the
    database's host rewritten to loopback), probed with the service's health check.
-   The three nodes sharing one database are checked once the cluster runtime is in:
-   that test runs only with SPIN_CLUSTER_READY=1.
+   Then the three nodes together, sharing one database.
 """
 
 from __future__ import annotations
@@ -333,8 +332,6 @@ def test_node1_starts_on_postgres_with_the_compose_environment(database, tmp_pat
     assert status == 0, node.log()
 
 
-@pytest.mark.skipif(not os.environ.get("SPIN_CLUSTER_READY"),
-                    reason="the cluster runtime (leases on PostgreSQL) is not merged yet: set SPIN_CLUSTER_READY=1")
 def test_three_nodes_share_one_database(database, tmp_path):
     nodes = [Node(name, database, tmp_path) for name in sorted(NODES)]
     try:

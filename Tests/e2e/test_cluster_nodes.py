@@ -288,8 +288,11 @@ def test_a_killed_owner_loses_no_acknowledged_event_and_its_spins_move(database,
     # Every 202 is there; nothing was applied that nobody may have been told about.
     assert posters.accepted <= applied <= posters.accepted + posters.unknown, (applied, posters.accepted, posters.unknown)
     assert readings[0]["state"]["value"] == cluster.nodes[survivors[0]].spin("counter")["state"]["value"]
-    new_owner = cluster.owners(survivors[0])["counter"]
-    assert new_owner in survivors
+    # Each node's view is as fresh as its last tick (a third of the lease).
+    deadline = time.monotonic() + LEASE_SECONDS * 3
+    while time.monotonic() < deadline and cluster.owners(survivors[0]).get("counter") not in survivors:
+        time.sleep(0.2)
+    assert cluster.owners(survivors[0]).get("counter") in survivors
     epochs = int(rows(cluster.url, "SELECT epoch FROM spin_leases WHERE spin = 'counter'"))
     assert epochs >= 2
     assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
@@ -311,11 +314,18 @@ def test_a_paused_owner_is_fenced_out_and_stops_serving_when_it_wakes(database, 
                 break
             time.sleep(0.2)
         accepted = 0
-        for _ in range(20):
+        refused = []
+        deadline = time.monotonic() + LEASE_SECONDS * 5
+        while accepted < 10 and time.monotonic() < deadline:
             response = post(cluster.nodes[survivors[1]], "counter", {"type": "increase"})
             if response.status_code == 202:
                 accepted += 1
-        assert accepted > 0
+            else:
+                # Each node's view is a tick old at most: until then, 503 spin_unavailable.
+                assert response.status_code == 503 and response.json()["error"]["code"] == "spin_unavailable", response.text
+                refused.append(response)
+                time.sleep(0.1)
+        assert accepted == 10, refused[-1].text if refused else accepted
         # A POST reaches the paused process directly; it is read when it wakes.
         answer: list[requests.Response | Exception] = []
 

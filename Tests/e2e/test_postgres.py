@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -141,7 +142,9 @@ def test_state_and_sequence_survive_a_restart_and_a_stream_resumes(database, sta
     assert not any(second.storage.iterdir())
 
 
-def test_a_second_server_on_the_same_database_fails_at_start_up(database, start_server, server_bin, tmp_path):
+def test_a_second_server_as_the_same_node_fails_at_start_up(database, start_server, server_bin, tmp_path):
+    # Servers on one database form a cluster; two processes may not be one node (both
+    # take the host name as their node name here).
     url = database.fresh()
     start_server(env=postgres_env(url), name="owner")
     config = REPO / "Config" / "spin-server.json"
@@ -149,7 +152,7 @@ def test_a_second_server_on_the_same_database_fails_at_start_up(database, start_
                              "--storage-backend", "postgres", "--database-url", url],
                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert result.returncode == 1, result
-    assert "another spin-server uses this database" in result.stdout + result.stderr
+    assert f'another spin-server runs as node "{socket.gethostname()}" on this database' in result.stdout + result.stderr
 
 
 def test_postgres_without_a_url_is_a_config_error_naming_the_key(server_bin, tmp_path):

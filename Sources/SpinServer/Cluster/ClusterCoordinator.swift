@@ -162,12 +162,16 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .heartbeat:
                 do {
                     try store.heartbeat(node: node, advertise: advertise)
+                    // What this tick wrote shows in the view at once (routing, /v1/cluster).
+                    view.nodes.removeAll { $0.name == node }
+                    view.nodes.append(.init(name: node, advertise: advertise, heartbeatAt: .now))
                 } catch {
                     note("cannot write this node's heartbeat: \(error)")
                 }
             case .acquire(let spin, let epoch):
                 do {
                     if let expires = try store.acquire(spin: spin, node: node, epoch: epoch, seconds: seconds) {
+                        view.leases[spin] = .init(spin: spin, node: node, epoch: epoch, expiresAt: local(expires))
                         run(planner.record(.acquired(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
                     } else {
                         run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
@@ -178,6 +182,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .renew(let spin, let epoch):
                 do {
                     if let expires = try store.renew(spin: spin, node: node, epoch: epoch, seconds: seconds) {
+                        view.leases[spin]?.expiresAt = local(expires)
                         run(planner.record(.renewed(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
                     } else {
                         run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
@@ -189,6 +194,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .release(let spin, let epoch):
                 do {
                     try store.release(spin: spin, node: node, epoch: epoch)
+                    if view.leases[spin]?.node == node { view.leases[spin]?.expiresAt = .now }
                 } catch {
                     note("cannot give back the lease of \(spin): \(error)")
                 }

@@ -167,6 +167,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// end (which one-statement commits never leave) is reported as a torn tail.
     package func read(spin: String, repair: Bool) throws -> StoredSpin {
         try locked {
+            // A cluster node reads a Spin when it takes its lease, maybe just after the
+            // database came back: no commit is under way then, so a new connection is safe.
+            try reconnectIfLost()
             let connection = try live()
             let snapshot = try connection.query("SELECT document FROM spin_snapshots WHERE spin = $1", [.text(spin)])
             let epoch = try connection.query("SELECT epoch FROM spin_epochs WHERE spin = $1", [.text(spin)])
@@ -309,18 +312,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// makes a small write (this node's heartbeat) to see that the database takes writes.
     package func probe() throws {
         try locked {
-            if connection?.isConnected != true {
-                connection?.close()
-                connection = nil
-                let fresh = try connect()
-                do {
-                    try takeOwnership(fresh)
-                } catch {
-                    fresh.close()
-                    throw error
-                }
-                connection = fresh
-            }
+            try reconnectIfLost()
             do {
                 _ = try live().query("UPDATE spin_nodes SET heartbeat_at = now() WHERE node = $1", [.text(node)])
             } catch {
@@ -329,6 +321,21 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// A new connection (the lock taken again) when there is none or it was lost. Under `lock`.
+    private func reconnectIfLost() throws {
+        guard connection?.isConnected != true else { return }
+        connection?.close()
+        connection = nil
+        let fresh = try connect()
+        do {
+            try takeOwnership(fresh)
+        } catch {
+            fresh.close()
+            throw error
+        }
+        connection = fresh
     }
 
     /// Deletes records after the last known commit: a commit cut off by a lost
@@ -373,7 +380,15 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             if let lost = journals.first(where: { $0.value.lostCommits }) {
                 throw LostCommits(spin: lost.key, expected: lost.value.committedLast ?? 0, found: nil)
             }
-            try setClean(true)
+            do {
+                try setClean(true)
+            } catch let error as PostgresError where error.isConnectionFailure {
+                // The database restarted while the server was idle: the mark is a plain
+                // upsert, written again on a new connection.
+                connection?.close()
+                try reconnectIfLost()
+                try setClean(true)
+            }
         }
     }
 
