@@ -292,6 +292,7 @@ public final class LoopServer: Sendable {
     /// This node got `spin`'s lease under `epoch`: a fresh instance of the Spin, recovered
     /// from everything durable (what the previous owner wrote), observed and started.
     private func serve(_ spin: String, epoch: UInt64, _ clustered: Clustered, journal: Journal) throws {
+        let began = ContinuousClock.now
         clustered.fence.serve(spin: spin, epoch: epoch)
         guard let hosted = host.replace(named: spin) else { return }
         let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
@@ -321,7 +322,8 @@ public final class LoopServer: Sendable {
         clustered.terms.withLock { $0[spin] = subscriptions }
         if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
         hosted.start()
-        logger.info("recovered \(spin) at sequence \(sequence)")
+        let took = (ContinuousClock.now - began).components
+        logger.info("recovered \(spin) at sequence \(sequence) in \(took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000) ms")
     }
 
     /// This node no longer serves `spin`: the loop stops, what it applied is committed

@@ -487,3 +487,52 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
         assert not spin_card(driver, "levels").find_element(By.CSS_SELECTOR, ".suspended").is_displayed()
     finally:
         runaway.stop()
+
+
+# ---- a cluster: the dashboard of one node shows Spins another node serves ------------------
+
+def _have_postgres():
+    return any(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")) and shutil.which("psql") is not None
+
+
+@pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not installed (Debian package postgresql)")
+def test_a_nodes_dashboard_streams_a_spin_another_node_serves(driver, workdir):
+    pg = ROOT / "Tests" / "postgres" / "pg.sh"
+    pg_dir = Path(tempfile.mkdtemp(prefix="spin-browser-pg-", dir="/tmp"))
+    url = subprocess.run([str(pg), "start", str(pg_dir)], check=True, capture_output=True, text=True,
+                         timeout=120).stdout.strip()
+    nodes = []
+    try:
+        env = {"SPIN_STORAGE_BACKEND": "postgres", "SPIN_DATABASE_URL": url, "SPIN_CLUSTER_LEASE_SECONDS": "2"}
+        for name in ("browser-a", "browser-b"):
+            nodes.append(Server(free_port(), workdir / f"storage-{name}", env_extra=env | {"SPIN_NODE": name}))
+
+        def owner_of_counter():
+            with urllib.request.urlopen(nodes[0].url + "/v1/cluster", timeout=5) as r:
+                view = json.load(r)
+            owners = {spin: n["node"] for n in view["nodes"] if n["live"] for spin in n["spins"]}
+            live = sorted(n["node"] for n in view["nodes"] if n["live"])
+            return owners.get("counter") if live == ["browser-a", "browser-b"] and len(owners) == 5 else None
+
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline and owner_of_counter() is None:
+            time.sleep(0.2)
+        owner = owner_of_counter()
+        assert owner is not None, "the two nodes did not share the Spins"
+        # The page of the node that does not serve the counter.
+        page = nodes[1] if owner == "browser-a" else nodes[0]
+        open_page(driver, page.url)
+        wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#cluster .node")) == 2, "two nodes in the panel")
+        card = driver.find_element(By.CSS_SELECTOR, f'#cluster .node[data-node="{owner}"]')
+        assert "counter" in card.text
+        wait_for(driver, lambda d: spin_view(d, "counter")[1] == {"value": 10}, "counter at 10, streamed through the relay")
+        before = spin_view(driver, "counter")[0]
+        request = urllib.request.Request(page.url + "/v1/spins/counter/events", data=b'{"type":"increase"}',
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as r:
+            assert r.status == 202
+        wait_for(driver, lambda d: spin_view(d, "counter") == (before + 1, {"value": 11}), "the page follows the owner")
+    finally:
+        for node in nodes:
+            node.stop()
+        subprocess.run([str(pg), "remove", str(pg_dir)], capture_output=True, timeout=60)
