@@ -218,8 +218,9 @@ public final class LoopServer: Sendable {
 
     /// Starts a cluster node: opens the database, starts the lease loop, and from then on
     /// recovers and runs each Spin when its lease comes to this node (`serve`), stops it
-    /// when the lease goes (`retire`). The listener is bound first (its port is part of
-    /// the advertised URL); until the first tick has run, requests about a Spin get 503
+    /// when the lease goes (`retire`). With a configured port the first tick runs before
+    /// the listener opens; with port 0 the listener is bound first (its port is part of the
+    /// advertised URL), and until the first tick has run requests about a Spin get 503
     /// `spin_unavailable` and `/readyz` 503.
     private func startNode(_ clustered: Clustered, journal: Journal, socketServer: SocketServer) throws -> Int {
         do {

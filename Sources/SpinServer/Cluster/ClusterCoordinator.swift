@@ -67,10 +67,11 @@ package final class ClusterCoordinator: @unchecked Sendable {
         self.logger = logger
         self.onStatus = onStatus
         planner = LeasePlanner(node: node, leaseDuration: .seconds(leaseSeconds))
+        leaseDuration = .seconds(leaseSeconds)
     }
 
-    /// How long a lease lasts.
-    package var leaseDuration: Duration { planner.leaseDuration }
+    /// How long a lease lasts (a copy: `planner` is the queue's alone).
+    package let leaseDuration: Duration
 
     /// Runs the first tick now (so a starting node holds and serves its share before it
     /// answers requests), then one every `LeasePlanner.renewalInterval`.
@@ -80,7 +81,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
             tick()
         }
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = planner.renewalInterval
+        let interval = leaseDuration / 3   // `LeasePlanner.renewalInterval`
         timer.schedule(deadline: .now() + Self.dispatch(interval), repeating: Self.dispatch(interval),
                        leeway: .milliseconds(50))
         timer.setEventHandler { [weak self] in self?.tick() }
@@ -118,7 +119,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
     package func routing(of spin: String, forwarded: Bool) -> ClusterRouting {
         let (view, running) = published.withLock { ($0.view, $0.running) }
         return ClusterRouting.decide(spin: spin, now: ContinuousClock.now, serving: running, view: view, node: node,
-                                     leaseDuration: planner.leaseDuration, forwarded: forwarded)
+                                     leaseDuration: leaseDuration, forwarded: forwarded)
     }
 
     /// Whether this node runs `spin` now.

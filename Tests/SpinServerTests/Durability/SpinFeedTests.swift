@@ -114,6 +114,30 @@ import Testing
         subscription.cancel()
     }
 
+    @Test func end_RefusesWhatWasNotDurable_AndClosesEveryStream_NowAndLater() {
+        // A cluster node stops serving the Spin: durable is acknowledged, the rest refused.
+        let feed = Self.makeFeed()
+        let ended = Protected(0)
+        _ = feed.subscribe(since: nil, epoch: nil, start: { _, _ in }, live: { _, _ in },
+                           ended: { ended.withLock { $0 += 1 } })
+        let answers = Protected<[String]>([])
+        feed.applied(Self.transition(1))
+        feed.applied(Self.transition(2))
+        feed.whenDurable(1) { error in answers.withLock { $0.append("1: \(error?.code ?? "ok")") } }
+        feed.whenDurable(2) { error in answers.withLock { $0.append("2: \(error?.code ?? "ok")") } }
+        feed.durable(through: 1)
+        feed.end(.spinUnavailable("counter", retryAfter: 1))
+        #expect(answers.withLock { $0 } == ["1: ok", "2: spin_unavailable"])
+        #expect(ended.withLock { $0 } == 1)
+        // Later waiters and subscribers get the same at once.
+        feed.whenDurable(3) { error in answers.withLock { $0.append("3: \(error?.code ?? "ok")") } }
+        _ = feed.subscribe(since: nil, epoch: nil, start: { _, _ in Issue.record("no snapshot after end") },
+                           live: { _, _ in }, ended: { ended.withLock { $0 += 1 } })
+        #expect(answers.withLock { $0 }.last == "3: spin_unavailable")
+        #expect(ended.withLock { $0 } == 2)
+        #expect(feed.snapshot.sequence == 1)
+    }
+
     @Test func withoutAJournal_AppliedIsDurable() {
         let feed = SpinFeed(name: "counter", retain: 3, immediate: true)
         feed.begin(sequence: 0, state: .null, history: [], epoch: "e")
