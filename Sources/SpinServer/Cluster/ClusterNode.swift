@@ -11,7 +11,14 @@ package final class ClusterNode: Sendable {
     package let node: String
     private let state: Protected<(advertise: String, shared: ClusterStatus?)>
     /// Where requests about a Spin are served; nil: here (a server that shares nothing).
-    private let decide = Protected<(@Sendable (_ spin: String, _ forwarded: Bool) -> ClusterRouting)?>(nil)
+    /// Boxed: a function value read through `Protected`'s `inout` is re-abstracted, and
+    /// each read would wrap it in one more thunk (a chain that grows with every request).
+    private let decide = Protected<Decider?>(nil)
+
+    private final class Decider: Sendable {
+        let decide: @Sendable (_ spin: String, _ forwarded: Bool) -> ClusterRouting
+        init(_ decide: @escaping @Sendable (String, Bool) -> ClusterRouting) { self.decide = decide }
+    }
 
     /// - Parameter advertise: the URL to show until `bind(advertise:)` gives the real
     ///   one (with port 0 the port is known only once the listener is bound).
@@ -53,13 +60,14 @@ package final class ClusterNode: Sendable {
     /// From now on, `routing(of:forwarded:)` answers what `decide` says (the lease loop
     /// sets it once it runs; tests set a fixed one).
     package func route(with decide: @escaping @Sendable (_ spin: String, _ forwarded: Bool) -> ClusterRouting) {
-        self.decide.withLock { $0 = decide }
+        let decider = Decider(decide)
+        self.decide.withLock { $0 = decider }
     }
 
     /// Where a request about `spin` is served: here unless a cluster's lease loop says
     /// otherwise. `forwarded`: another node sent the request on (it is never sent on twice).
     package func routing(of spin: String, forwarded: Bool) -> ClusterRouting {
-        guard let decide = decide.withLock({ $0 }) else { return .local }
-        return decide(spin, forwarded)
+        guard let decider = decide.withLock({ $0 }) else { return .local }
+        return decider.decide(spin, forwarded)
     }
 }
