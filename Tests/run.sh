@@ -18,7 +18,7 @@ else
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("Debian package $pkg")
     done
     # The import names of the packages of Tests/*/requirements.txt.
-    for module in pytest pytest_timeout requests websockets openapi_spec_validator jsonschema h11 selenium schemathesis; do
+    for module in pytest pytest_timeout requests websockets openapi_spec_validator jsonschema h11 selenium schemathesis yaml; do
         python3 -c "import $module" >/dev/null 2>&1 || missing+=("Python module $module")
     done
     [ -f "${AUTOBAHN_HOME:-$PWD/.build/autobahn-py27}/.installed" ] || missing+=("Autobahn|Testsuite (Tests/autobahn/install.sh)")
