@@ -160,40 +160,12 @@ public final class LoopServer: Sendable {
                 feeds.feed(spin.name).begin(sequence: sequence, state: state, history: [], epoch: epoch)
             }
         }
-        // Observed from the first event, before the Spins start: the feed first (it must
-        // hold a transition before the journal can call it durable), then the journal.
-        let metrics = context.metrics
-        let writer = self.journal
-        let logger = self.logger
-        var subscriptions: [SpinSubscription] = []
-        for spin in spins {
-            let name = spin.name
-            let feed = feeds.feed(name)
-            let applied = metrics.spin(name).applied
-            subscriptions.append(spin.observe { transition in
-                feed.applied(transition)
-                writer?.record(spin: name, transition)
-                applied.increment()
-            })
-            subscriptions.append(spin.onSuspensionChange { suspension in
-                Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
-            })
-        }
+        // Observed from the first event, before the Spins start.
+        let subscriptions = spins.flatMap { observe($0, feed: feeds.feed($0.name), journal: journal, markers: markers) }
         if let journal {
             let host = self.host
             let feeds = self.feeds
-            let failing = journal.start(onFailure: { name in
-                // Roll the Spin back to what is durable and hold it; then the journal may
-                // probe the storage.
-                guard let spin = host.spin(named: name) else { return }
-                let feed = feeds.feed(name)
-                spin.hold { feed.rollback() } then: {
-                    feed.rolledBack()
-                    journal.restored(spin: name)
-                }
-            }, onRecovery: { name in
-                host.spin(named: name)?.release()
-            })
+            let failing = startJournaling(journal)
             // A storage that takes no writes at start-up: the Spins wait before running.
             for name in failing {
                 host.spin(named: name)?.hold { feeds.feed(name).rollback() } then: {}
@@ -216,6 +188,45 @@ public final class LoopServer: Sendable {
         return address.port
     }
 
+    /// Sees every event `spin` applies, before it starts: the feed first (it must hold a
+    /// transition before the journal can call it durable), then the journal and the
+    /// metrics; and its suspensions (logged, counted, stored).
+    private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
+                         markers: SuspensionMarker?) -> [SpinSubscription] {
+        let name = spin.name
+        let metrics = context.metrics
+        let applied = metrics.spin(name).applied
+        let logger = self.logger
+        return [
+            spin.observe { transition in
+                feed.applied(transition)
+                journal?.record(spin: name, transition)
+                applied.increment()
+            },
+            spin.onSuspensionChange { suspension in
+                Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
+            },
+        ]
+    }
+
+    /// Starts journaling: a Spin whose writes fail is rolled back to what is durable and
+    /// held, then the journal may probe the storage; once it works the Spin goes on.
+    /// Returns the Spins whose storage fails already (`Journal.start`).
+    private func startJournaling(_ journal: Journal) -> [String] {
+        let host = self.host
+        let feeds = self.feeds
+        return journal.start(onFailure: { name in
+            guard let spin = host.spin(named: name) else { return }
+            let feed = feeds.feed(name)
+            spin.hold { feed.rollback() } then: {
+                feed.rolledBack()
+                journal.restored(spin: name)
+            }
+        }, onRecovery: { name in
+            host.spin(named: name)?.release()
+        })
+    }
+
     /// Starts a cluster node: opens the database, starts the lease loop, and from then on
     /// recovers and runs each Spin when its lease comes to this node (`serve`), stops it
     /// when the lease goes (`retire`). With a configured port the first tick runs before
@@ -232,17 +243,8 @@ public final class LoopServer: Sendable {
             throw LoopServerError.cannotRecover(reason: "\(error)")
         }
         let host = self.host
-        let feeds = self.feeds
-        _ = journal.start(onFailure: { name in
-            guard let spin = host.spin(named: name) else { return }
-            let feed = feeds.feed(name)
-            spin.hold { feed.rollback() } then: {
-                feed.rolledBack()
-                journal.restored(spin: name)
-            }
-        }, onRecovery: { name in
-            host.spin(named: name)?.release()
-        })
+        // No Spin runs yet: those the node will serve start journaled, failing or not.
+        _ = startJournaling(journal)
         let cluster = context.router.cluster
         // No Spin is served here before the lease loop says so.
         cluster.route { _, _ in .unavailable(retryAfterSeconds: 1) }
@@ -307,19 +309,7 @@ public final class LoopServer: Sendable {
         }
         hosted.prepare(feedbackBudget: configuration.limits.feedbackBudget)
         let markers = SuspensionMarker(store: journal.store)
-        let metrics = context.metrics
-        let applied = metrics.spin(spin).applied
-        let logger = self.logger
-        let subscriptions = [
-            hosted.observe { transition in
-                feed.applied(transition)
-                journal.record(spin: spin, transition)
-                applied.increment()
-            },
-            hosted.onSuspensionChange { suspension in
-                Self.suspensionChanged(spin: spin, suspension, metrics: metrics, markers: markers, logger: logger)
-            },
-        ]
+        let subscriptions = observe(hosted, feed: feed, journal: journal, markers: markers)
         clustered.terms.withLock { $0[spin] = subscriptions }
         if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
         hosted.start()

@@ -122,11 +122,6 @@ package final class ClusterCoordinator: @unchecked Sendable {
                                      leaseDuration: leaseDuration, forwarded: forwarded)
     }
 
-    /// Whether this node runs `spin` now.
-    package func isServing(_ spin: String) -> Bool {
-        published.withLock { $0.running.contains(spin) }
-    }
-
     /// The Spins this node runs now.
     package var servingSpins: Set<String> { published.withLock { $0.running } }
 
@@ -157,7 +152,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
     }
 
     private func run(_ actions: [LeasePlanner<ContinuousClock.Instant>.Action]) {
-        let seconds = Double(planner.leaseDuration.components.seconds)
+        let seconds = Double(leaseDuration.components.seconds)
         for action in actions {
             switch action {
             case .heartbeat:
@@ -219,7 +214,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
 
     private func publish() {
         published.withLock { $0.view = view }
-        onStatus(ClusterStatus.shared(view: view, now: .now, leaseDuration: planner.leaseDuration, selfNode: node))
+        onStatus(ClusterStatus.shared(view: view, now: .now, leaseDuration: leaseDuration, selfNode: node))
     }
 
     /// Logs a problem once, and when it clears.
@@ -236,13 +231,12 @@ package final class ClusterCoordinator: @unchecked Sendable {
 
     // MARK: Time
 
+    /// The rows as a view on the local clock; from now on `local` maps by this read.
     private func map(_ rows: ClusterRows, now: ContinuousClock.Instant) -> ClusterView<ContinuousClock.Instant> {
-        let base = rows.now
-        func at(_ date: Date) -> ContinuousClock.Instant { now.advanced(by: Self.duration(seconds: date.timeIntervalSince(base))) }
-        databaseBase = (base, now)
+        databaseBase = (rows.now, now)
         return ClusterView(
-            nodes: rows.nodes.map { .init(name: $0.name, advertise: $0.advertise, heartbeatAt: $0.heartbeatAt.map(at)) },
-            leases: rows.leases.map { .init(spin: $0.spin, node: $0.node, epoch: $0.epoch, expiresAt: at($0.expiresAt)) })
+            nodes: rows.nodes.map { .init(name: $0.name, advertise: $0.advertise, heartbeatAt: $0.heartbeatAt.map(local)) },
+            leases: rows.leases.map { .init(spin: $0.spin, node: $0.node, epoch: $0.epoch, expiresAt: local($0.expiresAt)) })
     }
 
     /// The database's time and the local instant of the last read.
