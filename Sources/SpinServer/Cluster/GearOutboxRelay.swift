@@ -34,6 +34,8 @@ package final class GearOutboxRelay: @unchecked Sendable {
     /// The outbox position read up to (`reader` only).
     private var position: Int64 = 0
     private var lastProblem: String?
+    /// Marks what this relay delivers from the outbox, so that it is not published again.
+    private let injecting = GearCrossing()
 
     package init(node: String, store: any ClusterStore, gears: [any HostedGear], logger: Logger) {
         self.node = node
@@ -49,7 +51,7 @@ package final class GearOutboxRelay: @unchecked Sendable {
         for gear in gears {
             let name = gear.name
             subscriptions.append(gear.observe { [self] traffic in
-                guard !Self.injecting else { return }
+                guard !injecting.isActive else { return }
                 let payload = JSONValue.object([("from", traffic.from.map(JSONValue.string) ?? .null),
                                                 ("event", traffic.event)]).bytes
                 writer.async { [self] in publish(gear: name, payload: payload) }
@@ -119,18 +121,6 @@ package final class GearOutboxRelay: @unchecked Sendable {
             return
         }
         let source = document["from"] as? String
-        Self.inject { _ = gear.inject(json: Array(json), from: source) }
-    }
-
-    // MARK: Not publishing what came from the outbox
-
-    private static let key = "spin.gearOutboxRelay.injecting"
-
-    private static var injecting: Bool { Thread.current.threadDictionary[key] != nil }
-
-    private static func inject(_ body: () -> Void) {
-        Thread.current.threadDictionary[key] = true
-        defer { Thread.current.threadDictionary[key] = nil }
-        body()
+        injecting.run { _ = gear.inject(json: Array(json), from: source) }
     }
 }

@@ -17,7 +17,7 @@ import SpinMachines
 enum GearBridge {
     /// Connects `typed` to `json`.
     static func connect<Typed: Codable & Sendable>(_ typed: Gear<Typed>, to json: Gear<MachineEvent>) {
-        let crossing = Crossing()
+        let crossing = GearCrossing()
         _ = typed.observe { [weak json] delivery in
             guard let json, !crossing.isActive, let event = recode(delivery.event, as: MachineEvent.self) else { return }
             crossing.run { json.propagate(event, from: delivery.source) }
@@ -33,21 +33,24 @@ enum GearBridge {
         guard let data = try? JSONEncoder().encode(value) else { return nil }
         return try? JSONDecoder().decode(Target.self, from: data)
     }
+}
 
-    /// Marks the thread while one bridge propagates an event to its other side: Gear
-    /// delivery is synchronous, so that bridge's own handler there sees the event on the
-    /// same thread, inside `run`, and leaves it. Other bridges on the same JSON bus are
-    /// not marked: an event goes from one typed Gear through the bus to every other.
-    private final class Crossing: Sendable {
-        private var key: String { "spin.gearBridge.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
+/// Marks the thread while an event is propagated on a Gear by someone who must not see
+/// it come back: Gear delivery is synchronous, so that one's own handler sees the event on
+/// the same thread, inside `run`, and leaves it. Each instance is its own mark: a
+/// `GearBridge` uses one per bridge (other bridges on the same JSON bus are not marked:
+/// an event goes from one typed Gear through the bus to every other), the
+/// `GearOutboxRelay` one for what it delivers from other nodes.
+final class GearCrossing: Sendable {
+    private var key: String { "spin.gearCrossing.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
 
-        var isActive: Bool { Thread.current.threadDictionary[key] != nil }
+    /// True inside `run` of this mark, on this thread.
+    var isActive: Bool { Thread.current.threadDictionary[key] != nil }
 
-        func run(_ body: () -> Void) {
-            let key = self.key
-            Thread.current.threadDictionary[key] = true
-            defer { Thread.current.threadDictionary[key] = nil }
-            body()
-        }
+    func run(_ body: () -> Void) {
+        let key = self.key
+        Thread.current.threadDictionary[key] = true
+        defer { Thread.current.threadDictionary[key] = nil }
+        body()
     }
 }
