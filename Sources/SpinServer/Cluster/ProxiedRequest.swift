@@ -29,10 +29,8 @@ package struct ProxiedRequest: Sendable, Equatable {
     /// The forwarded form of `request`, sent by `node` to `owner`.
     package init(_ request: HTTPRequest, to owner: AdvertiseURL, from node: String) {
         let webSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
-        let named = Set(request.headers.values(for: "Connection").flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingWhitespace().lowercased() })
-        let dropped: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-                                    "upgrade", "host", "content-length", "via", Self.forwardedByHeader.lowercased()]
+        let named = Self.namedInConnection(request.headers.values(for: "Connection"))
+        let dropped = Self.hopByHop.union(["host", "content-length", "via", Self.forwardedByHeader.lowercased()])
         var head = "\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1\r\n"
         head += "Host: \(request.headers["Host"] ?? owner.hostHeader)\r\n"
         for field in request.headers {
@@ -54,6 +52,16 @@ package struct ProxiedRequest: Sendable, Equatable {
         head += "\r\n"
         self.owner = owner
         bytes = Array(head.utf8) + request.body
+    }
+
+    /// The hop-by-hop fields of RFC 9110 §7.6.1 (lower case), which a relay never passes
+    /// on, in either direction; with those `Connection` names (`namedInConnection`).
+    static let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer",
+                                        "transfer-encoding", "upgrade"]
+
+    /// The field names the `Connection` values list (lower case): hop-by-hop too.
+    static func namedInConnection<Values: Sequence<String>>(_ values: Values) -> Set<String> {
+        Set(values.flatMap { $0.split(separator: ",") }.map { $0.trimmingWhitespace().lowercased() })
     }
 
     /// `/path?query` as received, also when the client sent the absolute form.

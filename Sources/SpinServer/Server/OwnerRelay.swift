@@ -368,30 +368,19 @@ struct OwnerResponseHead: Equatable {
         lhs.statusLine == rhs.statusLine && lhs.fields.elementsEqual(rhs.fields, by: { $0 == $1 })
     }
 
-    /// Fields a relay never passes on (RFC 9110 §7.6.1), plus the framing it redoes.
-    private static let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer",
-                                                "transfer-encoding", "upgrade", "content-length"]
+    /// Fields a relay never passes on, plus the framing it redoes.
+    private static let dropped = ProxiedRequest.hopByHop.union(["content-length"])
 
     /// The head at the start of `bytes` and its length with the blank line; nil while
     /// incomplete; a failure when it is not a response head or is longer than `limit`.
-    static func parse(_ bytes: [UInt8], limit: Int) -> Result<(OwnerResponseHead, Int), HeadError>? {
-        guard let end = endOfHead(bytes) else { return bytes.count > limit ? .failure(HeadError()) : nil }
-        guard end <= limit else { return .failure(HeadError()) }
-        let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines.first.map(String.init) ?? ""
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]) else {
-            return .failure(HeadError())
+    static func parse(_ bytes: [UInt8], limit: Int) -> Result<(OwnerResponseHead, Int), HTTPReceivedResponseHead.Malformed>? {
+        do {
+            guard let (head, length) = try HTTPReceivedResponseHead.parse(bytes, limit: limit) else { return nil }
+            return .success((OwnerResponseHead(statusLine: head.statusLine, status: head.status, fields: head.fields), length))
+        } catch {
+            return .failure(error)
         }
-        var fields: [(name: String, value: String)] = []
-        for line in lines.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return .failure(HeadError()) }
-            fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingWhitespace()))
-        }
-        return .success((OwnerResponseHead(statusLine: statusLine, status: status, fields: fields), end + 4))
     }
-
-    struct HeadError: Error {}
 
     /// The first value of `name`.
     func field(_ name: String) -> String? {
@@ -413,11 +402,10 @@ struct OwnerResponseHead: Equatable {
             for field in fields { head += "\(field.name): \(field.value)\r\n" }
             return Array((head + "\r\n").utf8)
         }
-        let named = Set(fields.filter { $0.name.lowercased() == "connection" }
-            .flatMap { $0.value.split(separator: ",") }.map { $0.trimmingWhitespace().lowercased() })
+        let named = ProxiedRequest.namedInConnection(fields.filter { $0.name.lowercased() == "connection" }.map(\.value))
         for field in fields {
             let name = field.name.lowercased()
-            guard !Self.hopByHop.contains(name), !named.contains(name) else { continue }
+            guard !Self.dropped.contains(name), !named.contains(name) else { continue }
             head += "\(field.name): \(field.value)\r\n"
         }
         switch mode {
@@ -434,8 +422,4 @@ struct OwnerResponseHead: Equatable {
     }
 
     typealias Mode = OwnerRelay.Mode
-
-    private static func endOfHead(_ bytes: [UInt8]) -> Int? {
-        bytes.firstRange(of: [13, 10, 13, 10])?.lowerBound
-    }
 }

@@ -1,0 +1,54 @@
+/// The head of an HTTP/1.1 response as a client receives it (RFC 9112 §4, §5): the status
+/// line as sent, the status, and the header fields in order with their names as sent.
+/// Pure: `SpinClient` reads its WebSocket upgrade's answer with it, and a cluster node
+/// the answer of the node it relays a request to.
+package struct HTTPReceivedResponseHead: Sendable {
+    /// The status line, without its CRLF.
+    package var statusLine: String
+    /// The status code, 100 to 599.
+    package var status: Int
+    /// The header fields, in order; values without surrounding whitespace.
+    package var fields: [(name: String, value: String)]
+
+    /// Why bytes are not a response head.
+    package struct Malformed: Error, Sendable {
+        /// The status, when the status line was read.
+        package var status: Int
+        package var detail: String
+    }
+
+    /// The first value of header `name` (ASCII case-insensitive).
+    package func field(_ name: String) -> String? {
+        let name = name.lowercased()
+        return fields.first { $0.name.lowercased() == name }?.value
+    }
+
+    /// The head at the start of `bytes` and its length with the blank line, or nil while
+    /// it has not all arrived. Throws when the bytes are not a response head (RFC 9112
+    /// §4: `HTTP/1.x`, a three-digit status; §5: every field line has a name and a colon)
+    /// or the head is longer than `limit` bytes.
+    package static func parse(_ bytes: [UInt8], limit: Int) throws(Malformed) -> (head: Self, length: Int)? {
+        guard let end = bytes.firstRange(of: [13, 10, 13, 10])?.lowerBound else {
+            guard bytes.count <= limit else { throw Malformed(status: 0, detail: "response head too long") }
+            return nil
+        }
+        guard end <= limit else { throw Malformed(status: 0, detail: "response head too long") }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.first.map(String.init) ?? ""
+        // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ]
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]),
+              (100...599).contains(status) else {
+            throw Malformed(status: 0, detail: "not an HTTP/1.1 status line: \(statusLine)")
+        }
+        var fields: [(name: String, value: String)] = []
+        for line in lines.dropFirst() where !line.isEmpty {
+            // RFC 9112 §5: field-line = field-name ":" OWS field-value OWS
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                throw Malformed(status: status, detail: "malformed header line: \(line)")
+            }
+            fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingWhitespace()))
+        }
+        return (Self(statusLine: statusLine, status: status, fields: fields), end + 4)
+    }
+}
