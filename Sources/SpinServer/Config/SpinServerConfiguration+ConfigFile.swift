@@ -93,7 +93,7 @@ extension SpinServerConfiguration.Builder {
             if let value = storage["onCorruption"], value != .null {
                 let text = try reader.string(value, at: "storage.onCorruption")
                 guard let choice = Storage.OnCorruption(rawValue: text) else {
-                    throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse or truncate)")
+                    throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse, truncate or isolate)")
                 }
                 configuration.storage.onCorruption = choice
             }
