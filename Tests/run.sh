@@ -72,6 +72,12 @@ if BENCH_BUILD=debug Benchmarks/run --smoke >"$log" 2>&1; then
 else
     failed=$((failed + 1)); tail -n 60 "$log"
 fi
+echo "=== pinned benchmark smoke (Benchmarks/pinned --smoke: server and wrk on separate CPUs)"
+if Benchmarks/pinned --smoke >"$log" 2>&1; then
+    passed=$((passed + 1)); grep -E '^\|' "$log"
+else
+    failed=$((failed + 1)); tail -n 60 "$log"
+fi
 
 echo "=== Autobahn|Testsuite (WebSocket conformance, Tests/autobahn)"
 bash Tests/autobahn/run.sh 2>&1 | tee "$log" | grep -E '^autobahn: ' || true
