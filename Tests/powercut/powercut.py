@@ -8,9 +8,10 @@ events to `counter` and `levels` and note every acknowledged sequence, the serve
 SIGKILLed at a random moment, and the directory is replaced by what was durable: a
 file's bytes once it was fsynced, a name (create, rename, unlink, mkdir) once its
 directory was fsynced. `--torn` also lets a random subset of each file's unsynced
-512-byte sectors through, in any order. Then the server starts normally, and must
-answer /readyz 200 with every acknowledged event there (for `none`, losses are counted
-but allowed; starting is not optional).
+512-byte sectors through, in any order, and a random prefix of the unsynced name
+changes. Then the server starts normally, and must answer /readyz 200 with every
+acknowledged event there (for `none`, losses are counted but allowed; starting is not
+optional).
 
     python3 Tests/powercut/powercut.py --fsync batch --torn --cuts 30
 """
@@ -146,6 +147,12 @@ def restore(root: Path, baseline: Path, log: Path, rng: random.Random | None) ->
         volatile[path] = durable[path] = DIRECTORY
         for name in files:
             volatile[f"{path}/{name}"] = durable[f"{path}/{name}"] = File(Path(directory, name).read_bytes())
+    def name_change(_index: int, change: str, name: str, target: object) -> None:
+        if change == "link":
+            durable[name] = target
+        else:
+            durable.pop(name, None)
+
     records = read_log(log)
     for index, (op, ino, offset, length, upto, path, second, data) in enumerate(records):
         if op == "C":
@@ -161,11 +168,7 @@ def restore(root: Path, baseline: Path, log: Path, rng: random.Random | None) ->
         elif op == "D":
             queue = pending[path]
             while queue and queue[0][0] < upto:
-                _, change, name, target = queue.popleft()
-                if change == "link":
-                    durable[name] = target
-                else:
-                    durable.pop(name, None)
+                name_change(*queue.popleft())
         elif op == "R":
             moved = volatile.pop(path)
             volatile[second] = moved
@@ -177,6 +180,12 @@ def restore(root: Path, baseline: Path, log: Path, rng: random.Random | None) ->
         elif op == "M":
             volatile[path] = DIRECTORY
             pending[parent(path)].append((index, "link", path, DIRECTORY))
+    if rng is not None:
+        # A journaling file system commits name changes in order: a random prefix of
+        # those not synced may have reached the disk too.
+        unsynced = sorted((change for queue in pending.values() for change in queue), key=lambda change: change[0])
+        for change in unsynced[:rng.randint(0, len(unsynced))]:
+            name_change(*change)
 
     def reachable(path: str) -> bool:
         while path != top:
