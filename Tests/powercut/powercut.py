@@ -330,14 +330,16 @@ class Summary:
     cuts: int = 0
     acknowledged: int = 0
     lost: int = 0
+    cuts_with_loss: int = 0
     starts: int = 0
     failures: list[str] = field(default_factory=list)
     torn_files: int = 0
 
     def line(self) -> str:
         return (f"fsync={self.fsync}{' torn' if self.torn else ''}: {self.cuts} cuts, {self.acknowledged} events "
-                f"acknowledged, {self.lost} lost, {self.starts}/{self.cuts} starts, "
-                f"{self.torn_files} files with torn sectors, {len(self.failures)} failures")
+                f"acknowledged, {self.cuts_with_loss} cuts lost some ({self.lost} sequences), "
+                f"{self.starts}/{self.cuts} starts, {self.torn_files} files with torn sectors, "
+                f"{len(self.failures)} failures")
 
 
 def prepare(workdir: Path, fsync: str) -> None:
@@ -362,7 +364,8 @@ def environment(extra: dict | None = None) -> dict:
 
 def run(binary: Path, workdir: Path, *, fsync: str, torn: bool, cuts: int, clients: int = 4, seed: int = 1,
         fresh_every: int = 3, load_seconds: tuple[float, float] = (0.3, 1.5), say=print) -> Summary:
-    """`cuts` power cuts; see the module's documentation."""
+    """`cuts` power cuts; see the module's documentation. `lost` counts sequences (the
+    clients' events and the feedbacks') between the highest acknowledged and the recovered."""
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     library = build_layer(workdir / "layer")
@@ -415,6 +418,7 @@ def run(binary: Path, workdir: Path, *, fsync: str, torn: bool, cuts: int, clien
             continue
         summary.starts += 1
         http = session()
+        lost_before = summary.lost
         for spin, sequence in sorted(acknowledged.items()):
             found = http.get(f"{again.url}/v1/spins/{spin}", timeout=5).json()
             recovered = found["sequence"]
@@ -430,6 +434,7 @@ def run(binary: Path, workdir: Path, *, fsync: str, torn: bool, cuts: int, clien
                 summary.failures.append(f"cut {cut}: counter at sequence {recovered} has value {state['value']}")
             if spin == "levels" and not (isinstance(state.get("left"), int) and isinstance(state.get("right"), int)):
                 summary.failures.append(f"cut {cut}: levels has no readable state: {found}")
+        summary.cuts_with_loss += summary.lost > lost_before
         code = again.stop()
         if code != 0:
             summary.failures.append(f"cut {cut}: the restarted server exited with {code}: {again.log_tail()}")
