@@ -12,13 +12,14 @@
 ///
 /// What decoding stops at is either a **torn tail** (the process or machine died in the
 /// middle of an append: everything from the bad record to the end of the file is one
-/// unfinished write) or **corruption** (a bad record with intact data after it: a flipped
-/// bit, a bad sector, a file edited by hand). Only a torn tail may be cut without asking:
-/// cutting at corruption would silently drop acknowledged events after it.
+/// unfinished write) or **corruption** (a bad record with an intact record after it: a
+/// flipped bit, a bad sector, a file edited by hand). Only a torn tail may be cut without
+/// asking: cutting at corruption would silently drop acknowledged events after it. How
+/// the two are told apart is `classify` (JournalRecord+Damage.swift).
 package enum JournalRecord {
     /// Records larger than this are garbage, not events (bodies are limited to a few MiB).
     static let maximumLength = 64 << 20
-    private static let continuesFlag: UInt32 = 1 << 31
+    static let continuesFlag: UInt32 = 1 << 31
 
     /// One record. `continues`: another record of the same batch follows it.
     package static func encode(sequence: UInt64, payload: [UInt8], continues: Bool = false) -> [UInt8] {
@@ -95,35 +96,33 @@ package enum JournalRecord {
         var batch: [Record] = []
         var batchStart = 0
         var damage: Damage?
+        /// What the bytes from `offset` on are: a torn tail unless an intact record follows
+        /// (see `classify`).
+        func damaged(_ reason: String) -> Damage {
+            let last = batch.last?.sequence ?? records.last?.sequence
+            return Damage(kind: classify(bytes, damageAt: offset, after: last), offset: offset,
+                          reason: reason, bytesAfter: bytes.count - offset)
+        }
         while offset < bytes.count {
             let remaining = bytes.count - offset
             guard remaining >= 16 else {
-                damage = Damage(kind: .tornTail, offset: offset, reason: "an incomplete record header", bytesAfter: remaining)
+                damage = damaged("an incomplete record header")
                 break
             }
             let header = readUInt32(bytes, at: offset)
             let length = Int(header & ~continuesFlag)
             let crc = readUInt32(bytes, at: offset + 4)
             guard length >= 8, length <= maximumLength else {
-                // A header that was never written whole reads as zeros or garbage up to the
-                // end; anything else after it means the header itself was damaged.
-                let onlyZerosAfter = bytes[(offset + 8)...].allSatisfy { $0 == 0 }
-                damage = Damage(kind: onlyZerosAfter ? .tornTail : .corruption, offset: offset,
-                                reason: "an impossible record length \(length)", bytesAfter: remaining)
+                damage = damaged("an impossible record length \(length)")
                 break
             }
             guard remaining - 8 >= length else {
-                damage = Damage(kind: .tornTail, offset: offset, reason: "a record cut short", bytesAfter: remaining)
+                damage = damaged("a record cut short")
                 break
             }
             let body = bytes[(offset + 8)..<(offset + 8 + length)]
             guard CRC32.checksum(body) == crc else {
-                // The last record of the file (or followed only by the zeros a file system
-                // may leave after a crash), checksum wrong: its write did not finish. With
-                // data after it, it is damage in the middle.
-                let isLast = bytes[(offset + 8 + length)...].allSatisfy { $0 == 0 }
-                damage = Damage(kind: isLast ? .tornTail : .corruption, offset: offset,
-                                reason: "a record whose checksum does not match", bytesAfter: remaining)
+                damage = damaged("a record whose checksum does not match")
                 break
             }
             var sequence: UInt64 = 0
@@ -149,7 +148,7 @@ package enum JournalRecord {
         return Decoded(records: records, validLength: validLength, damage: damage)
     }
 
-    private static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * UInt32($1)) }
     }
 }

@@ -110,6 +110,31 @@ import Testing
         again.close()
     }
 
+    @Test func aPowerCutTail_ZerosThenWholeRecords_IsCut_WithoutAsking() throws {
+        // Synced: records 1-3. Unsynced and torn: the sector after them never reached the
+        // disk (zeros), the next one did, with whole records of the unacknowledged tail.
+        let directory = Self.temporaryDirectory()
+        let (store, _) = try Self.make(directory)
+        try store.append((1...3).map { Self.record($0) }, spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        store.close()
+        let path = directory + "/counter.journal"
+        let synced = Array(try #require(FileManager.default.contents(atPath: path)))
+        let tail = (4...40).flatMap { JournalRecord.encode(sequence: $0, payload: Self.record($0).payload) }
+        var disk = synced + tail
+        for offset in synced.count..<512 { disk[offset] = 0 }
+        try Data(disk).write(to: URL(fileURLWithPath: path))
+
+        let again = FileSpinStore(directory: directory)
+        _ = try again.open()
+        let stored = try again.read(spin: "counter", repair: false)
+        #expect(stored.records.map(\.sequence) == [1, 2, 3])
+        #expect(stored.damage?.kind == .tornTail)
+        try again.startJournal(spin: "counter", cuttingAt: stored.damage)
+        #expect(Array(try #require(FileManager.default.contents(atPath: path))) == synced)
+        again.close()
+    }
+
     @Test func compaction_ReplacesTheSnapshotAndTheJournal() throws {
         let directory = Self.temporaryDirectory()
         let (store, _) = try Self.make(directory)

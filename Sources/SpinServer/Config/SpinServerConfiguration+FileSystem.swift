@@ -1,4 +1,5 @@
 import Foundation
+import SpinStorage
 
 extension SpinServerConfiguration {
     // MARK: - Reading the real file system
@@ -21,18 +22,18 @@ extension SpinServerConfiguration {
         }
     }
 
-    /// Creates `path` and its parents if missing, then checks that it is a writable
-    /// directory.
+    /// Creates `path` and its parents if missing, each synced into its parent so that it
+    /// survives a power cut (`DurableFiles.createDirectories`), then checks that it is a
+    /// writable directory.
     public static func createWritableDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw FileProblem(message: "it exists and is not a directory") }
         } else {
-            var prefix = path.hasPrefix("/") ? "/" : ""
-            for component in path.split(separator: "/") {
-                prefix += component
-                if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw FileProblem(errno: errno) }
-                prefix += "/"
+            do {
+                try DurableFiles.createDirectories(path)
+            } catch {
+                throw FileProblem(message: "\(error)")
             }
         }
         guard access(path, W_OK | X_OK) == 0 else { throw FileProblem(errno: errno) }

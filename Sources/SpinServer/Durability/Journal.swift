@@ -173,7 +173,8 @@ package final class Journal: @unchecked Sendable {
             if let damage = stored.damage {
                 switch damage.kind {
                 case .tornTail:
-                    logger.warning("journal of \(name): cut a torn tail: \(damage)")
+                    // Never acknowledged (what was synced decodes): the crash cut a write short.
+                    logger.warning("journal of \(name) (\(store.journalName(of: name))): cut a torn tail: \(damage)")
                 case .corruption:
                     logger.error("journal of \(name): REPAIRED by cutting at byte \(damage.offset): \(damage); every event after it is lost")
                     epochChanges = true

@@ -71,7 +71,7 @@ package enum DurableFiles {
         try file.append(bytes)
         try file.sync()
         guard rename(temporary, path) == 0 else { throw FileError(path: path, call: "rename", errno: errno) }
-        syncDirectory(of: path)
+        try fsyncDirectory(directory(of: path))
     }
 
     /// The whole content of `path`, or nil when it does not exist.
@@ -101,7 +101,7 @@ extension DurableFiles {
     /// removal survives a crash.
     package static func remove(_ path: String) throws(FileError) {
         guard unlink(path) == 0 || errno == ENOENT else { throw FileError(path: path, call: "unlink", errno: errno) }
-        syncDirectory(of: path)
+        try fsyncDirectory(directory(of: path))
     }
 
     /// Whether `path` exists.
@@ -121,12 +121,35 @@ extension DurableFiles {
         try file.sync()
     }
 
-    static func syncDirectory(of path: String) {
-        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
-        let dirFD = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirFD >= 0 {
-            _ = fsync(dirFD)
-            close(dirFD)
+    /// The directory `path` is in.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// Makes the names created, renamed or removed in the directory `path` durable
+    /// (`fsync` on the directory): a file's own sync does not make its name survive a
+    /// power cut. A file system that cannot sync directories (`EINVAL`) is taken at its word.
+    package static func fsyncDirectory(_ path: String) throws(FileError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError(path: path, call: "open", errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 || errno == EINVAL else { throw FileError(path: path, call: "fsync", errno: errno) }
+    }
+
+    /// Creates the directory `path` and each missing parent (0755), syncing each one
+    /// created into its parent (`fsyncDirectory`), so that none vanishes at a power cut
+    /// with the files in it. Existing directories are left as they are.
+    package static func createDirectories(_ path: String) throws(FileError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            prefix += component
+            if mkdir(prefix, 0o755) == 0 {
+                try fsyncDirectory(directory(of: prefix))
+            } else if errno != EEXIST {
+                throw FileError(path: prefix, call: "mkdir", errno: errno)
+            }
+            prefix += "/"
         }
     }
 }

@@ -15,7 +15,9 @@ import Foundation
 ///
 /// Durability: `commit(sync: true)` is `fdatasync`; snapshots, epochs and compacted
 /// journals are written beside the old file, synced and renamed over it
-/// (`DurableFiles.replace`).
+/// (`DurableFiles.replace`). Every name created, renamed or removed (and every directory
+/// created) is synced into its directory before anything that depends on it is
+/// acknowledged (`DurableFiles.fsyncDirectory`).
 package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // The journals and the lock are confined to the host journal's serial queue (or to
     // start-up, before any Spin runs); the suspension methods touch only their own files.
@@ -60,9 +62,10 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     // MARK: Opening and recovery
 
-    /// Creates the directory if missing, takes its lock and tells whether `.clean` was there.
+    /// Creates the directory if missing (each level synced into its parent), takes its
+    /// lock and tells whether `.clean` was there.
     package func open() throws -> Bool {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try DurableFiles.createDirectories(directory)
         do {
             lock = try DirectoryLock(directory: directory)
         } catch {
@@ -89,12 +92,15 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
                           epoch: epoch, damage: decoded.damage)
     }
 
+    /// The journal's name is synced into the directory (it may have just been created):
+    /// syncing its records later would not make a name that vanished survive.
     package func startJournal(spin: String, cuttingAt damage: JournalRecord.Damage?) throws {
         let file = try AppendOnlyFile(path: journalPath(spin))
         if let damage {
             try file.truncate(to: damage.offset)
             try file.sync()
         }
+        try DurableFiles.fsyncDirectory(directory)
         journals[spin] = JournalFile(file: file, length: try file.size())
     }
 
@@ -220,6 +226,6 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     }
 
     package func removeSuspension(of spin: String) {
-        _ = unlink(suspensionPath(spin))
+        try? DurableFiles.remove(suspensionPath(spin))
     }
 }
