@@ -361,11 +361,29 @@ package final class Journal: @unchecked Sendable {
     private func fail(_ journal: SpinJournal, _ error: any Error) {
         guard journal.health == .healthy else { return }
         logger.critical("journal of \(journal.name): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence) and waits until storage works")
+        fail(journal, refusing: .storageUnavailable(spin: journal.name, "\(error)"))
+    }
+
+    /// A transition of `spin` did not encode (`HostedSpin.observe`; the Spin suspended
+    /// itself): what it recorded before is written, then the journal goes back to what is
+    /// durable as for a failed write, every acknowledgement waiting gets `error`, and the
+    /// host rolls the Spin back. The probe finds the storage working and journaling goes
+    /// on; the Spin stays suspended until resumed.
+    package func fail(spin: String, _ error: APIError) {
+        queue.async { [self] in
+            writeIncoming()
+            guard let journal = spins[spin], journal.health == .healthy else { return }
+            logger.error("journal of \(spin): \(error.message); the Spin goes back to sequence \(journal.feed.snapshot.sequence)")
+            fail(journal, refusing: error)
+        }
+    }
+
+    private func fail(_ journal: SpinJournal, refusing error: APIError) {
         journal.health = .failing(restored: false)
         journal.batch.removeAll()
         journal.complete = 0
         journal.unsynced = false
-        journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"))
+        journal.feed.fail(error)
         store.discardUncommitted(spin: journal.name)
         journal.written = journal.feed.snapshot.sequence
         let name = journal.name
