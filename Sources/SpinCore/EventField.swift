@@ -6,7 +6,7 @@
 /// .field("title", .string(minLength: 1))      // a String, not empty
 /// .field("id")                                // an Int, any (the type's own schema)
 /// .field("note", .string())                   // a String?: may be absent or null
-/// .field("item", .object([...]), sample: item) // any Codable type: give a sample value
+/// .field("item", JSONSchema.object([...]), sample: item) // any Codable type, with a sample
 /// ```
 public struct EventField<Value: Codable & Sendable>: Sendable {
     /// The member's name.
@@ -24,6 +24,9 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
     /// Sample values for the round-trip check; the argument is the field's position, so
     /// that two fields of one type get different values (a swap shows).
     let samples: @Sendable (_ position: Int) -> [Value]
+    /// Whether a value that decoded always encodes again: its decoding checks what its
+    /// encoding checks (true for an `EventFieldValue`).
+    let decodedValuesEncode: Bool
 
     /// A field of a type that knows its schema (`Int`, `String`, `Bool`, `Double`, their
     /// optionals and arrays). `schema` defaults to the type's own.
@@ -31,7 +34,7 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
         let schema = schema ?? Value.defaultSchema
         return EventField(name: name, schema: schema, kind: Value.kind, check: Value.checker(for: schema),
                           absent: Value.absent, isAbsent: { $0.isAbsent },
-                          samples: { Value.samples(for: schema, position: $0) })
+                          samples: { Value.samples(for: schema, position: $0) }, decodedValuesEncode: true)
     }
 
     /// A field of any `Codable` type, required: `schema` is published as it is (decoding
@@ -39,7 +42,7 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
     /// round-trip check.
     public static func field(_ name: String, _ schema: JSONSchema, sample: Value) -> EventField {
         EventField(name: name, schema: schema, kind: "a value of type \(Value.self)", check: { _ in nil },
-                   absent: nil, isAbsent: { _ in false }, samples: { _ in [sample] })
+                   absent: nil, isAbsent: { _ in false }, samples: { _ in [sample] }, decodedValuesEncode: false)
     }
 
     var listing: EventFieldListing {

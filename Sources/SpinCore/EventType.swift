@@ -13,6 +13,8 @@ public struct EventType<Event>: Sendable {
     let extracts: @Sendable (Event) -> Bool
     /// Events made from sample field values (for the round-trip check).
     let samples: @Sendable () -> [Event]
+    /// Whether every field's decoded values encode again (see `EventTypes`).
+    let decodedEventsEncode: Bool
 
     /// A case with fields: `embed` makes it from the fields' values (the case itself,
     /// `Event.set`), `extract` takes them back out of it, nil for any other case.
@@ -30,6 +32,8 @@ public struct EventType<Event>: Sendable {
         let fields = (repeat each fields)
         var listed: [EventFieldListing] = []
         repeat listed.append((each fields).listing)
+        var decodedEventsEncode = true
+        repeat decodedEventsEncode = decodedEventsEncode && (each fields).decodedValuesEncode
         return EventType(
             name: name, fields: listed,
             decode: { container, path in
@@ -52,7 +56,7 @@ public struct EventType<Event>: Sendable {
                     }
                     return embed(repeat value(each fields))
                 }
-            })
+            }, decodedEventsEncode: decodedEventsEncode)
     }
 
     /// A case without associated values, named by itself: `.type(.cleanup)` is
@@ -75,19 +79,21 @@ public struct EventType<Event>: Sendable {
                       try container.encode(name, forKey: .type)
                       return true
                   },
-                  extracts: matches, samples: { [event] })
+                  extracts: matches, samples: { [event] }, decodedEventsEncode: true)
     }
 
     private init(name: String, fields: [EventFieldListing],
                  decode: @escaping @Sendable (KeyedDecodingContainer<EventKey>, [any CodingKey]) throws -> Event,
                  encode: @escaping @Sendable (Event, inout KeyedEncodingContainer<EventKey>, [any CodingKey]) throws -> Bool,
-                 extracts: @escaping @Sendable (Event) -> Bool, samples: @escaping @Sendable () -> [Event]) {
+                 extracts: @escaping @Sendable (Event) -> Bool, samples: @escaping @Sendable () -> [Event],
+                 decodedEventsEncode: Bool) {
         self.name = name
         self.fields = fields
         self.decode = decode
         self.encode = encode
         self.extracts = extracts
         self.samples = samples
+        self.decodedEventsEncode = decodedEventsEncode
     }
 
     /// The JSON Schema of this type's events: `type` is `name`, then the fields; all

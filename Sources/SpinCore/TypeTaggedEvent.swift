@@ -56,6 +56,11 @@ public struct EventTypes<Event>: Sendable, ExpressibleByArrayLiteral {
     public let entries: [EventType<Event>]
     /// The index of each `type`'s first entry.
     private let index: [String: Int]
+    /// True when every field is of a type whose decoding checks what its encoding checks
+    /// (an `EventFieldValue`): then an event that decoded encodes again, as long as each
+    /// entry's extract gives back what its case holds (what the round-trip check
+    /// samples). A server then does not encode a client's events before applying them.
+    public let decodedEventsEncode: Bool
 
     /// The table of `entries`.
     public init(_ entries: [EventType<Event>]) {
@@ -63,6 +68,7 @@ public struct EventTypes<Event>: Sendable, ExpressibleByArrayLiteral {
         var index: [String: Int] = [:]
         for (offset, entry) in entries.enumerated() where index[entry.name] == nil { index[entry.name] = offset }
         self.index = index
+        self.decodedEventsEncode = entries.allSatisfy(\.decodedEventsEncode)
     }
 
     public init(arrayLiteral entries: EventType<Event>...) {
@@ -112,6 +118,9 @@ public struct EventTypes<Event>: Sendable, ExpressibleByArrayLiteral {
 extension TypeTaggedEvent {
     /// One object schema per entry of `eventTypes`, in order (`oneOf`).
     public static var jsonSchema: JSONSchema { eventTypes.jsonSchema }
+
+    /// `eventTypes.decodedEventsEncode`.
+    public static var decodedEventsEncode: Bool { eventTypes.decodedEventsEncode }
 
     /// Reads `type`, then the fields of that case through its `eventTypes` entry.
     public init(from decoder: any Decoder) throws {

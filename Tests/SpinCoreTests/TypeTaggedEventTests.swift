@@ -26,6 +26,23 @@ private enum Light: String, TypeTaggedEvent, CaseIterable, Equatable, Sendable {
     case on, off
 }
 
+/// A field of a type of its own: published with the schema given, checked by its type's
+/// own decoding.
+private enum Drawing: TypeTaggedEvent, Equatable, Sendable {
+    struct Point: Codable, Equatable, Sendable {
+        var x: Int
+        var y: Int
+    }
+
+    case move(to: Point)
+
+    static let eventTypes: EventTypes<Drawing> = [
+        .type("move", Drawing.move, .field("to", JSONSchema.object(["x": .integer(), "y": .integer()]), sample: Point(x: 1, y: 2))) {
+            if case .move(let point) = $0 { point } else { nil }
+        },
+    ]
+}
+
 /// A case missing from `eventTypes`.
 private enum Unlisted: TypeTaggedEvent, Equatable, Sendable {
     case listed
@@ -161,6 +178,14 @@ enum Mislabeled: TypeTaggedEvent, Equatable, Sendable {
                                       decode: { try JSONDecoder().decode(TodoEvent.self, from: Data($0)) })
         try Light.checkEventTypes(encode: { try Self.bytes($0) },
                                   decode: { try JSONDecoder().decode(Light.self, from: Data($0)) })
+    }
+
+    @Test func aFieldOfAnyCodableType_RoundTrips_ButIsNotTakenToEncodeWhateverDecodes() throws {
+        try Drawing.checkEventTypes(encode: { try Self.bytes($0) },
+                                    decode: { try JSONDecoder().decode(Drawing.self, from: Data($0)) })
+        #expect(try Self.json(Drawing.move(to: .init(x: 3, y: 4))) == #"{"to":{"x":3,"y":4},"type":"move"}"#)
+        #expect(!Drawing.decodedEventsEncode)
+        #expect(TodoEvent.decodedEventsEncode && Light.decodedEventsEncode)
     }
 
     @Test(.serialized, arguments: [

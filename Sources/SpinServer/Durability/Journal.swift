@@ -83,6 +83,9 @@ package final class Journal: @unchecked Sendable {
         var health: Health = .healthy
         /// Why `reopen` failed last (logged when it changes).
         var reopenProblem: String?
+        /// The failure was the Spin's (a transition that did not encode), not the
+        /// storage's: once the Spin is rolled back, journaling goes on at once.
+        var goesOnAtOnce = false
 
         enum Health: Equatable {
             case healthy
@@ -365,15 +368,19 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// A transition of `spin` did not encode (`HostedSpin.observe`; the Spin suspended
-    /// itself): what it recorded before is written, then the journal goes back to what is
-    /// durable as for a failed write, every acknowledgement waiting gets `error`, and the
+    /// itself): what it recorded before is written and committed, then the journal drops
+    /// the rest (a batch the fault cut) as for a failed write, every acknowledgement waiting gets `error`, and the
     /// host rolls the Spin back. The probe finds the storage working and journaling goes
     /// on; the Spin stays suspended until resumed.
     package func fail(spin: String, _ error: APIError) {
         queue.async { [self] in
             writeIncoming()
             guard let journal = spins[spin], journal.health == .healthy else { return }
+            // The complete batches before the fault are good: durable now, not dropped.
+            if journal.unsynced { commit(journal, sync: true) }
+            guard journal.health == .healthy else { return }
             logger.error("journal of \(spin): \(error.message); the Spin goes back to sequence \(journal.feed.snapshot.sequence)")
+            journal.goesOnAtOnce = true
             fail(journal, refusing: error)
         }
     }
@@ -399,7 +406,12 @@ package final class Journal: @unchecked Sendable {
         queue.async { [self] in
             guard let journal = spins[spin], journal.health == .failing(restored: false) else { return }
             journal.health = .failing(restored: true)
-            scheduleProbe()
+            if journal.goesOnAtOnce {
+                journal.goesOnAtOnce = false
+                probe()
+            } else {
+                scheduleProbe()
+            }
         }
     }
 
@@ -438,7 +450,7 @@ package final class Journal: @unchecked Sendable {
             }
             journal.health = .healthy
             journal.feed.recovered()
-            logger.notice("storage of \(journal.name) works again: the Spin goes on from sequence \(journal.written)")
+            logger.notice("journal of \(journal.name) takes writes again from sequence \(journal.written)")
             onRecovery(journal.name)
         }
         if spins.values.contains(where: { $0.health != .healthy }) { scheduleProbe() }

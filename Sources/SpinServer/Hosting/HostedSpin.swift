@@ -191,6 +191,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// Set when a transition did not encode, until `hold` puts the Spin back: observers
     /// are handed nothing meanwhile (see `observe`).
     private let unencodable = EncodingFault()
+    /// Whether each decoded event is encoded before it is submitted: not for a
+    /// `TypeTaggedEvent` whose decoding checks what its encoding does (its table passed
+    /// the round-trip check when hosted); an event that still fails is caught by
+    /// `observe`.
+    private let encodesBeforeApplying = !((Event.self as? any TypeTaggedEvent.Type)?.decodedEventsEncode ?? false)
 
     let machineDefinition: JSONValue?
     let schema: SpinSchema
@@ -298,8 +303,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             sequence = record.sequence
             if replayed.count - index <= keep {
                 do {
-                    history.append(try Self.encode(Transition(event: event, state: state, sequence: sequence,
-                                                               endsBatch: record.endsBatch)))
+                    history.append(HostedTransition(sequence: sequence, event: try Self.encode(event),
+                                                    state: try Self.encode(state), endsBatch: record.endsBatch))
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))")
                 }
@@ -347,8 +352,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// The batch of `events`, each encoded first: an event that does not encode (its
     /// type's `encode(to:)` throws) would be applied and then neither journaled nor
     /// streamed, so it is refused here, 500 `encoding_failed`, and nothing is applied.
+    /// (Not for a type that encodes whatever it decodes: `encodesBeforeApplying`.)
     private func batch(_ events: [Event]) throws(APIError) -> EventBatch {
-        for (offset, event) in events.enumerated() {
+        for (offset, event) in events.enumerated() where encodesBeforeApplying {
             do {
                 _ = try OrderedJSONEncoder().encode(event)
             } catch {
@@ -395,28 +401,31 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
-        let (name, loop, fault) = (self.name, running, self.unencodable)
+        let (loop, fault) = (running, self.unencodable)
         return loop.observe { transition in
             if fault.failed.load(ordering: .acquiring) { return }
-            let encoded: HostedTransition
+            let event: JSONValue, state: JSONValue
             do {
-                encoded = try Self.encode(transition)
+                event = try Self.encode(transition.event)
+                do {
+                    state = try Self.encode(transition.state)
+                } catch {
+                    return refuse("the state (\(State.self)) after event \(transition.sequence)", error)
+                }
             } catch {
-                fault.failed.store(true, ordering: .releasing)
-                let reason = "event \(transition.sequence) (\(Event.self)) or the state it made (\(State.self)) does not encode as JSON: \(Self.describe(error))"
-                loop.suspend(reason: reason)
-                FileHandle.standardError.write(Data("spin-server: Spin \(name): \(reason)\n".utf8))
-                unencodable(reason)
-                return
+                return refuse("event \(transition.sequence) (\(Event.self))", error)
             }
-            handler(encoded)
+            handler(HostedTransition(sequence: transition.sequence, event: event, state: state, endsBatch: transition.endsBatch))
+        }
+        /// Suspends the Spin, naming what did not encode, and tells the host.
+        @Sendable func refuse(_ what: String, _ error: any Error) {
+            fault.failed.store(true, ordering: .releasing)
+            let reason = "\(what) does not encode as JSON: \(Self.describe(error))"
+            loop.suspend(reason: reason)
+            unencodable(reason)
         }
     }
 
-    private static func encode(_ transition: Transition<State, Event>) throws -> HostedTransition {
-        HostedTransition(sequence: transition.sequence, event: try encode(transition.event),
-                         state: try encode(transition.state), endsBatch: transition.endsBatch)
-    }
 
     /// A state or event as JSON text, encoded once (`.raw`) and shared by the feed, the
     /// journal and every stream.
