@@ -30,6 +30,16 @@ struct Tally: Codable, Equatable, Sendable {
     var value = 0
 }
 
+/// A state that `divide` makes unencodable (NaN), with the events clients send.
+struct Gauge: Codable, Equatable, Sendable {
+    var ratio = 1.0
+    var steps = 0
+}
+
+enum Dial: String, TypeTaggedEvent, CaseIterable, Sendable {
+    case step, divide
+}
+
 /// `TypeTaggedEvent`s, one that round-trips with an unlabeled case and one whose entry
 /// takes apart another case than the one it makes.
 enum Heater: TypeTaggedEvent, Equatable, Sendable {
@@ -72,22 +82,28 @@ struct HostedLoopEncodingTests {
         logger.logLevel = .critical
         let host = SpinHost()
         try host.host(fragileSpin(), named: "fragile")
+        try host.host(Spin(initialState: Gauge()) {
+            Reducer({ (state: Gauge, event: Dial) in
+                event == .step ? Gauge(ratio: state.ratio, steps: state.steps + 1) : Gauge(ratio: .nan, steps: state.steps)
+            })
+        }, named: "gauge")
         let server = LoopServer(configuration: configuration, host: host, logger: logger)
         return (server, try server.start())
     }
 
     /// `GET /v1/spins/fragile` once `done` holds (or after 5 s).
-    static func spin(_ port: Int, until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
-        var spin = try JournalRecoveryTests.spin(port, "fragile")
+    static func spin(_ port: Int, _ name: String = "fragile", until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        var spin = try JournalRecoveryTests.spin(port, name)
         for _ in 0..<250 where !done(spin) {
             try await Task.sleep(for: .milliseconds(20))
-            spin = try JournalRecoveryTests.spin(port, "fragile")
+            spin = try JournalRecoveryTests.spin(port, name)
         }
         return spin
     }
 
     @Test func aPostedEventThatDoesNotEncode_Is500EncodingFailed_AndNothingIsApplied() async throws {
-        let (server, port) = try Self.start()
+        let storage = JournalRecoveryTests.temporaryDirectory()
+        let (server, port) = try Self.start(storage: storage)
         for body in [#"{"type":"poison"}"#, #"[{"type":"step"},{"type":"poison"}]"#] {
             let refused = try LiveServerTests.post(port, "/v1/spins/fragile/events", body)
             #expect(refused.status == 500)
@@ -101,6 +117,28 @@ struct HostedLoopEncodingTests {
         #expect(spin["sequence"] as? Int == 0)
         #expect(spin["status"] as? String == "running")
         await server.shutdown()
+        let (again, restarted) = try Self.start(storage: storage)
+        #expect(try JournalRecoveryTests.spin(restarted, "fragile")["sequence"] as? Int == 0)
+        await again.shutdown()
+    }
+
+    @Test func aStateThatDoesNotEncode_MidBatch_RefusesTheWholeBatch_AndHoldsTheSpinBeforeIt() async throws {
+        let storage = JournalRecoveryTests.temporaryDirectory()
+        let (first, port) = try Self.start(storage: storage)
+        #expect(try LiveServerTests.post(port, "/v1/spins/gauge/events", #"{"type":"step"}"#).status == 202)
+        let refused = try LiveServerTests.post(port, "/v1/spins/gauge/events", #"[{"type":"step"},{"type":"divide"},{"type":"step"}]"#)
+        #expect(refused.status == 500)
+        let message = (refused.body.jsonObject["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(message.contains("the state (Gauge) after event 3 does not encode as JSON"), "\(message)")
+        let held = try await Self.spin(port, "gauge") { $0["status"] as? String == "suspended" && $0["sequence"] as? Int == 1 }
+        #expect(held["sequence"] as? Int == 1)
+        #expect(held["state"] as? [String: Double] == ["ratio": 1, "steps": 1])
+        #expect(await first.shutdown() == nil)
+        let (second, again) = try Self.start(storage: storage)
+        let spin = try JournalRecoveryTests.spin(again, "gauge")
+        #expect(spin["sequence"] as? Int == 1)
+        #expect(spin["status"] as? String == "suspended")
+        await second.shutdown()
     }
 
     @Test func aFeedbackEventThatDoesNotEncode_SuspendsTheSpin_AtItsLastState_InMemory() async throws {
