@@ -159,12 +159,12 @@ extension TypeTaggedEvent where Self: RawRepresentable<String>, Self: CaseIterab
 }
 
 /// A member of an event object.
-public struct EventKey: CodingKey, Sendable {
-    public let stringValue: String
-    public var intValue: Int? { nil }
-    public init(_ name: String) { stringValue = name }
-    public init(stringValue: String) { self.stringValue = stringValue }
-    public init?(intValue: Int) { nil }
+struct EventKey: CodingKey, Sendable {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
     static let type = EventKey("type")
 
     /// The `type` member, or an error saying it must be one of `expected`.
