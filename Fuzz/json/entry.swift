@@ -15,7 +15,7 @@ public func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let problem = JSONValidator.firstProblem(in: bytes, maxDepth: 64)
     let foundation = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
-    if case .malformed(let offset) = problem, !isTrailingComma(bytes, at: offset), !isNotUTF8(bytes), foundation != nil {
+    if case .malformed(let offset, _) = problem, !isTrailingComma(bytes, at: offset), !isNotUTF8(bytes), foundation != nil {
         fatalError("Foundation parses it, the validator calls it malformed at byte \(offset)")
     }
     // The validator replaced JSONSerialization on the request path: what it accepts must

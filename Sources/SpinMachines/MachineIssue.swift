@@ -8,6 +8,9 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// The bytes are not a JSON object (the detail says why).
         case notJSON(String)
+        /// The text is not JSON as a host reads it: the detail says where and why
+        /// (`line 12, column 7: expected ',' or '}' after an object member`).
+        case syntax(String)
         /// The file cannot be read (the detail says why).
         case unreadable(String)
         /// A key the format does not know: a typo is never ignored.
@@ -40,6 +43,15 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case reservedEvent(String)
         /// A `catch` maps to an event type no state handles.
         case unhandledEvent(String)
+        /// `context.<key>` where no `context` member and no `assign` defines the key: the
+        /// keys that are defined, sorted, and the nearest of them if one is close.
+        case unknownContextKey(String, defined: [String], suggestion: String?)
+        /// `event.<field>` where the machine knows its event's fields (the `xstate.after`
+        /// event of an `after` transition) and this is none of them.
+        case unknownEventField(String, fields: [String], suggestion: String?)
+        /// A guard operand written as a plain string one typo away from a path
+        /// (`"contxt.n"`): the path it likely means.
+        case looksLikePath(String, suggestion: String)
     }
 
     /// The file name given when the definition was loaded.
@@ -65,6 +77,7 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String {
         switch kind {
         case .notJSON(let detail): "not a JSON object: \(detail)"
+        case .syntax(let detail): detail
         case .unreadable(let detail): "cannot read the file: \(detail)"
         case .unknownKey: "unknown key"
         case .expected(let what): "expected \(what)"
@@ -81,7 +94,22 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .finalWithTransitions: "a final state accepts no events: no \"on\", \"after\" or \"states\""
         case .reservedEvent(let type): "event type \"\(type)\" is reserved for after timers"
         case .unhandledEvent(let type): "no state handles event \"\(type)\""
+        case .unknownContextKey(let key, let defined, let suggestion):
+            "unknown context key \"\(key)\" ("
+                + (defined.isEmpty ? "no \"context\" member or \"assign\" defines any key"
+                    : "\"context\" and \"assign\" define \(Self.quoted(defined))")
+                + (suggestion.map { "; did you mean \"\($0)\"?" } ?? "") + ")"
+        case .unknownEventField(let field, let fields, let suggestion):
+            "unknown event field \"\(field)\": the event of an \"after\" transition has \(Self.quoted(fields))"
+                + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
+        case .looksLikePath(let text, let suggestion):
+            "\"\(text)\" looks like a path: did you mean \"\(suggestion)\"? (write {\"literal\": \"\(text)\"} for the string)"
         }
+    }
+
+    /// `"a", "b", "c"`.
+    private static func quoted(_ names: [String]) -> String {
+        names.map { "\"\($0)\"" }.joined(separator: ", ")
     }
 }
 

@@ -22,6 +22,10 @@ struct MachineParser {
     private var declaredGears: Set<String> = []
     /// Event types some `on` handles.
     private var handledEvents: Set<String> = []
+    /// The paths guards and actions read, checked once every `assign` is known.
+    private var references = MachineReferences()
+    /// The fields of the event the transitions being parsed see; nil when unknown.
+    private var eventFields: Set<String>?
 
     init(file: String) {
         self.file = file
@@ -56,7 +60,11 @@ struct MachineParser {
                 issue(JSONPath().key("gears").key(name).key("catch").key(gearType), .unhandledEvent(eventType))
             }
         }
-        if issues.isEmpty { checkReachability(nodes) }
+        // Unreachable states are looked for only in a machine whose structure holds: a
+        // wrong target would make others unreachable too.
+        let structureHolds = issues.isEmpty
+        issues += references.issues(file: file, context: context)
+        if structureHolds { checkReachability(nodes) }
         return Parsed(id: machineID, context: context, gears: gears, nodes: nodes)
     }
 
@@ -143,7 +151,9 @@ struct MachineParser {
                 issue(path.key(key), .badDelay(key))
                 continue
             }
+            eventFields = MachineReferences.afterEventFields
             entries.append(AfterEntry(delay: delay, transitions: parseTransitions(members[key]!, source: source, at: path.key(key))))
+            eventFields = nil
         }
         return entries.sorted { $0.delay < $1.delay }
     }
@@ -223,6 +233,7 @@ struct MachineParser {
                 issue(path, .unknownAction("\"assign\" takes exactly \"set\": an object of context keys"))
                 return nil
             }
+            for key in set.keys { references.assign(key) }
             return .assign(set.keys.sorted().compactMap { key in
                 parseValueForm(set[key]!, allowsAdd: true, at: path.key("set").key(key)).map { (key, $0) }
             })
@@ -249,9 +260,11 @@ struct MachineParser {
         switch key {
         case "from":
             guard case .string(let text) = inner, let reference = Self.reference(text) else {
-                issue(path.key("from"), .badValue("\"from\" reads \"event.<path>\" or \"context.<path>\""))
+                let meant = inner.stringValue.flatMap { MachineReferences.meantPath($0) }.map { "; did you mean \"\($0)\"?" }
+                issue(path.key("from"), .badValue("\"from\" reads \"event.<path>\" or \"context.<path>\"" + (meant ?? "")))
                 return nil
             }
+            references.read(reference, at: path.key("from"), eventFields: eventFields)
             return .from(reference)
         case "add":
             guard allowsAdd else {
@@ -336,7 +349,11 @@ struct MachineParser {
                 issue(path, .badValue("\"\(text)\" is not a path: use {\"literal\": ...} for such a string"))
                 return nil
             }
+            references.read(reference, at: path, eventFields: eventFields)
             return .reference(reference)
+        case .string(let text):
+            references.string(text, at: path)
+            return .literal(value)
         case .object(let members):
             guard members.count == 1, let literal = members["literal"] else {
                 issue(path, .badValue("an operand is \"event.<path>\", \"context.<path>\", a literal or {\"literal\": x}"))

@@ -132,17 +132,19 @@ public final class LoopServer: Sendable {
         if let clustered, let journal {
             return try startNode(clustered, journal: journal, socketServer: socketServer)
         }
-        let spins = host.spins
+        var spins = host.spins
         let markers = journal.map { SuspensionMarker(store: $0.store) }
         var suspended: [(spin: any HostedSpin, reason: String)] = []
         if let journal, let markers {
             do {
                 try journal.open()
-                let sequences = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
-                for (name, sequence) in sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
+                let outcome = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
+                for (name, sequence) in outcome.sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
                     logger.info("recovered \(name) at sequence \(sequence)")
                 }
-                for spin in spins {
+                // `storage.onCorruption: "isolate"`: those Spins are hosted without a loop.
+                for (name, problem) in outcome.unrecoverable { host.isolate(named: name, problem) }
+                for spin in spins where outcome.unrecoverable[spin.name] == nil {
                     if let reason = try markers.read(spin: spin.name) { suspended.append((spin, reason)) }
                 }
             } catch {
@@ -151,6 +153,7 @@ public final class LoopServer: Sendable {
             }
         }
         // The loops are made here, from what was recovered, with the runaway guard.
+        spins = host.spins
         host.prepare(feedbackBudget: limits.feedbackBudget)
         if journal == nil {
             // In memory: every start is a new history.

@@ -21,6 +21,10 @@ package protocol SpinStore: AnyObject, Sendable {
     /// Where the store is, for messages ("storage directory /var/lib/spin").
     var location: String { get }
 
+    /// Where `spin`'s journal is, for messages and for an operator who has to look at it
+    /// (a file's path; a table and the rows of that Spin).
+    func journalName(of spin: String) -> String
+
     // MARK: Opening and recovery
 
     /// Takes the store for this server alone (a second server fails here, saying why).

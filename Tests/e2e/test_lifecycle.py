@@ -107,8 +107,9 @@ def test_environment_port_is_used_without_the_flag(server_bin, tmp_path):
 def test_unreadable_config_stops_start_up_naming_the_file(server_bin, tmp_path):
     import subprocess
     bad = tmp_path / "broken.json"
-    bad.write_text('{"port": 8080,, }')
+    bad.write_text('{\n  "listen": {"port": 8080,, }\n}')
     result = subprocess.run([str(server_bin), "--config", str(bad), "--check-config"], capture_output=True,
                             text=True, timeout=15, cwd=tmp_path)
-    assert result.returncode != 0, result
-    assert "broken.json" in result.stdout + result.stderr, result
+    assert result.returncode == 64, result
+    assert "broken.json" in result.stderr, result
+    assert "line 2, column 27: expected a member name in double quotes" in result.stderr, result

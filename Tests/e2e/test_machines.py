@@ -397,6 +397,18 @@ BAD_MACHINES = {
                            "machines/x.json: states.locked.on.UNLOCK[0].guard: unknown guard: a guard is one of"),
     "missing-initial": (set_path("initial", REMOVE),
                         'machines/x.json: initial: missing: a machine, and every state with "states", names its initial state'),
+    # Typos in paths: each would otherwise run, its guard always false or its value null.
+    "unknown-context-key": (set_path("states", "locked", "on", "UNLOCK", 0, "guard", {"eq": ["event.code", "context.cdoe"]}),
+                            'machines/x.json: states.locked.on.UNLOCK[0].guard.eq[1]: unknown context key "cdoe" '
+                            '("context" and "assign" define "code", "opens"; did you mean "code"?)'),
+    "path-like-literal": (set_path("states", "locked", "on", "UNLOCK", 0, "guard", {"eq": ["event.code", "contxt.code"]}),
+                          'machines/x.json: states.locked.on.UNLOCK[0].guard.eq[1]: "contxt.code" looks like a path: '
+                          'did you mean "context.code"? (write {"literal": "contxt.code"} for the string)'),
+    "assign-from-unknown-key": (set_path("states", "closed", "on", "OPEN", "actions", 0, "set", {"opens": {"from": "context.opnes"}}),
+                                'machines/x.json: states.closed.on.OPEN.actions[0].set.opens.from: unknown context key "opnes"'),
+    "after-event-field": (set_path("states", "opened", "after", "300", {"target": "closed", "guard": {"gt": ["event.dealy", 1]}}),
+                          'machines/x.json: states.opened.after.300.guard.gt[0]: unknown event field "dealy": '
+                          'the event of an "after" transition has "delay", "state", "type" (did you mean "delay"?)'),
 }
 
 
@@ -419,3 +431,24 @@ def test_bad_machine_stops_start_up_with_exit_64(server_bin, tmp_path, kind):
     assert result.returncode == 64, result.stdout + result.stderr
     assert message in result.stderr, result.stderr
     assert list(storage.iterdir()) == []
+
+
+def test_a_path_like_string_written_as_a_literal_passes_check_config(server_bin, tmp_path):
+    guard = {"eq": ["event.code", {"literal": "contxt.code"}]}
+    instance = prepare(server_bin, tmp_path / "server", {"x.json": broken(set_path("states", "locked", "on", "UNLOCK", 0, "guard", guard))},
+                       [{"name": "x", "machine": "machines/x.json"}], [{"name": "doors"}], None)
+    result = subprocess.run([str(server_bin), "--config", str(instance.config_path), "--check-config"],
+                            capture_output=True, text=True, timeout=30, cwd=instance.workdir)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_syntax_error_in_a_machine_file_gives_its_line_and_column(server_bin, tmp_path):
+    instance = prepare(server_bin, tmp_path / "server", {"x.json": DOOR},
+                       [{"name": "x", "machine": "machines/x.json"}], [{"name": "doors"}], None)
+    # Line 3 holds a two-byte "é" before the error: the column counts characters.
+    (instance.config_path.parent / "machines" / "x.json").write_text(
+        '{\n  "initial": "closed",\n  "description": "é" "states": {}\n}\n', encoding="utf-8")
+    result = subprocess.run([str(server_bin), "--config", str(instance.config_path), "--check-config"],
+                            capture_output=True, text=True, timeout=30, cwd=instance.workdir)
+    assert result.returncode == 64, result.stdout + result.stderr
+    assert "machines/x.json: line 3, column 22: expected ',' or '}' after an object member" in result.stderr, result.stderr

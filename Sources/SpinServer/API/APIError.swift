@@ -107,6 +107,13 @@ package struct APIError: Error, Equatable, Sendable {
                  message: "Spin \"\(spin)\" cannot encode \(detail); nothing was applied")
     }
 
+    /// A Spin whose stored history could not be replayed at start-up, isolated
+    /// (`storage.onCorruption: "isolate"`): an operator has to act; retrying does not help.
+    package static func spinUnrecoverable(_ name: String, _ unrecoverable: Unrecoverable) -> APIError {
+        APIError(status: 503, code: "spin_unrecoverable",
+                 message: "Spin \"\(name)\" could not be recovered from its storage and is not running: \(unrecoverable); nothing was applied. GET /v1/spins/\(name) shows the details")
+    }
+
     package static func `internal`(_ message: String) -> APIError {
         APIError(status: 500, code: "internal", message: message)
     }

@@ -193,7 +193,8 @@ package struct APIRouter: Sendable {
                 let failing = feed.isFailing
                 return Metrics.SpinReading(name: spin.name, sequence: spin.snapshot().sequence, pending: spin.pendingEvents,
                                            suspended: spin.status == .suspended && !failing,
-                                           durable: feed.snapshot.sequence, storageFailing: failing)
+                                           durable: feed.snapshot.sequence, storageFailing: failing,
+                                           unrecoverable: spin.unrecoverable != nil)
             }
             let owned = cluster.status(hostedSpins: host.spins.map(\.name)).spins(of: cluster.node).count
             reply(APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
@@ -225,6 +226,7 @@ package struct APIRouter: Sendable {
                                                  ("state", state)]
             // A declarative machine's Spin also shows its definition (the dashboard's chart).
             if let machine = spin.machineDefinition { fields.append(("machine", machine)) }
+            if let problem = spin.unrecoverable { fields.append(("unrecoverable", problem.json)) }
             fields.append(("schema", .string(OpenAPIDocument.schemaPath(of: spin.name))))
             reply(.json(200, .object(fields)))
 
@@ -239,6 +241,7 @@ package struct APIRouter: Sendable {
 
         case .spinResume:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
+            if let problem = spin.unrecoverable { return fail(.spinUnrecoverable(spin.name, problem)) }
             // A Spin held because its storage fails goes on by itself once it works.
             if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
                 return fail(refusal)
@@ -247,6 +250,7 @@ package struct APIRouter: Sendable {
 
         case .spinStream:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
+            if let problem = spin.unrecoverable { return fail(.spinUnrecoverable(spin.name, problem)) }
             let resume: StreamResume?
             do {
                 resume = try StreamResume(request)

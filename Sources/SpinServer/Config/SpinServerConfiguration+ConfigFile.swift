@@ -1,4 +1,5 @@
 import Foundation
+import SpinWire
 
 // MARK: - The config file
 
@@ -6,11 +7,19 @@ extension SpinServerConfiguration.Builder {
     /// - Parameter readFile: reads the machine files that `spins` entries name.
     mutating func apply(file: String, data: Data, kinds: SpinKinds,
                         readFile: (String) throws -> Data) throws(ConfigurationError) {
+        // The server's own validator first: it gives a syntax error's line and column, and
+        // refuses a key written twice in one object (the decoder would keep one silently).
+        let bytes = Array(data)
+        if let problem = JSONValidator.firstProblem(in: bytes) {
+            let located = problem.located(in: bytes)
+            let text = if case .malformed = problem { "not valid JSON: \(located)" } else { located }
+            throw ConfigurationError(source: file, key: "(file)", problem: text)
+        }
         let root: JSONValue
         do {
             root = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
-            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(Self.describeSyntaxError(in: data, error))")
+            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(error)")
         }
         let reader = FileReader(source: file)
         let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears",
@@ -93,7 +102,7 @@ extension SpinServerConfiguration.Builder {
             if let value = storage["onCorruption"], value != .null {
                 let text = try reader.string(value, at: "storage.onCorruption")
                 guard let choice = Storage.OnCorruption(rawValue: text) else {
-                    throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse or truncate)")
+                    throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse, truncate or isolate)")
                 }
                 configuration.storage.onCorruption = choice
             }
@@ -134,24 +143,6 @@ extension SpinServerConfiguration.Builder {
         where !configuration.spins.contains(where: { $0.attachedGears.contains(gear.name) }) {
             throw reader.error("gears[\(index)].name", "no Spin attaches to Gear \"\(gear.name)\" (set \"gear\": \"\(gear.name)\" on a Spin, or remove it)")
         }
-    }
-
-    /// A JSON syntax error in one line, with the line and column where the parser
-    /// stopped (JSONDecoder does not say; JSONSerialization gives a character offset).
-    static func describeSyntaxError(in data: Data, _ error: any Error) -> String {
-        do {
-            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-            guard let range = detail.range(of: #"character \d+"#, options: .regularExpression),
-                  let offset = Int(detail[range].dropFirst("character ".count)) else { return detail }
-            let before = data.prefix(offset)
-            let line = before.count(where: { $0 == UInt8(ascii: "\n") }) + 1
-            let column = offset - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
-            return detail.replacingCharacters(in: range, with: "line \(line), column \(column)")
-                .replacingOccurrences(of: "\n", with: " ")
-        }
-        return "\(error)".replacingOccurrences(of: "\n", with: " ")
     }
 }
 

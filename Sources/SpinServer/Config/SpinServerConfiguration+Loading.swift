@@ -38,7 +38,7 @@ import Logging
 /// | `storage.url` | libpq connection string (`postgres` backend) | none | `--database-url` / `SPIN_DATABASE_URL` |
 /// | `storage.fsync` | `always` \| `batch` \| `none` | `"batch"` | |
 /// | `storage.retainEvents` | int >= 0 | `10000` | |
-/// | `storage.onCorruption` | `refuse` \| `truncate` | `"refuse"` | `--repair` (truncate) |
+/// | `storage.onCorruption` | `refuse` \| `truncate` \| `isolate` | `"refuse"` | `--repair` (truncate) |
 /// | `log.level` | trace\|debug\|info\|notice\|warning\|error\|critical | `"info"` | `--log-level` / `SPIN_LOG_LEVEL` |
 /// | `log.format` | `text` \| `json` | `"text"` | `--log-format` / `SPIN_LOG_FORMAT` |
 /// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` or `{"name": string, "machine": string}` (a JSON machine file, relative to the config file) | `[]` | |

@@ -1,5 +1,6 @@
 import Foundation
 import SpinMachines
+import SpinWire
 
 extension SpinServerConfiguration {
     /// The kind of a config entry that names a machine file instead of a kind.
@@ -23,7 +24,9 @@ extension SpinServerConfiguration {
         }
 
         /// Reads and validates the machine at `path`, relative to the directory of
-        /// `configFile`; issues name the file as `path` is written.
+        /// `configFile`; issues name the file as `path` is written. The text must be
+        /// JSON as the server reads it (RFC 8259, no key twice in one object): a syntax
+        /// error is reported at its line and column.
         /// - Throws: the validation issues, one per line, or why the file cannot be read.
         static func load(path: String, configFile: String, hostGears: Set<String>,
                          readFile: (String) throws -> Data) throws(MachineValidationError) -> MachineSource {
@@ -35,7 +38,11 @@ extension SpinServerConfiguration {
             } catch {
                 throw MachineValidationError(issues: [MachineIssue(file: path, path: "", kind: .unreadable("\(resolved): \(error)"))])
             }
-            return MachineSource(path: path, definition: try MachineDefinition(json: data, file: path, hostGears: hostGears))
+            let bytes = Array(data)
+            if let problem = JSONValidator.firstProblem(in: bytes) {
+                throw MachineValidationError(issues: [MachineIssue(file: path, path: "", kind: .syntax(problem.located(in: bytes)))])
+            }
+            return MachineSource(path: path, definition: try MachineDefinition(json: bytes, file: path, hostGears: hostGears))
         }
     }
 }

@@ -128,6 +128,10 @@ public struct SpinServerConfiguration: Sendable, Equatable {
             case refuse
             /// Cut the journal at the bad record, losing every event after it (`--repair`).
             case truncate
+            /// Start every other Spin; the one that cannot be recovered is reported
+            /// `unrecoverable` (with the file, sequence and error) and refuses its events
+            /// with 503 `spin_unrecoverable`, its storage left as it was.
+            case isolate
         }
 
         /// Where journals and snapshots are kept.

@@ -28,9 +28,11 @@ import SpinWire
 ///
 /// **Recovery** reads the snapshot and replays the journal after it through the pure
 /// reducer. A torn tail (an unfinished last write, `JournalRecord.Damage`) is cut and
-/// logged; corruption (a bad record with data after it) stops start-up naming the file
-/// and byte offset, and changes nothing on disk, unless `storage.onCorruption` is
-/// `truncate` (`--repair`), which cuts the journal there.
+/// logged; corruption (a bad record with data after it), or a record the Spin cannot
+/// replay, stops start-up naming the file and position, and changes nothing on disk,
+/// unless `storage.onCorruption` is `truncate` (`--repair`), which cuts a corrupt
+/// journal there, or `isolate`, which leaves that Spin's storage alone and starts the
+/// others (the host serves it as an `UnrecoverableSpin`).
 ///
 /// **Epochs.** A Spin's epoch stays the same while its durable history only grows. It
 /// changes when recovery cannot promise that: a repair cut acknowledged events, or the
@@ -43,6 +45,9 @@ package final class Journal: @unchecked Sendable {
     private let policy: SpinServerConfiguration.Storage.Fsync
     private let retain: Int
     private let repair: Bool
+    /// `storage.onCorruption` is `isolate`: a Spin that cannot be recovered does not stop
+    /// the others (single server; a cluster node never adopts such a Spin).
+    private let isolate: Bool
     private let logger: Logger
     private let queue = DispatchQueue(label: "spin.journal")
     /// The previous server stopped cleanly (`.clean` was there).
@@ -106,10 +111,19 @@ package final class Journal: @unchecked Sendable {
         self.policy = storage.fsync
         self.retain = storage.retainEvents
         self.repair = storage.onCorruption == .truncate
+        self.isolate = storage.onCorruption == .isolate
         self.logger = logger
     }
 
     // MARK: Opening and recovery
+
+    /// What `recover` came to.
+    package struct RecoveryOutcome {
+        /// The recovered sequence of each Spin that runs.
+        package var sequences: [String: UInt64] = [:]
+        /// The Spins that could not be recovered (only under `isolate`).
+        package var unrecoverable: [String: Unrecoverable] = [:]
+    }
 
     /// Takes the store (its directory's lock) and notes whether the last server stopped
     /// cleanly.
@@ -121,21 +135,41 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    /// Restores every Spin from its snapshot and journal and starts its feed there. Reads
-    /// every journal first: if one is corrupt (and `repair` is off), start-up stops with
-    /// nothing changed on disk. Then cuts torn tails, replays, and opens the journals.
-    /// Returns the recovered sequence of each Spin.
-    package func recover(_ hosted: [(spin: any HostedSpin, feed: SpinFeed)]) throws -> [String: UInt64] {
-        var read: [(spin: any HostedSpin, feed: SpinFeed, stored: StoredSpin)] = []
+    /// Restores every Spin from its snapshot and journal and starts its feed there, in
+    /// two steps: first every journal is read and replayed through the pure reducers,
+    /// changing nothing on disk; only when that worked for every Spin (or for those it
+    /// worked for, under `isolate`) are torn tails cut, epochs written and journals
+    /// opened. So a Spin that cannot be recovered stops start-up with nothing changed on
+    /// disk, or — with `isolating` — is reported in `unrecoverable` with its storage left
+    /// as it was, and the others go on.
+    package func recover(_ hosted: [(spin: any HostedSpin, feed: SpinFeed)],
+                         isolating: Bool? = nil) throws -> RecoveryOutcome {
+        let isolating = isolating ?? isolate
+        var outcome = RecoveryOutcome()
+        var replayed: [(spin: any HostedSpin, feed: SpinFeed, stored: StoredSpin, recovered: Recovered)] = []
         for (spin, feed) in hosted {
+            let name = spin.name
             do {
-                read.append((spin, feed, try store.read(spin: spin.name, repair: repair)))
+                let stored = try store.read(spin: name, repair: repair)
+                let recovered = try spin.recover(snapshot: stored.snapshot, records: stored.records, keep: retain + 1)
+                replayed.append((spin, feed, stored, recovered))
             } catch let corruption as JournalCorruption {
-                throw RecoveryError(spin: spin.name, problem: "\(corruption)")
+                guard isolating else { throw RecoveryError(spin: name, problem: "\(corruption)") }
+                // What precedes the damage, read again without refusing it (nothing is cut).
+                let intact = (try? store.read(spin: name, repair: true))?.records.last?.sequence
+                outcome.unrecoverable[name] = Unrecoverable(
+                    journal: corruption.journal, sequence: intact.map { $0 + 1 } ?? 1,
+                    offset: corruption.damage.offset, error: corruption.damage.reason)
+            } catch let error as RecoveryError {
+                guard isolating else { throw error }
+                outcome.unrecoverable[name] = Unrecoverable(journal: store.journalName(of: name), sequence: error.sequence,
+                                                            error: error.problem)
             }
         }
-        var sequences: [String: UInt64] = [:]
-        for (spin, feed, stored) in read {
+        for (name, problem) in outcome.unrecoverable.sorted(by: { $0.key < $1.key }) {
+            logger.error("Spin \(name) is UNRECOVERABLE and does not run (storage.onCorruption: isolate): \(problem); its storage is left as it was")
+        }
+        for (spin, feed, stored, recovered) in replayed {
             let name = spin.name
             let storedEpoch = stored.epoch
             var epochChanges = storedEpoch == nil || (!wasClean && policy == .none)
@@ -149,7 +183,6 @@ package final class Journal: @unchecked Sendable {
                 }
             }
             try store.startJournal(spin: name, cuttingAt: stored.damage)
-            let recovered = try spin.recover(snapshot: stored.snapshot, records: stored.records, keep: retain + 1)
             var epoch = storedEpoch ?? ""
             if epochChanges {
                 epoch = Self.makeEpoch()
@@ -159,9 +192,9 @@ package final class Journal: @unchecked Sendable {
             feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
             spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
                                       records: stored.records.count)
-            sequences[name] = recovered.sequence
+            outcome.sequences[name] = recovered.sequence
         }
-        return sequences
+        return outcome
     }
 
     /// A cluster node starts serving `spin` (after `start`): recovers it from what the
@@ -175,7 +208,7 @@ package final class Journal: @unchecked Sendable {
             let saved = wasClean
             wasClean = true
             defer { wasClean = saved }
-            return try recover([(spin, feed)])[spin.name] ?? 0
+            return try recover([(spin, feed)], isolating: false).sequences[spin.name] ?? 0
         }
     }
 

@@ -94,6 +94,9 @@ package enum SubmitResult: Sendable, Equatable {
 /// host) until resumed. `GET /v1/spins/{name}` says which.
 package enum SpinStatus: String, Sendable, Equatable {
     case running, suspended
+    /// Its stored history could not be replayed and `storage.onCorruption` is `isolate`:
+    /// it never runs in this process (`UnrecoverableSpin`).
+    case unrecoverable
 }
 
 /// Why a Spin is suspended while its storage fails (`HostedSpin.hold`): a host tells
@@ -166,6 +169,9 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Whether the loop is made (by `prepare`, or by a read): a cluster node reads only
     /// the Spins it serves, so that others never get a loop (nor Gear subscriptions).
     var isPrepared: Bool { get }
+    /// Why the Spin could not be recovered, for one hosted in its place by
+    /// `storage.onCorruption: "isolate"` (`UnrecoverableSpin`); nil for every other.
+    var unrecoverable: Unrecoverable? { get }
 }
 
 extension HostedSpin {
@@ -176,6 +182,8 @@ extension HostedSpin {
 
     /// Nil: only machine Spins have a definition to show.
     package var machineDefinition: JSONValue? { nil }
+    /// Nil: the Spin was recovered.
+    package var unrecoverable: Unrecoverable? { nil }
     /// Any object with a `type` for events, any state.
     package var schema: SpinSchema { SpinSchema(event: SpinSchema.anyEvent, state: .any) }
 }
@@ -291,13 +299,15 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         var history: [HostedTransition] = []
         for (index, record) in replayed.enumerated() {
             guard record.sequence == sequence + 1 else {
-                throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)")
+                throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)",
+                                    sequence: record.sequence)
             }
             let event: Event
             do {
                 event = try JSONDecoder().decode(Event.self, from: Data(record.payload))
             } catch let error as DecodingError {
-                throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))")
+                throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))",
+                                    sequence: record.sequence)
             }
             state = spin.reducer.reduce(state, event)
             sequence = record.sequence
@@ -306,7 +316,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                     history.append(HostedTransition(sequence: sequence, event: try Self.encode(event),
                                                     state: try Self.encode(state), endsBatch: record.endsBatch))
                 } catch {
-                    throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))")
+                    throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
+                                        sequence: record.sequence)
                 }
             }
         }
@@ -485,11 +496,21 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 }
 
-/// Stored data a Spin cannot be recovered from; start-up stops with it.
+/// Stored data a Spin cannot be recovered from; start-up stops with it (unless
+/// `storage.onCorruption` is `isolate`: then that Spin alone is `unrecoverable`).
 package struct RecoveryError: Error, CustomStringConvertible {
     /// The Spin, when the problem is one Spin's.
     package let spin: String?
     package let problem: String
+    /// The journal record at fault (the event that does not decode, the first one after
+    /// a gap), when there is one; nil for the snapshot or the store as a whole.
+    package var sequence: UInt64?
+
+    package init(spin: String?, problem: String, sequence: UInt64? = nil) {
+        self.spin = spin
+        self.problem = problem
+        self.sequence = sequence
+    }
 
     package var description: String {
         spin.map { "cannot recover Spin \"\($0)\": \(problem)" } ?? problem

@@ -157,6 +157,15 @@ public final class SpinHost: Sendable {
         }
     }
 
+    /// Puts an `UnrecoverableSpin` in place of Spin `name` (before `prepare`): it is
+    /// listed and reported, and runs nothing.
+    package func isolate(named name: String, _ unrecoverable: Unrecoverable) {
+        registry.withLock { registry in
+            guard let index = registry.spins.firstIndex(where: { $0.name == name }) else { return }
+            registry.spins[index] = UnrecoverableSpin(registry.spins[index], unrecoverable)
+        }
+    }
+
     /// Stops every loop. Idempotent.
     public func stop() {
         let spins = registry.withLock { registry -> [any HostedSpin] in

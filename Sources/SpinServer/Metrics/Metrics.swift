@@ -16,6 +16,8 @@ import SpinCore
 /// - `spin_durable_sequence{spin}`: the newest sequence that is durable (streamed and
 ///   acknowledged); `spin_sequence` minus it is what waits for the disk;
 /// - `spin_storage_failing{spin}`: 1 while the Spin's storage fails (503s), else 0;
+/// - `spin_unrecoverable{spin}`: 1 for a Spin whose stored history could not be replayed
+///   (`storage.onCorruption: "isolate"`), else 0;
 /// - `spin_open_connections`, `spin_open_streams{kind}` (websocket, sse, gear);
 /// - `spin_connections_limited_total`: times the listener paused at `limits.maxConnections`;
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
@@ -42,6 +44,7 @@ package final class Metrics: Sendable {
         let suspended: Gauge
         let durable: Gauge
         let storageFailing: Gauge
+        let unrecoverable: Gauge
     }
 
     /// What a Spin's gauges show, read at scrape time.
@@ -52,15 +55,17 @@ package final class Metrics: Sendable {
         package var suspended: Bool
         package var durable: UInt64
         package var storageFailing: Bool
+        package var unrecoverable: Bool
 
         package init(name: String, sequence: UInt64, pending: Int, suspended: Bool, durable: UInt64,
-                     storageFailing: Bool) {
+                     storageFailing: Bool, unrecoverable: Bool = false) {
             self.name = name
             self.sequence = sequence
             self.pending = pending
             self.suspended = suspended
             self.durable = durable
             self.storageFailing = storageFailing
+            self.unrecoverable = unrecoverable
         }
     }
 
@@ -122,7 +127,8 @@ package final class Metrics: Sendable {
             pending: gauge("spin_inbox_pending", "Events waiting in each Spin's inbox."),
             suspended: gauge("spin_suspended", "1 while the Spin is suspended by its runaway guard, else 0."),
             durable: gauge("spin_durable_sequence", "The newest sequence of each Spin that is durable."),
-            storageFailing: gauge("spin_storage_failing", "1 while the Spin's storage fails, else 0."))
+            storageFailing: gauge("spin_storage_failing", "1 while the Spin's storage fails, else 0."),
+            unrecoverable: gauge("spin_unrecoverable", "1 while the Spin's stored history cannot be replayed, else 0."))
         return spins.withLock { spins in
             if let other = spins[spin] { return other }
             spins[spin] = made
@@ -193,6 +199,7 @@ package final class Metrics: Sendable {
             metrics.suspended.set(Int64(reading.suspended ? 1 : 0))
             metrics.durable.set(Int64(clamping: reading.durable))
             metrics.storageFailing.set(Int64(reading.storageFailing ? 1 : 0))
+            metrics.unrecoverable.set(Int64(reading.unrecoverable ? 1 : 0))
         }
         return registry.emitToString()
     }

@@ -50,6 +50,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package var location: String { "storage directory \(directory)" }
 
     private func journalPath(_ spin: String) -> String { "\(directory)/\(spin).journal" }
+
+    /// The journal file's path.
+    package func journalName(of spin: String) -> String { journalPath(spin) }
     private func snapshotPath(_ spin: String) -> String { "\(directory)/\(spin).snapshot.json" }
     private func epochPath(_ spin: String) -> String { "\(directory)/\(spin).epoch" }
     private func suspensionPath(_ spin: String) -> String { "\(directory)/\(spin).suspended" }

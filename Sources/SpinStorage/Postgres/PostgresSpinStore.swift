@@ -71,6 +71,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 
     package var location: String { "PostgreSQL database \(PostgresConnection.describe(connectionString: url))" }
 
+    /// The journal table's rows of `spin`.
+    package func journalName(of spin: String) -> String { "table spin_journal, spin = '\(spin)', in \(location)" }
+
     private var node: String {
         switch ownership {
         case .singleServer: Self.singleServerNode

@@ -27,17 +27,43 @@ package enum JSONValidator {
         case duplicateKey(key: String, path: String)
         /// More than `limit` objects and arrays are nested.
         case tooDeep(limit: Int)
-        /// Not JSON at byte `offset`.
-        case malformed(offset: Int)
+        /// Not JSON at byte `offset`, and what is wrong there.
+        case malformed(offset: Int, Syntax)
 
         package var description: String {
             switch self {
             case .duplicateKey(let key, let path):
                 "the key \"\(key)\" appears twice in one object (at \(path)); each key may appear once"
             case .tooDeep(let limit): "objects and arrays are nested more than \(limit) deep"
-            case .malformed(let offset): "not JSON (RFC 8259) at byte \(offset)"
+            case .malformed(let offset, let syntax): "not JSON (RFC 8259) at byte \(offset): \(syntax.rawValue)"
             }
         }
+
+        /// The problem as a person editing `bytes` looks for it: a syntax error at its
+        /// line and column (`line 12, column 7: expected ',' or '}' after an object
+        /// member`), the others as `description`.
+        package func located(in bytes: [UInt8]) -> String {
+            guard case .malformed(let offset, let syntax) = self else { return description }
+            return "\(TextPosition(offset: offset, in: bytes)): \(syntax.rawValue)"
+        }
+    }
+
+    /// What a malformed document has where it stops being JSON, as a message.
+    package enum Syntax: String, Sendable {
+        case value = "expected a value"
+        case literal = "expected a value (true, false or null?)"
+        case digit = "expected a digit"
+        case memberName = "expected a member name in double quotes"
+        case colon = "expected ':' after a member name"
+        case afterMember = "expected ',' or '}' after an object member"
+        case afterElement = "expected ',' or ']' after an array element"
+        case textAfterValue = "unexpected text after the JSON value"
+        case end = "unexpected end of the text"
+        case escape = "invalid escape in a string"
+        case hexDigits = "expected four hex digits after \\u"
+        case loneSurrogate = "a lone UTF-16 surrogate in a \\u escape"
+        case controlCharacter = "a control character in a string: escape it"
+        case utf8 = "invalid UTF-8"
     }
 
     /// 512: far beyond any event (a handful of levels), and the depth Foundation's own
@@ -111,7 +137,7 @@ package enum JSONValidator {
                     expect = .value
                 case .afterValue:
                     guard let top = stack.last else {
-                        guard offset == bytes.count else { throw .malformed(offset: offset) }
+                        guard offset == bytes.count else { throw .malformed(offset: offset, .textAfterValue) }
                         return
                     }
                     let byte = try next()
@@ -125,7 +151,8 @@ package enum JSONValidator {
                         stack.removeLast()
                         endMember(depth: stack.count)
                     default:
-                        throw .malformed(offset: offset - 1)
+                        if case .object = top { throw .malformed(offset: offset - 1, .afterMember) }
+                        throw .malformed(offset: offset - 1, .afterElement)
                     }
                 }
             }
@@ -178,7 +205,7 @@ package enum JSONValidator {
             let matches = rest.withUTF8Buffer { expected in
                 offset + count <= bytes.count && (0..<count).allSatisfy { bytes[offset + $0] == expected[$0] }
             }
-            guard matches else { throw .malformed(offset: offset) }
+            guard matches else { throw .malformed(offset: offset, .literal) }
             offset += count
         }
 
@@ -188,7 +215,7 @@ package enum JSONValidator {
             switch peek() ?? 0 {
             case UInt8(ascii: "0"): offset += 1
             case UInt8(ascii: "1")...UInt8(ascii: "9"): try digits()
-            default: throw .malformed(offset: offset)
+            default: throw .malformed(offset: offset, .value)
             }
             if peek() == UInt8(ascii: ".") {
                 offset += 1
@@ -205,20 +232,20 @@ package enum JSONValidator {
         private mutating func digits() throws(Problem) {
             let start = offset
             while let byte = peek(), byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { offset += 1 }
-            guard offset > start else { throw .malformed(offset: offset) }
+            guard offset > start else { throw .malformed(offset: offset, .digit) }
         }
 
         /// A member's key and its colon; a repeated key is the problem.
         private mutating func key() throws(Problem) {
-            guard try next() == UInt8(ascii: "\"") else { throw .malformed(offset: offset - 1) }
+            guard try next() == UInt8(ascii: "\"") else { throw .malformed(offset: offset - 1, .memberName) }
             let key = try string(decode: true)
             // Taken off the stack while it grows, so the set is not copied on insert.
-            guard case .object(var keys, _) = stack.popLast() else { throw .malformed(offset: offset) }
+            guard case .object(var keys, _) = stack.popLast() else { throw .malformed(offset: offset, .memberName) }
             let inserted = keys.insert(key).inserted
             stack.append(.object(keys: keys, current: key))
             guard inserted else { throw .duplicateKey(key: key, path: path(appending: key)) }
             skipWhitespace()
-            guard try next() == UInt8(ascii: ":") else { throw .malformed(offset: offset - 1) }
+            guard try next() == UInt8(ascii: ":") else { throw .malformed(offset: offset - 1, .colon) }
         }
 
         /// `a.b[2]` for the containers open now, then `.key`.
@@ -244,7 +271,7 @@ package enum JSONValidator {
                 case UInt8(ascii: "\\"):
                     let escape = try next()
                     guard decode else {
-                        guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1) }
+                        guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1, .escape) }
                         if escape == UInt8(ascii: "u") { _ = try unicodeEscape() }
                         continue
                     }
@@ -256,10 +283,10 @@ package enum JSONValidator {
                     case UInt8(ascii: "r"): text.append(0x0D)
                     case UInt8(ascii: "t"): text.append(0x09)
                     case UInt8(ascii: "u"): text += try unicodeEscape().utf8
-                    default: throw .malformed(offset: offset - 1)
+                    default: throw .malformed(offset: offset - 1, .escape)
                     }
                 case 0x00..<0x20:
-                    throw .malformed(offset: offset - 1)  // RFC 8259 §7: control characters are escaped
+                    throw .malformed(offset: offset - 1, .controlCharacter)  // RFC 8259 §7: control characters are escaped
                 case 0x80...:
                     let start = offset - 1
                     try utf8Sequence(lead: byte)
@@ -281,14 +308,14 @@ package enum JSONValidator {
             switch unit {
             case 0xD800..<0xDC00:
                 guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
-                    throw .malformed(offset: start)
+                    throw .malformed(offset: start, .loneSurrogate)
                 }
                 offset += 2
                 let low = UInt32(try hexQuad())
-                guard (0xDC00..<0xE000).contains(low) else { throw .malformed(offset: start) }
+                guard (0xDC00..<0xE000).contains(low) else { throw .malformed(offset: start, .loneSurrogate) }
                 return Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!
             case 0xDC00..<0xE000:
-                throw .malformed(offset: start)
+                throw .malformed(offset: start, .loneSurrogate)
             default:
                 return Unicode.Scalar(unit)!
             }
@@ -308,11 +335,11 @@ package enum JSONValidator {
             case 0xF0: (count, range) = (3, 0x90...0xBF)
             case 0xF1...0xF3: count = 3
             case 0xF4: (count, range) = (3, 0x80...0x8F)
-            default: throw .malformed(offset: start)
+            default: throw .malformed(offset: start, .utf8)
             }
             for index in 0..<count {
                 guard let byte = peek(), index == 0 ? range.contains(byte) : (0x80...0xBF).contains(byte) else {
-                    throw .malformed(offset: start)
+                    throw .malformed(offset: start, .utf8)
                 }
                 offset += 1
             }
@@ -327,7 +354,7 @@ package enum JSONValidator {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
                 case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
                 case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: throw .malformed(offset: offset - 1)
+                default: throw .malformed(offset: offset - 1, .hexDigits)
                 }
                 value = value << 4 | UInt16(digit)
             }
@@ -335,7 +362,7 @@ package enum JSONValidator {
         }
 
         private mutating func next() throws(Problem) -> UInt8 {
-            guard offset < bytes.count else { throw .malformed(offset: offset) }
+            guard offset < bytes.count else { throw .malformed(offset: offset, .end) }
             defer { offset += 1 }
             return bytes[offset]
         }

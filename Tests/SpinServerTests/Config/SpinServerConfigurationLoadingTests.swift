@@ -248,6 +248,16 @@ import Testing
         #expect(error?.problem.contains("line 3, column 10") == true, "problem was: \(error?.problem ?? "none")")
     }
 
+    @Test func jsonSyntaxError_SaysWhatIsWrong_ColumnsCountingCharacters() {
+        let error = Self.error("{\n  \"listen\": {\"host\": \"ü\" \"port\": 80}\n}")
+        #expect(error?.description == "Config/spin-server.json: (file): not valid JSON: line 2, column 26: expected ',' or '}' after an object member")
+    }
+
+    @Test func aKeyTwiceInOneObject_IsRefused() {
+        let error = Self.error(#"{"listen": {"port": 80, "port": 81}}"#)
+        #expect(error?.description == #"Config/spin-server.json: (file): the key "port" appears twice in one object (at listen.port); each key may appear once"#)
+    }
+
     @Test func errorDescription_IsSourceKeyProblem() {
         let error = Self.error(#"{"spins": [{"name": "a", "kind": "nope"}]}"#)
         #expect(error?.description == #"Config/spin-server.json: spins[0].kind: unknown kind "nope" (known: counter, feature, levels, router)"#)

@@ -53,6 +53,25 @@ import Testing
         #expect(Loading.error(json, files: ["Config/machines/door.json": Self.door])?.description == expected)
     }
 
+    @Test func aSyntaxErrorInAMachineFile_GivesItsLineAndColumn() {
+        // Line 4 starts with "é" (two bytes): the column counts characters, not bytes.
+        let broken = "{ \"initial\": \"a\",\n  \"states\": {\n\"a\": { \"on\": { \"E\": \"a\" } },\n\"é\": 1 \"b\": {} } }"
+        let error = Loading.error(#"{ "spins": [ { "name": "m", "machine": "machines/m.json" } ] }"#,
+                                  files: ["Config/machines/m.json": broken])
+        #expect(error?.description == "Config/spin-server.json: spins[0].machine: machines/m.json: "
+            + "line 4, column 8: expected ',' or '}' after an object member")
+    }
+
+    @Test func aKeyTwiceInOneObjectOfAMachineFile_IsRefused() {
+        let twice = Self.door.replacingOccurrences(of: #""on": { "CLOSE": "closed" }"#,
+                                                   with: #""on": { "CLOSE": "closed" }, "on": { "OPEN": "opened" }"#)
+        let error = Loading.error(#"""
+            { "spins": [ { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }
+            """#, files: ["Config/machines/door.json": twice])
+        #expect(error?.description == #"Config/spin-server.json: spins[0].machine: machines/door.json: "#
+            + #"the key "on" appears twice in one object (at states.opened.on); each key may appear once"#)
+    }
+
     @Test func aGear_MayBeSharedByMachinesAndSwiftSpins() throws {
         for spins in [#"{ "name": "f", "kind": "feature", "gear": "doors" }, { "name": "door", "machine": "machines/door.json" }"#,
                       #"{ "name": "door", "machine": "machines/door.json" }, { "name": "f", "kind": "feature", "gear": "doors" }"#] {

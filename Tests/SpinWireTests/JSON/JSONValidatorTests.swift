@@ -43,7 +43,7 @@ import Testing
 
     @Test func hugeNesting_NeverOverflowsTheStack() {
         let deep = String(repeating: "[", count: 1_000_000)
-        #expect(problem(deep, maxDepth: .max) == .malformed(offset: 1_000_000))
+        #expect(problem(deep, maxDepth: .max) == .malformed(offset: 1_000_000, .end))
         #expect(problem(deep) == .tooDeep(limit: 512))
     }
 
@@ -53,6 +53,25 @@ import Testing
             Issue.record("\(text): \(String(describing: problem(text)))")
             return
         }
+    }
+
+    @Test(arguments: [
+        (#"{"a":1 "b":2}"#, 7, JSONValidator.Syntax.afterMember), ("[1 2]", 3, .afterElement), (#"{"a" 1}"#, 5, .colon),
+        ("{a:1}", 1, .memberName), (#"{"a":1"#, 6, .end), (#"{"a":x}"#, 5, .value), ("[tru]", 2, .literal), ("1.", 2, .digit),
+        ("{} x", 3, .textAfterValue), (#""\x""#, 2, .escape), (#""\u12g4""#, 5, .hexDigits), ("\"a\u{01}\"", 2, .controlCharacter),
+    ])
+    func syntaxErrors_SayWhatIsWrong_WhereItIs(text: String, offset: Int, syntax: JSONValidator.Syntax) {
+        #expect(problem(text) == .malformed(offset: offset, syntax))
+    }
+
+    @Test func located_GivesLineAndColumn_ForASyntaxError_TheDescriptionOtherwise() throws {
+        let bytes = Array("{\n  \"a\": 1\n  \"b\": 2}".utf8)
+        let syntax = try #require(JSONValidator.firstProblem(in: bytes))
+        #expect(syntax.located(in: bytes) == "line 3, column 3: expected ',' or '}' after an object member")
+        #expect(syntax.description == "not JSON (RFC 8259) at byte 13: expected ',' or '}' after an object member")
+        let twice = Array(#"{"a":1,"a":2}"#.utf8)
+        let duplicate = try #require(JSONValidator.firstProblem(in: twice))
+        #expect(duplicate.located(in: twice) == duplicate.description)
     }
 
     @Test(arguments: [
@@ -80,7 +99,7 @@ import Testing
             ([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], 1),  // above U+10FFFF
             ([0x22, 0x61, 0xFF, 0x22], 2),
         ] as [([UInt8], Int)] {
-            #expect(JSONValidator.firstProblem(in: bytes) == .malformed(offset: offset), "\(bytes)")
+            #expect(JSONValidator.firstProblem(in: bytes) == .malformed(offset: offset, .utf8), "\(bytes)")
         }
         #expect(JSONValidator.firstProblem(in: [0x22, 0xE2, 0x82, 0xAC, 0x22]) == nil)   // "€"
     }
@@ -95,7 +114,7 @@ import Testing
             (#"{"\ud83dCollect\ude00t":2}"#, 2),    // in a key (the fuzzer's input)
             (#"["x\ud83d"]"#, 3),                     // at the end of a string
         ] {
-            #expect(problem(text) == .malformed(offset: offset), "\(text)")
+            #expect(problem(text) == .malformed(offset: offset, .loneSurrogate), "\(text)")
         }
         #expect(problem(#"{"a":"\ud83d\ude00\uD83D\uDE00"}"#) == nil)   // pairs, either case
     }
@@ -113,9 +132,9 @@ import Testing
 
     @Test func trailingComma_IsMalformed_ThoughFoundationAcceptsIt() throws {
         // Found by Fuzz/json: JSONSerialization on Linux takes `[1,]`; RFC 8259 does not.
-        #expect(problem("[[1],]") == .malformed(offset: 5))
-        #expect(problem(#"{"a":1,}"#) == .malformed(offset: 7))
-        #expect(problem(#"[{"a":1}, ]"#) == .malformed(offset: 10))
+        #expect(problem("[[1],]") == .malformed(offset: 5, .value))
+        #expect(problem(#"{"a":1,}"#) == .malformed(offset: 7, .memberName))
+        #expect(problem(#"[{"a":1}, ]"#) == .malformed(offset: 10, .value))
     }
 
     @Test func utf16_OrAByteOrderMark_IsMalformed_RFC8259Is8Bit() {
