@@ -440,7 +440,6 @@ package final class Journal: @unchecked Sendable {
             guard let journal = spins[spin], journal.health == .failing(restored: false) else { return }
             journal.health = .failing(restored: true)
             if journal.goesOnAtOnce {
-                journal.goesOnAtOnce = false
                 probe()
             } else {
                 scheduleProbe()
@@ -483,7 +482,12 @@ package final class Journal: @unchecked Sendable {
             }
             journal.health = .healthy
             journal.feed.recovered()
-            logger.notice("journal of \(journal.name) takes writes again from sequence \(journal.written)")
+            if journal.goesOnAtOnce {
+                journal.goesOnAtOnce = false
+                logger.notice("journal of \(journal.name) goes on from sequence \(journal.written); the Spin stays suspended until resumed")
+            } else {
+                logger.notice("storage of \(journal.name) works again: the Spin goes on from sequence \(journal.written)")
+            }
             onRecovery(journal.name)
         }
         if spins.values.contains(where: { $0.health != .healthy }) { scheduleProbe() }
