@@ -23,6 +23,13 @@
 /// }
 /// ```
 ///
+/// A field's Swift type comes from the case: `Int`, `String`, `Bool`, `Double`, arrays of
+/// them, and optionals (absent or null decodes as nil; nil is left out), each with the
+/// schema given or its own (`.field("id")`); any other `Codable` type with a sample value
+/// for the check, `.field("at", schema, sample: value)`. A case without values is
+/// `.type(.cleanup)`, named by the case (read once, when the table is built), or
+/// `.type("clean-up", .cleanup)`.
+///
 /// Encoding and decoding both go through the entry, so the wire names cannot disagree,
 /// and a case's labels do not matter (`toggle(Int)` is fine: the entry names the field).
 /// A field's schema is what both check: decoding `{"type":"toggle","id":0}` fails, and so
