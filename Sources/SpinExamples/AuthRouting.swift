@@ -46,7 +46,7 @@ public enum Feature {
     }
 
     /// Event JSON: `{"type":"load"}`, `{"type":"loaded","items":n}` (n >= 0: a negative
-    /// count is refused when decoded), `{"type":"unauthorizedResponse"}`.
+    /// count is refused when decoded, and when encoded), `{"type":"unauthorizedResponse"}`.
     public enum Event: TypeTaggedEvent, Equatable, Sendable {
         case load
         case loaded(items: Int)

@@ -4,7 +4,8 @@ import SpinCore
 /// two feedbacks make converge to the same value.
 ///
 /// No event traps: levels live in `range` (±1 000 000 000), `set` outside it is refused
-/// when decoded (422 over HTTP, naming the field) and clamped when made in Swift, and a
+/// when decoded (422 over HTTP, naming the field) and when encoded (its schema says so
+/// both ways), and clamped by the reducer when made in Swift, and a
 /// step that would leave the range leaves the level where it is, so no arithmetic can
 /// overflow whatever the state. The range is far from `Int`'s limits, not small enough
 /// for every gap to converge quickly: levels set further apart than the feedback budget
