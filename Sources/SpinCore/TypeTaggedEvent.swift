@@ -1,196 +1,192 @@
-/// An enum coded as JSON objects `{"type":"case", ...fields}`: the case name in `type`,
-/// each labeled associated value as a member of the same object.
+/// An enum coded as JSON objects `{"type":"case", ...fields}`: the case's wire name in
+/// `type`, each associated value as a named member of the same object.
+///
+/// One table, `eventTypes`, says both ways for each case: its wire `type`, its fields
+/// (wire name and JSON Schema), how to make the case from them (the case itself:
+/// `TodoEvent.add`) and how to take them back out (`extract`):
 ///
 /// ```swift
-/// enum TodoEvent: TypeTaggedEvent {
+/// enum TodoEvent: TypeTaggedEvent, Equatable, Sendable {
 ///     case add(title: String)
-///     case toggle(id: Int)
+///     case toggle(Int)
 ///     case cleanup
 ///
-///     static let eventTypes: [EventType<TodoEvent>] = [
-///         .type("add") { try .add(title: $0("title")) },
-///         .type("toggle") { try .toggle(id: $0("id")) },
+///     static let eventTypes: EventTypes<TodoEvent> = [
+///         .type("add", TodoEvent.add, .field("title", .string(minLength: 1))) {
+///             if case .add(let title) = $0 { title } else { nil }
+///         },
+///         .type("toggle", TodoEvent.toggle, .field("id", .integer(minimum: 1))) {
+///             if case .toggle(let id) = $0 { id } else { nil }
+///         },
 ///         .type(.cleanup),
 ///     ]
 /// }
 /// ```
 ///
-/// Encoding needs no code: it reads the case name and the labels of its associated values
-/// by reflection, in declaration order, and leaves out a `nil` optional. Decoding reads
-/// `type` and calls the matching entry of `eventTypes`; an enum whose cases have no
-/// associated values and that is `CaseIterable` gets `eventTypes` for free.
+/// A field's Swift type comes from the case: `Int`, `String`, `Bool`, `Double`, arrays of
+/// them, and optionals (absent or null decodes as nil; nil is left out), each with the
+/// schema given or its own (`.field("id")`); any other `Codable` type with a sample value
+/// for the check, `.field("at", schema, sample: value)`. A case without values is
+/// `.type(.cleanup)`, named by the case (read once, when the table is built), or
+/// `.type("clean-up", .cleanup)`.
 ///
-/// Rules: every associated value has a label (`case add(title: String)`, not
-/// `case add(String)`), no label is `type`, the enum has no custom `description`
-/// (reflection names a case without values by it) and no raw type (the standard library's
-/// coding of `RawRepresentable` would take precedence). Encoding a case that breaks them, or
-/// that `eventTypes` does not list, throws an `EncodingError`.
+/// Encoding and decoding both go through the entry, so the wire names cannot disagree,
+/// and a case's labels do not matter (`toggle(Int)` is fine: the entry names the field).
+/// A field's schema is what both check: decoding `{"type":"toggle","id":0}` fails, and so
+/// does encoding `.toggle(0)` made in Swift (what cannot be decoded back is never written).
+/// An enum whose cases have no associated values gets its table for free when it is
+/// `CaseIterable` with `String` raw values (`enum Light: String, TypeTaggedEvent,
+/// CaseIterable { case on, off }`): the raw value is the `type`.
+///
+/// `checkEventTypes(encode:decode:)` tells whether a table round-trips (a server hosting
+/// the Spin runs it at registration, `SpinHost.checkEvents`): no two entries share a
+/// `type`, no field is listed twice or named `type`, and sample values made from each
+/// field's schema encode through their own entry and decode back to the same JSON.
 ///
 /// Decoding errors are `DecodingError.dataCorrupted` whose coding path ends at the
 /// member at fault and whose description says what was expected:
 /// `unknown type "jump": expected "type" to be one of "add", "toggle", "cleanup"`,
-/// `"add" needs field "title" (a string)`.
+/// `"add" needs field "title" (a string)`, `must be 1 or more, got 0`.
 ///
-/// Its JSON Schema (`JSONSchemaDescribable`) comes from `eventTypes`: one object per type,
-/// `type` its name, with the fields an entry lists (`.type("add", fields: ["title": .string()])`);
-/// an entry that lists none allows any other member.
+/// Its JSON Schema (`JSONSchemaDescribable`) comes from `eventTypes`: one object per
+/// entry, `type` its name, with the entry's fields (required unless optional).
 public protocol TypeTaggedEvent: Codable, JSONSchemaDescribable {
-    /// Every accepted `type`, each with how to make the case from the object's fields.
-    static var eventTypes: [EventType<Self>] { get }
+    /// Every accepted `type`, each with its fields and how to make and take apart its
+    /// case. Declare it as a `static let`: the table is built once.
+    static var eventTypes: EventTypes<Self> { get }
 }
 
-/// One accepted `type` of a `TypeTaggedEvent` and how to decode its fields.
-public struct EventType<Event>: Sendable {
-    /// The `type` member's value.
-    public let name: String
-    /// The fields `make` reads, each required, with their schemas; nil when not described
-    /// (the event's schema then allows any member besides `type`).
-    public let fields: [(key: String, value: JSONSchema)]?
-    let make: @Sendable (EventFields) throws -> Event
+/// The table of a `TypeTaggedEvent`: one `EventType` per case, written as an array
+/// literal. Looks a `type` up by name in one step.
+public struct EventTypes<Event>: Sendable, ExpressibleByArrayLiteral {
+    /// The entries, in the order given (what errors and the schema list).
+    public let entries: [EventType<Event>]
+    /// The index of each `type`'s first entry.
+    private let index: [String: Int]
+    /// True when every field is of a type whose decoding checks what its encoding checks
+    /// (an `EventFieldValue`): then an event that decoded encodes again, as long as each
+    /// entry's extract gives back what its case holds (what the round-trip check
+    /// samples). A server then does not encode a client's events before applying them.
+    public let decodedEventsEncode: Bool
 
-    /// A case with fields: `make` reads them from its argument, `try $0("title")`.
-    /// - Parameter fields: the members `make` requires and what each must be, for the
-    ///   event's JSON Schema: `["title": .string(minLength: 1)]`.
-    public static func type(_ name: String, fields: KeyValuePairs<String, JSONSchema>? = nil,
-                            _ make: @escaping @Sendable (EventFields) throws -> Event) -> EventType {
-        EventType(name: name, fields: fields.map { $0.map { (key: $0.key, value: $0.value) } }, make: make)
+    /// The table of `entries`.
+    public init(_ entries: [EventType<Event>]) {
+        self.entries = entries
+        var index: [String: Int] = [:]
+        for (offset, entry) in entries.enumerated() where index[entry.name] == nil { index[entry.name] = offset }
+        self.index = index
+        self.decodedEventsEncode = entries.allSatisfy(\.decodedEventsEncode)
     }
 
-    /// The JSON Schema of this type's events: `type` is `name`, and the listed fields are
-    /// required.
+    public init(arrayLiteral entries: EventType<Event>...) {
+        self.init(entries)
+    }
+
+    /// The entry whose `type` is `name`.
+    public func entry(named name: String) -> EventType<Event>? {
+        index[name].map { entries[$0] }
+    }
+
+    /// The offset of the first entry that takes `event` apart (the one that encodes it).
+    func offset(encoding event: Event) -> Int? {
+        entries.firstIndex { $0.extracts(event) }
+    }
+
+    /// `"a", "b"`: the names, for messages.
+    var quotedNames: String {
+        entries.map { "\"\($0.name)\"" }.joined(separator: ", ")
+    }
+
+    /// One object schema per entry, in order (`oneOf`).
     public var jsonSchema: JSONSchema {
-        let type = (key: "type", value: JSONSchema.const(name))
-        guard let fields else { return .object([type], required: ["type"]) }
-        return .object([type] + fields)
+        .oneOf(entries.map(\.jsonSchema))
     }
-}
 
-extension EventType where Event: Sendable {
-    /// A case without associated values; its name is the case name.
-    public static func type(_ event: Event) -> EventType {
-        EventType(name: EventFields.caseName(of: event), fields: [], make: { _ in event })
+    /// Reads `type`, then the fields of that entry.
+    func decode(from decoder: any Decoder) throws -> Event {
+        let container = try decoder.container(keyedBy: EventKey.self)
+        let name = try EventKey.readType(container, codingPath: decoder.codingPath, expected: quotedNames)
+        guard let entry = entry(named: name) else {
+            throw EventKey.typeProblem(decoder.codingPath, "unknown type \"\(name)\": expected \"type\" to be one of \(quotedNames)")
+        }
+        return try entry.decode(container, decoder.codingPath)
     }
-}
 
-extension TypeTaggedEvent where Self: CaseIterable, Self: Sendable {
-    /// Every case, by its name: for enums whose cases have no associated values.
-    public static var eventTypes: [EventType<Self>] { allCases.map { EventType.type($0) } }
+    /// Writes `type` and the fields, through the first entry that takes `event` apart.
+    func encode(_ event: Event, to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: EventKey.self)
+        for entry in entries where try entry.encode(event, &container, encoder.codingPath) { return }
+        throw EncodingError.invalidValue(event, .init(
+            codingPath: encoder.codingPath,
+            debugDescription: "\(Event.self): no entry of eventTypes takes this case apart (is it listed?)"))
+    }
 }
 
 extension TypeTaggedEvent {
     /// One object schema per entry of `eventTypes`, in order (`oneOf`).
-    public static var jsonSchema: JSONSchema {
-        .oneOf(eventTypes.map(\.jsonSchema))
-    }
+    public static var jsonSchema: JSONSchema { eventTypes.jsonSchema }
+
+    /// `eventTypes.decodedEventsEncode`.
+    public static var decodedEventsEncode: Bool { eventTypes.decodedEventsEncode }
 
     /// Reads `type`, then the fields of that case through its `eventTypes` entry.
     public init(from decoder: any Decoder) throws {
-        let types = Self.eventTypes
-        let container = try decoder.container(keyedBy: EventFields.Key.self)
-        let path = decoder.codingPath + [EventFields.Key.type]
-        func expected() -> String {
-            "expected \"type\" to be one of " + types.map { "\"\($0.name)\"" }.joined(separator: ", ")
-        }
-        guard container.contains(.type) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "missing: \(expected())"))
-        }
-        guard let name = try? container.decode(String.self, forKey: .type) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "not a string: \(expected())"))
-        }
-        guard let type = types.first(where: { $0.name == name }) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "unknown type \"\(name)\": \(expected())"))
-        }
-        self = try type.make(EventFields(type: name, container: container, codingPath: decoder.codingPath))
+        self = try Self.eventTypes.decode(from: decoder)
     }
 
-    /// Writes `type`, then each labeled associated value, found by reflection.
+    /// Writes `type`, then the fields its `eventTypes` entry takes out of the case.
     public func encode(to encoder: any Encoder) throws {
-        let name = EventFields.caseName(of: self)
-        func refuse(_ problem: String) -> EncodingError {
-            .invalidValue(self, .init(codingPath: encoder.codingPath, debugDescription: "\(Self.self).\(name): \(problem)"))
-        }
-        guard Self.eventTypes.contains(where: { $0.name == name }) else { throw refuse("not listed in eventTypes") }
-        var container = encoder.container(keyedBy: EventFields.Key.self)
-        try container.encode(name, forKey: .type)
-        guard let payload = Mirror(reflecting: self).children.first?.value else { return }
-        let fields = Mirror(reflecting: payload)
-        guard fields.displayStyle == .tuple else { throw refuse("its associated value needs a label") }
-        for field in fields.children {
-            guard let label = field.label, !label.hasPrefix("."), label != "type" else {
-                throw refuse("every associated value needs a label other than \"type\"")
-            }
-            let value = Mirror(reflecting: field.value)
-            if value.displayStyle == .optional, value.children.isEmpty { continue }
-            guard let encodable = field.value as? any Encodable else { throw refuse("\"\(label)\" is not Encodable") }
-            try container.encode(encodable, forKey: EventFields.Key(label))
-        }
+        try Self.eventTypes.encode(self, to: encoder)
     }
 }
 
-/// The members of one decoded event object, read by name in an `EventType`'s closure.
-public struct EventFields {
-    struct Key: CodingKey {
-        let stringValue: String
-        var intValue: Int? { nil }
-        init(_ name: String) { stringValue = name }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-        static let type = Key("type")
+extension TypeTaggedEvent where Self: RawRepresentable<String>, Self: CaseIterable, Self: Sendable {
+    /// One entry per case, named by its raw value; made on each access, but coding does
+    /// not use it (it reads and writes the raw value directly).
+    public static var eventTypes: EventTypes<Self> {
+        EventTypes(allCases.map { event in EventType(name: event.rawValue, event) { $0.rawValue == event.rawValue } })
     }
 
-    /// The event's `type`.
-    public let type: String
-    let container: KeyedDecodingContainer<Key>
-    let codingPath: [any CodingKey]
-
-    /// The member `name`; when it is missing or of another type, a `DecodingError`
-    /// naming it: `"add" needs field "title" (a string)`.
-    public func callAsFunction<Value: Decodable>(_ name: String, as _: Value.Type = Value.self) throws -> Value {
-        let key = Key(name)
-        guard container.contains(key) else { throw problem(name, "\"\(type)\" needs field \"\(name)\" (\(Self.describe(Value.self)))") }
-        do {
-            return try container.decode(Value.self, forKey: key)
-        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.count == codingPath.count + 1 {
-            throw problem(name, "\"\(type)\" needs field \"\(name)\" to be \(Self.describe(Value.self))")
-        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.count == codingPath.count + 1 {
-            throw problem(name, "\"\(type)\" needs field \"\(name)\" to be \(Self.describe(Value.self)), not null")
+    /// Reads `type` as the raw value of a case.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: EventKey.self)
+        func expected() -> String { Self.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ") }
+        let name = try EventKey.readType(container, codingPath: decoder.codingPath, expected: expected())
+        guard let event = Self(rawValue: name) else {
+            throw EventKey.typeProblem(decoder.codingPath, "unknown type \"\(name)\": expected \"type\" to be one of \(expected())")
         }
+        self = event
     }
 
-    /// The member `name`, checked: `check` returns what is wrong with the value, or nil.
-    /// `try $0("items") { $0 >= 0 ? nil : "must be 0 or more, got \($0)" }`.
-    public func callAsFunction<Value: Decodable>(_ name: String, _ check: (Value) -> String?) throws -> Value {
-        let value: Value = try self(name)
-        if let wrong = check(value) { throw problem(name, wrong) }
-        return value
+    /// Writes `{"type":rawValue}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: EventKey.self)
+        try container.encode(rawValue, forKey: .type)
     }
+}
 
-    /// The member `name`, or nil when it is absent or null.
-    public func optional<Value: Decodable>(_ name: String, as _: Value.Type = Value.self) throws -> Value? {
-        guard container.contains(Key(name)), !((try? container.decodeNil(forKey: Key(name))) ?? false) else { return nil }
-        return try self(name) as Value
-    }
+/// A member of an event object.
+struct EventKey: CodingKey, Sendable {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(_ name: String) { stringValue = name }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+    static let type = EventKey("type")
 
-    /// A decoding error at member `name` saying `description`: for checks of your own.
-    public func problem(_ name: String, _ description: String) -> DecodingError {
-        .dataCorrupted(.init(codingPath: codingPath + [Key(name)], debugDescription: description))
-    }
-
-    /// The name of `event`'s case, by reflection.
-    static func caseName(of event: Any) -> String {
-        if let label = Mirror(reflecting: event).children.first?.label { return label }
-        return String(describing: event)
-    }
-
-    /// "a string", "an integer", ... for the messages.
-    static func describe(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        case is Bool.Type: "a boolean"
-        case is Int.Type, is Int8.Type, is Int16.Type, is Int32.Type, is Int64.Type,
-             is UInt.Type, is UInt8.Type, is UInt16.Type, is UInt32.Type, is UInt64.Type: "an integer"
-        case is Double.Type, is Float.Type: "a number"
-        default: "a value of type \(type)"
+    /// The `type` member, or an error saying it must be one of `expected`.
+    static func readType(_ container: KeyedDecodingContainer<EventKey>, codingPath: [any CodingKey],
+                         expected: @autoclosure () -> String) throws -> String {
+        guard container.contains(.type) else {
+            throw typeProblem(codingPath, "missing: expected \"type\" to be one of \(expected())")
         }
+        guard let name = try? container.decode(String.self, forKey: .type) else {
+            throw typeProblem(codingPath, "not a string: expected \"type\" to be one of \(expected())")
+        }
+        return name
+    }
+
+    static func typeProblem(_ codingPath: [any CodingKey], _ description: String) -> DecodingError {
+        .dataCorrupted(.init(codingPath: codingPath + [EventKey.type], debugDescription: description))
     }
 }

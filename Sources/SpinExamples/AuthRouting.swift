@@ -6,7 +6,7 @@ import SpinCore
 /// `home` or `login` depending on what the session service says.
 public struct AuthRouting: Sendable {
     /// The events Gear `auth` carries. JSON: `{"type":"authorizationIssueHappened"}`.
-    public enum GearEvent: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
+    public enum GearEvent: String, TypeTaggedEvent, CaseIterable, Equatable, Sendable {
         case authorizationIssueHappened
     }
 
@@ -46,15 +46,17 @@ public enum Feature {
     }
 
     /// Event JSON: `{"type":"load"}`, `{"type":"loaded","items":n}` (n >= 0: a negative
-    /// count is refused when decoded), `{"type":"unauthorizedResponse"}`.
+    /// count is refused when decoded, and when encoded), `{"type":"unauthorizedResponse"}`.
     public enum Event: TypeTaggedEvent, Equatable, Sendable {
         case load
         case loaded(items: Int)
         case unauthorizedResponse
 
-        public static let eventTypes: [EventType<Event>] = [
+        public static let eventTypes: EventTypes<Event> = [
             .type(.load),
-            .type("loaded", fields: ["items": .integer(minimum: 0)]) { try .loaded(items: $0("items") { $0 >= 0 ? nil : "must be 0 or more, got \($0)" }) },
+            .type("loaded", Event.loaded, .field("items", .integer(minimum: 0))) {
+                if case .loaded(let items) = $0 { items } else { nil }
+            },
             .type(.unauthorizedResponse),
         ]
     }
@@ -115,7 +117,7 @@ public enum Router {
 
     /// Event JSON: `{"type":"checkAuthorization"}`, `authorized`, `unauthorized`,
     /// `login`, `logout`.
-    public enum Event: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
+    public enum Event: String, TypeTaggedEvent, CaseIterable, Equatable, Sendable {
         case checkAuthorization, authorized, unauthorized, login, logout
     }
 

@@ -11,7 +11,7 @@ public enum Counter {
     }
 
     /// Event JSON: `{"type":"increase"}`, `{"type":"decrease"}`, `{"type":"reset"}`.
-    public enum Event: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
+    public enum Event: String, TypeTaggedEvent, CaseIterable, Equatable, Sendable {
         case increase
         case decrease
         /// Sets the value to 0, so that the counter counts again.

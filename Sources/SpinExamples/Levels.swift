@@ -4,7 +4,8 @@ import SpinCore
 /// two feedbacks make converge to the same value.
 ///
 /// No event traps: levels live in `range` (±1 000 000 000), `set` outside it is refused
-/// when decoded (422 over HTTP, naming the field) and clamped when made in Swift, and a
+/// when decoded (422 over HTTP, naming the field) and when encoded (its schema says so
+/// both ways), and clamped by the reducer when made in Swift, and a
 /// step that would leave the range leaves the level where it is, so no arithmetic can
 /// overflow whatever the state. The range is far from `Int`'s limits, not small enough
 /// for every gap to converge quickly: levels set further apart than the feedback budget
@@ -33,9 +34,11 @@ public enum Levels {
         /// Starts again from new values.
         case set(left: Int, right: Int)
 
-        public static let eventTypes: [EventType<Event>] = [
+        public static let eventTypes: EventTypes<Event> = [
             .type(.increaseLeft), .type(.decreaseLeft), .type(.increaseRight), .type(.decreaseRight),
-            .type("set", fields: ["left": .integer(in: Levels.range), "right": .integer(in: Levels.range)]) { try .set(left: $0("left", Levels.problem), right: $0("right", Levels.problem)) },
+            .type("set", Event.set, .field("left", .integer(in: Levels.range)), .field("right", .integer(in: Levels.range))) {
+                if case .set(let left, let right) = $0 { (left, right) } else { nil }
+            },
         ]
     }
 
@@ -59,11 +62,6 @@ public enum Levels {
     static func up(_ level: Int) -> Int { level < range.upperBound ? level + 1 : level }
     static func down(_ level: Int) -> Int { level > range.lowerBound ? level - 1 : level }
     static func clamp(_ level: Int) -> Int { min(max(level, range.lowerBound), range.upperBound) }
-
-    /// What is wrong with a decoded level, if anything: it must be in `range`.
-    static func problem(_ level: Int) -> String? {
-        range.contains(level) ? nil : "must be an integer from \(range.lowerBound) to \(range.upperBound), got \(level)"
-    }
 
     /// Regulates the left level toward the right one.
     public static func leftEffect(state: State) -> Event? {

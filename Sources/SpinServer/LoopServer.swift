@@ -193,19 +193,31 @@ public final class LoopServer: Sendable {
 
     /// Sees every event `spin` applies, before it starts: the feed first (it must hold a
     /// transition before the journal can call it durable), then the journal and the
-    /// metrics; and its suspensions (logged, counted, stored).
+    /// metrics; and its suspensions (logged, counted, stored). A transition that does not
+    /// encode suspends the Spin (see `HostedSpin.observe`): it is held at its last durable
+    /// state (the journal treats it as a failure of that Spin's storage, without waiting
+    /// for the storage to work again: the Spin stays suspended until `POST .../resume`),
+    /// and every acknowledgement still waiting gets 500 `encoding_failed`.
     private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
                          markers: SuspensionMarker?) -> [SpinSubscription] {
         let name = spin.name
         let metrics = context.metrics
         let applied = metrics.spin(name).applied
         let logger = self.logger
+        let host = self.host
         return [
-            spin.observe { transition in
+            spin.observe({ transition in
                 feed.applied(transition)
                 journal?.record(spin: name, transition)
                 applied.increment()
-            },
+            }, unencodable: { reason in
+                // The Spin suspended itself; it goes back to its last durable state, as
+                // when its storage fails, and stays suspended until resumed.
+                let error = APIError.encodingFailed(spin: name, reason)
+                if let journal { return journal.fail(spin: name, error) }
+                feed.fail(error, rolledBack: true)
+                host.spin(named: name)?.hold { feed.rollback() } then: { feed.recovered() }
+            }),
             spin.onSuspensionChange { suspension in
                 Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
             },

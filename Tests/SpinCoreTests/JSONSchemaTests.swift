@@ -9,17 +9,21 @@ private func text(_ schema: JSONSchema) throws -> String {
 
 private enum Shape: TypeTaggedEvent, Equatable, Sendable {
     case circle(radius: Int)
-    case named(title: String)
+    case named(title: String, note: String?)
     case clear
 
-    static let eventTypes: [EventType<Shape>] = [
-        .type("circle", fields: ["radius": .integer(minimum: 1, maximum: 100)]) { try .circle(radius: $0("radius")) },
-        .type("named") { try .named(title: $0("title")) },
+    static let eventTypes: EventTypes<Shape> = [
+        .type("circle", Shape.circle, .field("radius", .integer(minimum: 1, maximum: 100))) {
+            if case .circle(let radius) = $0 { radius } else { nil }
+        },
+        .type("named", Shape.named, .field("title"), .field("note")) {
+            if case .named(let title, let note) = $0 { (title, note) } else { nil }
+        },
         .type(.clear),
     ]
 }
 
-private enum Switch: TypeTaggedEvent, CaseIterable, Equatable, Sendable {
+private enum Switch: String, TypeTaggedEvent, CaseIterable, Equatable, Sendable {
     case on, off
 }
 
@@ -34,11 +38,11 @@ struct JSONSchemaTests {
         #expect(try text(.any) == "{}")
     }
 
-    @Test func aTypeTaggedEvent_DescribesOneObjectPerType_WithTheFieldsItsEntryLists() throws {
+    @Test func aTypeTaggedEvent_DescribesOneObjectPerType_WithTheFieldsItsEntryLists_OptionalOnesNotRequired() throws {
         #expect(try text(Shape.jsonSchema) == #"{"oneOf":["#
             + #"{"type":"object","required":["type","radius"],"properties":{"type":{"const":"circle"},"radius":{"type":"integer","minimum":1,"maximum":100}}},"#
-            // No fields listed: only `type` is known, anything else may come along.
-            + #"{"type":"object","required":["type"],"properties":{"type":{"const":"named"}}},"#
+            // An optional field is not required.
+            + #"{"type":"object","required":["type","title"],"properties":{"type":{"const":"named"},"title":{"type":"string"},"note":{"type":"string"}}},"#
             + #"{"type":"object","required":["type"],"properties":{"type":{"const":"clear"}}}]}"#)
     }
 

@@ -100,6 +100,13 @@ package struct APIError: Error, Equatable, Sendable {
                  headers: [("Retry-After", String(retryAfter))])
     }
 
+    /// The Spin's event or state does not encode as JSON (a bug in its type's `encode(to:)`,
+    /// or a value its schema refuses): nothing was applied or stored.
+    package static func encodingFailed(spin: String, _ detail: String) -> APIError {
+        APIError(status: 500, code: "encoding_failed",
+                 message: "Spin \"\(spin)\" cannot encode \(detail); nothing was applied")
+    }
+
     /// A Spin whose stored history could not be replayed at start-up, isolated
     /// (`storage.onCorruption: "isolate"`): an operator has to act; retrying does not help.
     package static func spinUnrecoverable(_ name: String, _ unrecoverable: Unrecoverable) -> APIError {

@@ -243,8 +243,8 @@ package struct APIRouter: Sendable {
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             if let problem = spin.unrecoverable { return fail(.spinUnrecoverable(spin.name, problem)) }
             // A Spin held because its storage fails goes on by itself once it works.
-            guard !feeds.feed(spin.name).isFailing else {
-                return fail(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds))
+            if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
+                return fail(refusal)
             }
             resume(request, spin) { respond(.respond($0)) }
 
@@ -395,8 +395,8 @@ package struct APIRouter: Sendable {
             return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
         }
         let feed = feeds.feed(spin.name)
-        if feed.isFailing {
-            return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: limits.retryAfterSeconds)))
+        if let refusal = Self.refusal(of: feed, spin.name, retryAfter: limits.retryAfterSeconds) {
+            return done(.failure(refusal))
         }
         // Applied events wait in the feed until the disk has them. A disk that stalls
         // must not let clients that do not wait for acknowledgements (a WebSocket sending
@@ -416,6 +416,14 @@ package struct APIRouter: Sendable {
         }
     }
 
+    /// Why a failing feed refuses events: its storage fails (503 `storage_unavailable`),
+    /// or its Spin goes back from a transition that did not encode (500
+    /// `encoding_failed`); nil while it does not fail.
+    private static func refusal(of feed: SpinFeed, _ spin: String, retryAfter: Int) -> APIError? {
+        guard let failure = feed.failure else { return nil }
+        return failure.code == "encoding_failed" ? failure : .storageUnavailable(spin: spin, "writes fail", retryAfter: retryAfter)
+    }
+
     /// What happens once a batch's last event is applied (or not): the apply latency is
     /// observed, and `done` is called once the event is durable, or with why it was not
     /// applied (the Spin suspended or stopped first).
@@ -428,9 +436,7 @@ package struct APIRouter: Sendable {
         return { transition in
             apply?.end()
             guard let transition else {
-                if feed.isFailing {
-                    return done(.failure(.storageUnavailable(spin: spin.name, "writes fail", retryAfter: 1)))
-                }
+                if let refusal = Self.refusal(of: feed, spin.name, retryAfter: 1) { return done(.failure(refusal)) }
                 if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
                 return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
             }

@@ -88,6 +88,9 @@ package final class Journal: @unchecked Sendable {
         var health: Health = .healthy
         /// Why `reopen` failed last (logged when it changes).
         var reopenProblem: String?
+        /// The failure was the Spin's (a transition that did not encode), not the
+        /// storage's: once the Spin is rolled back, journaling goes on at once.
+        var goesOnAtOnce = false
 
         enum Health: Equatable {
             case healthy
@@ -395,11 +398,33 @@ package final class Journal: @unchecked Sendable {
     private func fail(_ journal: SpinJournal, _ error: any Error) {
         guard journal.health == .healthy else { return }
         logger.critical("journal of \(journal.name): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence) and waits until storage works")
+        fail(journal, refusing: .storageUnavailable(spin: journal.name, "\(error)"))
+    }
+
+    /// A transition of `spin` did not encode (`HostedSpin.observe`; the Spin suspended
+    /// itself): what it recorded before is written and committed, then the journal drops
+    /// the rest (a batch the fault cut) as for a failed write, every acknowledgement waiting gets `error`, and the
+    /// host rolls the Spin back. The probe finds the storage working and journaling goes
+    /// on; the Spin stays suspended until resumed.
+    package func fail(spin: String, _ error: APIError) {
+        queue.async { [self] in
+            writeIncoming()
+            guard let journal = spins[spin], journal.health == .healthy else { return }
+            // The complete batches before the fault are good: durable now, not dropped.
+            if journal.unsynced { commit(journal, sync: true) }
+            guard journal.health == .healthy else { return }
+            logger.error("journal of \(spin): \(error.message); the Spin goes back to sequence \(journal.feed.snapshot.sequence)")
+            journal.goesOnAtOnce = true
+            fail(journal, refusing: error)
+        }
+    }
+
+    private func fail(_ journal: SpinJournal, refusing error: APIError) {
         journal.health = .failing(restored: false)
         journal.batch.removeAll()
         journal.complete = 0
         journal.unsynced = false
-        journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"))
+        journal.feed.fail(error)
         store.discardUncommitted(spin: journal.name)
         journal.written = journal.feed.snapshot.sequence
         let name = journal.name
@@ -415,7 +440,11 @@ package final class Journal: @unchecked Sendable {
         queue.async { [self] in
             guard let journal = spins[spin], journal.health == .failing(restored: false) else { return }
             journal.health = .failing(restored: true)
-            scheduleProbe()
+            if journal.goesOnAtOnce {
+                probe()
+            } else {
+                scheduleProbe()
+            }
         }
     }
 
@@ -454,7 +483,12 @@ package final class Journal: @unchecked Sendable {
             }
             journal.health = .healthy
             journal.feed.recovered()
-            logger.notice("storage of \(journal.name) works again: the Spin goes on from sequence \(journal.written)")
+            if journal.goesOnAtOnce {
+                journal.goesOnAtOnce = false
+                logger.notice("journal of \(journal.name) goes on from sequence \(journal.written); the Spin stays suspended until resumed")
+            } else {
+                logger.notice("storage of \(journal.name) works again: the Spin goes on from sequence \(journal.written)")
+            }
             onRecovery(journal.name)
         }
         if spins.values.contains(where: { $0.health != .healthy }) { scheduleProbe() }

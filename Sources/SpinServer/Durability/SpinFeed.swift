@@ -191,6 +191,10 @@ package final class SpinFeed: Sendable {
 
     package var isFailing: Bool { shared.withLock { $0.failure != nil } }
 
+    /// What the feed answers while failing (see `fail`): 503 `storage_unavailable`, or 500
+    /// `encoding_failed` while the Spin goes back from a transition that did not encode.
+    package var failure: APIError? { shared.withLock { $0.failure } }
+
     /// This node stops serving the Spin (a cluster moved it): every waiting and later
     /// acknowledgement gets `error` (nothing past what is durable counts as acknowledged
     /// here; the new owner recovers what is durable), and every stream is told to close.

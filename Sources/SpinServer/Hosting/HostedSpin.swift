@@ -1,5 +1,6 @@
 import Foundation
 import SpinCore
+import Synchronization
 import SpinStorage
 import SpinWire
 
@@ -120,7 +121,14 @@ package protocol HostedSpin: AnyObject, Sendable {
     func snapshot() -> (sequence: UInt64, state: JSONValue)
     /// Sees every applied event from now on, in order, on the Spin's executor. The
     /// handler must not block.
-    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription
+    ///
+    /// A transition whose event or state does not encode as JSON (a feedback's event its
+    /// type cannot write, a NaN in the state) is never handed on: the Spin suspends with
+    /// a reason naming it, `unencodable` gets that reason, and no transition reaches the
+    /// handler until `hold` has put the Spin back to a state the host gives (the last
+    /// durable one): nothing unencodable is journaled or streamed, as null or otherwise.
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription
     var pendingEvents: Int { get }
     /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
     /// and the journaled events after it, replayed through the reducer (no effect runs).
@@ -167,6 +175,11 @@ package protocol HostedSpin: AnyObject, Sendable {
 }
 
 extension HostedSpin {
+    /// `observe(_:unencodable:)` for whoever only watches (the Spin suspends all the same).
+    package func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
+        observe(handler, unencodable: { _ in })
+    }
+
     /// Nil: only machine Spins have a definition to show.
     package var machineDefinition: JSONValue? { nil }
     /// Nil: the Spin was recovered.
@@ -183,6 +196,14 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private let loop = Protected<SpinLoop<State, Event>?>(nil)
     /// Where the loop starts: the Spin's initial state at 0, or what recovery restored.
     private let origin: Protected<(state: State, sequence: UInt64)?> = Protected(nil)
+    /// Set when a transition did not encode, until `hold` puts the Spin back: observers
+    /// are handed nothing meanwhile (see `observe`).
+    private let unencodable = EncodingFault()
+    /// Whether each decoded event is encoded before it is submitted: not for a
+    /// `TypeTaggedEvent` whose decoding checks what its encoding does (its table passed
+    /// the round-trip check when hosted); an event that still fails is caught by
+    /// `observe`.
+    private let encodesBeforeApplying = !((Event.self as? any TypeTaggedEvent.Type)?.decodedEventsEncode ?? false)
 
     let machineDefinition: JSONValue?
     let schema: SpinSchema
@@ -218,8 +239,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
               then: @escaping @Sendable () -> Void) {
         let name = self.name
         let loop = running
+        let fault = unencodable
         loop.suspend(reason: storageHoldReason)
         loop.restore(to: {
+            // Back to a state that encoded: observers are handed transitions again.
+            defer { fault.failed.store(false, ordering: .releasing) }
             let (sequence, json, _) = rollback()
             do {
                 return (try JSONDecoder().decode(State.self, from: Data(json.bytes)), sequence)
@@ -288,13 +312,24 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             state = spin.reducer.reduce(state, event)
             sequence = record.sequence
             if replayed.count - index <= keep {
-                history.append(HostedTransition(sequence: sequence, event: Self.encode(event),
-                                                state: Self.encode(state), endsBatch: record.endsBatch))
+                do {
+                    history.append(HostedTransition(sequence: sequence, event: try Self.encode(event),
+                                                    state: try Self.encode(state), endsBatch: record.endsBatch))
+                } catch {
+                    throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
+                                        sequence: record.sequence)
+                }
             }
         }
         let recovered = (state, sequence)
         origin.withLock { $0 = recovered }
-        return Recovered(sequence: sequence, state: Self.encode(state), history: history)
+        let json: JSONValue
+        do {
+            json = try Self.encode(state)
+        } catch {
+            throw RecoveryError(spin: name, problem: "the recovered state does not encode: \(Self.describe(error))")
+        }
+        return Recovered(sequence: sequence, state: json, history: history)
     }
 
     /// One pass of `JSONValidator` (syntax, repeated keys, what the top is), then one of
@@ -310,9 +345,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             case .array:
                 let events = try JSONDecoder().decode([Event].self, from: Data(json))
                 guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
-                return batch(events)
+                return try batch(events)
             case .object:
-                return batch([try JSONDecoder().decode(Event.self, from: Data(json))])
+                return try batch([try JSONDecoder().decode(Event.self, from: Data(json))])
             case .scalar:
                 throw APIError.invalidEvent(spin: name, "expected an event object or an array of event objects")
             }
@@ -325,8 +360,20 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }
     }
 
-    private func batch(_ events: [Event]) -> EventBatch {
-        EventBatch(count: events.count, events: DecodedEvents(events), decoder: self)
+    /// The batch of `events`, each encoded first: an event that does not encode (its
+    /// type's `encode(to:)` throws) would be applied and then neither journaled nor
+    /// streamed, so it is refused here, 500 `encoding_failed`, and nothing is applied.
+    /// (Not for a type that encodes whatever it decodes: `encodesBeforeApplying`.)
+    private func batch(_ events: [Event]) throws(APIError) -> EventBatch {
+        for (offset, event) in events.enumerated() where encodesBeforeApplying {
+            do {
+                _ = try OrderedJSONEncoder().encode(event)
+            } catch {
+                let at = events.count > 1 ? "[\(offset)] " : ""
+                throw .encodingFailed(spin: name, "the event \(at)it decoded (\(Event.self)): \(Self.describe(error))")
+            }
+        }
+        return EventBatch(count: events.count, events: DecodedEvents(events), decoder: self)
     }
 
     /// The events of a batch this loop decoded (a batch of another Spin is a bug).
@@ -349,31 +396,52 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }
     }
 
+    /// With the state when asked (nil when it does not encode: the transition did not
+    /// either, and the feed refuses the acknowledgement).
     private static func applied(_ result: BatchResult<State, Event>, withState: Bool) -> AppliedEvent {
-        AppliedEvent(sequence: result.sequence, state: withState ? encode(result.state) : nil,
+        AppliedEvent(sequence: result.sequence, state: withState ? try? encode(result.state) : nil,
                      count: result.count, ignored: result.declined)
     }
 
+    /// The state as JSON; a read of a state that does not encode (only until the Spin is
+    /// held, see `observe`) shows null rather than failing.
     func snapshot() -> (sequence: UInt64, state: JSONValue) {
         let (sequence, state) = running.snapshot
-        return (sequence, Self.encode(state))
+        return (sequence, (try? Self.encode(state)) ?? .null)
     }
 
-    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription {
-        running.observe { transition in handler(Self.encode(transition)) }
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
+        let (loop, fault) = (running, self.unencodable)
+        return loop.observe { transition in
+            if fault.failed.load(ordering: .acquiring) { return }
+            let event: JSONValue, state: JSONValue
+            do {
+                event = try Self.encode(transition.event)
+                do {
+                    state = try Self.encode(transition.state)
+                } catch {
+                    return refuse("the state (\(State.self)) after event \(transition.sequence)", error)
+                }
+            } catch {
+                return refuse("event \(transition.sequence) (\(Event.self))", error)
+            }
+            handler(HostedTransition(sequence: transition.sequence, event: event, state: state, endsBatch: transition.endsBatch))
+        }
+        /// Suspends the Spin, naming what did not encode, and tells the host.
+        @Sendable func refuse(_ what: String, _ error: any Error) {
+            fault.failed.store(true, ordering: .releasing)
+            let reason = "\(what) does not encode as JSON: \(Self.describe(error))"
+            loop.suspend(reason: reason)
+            unencodable(reason)
+        }
     }
 
-    private static func encode(_ transition: Transition<State, Event>) -> HostedTransition {
-        HostedTransition(sequence: transition.sequence, event: encode(transition.event), state: encode(transition.state),
-                         endsBatch: transition.endsBatch)
-    }
 
     /// A state or event as JSON text, encoded once (`.raw`) and shared by the feed, the
-    /// journal and every stream. A value that cannot be JSON (a NaN, say) is sent as null
-    /// rather than stopping the stream; the reducer's value itself is kept as it is.
-    private static func encode<Value: Encodable>(_ value: Value) -> JSONValue {
-        guard let json = try? OrderedJSONEncoder().encode(value) else { return .null }
-        return .raw(json)
+    /// journal and every stream.
+    private static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {
+        .raw(try OrderedJSONEncoder().encode(value))
     }
 
     // MARK: Error messages
@@ -419,6 +487,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     static func describe(_ error: any Error) -> String {
+        if let error = error as? EncodingError, case .invalidValue(_, let context) = error {
+            return (context.codingPath.isEmpty ? "" : "\(path(context.codingPath)): ") + context.debugDescription
+        }
         let nsError = error as NSError
         if let detail = nsError.userInfo[NSDebugDescriptionErrorKey] as? String { return detail }
         return nsError.localizedDescription
@@ -444,4 +515,10 @@ package struct RecoveryError: Error, CustomStringConvertible {
     package var description: String {
         spin.map { "cannot recover Spin \"\($0)\": \(problem)" } ?? problem
     }
+}
+
+/// Whether a hosted Spin's last transition did not encode (`HostedLoop.observe`): read
+/// and set on the Spin's executor, cleared there by the rollback of `hold`.
+private final class EncodingFault: Sendable {
+    let failed = Atomic<Bool>(false)
 }

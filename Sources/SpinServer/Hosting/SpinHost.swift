@@ -1,3 +1,4 @@
+import Foundation
 import SpinCore
 import SpinMachines
 import SpinWire
@@ -27,7 +28,8 @@ public final class SpinHost: Sendable {
 
     public init() {}
 
-    /// Hosts `spin` under `name` (letters, digits, `-`, `_` and `.`; unique).
+    /// Hosts `spin` under `name` (letters, digits, `-`, `_` and `.`; unique). A
+    /// `TypeTaggedEvent` whose table does not round-trip is refused (`checkEvents`).
     /// - Parameters:
     ///   - kind: what `GET /v1/spins` says made it; `swift` unless given.
     ///   - schema: the JSON Schemas of its events and state; nil takes what the types
@@ -35,7 +37,28 @@ public final class SpinHost: Sendable {
     public func host<State: Codable & Sendable, Event: Codable & Sendable>(
         _ spin: Spin<State, Event>, named name: String, kind: String = "swift", schema: SpinSchema? = nil
     ) throws(HostingError) {
+        try Self.checkEvents(Event.self)
         try add(HostedLoop(name: name, kind: kind, spin: spin, schema: schema))
+    }
+
+    /// Checks that every event of `type` that can be made round-trips through the
+    /// server's JSON coders, when it is a `TypeTaggedEvent` (see
+    /// `TypeTaggedEvent.checkEventTypes`): hosting runs it, and a unit test can too,
+    /// `try SpinHost.checkEvents(MyEvent.self)`. Other types are taken as they are (each
+    /// event is encoded before it is applied: one that does not encode is refused).
+    /// - Throws: `HostingError.eventTypes`, naming the type and the entry at fault.
+    public static func checkEvents<Event: Codable>(_ type: Event.Type) throws(HostingError) {
+        guard let tagged = type as? any TypeTaggedEvent.Type else { return }
+        try check(tagged)
+    }
+
+    private static func check<Tagged: TypeTaggedEvent>(_: Tagged.Type) throws(HostingError) {
+        do {
+            try Tagged.checkEventTypes(encode: { try OrderedJSONEncoder().encode($0) },
+                                       decode: { try JSONDecoder().decode(Tagged.self, from: Data($0)) })
+        } catch {
+            throw .eventTypes(error)
+        }
     }
 
     /// Hosts the Spin of a declarative machine under `name`, kind `machine`;
@@ -59,6 +82,7 @@ public final class SpinHost: Sendable {
         _ gear: Gear<GearEvent>, named name: String, attachedTo spins: [String]
     ) throws(HostingError) {
         try Self.validate(name)
+        try Self.checkEvents(GearEvent.self)
         try registry.withLock { registry throws(HostingError) in
             guard !registry.started else { throw .alreadyStarted }
             guard !registry.gears.contains(where: { $0.name == name }) else { throw .duplicateName(name) }
@@ -192,6 +216,8 @@ public enum HostingError: Error, Equatable, CustomStringConvertible {
     /// Two kinds asked for the same Gear with different event types.
     /// A configured Gear that no Spin's kind asked for.
     case gearNotMade(String)
+    /// A `TypeTaggedEvent` whose `eventTypes` does not round-trip (`SpinHost.checkEvents`).
+    case eventTypes(EventTypeError)
 
     public var description: String {
         switch self {
@@ -203,6 +229,7 @@ public enum HostingError: Error, Equatable, CustomStringConvertible {
             "kind \"\(kind)\" is not registered (registered: \(known.isEmpty ? "none" : known.joined(separator: ", ")))"
         case .noGear(let spin): "Spin \"\(spin)\" names no Gear: register its kind with gear: .required"
         case .gearNotMade(let gear): "no Spin's kind asked for Gear \"\(gear)\" (context.gear(of:))"
+        case .eventTypes(let error): "the eventTypes of \(error) (they must round-trip: see TypeTaggedEvent)"
         }
     }
 }

@@ -80,7 +80,8 @@ final class UnrecoverableSpin: HostedSpin {
         ((problem.sequence ?? 1) - 1, .null)
     }
 
-    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void) -> SpinSubscription { SpinSubscription {} }
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription { SpinSubscription {} }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription { SpinSubscription {} }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {

@@ -19,9 +19,9 @@ public enum Stats {
         case counted(open: Int, done: Int, archived: Int)
         case reset
 
-        public static let eventTypes: [EventType<Event>] = [
-            .type("counted", fields: ["open": .integer(), "done": .integer(), "archived": .integer()]) {
-                try .counted(open: $0("open"), done: $0("done"), archived: $0("archived"))
+        public static let eventTypes: EventTypes<Event> = [
+            .type("counted", Event.counted, .field("open"), .field("done"), .field("archived")) {
+                if case .counted(let open, let done, let archived) = $0 { (open, done, archived) } else { nil }
             },
             .type(.reset),
         ]

@@ -29,12 +29,10 @@ public enum TodoList {
         /// Archives the done items (the feedback sends it; clients may too).
         case cleanup
 
-        public static let eventTypes: [EventType<Event>] = [
-            .type("add", fields: ["title": .string(minLength: 1)]) {
-                try .add(title: $0("title") { $0.isEmpty ? "must not be empty" : nil })
-            },
-            .type("toggle", fields: ["id": .integer()]) { try .toggle(id: $0("id")) },
-            .type("remove", fields: ["id": .integer()]) { try .remove(id: $0("id")) },
+        public static let eventTypes: EventTypes<Event> = [
+            .type("add", Event.add, .field("title", .string(minLength: 1))) { if case .add(let title) = $0 { title } else { nil } },
+            .type("toggle", Event.toggle, .field("id")) { if case .toggle(let id) = $0 { id } else { nil } },
+            .type("remove", Event.remove, .field("id")) { if case .remove(let id) = $0 { id } else { nil } },
             .type(.cleanup),
         ]
     }
@@ -76,8 +74,10 @@ public enum TodoList {
 public enum TodoGearEvent: TypeTaggedEvent, Equatable, Sendable {
     case counts(open: Int, done: Int, archived: Int)
 
-    public static let eventTypes: [EventType<TodoGearEvent>] = [
-        .type("counts") { try .counts(open: $0("open"), done: $0("done"), archived: $0("archived")) },
+    public static let eventTypes: EventTypes<TodoGearEvent> = [
+        .type("counts", TodoGearEvent.counts, .field("open"), .field("done"), .field("archived")) {
+            if case .counts(let open, let done, let archived) = $0 { (open, done, archived) } else { nil }
+        },
     ]
 }
 

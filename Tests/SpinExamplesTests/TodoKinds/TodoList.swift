@@ -1,0 +1,1 @@
+../../../Examples/TodoServer/Sources/TodoKinds/TodoList.swift
