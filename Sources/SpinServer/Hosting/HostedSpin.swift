@@ -437,7 +437,6 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }
     }
 
-
     /// A state or event as JSON text, encoded once (`.raw`) and shared by the feed, the
     /// journal and every stream.
     private static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {

@@ -1,0 +1,269 @@
+import Dispatch
+
+/// The executor side of a loop: taking events in, applying them in order, publishing
+/// the states, and putting the loop back to an earlier state.
+extension SpinLoop {
+    /// Takes an event of a feedback or Gear: dropped while suspended or stopped; one more
+    /// than the budget waiting suspends the loop.
+    func enqueue(_ pending: Pending) {
+        let outcome = shared.withLock { shared -> EnqueueOutcome in
+            guard shared.phase != .stopped, shared.suspension == nil else { return .dropped }
+            guard shared.pendingFeedback < feedbackBudget else {
+                return .suspended(suspendLocked(&shared, .feedbackBudget(feedbackBudget)) ?? [])
+            }
+            shared.pending.append(pending)
+            shared.pendingFeedback += 1
+            defer { shared.draining = true }
+            return .queued(schedule: !shared.draining)
+        }
+        switch outcome {
+        case .queued(let schedule): if schedule { queue.async { [self] in drain() } }
+        case .dropped: break
+        case .suspended(let dropped): for pending in dropped { pending.onApplied?(nil) }
+        }
+    }
+
+    /// Applies every pending event, including those added while it runs. On `queue`.
+    ///
+    /// Events are taken in batches: one lock to take what is pending, then for each event
+    /// reduce, observers, `onApplied` and feedbacks; the new states are published to
+    /// `state` and `states` once per `publishEvery` events, before any `onApplied`, and at
+    /// the end of the batch (one lock per chunk instead of one per event).
+    ///
+    /// An event a partial reducer declines is skipped: no sequence, no transition, no
+    /// state. A client's batch is taken whole, so with a partial reducer it is reduced
+    /// first (`Tally.lookAhead`) and its last applied event carries `endsBatch`.
+    func drain() {
+        var batch: [Pending] = []
+        var published: [State] = []
+        while true {
+            let (observers, joiners, epoch) = shared.withLock { shared in
+                let joiners = shared.joining
+                shared.joining = []
+                shared.observers += joiners.map { ($0.id, $0.handler) }
+                if shared.phase == .stopped || shared.pending.isEmpty {
+                    shared.draining = false
+                } else {
+                    swap(&batch, &shared.pending)
+                    shared.pendingExternal = 0
+                    shared.pendingFeedback = 0
+                }
+                return (shared.observers, joiners, interruptions.load(ordering: .relaxed))
+            }
+            for joiner in joiners { joiner.snapshot(currentSequence, current) }
+            if batch.isEmpty { return }
+            var interrupted = false
+            // Whether the event belongs to a client batch that gets a reply or spans
+            // several events (only those are tallied: a feedback's event costs nothing).
+            var tallied = false
+            var talliedAny = false
+            // Read once per drain, not per event (each read retains a closure or an array).
+            let step = reducer.step
+            let transitionRunners = transitionRunners.isEmpty ? nil : transitionRunners
+            for index in batch.indices {
+                let pending = batch[index]
+                // A stop or a suspension since the batch was taken drops the rest of it,
+                // never part of a client's batch (all or nothing).
+                if pending.startsBatch, !interrupted, interruptions.load(ordering: .relaxed) != epoch {
+                    interrupted = true
+                    publish(&published)
+                }
+                if interrupted {
+                    pending.onApplied?(nil)
+                    continue
+                }
+                if pending.startsBatch {
+                    tallied = pending.onApplied != nil || !pending.endsBatch
+                    if tallied {
+                        tally = Tally(start: index, detailed: pending.detailed)
+                        lookingAhead = false
+                        talliedAny = true
+                    }
+                }
+                // Feedback semantics (SpinCore.docc, Feedbacks): an effect cancelled by a newer state since it
+                // produced this event does not get it applied.
+                if let isCurrent = pending.isCurrent, !isCurrent() { continue }
+                guard isWithinBudget(external: pending.isExternal) else {
+                    // Whoever reads "suspended" reads the state the loop stopped at.
+                    publish(&published)
+                    _ = suspend(.feedbackBudget(feedbackBudget))
+                    continue
+                }
+                var endsBatch = pending.endsBatch
+                let next: State
+                // Whether `current` is already the new state.
+                var steppedInPlace = false
+                if let step, !tallied, transitionRunners == nil {
+                    // Nobody needs the state the event leaves (no reply, no table effects):
+                    // the step works on `current` itself, with no copy of it. Untallied,
+                    // the event has no `onApplied` to tell of a decline.
+                    guard step(&current, pending.event) else { continue }
+                    next = current
+                    steppedInPlace = true
+                } else if let step {
+                    var stepped = current
+                    if tallied, pending.startsBatch, !pending.endsBatch, let partial = reducer.partial {
+                        tally.lookAhead(batch, from: index, state: current, partial)
+                        lookingAhead = true
+                    }
+                    let applies: Bool
+                    if lookingAhead, let ahead = tally.reduced(at: index) {
+                        if let state = ahead.state { stepped = state }
+                        applies = ahead.state != nil
+                        endsBatch = ahead.endsBatch
+                    } else {
+                        applies = step(&stepped, pending.event)
+                    }
+                    guard applies else {
+                        if tallied { tally.decline(index, pending.event, state: current) }
+                        if let onApplied = pending.onApplied {
+                            publish(&published)
+                            onApplied(tally.result(at: index, sequence: currentSequence, state: current))
+                        }
+                        continue
+                    }
+                    next = stepped
+                } else {
+                    // A plain reducer: no optional, no copy of the old state (the hot path).
+                    next = reducer.reduce(current, pending.event)
+                }
+                let transition = Transition(event: pending.event, state: next, sequence: currentSequence + 1,
+                                            endsBatch: endsBatch)
+                // Told while `current` is still the state the event left.
+                if tallied { tally.apply(transition, from: current, isLastApplied: endsBatch && !pending.endsBatch) }
+                if let transitionRunners {
+                    for runner in transitionRunners { runner.applied(pending.event, from: current, to: next) }
+                }
+                if !steppedInPlace { current = next }
+                currentSequence += 1
+                for observer in observers { observer.handler(transition) }
+                published.append(next)
+                // Whoever is told "applied" must be able to read it back at once.
+                if published.count == Self.publishEvery || pending.onApplied != nil { publish(&published) }
+                if let onApplied = pending.onApplied {
+                    onApplied(tally.result(at: index, sequence: currentSequence, state: next, last: transition))
+                }
+                for runner in runners { runner.receive(next) }
+            }
+            publish(&published)
+            batch.removeAll(keepingCapacity: true)
+            // No reply outlives its drain (the next batch's indices start again at 0).
+            if talliedAny {
+                tally = Tally()
+                lookingAhead = false
+            }
+        }
+    }
+
+    /// The replies of the client batch being applied. On `queue`, inside `drain`.
+    struct Tally {
+        /// The batch's first index in the drained events.
+        var start = 0
+        /// Offsets of the declined events (empty, never allocated, while all apply).
+        var declined: [Int] = []
+        /// With a partial reducer and several events: each event's new state (nil:
+        /// declined), reduced ahead, and the index of the last one that applies.
+        var ahead: [State?] = []
+        var lastApplied: Int?
+        /// The transition of the batch's last applied event, once met.
+        var last: Transition<State, Event>?
+        var details: [EventReply<State, Event>]?
+
+        init() {}
+
+        init(start: Int, detailed: Bool) {
+            self.start = start
+            self.details = detailed ? [] : nil
+        }
+
+        /// Reduces the whole batch that starts at `start`, so that the loop knows which
+        /// of its events is the last one applied before it tells observers of the first.
+        mutating func lookAhead(_ batch: [Pending], from start: Int, state: State,
+                                _ partial: (State, Event) -> State?) {
+            var state = state
+            var index = start
+            repeat {
+                let next = partial(state, batch[index].event)
+                ahead.append(next)
+                if let next {
+                    state = next
+                    lastApplied = index
+                }
+                index += 1
+            } while !batch[index - 1].endsBatch
+        }
+
+        /// The state reduced ahead for `index`, and whether it ends the batch; nil when
+        /// the batch was not reduced ahead.
+        func reduced(at index: Int) -> (state: State?, endsBatch: Bool)? {
+            guard index >= start, index - start < ahead.count else { return nil }
+            return (ahead[index - start], index == lastApplied)
+        }
+
+        mutating func decline(_ index: Int, _ event: Event, state: State) {
+            declined.append(index - start)
+            details?.append(.ignored(event, state: state))
+        }
+
+        mutating func apply(_ transition: Transition<State, Event>, from: State, isLastApplied: Bool) {
+            if isLastApplied { last = transition }
+            details?.append(.applied(from: from, transition))
+        }
+
+        func result(at index: Int, sequence: UInt64, state: State,
+                    last: Transition<State, Event>? = nil) -> BatchResult<State, Event> {
+            BatchResult(count: index - start + 1, declined: declined, lastApplied: last ?? self.last,
+                        sequence: sequence, state: state, detailed: details)
+        }
+    }
+
+    /// Counts the events of feedbacks and Gears applied in a row (an external event starts
+    /// the count again); false for the one past the budget. On `queue`.
+    /// Takes a flag, not the `Pending`: passing that generic struct looks its type up.
+    func isWithinBudget(external: Bool) -> Bool {
+        if external {
+            feedbackRun = 0
+            return true
+        }
+        guard feedbackRun < feedbackBudget else { return false }
+        feedbackRun += 1
+        return true
+    }
+
+    /// How many applied states may wait before `state` and `states` get them.
+    static var publishEvery: Int { 64 }
+
+    /// Makes `current` the loop's `state` and hands `states` to every subscriber.
+    func publish(_ states: inout [State]) {
+        guard !states.isEmpty else { return }
+        let (current, sequence) = (self.current, self.currentSequence)
+        shared.withLock { shared in
+            // After a stop the state is still kept true (it was applied); only the ended
+            // `states` sequences get nothing more.
+            shared.state = current
+            shared.sequence = sequence
+            for subscriber in shared.subscribers.values { subscriber.push(states) }
+        }
+        states.removeAll(keepingCapacity: true)
+    }
+
+    /// Puts the loop back to an earlier state: what a host does when the events applied
+    /// after it could not be stored. On the executor, after the events it is applying:
+    /// `rollback` gives the state and its sequence (nil keeps the current ones); `state`
+    /// and `states` show it, observers see no transition, and the feedbacks get it with
+    /// the next state they are given. Then `done` runs, on the executor.
+    public func restore(
+        to rollback: @escaping @Sendable () -> (state: State, sequence: UInt64)?,
+        then done: @escaping @Sendable () -> Void = {}
+    ) {
+        queue.async { [self] in
+            if let (state, sequence) = rollback() {
+                current = state
+                currentSequence = sequence
+                var states = [state]
+                publish(&states)
+            }
+            done()
+        }
+    }
+}
