@@ -27,22 +27,16 @@ extension JournalRecord {
     /// is never one (length 0). Linear in the bytes after `offset`: most offsets fail at
     /// the length, and the checksum is computed only for the few that pass.
     package static func intactRecord(in bytes: [UInt8], after offset: Int, lastSequence: UInt64?) -> Int? {
-        bytes.withUnsafeBufferPointer { buffer -> Int? in
-            func uint32(_ at: Int) -> UInt32 {
-                (0..<4).reduce(UInt32(0)) { $0 | UInt32(buffer[at + $1]) << (8 * UInt32($1)) }
-            }
-            var start = offset + 1
-            while start + 16 <= buffer.count {
-                defer { start += 1 }
-                let length = Int(uint32(start) & ~continuesFlag)
-                guard length >= 8, length <= maximumLength, length <= buffer.count - start - 8 else { continue }
-                let sequence = UInt64(uint32(start + 8)) | UInt64(uint32(start + 12)) << 32
-                if let lastSequence, sequence <= lastSequence { continue }
-                let body = UnsafeBufferPointer(rebasing: buffer[(start + 8)..<(start + 8 + length)])
-                if CRC32.checksum(body) == uint32(start + 4) { return start }
-            }
-            return nil
+        var start = offset + 1
+        while start + 16 <= bytes.count {
+            defer { start += 1 }
+            let length = Int(readUInt32(bytes, at: start) & ~continuesFlag)
+            guard length >= 8, length <= maximumLength, length <= bytes.count - start - 8 else { continue }
+            let sequence = UInt64(readUInt32(bytes, at: start + 8)) | UInt64(readUInt32(bytes, at: start + 12)) << 32
+            if let lastSequence, sequence <= lastSequence { continue }
+            if CRC32.checksum(bytes[(start + 8)..<(start + 8 + length)]) == readUInt32(bytes, at: start + 4) { return start }
         }
+        return nil
     }
 
     /// Whether the bytes from `offset` to `end` hold zeros up to a sector boundary: from

@@ -119,11 +119,15 @@ package struct JournalCorruption: Error, CustomStringConvertible {
     /// The journal, as its store names it (a file's path).
     package let journal: String
     package let damage: JournalRecord.Damage
+    /// The sequence of the last whole batch's last record before the damage; nil when
+    /// none precedes it.
+    package let intactThrough: UInt64?
 
-    package init(spin: String, journal: String, damage: JournalRecord.Damage) {
+    package init(spin: String, journal: String, damage: JournalRecord.Damage, intactThrough: UInt64? = nil) {
         self.spin = spin
         self.journal = journal
         self.damage = damage
+        self.intactThrough = intactThrough
     }
 
     package var description: String {

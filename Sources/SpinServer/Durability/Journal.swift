@@ -155,10 +155,8 @@ package final class Journal: @unchecked Sendable {
                 replayed.append((spin, feed, stored, recovered))
             } catch let corruption as JournalCorruption {
                 guard isolating else { throw RecoveryError(spin: name, problem: "\(corruption)") }
-                // What precedes the damage, read again without refusing it (nothing is cut).
-                let intact = (try? store.read(spin: name, repair: true))?.records.last?.sequence
                 outcome.unrecoverable[name] = Unrecoverable(
-                    journal: corruption.journal, sequence: intact.map { $0 + 1 } ?? 1,
+                    journal: corruption.journal, sequence: corruption.intactThrough.map { $0 + 1 } ?? 1,
                     offset: corruption.damage.offset, error: corruption.damage.reason)
             } catch let error as RecoveryError {
                 guard isolating else { throw error }

@@ -85,7 +85,8 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package func read(spin: String, repair: Bool) throws -> StoredSpin {
         let decoded = JournalRecord.decode(try DurableFiles.read(journalPath(spin)) ?? [])
         if let damage = decoded.damage, damage.kind == .corruption, !repair {
-            throw JournalCorruption(spin: spin, journal: journalPath(spin), damage: damage)
+            throw JournalCorruption(spin: spin, journal: journalPath(spin), damage: damage,
+                                    intactThrough: decoded.records.last?.sequence)
         }
         let epoch = try DurableFiles.read(epochPath(spin)).map { String(decoding: $0, as: UTF8.self) }
         return StoredSpin(snapshot: try DurableFiles.read(snapshotPath(spin)), records: decoded.records,
