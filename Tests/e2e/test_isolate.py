@@ -137,3 +137,24 @@ def test_a_corrupt_journal_isolates_its_spin_and_repair_still_cuts_it(start_serv
     # Cut after sequence - 3 (the counter's feedback may count on from there).
     assert repaired.sequence("counter") >= sequence - 3
     assert "REPAIRED" in repaired.log()
+
+
+def test_a_gap_in_the_journal_isolates_its_spin_at_the_first_missing_sequence(start_server, server_bin, tmp_path):
+    storage = tmp_path / "storage"
+    sequence = stored_counter(start_server, storage)
+    journal = storage / "counter.journal"
+    # An intact record that skips two sequences: the first one missing is at fault, and
+    # the Spin's history ends where the journal was whole.
+    with journal.open("ab") as file:
+        file.write(record(sequence + 3, b'{"type":"increase"}'))
+    before = files(storage, "counter")
+
+    refused = refused_start(server_bin, tmp_path, storage)
+    assert refused.returncode == 1, refused
+    assert f"the journal jumps from {sequence} to {sequence + 3}" in refused.stderr, refused.stderr
+
+    isolated = start_server(storage=storage, name="isolated", config_patch=ISOLATE)
+    spin = check_isolated(isolated, journal, sequence=sequence + 1, error=f"jumps from {sequence} to {sequence + 3}")
+    assert spin["sequence"] == sequence
+    assert isolated.terminate() == 0
+    assert files(storage, "counter") == before

@@ -300,7 +300,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         for (index, record) in replayed.enumerated() {
             guard record.sequence == sequence + 1 else {
                 throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)",
-                                    sequence: record.sequence)
+                                    sequence: sequence + 1)
             }
             let event: Event
             do {
@@ -501,8 +501,8 @@ package struct RecoveryError: Error, CustomStringConvertible {
     /// The Spin, when the problem is one Spin's.
     package let spin: String?
     package let problem: String
-    /// The journal record at fault (the event that does not decode, the first one after
-    /// a gap), when there is one; nil for the snapshot or the store as a whole.
+    /// The journal record at fault (the event that does not decode, the first one a gap
+    /// leaves out), when there is one; nil for the snapshot or the store as a whole.
     package var sequence: UInt64?
 
     package init(spin: String?, problem: String, sequence: UInt64? = nil) {

@@ -77,7 +77,7 @@ final class UnrecoverableSpin: HostedSpin {
     /// The sequence of the last record that could be read before the fault (0 when
     /// unknown), and no state.
     func snapshot() -> (sequence: UInt64, state: JSONValue) {
-        ((problem.sequence ?? 1) - 1, .null)
+        (max(problem.sequence ?? 1, 1) - 1, .null)
     }
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
