@@ -88,23 +88,36 @@ def check_isolated(server: SpinServer, journal: Path, *, sequence: int, error: s
     return spin
 
 
-def test_an_event_that_no_longer_decodes_stops_start_up_or_isolates_its_spin(start_server, server_bin, tmp_path):
+# An intact record (its checksum holds) the counter cannot replay, appended after the
+# last one (at `sequence`): (its sequence offset, its event, the record at fault's
+# offset, what the refusal and the report say, with {0} the stored sequence).
+UNREPLAYABLE = {
+    # What a renamed event type leaves behind.
+    "unknown-event": (1, b'{"type":"increment"}', 1, "event {1} does not decode", 'unknown type "increment"'),
+    # A journal that skips two sequences: the first one missing is at fault, and the
+    # Spin's history ends where the journal was whole.
+    "gap": (3, b'{"type":"increase"}', 1, "the journal jumps from {0} to {3}", "jumps from {0} to {3}"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNREPLAYABLE))
+def test_a_record_that_cannot_be_replayed_stops_start_up_or_isolates_its_spin(start_server, server_bin, tmp_path, case):
+    appended, payload, fault, refusal, report = UNREPLAYABLE[case]
     storage = tmp_path / "storage"
     sequence = stored_counter(start_server, storage)
     journal = storage / "counter.journal"
-    # An intact record (its checksum holds) of an event the counter does not know: what a
-    # renamed event type leaves behind.
     with journal.open("ab") as file:
-        file.write(record(sequence + 1, b'{"type":"increment"}'))
+        file.write(record(sequence + appended, payload))
     before = files(storage, "counter")
+    numbers = [sequence + offset for offset in range(4)]
 
     refused = refused_start(server_bin, tmp_path, storage)
     assert refused.returncode == 1, refused
-    assert f"event {sequence + 1} does not decode" in refused.stderr, refused.stderr
+    assert refusal.format(*numbers) in refused.stderr, refused.stderr
     assert files(storage, "counter") == before, "a refused start changes nothing on disk"
 
     isolated = start_server(storage=storage, name="isolated", config_patch=ISOLATE)
-    spin = check_isolated(isolated, journal, sequence=sequence + 1, error='unknown type "increment"')
+    spin = check_isolated(isolated, journal, sequence=sequence + fault, error=report.format(*numbers))
     assert spin["sequence"] == sequence
     assert isolated.terminate() == 0
     assert files(storage, "counter") == before, "an isolated Spin's storage is left as it was"
@@ -137,24 +150,3 @@ def test_a_corrupt_journal_isolates_its_spin_and_repair_still_cuts_it(start_serv
     # Cut after sequence - 3 (the counter's feedback may count on from there).
     assert repaired.sequence("counter") >= sequence - 3
     assert "REPAIRED" in repaired.log()
-
-
-def test_a_gap_in_the_journal_isolates_its_spin_at_the_first_missing_sequence(start_server, server_bin, tmp_path):
-    storage = tmp_path / "storage"
-    sequence = stored_counter(start_server, storage)
-    journal = storage / "counter.journal"
-    # An intact record that skips two sequences: the first one missing is at fault, and
-    # the Spin's history ends where the journal was whole.
-    with journal.open("ab") as file:
-        file.write(record(sequence + 3, b'{"type":"increase"}'))
-    before = files(storage, "counter")
-
-    refused = refused_start(server_bin, tmp_path, storage)
-    assert refused.returncode == 1, refused
-    assert f"the journal jumps from {sequence} to {sequence + 3}" in refused.stderr, refused.stderr
-
-    isolated = start_server(storage=storage, name="isolated", config_patch=ISOLATE)
-    spin = check_isolated(isolated, journal, sequence=sequence + 1, error=f"jumps from {sequence} to {sequence + 3}")
-    assert spin["sequence"] == sequence
-    assert isolated.terminate() == 0
-    assert files(storage, "counter") == before
