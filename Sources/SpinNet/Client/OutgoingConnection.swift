@@ -5,8 +5,8 @@ import Synchronization
 
 extension Connection {
     /// Opens a plain TCP connection to `host:port` without blocking: the connect is
-    /// non-blocking and waited for with a Dispatch write source on this connection's
-    /// event loop, so no thread waits for it. Once connected, the new connection runs on
+    /// non-blocking and its writability waited for by this connection's event loop, so
+    /// no thread waits for it. Once connected, the new connection runs on
     /// the same loop as this one (its callbacks and this connection's never run at the
     /// same time, so a relay between them needs no lock), with this connection's limits:
     /// `handler` makes its handler, which hears `didOpen` first as on accepted ones.
@@ -15,7 +15,7 @@ extension Connection {
     /// global queue (a short blocking call per connect, never held for the connection's
     /// life). Addresses are tried in order until one accepts within what is left of
     /// `timeout`. `failed` hears why no connection was made (`ETIMEDOUT` when the time
-    /// ran out). Both run on this connection's queue; exactly one of them runs, unless
+    /// ran out). Both run on this connection's loop; exactly one of them runs, unless
     /// the returned attempt is cancelled first.
     ///
     /// The new connection is not counted by any server: whoever made it closes it.
@@ -34,8 +34,8 @@ extension Connection {
 /// One `Connection.connectOutgoing` in progress. `cancel()` stops it (the socket being
 /// connected is closed, neither callback runs).
 ///
-/// `@unchecked Sendable`: its state is confined to the loop's queue.
-package final class OutgoingConnectAttempt: @unchecked Sendable {
+/// `@unchecked Sendable`: its state is confined to the loop's thread.
+package final class OutgoingConnectAttempt: @unchecked Sendable, LoopWatcher {
     private let host: String
     private let port: Int
     private let loop: EventLoop
@@ -43,11 +43,12 @@ package final class OutgoingConnectAttempt: @unchecked Sendable {
     private let handler: @Sendable (Connection) -> ConnectionHandler
     private let failed: @Sendable (ClientSocketError) -> Void
 
-    // Confined to `loop.queue`.
+    // Confined to the loop's thread.
     private var finished = false
     private var addresses: [ResolvedAddress] = []
     private var fd: Int32 = -1
-    private var writable: DispatchSourceWrite?
+    /// The loop's watch on the socket being connected.
+    private var registration: LoopRegistration?
     private var lastErrno = ECONNREFUSED
 
     private static let nextID = Atomic<UInt64>(1 << 48)   // apart from a server's accepted ids
@@ -72,9 +73,12 @@ package final class OutgoingConnectAttempt: @unchecked Sendable {
     fileprivate func start(timeout: Duration) {
         let (seconds, attoseconds) = timeout.components
         let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        loop.queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
-            guard !self.finished else { return }
-            self.finish(.connectFailed(host: self.host, port: self.port, errno: ETIMEDOUT))
+        let loop = self.loop
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+            loop.execute {
+                guard !self.finished else { return }
+                self.finish(.connectFailed(host: self.host, port: self.port, errno: ETIMEDOUT))
+            }
         }
         if let numeric = ResolvedAddress.resolve(host: host, port: port, numericOnly: true) {
             loop.execute { self.resolved(.success(numeric)) }
@@ -119,17 +123,22 @@ package final class OutgoingConnectAttempt: @unchecked Sendable {
                 continue
             }
             fd = socketFD
-            let source = DispatchSource.makeWriteSource(fileDescriptor: socketFD, queue: loop.queue)
-            source.setEventHandler { [weak self] in self?.writableFired() }
-            writable = source
-            source.resume()
+            let registration = loop.watch(fd: socketFD, watcher: self)
+            self.registration = registration
+            if let code = loop.setInterest(registration, reading: false, writing: true) {
+                stopWatching(closing: true)
+                lastErrno = code
+                continue
+            }
             return
         }
         finish(.connectFailed(host: host, port: port, errno: lastErrno))
     }
 
+    func loopReadable() {}
+
     /// The socket being connected became writable: connected, or refused.
-    private func writableFired() {
+    func loopWritable() {
         guard !finished, fd >= 0 else { return }
         var failure: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
@@ -143,18 +152,16 @@ package final class OutgoingConnectAttempt: @unchecked Sendable {
         }
     }
 
-    /// Cancels the write source; the descriptor is closed after its cancel handler ran
-    /// when `closing` (a failed attempt), else kept for the connection.
+    /// Stops watching the socket; closes it when `closing` (a failed attempt), else
+    /// keeps it for the connection.
     private func stopWatching(closing: Bool) {
         let socketFD = fd
         if closing { fd = -1 }
-        guard let source = writable else {
-            if closing, socketFD >= 0 { _ = Glibc.close(socketFD) }
-            return
+        if let registration {
+            loop.unwatch(registration)
+            self.registration = nil
         }
-        writable = nil
-        if closing { source.setCancelHandler { _ = Glibc.close(socketFD) } }
-        source.cancel()
+        if closing, socketFD >= 0 { _ = Glibc.close(socketFD) }
     }
 
     private func connected() {

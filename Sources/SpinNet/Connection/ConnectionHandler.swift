@@ -48,7 +48,7 @@ package enum WriteResult: Sendable, Hashable {
 /// a last word, then the connection closes (lingering only if something is to be
 /// delivered).
 ///
-/// Every method is called on the connection's serial queue, never concurrently, in
+/// Every method is called on the connection's event loop, never concurrently, in
 /// this order: `didOpen` once; then any number of `didReceive`, `didBecomeWritable`,
 /// `didReceiveEnd` (at most once), `didReachDeadline`, `didReachAlarm`, `shutdownRequested`; `didClose` once,
 /// last. A handler may call any `Connection` method from inside a callback; calls

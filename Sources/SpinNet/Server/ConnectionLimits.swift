@@ -4,7 +4,7 @@
 /// `Connection.setDeadline`. The layer above builds one from its config keys; tests
 /// shrink them.
 package struct ConnectionLimits: Sendable, Hashable {
-    /// Bytes read per `recv` (one buffer per event queue, not per connection). 64 KiB
+    /// Bytes read per `recv` (one buffer per event loop, not per connection). 64 KiB
     /// drains a full loopback socket buffer in few calls.
     package var readBufferSize: Int
     /// Pending output above which `write` answers `.aboveHighWatermark`: the producer

@@ -18,9 +18,9 @@ package struct ServerConfiguration: Sendable, Hashable {
     /// closes: newcomers wait in the backlog (and past it the kernel drops their SYNs, so
     /// clients retry), the existing ones keep their descriptors and buffers. 10 000.
     package var maxConnections: Int
-    /// Serial queues that drive connections. Default: the active core count (at least
-    /// 1): one queue per core keeps every core busy without lock contention between
-    /// connections of the same queue.
+    /// Event loops (threads, `EventLoop`) that drive connections. Default: the active
+    /// core count (at least 1): one loop per core keeps every core busy without lock
+    /// contention between connections of the same loop.
     package var eventQueueCount: Int
     /// Per-connection buffering and timeouts.
     package var limits: ConnectionLimits

@@ -2,9 +2,9 @@ import Dispatch
 import SpinCore
 import Synchronization
 
-/// A TCP listener (IPv4 or IPv6, plain or TLS) whose accepted connections run on a
-/// small pool of serial Dispatch queues, each driving many connections through
-/// Dispatch read/write/timer sources — no thread per connection.
+/// A TCP listener (IPv4 or IPv6, plain or TLS) whose accepted connections run on the
+/// process's event loops (`EventLoop`: one thread each, waiting in `epoll_wait` for many
+/// connections) — no thread per connection.
 ///
 /// ```swift
 /// let server = SocketServer(configuration: .init(host: "::1", port: 0), tls: nil) { connection in
@@ -67,7 +67,7 @@ package final class SocketServer: @unchecked Sendable {
     nonisolated(unsafe) var acceptOverride: (@Sendable (Int32) -> Syscall.AcceptResult)?
 
     /// A server that is not listening yet. `handlerFactory` is called on each new
-    /// connection's queue, once, before `didOpen`. `onConnectionLimit` is called on the
+    /// connection's event loop, once, before `didOpen`. `onConnectionLimit` is called on the
     /// accept queue each time `maxConnections` connections are open and accepting
     /// pauses (to log and count it; it must not block).
     package init(
@@ -80,9 +80,7 @@ package final class SocketServer: @unchecked Sendable {
         self.tlsConfiguration = tls
         self.onConnectionLimit = onConnectionLimit
         self.handlerFactory = handlerFactory
-        self.loops = (0..<configuration.eventQueueCount).map {
-            EventLoop(label: "spin.net.loop.\($0)", bufferSize: configuration.limits.readBufferSize)
-        }
+        self.loops = EventLoop.loops(count: configuration.eventQueueCount)
     }
 
     deinit {
@@ -189,7 +187,7 @@ package final class SocketServer: @unchecked Sendable {
         }
         counters.withLock { $0.accepted += 1 }
         let factory = handlerFactory
-        loop.queue.async { connection.start(handlerFactory: factory) }
+        loop.enqueue { connection.start(handlerFactory: factory) }
         if open >= configuration.maxConnections {
             atConnectionLimit = true
             counters.withLock { $0.limitReached += 1 }

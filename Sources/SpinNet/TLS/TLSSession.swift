@@ -5,12 +5,12 @@ import COpenSSL
 ///
 /// Why memory BIOs and not `SSL_set_fd`: OpenSSL then never touches the socket, so
 /// every byte still goes through `Connection`'s one non-blocking read/write path —
-/// the same Dispatch sources, the same MSG_NOSIGNAL send (no SIGPIPE from OpenSSL's
+/// the same event-loop watch, the same MSG_NOSIGNAL send (no SIGPIPE from OpenSSL's
 /// socket BIO), the same backpressure accounting and write-stall timer — and the TLS
 /// logic is plain function calls that tests can drive without a socket. The cost is
 /// one extra copy per record, small next to the cipher work.
 ///
-/// Confined to the connection's queue (OpenSSL's SSL objects are not thread-safe).
+/// Confined to the connection's event loop (OpenSSL's SSL objects are not thread-safe).
 final class TLSSession {
     /// What feeding ciphertext produced, besides the plaintext handed to the closure.
     enum ReceiveStatus: Equatable {

@@ -115,7 +115,7 @@ package final class SpinFeed: Sendable {
 
     /// Subscribers are called under the lock, so that a new subscription's start and the
     /// live transitions after it have no gap and no overlap. They only post to their
-    /// stream's mailbox (`StreamMailbox`), which hops to the connection's queue at most
+    /// stream's mailbox (`StreamMailbox`), which hops to the connection's event loop at most
     /// once per batch.
     private static func release(_ transition: HostedTransition, in shared: inout Shared) {
         guard transition.sequence > shared.sequence else { return }

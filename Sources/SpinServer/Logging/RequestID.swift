@@ -29,7 +29,7 @@ enum RequestID {
 
     /// Makes the IDs of one connection's requests: a random 64-bit start, then one more
     /// per request, so IDs are unique across connections (as random ones are) and a
-    /// connection's requests read in order. Confined to the connection's queue.
+    /// connection's requests read in order. Confined to the connection's event loop.
     struct Generator {
         private var next = UInt64.random(in: .min ... .max)
 

@@ -207,7 +207,7 @@ package final class Metrics: Sendable {
 
 /// One connection's request counting: a keep-alive client mostly repeats its route and
 /// status, so the counter of the last request is kept and most requests count without
-/// looking it up. Confined to the connection's queue.
+/// looking it up. Confined to the connection's event loop.
 package struct RequestCounting {
     private var last: (route: String, status: Int, counter: Counter)?
 

@@ -2,7 +2,7 @@ import SpinNet
 import SpinWire
 
 /// What an `OwnerRelay` tells the client connection's handler. Called on the client
-/// connection's queue, where the relay runs too.
+/// connection's event loop, where the relay runs too.
 protocol OwnerRelayDelegate: AnyObject {
     /// Nothing was written to the client: answer `error` instead.
     func relayFailed(_ error: APIError)
@@ -33,10 +33,9 @@ protocol OwnerRelayDelegate: AnyObject {
 ///   `Connection: close`, then its bytes as they come until either side closes.
 ///
 /// The owner's connection is a SpinNet connection on the client connection's event
-/// loop (`Connection.connectOutgoing`): the connect is waited for by a Dispatch
-/// source, reads and writes are non-blocking, so a relayed stream costs two
-/// descriptors and no thread, and both ends' callbacks run on one serial queue without
-/// locks. Back-pressure follows each connection's watermarks: when the client reads
+/// loop (`Connection.connectOutgoing`): the connect is waited for by the event
+/// loop, reads and writes are non-blocking, so a relayed stream costs two descriptors
+/// and no thread, and both ends' callbacks run on one event loop without locks. Back-pressure follows each connection's watermarks: when the client reads
 /// slowly the relay stops reading from the owner until the client's output drains, and
 /// the other way round.
 ///
@@ -47,7 +46,7 @@ protocol OwnerRelayDelegate: AnyObject {
 /// `proxy_outcome_unknown`; a malformed or oversized answer is a 502.
 /// A request is sent once and never retried: an event is never applied twice.
 ///
-/// `@unchecked Sendable`: confined to the client connection's queue.
+/// `@unchecked Sendable`: confined to the client connection's event loop.
 final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     /// How the owner's response continues after its head.
     enum Mode: Equatable {

@@ -1,7 +1,7 @@
 import SpinWire
 
 /// One open stream (WebSocket or SSE) as a value: messages and bytes in, actions out, no
-/// socket, queue or timer. `StreamSession` drives it on the connection's queue.
+/// socket, queue or timer. `StreamSession` drives it on the connection's event loop.
 ///
 /// It holds what a stream keeps between events: the WebSocket session (or the SSE body
 /// encoder), the outbox of messages a slow client has not taken yet, the history still

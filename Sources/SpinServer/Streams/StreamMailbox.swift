@@ -2,11 +2,11 @@ import SpinCore
 
 /// What reaches one stream from other threads (a feed's transitions, acks, Gear
 /// traffic), kept in arrival order until the stream's driver takes it all on the
-/// connection's queue: one hop per batch instead of one per message.
+/// connection's event loop: one hop per batch instead of one per message.
 ///
 /// `post` only appends under a short lock (a feed calls it under its own lock) and says
 /// whether the caller must schedule a drain: only when none is pending, so however many
-/// messages arrive meanwhile, one `take` on the connection's queue gets them all. State
+/// messages arrive meanwhile, one `take` on the connection's event loop gets them all. State
 /// messages and acks go through the same mailbox, so an ack never overtakes the state
 /// message of its event.
 final class StreamMailbox: Sendable {

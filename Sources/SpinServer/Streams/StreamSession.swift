@@ -40,7 +40,7 @@ package enum StreamSource: Sendable {
 /// the actions it returns on the connection.
 ///
 /// Messages from the feed, the Gear and the Spin (acks) arrive on other threads: they go
-/// into the stream's `StreamMailbox`, and one hop to the connection's queue hands all
+/// into the stream's `StreamMailbox`, and one hop to the connection's event loop hands all
 /// that arrived to the machine, whose frames leave in one `connection.write`.
 ///
 /// `@unchecked Sendable`: every mutable property is only touched on the connection's
@@ -71,14 +71,14 @@ final class StreamSession: @unchecked Sendable {
         }
     }
 
-    /// Subscribes and starts pinging. On the connection's queue.
+    /// Subscribes and starts pinging. On the connection's event loop.
     func start() {
         context.metrics.streamOpened(kind: kind)
         switch source {
         case .state(_, let feed, let resume, _):
             // The feed calls both under its lock: they only post. The drain is an
-            // explicit hop (`queue.async`), never run at once: `start` is called on the
-            // connection's queue, where `execute` would write under the feed's lock.
+            // explicit hop (`executeLater`), never run at once: `start` is called on the
+            // connection's event loop, where `execute` would write under the feed's lock.
             subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
                 post(.started(start, epoch: epoch), hop: true)
             }, live: { [self] transition, message in
@@ -86,7 +86,7 @@ final class StreamSession: @unchecked Sendable {
             }, ended: { [self] in
                 // This node stopped serving the Spin: close as a restarting server does
                 // (1001), so that the client reconnects to the node serving it now.
-                connection.queue.async { self.shutdown() }
+                connection.executeLater { self.shutdown() }
             })
         case .gear(let gear):
             subscription = gear.observe { [self] traffic in
@@ -119,7 +119,7 @@ final class StreamSession: @unchecked Sendable {
     private func post(_ message: StreamMachine.Message, hop: Bool) {
         guard mailbox.post(message) else { return }
         if hop {
-            connection.queue.async { self.drain() }
+            connection.executeLater { self.drain() }
         } else {
             connection.execute { self.drain() }
         }
