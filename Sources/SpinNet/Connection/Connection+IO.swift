@@ -136,7 +136,7 @@ extension Connection: LoopWatcher {
                     switch sendFront(of: &ciphertext) {
                     case .sent(let n): progressed = progressed || n > 0
                     case .blocked: blocked = true; break send
-                    case .closed: return
+                    case .failed(let result): return closeNow(Self.closeReason(result, call: "send"))
                     }
                 } else {
                     break send
@@ -148,7 +148,7 @@ extension Connection: LoopWatcher {
                     progressed = progressed || n > 0
                     consumed += n
                 case .blocked: blocked = true; break send
-                case .closed: return
+                case .failed(let result): return closeNow(Self.closeReason(result, call: "send"))
                 }
             }
         }
@@ -189,11 +189,11 @@ extension Connection: LoopWatcher {
     }
 
     /// What one `sendFront` did.
-    private enum SendStep { case sent(Int), blocked, closed }
+    private enum SendStep { case sent(Int), blocked, failed(Syscall.IOResult) }
 
     /// One `send` from the front of `queue`, consuming what the socket took: a lone
-    /// chunk directly, several small ones gathered into the loop's buffer first. A
-    /// failed send closes the connection (`.closed`).
+    /// chunk directly, several small ones gathered into the loop's buffer first. (A
+    /// failure is the caller's to close on: `queue` is borrowed here.)
     private func sendFront(of queue: inout OutputQueue) -> SendStep {
         let result: Syscall.IOResult
         if queue.hasSeveralChunks, let first = queue.first, first.count < EventLoop.gatherSize {
@@ -211,8 +211,7 @@ extension Connection: LoopWatcher {
         case .wouldBlock:
             return .blocked
         case .reset, .failed:
-            closeNow(Self.closeReason(result, call: "send"))
-            return .closed
+            return .failed(result)
         }
     }
 }
