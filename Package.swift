@@ -35,12 +35,12 @@ let package = Package(
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // libpq, PostgreSQL's client library (Debian libpq-dev), for the postgres storage backend.
         .target(name: "CPostgres", linkerSettings: [.linkedLibrary("pq")]),
-        // epoll and eventfd (Linux), for SpinNet's event loops.
-        .target(name: "CEpoll"),
+        // epoll, eventfd, thread names and CPU affinity (Linux), for SpinNet's event loops.
+        .target(name: "CLinux"),
 
         .target(name: "SpinCore"),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
-        .target(name: "SpinNet", dependencies: ["COpenSSL", "CEpoll", "SpinCore"]),
+        .target(name: "SpinNet", dependencies: ["COpenSSL", "CLinux", "SpinCore"]),
         // Journals and snapshots behind one protocol (`SpinStore`): the file backend and
         // PostgreSQL (through libpq). Knows no HTTP and no other target of this package.
         .target(name: "SpinStorage", dependencies: ["CPostgres"]),

@@ -17,13 +17,28 @@ extension SpinLoop {
             return .queued(schedule: !shared.draining)
         }
         switch outcome {
-        case .queued(let schedule): if schedule { queue.async { [self] in drain() } }
+        // Never at once: a feedback's or a Gear's event arrives on an effect's thread or
+        // inside another loop's delivery (a Gear fans out synchronously), where applying
+        // it would nest one loop's work in another's.
+        case .queued(let schedule): if schedule { section.schedule { [self] in drain() } }
         case .dropped: break
         case .suspended(let dropped): for pending in dropped { pending.onApplied?(nil) }
         }
     }
 
-    /// Applies every pending event, including those added while it runs. On `queue`.
+    /// Has the pending events applied (`drain`): at the end of this thread's turn when it
+    /// runs an event loop, in the section (at once when it is free, else by the thread
+    /// in it), so that one pass applies what every request of the turn brought; else on
+    /// the loop's queue.
+    func scheduleDrain() {
+        if section.inline, let turn = EndOfTurn.current {
+            turn.atEndOfTurn { [self] in section.run { [self] in drain() } }
+        } else {
+            section.schedule { [self] in drain() }
+        }
+    }
+
+    /// Applies every pending event, including those added while it runs. In `section`.
     ///
     /// Events are taken in batches: one lock to take what is pending, then for each event
     /// reduce, observers, `onApplied` and feedbacks; the new states are published to
@@ -155,7 +170,7 @@ extension SpinLoop {
         }
     }
 
-    /// The replies of the client batch being applied. On `queue`, inside `drain`.
+    /// The replies of the client batch being applied. In `section`, inside `drain`.
     struct Tally {
         /// The batch's first index in the drained events.
         var start = 0
@@ -218,7 +233,7 @@ extension SpinLoop {
     }
 
     /// Counts the events of feedbacks and Gears applied in a row (an external event starts
-    /// the count again); false for the one past the budget. On `queue`.
+    /// the count again); false for the one past the budget. In `section`.
     /// Takes a flag, not the `Pending`: passing that generic struct looks its type up.
     func isWithinBudget(external: Bool) -> Bool {
         if external {
@@ -256,7 +271,7 @@ extension SpinLoop {
         to rollback: @escaping @Sendable () -> (state: State, sequence: UInt64)?,
         then done: @escaping @Sendable () -> Void = {}
     ) {
-        queue.async { [self] in
+        section.schedule { [self] in
             if let (state, sequence) = rollback() {
                 current = state
                 currentSequence = sequence

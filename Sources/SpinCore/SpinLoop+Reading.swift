@@ -83,7 +83,7 @@ extension SpinLoop {
             snapshot(sequence, state)
             return SpinSubscription {}
         case .joined(let id, let schedule):
-            if schedule { queue.async { [self] in drain() } }
+            if schedule { scheduleDrain() }
             return SpinSubscription { [weak self] in
                 self?.shared.withLock { shared in
                     shared.observers.removeAll { $0.id == id }

@@ -46,7 +46,7 @@ extension SpinLoop {
             }
             shared.pendingExternal += events.count
             // Queued under the lock, so that it runs after the suspension's own block.
-            queue.async { [self] in
+            section.schedule { [self] in
                 // Before `start()`, start gives the state; nothing is applied before it.
                 guard self.shared.withLock({ $0.phase == .running }) else { return }
                 for entry in self.shared.withLock({ $0.suspensionHandlers }) { entry.handler(nil) }
@@ -109,11 +109,11 @@ extension SpinLoop {
         shared.pendingExternal = 0
         shared.pendingFeedback = 0
         // Queued under the lock, so that a `resume()` right after runs after it.
-        queue.async { [self] in announce(reason) }
+        section.schedule { [self] in announce(reason) }
         return dropped
     }
 
-    /// On `queue`, after the batch the executor was applying: tells the handlers.
+    /// In `section`, after the batch the executor was applying: tells the handlers.
     func announce(_ reason: Suspension.Reason) {
         feedbacksHaveState = false
         let handlers = shared.withLock { $0.suspensionHandlers }
@@ -121,7 +121,7 @@ extension SpinLoop {
         for entry in handlers { entry.handler(suspension) }
     }
 
-    /// On `queue`: gives the current state to every feedback, unless a suspension holds
+    /// In `section`: gives the current state to every feedback, unless a suspension holds
     /// the loop or they have it already.
     func giveFeedbacksTheStateIfSuspensionAllows() {
         let gives = shared.withLock { $0.phase == .running && $0.suspension == nil }

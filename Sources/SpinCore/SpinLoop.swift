@@ -6,10 +6,19 @@ import Synchronization
 ///
 /// Events reach the loop through `emit` (from any thread), through its feedbacks and
 /// through Gears; they are applied one at a time, in the order they arrive, by the
-/// reducer on the loop's executor (a serial `DispatchQueue`). After each event every
-/// observer sees the `Transition` (a journal writes it there) and every feedback sees the
-/// new state; `state` and every `states` sequence get the new states in small batches,
-/// at the latest when the loop has applied every event it had.
+/// reducer on the loop's executor. After each event every observer sees the `Transition`
+/// (a journal writes it there) and every feedback sees the new state; `state` and every
+/// `states` sequence get the new states in small batches, at the latest when the loop
+/// has applied every event it had.
+///
+/// **The executor** is the loop's serial section (`SerialSection`): its work runs one
+/// piece at a time, in order, never two at once, as on a serial queue. Where it runs:
+/// events emitted on a thread that runs an event loop (`EndOfTurn`: the server's network
+/// threads) are applied by that thread at the end of its turn — every event its requests
+/// brought in that turn in one pass, with no other thread woken — when the section is
+/// free, and by the thread in it otherwise. Everything else (events emitted elsewhere,
+/// those of feedbacks and Gears, a start, a resume, a restore) runs on the loop's
+/// `queue`, as does everything of a loop given an executor of its own (`executeOn:`).
 ///
 /// A running loop keeps itself alive (as a started subscription does); `stop()` cancels
 /// every effect, finishes every `states` sequence, detaches from Gears and drops every
@@ -93,8 +102,12 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var snapshot: @Sendable (UInt64, State) -> Void
     }
 
-    /// The loop's executor: the reducer, observers and feedback delivery run here.
+    /// Where the loop's work runs when no event loop's thread runs it (see "The
+    /// executor"); everything, for a loop given `executeOn:`.
     public let queue: DispatchQueue
+    /// The loop's executor: the reducer, observers and feedback delivery run in it, one
+    /// piece of work at a time.
+    let section: SerialSection
     /// The name the loop was made with (a hosted Spin's name), given to Gears as source.
     public let label: String?
 
@@ -112,27 +125,29 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// The runners that also hear each applied event (a transition table's effects).
     let transitionRunners: [any TransitionRunner<State, Event>]
     let relay: Relay<State, Event>
-    /// The state as the executor last made it; only touched on `queue`.
+    /// The state as the executor last made it; only touched in `section`.
     /// Unchecked exclusivity: only the executor touches it, and the loop's step borrows
     /// it `inout` per event.
     @exclusivity(unchecked) nonisolated(unsafe) var current: State
     nonisolated(unsafe) var currentSequence: UInt64
-    /// Events of feedbacks and Gears applied since the last external one; only on `queue`.
+    /// Events of feedbacks and Gears applied since the last external one; only in `section`.
     nonisolated(unsafe) var feedbackRun = 0
-    /// The replies of the client batch `drain` is applying; only on `queue`. A property,
+    /// The replies of the client batch `drain` is applying; only in `section`. A property,
     /// not a local of `drain`: a generic local costs every drain, even one without a batch.
     nonisolated(unsafe) var tally = Tally()
-    /// Whether `tally` holds states reduced ahead; only on `queue`. A flag of its own: the
+    /// Whether `tally` holds states reduced ahead; only in `section`. A flag of its own: the
     /// loop is not specialised for `State`, and asking the generic `tally.ahead` whether
     /// it is empty looks up the type `[State?]` for every event.
     nonisolated(unsafe) var lookingAhead = false
     /// Whether the feedbacks have been given the current state since the loop started or
-    /// was last suspended (so that `start` and `resume` give it exactly once); on `queue`.
+    /// was last suspended (so that `start` and `resume` give it exactly once); in `section`.
     nonisolated(unsafe) var feedbacksHaveState = false
 
     init(spin: Spin<State, Event>, label: String?, sequence: UInt64, feedbackBudget: Int) {
         precondition(feedbackBudget > 0, "a feedback budget must be positive")
-        self.queue = spin.executor ?? DispatchQueue(label: "spin.loop.\(label ?? String(describing: State.self))")
+        let queue = spin.executor ?? DispatchQueue(label: "spin.loop.\(label ?? String(describing: State.self))")
+        self.queue = queue
+        self.section = SerialSection(queue: queue, inline: spin.executor == nil)
         self.label = label
         self.feedbackBudget = feedbackBudget
         self.reducer = spin.reducer
@@ -164,7 +179,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             return true
         }
         guard starts else { return }
-        queue.async { [self] in
+        section.schedule { [self] in
             giveFeedbacksTheStateIfSuspensionAllows()
             drain()
         }
@@ -243,7 +258,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             defer { shared.draining = true }
             return (.accepted, !shared.draining)
         }
-        if outcome.schedule { queue.async { [self] in drain() } }
+        if outcome.schedule { scheduleDrain() }
         return outcome.0
     }
 

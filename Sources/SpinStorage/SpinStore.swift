@@ -15,11 +15,18 @@
 /// takes the journal back to its last commit, `probe` tells when storage works again and
 /// `reopen` resumes a Spin's journal there.
 ///
-/// The host's `Journal` calls everything but the suspension methods from one serial queue
-/// (or before any Spin runs); the suspension methods may be called from any thread.
+/// The host's `Journal` calls everything but the suspension methods from one thread at a
+/// time, in order (its serial section), or before any Spin runs; the suspension methods
+/// may be called from any thread.
 package protocol SpinStore: AnyObject, Sendable {
     /// Where the store is, for messages ("storage directory /var/lib/spin").
     var location: String { get }
+
+    /// Whether `append` and `commit(sync: false)` are local writes (into the page cache)
+    /// quick enough for a network thread to make at the end of its turn. A store across
+    /// the network (PostgreSQL) answers false: its writes run on the journal's queue, so
+    /// a round trip never holds a network thread's other connections.
+    var writesLocally: Bool { get }
 
     /// Where `spin`'s journal is, for messages and for an operator who has to look at it
     /// (a file's path; a table and the rows of that Spin).

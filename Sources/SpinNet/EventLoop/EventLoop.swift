@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import CEpoll
+import CLinux
 import Glibc
 import SpinCore
 import Synchronization
@@ -21,7 +21,7 @@ import Synchronization
 /// Loops are shared by every server of the process (`EventLoop.loops(count:)`), like
 /// the threads of a pool: they start when first asked for and live as long as the
 /// process, so a server that stops leaves no thread to join.
-final class EventLoop: @unchecked Sendable {  // loop-confined state is touched only on its thread
+final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined state is touched only on its thread
     private static let pool = Protected<[EventLoop]>([])
 
     /// The first `count` loops of the process, started on first use.
@@ -116,7 +116,8 @@ final class EventLoop: @unchecked Sendable {  // loop-confined state is touched 
     }
 
     /// Runs `body` once at the end of the current turn, after every ready socket was
-    /// handled and the work handed in ran. On the loop's thread.
+    /// handled and the work handed in ran (work it adds runs in the same turn). On the
+    /// loop's thread; code that does not know the loop finds it as `EndOfTurn.current`.
     func atEndOfTurn(_ body: @escaping () -> Void) {
         endOfTurn.append(body)
     }
@@ -206,7 +207,8 @@ final class EventLoop: @unchecked Sendable {  // loop-confined state is touched 
 
     private func run() {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
-        CEpoll_setThreadName("spin-loop-\(index)")
+        CLinux_setThreadName("spin-loop-\(index)")
+        EndOfTurn.install(self)
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Self.eventCapacity)
         while true {
             let count = epoll_wait(epollFD, events, Int32(Self.eventCapacity), waitTimeout())

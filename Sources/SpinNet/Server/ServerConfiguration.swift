@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CLinux
 import Glibc
 #endif
 
@@ -18,9 +19,11 @@ package struct ServerConfiguration: Sendable, Hashable {
     /// closes: newcomers wait in the backlog (and past it the kernel drops their SYNs, so
     /// clients retry), the existing ones keep their descriptors and buffers. 10 000.
     package var maxConnections: Int
-    /// Event loops (threads, `EventLoop`) that drive connections. Default: the active
-    /// core count (at least 1): one loop per core keeps every core busy without lock
-    /// contention between connections of the same loop.
+    /// Event loops (threads, `EventLoop`) that drive connections. Default: the CPUs the
+    /// process may run on (its affinity: `taskset`, a container's cpuset; else the
+    /// online count), at least 1: one loop per core keeps every core busy without lock
+    /// contention between connections of the same loop, and no two loops take turns on
+    /// one core.
     package var eventQueueCount: Int
     /// Per-connection buffering and timeouts.
     package var limits: ConnectionLimits
@@ -37,7 +40,13 @@ package struct ServerConfiguration: Sendable, Hashable {
         self.port = port
         self.backlog = backlog
         self.maxConnections = maxConnections
-        self.eventQueueCount = max(1, eventQueueCount ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        self.eventQueueCount = max(1, eventQueueCount ?? Self.usableCores)
         self.limits = limits
+    }
+
+    /// The CPUs the process may run on.
+    package static var usableCores: Int {
+        let allowed = Int(CLinux_allowedCPUCount())
+        return allowed > 0 ? allowed : Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     }
 }

@@ -13,11 +13,18 @@ import SpinWire
 /// journal is compacted, which keeps at least `retainEvents` events after it (what
 /// `?since=N` resumes from).
 ///
-/// Writing happens on the journal's own serial queue, so a Spin never waits for the
-/// disk; what waits is the Spin's `SpinFeed`, told by `durable(through:)` once a write is
-/// as durable as `storage.fsync` says: `always` syncs (`fdatasync`) each write, `batch`
-/// shares one sync among the writes of `batchWindow` (group commit), `none` counts a
-/// write handed to the OS.
+/// Writing happens in the journal's serial section (`SerialSection`), one write at a
+/// time. Transitions recorded on a network thread (`EndOfTurn`) are written by that
+/// thread at the end of its turn, together with whatever other Spins recorded meanwhile
+/// (one `write` per Spin for all of them), when the journal is idle; a thread that finds
+/// it busy leaves them to the one writing (group commit by combining). Those recorded
+/// elsewhere, and every write of a PostgreSQL store, are written on the journal's queue. What waits for the disk is the Spin's
+/// `SpinFeed`, told by `durable(through:)` once a write is as durable as `storage.fsync`
+/// says: `none` counts a write handed to the OS (so the thread that applied a request's
+/// event also writes it and answers, with no other thread woken); `batch` shares one sync
+/// among the writes of `batchWindow`, run on the journal's queue (group commit); `always`
+/// writes and syncs (`fdatasync`) on the journal's queue, never on a network thread
+/// (which serves other connections meanwhile).
 ///
 /// **Storage failures.** When a write or sync fails (a full disk, an I/O error), the
 /// Spin's feed refuses every waiting acknowledgement with 503 `storage_unavailable`, the
@@ -39,7 +46,7 @@ import SpinWire
 /// previous server did not stop cleanly under `fsync: none` (what it streamed may not
 /// have reached the disk).
 package final class Journal: @unchecked Sendable {
-    // Everything mutable is confined to `queue`, except during `open`/`recover`, which
+    // Everything mutable is confined to `section`, except during `open`/`recover`, which
     // run before any Spin starts. So is `store`, but for its suspension methods.
     package let store: any SpinStore
     private let policy: SpinServerConfiguration.Storage.Fsync
@@ -50,11 +57,17 @@ package final class Journal: @unchecked Sendable {
     private let isolate: Bool
     private let logger: Logger
     private let queue = DispatchQueue(label: "spin.journal")
+    /// Where the journal's work runs, one piece at a time (see above).
+    private let section: SerialSection
+    /// Whether a network thread writes what it recorded: not when each write syncs
+    /// (`always`) or goes over the network (PostgreSQL): a network thread never waits
+    /// for a disk or a database while its other connections wait for it.
+    private let inlineWrites: Bool
     /// The previous server stopped cleanly (`.clean` was there).
     private var wasClean = true
     private var spins: [String: SpinJournal] = [:]
     private var syncScheduled = false
-    /// Transitions recorded and not yet taken by the queue (see `record`).
+    /// Transitions recorded and not yet taken by the section (see `record`).
     private let incoming = Protected(Incoming())
     private struct Incoming {
         var items: [(spin: String, transition: HostedTransition)] = []
@@ -113,6 +126,8 @@ package final class Journal: @unchecked Sendable {
         self.repair = storage.onCorruption == .truncate
         self.isolate = storage.onCorruption == .isolate
         self.logger = logger
+        self.section = SerialSection(queue: queue)
+        self.inlineWrites = storage.fsync != .always && store.writesLocally
     }
 
     // MARK: Opening and recovery
@@ -198,10 +213,10 @@ package final class Journal: @unchecked Sendable {
 
     /// A cluster node starts serving `spin` (after `start`): recovers it from what the
     /// store holds now (what the node that served it before made durable), begins its
-    /// feed there and journals it from now on. On the journal's queue, so that it never
+    /// feed there and journals it from now on. In the journal's section, so that it never
     /// races the writes of other Spins. Returns the recovered sequence.
     package func adopt(_ spin: any HostedSpin, feed: SpinFeed) throws -> UInt64 {
-        try queue.sync {
+        try section.sync { [self] in
             // A node only adopts a Spin under a lease the database just gave it: the
             // history it reads is the whole durable one, whatever this node saw before.
             let saved = wasClean
@@ -217,7 +232,7 @@ package final class Journal: @unchecked Sendable {
     /// lease was taken over: the fence) is logged and dropped: it was never acknowledged.
     /// Transitions recorded after this are ignored.
     package func retire(spin: String) {
-        queue.sync {
+        section.sync { [self] in
             writeIncoming()
             guard let journal = spins.removeValue(forKey: spin) else { return }
             guard journal.health == .healthy else {
@@ -249,7 +264,7 @@ package final class Journal: @unchecked Sendable {
     /// run. Returns the names of the Spins that start failing.
     package func start(onFailure: @escaping @Sendable (String) -> Void,
                        onRecovery: @escaping @Sendable (String) -> Void) -> [String] {
-        queue.sync {
+        section.sync { [self] in
             self.onFailure = onFailure
             self.onRecovery = onRecovery
             do {
@@ -272,9 +287,12 @@ package final class Journal: @unchecked Sendable {
     // MARK: Writing
 
     /// Records a transition; called on the Spin's executor, in order, after its feed got
-    /// it. Transitions wait in `incoming` until the journal's queue takes them all at
-    /// once: under load one wake-up and one `write` per Spin carry many events (and many
-    /// client batches), instead of one of each per event.
+    /// it. Transitions wait in `incoming` until the journal's section takes them all at
+    /// once: at the end of this thread's turn when it is a network thread (unless the
+    /// policy is `always` or the store is remote, see `inlineWrites`), else on the
+    /// queue; under load one
+    /// `write` per Spin carries many events (and many client batches), instead of one per
+    /// event.
     package func record(spin: String, _ transition: HostedTransition) {
         let wakeUp = incoming.withLock { incoming -> Bool in
             incoming.items.append((spin, transition))
@@ -282,11 +300,16 @@ package final class Journal: @unchecked Sendable {
             incoming.scheduled = true
             return true
         }
-        if wakeUp { queue.async { [self] in writeIncoming() } }
+        guard wakeUp else { return }
+        if inlineWrites, let turn = EndOfTurn.current {
+            turn.atEndOfTurn { [self] in section.run { [self] in writeIncoming() } }
+        } else {
+            section.schedule { [self] in writeIncoming() }
+        }
     }
 
     /// Appends what `record` collected: every complete batch of a Spin in one append (a
-    /// batch still arriving waits for its last record). On `queue`.
+    /// batch still arriving waits for its last record). In `section`.
     private func writeIncoming() {
         let items = incoming.withLock { incoming in
             incoming.scheduled = false
@@ -328,12 +351,12 @@ package final class Journal: @unchecked Sendable {
             journal.unsynced = true
             if !syncScheduled {
                 syncScheduled = true
-                queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in syncBatch() }
+                queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in section.run { [self] in syncBatch() } }
             }
         }
     }
 
-    /// Group commit: one sync per Spin written in the window. On `queue`.
+    /// Group commit: one sync per Spin written in the window. In `section`.
     private func syncBatch() {
         syncScheduled = false
         for journal in spins.values where journal.unsynced { commit(journal, sync: true) }
@@ -392,7 +415,7 @@ package final class Journal: @unchecked Sendable {
     // MARK: Failures
 
     /// A write or sync failed: refuse the Spin's acknowledgements, cut the journal back
-    /// to what was durable, and have the host roll the Spin back and hold it. On `queue`.
+    /// to what was durable, and have the host roll the Spin back and hold it. In `section`.
     private func fail(_ journal: SpinJournal, _ error: any Error) {
         guard journal.health == .healthy else { return }
         logger.critical("journal of \(journal.name): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence) and waits until storage works")
@@ -405,7 +428,7 @@ package final class Journal: @unchecked Sendable {
     /// host rolls the Spin back. The probe finds the storage working and journaling goes
     /// on; the Spin stays suspended until resumed.
     package func fail(spin: String, _ error: APIError) {
-        queue.async { [self] in
+        section.schedule { [self] in
             writeIncoming()
             guard let journal = spins[spin], journal.health == .healthy else { return }
             // The complete batches before the fault are good: durable now, not dropped.
@@ -427,15 +450,15 @@ package final class Journal: @unchecked Sendable {
         journal.written = journal.feed.snapshot.sequence
         let name = journal.name
         let onFailure = self.onFailure
-        // Off the journal's queue: the host's rollback runs on the Spin's executor, which
-        // may be waiting to hand this queue a transition.
+        // Off the journal's section: the host's rollback runs on the Spin's executor,
+        // which may be waiting to hand this section a transition (or be this thread).
         DispatchQueue.global().async { onFailure(name) }
     }
 
     /// The host rolled `spin` back to its durable state; every transition it applied
-    /// before is behind this call on the queue, so probing may begin.
+    /// before is behind this call in the section, so probing may begin.
     package func restored(spin: String) {
-        queue.async { [self] in
+        section.schedule { [self] in
             guard let journal = spins[spin], journal.health == .failing(restored: false) else { return }
             journal.health = .failing(restored: true)
             if journal.goesOnAtOnce {
@@ -449,7 +472,7 @@ package final class Journal: @unchecked Sendable {
     private func scheduleProbe() {
         guard !probeScheduled else { return }
         probeScheduled = true
-        queue.asyncAfter(deadline: .now() + Self.probeInterval) { [self] in probe() }
+        queue.asyncAfter(deadline: .now() + Self.probeInterval) { [self] in section.run { [self] in probe() } }
     }
 
     /// Tries the storage again; the Spins whose journals work go on.
@@ -497,7 +520,7 @@ package final class Journal: @unchecked Sendable {
     /// Start-up failed before anything was written: releases the store (its directory's
     /// lock) and leaves everything stored as it was.
     package func abandon() {
-        queue.sync {
+        section.sync { [self] in
             spins = [:]
             store.close()
         }
@@ -506,7 +529,7 @@ package final class Journal: @unchecked Sendable {
     /// Syncs every journal, marks the store cleanly stopped and releases it (its lock).
     /// Throws when what was written could not be made durable (the exit status says so).
     package func close() throws {
-        let problem: (any Error)? = queue.sync {
+        let problem: (any Error)? = section.sync { [self] () -> (any Error)? in
             var problem: (any Error)?
             for journal in spins.values where journal.health == .healthy {
                 do {

@@ -19,9 +19,11 @@ import Foundation
 /// created) is synced into its directory before anything that depends on it is
 /// acknowledged (`DurableFiles.fsyncDirectory`).
 package final class FileSpinStore: SpinStore, @unchecked Sendable {
-    // The journals and the lock are confined to the host journal's serial queue (or to
+    // The journals and the lock are confined to the host journal's serial section (or to
     // start-up, before any Spin runs); the suspension methods touch only their own files.
     package let directory: String
+    /// Appends go to files (the page cache): quick enough for a network thread.
+    package var writesLocally: Bool { true }
     private var lock: DirectoryLock?
     private var journals: [String: JournalFile] = [:]
 

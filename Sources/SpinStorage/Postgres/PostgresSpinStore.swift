@@ -21,6 +21,9 @@ import Foundation
 /// and decides ownership per Spin instead, checking it with a `fence` in the transaction
 /// of each append.
 package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
+    /// Every write is a round trip to the database: on the journal's queue.
+    package var writesLocally: Bool { false }
+
     /// How this server shares the database.
     package enum Ownership: Sendable {
         /// One server per database: a session advisory lock for as long as it runs.

@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A thread that runs an event loop (the server's network threads) and offers the work
+/// it triggers a place at the end of its current turn: after every ready socket was
+/// read and handled, before the thread waits again.
+package protocol TurnScheduler: AnyObject {
+    /// Runs `body` on this thread at the end of the current turn.
+    func atEndOfTurn(_ body: @escaping () -> Void)
+}
+
+/// The calling thread's `TurnScheduler`, if it runs an event loop: what lets a Spin run
+/// to completion on the thread that read its event. A loop that is given events by many
+/// requests in one turn applies them all in one pass at its end, and a journal writes
+/// them all in one `write` after that, instead of once per request — and no other
+/// thread is woken for either. On any other thread (a caller embedding SpinCore, a
+/// feedback's effect) there is none, and work goes to the Spin's queue as it always did.
+package enum EndOfTurn {
+    /// The holder of a thread's scheduler (what `pthread_setspecific` stores).
+    private final class Holder {
+        let scheduler: any TurnScheduler
+        init(_ scheduler: any TurnScheduler) { self.scheduler = scheduler }
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    /// Makes `scheduler` the calling thread's for the rest of its life (an event loop
+    /// calls it once, first thing on its thread).
+    package static func install(_ scheduler: any TurnScheduler) {
+        let holder = Unmanaged.passRetained(Holder(scheduler)).toOpaque()
+        precondition(pthread_setspecific(key, holder) == 0, "pthread_setspecific failed")
+    }
+
+    /// The calling thread's scheduler; nil on a thread that runs no event loop.
+    package static var current: (any TurnScheduler)? {
+        guard let holder = pthread_getspecific(key) else { return nil }
+        return Unmanaged<Holder>.fromOpaque(holder).takeUnretainedValue().scheduler
+    }
+}
