@@ -5,7 +5,7 @@ import PackageDescription
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
 /// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer, SpinCore ← SpinNet
-/// (for `Protected`, the one lock type), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
+/// (for `Protected`, the one lock type, and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
 let package = Package(
     name: "spin-server",
     products: [
