@@ -241,6 +241,8 @@ struct APIRouterTests {
         let jsonish = await router.post("/v1/spins/levels/events", #"{"type":"increaseLeft"}"#,
                                         contentType: "application/jsonx")
         #expect(jsonish.status == 415)
+        let cut = await router.post("/v1/spins/levels/events", #"{"type":"increaseLeft"}"#, contentType: "application/js")
+        #expect(cut.status == 415)
         host.stop()
     }
 

@@ -470,9 +470,20 @@ package struct APIRouter: Sendable {
     /// `application/json`, with or without parameters (`; charset=utf-8`).
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
-        // The media type is what precedes any `;`, without the spaces or tabs around it.
-        let mediaType = contentType[..<(contentType.firstIndex(of: ";") ?? contentType.endIndex)]
-        return mediaType.trimmingWhitespace().caseInsensitiveEquals("application/json")
+        // The media type is what precedes any `;`, without the spaces or tabs around it:
+        // compared on the bytes, with ASCII case folding (one pass, nothing allocated).
+        let expected: StaticString = "application/json"
+        let media = contentType.utf8
+        var index = media.startIndex
+        while index != media.endIndex, media[index] == 0x20 || media[index] == 0x09 { media.formIndex(after: &index) }
+        for offset in 0..<expected.utf8CodeUnitCount {
+            guard index != media.endIndex else { return false }
+            let byte = media[index]
+            guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected.utf8Start[offset] else { return false }
+            media.formIndex(after: &index)
+        }
+        while index != media.endIndex, media[index] == 0x20 || media[index] == 0x09 { media.formIndex(after: &index) }
+        return index == media.endIndex || media[index] == UInt8(ascii: ";")
     }
 }
 
