@@ -4,14 +4,16 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 
-/// The Hummingbird 2 peer of spin-server for one counter Spin, written as a Hummingbird
-/// user would write it: a `Router` for HTTP, a WebSocket router for the stream, an actor
-/// holding the state, one `AsyncStream` per subscriber, `Codable` messages. No request
-/// logging (Hummingbird logs nothing per request unless a middleware is added).
+/// The Hummingbird 2 peer of spin-server for counter Spins (one, `counter`, unless
+/// `--spin` names others), written as a Hummingbird user would write it: a `Router` for
+/// HTTP, a WebSocket router for the stream, an actor per counter holding its state, one
+/// `AsyncStream` per subscriber, `Codable` messages. No request logging (Hummingbird logs
+/// nothing per request unless a middleware is added).
 ///
-/// - `POST /v1/spins/counter/events`: one event or an array; 202
-///   `{"accepted":k,"sequence":N}` once the actor applied them.
-/// - `GET /v1/spins/counter/stream` (WebSocket): a snapshot, then one state message per
+/// - `POST /v1/spins/NAME/events`: one event or an array; 202
+///   `{"accepted":k,"sequence":N}` once the counter's actor applied them; 404 for a name
+///   it does not host.
+/// - `GET /v1/spins/NAME/stream` (WebSocket): a snapshot, then one state message per
 ///   applied event; client messages `{"type":"event","id":..,"event":..}` are applied and
 ///   acknowledged with `{"type":"ack","id":..,"sequence":N}`.
 ///
@@ -33,24 +35,41 @@ struct HummingbirdPeer: AsyncParsableCommand {
     @Option(help: "State messages a subscriber keeps before dropping the oldest (spin-server's limits.streamQueue).")
     var streamQueue = 64
 
+    @Option(name: .customLong("spin"), help: "A counter to host, at /v1/spins/NAME/ (repeat for several; default: counter).")
+    var spins: [String] = []
+
     @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).")
     var logLevel = "warning"
 
     func run() async throws {
         var logger = Logger(label: "hummingbird-peer")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
-        let counter = CounterSpin(streamQueue: streamQueue)
+        let queue = streamQueue
+        let counters = Dictionary(uniqueKeysWithValues: (spins.isEmpty ? ["counter"] : spins).map {
+            ($0, CounterSpin(streamQueue: queue))
+        })
+        /// The counter the path's `:spin` names; 404 when none.
+        @Sendable func hosted(_ context: some RequestContext) throws -> CounterSpin {
+            guard let name = context.parameters.get("spin"), let counter = counters[name] else {
+                throw HTTPError(.notFound)
+            }
+            return counter
+        }
 
         let router = Router()
-        router.post("/v1/spins/counter/events") { request, context -> EditedResponse<Accepted> in
+        router.post("/v1/spins/:spin/events") { request, context -> EditedResponse<Accepted> in
+            let counter = try hosted(context)
             let batch = try await request.decode(as: EventBatch.self, context: context)
             let sequence = await counter.apply(batch.events)
             return EditedResponse(status: .accepted, response: Accepted(accepted: batch.events.count, sequence: sequence))
         }
 
         let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
-        webSocketRouter.ws("/v1/spins/counter/stream") { inbound, outbound, _ in
-            try await Self.serveStream(of: counter, inbound: inbound, outbound: outbound)
+        webSocketRouter.ws("/v1/spins/:spin/stream", shouldUpgrade: { _, context in
+            _ = try hosted(context)
+            return .upgrade([:])
+        }) { inbound, outbound, context in
+            try await Self.serveStream(of: hosted(context.requestContext), inbound: inbound, outbound: outbound)
         }
 
         let app = Application(

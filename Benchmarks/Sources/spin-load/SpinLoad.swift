@@ -98,12 +98,12 @@ struct Post: AsyncParsableCommand {
     }
 }
 
-/// `ws-events`: events sent on the Spin's stream, one in flight per connection, each
-/// acknowledged.
+/// `ws-events`: events sent on the Spin's stream (or spread over several Spins), one or
+/// more in flight per connection, each acknowledged.
 struct WebSocketEvents: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ws-events",
-        abstract: "Events sent over WebSocket streams with acks (each stream also receives every state message)."
+        abstract: "Events sent over WebSocket streams with acks (each stream also receives every state message of its Spin)."
     )
 
     @OptionGroup var target: TargetOptions
@@ -114,11 +114,19 @@ struct WebSocketEvents: AsyncParsableCommand {
     @Option(help: "Seconds to measure.")
     var duration = 5.0
 
+    @Option(help: "Spread the connections over this many Spins, named --spin followed by 0, 1, ...: connection i streams from Spin i mod N (0: all on --spin).")
+    var spins = 0
+
+    @Option(help: "Events each connection keeps unacknowledged.")
+    var inFlight = 1
+
     func run() async throws {
         let group = target.makeGroup()
+        let (spin, spins, inFlight) = (target.spin, self.spins, self.inFlight)
         let channels = try await connectWebSockets(count: connections, group: group, host: target.host, port: target.port,
-                                                   path: target.streamPath) { index in
-            .eventSender(message: ByteBuffer(string: #"{"type":"event","id":"c\#(index)","event":{"type":"increase"}}"#))
+                                                   path: { spins > 0 ? "/v1/spins/\(spin)\($0 % spins)/stream" : "/v1/spins/\(spin)/stream" }) { index in
+            .eventSender(message: ByteBuffer(string: #"{"type":"event","id":"c\#(index)","event":{"type":"increase"}}"#),
+                         inFlight: inFlight)
         }
         let (stats, elapsed) = try await measure(for: duration, group: group,
                                                  start: { _ = try await withWebSocketHandlers(channels) { $0.start() } },
@@ -166,7 +174,7 @@ struct Fanout: AsyncParsableCommand {
     func run() async throws {
         let group = target.makeGroup()
         let channels = try await connectWebSockets(count: subscribers, group: group, host: target.host, port: target.port,
-                                                   path: target.streamPath) { _ in .subscriber(recordReceipts: true) }
+                                                   path: { [streamPath = target.streamPath] _ in streamPath }) { _ in .subscriber(recordReceipts: true) }
         let request = makePostRequest(host: target.host, port: target.port, path: target.eventsPath, body: #"{"type":"increase"}"#)
         let interval = UInt64(1e9 / rate)
         let posterCount = self.posters
@@ -255,7 +263,7 @@ struct Idle: AsyncParsableCommand {
         let group = target.makeGroup()
         let before = try residentKiB(of: pid)
         let channels = try await connectWebSockets(count: connections, group: group, host: target.host, port: target.port,
-                                                   path: target.streamPath) { _ in .subscriber(recordReceipts: false) }
+                                                   path: { [streamPath = target.streamPath] _ in streamPath }) { _ in .subscriber(recordReceipts: false) }
         try await Task.sleep(for: .seconds(settle))
         let after = try residentKiB(of: pid)
         let stats = try await withWebSocketHandlers(channels) { $0.stop() }

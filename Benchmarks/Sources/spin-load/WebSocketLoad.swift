@@ -12,8 +12,10 @@ import NIOWebSocket
 /// - a subscriber notes the first snapshot's sequence, counts the state messages (and
 ///   stamps their receipt when asked), and counts later snapshots (spin-server sends one
 ///   when a slow client's queue is conflated);
-/// - an event sender sends `{"type":"event","id":..,"event":{"type":"increase"}}`, waits
-///   for its ack, and sends the next one, recording each send-to-ack latency.
+/// - an event sender sends `{"type":"event","id":..,"event":{"type":"increase"}}`, keeps
+///   `inFlight` of them unacknowledged (sending the next one on each ack), and records
+///   each send-to-ack latency (acks come in the order of the events: one stream's events
+///   go to one Spin, which applies them in order).
 final class WebSocketLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
@@ -21,7 +23,7 @@ final class WebSocketLoadHandler: ChannelInboundHandler, RemovableChannelHandler
     /// What the connection does once the snapshot arrived.
     enum Role: Sendable {
         case subscriber(recordReceipts: Bool)
-        case eventSender(message: ByteBuffer)
+        case eventSender(message: ByteBuffer, inFlight: Int = 1)
     }
 
     /// What the connection measured.
@@ -43,7 +45,8 @@ final class WebSocketLoadHandler: ChannelInboundHandler, RemovableChannelHandler
     private var context: ChannelHandlerContext?
     private var fragments: ByteBuffer?
     private var running = false
-    private var sentAt: UInt64 = 0
+    /// Send times of the events not yet acknowledged, oldest first.
+    private var sentAt = CircularBuffer<UInt64>()
     private var stats = Stats()
 
     /// - Parameter ready: succeeded when the snapshot arrived, failed if the connection closes first.
@@ -63,7 +66,9 @@ final class WebSocketLoadHandler: ChannelInboundHandler, RemovableChannelHandler
     /// Starts sending events (event senders only; on the channel's event loop).
     func start() {
         running = true
-        sendEvent()
+        guard case .eventSender(_, let inFlight) = role else { return }
+        for _ in 0..<max(inFlight, 1) { sendEvent(flush: false) }
+        context?.flush()
     }
 
     /// Stops sending and returns what was measured (on the channel's event loop).
@@ -75,11 +80,12 @@ final class WebSocketLoadHandler: ChannelInboundHandler, RemovableChannelHandler
     /// What was measured so far (on the channel's event loop).
     var current: Stats { stats }
 
-    private func sendEvent() {
-        guard running, case .eventSender(let message) = role, let context else { return }
-        sentAt = nowNanoseconds()
+    private func sendEvent(flush: Bool = true) {
+        guard running, case .eventSender(let message, _) = role, let context else { return }
+        sentAt.append(nowNanoseconds())
         let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: message)
-        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        context.write(wrapOutboundOut(frame), promise: nil)
+        if flush { context.flush() }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -139,9 +145,10 @@ final class WebSocketLoadHandler: ChannelInboundHandler, RemovableChannelHandler
             }
         case .ack, .error:
             guard running else { return }
+            let sent = sentAt.popFirst()
             if kind == .ack {
                 stats.acks += 1
-                stats.latencies.record(nowNanoseconds() &- sentAt)
+                if let sent { stats.latencies.record(nowNanoseconds() &- sent) }
             } else {
                 stats.errors += 1
             }
@@ -247,10 +254,11 @@ func connectWebSocket(
     return channel
 }
 
-/// Opens `count` streams, at most `concurrency` connecting at a time.
+/// Opens `count` streams, at most `concurrency` connecting at a time; stream `index` goes
+/// to `path(index)`.
 func connectWebSockets(
-    count: Int, concurrency: Int = 128, group: any EventLoopGroup, host: String, port: Int, path: String,
-    role: @escaping @Sendable (Int) -> WebSocketLoadHandler.Role
+    count: Int, concurrency: Int = 128, group: any EventLoopGroup, host: String, port: Int,
+    path: @escaping @Sendable (Int) -> String, role: @escaping @Sendable (Int) -> WebSocketLoadHandler.Role
 ) async throws -> [any Channel] {
     try await withThrowingTaskGroup(of: (any Channel).self) { tasks in
         var channels: [any Channel] = []
@@ -260,7 +268,7 @@ func connectWebSockets(
                 channels.append(channel)
             }
             tasks.addTask {
-                try await connectWebSocket(group: group, host: host, port: port, path: path, role: role(index))
+                try await connectWebSocket(group: group, host: host, port: port, path: path(index), role: role(index))
             }
         }
         for try await channel in tasks {
