@@ -250,6 +250,15 @@ package final class Connection: @unchecked Sendable, DeadlineHeapMember {
         loop.enqueue(body)
     }
 
+    /// Hands the connection to `handler` from the next callback on (the layer above
+    /// switches protocols: an upgraded connection's stream). `handler` hears no
+    /// `didOpen`; it hears `didClose`. Call on the connection's loop.
+    package func replaceHandler(_ handler: ConnectionHandler) {
+        loop.preconditionInLoop()
+        guard lifecycle == .open else { return }
+        self.handler = handler
+    }
+
     /// True when the caller runs on the connection's loop (where `execute` runs at once).
     package var inLoop: Bool { loop.inLoop }
 

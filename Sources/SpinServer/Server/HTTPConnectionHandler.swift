@@ -237,6 +237,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             stream.start()
             if !leftover.isEmpty { stream.receive(leftover) }
             run(machine.streamOpened())
+            handOver(to: stream)
         case .sse:
             machine.startedEventStream(now: .now)
             let head = HTTPResponseHead(status: .ok, headers: headers([
@@ -254,7 +255,14 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             self.stream = stream
             stream.start()
             run(machine.streamOpened())
+            handOver(to: stream)
         }
+    }
+
+    /// From now on the connection is the stream's (`StreamConnectionHandler`): this
+    /// handler is released once the call that opened the stream returns.
+    private func handOver(to stream: StreamSession) {
+        connection.replaceHandler(StreamConnectionHandler(stream: stream, context: context))
     }
 
     /// The parser's message, with the configured limit where one was exceeded.
