@@ -24,7 +24,7 @@ extension Connection {
         handler: @escaping @Sendable (Connection) -> ConnectionHandler,
         failed: @escaping @Sendable (ClientSocketError) -> Void
     ) -> OutgoingConnectAttempt {
-        let attempt = OutgoingConnectAttempt(host: host, port: port, loop: loop, limits: limits,
+        let attempt = OutgoingConnectAttempt(host: host, port: port, loop: loop, limits: sharedLimits,
                                              handler: handler, failed: failed)
         attempt.start(timeout: timeout)
         return attempt
@@ -39,7 +39,7 @@ package final class OutgoingConnectAttempt: @unchecked Sendable, LoopWatcher {
     private let host: String
     private let port: Int
     private let loop: EventLoop
-    private let limits: ConnectionLimits
+    private let limits: SharedConnectionLimits
     private let handler: @Sendable (Connection) -> ConnectionHandler
     private let failed: @Sendable (ClientSocketError) -> Void
 
@@ -53,7 +53,7 @@ package final class OutgoingConnectAttempt: @unchecked Sendable, LoopWatcher {
 
     private static let nextID = Atomic<UInt64>(1 << 48)   // apart from a server's accepted ids
 
-    fileprivate init(host: String, port: Int, loop: EventLoop, limits: ConnectionLimits,
+    fileprivate init(host: String, port: Int, loop: EventLoop, limits: SharedConnectionLimits,
                      handler: @escaping @Sendable (Connection) -> ConnectionHandler,
                      failed: @escaping @Sendable (ClientSocketError) -> Void) {
         self.host = host

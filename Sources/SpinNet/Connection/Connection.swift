@@ -33,7 +33,10 @@ package final class Connection: @unchecked Sendable, DeadlineHeapMember {
 
     let loop: EventLoop
     let fd: Int32
-    let limits: ConnectionLimits
+    /// The limits, shared by every connection of a server (one reference per
+    /// connection instead of a copy: idle connections are many).
+    let sharedLimits: SharedConnectionLimits
+    var limits: ConnectionLimits { sharedLimits.value }
     let tlsContext: TLSContext?
     let onClosed: @Sendable (Connection) -> Void
 
@@ -90,21 +93,21 @@ package final class Connection: @unchecked Sendable, DeadlineHeapMember {
 
     init(
         fd: Int32, remoteAddress: SocketAddress?, id: UInt64, loop: EventLoop,
-        limits: ConnectionLimits, tls: TLSContext?,
+        limits: SharedConnectionLimits, tls: TLSContext?,
         onClosed: @escaping @Sendable (Connection) -> Void
     ) {
         self.fd = fd
         self.remoteAddress = remoteAddress
         self.id = id
         self.loop = loop
-        self.limits = limits
+        self.sharedLimits = limits
         self.tlsContext = tls
         self.isTLS = tls != nil
         self.onClosed = onClosed
         let now = ContinuousClock.now
         self.openedAt = now
-        self.timers = ConnectionDeadlines(writeStallTimeout: limits.writeStallTimeout,
-                                          lingerTimeout: limits.lingerTimeout, now: now)
+        self.timers = ConnectionDeadlines(writeStallTimeout: limits.value.writeStallTimeout,
+                                          lingerTimeout: limits.value.lingerTimeout, now: now)
     }
 
     // MARK: - Writing

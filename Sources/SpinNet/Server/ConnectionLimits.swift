@@ -42,3 +42,13 @@ package struct ConnectionLimits: Sendable, Hashable {
         self.lingerTimeout = lingerTimeout
     }
 }
+
+/// One server's `ConnectionLimits`, which its connections refer to instead of each
+/// keeping a copy.
+final class SharedConnectionLimits: Sendable {
+    let value: ConnectionLimits
+
+    init(_ value: ConnectionLimits) {
+        self.value = value
+    }
+}

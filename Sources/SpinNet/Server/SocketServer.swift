@@ -43,6 +43,8 @@ package final class SocketServer: @unchecked Sendable {
     private let onConnectionLimit: @Sendable (_ openConnections: Int) -> Void
     private let acceptQueue = DispatchQueue(label: "spin.net.accept")
     private let loops: [EventLoop]
+    /// `configuration.limits`, shared by every connection.
+    private let limits: SharedConnectionLimits
     private let registry = Protected<[ObjectIdentifier: Connection]>([:])
     private let counters = Protected(Statistics())
     private let nextID = Atomic<UInt64>(1)
@@ -81,6 +83,7 @@ package final class SocketServer: @unchecked Sendable {
         self.onConnectionLimit = onConnectionLimit
         self.handlerFactory = handlerFactory
         self.loops = EventLoop.loops(count: configuration.eventQueueCount)
+        self.limits = SharedConnectionLimits(configuration.limits)
     }
 
     deinit {
@@ -179,7 +182,7 @@ package final class SocketServer: @unchecked Sendable {
         nextLoop = (nextLoop + 1) % loops.count
         let connection = Connection(
             fd: fd, remoteAddress: peer, id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue,
-            loop: loop, limits: configuration.limits, tls: tlsContext,
+            loop: loop, limits: limits, tls: tlsContext,
             onClosed: { [weak self] connection in self?.connectionClosed(connection) })
         let open = registry.withLock { registry -> Int in
             registry[ObjectIdentifier(connection)] = connection

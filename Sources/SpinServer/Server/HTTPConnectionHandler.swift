@@ -259,10 +259,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         }
     }
 
-    /// From now on the connection is the stream's (`StreamConnectionHandler`): this
-    /// handler is released once the call that opened the stream returns.
+    /// From now on the stream drives the connection (`StreamSession+ConnectionHandler`):
+    /// this handler is released once the call that opened the stream returns.
     private func handOver(to stream: StreamSession) {
-        connection.replaceHandler(StreamConnectionHandler(stream: stream, context: context))
+        connection.replaceHandler(stream)
     }
 
     /// The parser's message, with the configured limit where one was exceeded.

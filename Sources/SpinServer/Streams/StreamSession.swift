@@ -50,7 +50,7 @@ final class StreamSession: @unchecked Sendable {
 
     private let connection: Connection
     private let source: StreamSource
-    private let context: ServerContext
+    let context: ServerContext
     /// Changed in place only (`machine.…`), never copied out: see `StreamMachine`.
     private var machine: StreamMachine
     private let mailbox = StreamMailbox()
