@@ -50,6 +50,11 @@
 ///
 /// Its JSON Schema (`JSONSchemaDescribable`) comes from `eventTypes`: one object per
 /// entry, `type` its name, with the entry's fields (required unless optional).
+///
+/// A server hosting the Spin reads and writes these events straight through the table
+/// (no `Decoder` nor `Encoder`; the same events, bytes and errors as `init(from:)` and
+/// `encode(to:)` here), so a type that declares its own `init(from:)` or `encode(to:)`
+/// is not read or written through them there.
 public protocol TypeTaggedEvent: Codable, JSONSchemaDescribable {
     /// Every accepted `type`, each with its fields and how to make and take apart its
     /// case. Declare it as a `static let`: the table is built once.

@@ -70,15 +70,27 @@ package enum JSONValidator {
     /// parser stops at.
     package static let defaultMaxDepth = 512
 
-    /// What a valid document is, at its top.
+    /// What a valid document is, at its top: enough to read an object, or an array of
+    /// objects, member by member without parsing it again (what a request's events are).
     package struct Document: Sendable, Equatable {
         package enum Kind: Sendable, Equatable { case object, array, scalar }
         package var kind: Kind
-        /// For an object: each member's key and the byte range of its value, in order.
+        /// For an object: each member's key and the byte range of its value, in order. For
+        /// an array: those of each object in it, one object after the other (`elements`
+        /// says whose).
         package var members: [(key: String, value: Range<Int>)]
+        /// For an array: each element's kind, its byte range, and (for an object) which of
+        /// `members` are its own.
+        package var elements: [Element] = []
+
+        package struct Element: Sendable, Equatable {
+            package var kind: Kind
+            package var value: Range<Int>
+            package var members: Range<Int>
+        }
 
         package static func == (lhs: Document, rhs: Document) -> Bool {
-            lhs.kind == rhs.kind && lhs.members.count == rhs.members.count
+            lhs.kind == rhs.kind && lhs.elements == rhs.elements && lhs.members.count == rhs.members.count
                 && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         }
     }
@@ -95,7 +107,7 @@ package enum JSONValidator {
         var scanner = Scanner(bytes: bytes, maxDepth: maxDepth)
         do {
             try scanner.run()
-            return .success(Document(kind: scanner.topKind, members: scanner.topMembers))
+            return .success(Document(kind: scanner.topKind, members: scanner.topMembers, elements: scanner.elements))
         } catch {
             return .failure(error)
         }
@@ -113,8 +125,11 @@ package enum JSONValidator {
         var stack: [Container] = []
         var topKind = Document.Kind.scalar
         var topMembers: [(key: String, value: Range<Int>)] = []
-        /// Where the value of the top-level object's current member starts.
+        var elements: [Document.Element] = []
+        /// Where the value of the current member of the object being listed starts.
         var memberStart = 0
+        /// Where the top-level array's current element starts.
+        var elementStart = 0
 
         init(bytes: [UInt8], maxDepth: Int) {
             self.bytes = bytes
@@ -129,9 +144,10 @@ package enum JSONValidator {
                 skipWhitespace()
                 switch expect {
                 case .value:
-                    if stack.count == 1, case .object = stack[0] { memberStart = offset }
+                    if listsMembers(depth: stack.count) { memberStart = offset }
+                    if stack.count == 1, case .array = stack[0] { elementStart = offset }
                     expect = try value()
-                    if expect == .afterValue { endMember(depth: stack.count) }
+                    if expect == .afterValue { endValue(depth: stack.count) }
                 case .key:
                     try key()
                     expect = .value
@@ -149,7 +165,7 @@ package enum JSONValidator {
                         expect = .value
                     case (.object, UInt8(ascii: "}")), (.array, UInt8(ascii: "]")):
                         stack.removeLast()
-                        endMember(depth: stack.count)
+                        endValue(depth: stack.count)
                     default:
                         if case .object = top { throw .malformed(offset: offset - 1, .afterMember) }
                         throw .malformed(offset: offset - 1, .afterElement)
@@ -158,11 +174,30 @@ package enum JSONValidator {
             }
         }
 
-        /// A value that ended at depth `depth` (now `offset`): a member of the top-level
-        /// object when that is 1.
-        private mutating func endMember(depth: Int) {
-            guard depth == 1, case .object(_, let key) = stack[0] else { return }
-            topMembers.append((key, memberStart..<offset))
+        /// Whether the container open at `depth` is an object whose members the document
+        /// lists: the top-level one, or one directly in the top-level array.
+        private func listsMembers(depth: Int) -> Bool {
+            guard depth == 1 || depth == 2, case .object = stack[depth - 1] else { return false }
+            if depth == 1 { return true }
+            if case .array = stack[0] { return true }
+            return false
+        }
+
+        /// A value that ended at depth `depth` (now `offset`): a member of a listed object,
+        /// or an element of the top-level array.
+        private mutating func endValue(depth: Int) {
+            if listsMembers(depth: depth), case .object(_, let key) = stack[depth - 1] {
+                topMembers.append((key, memberStart..<offset))
+            } else if depth == 1, case .array = stack[0] {
+                let kind: Document.Kind = switch bytes[elementStart] {
+                case UInt8(ascii: "{"): .object
+                case UInt8(ascii: "["): .array
+                default: .scalar
+                }
+                let first = elements.last?.members.upperBound ?? 0
+                elements.append(Document.Element(kind: kind, value: elementStart..<offset,
+                                                 members: first..<(kind == .object ? topMembers.count : first)))
+            }
         }
 
         /// One value, or the opening of a container; what to expect next.

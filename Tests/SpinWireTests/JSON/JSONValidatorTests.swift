@@ -130,6 +130,18 @@ import Testing
         #expect(try JSONValidator.validate(Array(" 2 ".utf8)).get() == JSONValidator.Document(kind: .scalar, members: []))
     }
 
+    @Test func validate_TellsTheTopArraysElements_AndTheMembersOfTheObjectsInIt() throws {
+        let text = Array(#"[ {"type":"a","n":{"type":"x"}} , 3, [{"b":1}], {}, {"type" : "c"} ]"#.utf8)
+        let document = try JSONValidator.validate(text).get()
+        #expect(document.kind == .array)
+        func string(_ range: Range<Int>) -> String { String(decoding: text[range], as: UTF8.self) }
+        #expect(document.elements.map(\.kind) == [.object, .scalar, .array, .object, .object])
+        #expect(document.elements.map { string($0.value) } == [#"{"type":"a","n":{"type":"x"}}"#, "3", #"[{"b":1}]"#, "{}", #"{"type" : "c"}"#])
+        let members = document.elements.map { document.members[$0.members].map { "\($0.key)=\(string($0.value))" } }
+        #expect(members == [["type=\"a\"", #"n={"type":"x"}"#], [], [], [], ["type=\"c\""]])
+        #expect(try JSONValidator.validate(Array("[]".utf8)).get().elements.isEmpty)
+    }
+
     @Test func trailingComma_IsMalformed_ThoughFoundationAcceptsIt() throws {
         // Found by Fuzz/json: JSONSerialization on Linux takes `[1,]`; RFC 8259 does not.
         #expect(problem("[[1],]") == .malformed(offset: 5, .value))
