@@ -114,7 +114,10 @@ package enum JSONValidator {
     }
 
     private enum Container {
-        case object(keys: Set<String>, current: String)
+        /// An open object: where its keys start in `Scanner.keys`, a set of them once it
+        /// has more than a few (a look-up in it stays cheap however many), and the key
+        /// whose value is being read.
+        case object(firstKey: Int, index: Set<String>?, current: String)
         case array(index: Int)
     }
 
@@ -126,6 +129,11 @@ package enum JSONValidator {
         var topKind = Document.Kind.scalar
         var topMembers: [(key: String, value: Range<Int>)] = []
         var elements: [Document.Element] = []
+        /// The keys of every open object, the innermost's last: one buffer for all, rather
+        /// than a set per object.
+        var keys: [String] = []
+        /// How many keys of an object are compared one by one before they get a set.
+        static let keysScanned = 16
         /// Where the value of the current member of the object being listed starts.
         var memberStart = 0
         /// Where the top-level array's current element starts.
@@ -163,7 +171,11 @@ package enum JSONValidator {
                     case (.array(let index), UInt8(ascii: ",")):
                         stack[stack.count - 1] = .array(index: index + 1)
                         expect = .value
-                    case (.object, UInt8(ascii: "}")), (.array, UInt8(ascii: "]")):
+                    case (.object(let firstKey, _, _), UInt8(ascii: "}")):
+                        keys.removeSubrange(firstKey...)
+                        stack.removeLast()
+                        endValue(depth: stack.count)
+                    case (.array, UInt8(ascii: "]")):
                         stack.removeLast()
                         endValue(depth: stack.count)
                     default:
@@ -186,7 +198,7 @@ package enum JSONValidator {
         /// A value that ended at depth `depth` (now `offset`): a member of a listed object,
         /// or an element of the top-level array.
         private mutating func endValue(depth: Int) {
-            if listsMembers(depth: depth), case .object(_, let key) = stack[depth - 1] {
+            if listsMembers(depth: depth), case .object(_, _, let key) = stack[depth - 1] {
                 topMembers.append((key, memberStart..<offset))
             } else if depth == 1, case .array = stack[0] {
                 let kind: Document.Kind = switch bytes[elementStart] {
@@ -213,7 +225,7 @@ package enum JSONValidator {
                     offset += 1
                     return .afterValue
                 }
-                stack.append(isObject ? .object(keys: [], current: "") : .array(index: 0))
+                stack.append(isObject ? .object(firstKey: keys.count, index: nil, current: "") : .array(index: 0))
                 return isObject ? .key : .value
             case UInt8(ascii: "\""):
                 _ = try string(decode: false)
@@ -275,10 +287,17 @@ package enum JSONValidator {
             guard try next() == UInt8(ascii: "\"") else { throw .malformed(offset: offset - 1, .memberName) }
             let key = try string(decode: true)
             // Taken off the stack while it grows, so the set is not copied on insert.
-            guard case .object(var keys, _) = stack.popLast() else { throw .malformed(offset: offset, .memberName) }
-            let inserted = keys.insert(key).inserted
-            stack.append(.object(keys: keys, current: key))
-            guard inserted else { throw .duplicateKey(key: key, path: path(appending: key)) }
+            guard case .object(let firstKey, var index, _) = stack.popLast() else { throw .malformed(offset: offset, .memberName) }
+            let repeated: Bool
+            if index != nil {
+                repeated = !index!.insert(key).inserted
+            } else {
+                repeated = keys[firstKey...].contains(key)
+                if keys.count - firstKey >= Self.keysScanned { index = Set(keys[firstKey...] + [key]) }
+            }
+            keys.append(key)
+            stack.append(.object(firstKey: firstKey, index: index, current: key))
+            guard !repeated else { throw .duplicateKey(key: key, path: path(appending: key)) }
             skipWhitespace()
             guard try next() == UInt8(ascii: ":") else { throw .malformed(offset: offset - 1, .colon) }
         }
@@ -288,7 +307,7 @@ package enum JSONValidator {
             var path = ""
             for container in stack.dropLast() {
                 switch container {
-                case .object(_, let current): path += path.isEmpty ? current : ".\(current)"
+                case .object(_, _, let current): path += path.isEmpty ? current : ".\(current)"
                 case .array(let index): path += "[\(index)]"
                 }
             }
@@ -297,18 +316,28 @@ package enum JSONValidator {
 
         /// The rest of a string whose opening quote was read; its text when `decode`.
         private mutating func string(decode: Bool) throws(Problem) -> String {
+            // The text is made from the bytes as they are, unless there is an escape: then
+            // it is built up from the first one on (a key rarely has one).
+            let first = offset
             var text: [UInt8] = []
+            var escaped = false
             while true {
                 let byte = try next()
                 switch byte {
                 case UInt8(ascii: "\""):
-                    return decode ? String(decoding: text, as: UTF8.self) : ""
+                    guard decode else { return "" }
+                    return escaped ? String(decoding: text, as: UTF8.self)
+                                   : String(decoding: bytes[first..<(offset - 1)], as: UTF8.self)
                 case UInt8(ascii: "\\"):
                     let escape = try next()
                     guard decode else {
                         guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1, .escape) }
                         if escape == UInt8(ascii: "u") { _ = try unicodeEscape() }
                         continue
+                    }
+                    if !escaped {
+                        escaped = true
+                        text += bytes[first..<(offset - 2)]
                     }
                     switch escape {
                     case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
@@ -325,9 +354,9 @@ package enum JSONValidator {
                 case 0x80...:
                     let start = offset - 1
                     try utf8Sequence(lead: byte)
-                    if decode { text += bytes[start..<offset] }
+                    if escaped { text += bytes[start..<offset] }
                 default:
-                    if decode { text.append(byte) }
+                    if escaped { text.append(byte) }
                 }
             }
         }
