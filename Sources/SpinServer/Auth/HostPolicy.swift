@@ -50,6 +50,35 @@ package struct HostPolicy: Sendable, Equatable {
     /// The host of a `Host` value (`uri-host [ ":" port ]`, RFC 9110 §7.2), lowercased,
     /// brackets and a trailing dot removed; nil when it is not of that shape.
     package static func hostName(of header: String) -> String? {
+        let bytes = header.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return unicodeHostName(of: header) }
+        // ASCII (every Host a client sends in practice): the same steps on bytes, with no
+        // lowercased copy nor Character comparisons, on every request.
+        var host = bytes[...], port = bytes[bytes.endIndex...]
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            host = bytes[bytes.index(after: bytes.startIndex)..<close]
+            port = bytes[bytes.index(after: close)...]
+        } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
+            host = bytes[..<colon]
+            port = bytes[colon...]
+        }
+        if !port.isEmpty {
+            guard port.first == UInt8(ascii: ":"),
+                  port.dropFirst().allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        }
+        if host.last == UInt8(ascii: ".") { host = host.dropLast() }
+        guard !host.isEmpty else { return nil }
+        return String(unsafeUninitializedCapacity: host.count) { buffer in
+            for (offset, byte) in host.enumerated() {
+                buffer[offset] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            }
+            return host.count
+        }
+    }
+
+    /// `hostName(of:)` of a value that is not ASCII, by Unicode's lowercase and characters.
+    static func unicodeHostName(of header: String) -> String? {
         var text = Substring(header.lowercased())
         let host: Substring
         if text.hasPrefix("[") {
