@@ -456,14 +456,21 @@ package struct APIRouter: Sendable {
     /// `?wait=true` 200 `{"sequence":N,"state":..,"replies":[..]}`, one reply per event.
     private static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
                                     respond: @Sendable (APIResponse) -> Void) {
-        let sequence = JSONValue.number(String(applied.sequence))
         if wait {
-            respond(.json(200, .object([("sequence", sequence), ("state", applied.state ?? .null),
+            respond(.json(200, .object([("sequence", .number(String(applied.sequence))), ("state", applied.state ?? .null),
                                         ("replies", applied.replies)])))
         } else {
-            var fields: [(String, JSONValue)] = [("accepted", .number(String(count))), ("sequence", sequence)]
-            if !applied.ignored.isEmpty { fields.append(("ignored", .number(String(applied.ignored.count)))) }
-            respond(.json(202, .object(fields)))
+            // Written as text: every POST answers it, and a `JSONValue` tree boxes each value.
+            var body = Array(#"{"accepted":"#.utf8)
+            body += String(count).utf8
+            body += #","sequence":"#.utf8
+            body += String(applied.sequence).utf8
+            if !applied.ignored.isEmpty {
+                body += #","ignored":"#.utf8
+                body += String(applied.ignored.count).utf8
+            }
+            body.append(UInt8(ascii: "}"))
+            respond(.json(202, .raw(body)))
         }
     }
 
