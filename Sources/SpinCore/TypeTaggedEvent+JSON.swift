@@ -56,10 +56,10 @@ extension EventTypes where Event: Decodable {
         guard let name = reader.whole({ $0.string() }) else {
             throw EventKey.typeProblem(json.codingPath, "not a string: expected \"type\" to be one of \(quotedNames)")
         }
-        guard let entry = entry(named: name) else {
+        guard let offset = offset(named: name) else {
             throw EventKey.typeProblem(json.codingPath, "unknown type \"\(name)\": expected \"type\" to be one of \(quotedNames)")
         }
-        return try entry.decodeJSON(json, fallback)
+        return try entries[offset].decodeJSON(json, fallback)
     }
 }
 
@@ -72,8 +72,8 @@ extension EventTypes {
     package func json(encoding event: Event) -> [UInt8]? {
         var json: [UInt8] = []
         json.reserveCapacity(64)
-        for entry in entries {
-            switch entry.encodeJSON(event, &json) {
+        for offset in entries.indices {   // each entry's closure read in place, not the entry copied
+            switch entries[offset].encodeJSON(event, &json) {
             case .notThisEntry: continue
             case .written: return json
             case .notWritten: return nil

@@ -92,6 +92,11 @@ public struct EventTypes<Event>: Sendable, ExpressibleByArrayLiteral {
         index[name].map { entries[$0] }
     }
 
+    /// The offset in `entries` of the entry whose `type` is `name`.
+    func offset(named name: String) -> Int? {
+        index[name]
+    }
+
     /// The offset of the first entry that takes `event` apart (the one that encodes it).
     func offset(encoding event: Event) -> Int? {
         entries.firstIndex { $0.extracts(event) }
