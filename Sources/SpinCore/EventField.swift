@@ -99,16 +99,15 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
     /// the field's type allows (`coding`) and through `fallback` otherwise: the value and
     /// the errors of `decode(from:type:codingPath:)`.
     func decode(_ json: EventJSON, type: String, fallback: any EventJSONFallback) throws -> Value {
-        let range = json.value(of: name)
-        if let absent {
-            guard let range else { return absent }
-            var reader = EventJSONReader(json.bytes, range)
-            if reader.whole({ $0.null() ? true : nil }) != nil { return absent }
-        } else if range == nil {
+        guard let range = json.value(of: name) else {
+            if let absent { return absent }
             throw problem(json.codingPath, "\"\(type)\" needs field \"\(name)\" (\(kind))")
         }
-        guard let range else { preconditionFailure("a required field's absence was thrown above") }
         var reader = EventJSONReader(json.bytes, range)
+        if let absent {
+            var null = reader
+            if null.whole({ $0.null() ? true : nil }) != nil { return absent }
+        }
         let value: Value
         if let coding, let read = reader.whole(coding.read) {
             value = read
