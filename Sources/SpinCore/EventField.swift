@@ -27,6 +27,11 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
     /// Whether a value that decoded always encodes again: its decoding checks what its
     /// encoding checks (true for an `EventFieldValue`).
     let decodedValuesEncode: Bool
+    /// How a value is read and written as JSON without a `Decoder` or `Encoder`; nil for a
+    /// type the direct path does not know (it falls back to the Codable path).
+    let coding: EventFieldCoding<Value>?
+    /// `,"name":`, what precedes the value in an event object.
+    let memberJSON: [UInt8]
 
     /// A field of a type that knows its schema (`Int`, `String`, `Bool`, `Double`, their
     /// optionals and arrays). `schema` defaults to the type's own.
@@ -34,7 +39,8 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
         let schema = schema ?? Value.defaultSchema
         return EventField(name: name, schema: schema, kind: Value.kind, check: Value.checker(for: schema),
                           absent: Value.absent, isAbsent: { $0.isAbsent },
-                          samples: { Value.samples(for: schema, position: $0) }, decodedValuesEncode: true)
+                          samples: { Value.samples(for: schema, position: $0) }, decodedValuesEncode: true,
+                          coding: .of(Value.self))
     }
 
     /// A field of any `Codable` type, required: `schema` is published as it is (decoding
@@ -42,7 +48,27 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
     /// round-trip check.
     public static func field(_ name: String, _ schema: JSONSchema, sample: Value) -> EventField {
         EventField(name: name, schema: schema, kind: "a value of type \(Value.self)", check: { _ in nil },
-                   absent: nil, isAbsent: { _ in false }, samples: { _ in [sample] }, decodedValuesEncode: false)
+                   absent: nil, isAbsent: { _ in false }, samples: { _ in [sample] }, decodedValuesEncode: false,
+                   coding: nil)
+    }
+
+    private init(name: String, schema: JSONSchema, kind: String, check: @escaping @Sendable (Value) -> String?,
+                 absent: Value?, isAbsent: @escaping @Sendable (Value) -> Bool,
+                 samples: @escaping @Sendable (_ position: Int) -> [Value], decodedValuesEncode: Bool,
+                 coding: EventFieldCoding<Value>?) {
+        self.name = name
+        self.schema = schema
+        self.kind = kind
+        self.check = check
+        self.absent = absent
+        self.isAbsent = isAbsent
+        self.samples = samples
+        self.decodedValuesEncode = decodedValuesEncode
+        self.coding = coding
+        var member = [UInt8(ascii: ",")]
+        EventJSONText.write(string: name, into: &member)
+        member.append(UInt8(ascii: ":"))
+        self.memberJSON = member
     }
 
     var listing: EventFieldListing {
@@ -62,13 +88,63 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
         let value: Value
         do {
             value = try container.decode(Value.self, forKey: key)
-        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.count == codingPath.count + 1 {
-            throw problem(codingPath, "\"\(type)\" needs field \"\(name)\" to be \(kind)")
-        } catch DecodingError.valueNotFound(_, let context) where context.codingPath.count == codingPath.count + 1 {
-            throw problem(codingPath, "\"\(type)\" needs field \"\(name)\" to be \(kind), not null")
+        } catch let error as DecodingError {
+            throw refined(error, codingPath, type: type)
         }
         if let wrong = check(value) { throw problem(codingPath, wrong) }
         return value
+    }
+
+    /// The member `name` of an event object's JSON of type `type`, read directly when
+    /// the field's type allows (`coding`) and through `fallback` otherwise: the value and
+    /// the errors of `decode(from:type:codingPath:)`.
+    func decode(_ json: EventJSON, type: String, fallback: any EventJSONFallback) throws -> Value {
+        guard let range = json.value(of: name) else {
+            if let absent { return absent }
+            throw problem(json.codingPath, "\"\(type)\" needs field \"\(name)\" (\(kind))")
+        }
+        var reader = EventJSONReader(json.bytes, range)
+        if let absent {
+            var null = reader
+            if null.whole({ $0.null() ? true : nil }) != nil { return absent }
+        }
+        let value: Value
+        if let coding, let read = reader.whole(coding.read) {
+            value = read
+        } else {
+            do {
+                value = try fallback.decode(Value.self, from: json.bytes[range])
+            } catch let error as DecodingError {
+                throw refined(error.prefixed(by: json.codingPath + [EventKey(name)]), json.codingPath, type: type)
+            }
+        }
+        if let wrong = check(value) { throw problem(json.codingPath, wrong) }
+        return value
+    }
+
+    /// A decoding error of this member's value, as the event's error: a value of the
+    /// wrong kind, or null, is named by the member (`"add" needs field "title" to be a
+    /// string`); an error inside the value stays as it is.
+    private func refined(_ error: DecodingError, _ codingPath: [any CodingKey], type: String) -> DecodingError {
+        switch error {
+        case .typeMismatch(_, let context) where context.codingPath.count == codingPath.count + 1:
+            problem(codingPath, "\"\(type)\" needs field \"\(name)\" to be \(kind)")
+        case .valueNotFound(_, let context) where context.codingPath.count == codingPath.count + 1:
+            problem(codingPath, "\"\(type)\" needs field \"\(name)\" to be \(kind), not null")
+        default:
+            error
+        }
+    }
+
+    /// Appends `,"name":value` unless the value is an absent optional; false when the
+    /// value's schema refuses it or its type does not write directly (`coding`), or when
+    /// a field before it failed (`after` false: nothing written).
+    func write(_ value: Value, into json: inout [UInt8], after: Bool) -> Bool {
+        guard after else { return false }
+        if isAbsent(value) { return true }
+        guard check(value) == nil, let coding else { return false }
+        json += memberJSON
+        return coding.write(value, &json)
     }
 
     /// Writes `value` as member `name`, unless it is an absent optional; a value its

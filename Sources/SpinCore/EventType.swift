@@ -6,9 +6,14 @@ public struct EventType<Event>: Sendable {
     /// The fields, in the order they are written.
     public let fields: [EventFieldListing]
     let decode: @Sendable (KeyedDecodingContainer<EventKey>, [any CodingKey]) throws -> Event
+    /// Reads the fields from an event object's JSON (its `type` is this entry's).
+    let decodeJSON: @Sendable (EventJSON, any EventJSONFallback) throws -> Event
     /// Writes the event's fields and `type` and returns true when the entry takes it
     /// apart; false (nothing written) for a case of another entry.
     let encode: @Sendable (Event, inout KeyedEncodingContainer<EventKey>, [any CodingKey]) throws -> Bool
+    /// Appends the event's JSON object when the entry takes it apart (see
+    /// `EventTypes.json(encoding:)`).
+    let encodeJSON: @Sendable (Event, inout [UInt8]) -> EventJSONWriting
     /// Whether the entry takes the event apart.
     let extracts: @Sendable (Event) -> Bool
     /// Events made from sample field values (for the round-trip check).
@@ -30,6 +35,7 @@ public struct EventType<Event>: Sendable {
         extract: @escaping @Sendable (Event) -> (repeat each Value)?
     ) -> EventType {
         let fields = (repeat each fields)
+        let opening = openingJSON(name)
         var listed: [EventFieldListing] = []
         repeat listed.append((each fields).listing)
         var decodedEventsEncode = true
@@ -39,11 +45,22 @@ public struct EventType<Event>: Sendable {
             decode: { container, path in
                 embed(repeat try (each fields).decode(from: container, type: name, codingPath: path))
             },
+            decodeJSON: { json, fallback in
+                embed(repeat try (each fields).decode(json, type: name, fallback: fallback))
+            },
             encode: { event, container, path in
                 guard let values = extract(event) else { return false }
                 try container.encode(name, forKey: .type)
                 repeat try (each fields).encode(each values, to: &container, type: name, codingPath: path)
                 return true
+            },
+            encodeJSON: { event, json in
+                guard let values = extract(event) else { return .notThisEntry }
+                json += opening
+                var written = true
+                repeat written = (each fields).write(each values, into: &json, after: written)
+                json.append(UInt8(ascii: "}"))
+                return written ? .written : .notWritten
             },
             extracts: { extract($0) != nil },
             samples: {
@@ -73,27 +90,44 @@ public struct EventType<Event>: Sendable {
 
     /// A case without associated values; `matches` tells it from the others.
     init(name: String, _ event: Event, matches: @escaping @Sendable (Event) -> Bool) where Event: Sendable {
-        self.init(name: name, fields: [], decode: { _, _ in event },
+        let json = Self.openingJSON(name) + [UInt8(ascii: "}")]
+        self.init(name: name, fields: [], decode: { _, _ in event }, decodeJSON: { _, _ in event },
                   encode: { candidate, container, _ in
                       guard matches(candidate) else { return false }
                       try container.encode(name, forKey: .type)
                       return true
+                  },
+                  encodeJSON: { candidate, bytes in
+                      guard matches(candidate) else { return .notThisEntry }
+                      bytes += json
+                      return .written
                   },
                   extracts: matches, samples: { [event] }, decodedEventsEncode: true)
     }
 
     private init(name: String, fields: [EventFieldListing],
                  decode: @escaping @Sendable (KeyedDecodingContainer<EventKey>, [any CodingKey]) throws -> Event,
+                 decodeJSON: @escaping @Sendable (EventJSON, any EventJSONFallback) throws -> Event,
                  encode: @escaping @Sendable (Event, inout KeyedEncodingContainer<EventKey>, [any CodingKey]) throws -> Bool,
+                 encodeJSON: @escaping @Sendable (Event, inout [UInt8]) -> EventJSONWriting,
                  extracts: @escaping @Sendable (Event) -> Bool, samples: @escaping @Sendable () -> [Event],
                  decodedEventsEncode: Bool) {
         self.name = name
         self.fields = fields
         self.decode = decode
+        self.decodeJSON = decodeJSON
         self.encode = encode
+        self.encodeJSON = encodeJSON
         self.extracts = extracts
         self.samples = samples
         self.decodedEventsEncode = decodedEventsEncode
+    }
+
+    /// `{"type":"name"`: how the entry's JSON objects start.
+    private static func openingJSON(_ name: String) -> [UInt8] {
+        var json = Array(#"{"type":"#.utf8)
+        EventJSONText.write(string: name, into: &json)
+        return json
     }
 
     /// The JSON Schema of this type's events: `type` is `name`, then the fields; all

@@ -50,6 +50,11 @@
 ///
 /// Its JSON Schema (`JSONSchemaDescribable`) comes from `eventTypes`: one object per
 /// entry, `type` its name, with the entry's fields (required unless optional).
+///
+/// A server hosting the Spin reads and writes these events straight through the table
+/// (no `Decoder` nor `Encoder`; the same events, bytes and errors as `init(from:)` and
+/// `encode(to:)` here), so a type that declares its own `init(from:)` or `encode(to:)`
+/// is not read or written through them there.
 public protocol TypeTaggedEvent: Codable, JSONSchemaDescribable {
     /// Every accepted `type`, each with its fields and how to make and take apart its
     /// case. Declare it as a `static let`: the table is built once.
@@ -85,6 +90,11 @@ public struct EventTypes<Event>: Sendable, ExpressibleByArrayLiteral {
     /// The entry whose `type` is `name`.
     public func entry(named name: String) -> EventType<Event>? {
         index[name].map { entries[$0] }
+    }
+
+    /// The offset in `entries` of the entry whose `type` is `name`.
+    func offset(named name: String) -> Int? {
+        index[name]
     }
 
     /// The offset of the first entry that takes `event` apart (the one that encodes it).

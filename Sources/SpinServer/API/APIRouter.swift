@@ -456,34 +456,39 @@ package struct APIRouter: Sendable {
     /// `?wait=true` 200 `{"sequence":N,"state":..,"replies":[..]}`, one reply per event.
     private static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
                                     respond: @Sendable (APIResponse) -> Void) {
-        let sequence = JSONValue.number(String(applied.sequence))
         if wait {
-            respond(.json(200, .object([("sequence", sequence), ("state", applied.state ?? .null),
+            respond(.json(200, .object([("sequence", .number(String(applied.sequence))), ("state", applied.state ?? .null),
                                         ("replies", applied.replies)])))
         } else {
-            var fields: [(String, JSONValue)] = [("accepted", .number(String(count))), ("sequence", sequence)]
-            if !applied.ignored.isEmpty { fields.append(("ignored", .number(String(applied.ignored.count)))) }
-            respond(.json(202, .object(fields)))
+            // Written as text: every POST answers it, and a `JSONValue` tree boxes each value.
+            var body = Array(#"{"accepted":"#.utf8)
+            body += String(count).utf8
+            body += #","sequence":"#.utf8
+            body += String(applied.sequence).utf8
+            if !applied.ignored.isEmpty {
+                body += #","ignored":"#.utf8
+                body += String(applied.ignored.count).utf8
+            }
+            body.append(UInt8(ascii: "}"))
+            respond(.json(202, .raw(body)))
         }
     }
 
     /// `application/json`, with or without parameters (`; charset=utf-8`).
+    /// Read as bytes: every POST asks, and no string is made for it.
     static func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        // The media type is what precedes any `;`, without the spaces or tabs around it:
-        // compared on the bytes, with ASCII case folding (one pass, nothing allocated).
-        let expected: StaticString = "application/json"
-        let media = contentType.utf8
-        var index = media.startIndex
-        while index != media.endIndex, media[index] == 0x20 || media[index] == 0x09 { media.formIndex(after: &index) }
-        for offset in 0..<expected.utf8CodeUnitCount {
-            guard index != media.endIndex else { return false }
-            let byte = media[index]
-            guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected.utf8Start[offset] else { return false }
-            media.formIndex(after: &index)
+        guard var mediaType = contentType?.utf8[...] else { return false }
+        // The media type is what precedes any `;`, without the spaces or tabs around it.
+        if let end = mediaType.firstIndex(of: UInt8(ascii: ";")) { mediaType = mediaType[..<end] }
+        func isWhitespace(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while isWhitespace(mediaType.first) { mediaType.removeFirst() }
+        while isWhitespace(mediaType.last) { mediaType.removeLast() }
+        let json = "application/json".utf8
+        guard mediaType.count == json.count else { return false }
+        // ASCII letters in any case; every other byte as it is.
+        return zip(mediaType, json).allSatisfy { byte, lower in
+            byte == lower || (byte | 0x20 == lower && lower >= UInt8(ascii: "a") && lower <= UInt8(ascii: "z"))
         }
-        while index != media.endIndex, media[index] == 0x20 || media[index] == 0x09 { media.formIndex(after: &index) }
-        return index == media.endIndex || media[index] == UInt8(ascii: ";")
     }
 }
 

@@ -47,31 +47,57 @@ package struct HostPolicy: Sendable, Equatable {
         return names.contains(name) || Self.isLoopback(name)
     }
 
-    /// The host of a `Host` value (`uri-host [ ":" port ]`, RFC 9110 §7.2), ASCII
-    /// letters lowercased (a host name is ASCII: IDNA names travel as punycode),
-    /// brackets and a trailing dot removed; nil when it is not of that shape. Read on the
-    /// bytes (every request asks): one copy, one String.
+    /// The host of a `Host` value (`uri-host [ ":" port ]`, RFC 9110 §7.2), lowercased,
+    /// brackets and a trailing dot removed; nil when it is not of that shape.
     package static func hostName(of header: String) -> String? {
-        var bytes = Array(header.utf8)
-        for index in bytes.indices where bytes[index] >= 0x41 && bytes[index] <= 0x5A { bytes[index] |= 0x20 }
-        let (colon, open, close) = (UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"))
-        var host = bytes.startIndex..<bytes.endIndex
-        var rest = bytes.endIndex..<bytes.endIndex
-        if bytes.first == open {
-            guard let end = bytes.firstIndex(of: close) else { return nil }
-            host = 1..<end
-            rest = (end + 1)..<bytes.endIndex
-        } else if let separator = bytes.firstIndex(of: colon) {
-            host = 0..<separator
-            rest = separator..<bytes.endIndex
+        let bytes = header.utf8
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return unicodeHostName(of: header) }
+        // ASCII (every Host a client sends in practice): the same steps on bytes, with no
+        // lowercased copy nor Character comparisons, on every request.
+        var host = bytes[...], port = bytes[bytes.endIndex...]
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            host = bytes[bytes.index(after: bytes.startIndex)..<close]
+            port = bytes[bytes.index(after: close)...]
+        } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
+            host = bytes[..<colon]
+            port = bytes[colon...]
         }
-        if !rest.isEmpty {
-            guard bytes[rest.lowerBound] == colon,
-                  bytes[(rest.lowerBound + 1)...].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        if !port.isEmpty {
+            guard port.first == UInt8(ascii: ":"),
+                  port.dropFirst().allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
         }
-        var end = host.upperBound
-        if end > host.lowerBound, bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
-        return end > host.lowerBound ? String(decoding: bytes[host.lowerBound..<end], as: UTF8.self) : nil
+        if host.last == UInt8(ascii: ".") { host = host.dropLast() }
+        guard !host.isEmpty else { return nil }
+        return String(unsafeUninitializedCapacity: host.count) { buffer in
+            for (offset, byte) in host.enumerated() {
+                buffer[offset] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            }
+            return host.count
+        }
+    }
+
+    /// `hostName(of:)` of a value that is not ASCII, by Unicode's lowercase and characters.
+    static func unicodeHostName(of header: String) -> String? {
+        var text = Substring(header.lowercased())
+        let host: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            text = text[text.index(after: close)...]
+        } else if let colon = text.firstIndex(of: ":") {
+            host = text[..<colon]
+            text = text[colon...]
+        } else {
+            host = text
+            text = ""
+        }
+        if !text.isEmpty {
+            let port = text.dropFirst()
+            guard text.first == ":", port.allSatisfy(\.isASCIIDigit) else { return nil }
+        }
+        let name = host.hasSuffix(".") ? host.dropLast() : host
+        return name.isEmpty ? nil : String(name)
     }
 
     /// `localhost`, `*.localhost` (RFC 6761 §6.3: always loopback, never delegated),
@@ -85,7 +111,7 @@ package struct HostPolicy: Sendable, Equatable {
 
     /// A configured name or address as `hostName(of:)` makes it.
     private static func normalized(_ name: String) -> String {
-        hostName(of: name) ?? String(decoding: name.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        hostName(of: name) ?? name.lowercased()
     }
 }
 

@@ -204,6 +204,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// the round-trip check when hosted); an event that still fails is caught by
     /// `observe`.
     private let encodesBeforeApplying = !((Event.self as? any TypeTaggedEvent.Type)?.decodedEventsEncode ?? false)
+    /// How events are read from request bodies and written for the journal and streams.
+    private let coding = HostedEventCoding<Event>()
 
     let machineDefinition: JSONValue?
     let schema: SpinSchema
@@ -313,7 +315,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             sequence = record.sequence
             if replayed.count - index <= keep {
                 do {
-                    history.append(HostedTransition(sequence: sequence, event: try Self.encode(event),
+                    history.append(HostedTransition(sequence: sequence, event: .raw(try coding.encode(event)),
                                                     state: try Self.encode(state), endsBatch: record.endsBatch))
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
@@ -332,8 +334,10 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         return Recovered(sequence: sequence, state: json, history: history)
     }
 
-    /// One pass of `JSONValidator` (syntax, repeated keys, what the top is), then one of
-    /// `JSONDecoder`: the body is parsed once, never through `JSONSerialization`.
+    /// One pass of `JSONValidator` (syntax, repeated keys, what the top is, where each
+    /// event's members are), then the events read from it (`coding`): a
+    /// `TypeTaggedEvent` member by member through its table, any other event by
+    /// `JSONDecoder`. Never through `JSONSerialization`.
     func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch {
         let document: JSONValidator.Document
         switch JSONValidator.validate(json) {
@@ -341,16 +345,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         case .failure(let problem): throw .malformedJSON(problem.description)
         }
         do {
-            switch document.kind {
-            case .array:
-                let events = try JSONDecoder().decode([Event].self, from: Data(json))
-                guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
-                return try batch(events)
-            case .object:
-                return try batch([try JSONDecoder().decode(Event.self, from: Data(json))])
-            case .scalar:
+            guard document.kind != .scalar else {
                 throw APIError.invalidEvent(spin: name, "expected an event object or an array of event objects")
             }
+            let events = try coding.decode(document, json)
+            guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
+            return try batch(events)
         } catch let error as APIError {
             throw error
         } catch let error as DecodingError {
@@ -365,15 +365,23 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// streamed, so it is refused here, 500 `encoding_failed`, and nothing is applied.
     /// (Not for a type that encodes whatever it decodes: `encodesBeforeApplying`.)
     private func batch(_ events: [Event]) throws(APIError) -> EventBatch {
-        for (offset, event) in events.enumerated() where encodesBeforeApplying {
+        // Asked first: iterating a generic array costs metadata look-ups per request.
+        if encodesBeforeApplying {
+            try encodeFirst(events)
+        }
+        return EventBatch(count: events.count, events: DecodedEvents(events), decoder: self)
+    }
+
+    /// Throws `encodingFailed` for the first of `events` that does not encode.
+    private func encodeFirst(_ events: [Event]) throws(APIError) {
+        for (offset, event) in events.enumerated() {
             do {
-                _ = try OrderedJSONEncoder().encode(event)
+                _ = try coding.encode(event)
             } catch {
                 let at = events.count > 1 ? "[\(offset)] " : ""
                 throw .encodingFailed(spin: name, "the event \(at)it decoded (\(Event.self)): \(Self.describe(error))")
             }
         }
-        return EventBatch(count: events.count, events: DecodedEvents(events), decoder: self)
     }
 
     /// The events of a batch this loop decoded (a batch of another Spin is a bug).
@@ -412,12 +420,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
-        let (loop, fault) = (running, self.unencodable)
+        let (loop, fault, encodeEvent) = (running, self.unencodable, coding.encode)
         return loop.observe { transition in
             if fault.failed.load(ordering: .acquiring) { return }
             let event: JSONValue, state: JSONValue
             do {
-                event = try Self.encode(transition.event)
+                event = .raw(try encodeEvent(transition.event))
                 do {
                     state = try Self.encode(transition.state)
                 } catch {

@@ -48,14 +48,25 @@ public final class SpinHost: Sendable {
     /// event is encoded before it is applied: one that does not encode is refused).
     /// - Throws: `HostingError.eventTypes`, naming the type and the entry at fault.
     public static func checkEvents<Event: Codable>(_ type: Event.Type) throws(HostingError) {
-        guard let tagged = type as? any TypeTaggedEvent.Type else { return }
+        // (`Sendable` is a marker protocol: the cast succeeds for every `TypeTaggedEvent`.)
+        guard let tagged = type as? any (TypeTaggedEvent & Sendable).Type else { return }
         try check(tagged)
     }
 
-    private static func check<Tagged: TypeTaggedEvent>(_: Tagged.Type) throws(HostingError) {
+    /// Through `Codable` (`JSONDecoder`, `OrderedJSONEncoder`), then through the coders a
+    /// hosted Spin uses (`HostedEventCoding`: straight through the table).
+    private static func check<Tagged: TypeTaggedEvent & Sendable>(_: Tagged.Type) throws(HostingError) {
+        let coding = HostedEventCoding<Tagged>()
         do {
             try Tagged.checkEventTypes(encode: { try OrderedJSONEncoder().encode($0) },
                                        decode: { try JSONDecoder().decode(Tagged.self, from: Data($0)) })
+            try Tagged.checkEventTypes(encode: coding.encode, decode: { bytes in
+                let document = try JSONValidator.validate(bytes).get()
+                guard document.kind == .object, let event = try coding.decode(document, bytes).first else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not one JSON object"))
+                }
+                return event
+            })
         } catch {
             throw .eventTypes(error)
         }

@@ -97,12 +97,14 @@ package struct HTTPResponseWriter: Sendable {
         _ head: HTTPResponseHead, body: some Collection<UInt8> = [UInt8](),
         context: HTTPResponseContext, secondsSince1970 now: Int
     ) -> [UInt8] {
-        var output = statusLineAndFields(head, context: context, now: now)
+        var output = statusLineAndFields(head, context: context, now: now, room: body.count)
         if head.status.allowsContent {
-            output += Array("Content-Length: \(body.count)\r\n".utf8)
+            output += "Content-Length: ".utf8
+            output += String(body.count).utf8
+            output += "\r\n".utf8
         }
         appendConnection(context.keepAlive, version: context.requestVersion, to: &output)
-        output += [HTTPSyntax.cr, HTTPSyntax.lf]
+        output += "\r\n".utf8
         if head.status.allowsContent && context.requestMethod != .head {
             output.append(contentsOf: body)
         }
@@ -114,7 +116,7 @@ package struct HTTPResponseWriter: Sendable {
     package mutating func streamingResponse(
         _ head: HTTPResponseHead, context: HTTPResponseContext, secondsSince1970 now: Int
     ) -> HTTPStreamingResponse {
-        var output = statusLineAndFields(head, context: context, now: now)
+        var output = statusLineAndFields(head, context: context, now: now, room: 0)
         var keepAlive = context.keepAlive
         let mode: HTTPBodyEncoder.Mode
         if !head.status.allowsContent {
@@ -141,39 +143,54 @@ package struct HTTPResponseWriter: Sendable {
         return output
     }
 
-    private mutating func statusLineAndFields(_ head: HTTPResponseHead, context: HTTPResponseContext, now: Int) -> [UInt8] {
+    /// The status line, `Date` and the caller's fields but those the writer owns, in one
+    /// buffer with `room` more bytes reserved (the body): no string or array is made on
+    /// the way, on every response.
+    private mutating func statusLineAndFields(_ head: HTTPResponseHead, context: HTTPResponseContext, now: Int,
+                                              room: Int) -> [UInt8] {
         // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ].
         // We answer HTTP/1.1 to both 1.0 and 1.1 clients (RFC 9110 §6.2).
         let code = min(max(head.status.code, 100), 999)
-        let reason = String(decoding: head.status.reasonPhrase.utf8.map { Self.sanitisedValueByte($0) }, as: UTF8.self)
-        var output = Array("HTTP/1.1 \(code) \(reason)\r\n".utf8)
-        output.reserveCapacity(256)
-        output += Array("Date: \(dateCache.imfFixdate(secondsSince1970: now))\r\n".utf8)
-        var fields = head.headers
-        for owned in ["Content-Length", "Transfer-Encoding", "Connection", "Date"] {
-            fields.remove(name: owned)
-        }
-        Self.appendFields(fields, to: &output)
+        var output: [UInt8] = []
+        output.reserveCapacity(256 + room)
+        output += "HTTP/1.1 ".utf8
+        output += String(code).utf8
+        output.append(HTTPSyntax.sp)
+        Self.appendSanitised(head.status.reasonPhrase, to: &output)
+        output += "\r\nDate: ".utf8
+        output += dateCache.imfFixdate(secondsSince1970: now).utf8
+        output += "\r\n".utf8
+        Self.appendFields(head.headers, to: &output, skipping: Self.ownedFields)
         return output
     }
 
+    /// The framing fields the writer decides; the caller's are left out.
+    private static let ownedFields = ["Content-Length", "Transfer-Encoding", "Connection", "Date"]
+
     private func appendConnection(_ keepAlive: Bool, version: HTTPVersion, to output: inout [UInt8]) {
         if !keepAlive {
-            output += Array("Connection: close\r\n".utf8)
+            output += "Connection: close\r\n".utf8
         } else if version == .http1_0 {
             // RFC 9112 §9.3: an HTTP/1.0 client keeps the connection only when told so.
-            output += Array("Connection: keep-alive\r\n".utf8)
+            output += "Connection: keep-alive\r\n".utf8
         }
     }
 
-    static func appendFields(_ fields: HTTPHeaders, to output: inout [UInt8]) {
+    static func appendFields(_ fields: HTTPHeaders, to output: inout [UInt8], skipping skipped: [String] = []) {
         for field in fields {
-            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTPSyntax.isToken) else { continue }
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTPSyntax.isToken),
+                  !skipped.contains(where: { field.name.equalsIgnoringASCIICase($0) }) else { continue }
             output.append(contentsOf: field.name.utf8)
-            output += [HTTPSyntax.colon, HTTPSyntax.sp]
-            output.append(contentsOf: field.value.utf8.map { sanitisedValueByte($0) })
-            output += [HTTPSyntax.cr, HTTPSyntax.lf]
+            output.append(HTTPSyntax.colon)
+            output.append(HTTPSyntax.sp)
+            appendSanitised(field.value, to: &output)
+            output.append(HTTPSyntax.cr)
+            output.append(HTTPSyntax.lf)
         }
+    }
+
+    private static func appendSanitised(_ value: String, to output: inout [UInt8]) {
+        for byte in value.utf8 { output.append(sanitisedValueByte(byte)) }
     }
 
     @inline(__always)

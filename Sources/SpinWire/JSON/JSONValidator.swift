@@ -70,15 +70,27 @@ package enum JSONValidator {
     /// parser stops at.
     package static let defaultMaxDepth = 512
 
-    /// What a valid document is, at its top.
+    /// What a valid document is, at its top: enough to read an object, or an array of
+    /// objects, member by member without parsing it again (what a request's events are).
     package struct Document: Sendable, Equatable {
         package enum Kind: Sendable, Equatable { case object, array, scalar }
         package var kind: Kind
-        /// For an object: each member's key and the byte range of its value, in order.
+        /// For an object: each member's key and the byte range of its value, in order. For
+        /// an array: those of each object in it, one object after the other (`elements`
+        /// says whose).
         package var members: [(key: String, value: Range<Int>)]
+        /// For an array: each element's kind, its byte range, and (for an object) which of
+        /// `members` are its own.
+        package var elements: [Element] = []
+
+        package struct Element: Sendable, Equatable {
+            package var kind: Kind
+            package var value: Range<Int>
+            package var members: Range<Int>
+        }
 
         package static func == (lhs: Document, rhs: Document) -> Bool {
-            lhs.kind == rhs.kind && lhs.members.count == rhs.members.count
+            lhs.kind == rhs.kind && lhs.elements == rhs.elements && lhs.members.count == rhs.members.count
                 && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         }
     }
@@ -95,14 +107,17 @@ package enum JSONValidator {
         var scanner = Scanner(bytes: bytes, maxDepth: maxDepth)
         do {
             try scanner.run()
-            return .success(Document(kind: scanner.topKind, members: scanner.topMembers))
+            return .success(Document(kind: scanner.topKind, members: scanner.topMembers, elements: scanner.elements))
         } catch {
             return .failure(error)
         }
     }
 
     private enum Container {
-        case object(keys: Set<String>, current: String)
+        /// An open object: where its keys start in `Scanner.keys`, a set of them once it
+        /// has more than a few (a look-up in it stays cheap however many), and the key
+        /// whose value is being read.
+        case object(firstKey: Int, index: Set<String>?, current: String)
         case array(index: Int)
     }
 
@@ -113,8 +128,16 @@ package enum JSONValidator {
         var stack: [Container] = []
         var topKind = Document.Kind.scalar
         var topMembers: [(key: String, value: Range<Int>)] = []
-        /// Where the value of the top-level object's current member starts.
+        var elements: [Document.Element] = []
+        /// The keys of every open object, the innermost's last: one buffer for all, rather
+        /// than a set per object.
+        var keys: [String] = []
+        /// How many keys of an object are compared one by one before they get a set.
+        static let keysScanned = 16
+        /// Where the value of the current member of the object being listed starts.
         var memberStart = 0
+        /// Where the top-level array's current element starts.
+        var elementStart = 0
 
         init(bytes: [UInt8], maxDepth: Int) {
             self.bytes = bytes
@@ -129,9 +152,10 @@ package enum JSONValidator {
                 skipWhitespace()
                 switch expect {
                 case .value:
-                    if stack.count == 1, case .object = stack[0] { memberStart = offset }
+                    if listsMembers(depth: stack.count) { memberStart = offset }
+                    if stack.count == 1, case .array = stack[0] { elementStart = offset }
                     expect = try value()
-                    if expect == .afterValue { endMember(depth: stack.count) }
+                    if expect == .afterValue { endValue(depth: stack.count) }
                 case .key:
                     try key()
                     expect = .value
@@ -147,9 +171,13 @@ package enum JSONValidator {
                     case (.array(let index), UInt8(ascii: ",")):
                         stack[stack.count - 1] = .array(index: index + 1)
                         expect = .value
-                    case (.object, UInt8(ascii: "}")), (.array, UInt8(ascii: "]")):
+                    case (.object(let firstKey, _, _), UInt8(ascii: "}")):
+                        keys.removeSubrange(firstKey...)
                         stack.removeLast()
-                        endMember(depth: stack.count)
+                        endValue(depth: stack.count)
+                    case (.array, UInt8(ascii: "]")):
+                        stack.removeLast()
+                        endValue(depth: stack.count)
                     default:
                         if case .object = top { throw .malformed(offset: offset - 1, .afterMember) }
                         throw .malformed(offset: offset - 1, .afterElement)
@@ -158,11 +186,30 @@ package enum JSONValidator {
             }
         }
 
-        /// A value that ended at depth `depth` (now `offset`): a member of the top-level
-        /// object when that is 1.
-        private mutating func endMember(depth: Int) {
-            guard depth == 1, case .object(_, let key) = stack[0] else { return }
-            topMembers.append((key, memberStart..<offset))
+        /// Whether the container open at `depth` is an object whose members the document
+        /// lists: the top-level one, or one directly in the top-level array.
+        private func listsMembers(depth: Int) -> Bool {
+            guard depth == 1 || depth == 2, case .object = stack[depth - 1] else { return false }
+            if depth == 1 { return true }
+            if case .array = stack[0] { return true }
+            return false
+        }
+
+        /// A value that ended at depth `depth` (now `offset`): a member of a listed object,
+        /// or an element of the top-level array.
+        private mutating func endValue(depth: Int) {
+            if listsMembers(depth: depth), case .object(_, _, let key) = stack[depth - 1] {
+                topMembers.append((key, memberStart..<offset))
+            } else if depth == 1, case .array = stack[0] {
+                let kind: Document.Kind = switch bytes[elementStart] {
+                case UInt8(ascii: "{"): .object
+                case UInt8(ascii: "["): .array
+                default: .scalar
+                }
+                let first = elements.last?.members.upperBound ?? 0
+                elements.append(Document.Element(kind: kind, value: elementStart..<offset,
+                                                 members: first..<(kind == .object ? topMembers.count : first)))
+            }
         }
 
         /// One value, or the opening of a container; what to expect next.
@@ -178,7 +225,7 @@ package enum JSONValidator {
                     offset += 1
                     return .afterValue
                 }
-                stack.append(isObject ? .object(keys: [], current: "") : .array(index: 0))
+                stack.append(isObject ? .object(firstKey: keys.count, index: nil, current: "") : .array(index: 0))
                 return isObject ? .key : .value
             case UInt8(ascii: "\""):
                 _ = try string(decode: false)
@@ -240,10 +287,17 @@ package enum JSONValidator {
             guard try next() == UInt8(ascii: "\"") else { throw .malformed(offset: offset - 1, .memberName) }
             let key = try string(decode: true)
             // Taken off the stack while it grows, so the set is not copied on insert.
-            guard case .object(var keys, _) = stack.popLast() else { throw .malformed(offset: offset, .memberName) }
-            let inserted = keys.insert(key).inserted
-            stack.append(.object(keys: keys, current: key))
-            guard inserted else { throw .duplicateKey(key: key, path: path(appending: key)) }
+            guard case .object(let firstKey, var index, _) = stack.popLast() else { throw .malformed(offset: offset, .memberName) }
+            let repeated: Bool
+            if index != nil {
+                repeated = !index!.insert(key).inserted
+            } else {
+                repeated = keys[firstKey...].contains(key)
+                if keys.count - firstKey >= Self.keysScanned { index = Set(keys[firstKey...] + [key]) }
+            }
+            keys.append(key)
+            stack.append(.object(firstKey: firstKey, index: index, current: key))
+            guard !repeated else { throw .duplicateKey(key: key, path: path(appending: key)) }
             skipWhitespace()
             guard try next() == UInt8(ascii: ":") else { throw .malformed(offset: offset - 1, .colon) }
         }
@@ -253,7 +307,7 @@ package enum JSONValidator {
             var path = ""
             for container in stack.dropLast() {
                 switch container {
-                case .object(_, let current): path += path.isEmpty ? current : ".\(current)"
+                case .object(_, _, let current): path += path.isEmpty ? current : ".\(current)"
                 case .array(let index): path += "[\(index)]"
                 }
             }
@@ -262,18 +316,28 @@ package enum JSONValidator {
 
         /// The rest of a string whose opening quote was read; its text when `decode`.
         private mutating func string(decode: Bool) throws(Problem) -> String {
+            // The text is made from the bytes as they are, unless there is an escape: then
+            // it is built up from the first one on (a key rarely has one).
+            let first = offset
             var text: [UInt8] = []
+            var escaped = false
             while true {
                 let byte = try next()
                 switch byte {
                 case UInt8(ascii: "\""):
-                    return decode ? String(decoding: text, as: UTF8.self) : ""
+                    guard decode else { return "" }
+                    return escaped ? String(decoding: text, as: UTF8.self)
+                                   : String(decoding: bytes[first..<(offset - 1)], as: UTF8.self)
                 case UInt8(ascii: "\\"):
                     let escape = try next()
                     guard decode else {
                         guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1, .escape) }
                         if escape == UInt8(ascii: "u") { _ = try unicodeEscape() }
                         continue
+                    }
+                    if !escaped {
+                        escaped = true
+                        text += bytes[first..<(offset - 2)]
                     }
                     switch escape {
                     case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
@@ -290,9 +354,9 @@ package enum JSONValidator {
                 case 0x80...:
                     let start = offset - 1
                     try utf8Sequence(lead: byte)
-                    if decode { text += bytes[start..<offset] }
+                    if escaped { text += bytes[start..<offset] }
                 default:
-                    if decode { text.append(byte) }
+                    if escaped { text.append(byte) }
                 }
             }
         }

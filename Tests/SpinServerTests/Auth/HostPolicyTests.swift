@@ -20,6 +20,17 @@ import Testing
         #expect(!loopback.allows(host: host))
     }
 
+    /// ASCII values are read as bytes; the names are those the Unicode reading gives.
+    @Test func anASCIIHost_IsNamedAsItsUnicodeReadingNamesIt() {
+        let values = ["127.0.0.1", "127.0.0.1:8080", "LOCALHOST:1", "localhost.", "[::1]", "[::1]:8080", "[::1", "[::1]x",
+                      "[]", "[]:1", "Spin.Example.COM:443", "a.:", "a:", ":", ":8080", "", ".", "..", "a..", "x:1:2",
+                      "x:+1", "x: 1", "ABC-def_GHI.example", "host:0080"]
+        for value in values {
+            #expect(HostPolicy.hostName(of: value) == HostPolicy.unicodeHostName(of: value), "\(value)")
+        }
+        #expect(HostPolicy.hostName(of: "ÉTÉ.example:1") == "été.example")
+    }
+
     @Test func noHostHeader_Passes_BrowsersAlwaysSendOne() {
         #expect(loopback.allows(host: nil))
     }

@@ -130,6 +130,27 @@ import Testing
         #expect(try JSONValidator.validate(Array(" 2 ".utf8)).get() == JSONValidator.Document(kind: .scalar, members: []))
     }
 
+    @Test func validate_TellsTheTopArraysElements_AndTheMembersOfTheObjectsInIt() throws {
+        let text = Array(#"[ {"type":"a","n":{"type":"x"}} , 3, [{"b":1}], {}, {"type" : "c"} ]"#.utf8)
+        let document = try JSONValidator.validate(text).get()
+        #expect(document.kind == .array)
+        func string(_ range: Range<Int>) -> String { String(decoding: text[range], as: UTF8.self) }
+        #expect(document.elements.map(\.kind) == [.object, .scalar, .array, .object, .object])
+        #expect(document.elements.map { string($0.value) } == [#"{"type":"a","n":{"type":"x"}}"#, "3", #"[{"b":1}]"#, "{}", #"{"type" : "c"}"#])
+        let members = document.elements.map { document.members[$0.members].map { "\($0.key)=\(string($0.value))" } }
+        #expect(members == [["type=\"a\"", #"n={"type":"x"}"#], [], [], [], ["type=\"c\""]])
+        #expect(try JSONValidator.validate(Array("[]".utf8)).get().elements.isEmpty)
+    }
+
+    /// Keys are compared within their own object, one by one and past a few by a set.
+    @Test func repeatedKeys_AreFoundInTheirOwnObject_HoweverManyKeysItHas() {
+        let many = (0..<40).map { "\"k\($0)\":{\"k\($0)\":1,\"a\":{\"a\":2}}" }.joined(separator: ",")
+        #expect(JSONValidator.firstProblem(in: Array("{\(many)}".utf8)) == nil)
+        #expect(JSONValidator.firstProblem(in: Array("{\(many),\"k39\":0}".utf8)) == .duplicateKey(key: "k39", path: "k39"))
+        #expect(JSONValidator.firstProblem(in: Array("{\(many),\"z\":{\"k1\":0,\"k1\":1}}".utf8)) == .duplicateKey(key: "k1", path: "z.k1"))
+        #expect(JSONValidator.firstProblem(in: Array(#"[{"a":1,"b":{"a":1}},{"a":1,"\u0061":2}]"#.utf8)) == .duplicateKey(key: "a", path: "[1].a"))
+    }
+
     @Test func trailingComma_IsMalformed_ThoughFoundationAcceptsIt() throws {
         // Found by Fuzz/json: JSONSerialization on Linux takes `[1,]`; RFC 8259 does not.
         #expect(problem("[[1],]") == .malformed(offset: 5, .value))
