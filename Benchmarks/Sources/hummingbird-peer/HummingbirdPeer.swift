@@ -15,7 +15,8 @@ import Logging
 ///   it does not host.
 /// - `GET /v1/spins/NAME/stream` (WebSocket): a snapshot, then one state message per
 ///   applied event; client messages `{"type":"event","id":..,"event":..}` are applied and
-///   acknowledged with `{"type":"ack","id":..,"sequence":N}`.
+///   acknowledged with `{"type":"ack","id":..,"sequence":N}`. The upgrade to a name it
+///   does not host is refused (Hummingbird answers a refused upgrade with 400).
 ///
 /// The counter's regulation (spin-server counts a new counter up to 10 by feedback) is
 /// not mirrored: the benchmarks only send `increase`, past 10, where it never fires.
@@ -48,7 +49,7 @@ struct HummingbirdPeer: AsyncParsableCommand {
         let counters = Dictionary(uniqueKeysWithValues: (spins.isEmpty ? ["counter"] : spins).map {
             ($0, CounterSpin(streamQueue: queue))
         })
-        /// The counter the path's `:spin` names; 404 when none.
+        /// The counter the path's `:spin` names; 404 when none (400 for an upgrade).
         @Sendable func hosted(_ context: some RequestContext) throws -> CounterSpin {
             guard let name = context.parameters.get("spin"), let counter = counters[name] else {
                 throw HTTPError(.notFound)
