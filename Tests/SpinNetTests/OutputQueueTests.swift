@@ -48,4 +48,24 @@ extension OutputQueueTests {
         queue.consume(3)
         #expect(queue.isEmpty)
     }
+
+    @Test func aChunkPartlySent_ThenAnother_KeepsItsOffset_AndADrainedQueueStartsOver() {
+        var queue = OutputQueue()
+        queue.append([1, 2, 3])
+        queue.consume(1)
+        queue.append([4, 5])
+        #expect(queue.first == [2, 3])
+        #expect(queue.hasSeveralChunks)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8, alignment: 1)
+        defer { buffer.deallocate() }
+        #expect(queue.gather(into: buffer) == 4)
+        #expect(Array(buffer[0..<4]) == [2, 3, 4, 5])
+        queue.consume(3)
+        #expect(queue.first == [5])
+        queue.consume(1)
+        #expect(queue.isEmpty && queue.first == nil)
+        queue.append([6])
+        #expect(queue.first == [6] && !queue.hasSeveralChunks && queue.count == 1)
+    }
 }
+

@@ -72,6 +72,9 @@ package struct StreamOutbox: Sendable {
     package mutating func pop() -> (message: [UInt8], sequence: UInt64?)? {
         guard !items.isEmpty else { return nil }
         let item = items.removeFirst()
+        // An emptied outbox lets its buffer go: idle streams are many, and most hold
+        // nothing for long.
+        if items.isEmpty { items = [] }
         return (item.message, item.sequence)
     }
 }
