@@ -18,13 +18,16 @@ import SpinWire
 /// thread at the end of its turn, together with whatever other Spins recorded meanwhile
 /// (one `write` per Spin for all of them), when the journal is idle; a thread that finds
 /// it busy leaves them to the one writing (group commit by combining). Those recorded
-/// elsewhere, and every write of a PostgreSQL store, are written on the journal's queue. What waits for the disk is the Spin's
-/// `SpinFeed`, told by `durable(through:)` once a write is as durable as `storage.fsync`
-/// says: `none` counts a write handed to the OS (so the thread that applied a request's
-/// event also writes it and answers, with no other thread woken); `batch` shares one sync
-/// among the writes of `batchWindow`, run on the journal's queue (group commit); `always`
-/// writes and syncs (`fdatasync`) on the journal's queue, never on a network thread
-/// (which serves other connections meanwhile).
+/// elsewhere, and every write of a PostgreSQL store, are written on the journal's queue.
+/// What waits for the disk is the Spin's `SpinFeed`, told by `durable(through:)` once a
+/// write is as durable as `storage.fsync` says: `none` counts a write handed to the OS
+/// (so the thread that applied a request's event also writes it and answers, with no
+/// other thread woken); `batch` syncs (`fdatasync`) on the journal's queue as soon as a
+/// write needs it, and every write made while that sync runs shares the next one (group
+/// commit by combining: one sync per Spin for all of them, at once when the disk is
+/// idle, so a lone event waits for one sync and not for a window); `always` writes and
+/// syncs each on the journal's queue. No sync, probe or database write runs on a network
+/// thread (which serves other connections meanwhile).
 ///
 /// **Storage failures.** When a write or sync fails (a full disk, an I/O error), the
 /// Spin's feed refuses every waiting acknowledgement with 503 `storage_unavailable`, the
@@ -79,8 +82,6 @@ package final class Journal: @unchecked Sendable {
     private var onFailure: @Sendable (String) -> Void = { _ in }
     private var onRecovery: @Sendable (String) -> Void = { _ in }
 
-    /// How long a batch waits for more records before its one sync.
-    package static let batchWindow: DispatchTimeInterval = .milliseconds(2)
     /// How often a failing storage is tried again.
     package static let probeInterval: DispatchTimeInterval = .seconds(1)
 
@@ -351,12 +352,25 @@ package final class Journal: @unchecked Sendable {
             journal.unsynced = true
             if !syncScheduled {
                 syncScheduled = true
-                queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in section.run { [self] in syncBatch() } }
+                runOnQueue { [self] in syncBatch() }
             }
         }
     }
 
-    /// Group commit: one sync per Spin written in the window. In `section`.
+    /// Runs `body` in the section on the journal's queue, never on a network thread: a
+    /// sync or a probe waits for the disk. (The section may be held by a network thread
+    /// writing when the queue asks for it; that thread would run `body` when it leaves,
+    /// so it hands `body` back to the queue instead.)
+    private func runOnQueue(_ body: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            section.run { [self] in
+                guard EndOfTurn.current == nil else { return runOnQueue(body) }
+                body()
+            }
+        }
+    }
+
+    /// Group commit: one sync per Spin written since the last one began. In `section`.
     private func syncBatch() {
         syncScheduled = false
         for journal in spins.values where journal.unsynced { commit(journal, sync: true) }
@@ -472,7 +486,7 @@ package final class Journal: @unchecked Sendable {
     private func scheduleProbe() {
         guard !probeScheduled else { return }
         probeScheduled = true
-        queue.asyncAfter(deadline: .now() + Self.probeInterval) { [self] in section.run { [self] in probe() } }
+        queue.asyncAfter(deadline: .now() + Self.probeInterval) { [self] in runOnQueue { [self] in probe() } }
     }
 
     /// Tries the storage again; the Spins whose journals work go on.
