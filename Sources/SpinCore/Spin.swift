@@ -15,7 +15,9 @@ public struct Spin<State: Sendable, Event: Sendable>: Sendable {
     public let initialState: State
     public let feedbacks: [Feedback<State, Event>]
     public let reducer: Reducer<State, Event>
-    /// The loop's executor; nil gives each loop its own serial queue.
+    /// The loop's executor, where everything it runs runs; nil gives each loop its own
+    /// serial queue, and lets a server's network threads apply the events they bring
+    /// (one at a time all the same: `SpinLoop`, "The executor").
     public let executor: DispatchQueue?
 
     public init(initialState: State, feedbacks: [Feedback<State, Event>], reducer: Reducer<State, Event>,
