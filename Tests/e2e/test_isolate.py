@@ -10,6 +10,7 @@ import asyncio
 import binascii
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,12 @@ def stored_counter(start_server, storage: Path, events: int = 5) -> int:
     first = start_server(storage=storage, name="first")
     for _ in range(events):
         assert first.post_events("counter", {"type": "reset"}).status_code == 202
+    # The counter's feedback counts up to 10 after each reset: read the sequence once it
+    # has settled, so that the journal ends there.
+    deadline = time.monotonic() + 20
+    while first.spin("counter")["state"]["value"] != 10:
+        assert time.monotonic() < deadline, "the counter never settled at 10"
+        time.sleep(0.02)
     sequence = first.sequence("counter")
     assert first.terminate() == 0
     return sequence
