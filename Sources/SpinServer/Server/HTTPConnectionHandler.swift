@@ -291,11 +291,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// A response's headers with the request's `X-Request-Id`.
     private func headers(_ pairs: [(name: String, value: String)]) -> HTTPHeaders {
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(pairs.count + 1)
-        for pair in pairs { fields.append((pair.name, pair.value)) }
-        fields.append((RequestID.header, requestID))
-        return HTTPHeaders(fields)
+        var fields = HTTPHeaders(minimumCapacity: pairs.count + 1)
+        for pair in pairs { fields.append(name: pair.name, value: pair.value) }
+        fields.append(name: RequestID.header, value: requestID)
+        return fields
     }
 
     /// One log line, the request metrics and the end of its trace. Numbers are logged as
