@@ -97,8 +97,10 @@ package struct HTTPResponseWriter: Sendable {
     /// A complete response with `body` framed by `Content-Length`. For HEAD the length is
     /// that of the body a GET would have had (RFC 9110 §9.3.2) and no body is written;
     /// 1xx, 204 and 304 get neither length nor body (RFC 9110 §8.6, §15.3.5, §15.4.5).
+    /// (`body` is an array, not any collection: a generic function called from another
+    /// module runs unspecialised, copying the body byte by byte through witness tables.)
     package mutating func response(
-        _ head: HTTPResponseHead, body: some Collection<UInt8> = [UInt8](),
+        _ head: HTTPResponseHead, body: [UInt8] = [],
         context: HTTPResponseContext, secondsSince1970 now: Int
     ) -> [UInt8] {
         let writesBody = head.status.allowsContent && context.requestMethod != .head
