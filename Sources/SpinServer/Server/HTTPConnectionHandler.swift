@@ -159,9 +159,23 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private func armDeadline() {
         if case .closed = machine.state { return }
         let deadline = machine.deadline
-        guard deadline != armedDeadline else { return }
+        guard !Self.same(deadline, armedDeadline) else { return }
         armedDeadline = deadline
         connection.setDeadline(deadline)
+    }
+
+    /// `==` on deadlines, compiled here for this clock: SpinNet's generic `==` called from
+    /// this module runs unspecialised and looks up type metadata on every request. A case
+    /// it does not know compares unequal (the deadline is armed again: correct, if slower).
+    private static func same(_ lhs: ConnectionDeadline<ContinuousClock.Instant>,
+                             _ rhs: ConnectionDeadline<ContinuousClock.Instant>) -> Bool {
+        switch (lhs, rhs) {
+        case (.none, .none): true
+        case let (.at(left), .at(right)): left == right
+        case let (.inactivity(left), .inactivity(right)): left == right
+        case let (.afterDrain(left), .afterDrain(right)): left == right
+        default: false
+        }
     }
 
     // MARK: Requests
