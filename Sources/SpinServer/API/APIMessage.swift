@@ -49,10 +49,6 @@ package struct APIResponse: Sendable {
 extension String {
     /// ASCII case-insensitive comparison, as HTTP field names and tokens compare.
     package func caseInsensitiveEquals(_ other: String) -> Bool {
-        let a = utf8, b = other.utf8
-        guard a.count == b.count else { return false }
-        return zip(a, b).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A)
-        }
+        equalsIgnoringASCIICase(other)
     }
 }

@@ -98,7 +98,7 @@ package enum Route: String, CaseIterable, Sendable {
     /// The route, with the byte range of the name.
     private static func match(_ path: UnsafeBufferPointer<UInt8>) -> (route: Route, name: Range<Int>)? {
         // Fixed paths first: one comparison each.
-        for route in fixed where path.elementsEqual(route.rawValue.utf8) {
+        for route in fixed where path.count == route.rawValue.utf8.count && path.elementsEqual(route.rawValue.utf8) {
             return (route, 0..<0)
         }
         for (prefix, routes) in named where hasPrefix(path, prefix) {

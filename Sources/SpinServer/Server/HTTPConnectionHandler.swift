@@ -159,9 +159,23 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private func armDeadline() {
         if case .closed = machine.state { return }
         let deadline = machine.deadline
-        guard deadline != armedDeadline else { return }
+        guard !Self.same(deadline, armedDeadline) else { return }
         armedDeadline = deadline
         connection.setDeadline(deadline)
+    }
+
+    /// `==` on deadlines, compiled here for this clock: SpinNet's generic `==` called from
+    /// this module runs unspecialised and looks up type metadata on every request. A case
+    /// it does not know compares unequal (the deadline is armed again: correct, if slower).
+    private static func same(_ lhs: ConnectionDeadline<ContinuousClock.Instant>,
+                             _ rhs: ConnectionDeadline<ContinuousClock.Instant>) -> Bool {
+        switch (lhs, rhs) {
+        case (.none, .none): true
+        case let (.at(left), .at(right)): left == right
+        case let (.inactivity(left), .inactivity(right)): left == right
+        case let (.afterDrain(left), .afterDrain(right)): left == right
+        default: false
+        }
     }
 
     // MARK: Requests
@@ -291,11 +305,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// A response's headers with the request's `X-Request-Id`.
     private func headers(_ pairs: [(name: String, value: String)]) -> HTTPHeaders {
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(pairs.count + 1)
-        for pair in pairs { fields.append((pair.name, pair.value)) }
-        fields.append((RequestID.header, requestID))
-        return HTTPHeaders(fields)
+        var fields = HTTPHeaders(minimumCapacity: pairs.count + 1)
+        for pair in pairs { fields.append(name: pair.name, value: pair.value) }
+        fields.append(name: RequestID.header, value: requestID)
+        return fields
     }
 
     /// One log line, the request metrics and the end of its trace. Numbers are logged as

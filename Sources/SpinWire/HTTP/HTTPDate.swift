@@ -33,18 +33,30 @@ package enum HTTPDate {
 }
 
 /// The `Date` value formatted once per second (RFC 9110 §6.6.1 only asks for the time
-/// the response was generated, to the second).
+/// the response was generated, to the second), as text and as the bytes of its field line.
 package struct HTTPDateCache: Sendable {
     private var second = Int.min
     private var value = ""
+    /// `Date: <IMF-fixdate>` CRLF, for `second`.
+    private var fieldLine: [UInt8] = []
 
     package init() {}
 
     package mutating func imfFixdate(secondsSince1970 seconds: Int) -> String {
-        if seconds != second {
-            second = seconds
-            value = HTTPDate.imfFixdate(secondsSince1970: seconds)
-        }
+        refresh(seconds)
         return value
+    }
+
+    /// Appends the `Date` field line (`Date: Sun, 06 Nov 1994 08:49:37 GMT` CRLF).
+    package mutating func appendDateField(secondsSince1970 seconds: Int, to output: inout [UInt8]) {
+        refresh(seconds)
+        output.append(contentsOf: fieldLine)
+    }
+
+    private mutating func refresh(_ seconds: Int) {
+        guard seconds != second else { return }
+        second = seconds
+        value = HTTPDate.imfFixdate(secondsSince1970: seconds)
+        fieldLine = Array("Date: \(value)\r\n".utf8)
     }
 }

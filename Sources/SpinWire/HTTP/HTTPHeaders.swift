@@ -22,7 +22,7 @@ package struct HTTPHeaders: Sendable, Equatable, Hashable, RandomAccessCollectio
     package init() { fields = [] }
 
     /// Empty, with room for `minimumCapacity` fields (one allocation for a typical head).
-    init(minimumCapacity: Int) {
+    package init(minimumCapacity: Int) {
         fields = []
         fields.reserveCapacity(minimumCapacity)
     }

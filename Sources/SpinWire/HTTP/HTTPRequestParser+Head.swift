@@ -50,7 +50,7 @@ extension HTTPRequestParser {
 
             // RFC 9110 §9.1: method = token.
             for byte in methodBytes where !HTTPSyntax.isToken(byte) { throw .invalidMethod }
-            method = HTTPMethod(rawValue: String(decoding: methodBytes, as: UTF8.self))
+            method = HTTPMethod(rawValue: HTTPCommonText.method(methodBytes) ?? String(decoding: methodBytes, as: UTF8.self))
 
             // RFC 9112 §2.3: HTTP-version = "HTTP/" DIGIT "." DIGIT, "HTTP" case-sensitive.
             guard versionBytes.count == 8, versionBytes.starts(with: "HTTP/".utf8),
@@ -106,8 +106,8 @@ extension HTTPRequestParser {
         /// Parses one header field line and records what framing needs to know about it.
         mutating func parseField(_ line: HTTPBytes) throws(HTTPParserError) {
             let (nameBytes, valueBytes) = try Self.splitField(line)
-            let name = String(decoding: nameBytes, as: UTF8.self)
-            let value = String(decoding: valueBytes, as: UTF8.self)
+            let name = HTTPCommonText.name(nameBytes) ?? String(decoding: nameBytes, as: UTF8.self)
+            let value = HTTPCommonText.value(valueBytes) ?? String(decoding: valueBytes, as: UTF8.self)
             headers.append(name: name, value: value)
             switch nameBytes.count {
             case 4 where HTTPSyntax.equalsIgnoringCase(nameBytes, "host"):

@@ -135,8 +135,23 @@ package struct HTTPRequestParser: Sendable {
 
     /// Appends bytes read from the connection. Dropped once the parser is finished or failed.
     package mutating func feed(_ bytes: some Collection<UInt8>) {
+        guard makeRoomToFeed() else { return }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// `feed` for what a socket read returns: not generic, so that a call from another
+    /// module (the server's connection) copies the bytes with one memcpy rather than
+    /// through an unspecialised generic append that looks up type metadata at every call.
+    package mutating func feed(_ bytes: [UInt8]) {
+        guard makeRoomToFeed() else { return }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Drops the consumed bytes before new ones are appended; false once the parser is
+    /// finished or failed (new bytes are dropped then).
+    private mutating func makeRoomToFeed() -> Bool {
         switch state {
-        case .finished, .failed: return
+        case .finished, .failed: return false
         default: break
         }
         if readIndex == buffer.count {
@@ -146,7 +161,7 @@ package struct HTTPRequestParser: Sendable {
             buffer.removeSubrange(0..<readIndex)
             readIndex = 0
         }
-        buffer.append(contentsOf: bytes)
+        return true
     }
 
     /// `feed(bytes)` then `next()`.

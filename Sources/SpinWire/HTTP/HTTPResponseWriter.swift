@@ -82,6 +82,10 @@ package struct HTTPBodyEncoder: Sendable, Equatable {
 /// Header fields from the caller are sanitised against response splitting: a field whose
 /// name is not a token is dropped, and CR, LF and other control characters in a value
 /// become SP (RFC 9110 §5.5).
+///
+/// Every response is written into one array reserved at its final size: bytes are
+/// appended in place (no string interpolation, no intermediate arrays), and the framing
+/// fields a caller set are skipped while writing rather than removed from a copy.
 package struct HTTPResponseWriter: Sendable {
     private var dateCache = HTTPDateCache()
 
@@ -93,19 +97,24 @@ package struct HTTPResponseWriter: Sendable {
     /// A complete response with `body` framed by `Content-Length`. For HEAD the length is
     /// that of the body a GET would have had (RFC 9110 §9.3.2) and no body is written;
     /// 1xx, 204 and 304 get neither length nor body (RFC 9110 §8.6, §15.3.5, §15.4.5).
+    /// (`body` is an array, not any collection: a generic function called from another
+    /// module runs unspecialised, copying the body byte by byte through witness tables.)
     package mutating func response(
-        _ head: HTTPResponseHead, body: some Collection<UInt8> = [UInt8](),
+        _ head: HTTPResponseHead, body: [UInt8] = [],
         context: HTTPResponseContext, secondsSince1970 now: Int
     ) -> [UInt8] {
-        var output = statusLineAndFields(head, context: context, now: now, room: body.count)
+        let writesBody = head.status.allowsContent && context.requestMethod != .head
+        var output: [UInt8] = []
+        output.reserveCapacity(Self.headCapacity(head) + (writesBody ? body.count : 0))
+        appendStatusLineAndFields(head, now: now, to: &output)
         if head.status.allowsContent {
-            output += "Content-Length: ".utf8
-            output += String(body.count).utf8
-            output += "\r\n".utf8
+            Self.append("Content-Length: ", to: &output)
+            Self.appendDecimal(body.count, to: &output)
+            Self.appendCRLF(to: &output)
         }
-        appendConnection(context.keepAlive, version: context.requestVersion, to: &output)
-        output += "\r\n".utf8
-        if head.status.allowsContent && context.requestMethod != .head {
+        Self.appendConnection(context.keepAlive, version: context.requestVersion, to: &output)
+        Self.appendCRLF(to: &output)
+        if writesBody {
             output.append(contentsOf: body)
         }
         return output
@@ -116,85 +125,157 @@ package struct HTTPResponseWriter: Sendable {
     package mutating func streamingResponse(
         _ head: HTTPResponseHead, context: HTTPResponseContext, secondsSince1970 now: Int
     ) -> HTTPStreamingResponse {
-        var output = statusLineAndFields(head, context: context, now: now, room: 0)
+        var output: [UInt8] = []
+        output.reserveCapacity(Self.headCapacity(head))
+        appendStatusLineAndFields(head, now: now, to: &output)
         var keepAlive = context.keepAlive
         let mode: HTTPBodyEncoder.Mode
         if !head.status.allowsContent {
             mode = .none
         } else if context.requestVersion == .http1_1 {
-            output += Array("Transfer-Encoding: chunked\r\n".utf8)
+            Self.append("Transfer-Encoding: chunked\r\n", to: &output)
             mode = context.requestMethod == .head ? .none : .chunked
         } else {
             keepAlive = false
             mode = context.requestMethod == .head ? .none : .closeDelimited
         }
-        appendConnection(keepAlive, version: context.requestVersion, to: &output)
-        output += [HTTPSyntax.cr, HTTPSyntax.lf]
+        Self.appendConnection(keepAlive, version: context.requestVersion, to: &output)
+        Self.appendCRLF(to: &output)
         return HTTPStreamingResponse(head: output, body: HTTPBodyEncoder(mode: mode), keepAlive: keepAlive)
     }
 
     /// The head of a `101 Switching Protocols` answer (RFC 9110 §15.2.2): no framing
     /// fields; the caller's headers carry `Upgrade`, `Connection` and the protocol's own.
     package mutating func switchingProtocols(headers: HTTPHeaders, secondsSince1970 now: Int) -> [UInt8] {
-        var output = Array("HTTP/1.1 101 Switching Protocols\r\n".utf8)
-        output += Array("Date: \(dateCache.imfFixdate(secondsSince1970: now))\r\n".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(Self.headCapacity(HTTPResponseHead(status: .switchingProtocols, headers: headers)))
+        Self.append("HTTP/1.1 101 Switching Protocols\r\n", to: &output)
+        dateCache.appendDateField(secondsSince1970: now, to: &output)
         Self.appendFields(headers, to: &output)
-        output += [HTTPSyntax.cr, HTTPSyntax.lf]
+        Self.appendCRLF(to: &output)
         return output
     }
 
-    /// The status line, `Date` and the caller's fields but those the writer owns, in one
-    /// buffer with `room` more bytes reserved (the body): no string or array is made on
-    /// the way, on every response.
-    private mutating func statusLineAndFields(_ head: HTTPResponseHead, context: HTTPResponseContext, now: Int,
-                                              room: Int) -> [UInt8] {
+    /// Room for everything a head can hold: status line, `Date`, the caller's fields and
+    /// the framing fields (at most `Content-Length` with 20 digits and `Connection`).
+    private static func headCapacity(_ head: HTTPResponseHead) -> Int {
+        var capacity = 128 + head.status.reasonPhrase.utf8.count
+        for field in head.headers.fields {
+            capacity += field.name.utf8.count + field.value.utf8.count + 4
+        }
+        return capacity
+    }
+
+    private mutating func appendStatusLineAndFields(_ head: HTTPResponseHead, now: Int, to output: inout [UInt8]) {
         // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ].
         // We answer HTTP/1.1 to both 1.0 and 1.1 clients (RFC 9110 §6.2).
         let code = min(max(head.status.code, 100), 999)
-        var output: [UInt8] = []
-        output.reserveCapacity(256 + room)
-        output += "HTTP/1.1 ".utf8
-        output += String(code).utf8
+        Self.append("HTTP/1.1 ", to: &output)
+        output.append(UInt8(ascii: "0") &+ UInt8(code / 100))
+        output.append(UInt8(ascii: "0") &+ UInt8(code / 10 % 10))
+        output.append(UInt8(ascii: "0") &+ UInt8(code % 10))
         output.append(HTTPSyntax.sp)
-        Self.appendSanitised(head.status.reasonPhrase, to: &output)
-        output += "\r\nDate: ".utf8
-        output += dateCache.imfFixdate(secondsSince1970: now).utf8
-        output += "\r\n".utf8
-        Self.appendFields(head.headers, to: &output, skipping: Self.ownedFields)
-        return output
+        Self.appendSanitisedValue(head.status.reasonPhrase, to: &output)
+        Self.appendCRLF(to: &output)
+        dateCache.appendDateField(secondsSince1970: now, to: &output)
+        Self.appendFields(head.headers, to: &output, skippingFraming: true)
     }
 
-    /// The framing fields the writer decides; the caller's are left out.
-    private static let ownedFields = ["Content-Length", "Transfer-Encoding", "Connection", "Date"]
-
-    private func appendConnection(_ keepAlive: Bool, version: HTTPVersion, to output: inout [UInt8]) {
+    private static func appendConnection(_ keepAlive: Bool, version: HTTPVersion, to output: inout [UInt8]) {
         if !keepAlive {
-            output += "Connection: close\r\n".utf8
+            append("Connection: close\r\n", to: &output)
         } else if version == .http1_0 {
             // RFC 9112 §9.3: an HTTP/1.0 client keeps the connection only when told so.
-            output += "Connection: keep-alive\r\n".utf8
+            append("Connection: keep-alive\r\n", to: &output)
         }
     }
 
-    static func appendFields(_ fields: HTTPHeaders, to output: inout [UInt8], skipping skipped: [String] = []) {
-        for field in fields {
-            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTPSyntax.isToken),
-                  !skipped.contains(where: { field.name.equalsIgnoringASCIICase($0) }) else { continue }
-            output.append(contentsOf: field.name.utf8)
+    /// Appends `name: value` CRLF for each field whose name is a token; with
+    /// `skippingFraming`, fields the writer owns (`Content-Length`, `Transfer-Encoding`,
+    /// `Connection`, `Date`) are left out.
+    static func appendFields(_ fields: HTTPHeaders, to output: inout [UInt8], skippingFraming: Bool = false) {
+        for field in fields.fields {
+            let written = field.name.utf8.withContiguousStorageIfAvailable { name -> Bool in
+                guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isToken) else { return false }
+                if skippingFraming && isFramingField(name) { return false }
+                output.append(contentsOf: name)
+                return true
+            } ?? appendNameSlowly(field.name, to: &output, skippingFraming: skippingFraming)
+            guard written else { continue }
             output.append(HTTPSyntax.colon)
             output.append(HTTPSyntax.sp)
-            appendSanitised(field.value, to: &output)
-            output.append(HTTPSyntax.cr)
-            output.append(HTTPSyntax.lf)
+            appendSanitisedValue(field.value, to: &output)
+            appendCRLF(to: &output)
         }
     }
 
-    private static func appendSanitised(_ value: String, to output: inout [UInt8]) {
-        for byte in value.utf8 { output.append(sanitisedValueByte(byte)) }
+    /// `appendFields` for a name whose bytes are not contiguous (never for the native
+    /// strings this server makes).
+    private static func appendNameSlowly(_ name: String, to output: inout [UInt8], skippingFraming: Bool) -> Bool {
+        let bytes = Array(name.utf8)
+        return bytes.withUnsafeBufferPointer { bytes in
+            guard !bytes.isEmpty, bytes.allSatisfy(HTTPSyntax.isToken) else { return false }
+            if skippingFraming && isFramingField(bytes) { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    /// Whether `name` is one of the fields the writer decides (RFC 9110 §5.1:
+    /// case-insensitive).
+    private static func isFramingField(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let bytes = name[...]
+        switch name.count {
+        case 4: return HTTPSyntax.equalsIgnoringCase(bytes, "date")
+        case 10: return HTTPSyntax.equalsIgnoringCase(bytes, "connection")
+        case 14: return HTTPSyntax.equalsIgnoringCase(bytes, "content-length")
+        case 17: return HTTPSyntax.equalsIgnoringCase(bytes, "transfer-encoding")
+        default: return false
+        }
+    }
+
+    /// Appends the bytes of `value`, each control character (CR, LF, NUL, ...) as SP.
+    private static func appendSanitisedValue(_ value: String, to output: inout [UInt8]) {
+        let done: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
+            if bytes.allSatisfy(HTTPSyntax.isFieldValue) {
+                output.append(contentsOf: bytes)
+            } else {
+                for byte in bytes { output.append(sanitisedValueByte(byte)) }
+            }
+        }
+        if done == nil {
+            for byte in value.utf8 { output.append(sanitisedValueByte(byte)) }
+        }
     }
 
     @inline(__always)
     static func sanitisedValueByte(_ byte: UInt8) -> UInt8 {
         HTTPSyntax.isFieldValue(byte) ? byte : HTTPSyntax.sp
+    }
+
+    @inline(__always)
+    static func append(_ text: StaticString, to output: inout [UInt8]) {
+        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    @inline(__always)
+    static func appendCRLF(to output: inout [UInt8]) {
+        output.append(HTTPSyntax.cr)
+        output.append(HTTPSyntax.lf)
+    }
+
+    /// The decimal digits of `value` (negative counts as 0), as `Content-Length` wants them.
+    static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for Int.max
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var rest = UInt(max(value, 0))
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") &+ UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+        }
     }
 }

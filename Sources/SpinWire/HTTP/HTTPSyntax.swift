@@ -84,6 +84,16 @@ enum HTTPSyntax {
         return true
     }
 
+    /// ASCII case-insensitive equality of two byte strings.
+    @inline(__always)
+    static func equalsIgnoringCase(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        for index in 0..<lhs.count where lhs[index] != rhs[index] {
+            if lowercased(lhs[index]) != lowercased(rhs[index]) { return false }
+        }
+        return true
+    }
+
     /// Whether one of the comma-separated list `values` (RFC 9110 §5.6.1) has the member
     /// `lowercaseToken`, compared case-insensitively, without allocating.
     static func listContains(_ values: [String], _ lowercaseToken: StaticString) -> Bool {
@@ -138,8 +148,29 @@ extension Substring {
 extension StringProtocol {
     /// ASCII case-insensitive comparison, as HTTP field names, tokens and schemes use.
     func equalsIgnoringASCIICase(_ other: some StringProtocol) -> Bool {
-        let lhs = self.utf8, rhs = other.utf8
+        HTTPSyntax.textEqualsIgnoringCase(self, other)
+    }
+}
+
+extension String {
+    /// `equalsIgnoringASCIICase` for two strings, not generic, so that other modules call
+    /// the specialised comparison rather than the generic one.
+    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        HTTPSyntax.textEqualsIgnoringCase(self, other)
+    }
+}
+
+extension HTTPSyntax {
+    /// ASCII case-insensitive equality of two strings: lengths first, then the bytes in
+    /// place (every string this server makes is contiguous UTF-8: nothing is copied).
+    @inline(__always)
+    static func textEqualsIgnoringCase(_ lhs: some StringProtocol, _ rhs: some StringProtocol) -> Bool {
+        let lhs = lhs.utf8, rhs = rhs.utf8
         guard lhs.count == rhs.count else { return false }
-        return zip(lhs, rhs).allSatisfy { HTTPSyntax.lowercased($0) == HTTPSyntax.lowercased($1) }
+        let equal = lhs.withContiguousStorageIfAvailable { lhs in
+            rhs.withContiguousStorageIfAvailable { rhs in equalsIgnoringCase(lhs, rhs) }
+        }
+        if let equal, let equal { return equal }
+        return zip(lhs, rhs).allSatisfy { lowercased($0) == lowercased($1) }
     }
 }

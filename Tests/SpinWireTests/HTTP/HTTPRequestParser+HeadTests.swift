@@ -180,6 +180,17 @@ struct HTTPRequestParserHeadTests {
         #expect(request.headers.map(\.name) == ["Host", "Accept", "X", "accept"])
     }
 
+    @Test func commonAndUncommonFields_KeepTheirSpellingAndValues() throws {
+        let request = try #require(T.request(
+            "POST / HTTP/1.1\r\nhost: a\r\nCONTENT-TYPE: application/json\r\nContent-Type: Application/JSON\r\n"
+            + "Accept: */*\r\nAccept: */*;q=1\r\nX-Accept: close\r\nContent-length: 0\r\n\r\n"))
+        #expect(request.method == .post)
+        #expect(request.headers.map { "\($0.name): \($0.value)" } == [
+            "host: a", "CONTENT-TYPE: application/json", "Content-Type: Application/JSON", "Accept: */*",
+            "Accept: */*;q=1", "X-Accept: close", "Content-length: 0",
+        ])
+    }
+
     // MARK: Host (RFC 9112 §3.2)
 
     @Test func http11_WithoutHost_IsRejected() {

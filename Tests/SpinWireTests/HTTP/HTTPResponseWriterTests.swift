@@ -47,6 +47,27 @@ struct HTTPResponseWriterTests {
         #expect(response == "HTTP/1.1 200 OK\r\n\(Self.date)X: y\r\nContent-Length: 2\r\n\r\nab")
     }
 
+    @Test func framingFieldsFromTheCaller_AreReplacedWhateverTheirCase() {
+        let response = make(headers: ["content-LENGTH": "999", "DATE": "x", "Content-Lengths": "1", "Dates": "2"], body: "ab")
+        #expect(response == "HTTP/1.1 200 OK\r\n\(Self.date)Content-Lengths: 1\r\nDates: 2\r\nContent-Length: 2\r\n\r\nab")
+    }
+
+    @Test func reasonPhraseWithControlCharacters_IsNeutralised() {
+        var writer = HTTPResponseWriter()
+        let head = HTTPResponseHead(status: HTTPStatus(code: 299, reasonPhrase: "Odd\r\nX: y"))
+        let response = text(writer.response(head, context: HTTPResponseContext(), secondsSince1970: Self.now))
+        #expect(response == "HTTP/1.1 299 Odd  X: y\r\n\(Self.date)Content-Length: 0\r\n\r\n")
+    }
+
+    @Test func oneWriter_WritesTheDateOfEachResponse() {
+        var writer = HTTPResponseWriter()
+        let head = HTTPResponseHead(status: .noContent)
+        for seconds in [Self.now, Self.now, Self.now + 1, 0] {
+            let response = text(writer.response(head, context: HTTPResponseContext(), secondsSince1970: seconds))
+            #expect(response == "HTTP/1.1 204 No Content\r\nDate: \(HTTPDate.imfFixdate(secondsSince1970: seconds))\r\n\r\n")
+        }
+    }
+
     @Test func headerInjection_IsNeutralised() {
         let response = make(headers: ["X-Name": "a\r\nSet-Cookie: evil=1", "Bad Name": "v", "X\r\nY": "v"], body: "")
         #expect(response == "HTTP/1.1 200 OK\r\n\(Self.date)X-Name: a  Set-Cookie: evil=1\r\nContent-Length: 0\r\n\r\n")
