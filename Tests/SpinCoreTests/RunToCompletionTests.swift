@@ -33,23 +33,61 @@ private final class TurnThread: TurnScheduler, @unchecked Sendable {  // hooks: 
 
 @Suite(.timeLimit(.minutes(1)))
 struct RunToCompletionTests {
-    @Test func eventsFromNetworkThreads_AreAppliedAtTheEndOfTheirTurn_OnThatThread_InOrder_WithOthersOffThem() async {
+    /// Waits until `count` semaphore signals arrived, off the cooperative pool.
+    private func wait(_ done: DispatchSemaphore, count: Int) async {
+        for _ in 0..<count {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { done.wait(); continuation.resume() }
+            }
+        }
+    }
+
+    @Test func eventsFromNetworkThreads_AreAppliedAtTheEndOfTheirTurn_OnThoseThreads_InOrder() async {
         let loop = Spin(initialState: [Int]()) {
             Reducer { (state: [Int], event: Int) in state + [event] }
         }.start()
         let sequences = Recorder<UInt64>()
-        let appliedOnATurnThread = Atomic<Int>(0)
+        let offTurnThreads = Atomic<Int>(0)
         let observation = loop.observe { transition in
             sequences.append(transition.sequence)
-            if EndOfTurn.current != nil { appliedOnATurnThread.add(1, ordering: .relaxed) }
+            if EndOfTurn.current == nil { offTurnThreads.add(1, ordering: .relaxed) }
         }
+        // The start and the observer's joining ran on the loop's queue: once it is idle,
+        // nothing but the network threads gives the loop work.
+        await withCheckedContinuation { continuation in loop.queue.async { continuation.resume() } }
         let done = DispatchSemaphore(value: 0)
-        // Two network threads, ten events a turn each, and a plain thread beside them.
+        // Two network threads, ten events a turn each: nothing else emits, so whichever
+        // of them is in the loop's section applies what both brought.
         for emitter in 0..<2 {
             TurnThread.run(turns: 50, { turn in
                 for index in 0..<10 { loop.emit(emitter * 1000 + turn * 10 + index) }
             }, done: done)
         }
+        await wait(done, count: 2)
+        let final = await loop.firstState { $0.count == 1000 } ?? []
+        for emitter in 0..<2 {
+            #expect(final.filter { $0 / 1000 == emitter } == (0..<500).map { emitter * 1000 + $0 })
+        }
+        #expect(sequences.all == Array(1...1000))
+        #expect(offTurnThreads.load(ordering: .relaxed) == 0)
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func networkThreadsAndAPlainEmitter_KeepEachOnesOrder_AndLoseNothing() async {
+        let loop = Spin(initialState: [Int]()) {
+            Reducer { (state: [Int], event: Int) in state + [event] }
+        }.start()
+        let sequences = Recorder<UInt64>()
+        let observation = loop.observe { sequences.append($0.sequence) }
+        let done = DispatchSemaphore(value: 0)
+        for emitter in 0..<2 {
+            TurnThread.run(turns: 50, { turn in
+                for index in 0..<10 { loop.emit(emitter * 1000 + turn * 10 + index) }
+            }, done: done)
+        }
+        // A thread that runs no event loop: its events go to the loop's queue, which
+        // then applies the network threads' events too, in arrival order.
         DispatchQueue.global().async {
             for index in 0..<500 {
                 loop.emit(2000 + index)
@@ -57,17 +95,12 @@ struct RunToCompletionTests {
             }
             done.signal()
         }
-        for _ in 0..<3 { await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { done.wait(); continuation.resume() }
-        } }
+        await wait(done, count: 3)
         let final = await loop.firstState { $0.count == 1500 } ?? []
         for emitter in 0..<3 {
-            let mine = final.filter { $0 / 1000 == emitter }
-            #expect(mine == (0..<500).map { emitter * 1000 + $0 })
+            #expect(final.filter { $0 / 1000 == emitter } == (0..<500).map { emitter * 1000 + $0 })
         }
         #expect(sequences.all == Array(1...1500))
-        // The network threads applied events themselves (not only the loop's queue).
-        #expect(appliedOnATurnThread.load(ordering: .relaxed) > 0)
         observation.cancel()
         loop.stop()
     }
@@ -85,9 +118,7 @@ struct RunToCompletionTests {
         }
         let done = DispatchSemaphore(value: 0)
         TurnThread.run(turns: 20, { _ in loop.emit(1) }, done: done)
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { done.wait(); continuation.resume() }
-        }
+        await wait(done, count: 1)
         #expect(await loop.firstState { $0 == 20 } == 20)
         #expect(offExecutor.load(ordering: .relaxed) == 0)
         observation.cancel()
