@@ -35,7 +35,7 @@ package enum ConnectionDeadline<Instant: InstantProtocol>: Sendable, Hashable wh
 /// handler's deadline (`ConnectionDeadline`), the write stall, the closing linger, and
 /// the handler's alarm (a wake-up that closes nothing: a stream's next ping).
 /// The connection feeds it byte-level facts with the current instant and arms one
-/// Dispatch timer at `nextDeadline`; tests drive it with a manual clock and no socket.
+/// deadline in its event loop at `nextDeadline`; tests drive it with a manual clock and no socket.
 ///
 /// While closing, the linger deadline replaces the handler's. Independently, output that
 /// makes no progress for `writeStallTimeout` times out; the handler's deadline (or the

@@ -7,9 +7,8 @@ protocol DeadlineHeapMember: AnyObject {
 }
 
 /// Members ordered by deadline, earliest first: the timers of all connections of one
-/// event loop, so that the loop needs one Dispatch timer instead of one per connection
-/// (each costs about half a KiB, as much as the rest of an idle connection's socket
-/// state). A member is in the heap at most once. A value type with no clock: tests
+/// event loop, whose earliest sets how long the loop's `epoll_wait` may sleep: no timer
+/// object per connection (a Dispatch timer cost about half a KiB each). A member is in the heap at most once. A value type with no clock: tests
 /// drive it with any instants.
 struct DeadlineHeap<Instant: Comparable, Member: DeadlineHeapMember> {
     private var entries: [(deadline: Instant, member: Member)] = []
