@@ -33,6 +33,16 @@ private final class TurnThread: TurnScheduler, @unchecked Sendable {  // hooks: 
 
 @Suite(.timeLimit(.minutes(1)))
 struct RunToCompletionTests {
+    /// Two turn threads, emitters 0 and 1: 50 turns of ten events each (`1000 * emitter +
+    /// n` for n in 0..<500, in order); `done` is signalled once by each.
+    private func startTwoNetworkThreads(emitting loop: SpinLoop<[Int], Int>, done: DispatchSemaphore) {
+        for emitter in 0..<2 {
+            TurnThread.run(turns: 50, { turn in
+                for index in 0..<10 { loop.emit(emitter * 1000 + turn * 10 + index) }
+            }, done: done)
+        }
+    }
+
     /// Waits until `count` semaphore signals arrived, off the cooperative pool.
     private func wait(_ done: DispatchSemaphore, count: Int) async {
         for _ in 0..<count {
@@ -58,11 +68,7 @@ struct RunToCompletionTests {
         let done = DispatchSemaphore(value: 0)
         // Two network threads, ten events a turn each: nothing else emits, so whichever
         // of them is in the loop's section applies what both brought.
-        for emitter in 0..<2 {
-            TurnThread.run(turns: 50, { turn in
-                for index in 0..<10 { loop.emit(emitter * 1000 + turn * 10 + index) }
-            }, done: done)
-        }
+        startTwoNetworkThreads(emitting: loop, done: done)
         await wait(done, count: 2)
         let final = await loop.firstState { $0.count == 1000 } ?? []
         for emitter in 0..<2 {
@@ -81,11 +87,7 @@ struct RunToCompletionTests {
         let sequences = Recorder<UInt64>()
         let observation = loop.observe { sequences.append($0.sequence) }
         let done = DispatchSemaphore(value: 0)
-        for emitter in 0..<2 {
-            TurnThread.run(turns: 50, { turn in
-                for index in 0..<10 { loop.emit(emitter * 1000 + turn * 10 + index) }
-            }, done: done)
-        }
+        startTwoNetworkThreads(emitting: loop, done: done)
         // A thread that runs no event loop: its events go to the loop's queue, which
         // then applies the network threads' events too, in arrival order.
         DispatchQueue.global().async {

@@ -19,13 +19,9 @@ extension Connection {
         }
         registration = loop.watch(fd: fd, watcher: self)
         updateInterest()
-        guard lifecycle == .open else {
-            handler = handlerFactory(self)
-            return
-        }
-        rearmTimer()
-
         handler = handlerFactory(self)
+        guard lifecycle == .open else { return }  // epoll_ctl failed: didClose follows
+        rearmTimer()
         callHandler { $0.didOpen(self) }
     }
 

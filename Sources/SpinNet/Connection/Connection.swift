@@ -262,9 +262,6 @@ package final class Connection: @unchecked Sendable, DeadlineHeapMember {
         self.handler = handler
     }
 
-    /// True when the caller runs on the connection's loop (where `execute` runs at once).
-    package var inLoop: Bool { loop.inLoop }
-
     /// Why the connection closes after `recv`/`send` answered `result` (`.reset` or
     /// `.failed`).
     static func closeReason(_ result: Syscall.IOResult, call: String) -> CloseReason {

@@ -311,8 +311,5 @@ final class LoopRegistration {
     }
 
     fileprivate var pointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
-
-    /// Whether the loop still watches the descriptor.
-    var isWatched: Bool { watcher != nil }
 }
 #endif

@@ -19,7 +19,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private let context: ServerContext
     private var machine: HTTPConnectionStateMachine<ContinuousClock.Instant>
     private var writer = HTTPResponseWriter()
-    /// The stream after an upgrade (WebSocket, SSE).
+    /// The stream an upgrade opened (WebSocket, SSE), until the connection is handed
+    /// over to it (`handOver`): from then on the stream hears the connection's callbacks,
+    /// not this handler.
     private var stream: StreamSession?
     /// The request being relayed to its Spin's owner, and how it was received.
     private var relay: OwnerRelay?
@@ -48,10 +50,6 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
-        if let stream {
-            stream.receive(bytes)
-            return
-        }
         if let relay, relay.isPiping {
             relay.clientSent(bytes)
             return
@@ -64,7 +62,6 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didBecomeWritable(_ connection: Connection) {
-        stream?.writable()
         relay?.clientWritable()
     }
 
@@ -72,16 +69,14 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         run(machine.deadlineReached(now: .now))
     }
 
-    func didReachAlarm(on connection: Connection) {
-        stream?.alarm()
-    }
+    /// Never armed here: a stream's pings are the stream's, after the hand-over.
+    func didReachAlarm(on connection: Connection) {}
 
     func shutdownRequested(on connection: Connection) {
         run(machine.shutdownRequested(outputPending: connection.pendingOutputBytes > 0))
     }
 
     func didClose(_ connection: Connection, reason: CloseReason) {
-        stream?.connectionClosed()
         endRelay()
         machine.closed()
         context.metrics.connectionClosed()
