@@ -77,7 +77,8 @@ public final class LoopServer: Sendable {
                                metrics: Metrics(registry: metricsRegistry), limits: limits, feeds: feeds,
                                echoEndpoint: configuration.testing.echoEndpoint,
                                cluster: ClusterNode(node: configuration.cluster.node,
-                                                    advertise: configuration.advertiseURL(port: configuration.port)))
+                                                    advertise: configuration.advertiseURL(port: configuration.port),
+                                                    moveWait: .seconds(configuration.cluster.leaseSeconds)))
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
@@ -246,8 +247,8 @@ public final class LoopServer: Sendable {
     /// recovers and runs each Spin when its lease comes to this node (`serve`), stops it
     /// when the lease goes (`retire`). With a configured port the first tick runs before
     /// the listener opens; with port 0 the listener is bound first (its port is part of the
-    /// advertised URL), and until the first tick has run requests about a Spin get 503
-    /// `spin_unavailable` and `/readyz` 503.
+    /// advertised URL), and until the first tick has run requests about a Spin wait for
+    /// it. `/readyz` answers 503 until placement has settled once.
     private func startNode(_ clustered: Clustered, journal: Journal, socketServer: SocketServer) throws -> Int {
         do {
             try journal.open()
@@ -261,8 +262,9 @@ public final class LoopServer: Sendable {
         // No Spin runs yet: those the node will serve start journaled, failing or not.
         _ = startJournaling(journal)
         let cluster = context.router.cluster
-        // No Spin is served here before the lease loop says so.
-        cluster.route { _, _ in .unavailable(retryAfterSeconds: 1) }
+        // No Spin is served here before the lease loop says so: requests wait for it.
+        cluster.stand(.joining)
+        cluster.route { _, _ in .pending }
         let node = configuration.cluster.node
         let relay = GearOutboxRelay(node: node, store: clustered.store, gears: host.gears, logger: logger)
         do {
@@ -279,9 +281,10 @@ public final class LoopServer: Sendable {
                 spins: host.spins.map(\.name), store: clustered.store,
                 serving: .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch, clustered, journal: journal) },
                                stop: { [self] spin, _, _ in retire(spin, clustered, journal: journal) }),
-                logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) })
+                logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) },
+                onSettled: { cluster.stand(.member) })
             clustered.coordinator.withLock { $0 = coordinator }
-            cluster.route { spin, forwarded in coordinator.routing(of: spin, forwarded: forwarded) }
+            cluster.route { spin, hops in coordinator.routing(of: spin, hops: hops) }
             // The first tick runs now: this node holds and serves its share on return.
             coordinator.start(advertise: advertise)
         }
@@ -347,7 +350,10 @@ public final class LoopServer: Sendable {
 
     /// Graceful shutdown: stops accepting, closes streams with 1001, lets the requests in
     /// flight finish, closes what is left after `shutdownGraceSeconds`, then stops every
-    /// Spin.
+    /// Spin. A cluster node first leaves the cluster: it hands every Spin over (the new
+    /// owners serve them within moments) while it still takes requests, which wait for
+    /// the move and are then sent on, so that nobody is refused; `/readyz` says 503 from
+    /// the start of it.
     ///
     /// - Returns: nil after a clean stop; the error when what the Spins applied could not
     ///   all be made durable (the storage failed): the state on disk is then the last
@@ -358,6 +364,15 @@ public final class LoopServer: Sendable {
             defer { running = nil }
             return running
         }) else { return nil }
+        if let clustered, let coordinator = clustered.coordinator.withLock({ $0 }) {
+            context.router.cluster.stand(.leaving)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    coordinator.leave(timeout: coordinator.leaseDuration)
+                    continuation.resume()
+                }
+            }
+        }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             running.socketServer.shutdown(deadline: .seconds(configuration.limits.shutdownGraceSeconds)) {
                 continuation.resume()

@@ -30,6 +30,19 @@ package protocol ClusterStore: Sendable {
     /// Ends the lease now (keeping its epoch), if the row still has `node` and `epoch`.
     func release(spin: String, node: String, epoch: UInt64) throws
 
+    /// `node` leaves the cluster (a graceful stop): its row no longer says it is alive,
+    /// so no node places a Spin on it any more, and every node is told (`announce`).
+    func leave(node: String) throws
+
+    /// Tells every node's `waitForChange` that the node or lease rows changed (a lease
+    /// was taken or given back, a node joined or left), so that they look at once
+    /// instead of at their next tick.
+    func announce() throws
+
+    /// Waits up to `timeout` for an `announce` by any node (this one included); true
+    /// when one came (spurious wake-ups are allowed).
+    func waitForChange(timeout: Duration) throws -> Bool
+
     /// Appends a Gear event to the outbox (and wakes the nodes that listen); returns
     /// its position. Positions grow in commit order.
     func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64

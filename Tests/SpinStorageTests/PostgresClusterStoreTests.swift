@@ -272,6 +272,28 @@ struct PostgresClusterStoreTests {
         #expect(try reader.outbox(after: all[9].position, limit: 3) == Array(all[10..<13]))
     }
 
+    @Test func leaveAndAnnounce_WakeTheOthersWaitForChange_AndALeftNodeIsNoLongerAlive() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        try a.heartbeat(node: "a", advertise: "http://a:8080")
+        try b.heartbeat(node: "b", advertise: "http://b:8080")
+        #expect(try a.waitForChange(timeout: .milliseconds(200)) == false)
+        try b.announce()
+        #expect(try a.waitForChange(timeout: .seconds(10)))
+        // Publishes on the outbox are not changes of the rows, and the reverse.
+        _ = try b.publish(gear: "g", node: "b", payload: [1])
+        #expect(try a.waitForChange(timeout: .milliseconds(200)) == false)
+
+        let woken = Background { try? a.waitForChange(timeout: .seconds(30)) }
+        Thread.sleep(forTimeInterval: 0.2)
+        try b.leave(node: "b")
+        #expect(woken.result() == true)
+        let rows = try a.readCluster()
+        #expect(rows.nodes.map(\.name) == ["a", "b"])
+        #expect(rows.nodes[1].heartbeatAt == nil)
+        #expect(rows.nodes[0].heartbeatAt != nil)
+    }
+
     @Test func waitForPublish_WakesOnAnotherNodesPublish_TimesOutOtherwise_AndCloseEndsIt() throws {
         let (a, b, _) = try Self.twoNodes()
         defer { b.close() }

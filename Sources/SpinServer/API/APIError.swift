@@ -10,6 +10,10 @@ package struct APIError: Error, Equatable, Sendable {
     package let message: String
     /// Extra response headers (`Retry-After`, `Allow`, `WWW-Authenticate`).
     package var headers: [(String, String)] = []
+    /// The events were not applied because their Spin stopped here (`spinStopped`): a
+    /// cluster node sends them on to where the Spin runs next instead of answering this.
+    /// Not part of what a client sees, nor of `==`.
+    package var reroutable = false
 
     package init(status: Int, code: String, message: String, headers: [(String, String)] = []) {
         self.status = status
@@ -87,6 +91,14 @@ package struct APIError: Error, Equatable, Sendable {
         APIError(status: 429, code: "inbox_full",
                  message: "the inbox of Spin \"\(spin)\" is full; retry in \(retryAfter) s",
                  headers: [("Retry-After", String(retryAfter))])
+    }
+
+    /// 503 `unavailable`: the Spin stopped before applying the events (the server shuts
+    /// down, or in a cluster the Spin moves to another node, which then takes them).
+    package static func spinStopped(_ message: String) -> APIError {
+        var error = unavailable(message)
+        error.reroutable = true
+        return error
     }
 
     package static func unavailable(_ message: String, retryAfter: Int = 1) -> APIError {

@@ -117,7 +117,10 @@ package struct APIRouter: Sendable {
     /// Routes the request as the parser made it, whose path the caller already matched
     /// (`Route.match`), so that the path is matched once per request. `trace`: the
     /// request's spans when it is traced (events get `apply`, `durable`, `acknowledge`).
+    /// `moveDeadline`: the request waited for its Spin to move already (`awaitMove`) and
+    /// may wait until then.
     package func handle(_ request: HTTPRequest, matched: (route: Route, name: Substring)?, trace: RequestTrace? = nil,
+                        moveDeadline: ContinuousClock.Instant? = nil,
                         respond: @escaping @Sendable (RouteOutcome) -> Void) {
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
@@ -140,16 +143,20 @@ package struct APIRouter: Sendable {
 
         // In a cluster, a request about one Spin is served by the node that owns it.
         if route.concernsOneSpin, !name.isEmpty {
-            switch cluster.routing(of: String(name), forwarded: request.headers[ProxiedRequest.forwardedByHeader] != nil) {
+            let spin = String(name)
+            let hops = ProxiedRequest.hops(of: request)
+            switch cluster.routing(of: spin, hops: hops) {
             case .local:
                 break
             case .proxy(_, let advertise):
                 guard let owner = AdvertiseURL(advertise) else {
-                    return fail(.spinUnavailable(String(name), retryAfter: 1))
+                    return fail(.spinUnavailable(spin, retryAfter: 1))
                 }
                 return respond(.proxy(ProxiedRequest(request, to: owner, from: cluster.node)))
+            case .pending:
+                return awaitMove(of: spin, request, matched: matched, trace: trace, deadline: moveDeadline, respond: respond)
             case .unavailable(let retryAfter):
-                return fail(.spinUnavailable(String(name), retryAfter: retryAfter))
+                return fail(.spinUnavailable(spin, retryAfter: retryAfter))
             }
         }
 
@@ -237,7 +244,15 @@ package struct APIRouter: Sendable {
 
         case .spinEvents:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
-            postEvents(request, to: spin, trace: trace) { respond(.respond($0)) }
+            postEvents(request, to: spin, trace: trace) { [self] response in
+                // The Spin stopped here before applying them (it moves to another node):
+                // the events go where it runs next.
+                if response.error?.reroutable == true, cluster.routes {
+                    return awaitMove(of: spin.name, request, matched: matched, trace: trace, deadline: moveDeadline,
+                                     respond: respond)
+                }
+                respond(.respond(response))
+            }
 
         case .spinResume:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
@@ -411,7 +426,7 @@ package struct APIRouter: Sendable {
         switch outcome {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
-        case .stopped: done(.failure(.unavailable("Spin \"\(spin.name)\" is stopping")))
+        case .stopped: done(.failure(.spinStopped("Spin \"\(spin.name)\" is stopping")))
         case .suspended: done(.failure(.spinSuspended(spin.name)))
         }
     }
@@ -438,7 +453,7 @@ package struct APIRouter: Sendable {
             guard let transition else {
                 if let refusal = Self.refusal(of: feed, spin.name, retryAfter: 1) { return done(.failure(refusal)) }
                 if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
-                return done(.failure(.unavailable("Spin \"\(spin.name)\" stopped before applying the events")))
+                return done(.failure(.spinStopped("Spin \"\(spin.name)\" stopped before applying the events")))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
             let durable = trace?.child("durable", spin: spin.name)

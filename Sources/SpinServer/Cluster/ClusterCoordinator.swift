@@ -4,10 +4,17 @@ import Logging
 import SpinCore
 import SpinStorage
 
-/// The lease loop of one cluster node: every third of `cluster.leaseSeconds` it reads the
-/// shared rows (`ClusterStore`), lets `LeasePlanner` decide, carries the decisions out
-/// against the database, and starts or stops serving Spins through `Serving`. It also
-/// answers where a request about a Spin is served (`routing`), from what it last read.
+/// The lease loop of one cluster node: every third of `cluster.leaseSeconds`, and at
+/// once whenever another node announces a change (it took or gave back a lease, joined
+/// or left: `ClusterStore.waitForChange`), it reads the shared rows (`ClusterStore`),
+/// lets `LeasePlanner` decide, carries the decisions out against the database, announces
+/// its own changes, and starts or stops serving Spins through `Serving`. It also answers
+/// where a request about a Spin is served (`routing`), from what it last read.
+///
+/// A planned move therefore takes a few database round trips, not a tick: the old owner
+/// stops serving (requests about the Spin wait, `ClusterRouting.pending`), commits and
+/// gives the lease back, and announces it; the new owner takes the lease at once,
+/// recovers and announces; every node then routes the waiting requests to it.
 ///
 /// Times: the database's clock decides leases. Each read maps the database's timestamps
 /// onto this process's `ContinuousClock` by the offset between the two at the read, so
@@ -54,11 +61,26 @@ package final class ClusterCoordinator: @unchecked Sendable {
 
     /// Called when the database stops or starts answering the loop (nil: it answers).
     private let onProblem: @Sendable (String?) -> Void
+    /// Called once, when placement first settled (every hosted Spin held by the node
+    /// placement gives it to, this node serving its share), or a lease after the start.
+    private let onSettled: @Sendable () -> Void
+    private var settled = false
+    private var startedAt = ContinuousClock.now
+    /// A tick was asked for (`tickSoon`) and has not run yet.
+    private var tickQueued = false
+    /// This tick changed the node or lease rows: the other nodes are told at its end.
+    private var changed = false
+    /// Whether this node has written a heartbeat since it started (its first one is news).
+    private var announcedHeartbeat = false
+    /// False once `stop` was called: the thread that waits for announcements ends.
+    private let listening = Protected(true)
 
     package init(node: String, advertise: String, leaseSeconds: Int, spins: [String], store: any ClusterStore,
                  serving: Serving, logger: Logger, onStatus: @escaping @Sendable (ClusterStatus) -> Void = { _ in },
-                 onProblem: @escaping @Sendable (String?) -> Void = { _ in }) {
+                 onProblem: @escaping @Sendable (String?) -> Void = { _ in },
+                 onSettled: @escaping @Sendable () -> Void = {}) {
         self.onProblem = onProblem
+        self.onSettled = onSettled
         self.node = node
         self.advertise = advertise
         self.store = store
@@ -74,12 +96,15 @@ package final class ClusterCoordinator: @unchecked Sendable {
     package let leaseDuration: Duration
 
     /// Runs the first tick now (so a starting node holds and serves its share before it
-    /// answers requests), then one every `LeasePlanner.renewalInterval`.
+    /// answers requests), then one every `LeasePlanner.renewalInterval` and one soon
+    /// after every change another node announces.
     package func start(advertise: String) {
         queue.sync {
             self.advertise = advertise
+            startedAt = .now
             tick()
         }
+        listenForChanges()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let interval = leaseDuration / 3   // `LeasePlanner.renewalInterval`
         timer.schedule(deadline: .now() + Self.dispatch(interval), repeating: Self.dispatch(interval),
@@ -94,12 +119,78 @@ package final class ClusterCoordinator: @unchecked Sendable {
         queue.sync { tick() }
     }
 
+    /// Runs a tick soon on the loop's queue; asks made before it runs share it.
+    package func tickSoon() {
+        queue.async { [self] in
+            guard !tickQueued else { return }
+            tickQueued = true
+            queue.async { [self] in
+                tickQueued = false
+                tick()
+            }
+        }
+    }
+
+    /// A thread that waits for the other nodes' announcements and ticks soon after each.
+    private func listenForChanges() {
+        let thread = Thread { [weak self] in
+            while let self, self.listening.withLock({ $0 }) {
+                do {
+                    if try self.store.waitForChange(timeout: .seconds(1)) { self.tickSoon() }
+                } catch {
+                    // The database is away: the timer's ticks go on and report it.
+                    guard self.listening.withLock({ $0 }) else { return }
+                    Thread.sleep(forTimeInterval: 0.5)
+                }
+            }
+        }
+        thread.name = "spin.cluster.listen"
+        thread.start()
+    }
+
+    /// A graceful stop's first half: this node leaves the cluster (its row no longer
+    /// says it is alive) and hands every Spin it serves over at once, then waits up to
+    /// `timeout` until another live node serves each of them, while requests about them
+    /// wait here and are then sent on to the new owners. `stop` comes after.
+    package func leave(timeout: Duration) {
+        let handed: Set<String> = queue.sync {
+            guard !stopped else { return [] }
+            let serving = planner.serving
+            planner.leaving = true
+            do {
+                try store.leave(node: node)
+            } catch {
+                logger.warning("cluster: cannot mark node \(node) as leaving: \(error); the others see it gone once its heartbeat ages")
+            }
+            tick()
+            return serving
+        }
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while ContinuousClock.now < deadline {
+            let moved = queue.sync { () -> Bool in
+                let now = ContinuousClock.now
+                let others = view.liveNodeNames(now: now, leaseDuration: leaseDuration).filter { $0 != node }
+                guard !others.isEmpty else { return true }
+                return handed.allSatisfy { spin in
+                    guard let lease = view.validLease(of: spin, now: now) else { return false }
+                    return others.contains(lease.node)
+                }
+            }
+            if moved { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        if !handed.isEmpty {
+            logger.notice("cluster: node \(node) handed over \(handed.count) Spin(s) and leaves the cluster")
+        }
+    }
+
     /// Stops the loop and stops serving every Spin, giving each lease back so that the
     /// Spins move at the other nodes' next tick instead of after the lease runs out.
     package func stop() {
         queue.sync {
             guard !stopped else { return }
             stopped = true
+            listening.withLock { $0 = false }
             timer?.cancel()
             timer = nil
             for spin in planner.serving.sorted() {
@@ -116,10 +207,10 @@ package final class ClusterCoordinator: @unchecked Sendable {
     }
 
     /// Where a request about `spin` is served, from the newest view.
-    package func routing(of spin: String, forwarded: Bool) -> ClusterRouting {
+    package func routing(of spin: String, hops: Int) -> ClusterRouting {
         let (view, running) = published.withLock { ($0.view, $0.running) }
         return ClusterRouting.decide(spin: spin, now: ContinuousClock.now, serving: running, view: view, node: node,
-                                     leaseDuration: leaseDuration, forwarded: forwarded)
+                                     leaseDuration: leaseDuration, hops: hops)
     }
 
     /// The Spins this node runs now.
@@ -139,9 +230,33 @@ package final class ClusterCoordinator: @unchecked Sendable {
             // node cannot renew run out, and it stops serving them then.
             note("cannot read the cluster's rows: \(error)")
         }
+        changed = false
         run(planner.tick(now: now, view: view, spins: spins))
+        if changed {
+            do {
+                try store.announce()
+            } catch {
+                note("cannot tell the other nodes of a change: \(error)")
+            }
+        }
         publish()
         report(tickProblem)
+        if !settled, placementSettled(now: .now) || startedAt.duration(to: .now) >= leaseDuration {
+            settled = true
+            onSettled()
+        }
+    }
+
+    /// Every hosted Spin is held by the live node placement gives it to, and those of
+    /// this node are served here.
+    private func placementSettled(now: ContinuousClock.Instant) -> Bool {
+        let live = Set(view.liveNodeNames(now: now, leaseDuration: leaseDuration)).union([node])
+        let serving = planner.serving
+        return spins.allSatisfy { spin in
+            guard let owner = Placement.owner(of: spin, among: live),
+                  view.validLease(of: spin, now: now)?.node == owner else { return false }
+            return owner != node || serving.contains(spin)
+        }
     }
 
     /// The first problem of this tick (reported once the tick is over).
@@ -158,6 +273,11 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .heartbeat:
                 do {
                     try store.heartbeat(node: node, advertise: advertise)
+                    if !announcedHeartbeat {
+                        // A node joins: the others make room for it now.
+                        announcedHeartbeat = true
+                        changed = true
+                    }
                     // What this tick wrote shows in the view at once (routing, /v1/cluster).
                     view.nodes.removeAll { $0.name == node }
                     view.nodes.append(.init(name: node, advertise: advertise, heartbeatAt: .now))
@@ -167,7 +287,11 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .acquire(let spin, let epoch):
                 do {
                     if let expires = try store.acquire(spin: spin, node: node, epoch: epoch, seconds: seconds) {
+                        changed = true
                         view.leases[spin] = .init(spin: spin, node: node, epoch: epoch, expiresAt: local(expires))
+                        // Routing sees the lease at once: while the Spin recovers, requests
+                        // about it wait here instead of going to its previous owner.
+                        published.withLock { $0.view = view }
                         run(planner.record(.acquired(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
                     } else {
                         run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
@@ -190,7 +314,9 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .release(let spin, let epoch):
                 do {
                     try store.release(spin: spin, node: node, epoch: epoch)
+                    changed = true
                     if view.leases[spin]?.node == node { view.leases[spin]?.expiresAt = .now }
+                    published.withLock { $0.view = view }
                 } catch {
                     note("cannot give back the lease of \(spin): \(error)")
                 }
@@ -202,7 +328,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
                 } catch {
                     logger.error("cluster: cannot serve \(spin): \(error); giving its lease back")
                     run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
-                    try? store.release(spin: spin, node: node, epoch: epoch)
+                    if (try? store.release(spin: spin, node: node, epoch: epoch)) != nil { changed = true }
                 }
             case .stopServing(let spin, let epoch, let reason):
                 published.withLock { _ = $0.running.remove(spin) }

@@ -1,14 +1,27 @@
 /// Where a request about one Spin is served in a cluster: here, by the owner (this
 /// node proxies the request, streams included, since a browser's WebSocket does not
-/// follow redirects), or nowhere for now (503 `spin_unavailable` with `Retry-After`,
-/// while no live node holds the Spin's lease, as during a takeover).
+/// follow redirects), later (a move is under way: the request waits for it to end), or
+/// nowhere for now (503 `spin_unavailable` with `Retry-After`: the owner stopped
+/// answering and its lease has not run out).
 package enum ClusterRouting: Sendable, Equatable {
     /// This node serves the Spin.
     case local
     /// `node` owns the Spin: send the request on to its `advertise` URL.
     case proxy(node: String, advertise: String)
-    /// No live owner now; the client may try again after `retryAfterSeconds`.
+    /// The Spin is between owners for a moment: its lease is free or given back (a
+    /// hand-over, a node leaving, start-up), taken by this node and recovering, or held
+    /// by a node that left and gives it back. The request waits (bounded) and is routed
+    /// again when the view changes.
+    case pending
+    /// The owner stopped sending heartbeats without leaving (it crashed or hangs): no
+    /// node can serve the Spin before its lease runs out; the client may try again after
+    /// `retryAfterSeconds`.
     case unavailable(retryAfterSeconds: Int)
+
+    /// The most times one request is sent on from node to node: a node that hands a Spin
+    /// over may pass a request it got from another node on to the new owner, but no
+    /// further, so that nodes whose views differ for a moment cannot pass it around.
+    package static let maxHops = 2
 
     /// The decision for a request about `spin`, at `now`.
     ///
@@ -17,29 +30,28 @@ package enum ClusterRouting: Sendable, Equatable {
     ///   - view: the newest view of the database this node read.
     ///   - node: this node's name.
     ///   - leaseDuration: `cluster.leaseSeconds`.
-    ///   - forwarded: the request came from another node (`ProxiedRequest`): it is
-    ///     served here or not at all, never forwarded again, so that nodes whose views
-    ///     differ for a moment cannot pass it back and forth.
+    ///   - hops: how many nodes sent the request on already (`ProxiedRequest.hops`); at
+    ///     `maxHops` it is served here or waits until it can be, never sent on again.
     package static func decide<Instant: InstantProtocol>(
         spin: String, now: Instant, serving: Set<String>, view: ClusterView<Instant>, node: String,
-        leaseDuration: Duration, forwarded: Bool = false
+        leaseDuration: Duration, hops: Int = 0
     ) -> ClusterRouting where Instant.Duration == Duration {
         if serving.contains(spin) { return .local }
-        if forwarded { return .unavailable(retryAfterSeconds: 1) }
-        guard let lease = view.validLease(of: spin, now: now) else {
-            // Free or expired: the placed node takes it at its next tick.
-            return .unavailable(retryAfterSeconds: wholeSeconds(leaseDuration / 3))
-        }
-        if lease.node == node {
-            // Acquired, still recovering from the journal.
-            return .unavailable(retryAfterSeconds: 1)
-        }
-        guard let owner = view.node(named: lease.node), owner.isLive(now: now, leaseDuration: leaseDuration),
-              !owner.advertise.isEmpty else {
-            // The owner stopped sending heartbeats: its lease runs out at `expiresAt`.
+        if hops >= maxHops { return .pending }
+        // Free or expired: the placed node takes it at once (it is told of the release).
+        guard let lease = view.validLease(of: spin, now: now) else { return .pending }
+        // Acquired and recovering from the journal, or being handed over from here.
+        if lease.node == node { return .pending }
+        guard let owner = view.node(named: lease.node), !owner.advertise.isEmpty else {
             return .unavailable(retryAfterSeconds: wholeSeconds(now.duration(to: lease.expiresAt)))
         }
-        return .proxy(node: owner.name, advertise: owner.advertise)
+        if owner.isLive(now: now, leaseDuration: leaseDuration) {
+            return .proxy(node: owner.name, advertise: owner.advertise)
+        }
+        // A node that left gives its leases back as it goes.
+        if owner.heartbeatAt == nil { return .pending }
+        // The owner stopped sending heartbeats: its lease runs out at `expiresAt`.
+        return .unavailable(retryAfterSeconds: wholeSeconds(now.duration(to: lease.expiresAt)))
     }
 
     /// `duration` rounded up to whole seconds, at least 1 (what `Retry-After` takes).
@@ -51,7 +63,8 @@ package enum ClusterRouting: Sendable, Equatable {
 
 extension APIError {
     /// 503 `spin_unavailable` with `Retry-After`: no live node holds the Spin's lease
-    /// now (a takeover or hand-over is under way); nothing was applied.
+    /// now (its owner crashed, or a move took longer than a request may wait); nothing
+    /// was applied.
     package static func spinUnavailable(_ spin: String, retryAfter: Int) -> APIError {
         APIError(status: 503, code: "spin_unavailable",
                  message: "no node serves Spin \"\(spin)\" right now (its owner is changing); nothing was applied; retry in \(retryAfter) s",

@@ -16,7 +16,10 @@
 /// - a served Spin whose lease has two thirds or less of its duration left is renewed;
 /// - a hosted Spin placement gives to this node, whose row is missing, expired or
 ///   this node's own from an earlier run, is acquired with the next epoch; serving
-///   starts only once the database confirms (`record(.acquired)` → `startServing`).
+///   starts only once the database confirms (`record(.acquired)` → `startServing`);
+/// - once `leaving` (a graceful stop), no heartbeat is written and this node no longer
+///   counts itself live: every Spin it serves is handed over as placement gives it to
+///   another node (or to none, when it was the last), and nothing is acquired.
 ///
 /// The database makes the writes safe where the views of two nodes differ: an
 /// `acquire(spin, e)` succeeds only if the row still has epoch `e - 1` (or there is no
@@ -30,7 +33,8 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
         case expired
         /// The row shows another node or a newer epoch, or a renewal was refused.
         case takenOver
-        /// Placement gives the Spin to another live node (a node joined).
+        /// Placement gives the Spin to another live node (a node joined), or this node
+        /// leaves the cluster.
         case handedOver
     }
 
@@ -76,6 +80,8 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
     package let leaseDuration: Duration
     /// The Spins this node serves now, with their leases.
     package private(set) var held: [String: Held] = [:]
+    /// This node is leaving the cluster: the next `tick` hands every Spin over.
+    package var leaving = false
 
     package init(node: String, leaseDuration: Duration) {
         self.node = node
@@ -91,8 +97,9 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
 
     /// The decisions for `now`, given the database's `view` and the Spins this node hosts.
     package mutating func tick(now: Instant, view: ClusterView<Instant>, spins: [String]) -> [Action] {
-        var actions: [Action] = [.heartbeat]
-        let live = Set(view.liveNodeNames(now: now, leaseDuration: leaseDuration)).union([node])
+        var actions: [Action] = leaving ? [] : [.heartbeat]
+        var live = Set(view.liveNodeNames(now: now, leaseDuration: leaseDuration))
+        if leaving { live.remove(node) } else { live.insert(node) }
         for spin in held.keys.sorted() {
             guard var lease = held[spin] else { continue }
             if let row = view.leases[spin], row.node != node || row.epoch != lease.epoch {
@@ -115,7 +122,7 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
                 actions.append(.renew(spin: spin, epoch: lease.epoch))
             }
         }
-        for spin in spins.sorted() where held[spin] == nil && Placement.owner(of: spin, among: live) == node {
+        for spin in spins.sorted() where !leaving && held[spin] == nil && Placement.owner(of: spin, among: live) == node {
             let row = view.leases[spin]
             if let row, row.isValid(now: now), row.node != node { continue }
             actions.append(.acquire(spin: spin, epoch: (row?.epoch ?? 0) + 1))
@@ -128,6 +135,8 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
         switch write {
         case .acquired(let spin, let epoch, let expiresAt):
             guard now < expiresAt, (held[spin]?.epoch ?? 0) < epoch else { return [] }
+            // Taken while this node began to leave: given back at once.
+            if leaving { return [.release(spin: spin, epoch: epoch)] }
             held[spin] = Held(epoch: epoch, expiresAt: expiresAt)
             return [.startServing(spin: spin, epoch: epoch)]
         case .renewed(let spin, let epoch, let expiresAt):

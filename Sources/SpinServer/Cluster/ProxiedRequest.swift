@@ -14,9 +14,10 @@ import SpinWire
 ///   owner's 101 and the frames after it can be relayed byte for byte both ways.
 ///   Other requests carry `Connection: close`: one proxied request per connection.
 /// - `Via: 1.1 <node>` (RFC 9110 §7.6.3) and `X-Spin-Forwarded-By: <node>` say which
-///   node forwarded it. A node that gets a forwarded request for a Spin it does not
-///   serve answers 503 instead of forwarding again (`ClusterRouting.decide`'s
-///   `forwarded`), so two nodes with different views never bounce a request between them.
+///   nodes forwarded it, in order (`X-Spin-Forwarded-By: a, b` after two hops). A node
+///   sends a request on at most `ClusterRouting.maxHops` times in all (`hops`): past
+///   that it serves it or waits until it can, so that nodes whose views differ for a
+///   moment never pass a request around.
 package struct ProxiedRequest: Sendable, Equatable {
     /// The header that marks a request one node forwarded to another.
     package static let forwardedByHeader = "X-Spin-Forwarded-By"
@@ -40,7 +41,8 @@ package struct ProxiedRequest: Sendable, Equatable {
         }
         let via = request.headers["Via"].map { "\($0), " } ?? ""
         head += "Via: \(via)1.1 \(node)\r\n"
-        head += "\(Self.forwardedByHeader): \(node)\r\n"
+        let forwarders = Self.forwarders(of: request)
+        head += "\(Self.forwardedByHeader): \((forwarders + [node]).joined(separator: ", "))\r\n"
         if webSocket {
             head += "Connection: Upgrade\r\nUpgrade: websocket\r\n"
         } else {
@@ -52,6 +54,17 @@ package struct ProxiedRequest: Sendable, Equatable {
         head += "\r\n"
         self.owner = owner
         bytes = Array(head.utf8) + request.body
+    }
+
+    /// The nodes that sent `request` on so far, first to last (`X-Spin-Forwarded-By`).
+    package static func forwarders(of request: HTTPRequest) -> [String] {
+        request.headers.values(for: forwardedByHeader).flatMap { $0.split(separator: ",") }
+            .map { String($0.trimmingWhitespace()) }.filter { !$0.isEmpty }
+    }
+
+    /// How many times `request` was sent on from node to node already.
+    package static func hops(of request: HTTPRequest) -> Int {
+        request.headers[forwardedByHeader] == nil ? 0 : max(1, forwarders(of: request).count)
     }
 
     /// The hop-by-hop fields of RFC 9110 §7.6.1 (lower case), which a relay never passes

@@ -85,6 +85,7 @@ package final class Metrics: Sendable {
     private let requests = Protected([RequestKey: Counter]())
     /// `spin_proxied_requests_total` by route, made on first use.
     private let proxied = Protected([String: Counter]())
+    private let waitedForMove: Counter
 
     /// A metric's full name and help text, as the registry takes them.
     private static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
@@ -96,6 +97,8 @@ package final class Metrics: Sendable {
         connections = registry.makeGauge(descriptor: Self.named("spin_open_connections", "Open client connections."))
         connectionsLimited = registry.makeCounter(descriptor: Self.named(
             "spin_connections_limited_total", "Times accepting paused because limits.maxConnections connections were open."))
+        waitedForMove = registry.makeCounter(descriptor: Self.named(
+            "spin_cluster_move_waits_total", "Times a request waited for its Spin to move between cluster nodes."))
         var streams: [String: Gauge] = [:]
         for kind in Self.streamKinds {
             streams[kind] = registry.makeGauge(descriptor: Self.named("spin_open_streams", "Open streams by kind."),
@@ -153,6 +156,11 @@ package final class Metrics: Sendable {
 
     package func requestAnswered(route: String, status: Int) {
         requestCounter(route: route, status: status).increment()
+    }
+
+    /// Counts a request that waits for its Spin to move (`spin_cluster_move_waits_total`).
+    package func requestWaitedForMove() {
+        waitedForMove.increment()
     }
 
     /// Counts a request relayed to the node that owns its Spin

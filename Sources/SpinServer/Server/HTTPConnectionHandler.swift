@@ -73,7 +73,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     func didReachAlarm(on connection: Connection) {}
 
     func shutdownRequested(on connection: Connection) {
-        run(machine.shutdownRequested(outputPending: connection.pendingOutputBytes > 0))
+        run(machine.shutdownRequested(now: .now))
     }
 
     func didClose(_ connection: Connection, reason: CloseReason) {
@@ -196,7 +196,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         guard machine.isProcessing else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
-            respond(response, to: request, keepAlive: keepAlive && machine.keepAlive && !response.closesConnection,
+            respond(response, to: request, keepAlive: keepAlive && machine.keepAlive && !response.closesConnection
+                        && !context.router.cluster.isLeaving,
                     started: started)
         case .stream(let source, let upgrade):
             openStream(request, source: source, upgrade: upgrade, started: started)
@@ -338,7 +339,7 @@ extension HTTPConnectionHandler: OwnerRelayDelegate {
 
     func relayKeepsAlive() -> Bool {
         guard let relayed else { return false }
-        return relayed.keepAlive && machine.keepAlive && relayed.request.keepAlive
+        return relayed.keepAlive && machine.keepAlive && relayed.request.keepAlive && !context.router.cluster.isLeaving
     }
 
     func relayWroteHead(status: Int, bytes: Int, mode: OwnerRelay.Mode) -> [UInt8] {

@@ -93,6 +93,13 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
     /// `Connection` header, and not the last of `maxRequestsPerConnection`).
     private var requestKeepsAlive = false
     private(set) var shuttingDown = false
+    /// When an idle connection closes during a graceful shutdown (`shutdownLinger`
+    /// after it began).
+    private var closingAt: Instant?
+    /// How long a connection idle at a graceful shutdown stays open: a request a client
+    /// sent as the shutdown began (on a new connection, or one kept alive) is still on
+    /// its way, and is better answered (with `Connection: close`) than cut off unread.
+    static var shutdownLinger: Duration { .milliseconds(100) }
     /// The peer shut its write side: every complete request is answered, then close.
     private(set) var peerEnded = false
     private(set) var readingPaused = false
@@ -117,7 +124,11 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
     var deadline: ConnectionDeadline<Instant> {
         switch state {
         case .idle(let since, let served):
-            served ? .afterDrain(limits.keepAliveTimeout) : .at(since.advanced(by: limits.headTimeout))
+            if let closingAt {
+                .at(closingAt)
+            } else {
+                served ? .afterDrain(limits.keepAliveTimeout) : .at(since.advanced(by: limits.headTimeout))
+            }
         case .readingHead(let since):
             .at(since.advanced(by: limits.headTimeout))
         case .readingBody(let since, let received):
@@ -259,7 +270,8 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
         switch state {
         case .idle:
             state = .closed
-            return .wait   // nothing was asked: the connection closes without a word
+            // Nothing was asked: the connection closes without a word.
+            return closingAt != nil ? .close : .wait
         case .readingHead:
             state = .closed
             return .timeOut(.head)
@@ -290,15 +302,15 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
         }
     }
 
-    /// The server is shutting down gracefully. `outputPending`: bytes are still leaving.
-    mutating func shutdownRequested(outputPending: Bool) -> Action {
+    /// The server is shutting down gracefully at `now`.
+    mutating func shutdownRequested(now: Instant) -> Action {
         shuttingDown = true
         switch state {
         case .idle:
-            // An idle keep-alive connection: nothing to protect with a lingering close
-            // once its output is gone, so the shutdown does not wait for it.
-            state = .closed
-            return outputPending ? .closeAfterFlush : .close
+            // A request may be on its way: it gets `shutdownLinger` to arrive (and is then
+            // answered with Connection: close); a connection still idle then closes.
+            closingAt = now.advanced(by: Self.shutdownLinger)
+            return .wait
         case .readingHead, .readingBody, .processing, .closed:
             return .wait   // an answer in progress goes out with Connection: close
         case .streaming:

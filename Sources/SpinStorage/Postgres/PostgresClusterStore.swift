@@ -9,9 +9,10 @@ import Glibc
 ///
 /// - One connection runs the lease, heartbeat and outbox statements, one caller at a
 ///   time. A statement that meets a lost connection throws; the next call reconnects.
-/// - Another connection `LISTEN`s on `PostgresSchema.outboxChannel` for `waitForPublish`
-///   (one waiter at a time); it reconnects the same way, and the first wait after a
-///   reconnect returns true at once (a publish may have come while it was away).
+/// - Two more connections `LISTEN`, one on `PostgresSchema.outboxChannel` for
+///   `waitForPublish`, one on `PostgresSchema.clusterChannel` for `waitForChange` (one
+///   waiter at a time each); each reconnects the same way, and the first wait after a
+///   reconnect returns true at once (a notification may have come while it was away).
 /// - Times are the database's `now()` (the transaction's start), read back as `Date`s.
 /// - The outbox keeps an hour of events: `publish` deletes older ones, at most once a
 ///   minute per store. A node that falls more than an hour behind misses events.
@@ -24,10 +25,10 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     private var connection: PostgresConnection?
     private var lastTrim: ContinuousClock.Instant?
     private var closed = false
-    // Guarded by `listenLock`: the listening connection.
-    private let listenLock = NSLock()
-    private var listener: PostgresConnection?
-    /// A pipe whose write end `close` writes to, waking a `waitForPublish` in `poll`.
+    /// The listening connections of `waitForPublish` and `waitForChange`.
+    private let publishes: Listener
+    private let changes: Listener
+    /// A pipe whose write end `close` writes to, waking the waits in `poll`.
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
@@ -41,6 +42,8 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     package init(url: String, connectTimeout: Int = 5) {
         self.url = url
         self.connectTimeout = connectTimeout
+        publishes = Listener(channel: PostgresSchema.outboxChannel)
+        changes = Listener(channel: PostgresSchema.clusterChannel)
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
@@ -55,7 +58,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
         if wakeWrite >= 0 { Glibc.close(wakeWrite) }
     }
 
-    /// Connects both connections and creates or migrates the tables.
+    /// Connects the connections and creates or migrates the tables.
     package func open() throws {
         try locked {
             let connection = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
@@ -64,10 +67,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
             self.connection = connection
             closed = false
         }
-        try listenLock.withLock {
-            listener?.close()
-            listener = try listen()
-        }
+        for listener in [publishes, changes] { try listener.open(url: url, timeoutSeconds: connectTimeout) }
     }
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {
@@ -179,6 +179,19 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
         }
     }
 
+    package func leave(node: String) throws {
+        try withConnection { connection in
+            try connection.transaction {
+                _ = try connection.query("UPDATE spin_nodes SET heartbeat_at = NULL WHERE node = $1", [.text(node)])
+                try connection.execute("NOTIFY \(PostgresSchema.clusterChannel)")
+            }
+        }
+    }
+
+    package func announce() throws {
+        try withConnection { connection in try connection.execute("NOTIFY \(PostgresSchema.clusterChannel)") }
+    }
+
     // MARK: Gear outbox
 
     /// In one transaction: `PostgresSchema.outboxLock` (held to the commit, so the next
@@ -223,36 +236,74 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
         }
     }
 
-    /// Waits on the listening connection. A wait under way when `close` is called, and
-    /// every call after it (until another `open`), throws `Closed`.
+    /// Waits on the outbox's listening connection. A wait under way when `close` is
+    /// called, and every call after it (until another `open`), throws `Closed`.
     package func waitForPublish(timeout: Duration) throws -> Bool {
-        let isClosed = { self.locked { self.closed } }
-        return try listenLock.withLock {
-            guard !isClosed() else { throw Closed() }
-            guard let listener, listener.isConnected else {
-                // Reconnect: publishes may have been missed meanwhile, so report one.
-                listener?.close()
-                self.listener = nil
-                self.listener = try listen()
-                return true
-            }
-            do {
-                let received = try listener.waitForNotifications(timeout: timeout, wake: wakeRead >= 0 ? wakeRead : nil)
-                guard !isClosed() else { throw Closed() }
-                return received > 0
-            } catch let error as Closed {
-                throw error
-            } catch {
-                listener.close()
-                throw error
-            }
-        }
+        try publishes.wait(timeout: timeout, url: url, timeoutSeconds: connectTimeout, wake: wakeRead,
+                           isClosed: { self.locked { self.closed } })
     }
 
-    private func listen() throws -> PostgresConnection {
-        let listener = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
-        try listener.execute("LISTEN \(PostgresSchema.outboxChannel)")
-        return listener
+    /// Waits on the cluster channel's listening connection, as `waitForPublish` does.
+    package func waitForChange(timeout: Duration) throws -> Bool {
+        try changes.wait(timeout: timeout, url: url, timeoutSeconds: connectTimeout, wake: wakeRead,
+                         isClosed: { self.locked { self.closed } })
+    }
+
+    /// One connection that `LISTEN`s on `channel`, with one waiter at a time.
+    private final class Listener: @unchecked Sendable {
+        let channel: String
+        // Guarded by `lock`.
+        private let lock = NSLock()
+        private var connection: PostgresConnection?
+
+        init(channel: String) {
+            self.channel = channel
+        }
+
+        func open(url: String, timeoutSeconds: Int) throws {
+            try lock.withLock {
+                connection?.close()
+                connection = try listen(url: url, timeoutSeconds: timeoutSeconds)
+            }
+        }
+
+        /// True when a notification came within `timeout`, or when the connection had to
+        /// be made again (one may have been missed meanwhile).
+        func wait(timeout: Duration, url: String, timeoutSeconds: Int, wake: Int32, isClosed: () -> Bool) throws -> Bool {
+            try lock.withLock {
+                guard !isClosed() else { throw Closed() }
+                guard let connection, connection.isConnected else {
+                    self.connection?.close()
+                    self.connection = nil
+                    self.connection = try listen(url: url, timeoutSeconds: timeoutSeconds)
+                    return true
+                }
+                do {
+                    let received = try connection.waitForNotifications(timeout: timeout, wake: wake >= 0 ? wake : nil)
+                    guard !isClosed() else { throw Closed() }
+                    return received > 0
+                } catch let error as Closed {
+                    throw error
+                } catch {
+                    connection.close()
+                    throw error
+                }
+            }
+        }
+
+        /// Closes the connection (after `close` woke the waiter, so the lock is free soon).
+        func close() {
+            lock.withLock {
+                connection?.close()
+                connection = nil
+            }
+        }
+
+        private func listen(url: String, timeoutSeconds: Int) throws -> PostgresConnection {
+            let connection = try PostgresConnection(url: url, timeoutSeconds: timeoutSeconds)
+            try connection.execute("LISTEN \(channel)")
+            return connection
+        }
     }
 
     /// The store was closed (`close`, and no `open` since).
@@ -260,7 +311,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
         package var description: String { "the cluster store is closed" }
     }
 
-    /// Closes both connections; a `waitForPublish` under way throws `Closed`, and so
+    /// Closes the connections; a wait under way throws `Closed`, and so
     /// does every later call until another `open`.
     package func close() {
         locked {
@@ -272,12 +323,10 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
-        listenLock.withLock {
-            listener?.close()
-            listener = nil
-            // Empty the pipe, so that a later open waits again.
-            var bytes = [UInt8](repeating: 0, count: 64)
-            while wakeRead >= 0, read(wakeRead, &bytes, bytes.count) > 0 {}
-        }
+        publishes.close()
+        changes.close()
+        // Empty the pipe, so that a later open waits again.
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while wakeRead >= 0, read(wakeRead, &bytes, bytes.count) > 0 {}
     }
 }

@@ -17,6 +17,9 @@ package enum PostgresSchema {
     /// The channel a Gear outbox insert notifies (at its commit).
     package static let outboxChannel = "spin_gear_outbox"
 
+    /// The channel `announce` and `leave` notify: the node or lease rows changed.
+    package static let clusterChannel = "spin_cluster"
+
     /// Migrations by version, in order; version N is `migrations[N - 1]`. Never edit a
     /// released one: add the next.
     package static let migrations: [String] = [

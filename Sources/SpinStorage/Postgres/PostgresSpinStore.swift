@@ -232,10 +232,12 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         try locked { try setClean(false) }
     }
 
+    /// The heartbeat is the lease loop's alone: a node whose server stopped (or has not
+    /// started its lease loop yet) must not look alive to the others' placement.
     private func setClean(_ clean: Bool) throws {
         _ = try live().query("""
-            INSERT INTO spin_nodes (node, heartbeat_at, clean) VALUES ($1, now(), $2)
-            ON CONFLICT (node) DO UPDATE SET heartbeat_at = now(), clean = excluded.clean
+            INSERT INTO spin_nodes (node, clean) VALUES ($1, $2)
+            ON CONFLICT (node) DO UPDATE SET clean = excluded.clean
             """, [.text(node), .bool(clean)])
     }
 
@@ -315,12 +317,14 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     }
 
     /// Reconnects when the connection was lost (taking the server's lock again), then
-    /// makes a small write (this node's heartbeat) to see that the database takes writes.
+    /// makes a small write (this node's row says it is in use, as it already does) to see
+    /// that the database takes writes. It leaves the heartbeat to the lease loop: a node
+    /// that left the cluster must not look alive again.
     package func probe() throws {
         try locked {
             try reconnectIfLost()
             do {
-                _ = try live().query("UPDATE spin_nodes SET heartbeat_at = now() WHERE node = $1", [.text(node)])
+                _ = try live().query("UPDATE spin_nodes SET clean = false WHERE node = $1", [.text(node)])
             } catch {
                 // A broken connection libpq has not noticed yet: the next probe reconnects.
                 if let error = error as? PostgresError, error.isConnectionFailure { connection?.close() }

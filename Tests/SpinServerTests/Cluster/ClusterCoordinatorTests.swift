@@ -43,7 +43,7 @@ import Testing
         let a = coordinator("a", store: store, ledger: ledger)
         a.tickNow()
         #expect(ledger.spins(of: "a") == Self.spins.sorted())
-        #expect(a.routing(of: "spin-3", forwarded: false) == .local)
+        #expect(a.routing(of: "spin-3", hops: 0) == .local)
         #expect(a.servingSpins == Set(Self.spins))
     }
 
@@ -62,12 +62,16 @@ import Testing
         #expect(ledger.spins(of: "b") == expected)
         #expect(ledger.spins(of: "a").count == Self.spins.count - expected.count)
         #expect(ledger.problems.isEmpty)
-        // Each routes the other's Spins to the other, once it read b's leases.
+        // Each routes the other's Spins to the other, once it read b's leases; until then
+        // requests about them wait (the move is under way), they are not refused.
         guard let first = expected.first else { return }
-        #expect(a.routing(of: first, forwarded: false) == .unavailable(retryAfterSeconds: 1))
+        #expect(a.routing(of: first, hops: 0) == .pending)
         a.tickNow()
-        #expect(a.routing(of: first, forwarded: false) == .proxy(node: "b", advertise: "http://b:1"))
-        #expect(a.routing(of: first, forwarded: true) == .unavailable(retryAfterSeconds: 1))
+        #expect(a.routing(of: first, hops: 0) == .proxy(node: "b", advertise: "http://b:1"))
+        #expect(a.routing(of: first, hops: 1) == .proxy(node: "b", advertise: "http://b:1"))
+        #expect(a.routing(of: first, hops: ClusterRouting.maxHops) == .pending)
+        // Every move announced itself: a joining, a's releases, b's acquisitions.
+        #expect(store.announcements >= 3)
     }
 
     @Test func whenANodeDies_TheOtherTakesItsSpins_AfterTheLease() throws {
@@ -93,17 +97,46 @@ import Testing
         #expect(Set(ledger.owners.values) == ["a"])
     }
 
-    @Test func stop_GivesTheLeasesBack_SoTheOthersTakeThemAtOnce() throws {
+    /// Nodes a and b with a 60 s lease, each serving its share.
+    func settledPair() -> (MemoryClusterStore, Ledger, ClusterCoordinator, ClusterCoordinator) {
         let store = MemoryClusterStore()
         let ledger = Ledger()
         let a = coordinator("a", store: store, ledger: ledger, leaseSeconds: 60)
         let b = coordinator("b", store: store, ledger: ledger, leaseSeconds: 60)
         a.tickNow(); b.tickNow(); a.tickNow(); b.tickNow()
+        return (store, ledger, a, b)
+    }
+
+    @Test func stop_GivesTheLeasesBack_SoTheOthersTakeThemAtOnce() throws {
+        let (store, ledger, a, b) = settledPair()
         b.stop()
         #expect(b.servingSpins.isEmpty)
         // b's heartbeat is still young: a waits for placement to give it b's Spins, which
         // happens once b's row goes stale. With the leases released, nothing else waits.
         #expect(Self.spins.allSatisfy { store.lease(of: $0).map { $0.node == "a" || $0.expiresAt <= Date() } ?? true })
+    }
+
+    @Test func leave_HandsEverySpinOver_AndTheOthersTakeThemAtTheirNextLook() throws {
+        let (store, ledger, a, b) = settledPair()
+        let bs = ledger.spins(of: "b")
+        #expect(!bs.isEmpty)
+        // b leaves (SIGTERM); a would look at once, told by b's announcement. (The wait
+        // for a is cut short here: this test ticks a by hand.)
+        let before = store.announcements
+        b.leave(timeout: .milliseconds(1))
+        #expect(b.servingSpins.isEmpty)
+        #expect(store.announcements > before)
+        // Until a took them, requests about them wait at b; they are not refused.
+        #expect(b.routing(of: bs[0], hops: 0) == .pending)
+        a.tickNow()
+        // Not after a lease: b's row no longer says it is alive.
+        #expect(ledger.spins(of: "a") == Self.spins.sorted())
+        #expect(ledger.problems.isEmpty)
+        b.tickNow()
+        #expect(b.routing(of: bs[0], hops: 0) == .proxy(node: "a", advertise: "http://a:1"))
+        // A leaving node takes nothing back, however placement reads.
+        b.tickNow()
+        #expect(b.servingSpins.isEmpty)
     }
 }
 
@@ -177,6 +210,26 @@ final class MemoryClusterStore: ClusterStore, @unchecked Sendable {
         Thread.sleep(forTimeInterval: 0.01)
         return false
     }
+
+    func leave(node: String) throws {
+        lock.withLock {
+            nodes[node]?.heartbeatAt = nil
+            changes += 1
+        }
+    }
+
+    func announce() throws {
+        lock.withLock { changes += 1 }
+    }
+
+    func waitForChange(timeout: Duration) throws -> Bool {
+        Thread.sleep(forTimeInterval: 0.01)
+        return false
+    }
+
+    private var changes = 0
+    /// How many times a node announced a change (`announce`, `leave`).
+    var announcements: Int { lock.withLock { changes } }
 
     func epochs(of spin: String) -> UInt64? { lock.withLock { leases[spin]?.epoch } }
     func lease(of spin: String) -> ClusterRows.Lease? { lock.withLock { leases[spin] } }

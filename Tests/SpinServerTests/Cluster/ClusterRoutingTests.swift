@@ -24,13 +24,19 @@ import Testing
             == .proxy(node: "b", advertise: "http://b.internal:8080"))
     }
 
-    @Test func aSpinWithoutALease_IsUnavailable_ForATick() {
-        #expect(Self.decide(at: 12, nodes: [Self.nodeB]) == .unavailable(retryAfterSeconds: 3))
+    @Test func aSpinWithoutALease_IsPending_ItsPlacedNodeTakesItAtOnce() {
+        #expect(Self.decide(at: 12, nodes: [Self.nodeB]) == .pending)
     }
 
-    @Test func anExpiredLease_IsUnavailable() {
+    @Test func anExpiredOrGivenBackLease_IsPending() {
         let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(11))
-        #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease]) == .unavailable(retryAfterSeconds: 3))
+        #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease]) == .pending)
+    }
+
+    @Test func aLeaseOfANodeThatLeft_IsPending_ItGivesItBackAsItGoes() {
+        let left = View.Node(name: "b", advertise: "http://b.internal:8080", heartbeatAt: nil)
+        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        #expect(Self.decide(at: 12, nodes: [left], leases: [lease]) == .pending)
     }
 
     @Test func anOwnerThatStoppedHeartbeating_IsUnavailable_UntilItsLeaseRunsOut() {
@@ -39,9 +45,10 @@ import Testing
         #expect(Self.decide(at: 19.5, nodes: [Self.nodeB], leases: [lease]) == .unavailable(retryAfterSeconds: 2))
     }
 
-    @Test func aLeaseOfThisNode_NotYetServed_IsUnavailableForASecond() {
+    @Test func aLeaseOfThisNode_NotYetServed_IsPending() {
+        // Recovering from the journal, or being handed over from here.
         let lease = View.Lease(spin: "counter", node: "a", epoch: 1, expiresAt: at(20))
-        #expect(Self.decide(at: 12, leases: [lease]) == .unavailable(retryAfterSeconds: 1))
+        #expect(Self.decide(at: 12, leases: [lease]) == .pending)
     }
 
     @Test func retryAfter_IsWholeSeconds_RoundedUp_AtLeastOne() {
@@ -60,12 +67,16 @@ import Testing
 }
 
 extension ClusterRoutingTests {
-    @Test func aForwardedRequest_IsNeverForwardedAgain() {
+    @Test func aForwardedRequest_IsSentOnOnceMore_ThenServedHereOrWaits() {
         let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
         let view = View(nodes: [Self.nodeB], leases: [lease])
-        #expect(ClusterRouting.decide(spin: "counter", now: at(12), serving: [], view: view, node: "a",
-                                      leaseDuration: Self.lease, forwarded: true) == .unavailable(retryAfterSeconds: 1))
-        #expect(ClusterRouting.decide(spin: "counter", now: at(12), serving: ["counter"], view: view, node: "a",
-                                      leaseDuration: Self.lease, forwarded: true) == .local)
+        func decide(serving: Set<String>, hops: Int) -> ClusterRouting {
+            ClusterRouting.decide(spin: "counter", now: at(12), serving: serving, view: view, node: "a",
+                                  leaseDuration: Self.lease, hops: hops)
+        }
+        // The node that forwarded it handed the Spin over meanwhile: on to the new owner.
+        #expect(decide(serving: [], hops: 1) == .proxy(node: "b", advertise: "http://b.internal:8080"))
+        #expect(decide(serving: [], hops: ClusterRouting.maxHops) == .pending)
+        #expect(decide(serving: ["counter"], hops: ClusterRouting.maxHops) == .local)
     }
 }

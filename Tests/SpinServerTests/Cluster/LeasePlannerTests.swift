@@ -63,6 +63,36 @@ import Testing
         #expect(sim.stopped.allSatisfy { $0.reason == .handedOver && $0.node != "c" })
     }
 
+    @Test func leavingNode_HandsEverySpinOver_AndTheOthersTakeThemAtTheirNextTick() {
+        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        sim.run(Self.three, from: 0, to: 12)
+        sim.stopped.removeAll()
+        let leaving = sim.serving("c")
+        #expect(!leaving.isEmpty)
+        // c leaves at 13 (its row no longer says it is alive: `ClusterStore.leave`).
+        sim.planners["c"]?.leaving = true
+        sim.database.nodes["c"]?.heartbeatAt = nil
+        let actions = sim.tick("c", at: at(13))
+        #expect(!actions.contains(.heartbeat))
+        #expect(actions.filter { if case .release = $0 { true } else { false } }.count == leaving.count)
+        #expect(sim.serving("c").isEmpty)
+        #expect(sim.stopped.allSatisfy { $0.node == "c" && $0.reason == .handedOver })
+        // a and b take them at once, not after c's lease (which would run to 21).
+        _ = sim.tick("a", at: at(13.1))
+        _ = sim.tick("b", at: at(13.1))
+        let placed = sim.placed(among: ["a", "b"])
+        for node in ["a", "b"] {
+            #expect(sim.serving(node) == placed[node] ?? [], "\(node)")
+        }
+        // c acquires nothing while leaving, even a Spin placement would give it.
+        #expect(sim.tick("c", at: at(14)).isEmpty)
+        var planner = LeasePlanner<TestInstant>(node: "c", leaseDuration: .seconds(9))
+        planner.leaving = true
+        #expect(planner.record(.acquired(spin: "late", epoch: 4, expiresAt: at(30)), now: at(14))
+            == [.release(spin: "late", epoch: 4)])
+        #expect(planner.serving.isEmpty)
+    }
+
     @Test func pausedOwner_IsTakenOverWithTheNextEpoch_AndStopsServingWhenItWakes() {
         var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
         sim.run(Self.three, from: 0, to: 12)

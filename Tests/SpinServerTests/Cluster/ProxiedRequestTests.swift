@@ -50,14 +50,21 @@ import Testing
             + "Via: 1.1 node-a\r\nX-Spin-Forwarded-By: node-a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
     }
 
-    @Test func aForwardedHeaderFromTheClient_IsReplaced_AndViaExtended() {
+    @Test func theForwardersAndVia_AreExtendedByEachNode_AndCountTheHops() {
         let request = makeRequest("GET", "/v1/spins/counter", headers: [
-            ("X-Spin-Forwarded-By", "forged"), ("Via", "1.1 edge"),
+            ("X-Spin-Forwarded-By", "node-x"), ("Via", "1.1 edge"),
         ])
+        #expect(ProxiedRequest.hops(of: request) == 1)
         let text = Self.forwarded(request)
         // No Host from the client: the owner's.
         #expect(text.contains("Host: node-b.internal:8081\r\n"))
-        #expect(!text.contains("forged"))
+        #expect(text.contains("X-Spin-Forwarded-By: node-x, node-a\r\n"))
         #expect(text.contains("Via: 1.1 edge, 1.1 node-a\r\n"))
+        #expect(ProxiedRequest.hops(of: makeRequest("GET", "/v1/spins/counter")) == 0)
+        #expect(ProxiedRequest.hops(of: makeRequest("GET", "/v1/spins/counter", headers: [
+            ("X-Spin-Forwarded-By", "a, b")])) == 2)
+        // Present but empty still says it was forwarded once.
+        #expect(ProxiedRequest.hops(of: makeRequest("GET", "/v1/spins/counter", headers: [
+            ("X-Spin-Forwarded-By", "")])) == 1)
     }
 }

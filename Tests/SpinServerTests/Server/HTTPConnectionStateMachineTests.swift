@@ -185,19 +185,25 @@ private func dispatched(_ action: Machine.Action) -> String? {
         #expect(inHead.peerClosed(now: at(0)) == .closeAfterFlush)
     }
 
-    @Test func shutdown_WhileIdle_ClosesAtOnce_OrAfterThePendingOutput() {
+    @Test func shutdown_WhileIdle_WaitsAMomentForARequestOnItsWay_ThenCloses() {
+        let linger = Machine.shutdownLinger
         var idle = makeMachine()
-        #expect(idle.shutdownRequested(outputPending: false) == .close)
+        #expect(idle.shutdownRequested(now: at(5)) == .wait)
+        #expect(idle.deadline == .at(at(5).advanced(by: linger)))
+        #expect(idle.deadlineReached(now: at(5).advanced(by: linger)) == .close)
         #expect(idle.state == .closed)
-        var flushing = makeMachine()
-        #expect(flushing.shutdownRequested(outputPending: true) == .closeAfterFlush)
+        // A request that arrives meanwhile is answered, with Connection: close.
+        var late = makeMachine()
+        _ = late.shutdownRequested(now: at(5))
+        #expect(dispatched(late.received(get("/1"), now: at(5))) == "/1")
+        #expect(!late.keepAlive)
     }
 
     @Test func shutdown_WhileProcessing_AnswersWithConnectionClose() {
         var machine = makeMachine()
         _ = machine.received(get("/1") + get("/2"), now: at(0))
         _ = machine.dispatchReturned(now: at(0))
-        #expect(machine.shutdownRequested(outputPending: false) == .wait)
+        #expect(machine.shutdownRequested(now: at(0)) == .wait)
         #expect(!machine.keepAlive)
         #expect(machine.responseWritten(keepAlive: machine.keepAlive, now: at(1)) == .closeAfterFlush)
     }
@@ -221,7 +227,7 @@ private func dispatched(_ action: Machine.Action) -> String? {
         #expect(machine.deadline == .inactivity(.seconds(120)))
         #expect(machine.received([1, 2, 3], now: at(1)) == .wait)   // the stream's bytes, not HTTP
         #expect(machine.deadlineReached(now: at(121)) == .endIdleStream)
-        #expect(machine.shutdownRequested(outputPending: false) == .shutDownStream)
+        #expect(machine.shutdownRequested(now: at(0)) == .shutDownStream)
         #expect(machine.peerClosed(now: at(122)) == .finishStream)
     }
 
@@ -229,13 +235,13 @@ private func dispatched(_ action: Machine.Action) -> String? {
         var machine = makeMachine()
         _ = machine.received(get("/s", "Upgrade: websocket\r\nConnection: Upgrade\r\n"), now: at(0))
         #expect(machine.streamOpened() == .wait)   // not streaming yet
-        #expect(machine.shutdownRequested(outputPending: false) == .wait)   // the answer is being made
+        #expect(machine.shutdownRequested(now: at(0)) == .wait)   // the answer is being made
         _ = machine.upgraded(now: at(1))
         #expect(machine.streamOpened() == .shutDownStream)
 
         var sse = makeMachine()
         _ = sse.received(get("/s", "Accept: text/event-stream\r\n"), now: at(0))
-        #expect(sse.shutdownRequested(outputPending: false) == .wait)
+        #expect(sse.shutdownRequested(now: at(0)) == .wait)
         sse.startedEventStream(now: at(1))
         #expect(sse.streamOpened() == .shutDownStream)
 

@@ -15,8 +15,8 @@ struct OwnerRelayTests {
     static func startPair() throws -> (a: LoopServer, portA: Int, b: LoopServer, portB: Int) {
         let (b, portB) = try LiveServerTests.start()
         let (a, portA) = try LiveServerTests.start()
-        a.context.router.cluster.route { _, forwarded in
-            forwarded ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        a.context.router.cluster.route { _, hops in
+            hops > 0 ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
         }
         return (a, portA, b, portB)
     }
@@ -96,8 +96,8 @@ struct OwnerRelayTests {
     @Test func aBodyLargerThanTheOutputLimit_ReachesTheOwnerWhole() async throws {
         let (b, portB) = try LiveServerTests.start { $0.limits.maxBodyBytes = 16 << 20 }
         let (a, portA) = try LiveServerTests.start { $0.limits.maxBodyBytes = 16 << 20 }
-        a.context.router.cluster.route { _, forwarded in
-            forwarded ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        a.context.router.cluster.route { _, hops in
+            hops > 0 ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
         }
         // 6 MiB, over a connection's 4 MiB of pending output: an empty batch B refuses
         // (422) only once it has read it all.
@@ -152,8 +152,8 @@ struct OwnerRelayTests {
     @Test func aRelayedStreamWhoseClientStopsReading_IsConflatedByTheOwner() async throws {
         let (b, portB) = try LiveServerTests.start { $0.limits.streamQueue = 8 }
         let (a, portA) = try LiveServerTests.start()
-        a.context.router.cluster.route { _, forwarded in
-            forwarded ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        a.context.router.cluster.route { _, hops in
+            hops > 0 ? .local : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
         }
         let stuck = try RawClient(port: portA, receiveBuffer: 4096)
         #expect(stuck.upgrade("/v1/spins/levels/stream")?.status == 101)
@@ -189,16 +189,17 @@ struct OwnerRelayTests {
         await b.shutdown()
     }
 
-    @Test func aForwardedRequest_IsNeverForwardedAgain() async throws {
+    @Test func aRequest_IsForwardedAtMostMaxHopsTimes() async throws {
         // A and B each believe the other owns the Spin (views that differ for a moment),
-        // and decide as the lease loop does: a forwarded request is served or refused.
+        // and decide as the lease loop does: past `maxHops` a request is served or refused
+        // (here refused, standing in for a wait that runs out).
         let (a, portA) = try LiveServerTests.start()
         let (b, portB) = try LiveServerTests.start()
-        a.context.router.cluster.route { _, forwarded in
-            forwarded ? .unavailable(retryAfterSeconds: 1) : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
+        a.context.router.cluster.route { _, hops in
+            hops >= ClusterRouting.maxHops ? .unavailable(retryAfterSeconds: 1) : .proxy(node: "b", advertise: "http://127.0.0.1:\(portB)")
         }
-        b.context.router.cluster.route { _, forwarded in
-            forwarded ? .unavailable(retryAfterSeconds: 1) : .proxy(node: "a", advertise: "http://127.0.0.1:\(portA)")
+        b.context.router.cluster.route { _, hops in
+            hops >= ClusterRouting.maxHops ? .unavailable(retryAfterSeconds: 1) : .proxy(node: "a", advertise: "http://127.0.0.1:\(portA)")
         }
         let response = try Self.get(portA, "/v1/spins/levels")
         #expect(response?.status == 503)
@@ -242,7 +243,7 @@ struct OwnerRelayTests {
     /// A (relaying everything to `owner`) on port 0.
     static func startRelaying(to owner: String) throws -> (LoopServer, Int) {
         let (a, portA) = try LiveServerTests.start()
-        a.context.router.cluster.route { _, forwarded in forwarded ? .local : .proxy(node: "b", advertise: owner) }
+        a.context.router.cluster.route { _, hops in hops > 0 ? .local : .proxy(node: "b", advertise: owner) }
         return (a, portA)
     }
 

@@ -1,0 +1,174 @@
+"""Planned moves in a cluster of `spin-server` nodes on one PostgreSQL refuse nothing:
+nodes starting one after another (placement moves Spins to each newcomer), a node
+stopped with SIGTERM (it hands its Spins over, then exits 0) and a rolling restart. A
+request that arrives while its Spin is between two nodes waits for the move and is
+then served by the new owner; the only answers are 202s."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+import requests
+
+from test_cluster_nodes import Cluster, database  # noqa: F401 (the fixture)
+from test_postgres import _have_postgres, rows
+
+pytestmark = pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not installed (Debian package postgresql)")
+
+
+class Load:
+    """Threads POSTing `increase` to the counter through a changing set of nodes. Every
+    answer but a 202 is kept; a connection the node refused (it is not listening: it
+    stopped, or not yet started) is counted apart, since no server answered it."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.answers: list[tuple[str, int, str, str]] = []
+        self.not_listening = 0
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def through(self, name: str, node, threads: int = 2) -> None:
+        for _ in range(threads):
+            thread = threading.Thread(target=self.run, args=(name, node), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def run(self, name: str, node) -> None:
+        http = requests.Session()
+        http.trust_env = False
+        url = f"{node.base_url}/v1/spins/counter/events"
+        while not self.stopping.is_set() and node.exit_code is None:
+            try:
+                response = http.post(url, json={"type": "increase"}, timeout=30)
+            except requests.ConnectionError as error:
+                # Refused before anything was sent (the node closed its listener).
+                if "Connection refused" in str(error) or node.process.poll() is not None:
+                    with self.lock:
+                        self.not_listening += 1
+                    return
+                with self.lock:
+                    self.answers.append((name, 0, "connection", repr(error)))
+                continue
+            except requests.RequestException as error:
+                with self.lock:
+                    self.answers.append((name, 0, "timeout", repr(error)))
+                continue
+            with self.lock:
+                if response.status_code == 202:
+                    self.accepted += 1
+                else:
+                    code = response.json().get("error", {}).get("code", "") if response.content else ""
+                    self.answers.append((name, response.status_code, code, response.text[:200]))
+
+    def count(self) -> int:
+        with self.lock:
+            return self.accepted
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=40)
+
+
+def ready(node, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if node.get("/readyz").status_code == 200:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not ready: {node.get('/readyz').text}")
+
+
+def join(cluster, load: Load, name: str) -> None:
+    """Starts node `name` and, once it is ready, sends part of the load through it."""
+    cluster.nodes[name] = cluster.start(name)
+    ready(cluster.nodes[name])
+    load.through(name, cluster.nodes[name])
+
+
+def sequence(cluster, name: str) -> int:
+    return cluster.nodes[name].spin("counter")["sequence"]
+
+
+def test_nodes_starting_one_after_another_refuse_nothing(database, start_server):  # noqa: F811
+    cluster = Cluster(start_server, database.fresh(), ["n1"], "join")
+    ready(cluster.nodes["n1"])
+    base = sequence(cluster, "n1")
+    load = Load()
+    try:
+        load.through("n1", cluster.nodes["n1"])
+        for name in ("n2", "n3"):
+            time.sleep(1)
+            join(cluster, load, name)
+        # Placement settles on the three while the load runs through all of them.
+        time.sleep(3)
+    finally:
+        load.stop()
+    assert load.answers == [], load.answers[:5]
+    assert load.accepted > 50
+    owners = cluster.settle(["n1", "n2", "n3"])
+    # Every 202 is in the journal once: nothing lost, nothing twice.
+    assert sequence(cluster, "n2") == base + load.accepted
+    assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
+    # The counter moved at least once if n2 or n3 owns it now.
+    if owners["counter"] != "n1":
+        assert int(rows(cluster.url, "SELECT epoch FROM spin_leases WHERE spin = 'counter'")) >= 2
+
+
+def test_a_node_stopped_with_sigterm_hands_its_spins_over_and_refuses_nothing(database, start_server):  # noqa: F811
+    cluster = Cluster(start_server, database.fresh(), ["n1", "n2", "n3"], "term")
+    owners = cluster.settle(["n1", "n2", "n3"])
+    victim = owners["counter"]
+    survivors = [name for name in ("n1", "n2", "n3") if name != victim]
+    base = sequence(cluster, survivors[0])
+    load = Load()
+    try:
+        for name in ("n1", "n2", "n3"):
+            load.through(name, cluster.nodes[name])
+        time.sleep(1)
+        node = cluster.nodes[victim]
+        began = time.monotonic()
+        node.process.send_signal(signal.SIGTERM)
+        code = node.process.wait(timeout=30)
+        node.exit_code = code
+        took = time.monotonic() - began
+        assert code == 0, node.log_tail()
+        # The others see it gone at once, not a heartbeat's age later.
+        view = cluster.view(survivors[0])
+        assert [n["live"] for n in view["nodes"] if n["node"] == victim] == [False], view
+        assert cluster.owners(survivors[0])["counter"] in survivors
+        moved_at = load.count()
+        time.sleep(1)
+        assert load.count() > moved_at + 10
+    finally:
+        load.stop()
+    assert took < 10, took
+    assert load.answers == [], load.answers[:5]
+    assert sequence(cluster, survivors[0]) == base + load.accepted
+    assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
+
+
+def test_a_rolling_restart_refuses_nothing(database, start_server):  # noqa: F811
+    cluster = Cluster(start_server, database.fresh(), ["n1", "n2", "n3"], "roll")
+    cluster.settle(["n1", "n2", "n3"])
+    base = sequence(cluster, "n1")
+    load = Load()
+    try:
+        for name in ("n1", "n2", "n3"):
+            load.through(name, cluster.nodes[name])
+        for name in ("n1", "n2", "n3"):
+            time.sleep(1)
+            node = cluster.nodes[name]
+            assert node.terminate() == 0, node.log_tail()
+            join(cluster, load, name)
+        time.sleep(1)
+    finally:
+        load.stop()
+    assert load.answers == [], load.answers[:5]
+    cluster.settle(["n1", "n2", "n3"])
+    assert sequence(cluster, "n1") == base + load.accepted
+    assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
