@@ -67,6 +67,10 @@ package enum PostgresSchema {
             published_at timestamptz NOT NULL DEFAULT now()
         );
         """,
+        // 3: a placeholder for the migration another change adds as version 3.
+        """
+        SELECT 1;
+        """,
     ]
 
     /// The version this server's tables have once migrated.
