@@ -4,7 +4,8 @@ import PackageDescription
 /// The Spin server package, for Linux (SpinNet calls Glibc). See `README.md` for the architecture, the HTTP API and the
 /// stream protocol. Dependency direction (never upward):
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer, SpinCore ← SpinNet
+/// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer,
+/// SpinStorage ← spin-server (the example session's table), SpinCore ← SpinNet
 /// (for `Protected`, the one lock type, and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
 let package = Package(
     name: "spin-server",
@@ -64,7 +65,7 @@ let package = Package(
         // SpinWire's WebSocket codec over SpinNet's blocking client socket.
         .target(name: "SpinClient", dependencies: ["SpinWire", "SpinNet", "SpinCore"]),
         .executableTarget(name: "spin-server", dependencies: [
-            "SpinServer", "SpinExamples", "SpinMachines", "SpinCore",
+            "SpinServer", "SpinExamples", "SpinMachines", "SpinCore", "SpinStorage",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

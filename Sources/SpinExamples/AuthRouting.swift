@@ -4,6 +4,12 @@ import SpinCore
 /// and, when the backend answers unauthorized, pushes `authorizationIssueHappened` into
 /// Gear `auth`; Spin `router` catches it, emits `checkAuthorization` and routes to
 /// `home` or `login` depending on what the session service says.
+///
+/// The two Spins agree through the one `SessionService` they share: in memory when both
+/// run in one process, in a `SessionStore` every server sees when they may run on
+/// different servers of a cluster (spin-server then keeps it in the Spins' PostgreSQL
+/// database), so a logout through `router` makes `feature`'s next load unauthorized on
+/// one server and on many.
 public struct AuthRouting: Sendable {
     /// The events Gear `auth` carries. JSON: `{"type":"authorizationIssueHappened"}`.
     public enum GearEvent: String, TypeTaggedEvent, CaseIterable, Equatable, Sendable {
@@ -145,11 +151,13 @@ public enum Router {
     }
 
     /// Keeps the session in line with the route: `home` has a session, `login` has none
-    /// (this is where `login` and `logout` reach the session service).
+    /// (this is where `login` and `logout` reach the session service). Synchronous and in
+    /// the order of the routes: a session in memory changes at once; one in a
+    /// `SessionStore` has its write queued (`SessionService.start()`), never waited for.
     public static func syncSession(session: SessionService, route: Route) -> Event? {
         switch route {
-        case .home: if !session.isValid { session.start() }
-        case .login: if session.isValid { session.end() }
+        case .home: session.start()
+        case .login: session.end()
         case .launching, .checkingAuthorization: break
         }
         return nil

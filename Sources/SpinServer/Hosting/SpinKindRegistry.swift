@@ -76,7 +76,7 @@ public struct SpinKindRegistry: Sendable {
             guard let kind = table[entry.kind] else {
                 throw HostingError.unknownKind(entry.kind, known: table.keys.sorted())
             }
-            try kind.make(SpinKindContext(entry: entry, host: host, workshop: workshop))
+            try kind.make(SpinKindContext(entry: entry, storage: configuration.storage, host: host, workshop: workshop))
         }
         for gear in configuration.gears {
             guard let made = workshop.gears[gear.name] else { throw HostingError.gearNotMade(gear.name) }
@@ -87,7 +87,8 @@ public struct SpinKindRegistry: Sendable {
     }
 }
 
-/// What a kind's `make` gets for one config entry: its name, its Gear, and where to host.
+/// What a kind's `make` gets for one config entry: its name, its Gear, where the server
+/// keeps its Spins, and where to host.
 public final class SpinKindContext {
     /// The Gears made so far and the values shared per Gear, for one `makeHost`.
     final class Workshop {
@@ -142,11 +143,18 @@ public final class SpinKindContext {
 
     /// The config entry: `name`, `kind` and `gear`.
     public let entry: SpinServerConfiguration.SpinEntry
+    /// Where the server keeps its Spins (the configuration's `storage`): with `persists`
+    /// and the `postgres` backend, the database at `url`, which every node of a cluster
+    /// shares — the place for what Spins on different nodes must see alike (the
+    /// auth-routing example's session).
+    public let storage: SpinServerConfiguration.Storage
     private let spinHost: SpinHost
     private let workshop: Workshop
 
-    init(entry: SpinServerConfiguration.SpinEntry, host: SpinHost, workshop: Workshop) {
+    init(entry: SpinServerConfiguration.SpinEntry, storage: SpinServerConfiguration.Storage, host: SpinHost,
+         workshop: Workshop) {
         self.entry = entry
+        self.storage = storage
         self.spinHost = host
         self.workshop = workshop
     }

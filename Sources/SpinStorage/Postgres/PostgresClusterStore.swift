@@ -82,15 +82,9 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try locked {
             guard !closed else { throw Closed() }
-            let connection = try self.connection ?? PostgresConnection(url: url, timeoutSeconds: connectTimeout)
-            self.connection = connection
-            do {
-                return try body(connection)
-            } catch let error as PostgresError where error.isConnectionFailure || !connection.isConnected {
-                connection.close()
-                self.connection = nil
-                throw error
-            }
+            return try PostgresConnection.reusing(&connection, connect: {
+                try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
+            }, body)
         }
     }
 

@@ -91,6 +91,22 @@ package final class PostgresConnection {
         }
     }
 
+    /// Runs `body` on `connection`, made by `connect` when there is none; a connection
+    /// failure closes it and leaves nil, so that the next call connects again. For a
+    /// store that keeps one connection under its lock.
+    package static func reusing<T>(_ connection: inout PostgresConnection?, connect: () throws -> PostgresConnection,
+                                   _ body: (PostgresConnection) throws -> T) throws -> T {
+        let current = try connection ?? connect()
+        connection = current
+        do {
+            return try body(current)
+        } catch let error as PostgresError where error.isConnectionFailure || !current.isConnected {
+            current.close()
+            connection = nil
+            throw error
+        }
+    }
+
     // MARK: Notifications
 
     /// Waits up to `timeout` for notifications on the channels this session `LISTEN`s to

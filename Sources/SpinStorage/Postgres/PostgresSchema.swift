@@ -70,6 +70,21 @@ package enum PostgresSchema {
             published_at timestamptz NOT NULL DEFAULT now()
         );
         """,
+        // 3: a placeholder for the migration another change adds as version 3.
+        """
+        SELECT 1;
+        """,
+        // 4: the session of the auth-routing example's fake session service, where every
+        // node of a cluster sees it (`PostgresExampleSessions`): a row per Gear name the
+        // example's Spins share, written at each login and logout. No row: the session is
+        // valid (a fresh database, and nodes joining, write nothing).
+        """
+        CREATE TABLE spin_example_sessions (
+            name text PRIMARY KEY,
+            valid boolean NOT NULL,
+            changed_at timestamptz NOT NULL DEFAULT now()
+        );
+        """,
     ]
 
     /// The version this server's tables have once migrated.
