@@ -1,7 +1,7 @@
 import Foundation
 
 /// The sessions of the auth-routing example's fake session service in the Spins'
-/// PostgreSQL database (`spin_example_sessions`, migration 4), so that every node of a
+/// PostgreSQL database (`spin_example_sessions`, migration 3), so that every node of a
 /// cluster sees the same session: one row per name (spin-server names each by the Gear
 /// its `feature` and `router` share). A name without a row has a valid session, so a
 /// fresh database starts with one and a node joining changes nothing.

@@ -70,11 +70,7 @@ package enum PostgresSchema {
             published_at timestamptz NOT NULL DEFAULT now()
         );
         """,
-        // 3: a placeholder for the migration another change adds as version 3.
-        """
-        SELECT 1;
-        """,
-        // 4: the session of the auth-routing example's fake session service, where every
+        // 3: the session of the auth-routing example's fake session service, where every
         // node of a cluster sees it (`PostgresExampleSessions`): a row per Gear name the
         // example's Spins share, written at each login and logout. No row: the session is
         // valid (a fresh database, and nodes joining, write nothing).
