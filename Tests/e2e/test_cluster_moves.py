@@ -5,12 +5,16 @@ request that arrives while its Spin is between two nodes waits for the move and 
 then served by the new owner; the only answers are 202s."""
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
 import threading
 import time
 
 import pytest
 import requests
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from test_cluster_nodes import Cluster, database  # noqa: F401 (the fixture)
 from test_postgres import _have_postgres, rows
@@ -74,6 +78,52 @@ class Load:
             thread.join(timeout=40)
 
 
+class Watcher:
+    """A WebSocket state stream of the counter through one node, in a thread of its own,
+    resuming with `?since=<last sequence>&epoch=<its epoch>` whenever the connection
+    ends; keeps every message and how many connections it took."""
+
+    def __init__(self, node) -> None:
+        self.url = node.base_url.replace("http://", "ws://") + "/v1/spins/counter/stream"
+        self.messages: list[dict] = []
+        self.connections = 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self.run()), daemon=True)
+        self.thread.start()
+
+    async def run(self) -> None:
+        while not self.stopping.is_set():
+            url = self.url
+            if self.messages:
+                last = self.messages[-1]
+                url += f"?since={last['sequence']}&epoch={last['epoch']}"
+            try:
+                async with connect(url, open_timeout=10) as ws:
+                    self.connections += 1
+                    while not self.stopping.is_set():
+                        try:
+                            message = json.loads(await asyncio.wait_for(ws.recv(), 0.5))
+                        except asyncio.TimeoutError:
+                            continue
+                        if message.get("type") in ("snapshot", "state"):
+                            self.messages.append(message)
+            except (ConnectionClosed, OSError, asyncio.TimeoutError):
+                await asyncio.sleep(0.05)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=10)
+
+    def check_continuous(self) -> None:
+        """One snapshot first, then every sequence once, in order, under one epoch."""
+        assert self.messages and self.messages[0]["type"] == "snapshot"
+        assert [m["type"] for m in self.messages[1:]] == ["state"] * (len(self.messages) - 1), \
+            [m for m in self.messages[1:] if m["type"] != "state"][:3]
+        sequences = [m["sequence"] for m in self.messages]
+        assert sequences == list(range(sequences[0], sequences[0] + len(sequences))), sequences[:20]
+        assert len({m["epoch"] for m in self.messages}) == 1
+
+
 def ready(node, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -126,10 +176,14 @@ def test_a_node_stopped_with_sigterm_hands_its_spins_over_and_refuses_nothing(da
     survivors = [name for name in ("n1", "n2", "n3") if name != victim]
     base = sequence(cluster, survivors[0])
     load = Load()
+    # One stream through a node that stays, one through the owner that leaves: both
+    # resume where they were, wherever they reconnect.
+    watchers = [Watcher(cluster.nodes[survivors[0]]), Watcher(cluster.nodes[victim])]
     try:
         for name in ("n1", "n2", "n3"):
             load.through(name, cluster.nodes[name])
         time.sleep(1)
+        watchers[1].url = cluster.nodes[survivors[1]].base_url.replace("http://", "ws://") + "/v1/spins/counter/stream"
         node = cluster.nodes[victim]
         began = time.monotonic()
         node.process.send_signal(signal.SIGTERM)
@@ -146,6 +200,13 @@ def test_a_node_stopped_with_sigterm_hands_its_spins_over_and_refuses_nothing(da
         assert load.count() > moved_at + 10
     finally:
         load.stop()
+        time.sleep(0.5)
+        for watcher in watchers:
+            watcher.stop()
+    for watcher in watchers:
+        watcher.check_continuous()
+        assert watcher.connections >= 2
+        assert watcher.messages[-1]["sequence"] == base + load.accepted
     assert took < 10, took
     assert load.answers == [], load.answers[:5]
     assert sequence(cluster, survivors[0]) == base + load.accepted
