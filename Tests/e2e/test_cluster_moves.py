@@ -16,7 +16,7 @@ import requests
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from test_cluster_nodes import Cluster, database  # noqa: F401 (the fixture)
+from test_cluster_nodes import LEASE_SECONDS, Cluster, database  # noqa: F401 (the fixture)
 from test_postgres import _have_postgres, rows
 
 pytestmark = pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not installed (Debian package postgresql)")
@@ -27,9 +27,12 @@ class Load:
     answer but a 202 is kept; a connection the node refused (it is not listening: it
     stopped, or not yet started) is counted apart, since no server answered it."""
 
-    def __init__(self) -> None:
+    def __init__(self, spin: str = "counter", event: dict | None = None) -> None:
+        self.spin = spin
+        self.event = event or {"type": "increase"}
         self.accepted = 0
-        self.answers: list[tuple[str, int, str, str]] = []
+        # (node, status, code, text, when, Retry-After)
+        self.answers: list[tuple] = []
         self.not_listening = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -44,10 +47,10 @@ class Load:
     def run(self, name: str, node) -> None:
         http = requests.Session()
         http.trust_env = False
-        url = f"{node.base_url}/v1/spins/counter/events"
+        url = f"{node.base_url}/v1/spins/{self.spin}/events"
         while not self.stopping.is_set() and node.exit_code is None:
             try:
-                response = http.post(url, json={"type": "increase"}, timeout=30)
+                response = http.post(url, json=self.event, timeout=30)
             except requests.ConnectionError as error:
                 # Refused before anything was sent (the node closed its listener).
                 if "Connection refused" in str(error) or node.process.poll() is not None:
@@ -55,18 +58,19 @@ class Load:
                         self.not_listening += 1
                     return
                 with self.lock:
-                    self.answers.append((name, 0, "connection", repr(error)))
+                    self.answers.append((name, 0, "connection", repr(error), time.monotonic(), None))
                 continue
             except requests.RequestException as error:
                 with self.lock:
-                    self.answers.append((name, 0, "timeout", repr(error)))
+                    self.answers.append((name, 0, "timeout", repr(error), time.monotonic(), None))
                 continue
             with self.lock:
                 if response.status_code == 202:
                     self.accepted += 1
                 else:
                     code = response.json().get("error", {}).get("code", "") if response.content else ""
-                    self.answers.append((name, response.status_code, code, response.text[:200]))
+                    self.answers.append((name, response.status_code, code, response.text[:200], time.monotonic(),
+                                         response.headers.get("Retry-After")))
 
     def count(self) -> int:
         with self.lock:
@@ -232,4 +236,45 @@ def test_a_rolling_restart_refuses_nothing(database, start_server):  # noqa: F81
     assert load.answers == [], load.answers[:5]
     cluster.settle(["n1", "n2", "n3"])
     assert sequence(cluster, "n1") == base + load.accepted
+    assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
+
+
+def test_a_killed_owner_makes_only_its_spins_unavailable_and_for_at_most_a_lease(database, start_server):  # noqa: F811
+    cluster = Cluster(start_server, database.fresh(), ["n1", "n2", "n3"], "crash")
+    owners = cluster.settle(["n1", "n2", "n3"])
+    victim = owners["counter"]
+    survivors = [name for name in ("n1", "n2", "n3") if name != victim]
+    others = [spin for spin, owner in owners.items() if owner != victim and spin == "levels"]
+    counter = Load()
+    bystander = Load("levels", {"type": "increaseLeft"}) if others else None
+    try:
+        for name in survivors:
+            counter.through(name, cluster.nodes[name])
+            if bystander:
+                bystander.through(name, cluster.nodes[name], threads=1)
+        time.sleep(1)
+        killed_at = time.monotonic()
+        cluster.nodes[victim].kill()
+        deadline = time.monotonic() + LEASE_SECONDS * 5
+        before = counter.count()
+        while time.monotonic() < deadline and counter.count() < before + 20:
+            time.sleep(0.05)
+        assert counter.count() >= before + 20, counter.answers[-3:]
+        time.sleep(0.5)
+    finally:
+        counter.stop()
+        if bystander:
+            bystander.stop()
+    # Only the dead node's Spins refuse, each refusal a 503 with Retry-After (or, for a
+    # POST the dead owner had been sent, 502: it may have been applied), and only until
+    # its lease ran out and the new owner recovered the Spin.
+    for name, status, code, text, when, retry_after in counter.answers:
+        assert (status, code) in {(503, "spin_unavailable"), (502, "proxy_outcome_unknown")}, text
+        assert status == 502 or retry_after is not None
+        assert when - killed_at <= LEASE_SECONDS + 1.5, (when - killed_at, text)
+    if bystander:
+        assert bystander.answers == [], bystander.answers[:3]
+    window = max((when - killed_at for *_, when, _ in counter.answers), default=0)
+    print(f"crash window: {window:.2f} s, {len(counter.answers)} refusals "
+          f"({sum(a[1] == 502 for a in counter.answers)} outcome unknown), lease {LEASE_SECONDS} s")
     assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"

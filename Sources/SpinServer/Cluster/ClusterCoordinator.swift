@@ -241,9 +241,29 @@ package final class ClusterCoordinator: @unchecked Sendable {
         }
         publish()
         report(tickProblem)
+        scheduleTakeover()
         if !settled, placementSettled(now: .now) || startedAt.duration(to: .now) >= leaseDuration {
             settled = true
             onSettled()
+        }
+    }
+
+    /// When the next takeover tick is scheduled (`scheduleTakeover`).
+    private var takeoverAt: ContinuousClock.Instant?
+
+    /// A dead node's Spins are taken the moment its lease and heartbeat run out
+    /// (`LeasePlanner.nextTakeover`), not at the next regular tick.
+    private func scheduleTakeover() {
+        let now = ContinuousClock.now
+        guard let at = planner.nextTakeover(now: now, view: view, spins: spins),
+              now.duration(to: at) < planner.renewalInterval,
+              takeoverAt.map({ at < $0 || $0 <= now }) ?? true else { return }
+        takeoverAt = at
+        let delay = now.duration(to: at) + .milliseconds(20)
+        queue.asyncAfter(deadline: .now() + Self.dispatch(delay)) { [weak self] in
+            guard let self else { return }
+            takeoverAt = nil
+            tick()
         }
     }
 

@@ -47,6 +47,23 @@ import Testing
         }
     }
 
+    @Test func nextTakeover_IsWhenADeadNodesLeaseAndHeartbeatHaveRunOut() {
+        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        sim.run(Self.three, from: 0, to: 12)
+        // c's last heartbeat and renewal were at 12: from 21 its Spins go to a and b.
+        sim.run(["a", "b"], from: 15, to: 15)
+        let view = sim.database.view
+        for node in ["a", "b"] {
+            let planner = sim.planners[node]!
+            #expect(planner.nextTakeover(now: at(15), view: view, spins: Self.spins) == at(21), "\(node)")
+        }
+        // A heartbeat younger than the lease keeps the Spins where they are a while longer.
+        var fresher = view
+        fresher.nodes.removeAll { $0.name == "c" }
+        fresher.nodes.append(View.Node(name: "c", advertise: "http://c:8080", heartbeatAt: at(13)))
+        #expect(sim.planners["a"]!.nextTakeover(now: at(15), view: fresher, spins: Self.spins) == at(22))
+    }
+
     @Test func joiningNode_TakesItsFairShare_ByHandOver() {
         var sim = LeaseSimulation(nodes: ["a", "b"], spins: Self.spins)
         sim.run(["a", "b"], from: 0, to: 12)
