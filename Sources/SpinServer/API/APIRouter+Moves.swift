@@ -19,4 +19,14 @@ extension APIRouter {
             handle(request, matched: matched, trace: trace, moveDeadline: deadline, respond: respond)
         }
     }
+
+    /// Answers `response`, unless its Spin stopped here before applying the request's
+    /// events because it moves to another node (`APIError.reroutable`): then the request
+    /// waits for the move and goes where the Spin runs next.
+    func followMove(of spin: String, _ response: APIResponse, _ request: HTTPRequest,
+                    matched: (route: Route, name: Substring)?, trace: RequestTrace?, deadline: ContinuousClock.Instant?,
+                    respond: @escaping @Sendable (RouteOutcome) -> Void) {
+        guard response.error?.reroutable == true, cluster.routes else { return respond(.respond(response)) }
+        awaitMove(of: spin, request, matched: matched, trace: trace, deadline: deadline, respond: respond)
+    }
 }

@@ -245,13 +245,8 @@ package struct APIRouter: Sendable {
         case .spinEvents:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             postEvents(request, to: spin, trace: trace) { [self] response in
-                // The Spin stopped here before applying them (it moves to another node):
-                // the events go where it runs next.
-                if response.error?.reroutable == true, cluster.routes {
-                    return awaitMove(of: spin.name, request, matched: matched, trace: trace, deadline: moveDeadline,
-                                     respond: respond)
-                }
-                respond(.respond(response))
+                followMove(of: spin.name, response, request, matched: matched, trace: trace, deadline: moveDeadline,
+                           respond: respond)
             }
 
         case .spinResume:
@@ -261,7 +256,10 @@ package struct APIRouter: Sendable {
             if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
                 return fail(refusal)
             }
-            resume(request, spin) { respond(.respond($0)) }
+            resume(request, spin) { [self] response in
+                followMove(of: spin.name, response, request, matched: matched, trace: trace, deadline: moveDeadline,
+                           respond: respond)
+            }
 
         case .spinStream:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
