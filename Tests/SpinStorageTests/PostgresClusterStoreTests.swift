@@ -175,6 +175,35 @@ struct PostgresClusterStoreTests {
         #expect(throws: FencedOut.self) { try store.commit(spin: "t", sync: true) }
     }
 
+    @Test func aDeposedOwnerReopening_DeletesNothingTheNewOwnerCommitted() throws {
+        let (a, b, url) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        let fenceA = LeaseFence(node: "a")
+        let storeA = PostgresSpinStore(url: url, ownership: .shared(node: "a"), fence: fenceA)
+        _ = try FileSpinStoreTests.ready(storeA, spin: "s")
+        defer { storeA.close() }
+        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 0.3))
+        fenceA.serve(spin: "s", epoch: 1)
+        try storeA.append([PostgresSpinStoreTests.record(1)], spin: "s")
+        try storeA.commit(spin: "s", sync: true)
+
+        // a's lease runs out; b takes the Spin and commits record 2 after a's last commit.
+        Thread.sleep(forTimeInterval: 0.6)
+        _ = try #require(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30))
+        let fenceB = LeaseFence(node: "b")
+        fenceB.serve(spin: "s", epoch: 2)
+        let storeB = PostgresSpinStore(url: url, ownership: .shared(node: "b"), fence: fenceB)
+        _ = try FileSpinStoreTests.ready(storeB, spin: "s")
+        defer { storeB.close() }
+        try storeB.append([PostgresSpinStoreTests.record(2)], spin: "s")
+        try storeB.commit(spin: "s", sync: true)
+
+        // a's connection came back (after an outage, say): its reopen is fenced out.
+        #expect(throws: FencedOut.self) { try storeA.reopen(spin: "s") }
+        #expect(try storeB.read(spin: "s", repair: false).records
+            == [PostgresSpinStoreTests.record(1), PostgresSpinStoreTests.record(2)])
+    }
+
     @Test func aTakeoverWaits_ForTheWriteThatHoldsTheLeaseRow() throws {
         let (a, b, url) = try Self.twoNodes()
         defer { a.close(); b.close() }

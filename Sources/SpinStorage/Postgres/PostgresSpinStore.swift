@@ -354,20 +354,32 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// `synchronous_commit` off): the Spin's state holds events the database no longer
     /// has, so it takes no more writes, and `markClean` refuses (the next start gives
     /// the Spin a new epoch).
+    ///
+    /// With a `fence` (a cluster node) this happens only under the lease, checked and
+    /// locked in the same transaction: a node that lost the Spin meanwhile must not
+    /// delete what the new owner committed after its last commit (it throws the
+    /// fence's `FencedOut` and deletes nothing).
     package func reopen(spin: String) throws {
         try locked {
             guard let journal = journals[spin] else { return }
             journal.pending.removeAll()
             let connection = try live()
-            if let expected = journal.committedLast {
-                let found = try connection.query("SELECT max(sequence) FROM spin_journal WHERE spin = $1", [.text(spin)])
-                    .int(0, 0).map { UInt64(bitPattern: $0) }
-                if found.map({ $0 < expected }) ?? true {
-                    journal.lostCommits = true
-                    throw LostCommits(spin: spin, expected: expected, found: found)
+            let cut = { [self] in
+                if let expected = journal.committedLast {
+                    let found = try connection.query("SELECT max(sequence) FROM spin_journal WHERE spin = $1", [.text(spin)])
+                        .int(0, 0).map { UInt64(bitPattern: $0) }
+                    if found.map({ $0 < expected }) ?? true {
+                        journal.lostCommits = true
+                        throw LostCommits(spin: spin, expected: expected, found: found)
+                    }
                 }
+                try deleteRecords(of: spin, after: journal.committedLast, connection)
             }
-            try deleteRecords(of: spin, after: journal.committedLast, connection)
+            guard let fence else { return try cut() }
+            try connection.transaction {
+                try fence.check(spin: spin, connection: connection)
+                try cut()
+            }
         }
     }
 
