@@ -67,7 +67,7 @@ def http_session() -> requests.Session:
 @dataclasses.dataclass
 class Action:
     t: float
-    kind: str          # startup, kill, term, exit, spawn, ready, stop, cont, pg_pause, pg_resume, pg_stop, pg_start
+    kind: str   # spawn, ready, startup, kill, term, exit, stop, cont, pg_pause, pg_resume, pg_restart, pg_start
     node: str | None
     detail: dict
 
@@ -75,10 +75,17 @@ class Action:
 @dataclasses.dataclass
 class Window:
     """A span after a crash in which refusals are allowed (see `Driver.crash_window`)."""
-    kind: str
-    node: str | None
-    start: float
+    crash: Action
     end: float
+
+
+@dataclasses.dataclass
+class Cause:
+    """What a refusal is attributed to: an action (None before start-up), a label for the
+    summary, and whether refusals are allowed there."""
+    action: Action | None
+    label: str
+    allowed: bool
 
 
 class Timeline:
@@ -97,23 +104,23 @@ class Timeline:
         print(f"[{action.t:7.2f}] {kind:<10} {node or '':<3} {extra}", flush=True)
         return action
 
-    def allow(self, kind: str, node: str | None, start: float, end: float) -> None:
-        self.windows.append(Window(kind, node, start, end))
+    def allow(self, crash: Action, end: float) -> None:
+        self.windows.append(Window(crash, end))
 
-    def cause(self, t: float) -> tuple[str, bool]:
-        """What a refusal at `t` is attributed to, and whether it is allowed there: the
-        latest crash whose window holds `t`, else the last action before `t` (a planned
-        move, or a crash whose window has passed: "late")."""
-        holding = [window for window in self.windows if window.start <= t <= window.end]
+    def cause(self, t: float) -> Cause:
+        """What a refusal at `t` is attributed to: the latest crash whose window holds
+        `t` (allowed), else the last action before `t` (a planned move, or a crash whose
+        window has passed: "late")."""
+        holding = [window for window in self.windows if window.crash.t <= t <= window.end]
         if holding:
-            return max(holding, key=lambda window: window.start).kind, True
+            crash = max(holding, key=lambda window: window.crash.t).crash
+            return Cause(crash, crash.kind, True)
         earlier = [action for action in self.actions if action.t <= t]
         if not earlier:
-            return "before start-up", False
-        last = earlier[-1].kind
-        if last in CRASHES or last in ("cont", "pg_resume", "pg_start"):
-            return f"{last} (late)", False
-        return last, False
+            return Cause(None, "before start-up", False)
+        last = earlier[-1]
+        late = last.kind in CRASHES or last.kind in ("cont", "pg_resume", "pg_start")
+        return Cause(last, f"{last.kind} (late)" if late else last.kind, False)
 
 
 # -- PostgreSQL ----------------------------------------------------------------------------
@@ -310,6 +317,7 @@ class Posters:
         self.pause = pause
         self.timeout = timeout
         self.posts: list[Post] = []
+        self.last_trouble = 0.0   # when an answer was last anything but a 202
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self.run, args=(route,), daemon=True) for route in routes]
@@ -329,6 +337,8 @@ class Posters:
             post = post_once(http, node, self.spin, {"type": self.event_type, "id": next(self.ids)}, self.timeout)
             with self.lock:
                 self.posts.append(post)
+                if post.outcome not in ("acked", "unreachable"):
+                    self.last_trouble = post.ended
             time.sleep(self.pause if post.outcome == "acked" else max(self.pause, 0.05))
 
     def stop(self) -> None:
@@ -371,6 +381,7 @@ class StreamReaders:
         self.timeout = timeout
         self.messages: list[StreamMessage] = []
         self.refusals: list[StreamRefusal] = []
+        self.last_trouble = 0.0   # when a handshake was last refused
         self.closes: list[tuple[str, float, str]] = []
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=lambda: asyncio.run(self.follow_all()), daemon=True)
@@ -415,12 +426,42 @@ class StreamReaders:
                     if message.get("type") in ("snapshot", "state"):
                         last = message["sequence"]
         except InvalidStatus as error:
+            self.last_trouble = now()
             self.refusals.append(StreamRefusal(node.name, now(), error.response.status_code,
                                                error.response.headers.get("Retry-After"),
                                                (error.response.body or b"")[:200].decode(errors="replace")))
         except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError) as error:
             self.closes.append((node.name, now(), f"{type(error).__name__}: {error}"[:200]))
         return last
+
+
+class Load:
+    """All of the load: POSTs to `ledger` through every node, Gear traffic through the
+    nodes in turn, a `ledger` stream through every node."""
+
+    def __init__(self, nodes: list[Node], args: argparse.Namespace) -> None:
+        self.nodes = nodes
+        ids = itertools.count(1)
+        self.ledger = Posters("ledger", "add", [[node] for node in nodes for _ in range(args.posters)], ids,
+                              args.pause, args.timeout)
+        self.gear = Posters("sender", "send", [nodes], ids, 0.1, args.timeout)
+        self.streams = StreamReaders(nodes, "ledger", args.timeout)
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.serving.set()
+        for part in (self.ledger, self.gear, self.streams):
+            part.start()
+
+    def stop(self) -> None:
+        for part in (self.ledger, self.gear, self.streams):
+            part.stop()
+
+    def posts(self) -> list[Post]:
+        return self.ledger.posts + self.gear.posts
+
+    def last_refusal(self) -> float:
+        return max(self.ledger.last_trouble, self.gear.last_trouble, self.streams.last_trouble)
 
 
 # -- the driver ------------------------------------------------------------------------------------
@@ -433,13 +474,16 @@ class GracefulStop:
 
 
 class Driver:
-    """Picks a random node and does one chaos action at a time, with steady load between
-    actions; every node is back and serving after each action. Actions are dealt from a
-    shuffled deck holding each once, so a short run still does each kind."""
+    """Picks a random node and does one chaos action at a time; every node is back and
+    serving after each action. The next action waits until the refusals the last one may
+    cause are no longer allowed, plus 1–3 s of steady load, so that each refusal has one
+    cause (a planned move inside a crash's window would pass unseen). Actions are dealt
+    from a shuffled deck holding each once, so a short run still does each kind."""
 
     def __init__(self, nodes: list[Node], database: Database, timeline: Timeline, rng: random.Random,
-                 lease: int, slack: float) -> None:
+                 lease: int, slack: float, last_refusal) -> None:
         self.nodes = nodes
+        self.last_refusal = last_refusal   # () -> the time a client last got anything but a 202
         self.database = database
         self.timeline = timeline
         self.rng = rng
@@ -452,7 +496,8 @@ class Driver:
     def run(self, until: float) -> None:
         deck: list[str] = []
         while True:
-            self.sleep_until(min(until, now() + self.rng.uniform(2, 5)))
+            self.wait_for_quiet(until)
+            self.restart_the_dead()
             if now() >= until:
                 return
             if not deck:
@@ -466,25 +511,36 @@ class Driver:
     def sleep_until(t: float) -> None:
         time.sleep(max(0.0, t - now()))
 
-    def crash_window(self, kind: str, node: str | None, start: float, back: float) -> None:
-        """Refusals are allowed from the crash at `start` until one lease (plus slack)
-        after it, and after a pause until the slack after `back` (the paused thing runs
-        again): a woken node answers what waited for it and finds its leases gone; a
-        database back from a pause or restart lets the nodes renew or retake their leases."""
-        end = start + self.lease + self.slack
-        if kind == "stop":
+    def crash_window(self, crash: Action, back: float) -> None:
+        """Refusals are allowed from the crash until one lease (plus slack) after it, and
+        after a pause until the slack after `back` (the paused thing runs again): a woken
+        node answers what waited for it and finds its leases gone; a database back from a
+        pause or restart lets the nodes renew or retake their leases."""
+        end = crash.t + self.lease + self.slack
+        if crash.kind == "stop":
             end = max(end, back + self.slack)
-        elif kind != "kill":
+        elif crash.kind != "kill":
             end = back + self.lease + self.slack
-        self.timeline.allow(kind, node, start, end)
+        self.timeline.allow(crash, end)
+
+    def wait_for_quiet(self, until: float) -> None:
+        """Until every crash window has closed and no client saw a refusal for 2 s (at
+        most 20 s more: a cluster that keeps refusing is reported, not waited for), then
+        1–3 s of steady load."""
+        self.sleep_until(min(until, max([now(), *(window.end for window in self.timeline.windows)])))
+        deadline = min(until, now() + 20)
+        while now() < deadline and now() - self.last_refusal() < 2:
+            time.sleep(0.2)
+        self.sleep_until(min(until, now() + self.rng.uniform(1, 3)))
 
     def kill(self, node: Node) -> None:
         node.serving.clear()
         node.send(signal.SIGKILL)
         killed = self.timeline.log("kill", node.name)
         node.wait_exit(10)
-        self.crash_window("kill", node.name, killed.t, killed.t)
-        time.sleep(self.rng.uniform(0.5, self.lease))
+        self.crash_window(killed, killed.t)
+        # Back once the crash's window is over: the join is a planned move of its own.
+        self.sleep_until(self.timeline.windows[-1].end + self.rng.uniform(0, 1))
         self.restart(node)
 
     def term(self, node: Node) -> None:
@@ -500,6 +556,17 @@ class Driver:
         self.timeline.log("exit", node.name, code=code, seconds=f"{seconds:.2f}")
         time.sleep(self.rng.uniform(0.5, 2))
         self.restart(node)
+
+    def restart_the_dead(self) -> None:
+        """A node that exited without being told to is a failure; it is started again
+        so that the run goes on."""
+        for node in self.nodes:
+            if node.serving.is_set() and not node.running():
+                node.serving.clear()
+                self.timeline.log("died", node.name, code=node.process.returncode)
+                self.problems.append(f"{node.name} exited by itself with {node.process.returncode} "
+                                     f"(see {node.log_path})")
+                self.restart(node)
 
     def restart(self, node: Node) -> None:
         for attempt in range(3):
@@ -525,7 +592,7 @@ class Driver:
         time.sleep(self.lease + self.rng.uniform(1, 2))
         node.send(signal.SIGCONT)
         woken = self.timeline.log("cont", node.name)
-        self.crash_window("stop", node.name, stopped.t, woken.t)
+        self.crash_window(stopped, woken.t)
 
     def pg_pause(self, _node: Node) -> None:
         self.database.pause()
@@ -533,15 +600,15 @@ class Driver:
         time.sleep(self.rng.uniform(0.5, 2))
         self.database.resume()
         resumed = self.timeline.log("pg_resume")
-        self.crash_window("pg_pause", None, paused.t, resumed.t)
+        self.crash_window(paused, resumed.t)
 
     def pg_restart(self, _node: Node) -> None:
-        stopped = self.timeline.log("pg_stop")
+        stopped = self.timeline.log("pg_restart")
         self.database.stop()
         time.sleep(self.rng.uniform(0.5, 2))
         self.database.start()
         started = self.timeline.log("pg_start")
-        self.crash_window("pg_restart", None, stopped.t, started.t)
+        self.crash_window(stopped, started.t)
 
 
 # -- the end of the run -------------------------------------------------------------------------
@@ -595,6 +662,21 @@ def stop_all(nodes: list[Node], timeline: Timeline) -> list[GracefulStop]:
 
 # -- checks ----------------------------------------------------------------------------------------
 
+CHECKS = (
+    "ledger: acknowledged events exactly once",
+    "sender: acknowledged events exactly once",
+    "streams without gaps or duplicates",
+    "streams show what the journal holds",
+    "no refusal in a planned move, none late after a crash",
+    "every refusal a 503 with Retry-After",
+    "never a hang",
+    "Gear events at most once, and only of journaled events",
+    "final state equal on every node",
+    "graceful stops exit 0",
+    "nodes run until stopped and start again",
+)
+
+
 class Report:
     """Failed checks (each a line) and notes (flagged, not failures), capped per check."""
 
@@ -613,13 +695,20 @@ class Report:
         return sum(len(lines) for lines in self.failures.values())
 
     def print(self, limit: int = 8) -> None:
-        for title, groups in (("FAILED", self.failures), ("flagged", self.notes)):
-            for check, lines in groups.items():
-                print(f"{title}: {check}: {len(lines)}")
-                for line in lines[:limit]:
-                    print(f"    {line}")
-                if len(lines) > limit:
-                    print(f"    ... {len(lines) - limit} more")
+        for check in CHECKS:
+            lines = self.failures.get(check, [])
+            print(f"{'FAILED' if lines else 'ok    '} {check}" + (f": {len(lines)}" if lines else ""))
+            self.print_lines(lines, limit)
+        for check, lines in self.notes.items():
+            print(f"flagged {check}: {len(lines)}")
+            self.print_lines(lines, limit)
+
+    @staticmethod
+    def print_lines(lines: list[str], limit: int) -> None:
+        for line in lines[:limit]:
+            print(f"    {line}")
+        if len(lines) > limit:
+            print(f"    ... {len(lines) - limit} more")
 
 
 def ids_by_sequence(journal: list[tuple[int, dict]]) -> dict[int, int | None]:
@@ -655,36 +744,61 @@ def check_ids(report: Report, spin: str, posts: list[Post], journal: list[tuple[
                                f"{post.ended:.2f} yet journaled at {found}")
 
 
-def check_answers(report: Report, posts: list[Post], stream_refusals: list[StreamRefusal],
-                  timeline: Timeline) -> dict[str, collections.Counter[str]]:
-    """Every answer that is not a 202 (and every stream refused at the handshake): a 503
-    with Retry-After, within a crash's window; never a hang. Returns the refusals (and
-    unknown outcomes) by cause, "allowed" (in a crash's window) and "violations"."""
-    by_cause = {"allowed": collections.Counter(), "violations": collections.Counter()}
+@dataclasses.dataclass
+class Trouble:
+    """An answer that was not a 202 (POST), or a stream refused at its handshake."""
+    t: float
+    what: str          # which request, through which node
+    answer: str        # outcome, status and code, for the summary
+    outcome: str       # refused, unknown or hang (Post.outcome); refused for a stream
+    proper: bool       # a refusal that is a 503 with Retry-After (unknown outcomes: True)
+    detail: str
+
+
+def troubles(posts: list[Post], stream_refusals: list[StreamRefusal]) -> list[Trouble]:
+    found = []
     for post in posts:
         if post.outcome in ("acked", "unreachable"):
             continue
-        cause, allowed = timeline.cause(post.ended)
-        what = f"{post.spin} id {post.id} via {post.node} at {post.ended:.2f}"
         answer = f"{post.outcome} {post.status} {post.code}" if post.status else post.outcome
-        by_cause["allowed" if allowed and post.outcome != "hang" else "violations"][f"{cause}: {answer}"] += 1
-        if post.outcome == "hang":
-            report.fail("never a hang", f"{what}: {post.detail} ({cause})")
-        elif post.outcome == "refused" and (post.status != 503 or not post.retry_after):
-            report.fail("every refusal a 503 with Retry-After",
-                        f"{what}: {post.status} {post.code} Retry-After={post.retry_after} ({cause}) {post.detail}")
-        if post.outcome != "hang" and not allowed:
-            report.fail("no refusal in a planned move, none late after a crash",
-                        f"{what}: {post.outcome} {post.status} {post.code} after {cause}")
+        proper = post.outcome != "refused" or (post.status == 503 and bool(post.retry_after))
+        detail = f"Retry-After={post.retry_after} {post.detail}" if post.outcome == "refused" else post.detail
+        found.append(Trouble(post.ended, f"{post.spin} id {post.id} via {post.node} at {post.ended:.2f}", answer,
+                             post.outcome, proper, detail))
     for refusal in stream_refusals:
-        cause, allowed = timeline.cause(refusal.t)
-        by_cause["allowed" if allowed else "violations"][f"{cause}: stream refused {refusal.status}"] += 1
-        what = f"stream via {refusal.node} at {refusal.t:.2f}: {refusal.status} Retry-After={refusal.retry_after}"
-        if refusal.status != 503 or not refusal.retry_after:
-            report.fail("every refusal a 503 with Retry-After", f"{what} ({cause}) {refusal.detail}")
-        if not allowed:
-            report.fail("no refusal in a planned move, none late after a crash", f"{what} after {cause}")
-    return by_cause
+        found.append(Trouble(refusal.t, f"stream via {refusal.node} at {refusal.t:.2f}",
+                             f"stream refused {refusal.status}", "refused",
+                             refusal.status == 503 and bool(refusal.retry_after),
+                             f"Retry-After={refusal.retry_after} {refusal.detail}"))
+    return sorted(found, key=lambda trouble: trouble.t)
+
+
+def check_answers(report: Report, found: list[Trouble], timeline: Timeline) -> dict:
+    """Every answer that is not a 202, and every stream refused at its handshake: a 503
+    with Retry-After, within a crash's window; never a hang. Returns them counted by
+    cause, "allowed" (in a crash's window) and "violations", and per action of the driver
+    (how many, and until how long after the action)."""
+    by_cause = {"allowed": collections.Counter(), "violations": collections.Counter()}
+    by_action: dict[int, dict] = {}
+    for trouble in found:
+        cause = timeline.cause(trouble.t)
+        allowed = cause.allowed and trouble.outcome != "hang"
+        by_cause["allowed" if allowed else "violations"][f"{cause.label}: {trouble.answer}"] += 1
+        if cause.action is not None:
+            entry = by_action.setdefault(id(cause.action), {"t": round(cause.action.t, 2), "action": cause.label,
+                                                            "node": cause.action.node, "count": 0})
+            entry["count"] += 1
+            entry["until_s"] = round(trouble.t - cause.action.t, 2)
+        if trouble.outcome == "hang":
+            report.fail("never a hang", f"{trouble.what}: {trouble.detail} (after {cause.label})")
+        elif not trouble.proper:
+            report.fail("every refusal a 503 with Retry-After",
+                        f"{trouble.what}: {trouble.answer} (after {cause.label}) {trouble.detail}")
+        if trouble.outcome != "hang" and not cause.allowed:
+            report.fail("no refusal in a planned move, none late after a crash",
+                        f"{trouble.what}: {trouble.answer} after {cause.label}")
+    return {"by_cause": {kind: dict(sorted(counts.items())) for kind, counts in by_cause.items()},
+            "by_action": sorted(by_action.values(), key=lambda entry: entry["t"])}
 
 
 def check_streams(report: Report, messages: list[StreamMessage], journal: list[tuple[int, dict]]) -> dict[str, int]:
@@ -732,16 +846,22 @@ def check_streams(report: Report, messages: list[StreamMessage], journal: list[t
     return dict(counts)
 
 
-def check_gear(report: Report, sends: list[tuple[int, dict]], receives: list[tuple[int, dict]]) -> dict[str, int]:
+def check_gear(report: Report, posts: list[Post], sends: list[tuple[int, dict]],
+               receives: list[tuple[int, dict]]) -> dict[str, int]:
     """Each Gear event the sender journaled reaches the receiver at most once (a Spin
-    changing owner may miss one, as README says); nothing arrives that was not sent."""
+    changing owner may miss one, as README says); none of a send the sender did not
+    journal (one answered "nothing was applied", say) arrives."""
+    check = "Gear events at most once, and only of journaled events"
+    answers = {post.id: f"{post.outcome} {post.status or ''} {post.code} via {post.node} at {post.ended:.2f}"
+               for post in posts}
     sent = {as_id(event.get("id")) for _, event in sends}
     received = collections.Counter(as_id(event.get("id")) for _, event in receives)
     for identifier, times in received.items():
         if times > 1:
-            report.fail("Gear events delivered at most once", f"id {identifier} received {times} times")
+            report.fail(check, f"id {identifier} received {times} times")
         if identifier not in sent:
-            report.fail("Gear events delivered at most once", f"id {identifier} received but never sent")
+            report.fail(check, f"id {identifier} received, but the sender did not journal it (its POST: "
+                               f"{answers.get(identifier, 'none')})")
     return {"gear_sent": len(sent), "gear_delivered": len(set(received) & sent),
             "gear_missed": len(sent - set(received))}
 
@@ -786,7 +906,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--posters", type=int, default=2, help="POST threads per node (default 2)")
     parser.add_argument("--pause", type=float, default=0.02, help="seconds each POST thread waits between POSTs")
     parser.add_argument("--timeout", type=float, default=15.0, help="client timeout: no answer by then is a hang")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, records, database)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (node logs, records) when every check passed too")
     return parser.parse_args()
 
 
@@ -808,20 +928,10 @@ def main() -> int:
         report, summary = run(args, seed, database, nodes)
     except RuntimeError as error:
         print(f"chaos: could not run: {error}", file=sys.stderr)
-        for node in nodes:
-            print(f"--- {node.log_path} (tail)\n" + "\n".join(node.log_path.read_text(errors="replace").splitlines()[-15:])
-                  if node.log_path.exists() else "", file=sys.stderr)
+        print_log_tails(nodes)
         return 2
     finally:
-        database.resume()
-        for node in nodes:
-            if node.running():
-                node.send(signal.SIGCONT)
-                node.send(signal.SIGKILL)
-                node.wait_exit(10)
-        database.remove()
-        if not args.keep:
-            shutil.rmtree(workdir / "pg", ignore_errors=True)
+        tear_down(database, nodes)
     report.print()
     print_summary(summary)
     if report.failed == 0 and not args.keep:
@@ -831,70 +941,86 @@ def main() -> int:
     return 1 if report.failed else 0
 
 
+def tear_down(database: Database, nodes: list[Node]) -> None:
+    """Whatever still runs is killed (a paused process woken first); the database goes."""
+    database.resume()
+    for node in nodes:
+        if node.running():
+            node.send(signal.SIGCONT)
+            node.send(signal.SIGKILL)
+            node.wait_exit(10)
+    database.remove()
+
+
+def print_log_tails(nodes: list[Node], lines: int = 15) -> None:
+    for node in nodes:
+        if node.log_path.exists():
+            tail = node.log_path.read_text(errors="replace").splitlines()[-lines:]
+            print(f"--- {node.log_path} (last {lines} lines)", *tail, sep="\n", file=sys.stderr)
+
+
 def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Node]) -> tuple[Report, dict]:
+    """Starts the nodes, runs the load and the driver, stops everything and checks."""
     timeline = Timeline()
-    for node in nodes:
-        timeline.log("spawn", node.name)
-        node.spawn()
-    for node in nodes:
-        node.wait_ready()
-        timeline.log("ready", node.name)
+    start_cluster(nodes, timeline)
     start_epochs = database.lease_epochs()
     timeline.log("startup", epochs=sum(start_epochs.values()))
-    ids = itertools.count(1)
-    ledger = Posters("ledger", "add", [[node] for node in nodes for _ in range(args.posters)], ids,
-                     args.pause, args.timeout)
-    gear = Posters("sender", "send", [nodes], ids, 0.1, args.timeout)
-    streams = StreamReaders(nodes, "ledger", args.timeout)
-    for node in nodes:
-        node.serving.set()
-    for load in (ledger, gear, streams):
-        load.start()
-    driver = Driver(nodes, database, timeline, random.Random(seed), args.lease, args.slack)
+    load = Load(nodes, args)
+    driver = Driver(nodes, database, timeline, random.Random(seed), args.lease, args.slack, load.last_refusal)
+    load.start()
     began = now()
     time.sleep(args.calm)
     driver.run(until=began + args.duration - args.calm)
     Driver.sleep_until(max(now() + args.calm, began + args.duration))
-    for load in (ledger, gear, streams):
-        load.stop()
+    load.stop()
     loaded = now() - began
     timeline.log("load stopped", seconds=f"{loaded:.1f}")
     final = settle(nodes)
     end_epochs = database.lease_epochs()
     final_stops = stop_all(nodes, timeline)
     journals = {spin: database.journal(spin) for spin in SPINS}
-    save_records(nodes[0].log_path.parent, timeline, ledger.posts + gear.posts, streams.messages)
+    save_records(nodes[0].log_path.parent, timeline, load.posts(), load.streams.messages)
 
     report = Report()
     for problem in driver.problems:
-        report.fail("nodes start again", problem)
-    check_ids(report, "ledger", ledger.posts, journals["ledger"])
-    check_ids(report, "sender", gear.posts, journals["sender"])
-    refusals = check_answers(report, ledger.posts + gear.posts, streams.refusals, timeline)
-    stream_counts = check_streams(report, streams.messages, journals["ledger"])
-    gear_counts = check_gear(report, journals["sender"], journals["receiver"])
+        report.fail("nodes run until stopped and start again", problem)
+    check_ids(report, "ledger", load.ledger.posts, journals["ledger"])
+    check_ids(report, "sender", load.gear.posts, journals["sender"])
+    refusals = check_answers(report, troubles(load.posts(), load.streams.refusals), timeline)
+    stream_counts = check_streams(report, load.streams.messages, journals["ledger"])
+    gear_counts = check_gear(report, load.gear.posts, journals["sender"], journals["receiver"])
     check_final(report, final, journals["ledger"])
     check_graceful(report, driver.graceful + final_stops)
-    posts = ledger.posts + gear.posts
     summary = {
         "seed": seed, "duration_s": round(loaded, 1), "lease_s": args.lease,
-        "events_acked": sum(post.outcome == "acked" for post in ledger.posts),
-        "posts": len(posts),
-        "outcomes": dict(collections.Counter(post.outcome for post in posts)),
-        "unknown_applied": unknown_applied(posts, journals),
+        "events_acked": sum(post.outcome == "acked" for post in load.ledger.posts),
+        "posts": len(load.posts()),
+        "outcomes": dict(collections.Counter(post.outcome for post in load.posts())),
+        "unknown_applied": unknown_applied(load.posts(), journals),
         # A lease's epoch is 1 at the first take and grows by one at each move.
         "moves": sum(end_epochs.values()) - len(end_epochs),
         "moves_before_load": sum(start_epochs.values()) - len(start_epochs),
         "kills": driver.counts["kill"], "terms": driver.counts["term"], "stops": driver.counts["stop"],
         "pg_pauses": driver.counts["pg_pause"], "pg_restarts": driver.counts["pg_restart"],
-        "refusals": {kind: dict(sorted(counts.items())) for kind, counts in refusals.items()},
+        "refusals": refusals["by_cause"],
+        "refusals_by_action": refusals["by_action"],
         "graceful_stops": [dataclasses.asdict(stop) for stop in driver.graceful + final_stops],
-        "streams": stream_counts | {"closes": len(streams.closes), "refused": len(streams.refusals)},
+        "streams": stream_counts | {"closes": len(load.streams.closes), "refused": len(load.streams.refusals)},
         **gear_counts,
         "failed_checks": {check: len(lines) for check, lines in report.failures.items()},
         "passed": report.failed == 0,
     }
     return report, summary
+
+
+def start_cluster(nodes: list[Node], timeline: Timeline) -> None:
+    """All three at once, as a deployment starts them; returns once each is ready."""
+    for node in nodes:
+        timeline.log("spawn", node.name)
+        node.spawn()
+    for node in nodes:
+        node.wait_ready()
+        timeline.log("ready", node.name)
 
 
 def unknown_applied(posts: list[Post], journals: dict[str, list[tuple[int, dict]]]) -> dict[str, int]:
@@ -915,12 +1041,16 @@ def save_records(directory: Path, timeline: Timeline, posts: list[Post], message
 
 def print_summary(summary: dict) -> None:
     print(f"chaos summary: {summary['duration_s']} s of load, {summary['events_acked']} ledger events acknowledged, "
-          f"{summary['moves']} moves ({summary['moves_before_load']} before the load), {summary['kills']} kills, {summary['terms']} SIGTERMs, {summary['stops']} "
-          f"SIGSTOPs, {summary['pg_pauses']} PostgreSQL pauses, {summary['pg_restarts']} PostgreSQL restarts")
+          f"{summary['moves']} moves ({summary['moves_before_load']} before the load), {summary['kills']} kills, "
+          f"{summary['terms']} SIGTERMs, {summary['stops']} SIGSTOPs, {summary['pg_pauses']} PostgreSQL pauses, "
+          f"{summary['pg_restarts']} PostgreSQL restarts")
     print(f"  outcomes: {summary['outcomes']}; unknown outcomes {summary['unknown_applied']}")
     for kind, counts in summary["refusals"].items():
         for cause, count in counts.items():
             print(f"  {kind}: {count} x {cause}")
+    for entry in summary["refusals_by_action"]:
+        print(f"  after {entry['action']} {entry['node'] or ''} at {entry['t']}: {entry['count']} refused or unknown, "
+              f"the last {entry['until_s']} s after it")
     for stop in summary["graceful_stops"]:
         print(f"  graceful stop {stop['node']}: exit {stop['exit_code']} in {stop['seconds']:.2f} s")
     print(f"  streams: {summary['streams']}")
