@@ -261,7 +261,7 @@ class Node:
 
 # -- load: POSTs ---------------------------------------------------------------------------------
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)   # a long run keeps hundreds of thousands
 class Post:
     """One POST and what came of it. outcome: acked (202), refused (an answer that
     promises nothing was applied), unknown (502 proxy_outcome_unknown, or the connection
@@ -349,7 +349,7 @@ class Posters:
 
 # -- load: state streams ----------------------------------------------------------------------
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class StreamMessage:
     node: str
     connection: int      # counts the connections of this node's reader
@@ -569,7 +569,7 @@ class Driver:
                 self.restart(node)
 
     def restart(self, node: Node) -> None:
-        for attempt in range(3):
+        for _ in range(3):
             self.timeline.log("spawn", node.name)
             node.spawn()
             try:
