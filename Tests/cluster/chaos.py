@@ -5,7 +5,7 @@ database; at the end it checks what clients were promised (Tests/cluster/README.
 
 Load: POSTs of `{"type":"add","id":N}` to Spin `ledger` through every node (each id
 used once), a state stream of `ledger` through every node (resumed with `?since=`),
-and Gear traffic (`sender` passes each `send` on Gear `relay` to `receiver`).
+and Gear traffic (`sender` passes each `send` on Gear `relay` to `listener`).
 
     python3 Tests/cluster/chaos.py --duration 80 --seed 7
 
@@ -43,7 +43,7 @@ from spin_e2e import clean_environment, free_port, server_binary  # noqa: E402
 PG = REPO / "Tests" / "postgres" / "pg.sh"
 CONFIG = HERE / "chaos-config.json"
 NODE_NAMES = ("n1", "n2", "n3")
-SPINS = ("ledger", "sender", "receiver")
+SPINS = ("ledger", "sender", "listener")   # placed on n1, n2, n3 at start (README "Clusters")
 ACTIONS = ("kill", "term", "stop", "pg_pause", "pg_restart")
 # Actions after which refusals are allowed for a while (a crash, a paused process, a
 # database outage); every other action is a planned move, which must refuse nothing.
@@ -177,19 +177,75 @@ class Database:
                 pass
         self.paused = []
 
-    def query(self, sql: str) -> list[list[str]]:
+    def query(self, sql: str, timeout: float = 60) -> list[list[str]]:
+        """Rows of `sql` through psql; raises subprocess.SubprocessError when the database
+        does not answer (stopped, or paused: then after `timeout`)."""
         output = subprocess.run(["psql", "-X", "-At", "-F", "\t", self.url, "-c", sql], check=True,
-                                capture_output=True, text=True, timeout=60).stdout
+                                capture_output=True, text=True, timeout=timeout,
+                                env=os.environ | {"PGCONNECT_TIMEOUT": "3"}).stdout
         return [line.split("\t") for line in output.splitlines() if line]
 
-    def journal(self, spin: str) -> list[tuple[int, dict]]:
-        """(sequence, event) of every journaled event of `spin`, in order."""
+    def journal(self, spin: str, after: int = 0, timeout: float = 60) -> list[tuple[int, dict]]:
+        """(sequence, event) of the journaled events of `spin` after `after`, in order."""
         rows = self.query(f"SELECT sequence, encode(event, 'hex') FROM spin_journal WHERE spin = '{spin}' "
-                          "ORDER BY sequence")
+                          f"AND sequence > {after} ORDER BY sequence", timeout)
         return [(int(sequence), json.loads(bytes.fromhex(event))) for sequence, event in rows]
 
     def lease_epochs(self) -> dict[str, int]:
         return {spin: int(epoch) for spin, epoch in self.query("SELECT spin, epoch FROM spin_leases")}
+
+
+class JournalTap:
+    """Reads each Spin's new journal rows every few seconds while the load runs: the
+    nodes compact their journals (`storage.retainEvents`, 10000 by default, deletes older
+    rows), and the checks need every event ever committed. The last `overlap` rows are
+    read again each time, so that a committed row that changes is seen."""
+
+    def __init__(self, database: Database, spins: tuple[str, ...], interval: float = 3, overlap: int = 2000) -> None:
+        self.database = database
+        self.interval = interval
+        self.overlap = overlap
+        self.seen: dict[str, dict[int, dict]] = {spin: {} for spin in spins}
+        self.changed: list[str] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=90)
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.interval):
+            self.read()
+
+    def read(self) -> None:
+        for spin, seen in self.seen.items():
+            try:
+                rows = self.database.journal(spin, after=max(seen, default=0) - self.overlap, timeout=10)
+            except subprocess.SubprocessError:
+                return   # the driver stopped or paused the database: next time
+            for sequence, event in rows:
+                if sequence in seen and seen[sequence] != event:
+                    self.changed.append(f"{spin} {sequence}: {seen[sequence]} became {event}")
+                seen[sequence] = event
+
+    def merged(self, spin: str, final: list[tuple[int, dict]]) -> tuple[list[tuple[int, dict]], list[str]]:
+        """The rows compaction deleted (read before) followed by the journal at the end;
+        and what is wrong: rows read before that vanished from or changed in the part
+        the journal still holds."""
+        held = dict(final)
+        first = min(held, default=sys.maxsize)
+        problems = [line for line in self.changed if line.startswith(f"{spin} ")]
+        for sequence, event in self.seen[spin].items():
+            if sequence >= first and sequence not in held:
+                problems.append(f"{spin} {sequence}: {event} was committed, then vanished")
+            elif sequence in held and held[sequence] != event:
+                problems.append(f"{spin} {sequence}: {event} became {held[sequence]}")
+        compacted = {sequence: event for sequence, event in self.seen[spin].items() if sequence < first}
+        return sorted((compacted | held).items()), problems
 
 
 # -- the nodes -------------------------------------------------------------------------------
@@ -663,6 +719,7 @@ def stop_all(nodes: list[Node], timeline: Timeline) -> list[GracefulStop]:
 # -- checks ----------------------------------------------------------------------------------------
 
 CHECKS = (
+    "journals whole: no hole, no committed row changed or vanished",
     "ledger: acknowledged events exactly once",
     "sender: acknowledged events exactly once",
     "streams without gaps or duplicates",
@@ -717,6 +774,19 @@ def ids_by_sequence(journal: list[tuple[int, dict]]) -> dict[int, int | None]:
 
 def as_id(value) -> int | None:
     return int(value) if isinstance(value, (int, float)) else None
+
+
+def check_journal(report: Report, spin: str, journal: list[tuple[int, dict]], problems: list[str]) -> None:
+    """The journal holds sequences 1, 2, 3, ... with none missing, and no row the tap
+    read changed or vanished later."""
+    check = "journals whole: no hole, no committed row changed or vanished"
+    for line in problems:
+        report.fail(check, line)
+    for (sequence, _), (after, _) in zip(journal, journal[1:]):
+        if after != sequence + 1:
+            report.fail(check, f"{spin}: the journal jumps from {sequence} to {after}")
+    if journal and journal[0][0] != 1:
+        report.fail(check, f"{spin}: the journal starts at {journal[0][0]}")
 
 
 def check_ids(report: Report, spin: str, posts: list[Post], journal: list[tuple[int, dict]]) -> None:
@@ -848,7 +918,7 @@ def check_streams(report: Report, messages: list[StreamMessage], journal: list[t
 
 def check_gear(report: Report, posts: list[Post], sends: list[tuple[int, dict]],
                receives: list[tuple[int, dict]]) -> dict[str, int]:
-    """Each Gear event the sender journaled reaches the receiver at most once (a Spin
+    """Each Gear event the sender journaled reaches the listener at most once (a Spin
     changing owner may miss one, as README says); none of a send the sender did not
     journal (one answered "nothing was applied", say) arrives."""
     check = "Gear events at most once, and only of journaled events"
@@ -906,7 +976,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--posters", type=int, default=2, help="POST threads per node (default 2)")
     parser.add_argument("--pause", type=float, default=0.02, help="seconds each POST thread waits between POSTs")
     parser.add_argument("--timeout", type=float, default=15.0, help="client timeout: no answer by then is a hang")
-    parser.add_argument("--keep", action="store_true", help="keep the work directory (node logs, records) when every check passed too")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work directory (node logs, records) when every check passed too")
     return parser.parse_args()
 
 
@@ -966,8 +1037,10 @@ def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Nod
     start_epochs = database.lease_epochs()
     timeline.log("startup", epochs=sum(start_epochs.values()))
     load = Load(nodes, args)
+    tap = JournalTap(database, SPINS)
     driver = Driver(nodes, database, timeline, random.Random(seed), args.lease, args.slack, load.last_refusal)
     load.start()
+    tap.start()
     began = now()
     time.sleep(args.calm)
     driver.run(until=began + args.duration - args.calm)
@@ -978,17 +1051,24 @@ def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Nod
     final = settle(nodes)
     end_epochs = database.lease_epochs()
     final_stops = stop_all(nodes, timeline)
-    journals = {spin: database.journal(spin) for spin in SPINS}
+    tap.stop()
+    tap.read()
+    report = Report()
+    journals, compacted = {}, 0
+    for spin in SPINS:
+        retained = database.journal(spin)
+        journals[spin], problems = tap.merged(spin, retained)
+        compacted += len(journals[spin]) - len(retained)
+        check_journal(report, spin, journals[spin], problems)
     save_records(nodes[0].log_path.parent, timeline, load.posts(), load.streams.messages)
 
-    report = Report()
     for problem in driver.problems:
         report.fail("nodes run until stopped and start again", problem)
     check_ids(report, "ledger", load.ledger.posts, journals["ledger"])
     check_ids(report, "sender", load.gear.posts, journals["sender"])
     refusals = check_answers(report, troubles(load.posts(), load.streams.refusals), timeline)
     stream_counts = check_streams(report, load.streams.messages, journals["ledger"])
-    gear_counts = check_gear(report, load.gear.posts, journals["sender"], journals["receiver"])
+    gear_counts = check_gear(report, load.gear.posts, journals["sender"], journals["listener"])
     check_final(report, final, journals["ledger"])
     check_graceful(report, driver.graceful + final_stops)
     summary = {
@@ -997,20 +1077,43 @@ def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Nod
         "posts": len(load.posts()),
         "outcomes": dict(collections.Counter(post.outcome for post in load.posts())),
         "unknown_applied": unknown_applied(load.posts(), journals),
+        "journal_rows_compacted": compacted,   # read by the tap, gone from the database at the end
         # A lease's epoch is 1 at the first take and grows by one at each move.
         "moves": sum(end_epochs.values()) - len(end_epochs),
         "moves_before_load": sum(start_epochs.values()) - len(start_epochs),
         "kills": driver.counts["kill"], "terms": driver.counts["term"], "stops": driver.counts["stop"],
         "pg_pauses": driver.counts["pg_pause"], "pg_restarts": driver.counts["pg_restart"],
         "refusals": refusals["by_cause"],
-        "refusals_by_action": refusals["by_action"],
-        "graceful_stops": [dataclasses.asdict(stop) for stop in driver.graceful + final_stops],
+        "refusal_spans": refusal_spans(refusals["by_action"]),
+        "graceful_stops": graceful_summary(driver.graceful + final_stops),
         "streams": stream_counts | {"closes": len(load.streams.closes), "refused": len(load.streams.refusals)},
         **gear_counts,
         "failed_checks": {check: len(lines) for check, lines in report.failures.items()},
         "passed": report.failed == 0,
     }
+    details = {"refusals_by_action": refusals["by_action"],
+               "graceful_stops": [dataclasses.asdict(stop) for stop in driver.graceful + final_stops]}
+    (nodes[0].log_path.parent / "summary.json").write_text(json.dumps(summary | details, indent=1))
     return report, summary
+
+
+def refusal_spans(by_action: list[dict]) -> dict[str, dict]:
+    """Per kind of action: how many of them were followed by refusals, how many in all,
+    and the longest time from such an action to its last refusal."""
+    spans: dict[str, dict] = {}
+    for entry in by_action:
+        span = spans.setdefault(entry["action"], {"actions": 0, "refusals": 0, "longest_s": 0.0})
+        span["actions"] += 1
+        span["refusals"] += entry["count"]
+        span["longest_s"] = max(span["longest_s"], entry["until_s"])
+    return spans
+
+
+def graceful_summary(stops: list[GracefulStop]) -> dict:
+    """How many, their exit codes, and the seconds from SIGTERM to the exit."""
+    seconds = sorted(round(stop.seconds, 2) for stop in stops) or [None]
+    return {"count": len(stops), "exit_codes": dict(collections.Counter(str(stop.exit_code) for stop in stops)),
+            "seconds_min": seconds[0], "seconds_median": seconds[len(seconds) // 2], "seconds_max": seconds[-1]}
 
 
 def start_cluster(nodes: list[Node], timeline: Timeline) -> None:
@@ -1048,13 +1151,15 @@ def print_summary(summary: dict) -> None:
     for kind, counts in summary["refusals"].items():
         for cause, count in counts.items():
             print(f"  {kind}: {count} x {cause}")
-    for entry in summary["refusals_by_action"]:
-        print(f"  after {entry['action']} {entry['node'] or ''} at {entry['t']}: {entry['count']} refused or unknown, "
-              f"the last {entry['until_s']} s after it")
-    for stop in summary["graceful_stops"]:
-        print(f"  graceful stop {stop['node']}: exit {stop['exit_code']} in {stop['seconds']:.2f} s")
+    for kind, span in summary["refusal_spans"].items():
+        print(f"  after {span['actions']} x {kind}: {span['refusals']} refused or unknown, the last at most "
+              f"{span['longest_s']} s after the action")
+    graceful = summary["graceful_stops"]
+    print(f"  graceful stops: {graceful['count']}, exit codes {graceful['exit_codes']}, {graceful['seconds_min']} to "
+          f"{graceful['seconds_max']} s (median {graceful['seconds_median']})")
     print(f"  streams: {summary['streams']}")
-    print(f"  gear: sent {summary['gear_sent']}, delivered {summary['gear_delivered']}, missed {summary['gear_missed']}")
+    print(f"  gear: sent {summary['gear_sent']}, delivered {summary['gear_delivered']}, "
+          f"missed {summary['gear_missed']}")
     print(f"  {'PASSED' if summary['passed'] else 'FAILED'}")
     print("CHAOS-SUMMARY " + json.dumps(summary, sort_keys=True), flush=True)
 
