@@ -43,7 +43,7 @@ from spin_e2e import clean_environment, free_port, server_binary  # noqa: E402
 PG = REPO / "Tests" / "postgres" / "pg.sh"
 CONFIG = HERE / "chaos-config.json"
 NODE_NAMES = ("n1", "n2", "n3")
-SPINS = ("ledger", "sender", "listener")   # placed on n1, n2, n3 at start (README "Clusters")
+SPINS = ("ledger", "sender", "listener")   # placement (SCALING.md) starts them on n1, n2, n3
 ACTIONS = ("kill", "term", "stop", "pg_pause", "pg_restart")
 # Actions after which refusals are allowed for a while (a crash, a paused process, a
 # database outage); every other action is a planned move, which must refuse nothing.
