@@ -2,7 +2,8 @@
 # The project's test command: the Swift tests (unit, in-process, live on port 0), then
 # the end-to-end suites that drive the built server with real clients: curl, Python
 # requests and websockets, openssl s_client (Tests/e2e), the example package run as its README says (Tests/examples), headless Chromium
-# (Tests/browser), the Dockerfile checks (Tests/docker), a smoke run of the benchmark
+# (Tests/browser), the Dockerfile checks (Tests/docker), the short form of the cluster
+# chaos test (Tests/cluster, one test), a smoke run of the benchmark
 # harness (Benchmarks/run --smoke, one test), and the Autobahn|Testsuite WebSocket
 # conformance cases (Tests/autobahn, each case counted as a test).
 set -uo pipefail
@@ -65,6 +66,13 @@ for suite in Tests/e2e Tests/examples Tests/browser Tests/docker; do
     bad=$(grep -oE '[0-9]+ (failed|errors?)' "$log" | awk '{ sum += $1 } END { print sum + 0 }')
     if [ "$status" -ne 0 ]; then failed=$((failed + (bad > 0 ? bad : 1))); fi
 done
+
+echo "=== cluster chaos, short form (Tests/cluster/run.sh: three nodes on PostgreSQL, kills, SIGTERMs, pauses)"
+if Tests/cluster/run.sh >"$log" 2>&1; then
+    passed=$((passed + 1)); grep -E '^(ok|flagged|chaos summary)' "$log"
+else
+    failed=$((failed + 1)); tail -n 60 "$log"
+fi
 
 echo "=== benchmark harness smoke (Benchmarks/run --smoke, debug build: that every scenario runs, not how fast)"
 if BENCH_BUILD=debug Benchmarks/run --smoke >"$log" 2>&1; then
