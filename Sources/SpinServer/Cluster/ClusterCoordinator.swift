@@ -184,8 +184,9 @@ package final class ClusterCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Stops the loop and stops serving every Spin, giving each lease back so that the
-    /// Spins move at the other nodes' next tick instead of after the lease runs out.
+    /// Stops the loop and stops serving every Spin, giving each lease back (and telling
+    /// the other nodes) so that the Spins move at once instead of after the lease runs
+    /// out. After `leave` nothing is left to give back.
     package func stop() {
         queue.sync {
             guard !stopped else { return }
@@ -193,16 +194,19 @@ package final class ClusterCoordinator: @unchecked Sendable {
             listening.withLock { $0 = false }
             timer?.cancel()
             timer = nil
+            var released = false
             for spin in planner.serving.sorted() {
                 guard let epoch = planner.held[spin]?.epoch else { continue }
-                serving.stop(spin, epoch, .handedOver)
                 published.withLock { _ = $0.running.remove(spin) }
+                serving.stop(spin, epoch, .handedOver)
                 do {
                     try store.release(spin: spin, node: node, epoch: epoch)
+                    released = true
                 } catch {
                     logger.warning("cluster: could not give back the lease of \(spin): \(error); it moves when the lease runs out")
                 }
             }
+            if released { try? store.announce() }
         }
     }
 
