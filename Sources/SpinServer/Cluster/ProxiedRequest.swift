@@ -2,7 +2,8 @@ import SpinWire
 
 /// The request a node that does not own a Spin sends on to the owner's advertised URL
 /// (`ClusterRouting.proxy`): the client's method, target, end-to-end headers and body,
-/// on a new connection to the owner. Pure: it makes the bytes; a socket sends them.
+/// on a connection to the owner (`OwnerRelay`: kept alive between requests). Pure: it
+/// makes the bytes; a socket sends them.
 ///
 /// - Hop-by-hop fields (RFC 9110 §7.6.1: `Connection` and the fields it names,
 ///   `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`)
@@ -12,7 +13,8 @@ import SpinWire
 ///   a request without one names the owner).
 /// - A WebSocket request keeps `Upgrade: websocket` with `Connection: Upgrade`, so the
 ///   owner's 101 and the frames after it can be relayed byte for byte both ways.
-///   Other requests carry `Connection: close`: one proxied request per connection.
+///   Other requests carry no `Connection` field: HTTP/1.1's default, a connection the
+///   owner keeps alive for the next proxied request (RFC 9112 §9.3).
 /// - `Via: 1.1 <node>` (RFC 9110 §7.6.3) and `X-Spin-Forwarded-By: <node>` say which
 ///   node forwarded it. A node that gets a forwarded request for a Spin it does not
 ///   serve answers 503 instead of forwarding again (`ClusterRouting.decide`'s
@@ -43,8 +45,6 @@ package struct ProxiedRequest: Sendable, Equatable {
         head += "\(Self.forwardedByHeader): \(node)\r\n"
         if webSocket {
             head += "Connection: Upgrade\r\nUpgrade: websocket\r\n"
-        } else {
-            head += "Connection: close\r\n"
         }
         if !request.body.isEmpty || request.method.rawValue == "POST" {
             head += "Content-Length: \(request.body.count)\r\n"
