@@ -28,13 +28,27 @@ package struct HTTPReceivedResponseHead: Sendable {
     /// §4: `HTTP/1.x`, a three-digit status; §5: every field line has a name and a colon)
     /// or the head is longer than `limit` bytes.
     package static func parse(_ bytes: [UInt8], limit: Int) throws(Malformed) -> (head: Self, length: Int)? {
-        guard let end = bytes.firstRange(of: [13, 10, 13, 10])?.lowerBound else {
+        guard let end = Self.blankLine(in: bytes) else {
             guard bytes.count <= limit else { throw Malformed(status: 0, detail: "response head too long") }
             return nil
         }
         guard end <= limit else { throw Malformed(status: 0, detail: "response head too long") }
-        let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines.first.map(String.init) ?? ""
+        // The lines, split at CRLF on the bytes (a relay parses a head per answer: no
+        // generic string search here).
+        var lines: [String] = []
+        var start = 0
+        var index = 0
+        while index < end {
+            if bytes[index] == 13, index + 1 < end, bytes[index + 1] == 10 {
+                lines.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                index += 2
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        lines.append(String(decoding: bytes[start..<end], as: UTF8.self))
+        let statusLine = lines[0]
         // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ]
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]),
@@ -50,5 +64,17 @@ package struct HTTPReceivedResponseHead: Sendable {
             fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingWhitespace()))
         }
         return (Self(statusLine: statusLine, status: status, fields: fields), end + 4)
+    }
+
+    /// Where the first CRLF CRLF in `bytes` starts.
+    private static func blankLine(in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var index = 0
+            while index + 3 < buffer.count {
+                if buffer[index + 3] == 10, buffer[index + 2] == 13, buffer[index + 1] == 10, buffer[index] == 13 { return index }
+                index += 1
+            }
+            return nil
+        }
     }
 }
