@@ -126,6 +126,8 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     private var sent = false
     /// The request was sent again on a new connection (`NoAnswer.retry`).
     private var retried = false
+    /// The owner ended its side of the connection.
+    private var ownerEnded = false
     /// The owner keeps its connection after this response and sent nothing past it.
     private var ownerKeepsConnection = false
     private var ownerPaused = false
@@ -254,6 +256,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     }
 
     func didReceiveEnd(on connection: Connection) {
+        ownerEnded = true
         connection.close()   // the rest happens in didClose
     }
 
@@ -270,11 +273,14 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         upstream = nil
         switch phase {
         case .connecting, .awaitingHead:
+            var ownerClosed = ownerEnded
+            if case .reset = reason { ownerClosed = true }
             switch NoAnswer.decide(method: method, sent: sent, reused: reused, retried: retried,
-                                   partial: !buffered.isEmpty) {
+                                   partial: !buffered.isEmpty, ownerClosed: ownerClosed) {
             case .retry:
                 retried = true
                 sent = false
+                ownerEnded = false
                 buffered = []
                 unsent = request[...]
                 phase = .connecting

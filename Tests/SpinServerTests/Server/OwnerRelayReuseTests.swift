@@ -9,8 +9,9 @@ struct OwnerRelayReuseTests {
     typealias NoAnswer = OwnerRelay.NoAnswer
 
     static func decide(_ method: HTTPMethod, sent: Bool = true, reused: Bool = true, retried: Bool = false,
-                       partial: Bool = false) -> NoAnswer {
-        NoAnswer.decide(method: method, sent: sent, reused: reused, retried: retried, partial: partial)
+                       partial: Bool = false, ownerClosed: Bool = true) -> NoAnswer {
+        NoAnswer.decide(method: method, sent: sent, reused: reused, retried: retried, partial: partial,
+                        ownerClosed: ownerClosed)
     }
 
     @Test func aPostThatWasSent_IsNeverSentAgain_ItsOutcomeIsUnknown() {
@@ -18,12 +19,14 @@ struct OwnerRelayReuseTests {
         #expect(Self.decide(.post, reused: false) == .outcomeUnknown)
         #expect(Self.decide(.post, partial: true) == .outcomeUnknown)
         #expect(Self.decide(.post, retried: true) == .outcomeUnknown)
+        #expect(Self.decide(.post, ownerClosed: false) == .outcomeUnknown)
     }
 
     @Test func aRequestNeverSent_OnAKeptAliveConnection_IsSentOnANewOne_Once() {
         #expect(Self.decide(.post, sent: false) == .retry)
         #expect(Self.decide(.get, sent: false) == .retry)
         #expect(Self.decide(.post, sent: false, retried: true) == .unavailable)
+        #expect(Self.decide(.post, sent: false, ownerClosed: false) == .retry)
         // A new connection that ended before anything was written: nothing to gain.
         #expect(Self.decide(.post, sent: false, reused: false) == .unavailable)
     }
@@ -36,6 +39,8 @@ struct OwnerRelayReuseTests {
         #expect(Self.decide(.get, reused: false) == .unavailable)
         // Part of an answer came: the owner was answering, not closing an idle connection.
         #expect(Self.decide(.get, partial: true) == .unavailable)
+        // No answer within the response timeout: the owner is slow, not gone.
+        #expect(Self.decide(.get, ownerClosed: false) == .unavailable)
     }
 
     @Test func otherMethodsSent_AreUnavailable_NeverSentAgain() {
