@@ -32,27 +32,39 @@ package struct ProxiedRequest: Sendable, Equatable {
     package init(_ request: HTTPRequest, to owner: AdvertiseURL, from node: String) {
         let webSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
         let named = Self.namedInConnection(request.headers.values(for: "Connection"))
-        let dropped = Self.hopByHop.union(["host", "content-length", "via", Self.forwardedByHeader.lowercased()])
-        var head = "\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1\r\n"
-        head += "Host: \(request.headers["Host"] ?? owner.hostHeader)\r\n"
+        var head: [UInt8] = []
+        head.reserveCapacity(256 + request.body.count)
+        func addField(_ name: String, _ value: String) {
+            head.append(contentsOf: name.utf8)
+            head.append(contentsOf: [58, 32])
+            head.append(contentsOf: value.utf8)
+            head.append(contentsOf: [13, 10])
+        }
+        head.append(contentsOf: "\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1\r\n".utf8)
+        addField("Host", request.headers["Host"] ?? owner.hostHeader)
         for field in request.headers {
             let name = field.name.lowercased()
-            guard !dropped.contains(name), !named.contains(name) else { continue }
-            head += "\(field.name): \(field.value)\r\n"
+            guard !Self.notForwarded.contains(name), !named.contains(name) else { continue }
+            addField(field.name, field.value)
         }
-        let via = request.headers["Via"].map { "\($0), " } ?? ""
-        head += "Via: \(via)1.1 \(node)\r\n"
-        head += "\(Self.forwardedByHeader): \(node)\r\n"
+        addField("Via", request.headers["Via"].map { "\($0), 1.1 \(node)" } ?? "1.1 \(node)")
+        addField(Self.forwardedByHeader, node)
         if webSocket {
-            head += "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+            addField("Connection", "Upgrade")
+            addField("Upgrade", "websocket")
         }
         if !request.body.isEmpty || request.method.rawValue == "POST" {
-            head += "Content-Length: \(request.body.count)\r\n"
+            addField("Content-Length", String(request.body.count))
         }
-        head += "\r\n"
+        head.append(contentsOf: [13, 10])
+        head.append(contentsOf: request.body)
         self.owner = owner
-        bytes = Array(head.utf8) + request.body
+        bytes = head
     }
+
+    /// The client's fields a proxied request never carries: the hop-by-hop ones, and
+    /// those it sets itself.
+    private static let notForwarded = hopByHop.union(["host", "content-length", "via", forwardedByHeader.lowercased()])
 
     /// The hop-by-hop fields of RFC 9110 §7.6.1 (lower case), which a relay never passes
     /// on, in either direction; with those `Connection` names (`namedInConnection`).

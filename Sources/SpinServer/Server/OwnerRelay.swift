@@ -469,8 +469,7 @@ struct OwnerResponseHead: Equatable {
     /// Whether the owner keeps the connection open after this response (RFC 9112 §9.3):
     /// an HTTP/1.1 answer without the `close` connection option.
     var keepsConnection: Bool {
-        statusLine.hasPrefix("HTTP/1.1 ")
-            && !ProxiedRequest.namedInConnection(fields.filter { $0.name.lowercased() == "connection" }.map(\.value)).contains("close")
+        statusLine.hasPrefix("HTTP/1.1 ") && !connectionOptions.contains("close")
     }
 
     /// `Content-Length`, when present and valid.
@@ -483,28 +482,46 @@ struct OwnerResponseHead: Equatable {
     /// `Content-Length` (framed) or the owner's `Transfer-Encoding` (streaming), and the
     /// client connection's own `Connection`.
     func clientHead(mode: Mode, keepAlive: Bool) -> [UInt8] {
-        var head = statusLine + "\r\n"
-        if mode == .upgraded {
-            for field in fields { head += "\(field.name): \(field.value)\r\n" }
-            return Array((head + "\r\n").utf8)
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        func addLine(_ text: String) {
+            head.append(contentsOf: text.utf8)
+            head.append(contentsOf: [13, 10])
         }
-        let named = ProxiedRequest.namedInConnection(fields.filter { $0.name.lowercased() == "connection" }.map(\.value))
+        func addField(_ name: String, _ value: String) {
+            head.append(contentsOf: name.utf8)
+            head.append(contentsOf: [58, 32])
+            addLine(value)
+        }
+        addLine(statusLine)
+        if mode == .upgraded {
+            for field in fields { addField(field.name, field.value) }
+            head.append(contentsOf: [13, 10])
+            return head
+        }
+        let named = connectionOptions
         for field in fields {
             let name = field.name.lowercased()
             guard !Self.dropped.contains(name), !named.contains(name) else { continue }
-            head += "\(field.name): \(field.value)\r\n"
+            addField(field.name, field.value)
         }
         switch mode {
         case .framed:
-            if let length = field("content-length"), status != 204, status != 304 { head += "Content-Length: \(length)\r\n" }
-            head += keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n"
+            if let length = self.field("content-length"), status != 204, status != 304 { addField("Content-Length", length) }
+            addLine(keepAlive ? "Connection: keep-alive" : "Connection: close")
         case .streaming:
-            if let encoding = field("transfer-encoding") { head += "Transfer-Encoding: \(encoding)\r\n" }
-            head += "Connection: close\r\n"
+            if let encoding = self.field("transfer-encoding") { addField("Transfer-Encoding", encoding) }
+            addLine("Connection: close")
         case .upgraded:
             break
         }
-        return Array((head + "\r\n").utf8)
+        head.append(contentsOf: [13, 10])
+        return head
+    }
+
+    /// The options the owner's `Connection` fields name (lower case).
+    private var connectionOptions: Set<String> {
+        ProxiedRequest.namedInConnection(fields.lazy.filter { $0.name.lowercased() == "connection" }.map(\.value))
     }
 
     typealias Mode = OwnerRelay.Mode
