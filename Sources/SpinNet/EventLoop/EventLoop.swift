@@ -63,6 +63,8 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     private var due: [Connection] = []
     private var readStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
     private var plaintextStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
+    /// Kept-alive outgoing connections between exchanges (`Connection.park`).
+    let idleConnections = IdleConnections()
     /// Several small queued chunks copied together for one `send`.
     let gatherBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.gatherSize, alignment: 16)
 

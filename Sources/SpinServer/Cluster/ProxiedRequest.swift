@@ -2,7 +2,8 @@ import SpinWire
 
 /// The request a node that does not own a Spin sends on to the owner's advertised URL
 /// (`ClusterRouting.proxy`): the client's method, target, end-to-end headers and body,
-/// on a new connection to the owner. Pure: it makes the bytes; a socket sends them.
+/// on a connection to the owner (`OwnerRelay`: kept alive between requests). Pure: it
+/// makes the bytes; a socket sends them.
 ///
 /// - Hop-by-hop fields (RFC 9110 §7.6.1: `Connection` and the fields it names,
 ///   `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`)
@@ -12,7 +13,8 @@ import SpinWire
 ///   a request without one names the owner).
 /// - A WebSocket request keeps `Upgrade: websocket` with `Connection: Upgrade`, so the
 ///   owner's 101 and the frames after it can be relayed byte for byte both ways.
-///   Other requests carry `Connection: close`: one proxied request per connection.
+///   Other requests carry no `Connection` field: HTTP/1.1's default, a connection the
+///   owner keeps alive for the next proxied request (RFC 9112 §9.3).
 /// - `Via: 1.1 <node>` (RFC 9110 §7.6.3) and `X-Spin-Forwarded-By: <node>` say which
 ///   nodes forwarded it, in order (`X-Spin-Forwarded-By: a, b` after two hops). A node
 ///   sends a request on at most `ClusterRouting.maxHops` times in all (`hops`): past
@@ -31,29 +33,34 @@ package struct ProxiedRequest: Sendable, Equatable {
     package init(_ request: HTTPRequest, to owner: AdvertiseURL, from node: String) {
         let webSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
         let named = Self.namedInConnection(request.headers.values(for: "Connection"))
-        let dropped = Self.hopByHop.union(["host", "content-length", "via", Self.forwardedByHeader.lowercased()])
-        var head = "\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1\r\n"
-        head += "Host: \(request.headers["Host"] ?? owner.hostHeader)\r\n"
+        var head: [UInt8] = []
+        head.reserveCapacity(256 + request.body.count)
+        func addField(_ name: String, _ value: String) {
+            head.append(contentsOf: name.utf8)
+            head.append(contentsOf: [58, 32])
+            head.append(contentsOf: value.utf8)
+            head.append(contentsOf: [13, 10])
+        }
+        head.append(contentsOf: "\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1\r\n".utf8)
+        addField("Host", request.headers["Host"] ?? owner.hostHeader)
         for field in request.headers {
             let name = field.name.lowercased()
-            guard !dropped.contains(name), !named.contains(name) else { continue }
-            head += "\(field.name): \(field.value)\r\n"
+            guard !Self.notForwarded.contains(name), !named.contains(name) else { continue }
+            addField(field.name, field.value)
         }
-        let via = request.headers["Via"].map { "\($0), " } ?? ""
-        head += "Via: \(via)1.1 \(node)\r\n"
-        let forwarders = Self.forwarders(of: request)
-        head += "\(Self.forwardedByHeader): \((forwarders + [node]).joined(separator: ", "))\r\n"
+        addField("Via", request.headers["Via"].map { "\($0), 1.1 \(node)" } ?? "1.1 \(node)")
+        addField(Self.forwardedByHeader, (Self.forwarders(of: request) + [node]).joined(separator: ", "))
         if webSocket {
-            head += "Connection: Upgrade\r\nUpgrade: websocket\r\n"
-        } else {
-            head += "Connection: close\r\n"
+            addField("Connection", "Upgrade")
+            addField("Upgrade", "websocket")
         }
         if !request.body.isEmpty || request.method.rawValue == "POST" {
-            head += "Content-Length: \(request.body.count)\r\n"
+            addField("Content-Length", String(request.body.count))
         }
-        head += "\r\n"
+        head.append(contentsOf: [13, 10])
+        head.append(contentsOf: request.body)
         self.owner = owner
-        bytes = Array(head.utf8) + request.body
+        bytes = head
     }
 
     /// The nodes that sent `request` on so far, first to last (`X-Spin-Forwarded-By`).
@@ -66,6 +73,10 @@ package struct ProxiedRequest: Sendable, Equatable {
     package static func hops(of request: HTTPRequest) -> Int {
         request.headers[forwardedByHeader] == nil ? 0 : max(1, forwarders(of: request).count)
     }
+
+    /// The client's fields a proxied request never carries: the hop-by-hop ones, and
+    /// those it sets itself.
+    private static let notForwarded = hopByHop.union(["host", "content-length", "via", forwardedByHeader.lowercased()])
 
     /// The hop-by-hop fields of RFC 9110 §7.6.1 (lower case), which a relay never passes
     /// on, in either direction; with those `Connection` names (`namedInConnection`).

@@ -39,12 +39,24 @@ protocol OwnerRelayDelegate: AnyObject {
 /// slowly the relay stops reading from the owner until the client's output drains, and
 /// the other way round.
 ///
+/// **Kept-alive connections to owners.** A plain request goes on a connection to its
+/// owner that an earlier relay on the same event loop left open (`Connection.takeIdle`),
+/// or on a new one; once a framed answer has been relayed whole and the owner keeps the
+/// connection (`OwnerResponseHead.keepsConnection`), the connection is parked for the
+/// next relay (`Connection.park`) for at most `idleKeep`, a third of the owner's
+/// keep-alive timeout, so the owner does not close it first while it waits. A parked
+/// connection the owner closed meanwhile is found before anything is written to it (a
+/// peek at its socket) and a new one is made: that request was never sent. WebSocket
+/// upgrades and event streams use a connection of their own to the end.
+///
 /// Failures before any byte reached the client answer 503 `spin_unavailable` with
 /// `Retry-After: 1` (the owner refused, did not connect within `connectTimeout`, or
 /// gave no answer within `responseTimeout`), but a POST the owner got and did not
 /// answer (it closed or timed out: it may have applied it) is 502
-/// `proxy_outcome_unknown`; a malformed or oversized answer is a 502.
-/// A request is sent once and never retried: an event is never applied twice.
+/// `proxy_outcome_unknown`; a malformed or oversized answer is a 502. What happens
+/// when the owner's connection ends before its answer is `NoAnswer.decide`: a POST
+/// that was sent is never sent again, so an event is never applied twice; a read sent
+/// on a kept-alive connection the owner was closing is sent once more on a new one.
 ///
 /// `@unchecked Sendable`: confined to the client connection's event loop.
 final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
@@ -70,8 +82,16 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     static let connectTimeout = Duration.seconds(2)
     /// The longest wait for a whole plain response (for a stream: for its head).
     static let responseTimeout = Duration.seconds(30)
-    /// How long the owner gets to close its connection after a complete response.
+    /// How long the owner gets to close its connection after a complete response it
+    /// answered with `Connection: close`.
     static let closeWait = Duration.seconds(2)
+    /// How long a kept-alive connection to an owner waits for the next relay: a third
+    /// of the owner's keep-alive timeout (`HTTPConnectionLimits.keepAliveTimeout`,
+    /// 15 s), so the owner never closes an idle one first but when it stops.
+    static let idleKeep = Duration.seconds(5)
+    /// The most connections to one owner kept alive per event loop: enough for as
+    /// many relays at once as a busy node has (each one takes its own); more are closed.
+    static let idleLimit = 256
     /// The largest response head the owner may send.
     static let maxHeadBytes = 64 << 10
     /// The largest body relayed; a larger announced length is a 502.
@@ -80,12 +100,17 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     private let client: Connection
     private weak var delegate: OwnerRelayDelegate?
     private let proxied: ProxiedRequest
+    /// The request as sent to the owner.
+    private let request: [UInt8]
     /// The request bytes not yet handed to the owner's connection: written a piece at
     /// a time as its output drains, so a body larger than `maxPendingOutput` fits too.
     private var unsent: ArraySlice<UInt8>
+    /// The owner's connections kept alive on this loop, by host and port.
+    private let poolKey: String
     private let spin: String
     private let method: HTTPMethod
     private let webSocket: Bool
+    private let version: HTTPVersion
     private let responseTimeout: Duration
 
     private var phase = Phase.connecting
@@ -95,6 +120,16 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     private var buffered: [UInt8] = []
     /// Keep-alive of the framed response being relayed.
     private var keepAlive = false
+    /// The owner's connection was kept alive from an earlier relay.
+    private var reused = false
+    /// Some of the request was handed to the owner's connection.
+    private var sent = false
+    /// The request was sent again on a new connection (`NoAnswer.retry`).
+    private var retried = false
+    /// The owner ended its side of the connection.
+    private var ownerEnded = false
+    /// The owner keeps its connection after this response and sent nothing past it.
+    private var ownerKeepsConnection = false
     private var ownerPaused = false
     private var clientPaused = false
 
@@ -110,10 +145,13 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         self.proxied = proxied
         self.method = request.method
         self.webSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
+        self.version = request.version
         self.responseTimeout = responseTimeout
         self.spin = Route.match(request.target.path).map { String($0.name) } ?? request.target.path
-        self.unsent = Self.adjusted(proxied.bytes, version: request.version,
-                                          requestID: request.headers[RequestID.header] == nil ? requestID : nil)[...]
+        self.request = Self.adjusted(proxied.bytes, version: request.version,
+                                     requestID: request.headers[RequestID.header] == nil ? requestID : nil)
+        self.unsent = self.request[...]
+        self.poolKey = "\(proxied.owner.connectHost):\(proxied.owner.port)"
     }
 
     /// True once the response became a stream: the client's bytes go to the owner.
@@ -127,6 +165,18 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
                           headers: []))
             return
         }
+        connect()
+    }
+
+    /// A kept-alive connection to the owner (not for a stream, nor for a request sent
+    /// again), else a new one.
+    private func connect() {
+        if !webSocket, !retried, let idle = client.takeIdle(key: poolKey, handler: self) {
+            reused = true
+            attach(idle)
+            return
+        }
+        reused = false
         attempt = client.connectOutgoing(
             host: proxied.owner.connectHost, port: proxied.owner.port, timeout: Self.connectTimeout,
             handler: { _ in self },
@@ -171,6 +221,11 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
             connection.close()
             return
         }
+        attach(connection)
+    }
+
+    /// Sends the request on `connection` (new or kept alive) and waits for the answer.
+    private func attach(_ connection: Connection) {
         upstream = connection
         phase = .awaitingHead
         connection.setDeadline(.at(.now + responseTimeout))
@@ -182,7 +237,9 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         while !unsent.isEmpty, let upstream {
             let piece = unsent.prefix(64 << 10)
             unsent = unsent.dropFirst(piece.count)
-            guard upstream.write(piece) == .accepted else { return }
+            let written = upstream.write(piece)
+            if written != .closed { sent = true }
+            guard written == .accepted else { return }
         }
     }
 
@@ -199,6 +256,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     }
 
     func didReceiveEnd(on connection: Connection) {
+        ownerEnded = true
         connection.close()   // the rest happens in didClose
     }
 
@@ -214,17 +272,31 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     func didClose(_ connection: Connection, reason: CloseReason) {
         upstream = nil
         switch phase {
-        case .awaitingHead where method == .post:
-            // Sent, but no answer (closed, reset or timed out): the owner may have
-            // applied it. Not a 503, which promises nothing was applied: a 502 that says
-            // so (read the state to know; never retried here).
-            fail(APIError(status: 502, code: "proxy_outcome_unknown",
-                          message: "the node that owns Spin \"\(spin)\" gave no answer after it got the request: it may or may not have been applied; read the Spin's state before sending it again",
-                          headers: []))
         case .connecting, .awaitingHead:
-            fail(APIError(status: 503, code: "spin_unavailable",
-                          message: "the node that owns Spin \"\(spin)\" gave no answer; retry in 1 s",
-                          headers: [("Retry-After", "1")]))
+            var ownerClosed = ownerEnded
+            if case .reset = reason { ownerClosed = true }
+            switch NoAnswer.decide(method: method, sent: sent, reused: reused, retried: retried,
+                                   partial: !buffered.isEmpty, ownerClosed: ownerClosed) {
+            case .retry:
+                retried = true
+                sent = false
+                ownerEnded = false
+                buffered = []
+                unsent = request[...]
+                phase = .connecting
+                connect()
+            case .outcomeUnknown:
+                // Sent, but no answer (closed, reset or timed out): the owner may have
+                // applied it. Not a 503, which promises nothing was applied: a 502 that
+                // says so (read the state to know; never retried here).
+                fail(APIError(status: 502, code: "proxy_outcome_unknown",
+                              message: "the node that owns Spin \"\(spin)\" gave no answer after it got the request: it may or may not have been applied; read the Spin's state before sending it again",
+                              headers: []))
+            case .unavailable:
+                fail(APIError(status: 503, code: "spin_unavailable",
+                              message: "the node that owns Spin \"\(spin)\" gave no answer; retry in 1 s",
+                              headers: [("Retry-After", "1")]))
+            }
         case .body, .piping:
             phase = .ended
             delegate?.relayEnded()
@@ -277,6 +349,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
             mode = .streaming
         }
         keepAlive = mode == .framed && (delegate?.relayKeepsAlive() ?? false)
+        ownerKeepsConnection = mode == .framed && version == .http1_1 && head.keepsConnection
         let bytes = head.clientHead(mode: mode, keepAlive: keepAlive)
         client.write(bytes)
         switch mode {
@@ -301,6 +374,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         var bytes = bytes
         if phase == .ended { return }
         if case .body(let remaining) = phase {
+            if bytes.count > remaining { ownerKeepsConnection = false }   // nor is the connection reusable
             bytes = bytes.prefix(remaining)   // anything past the length is not ours to pass on
             phase = .body(remaining: remaining - bytes.count)
         }
@@ -321,13 +395,19 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         if phase == .body(remaining: 0) { complete() }
     }
 
-    /// The framed response is written whole. The owner closes its connection (the
-    /// request said `Connection: close`): closing first would leave this node's side
-    /// in TIME_WAIT, and a busy relay would run out of ephemeral ports. An owner that
-    /// does not close is cut off after `closeWait`.
+    /// The framed response is written whole. The owner's connection is parked for the
+    /// next relay when the owner keeps it (before the client's next request is read,
+    /// which may want it); else the owner closes it (its answer said so): closing first
+    /// would leave this node's side in TIME_WAIT, and a busy relay would run out of
+    /// ephemeral ports. An owner that does not close is cut off after `closeWait`.
     private func complete() {
         phase = .ended
-        upstream?.setDeadline(.at(.now + Self.closeWait))
+        if ownerKeepsConnection, let upstream {
+            self.upstream = nil
+            client.park(upstream, key: poolKey, idle: Self.idleKeep, limit: Self.idleLimit)
+        } else {
+            upstream?.setDeadline(.at(.now + Self.closeWait))
+        }
         let delegate = self.delegate
         self.delegate = nil
         delegate?.relayFinished(keepAlive: keepAlive)
@@ -386,6 +466,12 @@ struct OwnerResponseHead: Equatable {
         fields.first { $0.name.lowercased() == name }?.value
     }
 
+    /// Whether the owner keeps the connection open after this response (RFC 9112 §9.3):
+    /// an HTTP/1.1 answer without the `close` connection option.
+    var keepsConnection: Bool {
+        statusLine.hasPrefix("HTTP/1.1 ") && !connectionOptions.contains("close")
+    }
+
     /// `Content-Length`, when present and valid.
     var contentLength: Int? {
         field("content-length").flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
@@ -396,28 +482,46 @@ struct OwnerResponseHead: Equatable {
     /// `Content-Length` (framed) or the owner's `Transfer-Encoding` (streaming), and the
     /// client connection's own `Connection`.
     func clientHead(mode: Mode, keepAlive: Bool) -> [UInt8] {
-        var head = statusLine + "\r\n"
-        if mode == .upgraded {
-            for field in fields { head += "\(field.name): \(field.value)\r\n" }
-            return Array((head + "\r\n").utf8)
+        var head: [UInt8] = []
+        head.reserveCapacity(256)
+        func addLine(_ text: String) {
+            head.append(contentsOf: text.utf8)
+            head.append(contentsOf: [13, 10])
         }
-        let named = ProxiedRequest.namedInConnection(fields.filter { $0.name.lowercased() == "connection" }.map(\.value))
+        func addField(_ name: String, _ value: String) {
+            head.append(contentsOf: name.utf8)
+            head.append(contentsOf: [58, 32])
+            addLine(value)
+        }
+        addLine(statusLine)
+        if mode == .upgraded {
+            for field in fields { addField(field.name, field.value) }
+            head.append(contentsOf: [13, 10])
+            return head
+        }
+        let named = connectionOptions
         for field in fields {
             let name = field.name.lowercased()
             guard !Self.dropped.contains(name), !named.contains(name) else { continue }
-            head += "\(field.name): \(field.value)\r\n"
+            addField(field.name, field.value)
         }
         switch mode {
         case .framed:
-            if let length = field("content-length"), status != 204, status != 304 { head += "Content-Length: \(length)\r\n" }
-            head += keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n"
+            if let length = self.field("content-length"), status != 204, status != 304 { addField("Content-Length", length) }
+            addLine(keepAlive ? "Connection: keep-alive" : "Connection: close")
         case .streaming:
-            if let encoding = field("transfer-encoding") { head += "Transfer-Encoding: \(encoding)\r\n" }
-            head += "Connection: close\r\n"
+            if let encoding = self.field("transfer-encoding") { addField("Transfer-Encoding", encoding) }
+            addLine("Connection: close")
         case .upgraded:
             break
         }
-        return Array((head + "\r\n").utf8)
+        head.append(contentsOf: [13, 10])
+        return head
+    }
+
+    /// The options the owner's `Connection` fields name (lower case).
+    private var connectionOptions: Set<String> {
+        ProxiedRequest.namedInConnection(fields.lazy.filter { $0.name.lowercased() == "connection" }.map(\.value))
     }
 
     typealias Mode = OwnerRelay.Mode

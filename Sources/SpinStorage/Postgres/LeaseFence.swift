@@ -28,6 +28,16 @@ package final class LeaseFence: JournalFence, @unchecked Sendable {
         _ = lock.withLock { epochs.removeValue(forKey: spin) }
     }
 
+    /// The lease row a write of `spin` needs (`PostgresSpinStore` checks and locks it in
+    /// the statement that inserts the records, as `check` would); throws `FencedOut`
+    /// when this node does not serve `spin`.
+    package func lease(of spin: String) throws -> FenceLease? {
+        guard let epoch = lock.withLock({ epochs[spin] }) else {
+            throw FencedOut(node: node, spin: spin, epoch: nil)
+        }
+        return FenceLease(node: node, epoch: epoch)
+    }
+
     /// Throws `FencedOut` unless this node serves `spin` and holds its lease under the
     /// served epoch now; locks the lease row until the transaction ends.
     package func check(spin: String, connection: PostgresConnection) throws {

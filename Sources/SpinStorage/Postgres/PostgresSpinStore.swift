@@ -248,8 +248,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         locked { journals[spin]?.pending += batch }
     }
 
-    /// Inserts everything appended to `spin` since the last commit in one statement
-    /// (inside a transaction with the `fence`, when there is one).
+    /// Inserts everything appended to `spin` since the last commit in one statement: a
+    /// lease fence's row check goes into that statement (one round trip, one transaction:
+    /// `insertFenced`), another fence runs in a transaction with it.
     package func commit(spin: String, sync: Bool) throws {
         try locked {
             guard let journal = journals[spin], let last = journal.pending.last else { return }
@@ -258,7 +259,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                 try connection.execute("SET synchronous_commit TO \(sync ? "on" : "off")")
                 synchronousCommit = sync
             }
-            if let fence {
+            if let fence, let lease = try fence.lease(of: spin) {
+                try insertFenced(journal.pending, spin: spin, lease: lease, connection)
+            } else if let fence {
                 try connection.transaction {
                     try fence.check(spin: spin, connection: connection)
                     try insert(journal.pending, spin: spin, connection)
@@ -278,6 +281,30 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             SELECT $1, r.sequence, r.event, r.batch_end FROM unnest($2::int8[], $3::bytea[], $4::bool[]) AS r(sequence, event, batch_end)
             """, [.text(spin), .int64Array(records.map { Int64(bitPattern: $0.sequence) }),
                   .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch))])
+    }
+
+    /// The `INSERT` of `insert` and the lease check of `LeaseFence.check` in one
+    /// statement, so in one transaction: the lease row is locked `FOR SHARE` before any
+    /// record is inserted (the `EXISTS` is evaluated first) and until the commit, and
+    /// without it nothing is inserted (`FencedOut`).
+    private func insertFenced(_ records: [JournalRecord.Record], spin: String, lease: FenceLease,
+                              _ connection: PostgresConnection) throws {
+        let stored = try connection.query("""
+            WITH lease AS (
+                SELECT 1 FROM spin_leases WHERE spin = $1 AND node = $5 AND epoch = $6 AND expires_at > now() FOR SHARE
+            ), stored AS (
+                INSERT INTO spin_journal (spin, sequence, event, batch_end)
+                SELECT $1, r.sequence, r.event, r.batch_end FROM unnest($2::int8[], $3::bytea[], $4::bool[]) AS r(sequence, event, batch_end)
+                WHERE EXISTS (SELECT 1 FROM lease)
+                RETURNING 1
+            )
+            SELECT count(*) FROM stored
+            """, [.text(spin), .int64Array(records.map { Int64(bitPattern: $0.sequence) }),
+                  .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch)),
+                  .text(lease.node), .int64(Int64(clamping: lease.epoch))])
+        guard stored.int(0, 0) == Int64(records.count) else {
+            throw FencedOut(node: lease.node, spin: spin, epoch: lease.epoch)
+        }
     }
 
     /// In one transaction: the new snapshot, the journal trimmed to `records` (the ones
@@ -451,4 +478,18 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 /// row until the commit). Throwing refuses the write: nothing of it is stored.
 package protocol JournalFence: Sendable {
     func check(spin: String, connection: PostgresConnection) throws
+    /// The lease row a write of `spin` must find (locked `FOR SHARE` in the statement
+    /// that inserts the records, instead of `check` in a transaction around it); throws
+    /// when the write is refused before any row is read. Nil (the default): `check`.
+    func lease(of spin: String) throws -> FenceLease?
+}
+
+extension JournalFence {
+    package func lease(of spin: String) throws -> FenceLease? { nil }
+}
+
+/// A `spin_leases` row a fenced write needs: this node, under this epoch, unexpired.
+package struct FenceLease: Sendable, Equatable {
+    package var node: String
+    package var epoch: UInt64
 }

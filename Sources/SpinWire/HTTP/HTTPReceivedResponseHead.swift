@@ -28,27 +28,59 @@ package struct HTTPReceivedResponseHead: Sendable {
     /// §4: `HTTP/1.x`, a three-digit status; §5: every field line has a name and a colon)
     /// or the head is longer than `limit` bytes.
     package static func parse(_ bytes: [UInt8], limit: Int) throws(Malformed) -> (head: Self, length: Int)? {
-        guard let end = bytes.firstRange(of: [13, 10, 13, 10])?.lowerBound else {
+        guard let end = Self.blankLine(in: bytes) else {
             guard bytes.count <= limit else { throw Malformed(status: 0, detail: "response head too long") }
             return nil
         }
         guard end <= limit else { throw Malformed(status: 0, detail: "response head too long") }
-        let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines.first.map(String.init) ?? ""
-        // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ]
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]),
-              (100...599).contains(status) else {
-            throw Malformed(status: 0, detail: "not an HTTP/1.1 status line: \(statusLine)")
-        }
+        // The lines, split at CRLF on the bytes (a relay parses a head per answer: no
+        // generic string search here, one String per status line, name and value).
+        var lineStart = 0
+        var statusLine: String?
+        var status = 0
         var fields: [(name: String, value: String)] = []
-        for line in lines.dropFirst() where !line.isEmpty {
-            // RFC 9112 §5: field-line = field-name ":" OWS field-value OWS
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
-                throw Malformed(status: status, detail: "malformed header line: \(line)")
+        fields.reserveCapacity(8)
+        while lineStart <= end {
+            var lineEnd = lineStart
+            while lineEnd < end, !(bytes[lineEnd] == 13 && lineEnd + 1 < end && bytes[lineEnd + 1] == 10) { lineEnd += 1 }
+            defer { lineStart = lineEnd + 2 }
+            guard statusLine != nil else {
+                let line = String(decoding: bytes[lineStart..<lineEnd], as: UTF8.self)
+                statusLine = line
+                // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ]
+                let parts = line.split(separator: " ", maxSplits: 2)
+                guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let code = Int(parts[1]),
+                      (100...599).contains(code) else {
+                    throw Malformed(status: 0, detail: "not an HTTP/1.1 status line: \(line)")
+                }
+                status = code
+                continue
             }
-            fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingWhitespace()))
+            guard lineEnd > lineStart else { continue }
+            // RFC 9112 §5: field-line = field-name ":" OWS field-value OWS
+            guard let colon = bytes[lineStart..<lineEnd].firstIndex(of: 58), colon != lineStart else {
+                throw Malformed(status: status, detail: "malformed header line: \(String(decoding: bytes[lineStart..<lineEnd], as: UTF8.self))")
+            }
+            var valueStart = colon + 1
+            var valueEnd = lineEnd
+            while valueStart < valueEnd, bytes[valueStart] == 32 || bytes[valueStart] == 9 { valueStart += 1 }
+            while valueEnd > valueStart, bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9 { valueEnd -= 1 }
+            fields.append((String(decoding: bytes[lineStart..<colon], as: UTF8.self),
+                           String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self)))
         }
+        guard let statusLine else { throw Malformed(status: 0, detail: "not an HTTP/1.1 status line: ") }
         return (Self(statusLine: statusLine, status: status, fields: fields), end + 4)
+    }
+
+    /// Where the first CRLF CRLF in `bytes` starts.
+    private static func blankLine(in bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var index = 0
+            while index + 3 < buffer.count {
+                if buffer[index + 3] == 10, buffer[index + 2] == 13, buffer[index + 1] == 10, buffer[index] == 13 { return index }
+                index += 1
+            }
+            return nil
+        }
     }
 }

@@ -28,7 +28,7 @@ import Testing
         #expect(AdvertiseURL(text) == nil)
     }
 
-    @Test func aPost_KeepsMethodTargetHeadersAndBody_DropsHopByHop_AndSaysWhoForwarded() {
+    @Test func aPost_KeepsMethodTargetHeadersAndBody_DropsHopByHop_AndSaysWhoForwarded_OnAKeptAliveConnection() {
         let request = makeRequest("POST", "/v1/spins/counter/events?wait=true", headers: [
             ("Host", "node-a:8080"), ("Content-Type", "application/json"), ("Authorization", "Bearer t"),
             ("Connection", "keep-alive, X-Secret"), ("X-Secret", "hop"), ("Keep-Alive", "timeout=5"),
@@ -36,7 +36,7 @@ import Testing
         ], body: Array(#"{"type":"increase"}"#.utf8))
         #expect(Self.forwarded(request) == "POST /v1/spins/counter/events?wait=true HTTP/1.1\r\n"
             + "Host: node-a:8080\r\nContent-Type: application/json\r\nAuthorization: Bearer t\r\n"
-            + "X-Request-Id: r1\r\nVia: 1.1 node-a\r\nX-Spin-Forwarded-By: node-a\r\nConnection: close\r\n"
+            + "X-Request-Id: r1\r\nVia: 1.1 node-a\r\nX-Spin-Forwarded-By: node-a\r\n"
             + "Content-Length: 19\r\n\r\n" + #"{"type":"increase"}"#)
     }
 

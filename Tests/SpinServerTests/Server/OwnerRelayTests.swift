@@ -108,6 +108,38 @@ struct OwnerRelayTests {
         await b.shutdown()
     }
 
+    @Test func relayedRequests_GoOnOneKeptAliveConnectionToTheOwner() async throws {
+        let (a, portA, b, _) = try Self.startPair()
+        let before = b.context.metrics.openConnections
+        let client = try RawClient(port: portA)
+        for level in 1...5 {
+            #expect(Self.postWaiting(client, #"{"type":"set","left":\#(level),"right":\#(level)}"#)?.status == 200)
+        }
+        client.send("GET /v1/spins/levels HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(client.readResponse()?.body.jsonObject["state"] as? [String: Int] == ["left": 5, "right": 5])
+        // Six requests, one connection from A to B, still open for the next one.
+        #expect(b.context.metrics.openConnections == before + 1)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test func aKeptAliveConnectionTheOwnerClosed_IsNotUsed_ThePostGoesOnANewOne() async throws {
+        // Each connection of the fake owner answers one request without `Connection:
+        // close` (so A keeps it), then the owner closes it, as an owner that stops does.
+        let answer = ["HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"]
+        let owner = try FakeOwner(answers: [answer, answer])
+        let (a, portA) = try Self.startRelaying(to: "http://127.0.0.1:\(owner.port)")
+        let client = try RawClient(port: portA)
+        for _ in 0..<2 {
+            client.send("POST /v1/spins/levels/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n[]")
+            #expect(client.readResponse()?.status == 202)
+            try await Task.sleep(for: .milliseconds(100))   // the owner has closed the first one
+        }
+        #expect(owner.requests.count == 2)
+        withExtendedLifetime(owner) {}   // its listener stays open until here
+        await a.shutdown()
+    }
+
     @Test func aWebSocketThroughA_GetsBsSnapshotAndStates_AndAcksItsEvents() async throws {
         let (a, portA, b, portB) = try Self.startPair()
         _ = try LiveServerTests.post(portB, "/v1/spins/levels/events", #"{"type":"set","left":11,"right":11}"#)
