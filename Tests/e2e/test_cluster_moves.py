@@ -128,6 +128,12 @@ class Watcher:
         assert len({m["epoch"] for m in self.messages}) == 1
 
 
+def no_refusals(load: Load, cluster) -> None:
+    """Asserts that every answer was a 202; names the nodes' logs when not."""
+    logs = {name: str(node.log_path) for name, node in cluster.nodes.items()}
+    assert load.answers == [], (load.answers[:5], logs)
+
+
 def ready(node, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -162,7 +168,7 @@ def test_nodes_starting_one_after_another_refuse_nothing(database, start_server)
         time.sleep(3)
     finally:
         load.stop()
-    assert load.answers == [], load.answers[:5]
+    no_refusals(load, cluster)
     assert load.accepted > 50
     owners = cluster.settle(["n1", "n2", "n3"])
     # Every 202 is in the journal once: nothing lost, nothing twice.
@@ -212,7 +218,7 @@ def test_a_node_stopped_with_sigterm_hands_its_spins_over_and_refuses_nothing(da
         assert watcher.connections >= 2
         assert watcher.messages[-1]["sequence"] == base + load.accepted
     assert took < 10, took
-    assert load.answers == [], load.answers[:5]
+    no_refusals(load, cluster)
     assert sequence(cluster, survivors[0]) == base + load.accepted
     assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
 
@@ -233,7 +239,7 @@ def test_a_rolling_restart_refuses_nothing(database, start_server):  # noqa: F81
         time.sleep(1)
     finally:
         load.stop()
-    assert load.answers == [], load.answers[:5]
+    no_refusals(load, cluster)
     cluster.settle(["n1", "n2", "n3"])
     assert sequence(cluster, "n1") == base + load.accepted
     assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"

@@ -108,8 +108,14 @@ package final class SocketServer: @unchecked Sendable {
             listenFD = fd
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
             source.setEventHandler { [weak self] in self?.acceptReady() }
-            source.setCancelHandler { Syscall.close(fd: fd) }
+            source.setCancelHandler { [weak self] in
+                self?.takeLastConnections(from: fd)
+                Syscall.close(fd: fd)
+                self?.listenerClosed = true
+                self?.finishIfDrained()
+            }
             acceptSource = source
+            listenerClosed = false
             state = .listening
             source.resume()
             return bound
@@ -122,7 +128,8 @@ package final class SocketServer: @unchecked Sendable {
     /// Counters since `start()`.
     package var statistics: Statistics { counters.withLock { $0 } }
 
-    /// Graceful shutdown: stop accepting at once, call `shutdownRequested` on every
+    /// Graceful shutdown: stop accepting at once (taking in, as the listener closes, the
+    /// connections the kernel already completed), call `shutdownRequested` on every
     /// open connection, force-close (`CloseReason.serverShutdown`) those still open
     /// after `deadline`, and call `completion` (on an internal queue) once every
     /// connection has closed. Safe to call more than once and before `start()`.
@@ -175,9 +182,29 @@ package final class SocketServer: @unchecked Sendable {
         }
     }
 
+    /// The listening descriptor is closed (or was never opened): a drained shutdown may
+    /// finish.
+    private var listenerClosed = true
+
+    /// Just before a graceful shutdown closes the listener: connections the kernel
+    /// completed and nobody accepted yet would be reset by the close, request and all.
+    /// They are taken in and asked to finish like the others (answered with
+    /// `Connection: close`).
+    private func takeLastConnections(from fd: Int32) {
+        guard state == .draining else { return }
+        while !atConnectionLimit {
+            switch acceptOverride?(fd) ?? Syscall.accept(listener: fd) {
+            case .accepted(let accepted, let peer): admit(fd: accepted, peer: peer).requestShutdown()
+            case .transient: continue
+            case .wouldBlock, .outOfResources, .failed: return
+            }
+        }
+    }
+
     /// Starts a connection. Accepting never runs past `maxConnections` (it pauses at
     /// the limit), so every accepted descriptor is served.
-    private func admit(fd: Int32, peer: SocketAddress?) {
+    @discardableResult
+    private func admit(fd: Int32, peer: SocketAddress?) -> Connection {
         let loop = loops[nextLoop]
         nextLoop = (nextLoop + 1) % loops.count
         let connection = Connection(
@@ -197,6 +224,7 @@ package final class SocketServer: @unchecked Sendable {
             updateAcceptSource()
             onConnectionLimit(open)
         }
+        return connection
     }
 
     /// EMFILE and friends: stop watching the listener (it would fire in a loop), wait,
@@ -251,7 +279,7 @@ package final class SocketServer: @unchecked Sendable {
     }
 
     private func finishIfDrained() {
-        guard state == .draining, registry.withLock({ $0.isEmpty }) else { return }
+        guard state == .draining, listenerClosed, registry.withLock({ $0.isEmpty }) else { return }
         state = .stopped
         let done = completions
         completions = []
