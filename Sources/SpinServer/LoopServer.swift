@@ -335,10 +335,12 @@ public final class LoopServer: Sendable {
         logger.info("recovered \(spin) at sequence \(sequence) in \(took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000) ms")
     }
 
-    /// This node no longer serves `spin`: the loop stops, what it applied is committed
-    /// while the lease allows it, every waiting acknowledgement that did not make it gets
-    /// 503 `spin_unavailable`, streams close (their clients reconnect to the new owner),
-    /// and a fresh, unmade instance takes the Spin's place.
+    /// This node no longer serves `spin`: the loop stops (events it had taken and not
+    /// applied come back unapplied, and their requests follow the Spin to its next owner:
+    /// `APIRouter.followMove`), what it applied is committed while the lease allows it,
+    /// every waiting acknowledgement that did not make it gets 503 `spin_unavailable`,
+    /// streams close (their clients resume at the new owner), and a fresh, unmade
+    /// instance takes the Spin's place.
     private func retire(_ spin: String, _ clustered: Clustered, journal: Journal) {
         host.spin(named: spin)?.stop()
         for subscription in clustered.terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
