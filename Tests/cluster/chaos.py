@@ -916,7 +916,7 @@ def check_streams(report: Report, messages: list[StreamMessage], journal: list[t
     return dict(counts)
 
 
-GEAR_OF_REFUSED = "Gear events of sends whose storage failed (a known gap: Gear events leave when applied)"
+GEAR_OF_REFUSED = "Gear events of sends whose journal write failed (a known gap: Gear events leave when applied)"
 
 
 def check_gear(report: Report, posts: list[Post], sends: list[tuple[int, dict]],
@@ -925,9 +925,10 @@ def check_gear(report: Report, posts: list[Post], sends: list[tuple[int, dict]],
     changing owner may miss one, as README says); none of a send the sender did not
     journal (one answered "nothing was applied", say) arrives. The server propagates a
     Gear event when its Spin applies the transition, before the journal write: when that
-    write then fails (the database went away), the sender goes back to its durable state
-    and its POST is refused, but the Gear event has left. Until that changes such events
-    are flagged, and fail the run only with `--strict-gear`."""
+    write then fails (the database went away, or the fence refused an owner that paused
+    past its lease), the sender goes back to its durable state and its POST is refused
+    (503 `storage_unavailable` or `spin_unavailable`), but the Gear event has left. Until
+    that changes such events are flagged, and fail the run only with `--strict-gear`."""
     check = "Gear events at most once, and only of journaled events"
     answers = {post.id: f"{post.outcome} {post.status or ''} {post.code} via {post.node} at {post.ended:.2f}"
                for post in posts}
@@ -938,8 +939,11 @@ def check_gear(report: Report, posts: list[Post], sends: list[tuple[int, dict]],
             report.fail(check, f"id {identifier} received {times} times")
         if identifier not in sent:
             line = f"id {identifier} received, but the sender did not journal it (its POST: {answers.get(identifier, 'none')})"
-            refused_by_storage = "storage_unavailable" in answers.get(identifier, "")
-            if refused_by_storage and not strict:
+            # Applied, then refused because the journal write failed (storage) or was
+            # fenced out (an owner that paused past its lease): the same gap.
+            answer = answers.get(identifier, "")
+            refused_after_apply = "storage_unavailable" in answer or "spin_unavailable" in answer
+            if refused_after_apply and not strict:
                 report.note(GEAR_OF_REFUSED, line)
             else:
                 report.fail(check, line)
@@ -988,7 +992,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--pause", type=float, default=0.02, help="seconds each POST thread waits between POSTs")
     parser.add_argument("--timeout", type=float, default=15.0, help="client timeout: no answer by then is a hang")
     parser.add_argument("--strict-gear", action="store_true",
-                        help="fail on a Gear event of a send refused because its storage failed (flagged otherwise)")
+                        help="fail on a Gear event of a send refused because its journal write failed (flagged otherwise)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (node logs, records) when every check passed too")
     return parser.parse_args()
