@@ -1,4 +1,5 @@
 import Dispatch
+import SpinCore
 import Synchronization
 
 /// The fake session service of the auth-routing example, shared by the `feature` and
@@ -86,8 +87,7 @@ public final class SessionService: Sendable {
     /// store, so that a store that was stuck does not work through stale ones.
     private func askIsValid() async -> Bool {
         guard let store else { return valid.withLock { $0 } }
-        let (seconds, attoseconds) = timeout.components
-        let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let deadline = DispatchTime.now() + DispatchTimeInterval(timeout)
         return await withCheckedContinuation { continuation in
             let answer = Answer(continuation)
             queue.async {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Dispatch
 import Glibc
+import SpinCore
 import Synchronization
 
 extension Connection {
@@ -71,10 +72,8 @@ package final class OutgoingConnectAttempt: @unchecked Sendable, LoopWatcher {
     }
 
     fileprivate func start(timeout: Duration) {
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         let loop = self.loop
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + DispatchTimeInterval(timeout)) {
             loop.execute {
                 guard !self.finished else { return }
                 self.finish(.connectFailed(host: self.host, port: self.port, errno: ETIMEDOUT))

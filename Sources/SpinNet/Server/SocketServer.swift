@@ -151,7 +151,7 @@ package final class SocketServer: @unchecked Sendable {
             stopListening()
             let open = registry.withLock { Array($0.values) }
             for connection in open { connection.requestShutdown() }
-            acceptQueue.asyncAfter(deadline: .now() + Self.dispatchInterval(deadline)) { [self] in
+            acceptQueue.asyncAfter(deadline: .now() + DispatchTimeInterval(deadline)) { [self] in
                 guard state == .draining else { return }
                 let remaining = registry.withLock { Array($0.values) }
                 for connection in remaining { connection.forceClose(.serverShutdown) }
@@ -235,7 +235,7 @@ package final class SocketServer: @unchecked Sendable {
         updateAcceptSource()
         let delay = backoff
         backoff = min(backoff * 2, Self.maximumBackoff)
-        acceptQueue.asyncAfter(deadline: .now() + Self.dispatchInterval(delay)) { [weak self] in
+        acceptQueue.asyncAfter(deadline: .now() + DispatchTimeInterval(delay)) { [weak self] in
             guard let self else { return }
             self.backingOff = false
             self.updateAcceptSource()
@@ -284,10 +284,5 @@ package final class SocketServer: @unchecked Sendable {
         let done = completions
         completions = []
         for completion in done { completion() }
-    }
-
-    static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(Int(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)))
     }
 }

@@ -107,7 +107,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
         listenForChanges()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let interval = leaseDuration / 3   // `LeasePlanner.renewalInterval`
-        timer.schedule(deadline: .now() + Self.dispatch(interval), repeating: Self.dispatch(interval),
+        timer.schedule(deadline: .now() + DispatchTimeInterval(interval), repeating: DispatchTimeInterval(interval),
                        leeway: .milliseconds(50))
         timer.setEventHandler { [weak self] in self?.tick() }
         queue.sync { self.timer = timer }
@@ -264,7 +264,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
               takeoverAt.map({ at < $0 || $0 <= now }) ?? true else { return }
         takeoverAt = at
         let delay = now.duration(to: at) + .milliseconds(20)
-        queue.asyncAfter(deadline: .now() + Self.dispatch(delay)) { [weak self] in
+        queue.asyncAfter(deadline: .now() + DispatchTimeInterval(delay)) { [weak self] in
             guard let self else { return }
             takeoverAt = nil
             tick()
@@ -400,10 +400,5 @@ package final class ClusterCoordinator: @unchecked Sendable {
 
     private static func duration(seconds: Double) -> Duration {
         .nanoseconds(Int64((seconds * 1e9).rounded()))
-    }
-
-    private static func dispatch(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 }

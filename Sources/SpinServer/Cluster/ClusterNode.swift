@@ -151,10 +151,8 @@ package final class ClusterNode: Sendable {
             return waiting.next
         }
         guard let id else { return resume(.unavailable(retryAfterSeconds: 1)) }
-        let delay = ContinuousClock.now.duration(to: deadline)
-        let (seconds, attoseconds) = max(delay, .zero).components
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
-            [self] in
+        let delay = DispatchTimeInterval(ContinuousClock.now.duration(to: deadline))
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in
             guard let waiter = waiting.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
             waiter.resume(.unavailable(retryAfterSeconds: 1))
         }
