@@ -35,29 +35,23 @@ package struct ProxiedRequest: Sendable, Equatable {
         let named = Self.namedInConnection(request.headers.values(for: "Connection"))
         var head: [UInt8] = []
         head.reserveCapacity(256 + request.body.count)
-        func addField(_ name: String, _ value: String) {
-            head.append(contentsOf: name.utf8)
-            head.append(contentsOf: [58, 32])
-            head.append(contentsOf: value.utf8)
-            head.append(contentsOf: [13, 10])
-        }
-        head.append(contentsOf: "\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1\r\n".utf8)
-        addField("Host", request.headers["Host"] ?? owner.hostHeader)
+        head.appendHeadLine("\(request.method.rawValue) \(Self.originForm(request.target)) HTTP/1.1")
+        head.appendHeadField("Host", request.headers["Host"] ?? owner.hostHeader)
         for field in request.headers {
             let name = field.name.lowercased()
             guard !Self.notForwarded.contains(name), !named.contains(name) else { continue }
-            addField(field.name, field.value)
+            head.appendHeadField(field.name, field.value)
         }
-        addField("Via", request.headers["Via"].map { "\($0), 1.1 \(node)" } ?? "1.1 \(node)")
-        addField(Self.forwardedByHeader, (Self.forwarders(of: request) + [node]).joined(separator: ", "))
+        head.appendHeadField("Via", request.headers["Via"].map { "\($0), 1.1 \(node)" } ?? "1.1 \(node)")
+        head.appendHeadField(Self.forwardedByHeader, (Self.forwarders(of: request) + [node]).joined(separator: ", "))
         if webSocket {
-            addField("Connection", "Upgrade")
-            addField("Upgrade", "websocket")
+            head.appendHeadField("Connection", "Upgrade")
+            head.appendHeadField("Upgrade", "websocket")
         }
         if !request.body.isEmpty || request.method.rawValue == "POST" {
-            addField("Content-Length", String(request.body.count))
+            head.appendHeadField("Content-Length", String(request.body.count))
         }
-        head.append(contentsOf: [13, 10])
+        head.appendHeadLine("")
         head.append(contentsOf: request.body)
         self.owner = owner
         bytes = head

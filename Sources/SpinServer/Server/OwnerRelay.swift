@@ -484,38 +484,29 @@ struct OwnerResponseHead: Equatable {
     func clientHead(mode: Mode, keepAlive: Bool) -> [UInt8] {
         var head: [UInt8] = []
         head.reserveCapacity(256)
-        func addLine(_ text: String) {
-            head.append(contentsOf: text.utf8)
-            head.append(contentsOf: [13, 10])
-        }
-        func addField(_ name: String, _ value: String) {
-            head.append(contentsOf: name.utf8)
-            head.append(contentsOf: [58, 32])
-            addLine(value)
-        }
-        addLine(statusLine)
+        head.appendHeadLine(statusLine)
         if mode == .upgraded {
-            for field in fields { addField(field.name, field.value) }
-            head.append(contentsOf: [13, 10])
+            for field in fields { head.appendHeadField(field.name, field.value) }
+            head.appendHeadLine("")
             return head
         }
         let named = connectionOptions
         for field in fields {
             let name = field.name.lowercased()
             guard !Self.dropped.contains(name), !named.contains(name) else { continue }
-            addField(field.name, field.value)
+            head.appendHeadField(field.name, field.value)
         }
         switch mode {
         case .framed:
-            if let length = self.field("content-length"), status != 204, status != 304 { addField("Content-Length", length) }
-            addLine(keepAlive ? "Connection: keep-alive" : "Connection: close")
+            if let length = self.field("content-length"), status != 204, status != 304 { head.appendHeadField("Content-Length", length) }
+            head.appendHeadLine(keepAlive ? "Connection: keep-alive" : "Connection: close")
         case .streaming:
-            if let encoding = self.field("transfer-encoding") { addField("Transfer-Encoding", encoding) }
-            addLine("Connection: close")
+            if let encoding = self.field("transfer-encoding") { head.appendHeadField("Transfer-Encoding", encoding) }
+            head.appendHeadLine("Connection: close")
         case .upgraded:
             break
         }
-        head.append(contentsOf: [13, 10])
+        head.appendHeadLine("")
         return head
     }
 
