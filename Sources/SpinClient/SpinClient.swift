@@ -22,8 +22,12 @@ import FoundationNetworking
 public struct SpinClient: Sendable {
     /// The server's root, such as `http://127.0.0.1:8080`; API paths are appended to it.
     public let baseURL: URL
-    /// The bearer token sent with every request and stream, if any.
+    /// The bearer token sent with every request and stream, if it was given as a fixed
+    /// one (`init(baseURL:token:...)`); nil with a token provider.
     public let token: String?
+    /// Where tokens come from when they expire (JWTs): called for every request and
+    /// connection, and by an open stream shortly before its token expires.
+    let tokenProvider: (@Sendable () async throws -> String)?
     /// How state streams connect, time out and reconnect.
     public var streamOptions: StreamOptions
     let session: URLSession
@@ -34,8 +38,35 @@ public struct SpinClient: Sendable {
                 session: URLSession = .shared) {
         self.baseURL = baseURL
         self.token = token
+        self.tokenProvider = nil
         self.streamOptions = streamOptions
         self.session = session
+    }
+
+    /// A client whose credentials expire (JWTs): `tokenProvider` gives the token to send
+    /// and is asked again for every request and every stream connection; an open state
+    /// stream asks it for a new token shortly before the one it runs on expires (the
+    /// token's `exp`) and hands it to the server in-band (`{"type":"refresh",..}`), so the
+    /// stream is not closed (4001). If that fails, or the server closes the stream anyway,
+    /// the stream reconnects with a new token and resumes where it was. The provider
+    /// caches as it sees fit: it is called often.
+    public init(baseURL: URL, tokenProvider: @escaping @Sendable () async throws -> String,
+                streamOptions: StreamOptions = StreamOptions(), session: URLSession = .shared) {
+        self.baseURL = baseURL
+        self.token = nil
+        self.tokenProvider = tokenProvider
+        self.streamOptions = streamOptions
+        self.session = session
+    }
+
+    /// The token to send now: the fixed one, or the provider's.
+    func currentToken() async throws -> String? {
+        guard let tokenProvider else { return token }
+        do {
+            return try await tokenProvider()
+        } catch {
+            throw SpinClientError.connectionFailed("the token provider failed: \(error)")
+        }
     }
 
     /// Posts `events` to the Spin named `spin`; they are applied in order, all or none.
@@ -54,15 +85,15 @@ public struct SpinClient: Sendable {
 
     /// The Spin named `spin` now: its sequence, status and state decoded as `State`.
     public func state<State: Decodable>(of spin: String, as stateType: State.Type) async throws -> SpinSnapshot<State> {
-        let request = makeRequest(path: ["v1", "spins", spin], query: [])
+        let request = try await makeRequest(path: ["v1", "spins", spin], query: [])
         return try await perform(request, expecting: 200)
     }
 
     private func send<Event: Encodable, Answer: Decodable>(
         _ events: [Event], to spin: String, wait: Bool, expecting status: Int
     ) async throws -> Answer {
-        var request = makeRequest(path: ["v1", "spins", spin, "events"],
-                                  query: wait ? [URLQueryItem(name: "wait", value: "true")] : [])
+        var request = try await makeRequest(path: ["v1", "spins", spin, "events"],
+                                            query: wait ? [URLQueryItem(name: "wait", value: "true")] : [])
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         do {
@@ -82,10 +113,10 @@ public struct SpinClient: Sendable {
         return components.url ?? url
     }
 
-    private func makeRequest(path: [String], query: [URLQueryItem]) -> URLRequest {
+    private func makeRequest(path: [String], query: [URLQueryItem]) async throws -> URLRequest {
         var request = URLRequest(url: makeURL(path: path, query: query))
         request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let token = try await currentToken() { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         return request
     }
 

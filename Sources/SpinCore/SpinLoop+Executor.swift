@@ -143,7 +143,7 @@ extension SpinLoop {
                     next = reducer.reduce(current, pending.event)
                 }
                 let transition = Transition(event: pending.event, state: next, sequence: currentSequence + 1,
-                                            endsBatch: endsBatch)
+                                            endsBatch: endsBatch, origin: pending.origin)
                 // Told while `current` is still the state the event left.
                 if tallied { tally.apply(transition, from: current, isLastApplied: endsBatch && !pending.endsBatch) }
                 if let transitionRunners {

@@ -28,21 +28,24 @@ extension SpinLoop {
 
     /// `resume(applying:onApplied:)` with the replies of `emit(batch:...)`: `onResult`
     /// gets the batch's result, or nil if the loop stopped or suspended again first.
+    /// `origin`: who sent the events (`Transition.origin`).
     @discardableResult
     public func resume(
-        applyingBatch events: [Event], onResult: @escaping @Sendable (BatchResult<State, Event>?) -> Void
+        applyingBatch events: [Event], origin: String? = nil,
+        onResult: @escaping @Sendable (BatchResult<State, Event>?) -> Void
     ) -> Bool {
-        resume(events, onApplied: onResult)
+        resume(events, origin: origin, onApplied: onResult)
     }
 
-    func resume(_ events: [Event], onApplied: Completion?) -> Bool {
+    func resume(_ events: [Event], origin: String? = nil, onApplied: Completion?) -> Bool {
         shared.withLock { shared -> Bool in
             guard shared.phase != .stopped, shared.suspension != nil else { return false }
             shared.suspension = nil
             for (offset, event) in events.enumerated() {
                 let last = offset == events.count - 1
                 shared.pending.append(Pending(event: event, onApplied: last ? onApplied : nil,
-                                              startsBatch: offset == 0, endsBatch: last, isExternal: true))
+                                              startsBatch: offset == 0, endsBatch: last, isExternal: true,
+                                              origin: origin))
             }
             shared.pendingExternal += events.count
             // Queued under the lock, so that it runs after the suspension's own block.

@@ -67,6 +67,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         /// True for events given to `emit` (a client's), false for those of feedbacks
         /// and Gears, which the feedback budget counts.
         var isExternal: Bool
+        /// Who sent the event (`Transition.origin`).
+        var origin: String? = nil
     }
 
     /// Everything shared between `emit`/`state`/`states`/`stop` callers and the executor.
@@ -217,17 +219,22 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// which events the reducer applied and which it declined (a partial reducer), with
     /// the sequence and state after the batch; or nil if the loop stopped or suspended
     /// before applying it.
-    /// - Parameter detailedReplies: also collect Harvest-style replies with the states
-    ///   before and after each event (`BatchResult.detailed`); that costs one entry per
-    ///   event, so it is off by default.
+    /// - Parameters:
+    ///   - detailedReplies: also collect Harvest-style replies with the states before and
+    ///     after each event (`BatchResult.detailed`); that costs one entry per event, so
+    ///     it is off by default.
+    ///   - origin: who sent the events; each transition they make carries it
+    ///     (`Transition.origin`).
     @discardableResult
     public func emit(
         batch events: [Event],
         limit: Int = .max,
         detailedReplies: Bool = false,
+        origin: String? = nil,
         onResult: @escaping @Sendable (BatchResult<State, Event>?) -> Void
     ) -> EmitResult {
-        accept(count: events.count, { events[$0] }, limit: limit, onApplied: onResult, detailed: detailedReplies)
+        accept(count: events.count, { events[$0] }, limit: limit, onApplied: onResult, detailed: detailedReplies,
+               origin: origin)
     }
 
     /// Adapts a completion that only wants the last applied transition.
@@ -241,7 +248,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// generic), and an array per single event a heap allocation; both showed in the
     /// loop's rate (spin-core-benchmark).
     func accept(
-        count: Int, _ event: (Int) -> Event, limit: Int, onApplied: Completion?, detailed: Bool = false
+        count: Int, _ event: (Int) -> Event, limit: Int, onApplied: Completion?, detailed: Bool = false,
+        origin: String? = nil
     ) -> EmitResult {
         guard count > 0 else { return .empty }
         let outcome = shared.withLock { shared -> (EmitResult, schedule: Bool) in
@@ -252,7 +260,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 let last = offset == count - 1
                 shared.pending.append(Pending(event: event(offset), onApplied: last ? onApplied : nil,
                                               startsBatch: offset == 0, endsBatch: last,
-                                              detailed: detailed && offset == 0, isExternal: true))
+                                              detailed: detailed && offset == 0, isExternal: true, origin: origin))
             }
             shared.pendingExternal += count
             defer { shared.draining = true }

@@ -8,12 +8,18 @@ public struct Transition<State: Sendable, Event: Sendable>: Sendable {
     /// False for every event of an `emit(contentsOf:)` batch but its last: a journal
     /// writes a batch all or none, so it waits for the transition that ends it.
     public let endsBatch: Bool
+    /// Who sent the event, as the code that emitted it named them (`emit(batch:origin:...)`):
+    /// a host passes the authenticated subject of the request, so that the journal and
+    /// the state stream can say who changed the state. Nil for events of feedbacks and
+    /// Gears, and for events emitted without one.
+    public let origin: String?
 
-    public init(event: Event, state: State, sequence: UInt64, endsBatch: Bool = true) {
+    public init(event: Event, state: State, sequence: UInt64, endsBatch: Bool = true, origin: String? = nil) {
         self.event = event
         self.state = state
         self.sequence = sequence
         self.endsBatch = endsBatch
+        self.origin = origin
     }
 }
 

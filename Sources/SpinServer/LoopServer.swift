@@ -72,7 +72,7 @@ public final class LoopServer: Sendable {
         self.feeds = feeds
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
                                tokensConfigured: !configuration.tokens.isEmpty)
-        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens), hosts: hosts,
+        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens, rules: configuration.accessRules), hosts: hosts,
                                origins: OriginPolicy(allowed: configuration.allowedOrigins),
                                metrics: Metrics(registry: metricsRegistry), limits: limits, feeds: feeds,
                                echoEndpoint: configuration.testing.echoEndpoint,

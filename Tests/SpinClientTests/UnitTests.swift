@@ -157,3 +157,26 @@ struct AcceptedTests {
                 == Accepted(accepted: 2, sequence: 4))
     }
 }
+
+struct JWTExpiryTests {
+    /// A token as an issuer writes it: the client reads `exp` only, and never verifies.
+    static func token(_ claims: String) -> String {
+        let payload = Data(claims.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        return "eyJhbGciOiJIUzI1NiJ9.\(payload).c2ln"
+    }
+
+    @Test func theExpiry_IsReadFromTheTokensOwnClaims_ElseNone() {
+        #expect(JWTExpiry.seconds(Self.token(#"{"sub":"a?~>","exp":1700000000}"#)) == 1_700_000_000)
+        #expect(JWTExpiry.seconds(Self.token(#"{"sub":"a"}"#)) == nil)
+        #expect(JWTExpiry.seconds("static-token") == nil)
+        #expect(JWTExpiry.seconds("a.!!!.c") == nil)
+    }
+
+    @Test func aRefresh_IsDueAMinuteBefore_OrAQuarterOfAShortLifeBefore() {
+        #expect(JWTExpiry.refreshTime(expiry: 1000, now: 0) == 940)
+        #expect(JWTExpiry.refreshTime(expiry: 100, now: 0) == 75)
+        #expect(JWTExpiry.refreshTime(expiry: 100, now: 200) == 100)
+    }
+}

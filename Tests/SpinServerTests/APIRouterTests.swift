@@ -199,7 +199,7 @@ struct APIRouterTests {
 
     @Test func streamMessage_WithARepeatedKey_IsRefusedWithItsPath() {
         let text = Array(#"{"type":"event","id":"c1","event":{"type":"set","left":1,"right":2,"left":3}}"#.utf8)
-        guard case .failure(let refusal) = StreamMessage.parseClientEvent(text) else {
+        guard case .failure(let refusal) = StreamMessage.parseClientMessage(text) else {
             Issue.record("a repeated key was accepted")
             return
         }
@@ -210,13 +210,14 @@ struct APIRouterTests {
 
     @Test func streamMessage_IsReadOnce_WithItsIDAndEventBytes_EscapesIncluded() throws {
         let text = Array(#" {"id" : 7, "type":"\u0065vent", "event":{"type":"increase"}} "#.utf8)
-        let (id, event) = try StreamMessage.parseClientEvent(text).get()
-        #expect(id == .number("7"))
-        #expect(event == Array(#"{"type":"increase"}"#.utf8))
+        #expect(try StreamMessage.parseClientMessage(text).get() == .event(id: .number("7"), event: Array(#"{"type":"increase"}"#.utf8)))
+        let refresh = Array(#"{"type":"refresh","token":"t\u0031"}"#.utf8)
+        #expect(try StreamMessage.parseClientMessage(refresh).get() == .refresh(id: .null, token: "t1"))
         for (message, code) in [(#"{"type":"ping","id":"a"}"#, "bad_request"), (#"{"id":"a","event":{}}"#, "bad_request"),
                                 (#"{"type":"event","event":3}"#, "bad_request"), ("[1]", "malformed_json"),
-                                (#"{"type":"event""#, "malformed_json")] {
-            guard case .failure(let refusal) = StreamMessage.parseClientEvent(Array(message.utf8)) else {
+                                (#"{"type":"event""#, "malformed_json"), (#"{"type":"refresh"}"#, "bad_request"),
+                                (#"{"type":"refresh","token":7}"#, "bad_request"), (#"{"type":"refresh","token":""}"#, "bad_request")] {
+            guard case .failure(let refusal) = StreamMessage.parseClientMessage(Array(message.utf8)) else {
                 Issue.record("\(message) was accepted")
                 continue
             }
@@ -368,25 +369,25 @@ struct APIRouterTests {
     @Test func gears_AreListedWithTheirSpins_AndStreamsAreRouted() async throws {
         let router = makeRouter(try makeExampleHost())
         #expect(await router.respond("GET", "/v1/gears").text == #"{"gears":[{"name":"auth","attached":["feature","router"]}]}"#)
-        guard case .stream(.gear(let gear), .sse) = await router.route(makeRequest("GET", "/v1/gears/auth/stream", headers: acceptsEvents)) else {
+        guard case .stream(.gear(let gear), .sse, _) = await router.route(makeRequest("GET", "/v1/gears/auth/stream", headers: acceptsEvents)) else {
             Issue.record("the gear stream was not routed")
             return
         }
         #expect(gear.name == "auth")
-        guard case .stream(.state(let spin, _, let resume, _), .sse) = await router.route(makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents)) else {
+        guard case .stream(.state(let spin, _, let resume), .sse, _) = await router.route(makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents)) else {
             Issue.record("the state stream was not routed")
             return
         }
         #expect(spin.name == "router")
         #expect(resume == nil)
         let resuming = makeRequest("GET", "/v1/spins/router/stream", query: [("since", "12"), ("epoch", "x")], headers: acceptsEvents)
-        guard case .stream(.state(_, _, let since, _), _) = await router.route(resuming) else {
+        guard case .stream(.state(_, _, let since), _, _) = await router.route(resuming) else {
             Issue.record("the resumed stream was not routed")
             return
         }
         #expect(since == StreamResume(since: 12, epoch: "x"))
         let lastEventID = makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents + [("Last-Event-ID", "7")])
-        guard case .stream(.state(_, _, let fromHeader, _), _) = await router.route(lastEventID) else {
+        guard case .stream(.state(_, _, let fromHeader), _, _) = await router.route(lastEventID) else {
             Issue.record("the SSE resume was not routed")
             return
         }
@@ -409,7 +410,7 @@ struct APIRouterTests {
         let handshake: [(name: String, value: String)] = [("Host", "localhost"), ("Upgrade", "websocket"), ("Connection", "Upgrade"),
                                                          ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
                                                          ("Sec-WebSocket-Version", "13")]
-        guard case .stream(.echo, .webSocket) = await on.route(makeRequest("GET", "/v1/echo", headers: handshake)) else {
+        guard case .stream(.echo, .webSocket, _) = await on.route(makeRequest("GET", "/v1/echo", headers: handshake)) else {
             Issue.record("the echo was not routed")
             return
         }

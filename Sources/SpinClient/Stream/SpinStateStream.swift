@@ -57,6 +57,10 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
         private var worker: BlockingWorker?
         /// Events sent over the stream so far (their ids: `c1`, `c2`, ...).
         private var sent = 0
+        /// When to refresh the token the connection runs on (seconds since 1970:
+        /// `JWTExpiry.refreshTime`), when the client has a token provider and the token is
+        /// a JWT with an `exp`.
+        private var refreshAt: Double?
 
         init(client: SpinClient, spin: String, position: StreamPosition) {
             self.client = client
@@ -73,6 +77,7 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
                     if connection == nil {
                         try await connect()
                     } else {
+                        try await refreshIfDue()
                         try await receive()
                     }
                 } catch is CancellationError {
@@ -105,15 +110,7 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
             let message = try StreamReply.eventMessage(id: id, event: event)
             do {
                 if connection == nil { try await connect() }
-                guard var current = connection else { throw SpinClientError.connectionFailed("not connected") }
-                for case .send(let frame) in current.session.sendText(message) {
-                    do {
-                        try current.socket.send(frame)
-                    } catch {
-                        throw SpinClientError.connectionFailed(error.description)
-                    }
-                }
-                connection = current
+                try sendText(message)
                 while true {
                     if let sequence = try takeReply(to: id) { return sequence }
                     try await receive()
@@ -163,7 +160,10 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
             let endpoint = try StreamConnection.Endpoint(client.makeURL(
                 path: ["v1", "spins", spin, "stream"],
                 query: position.resumeQuery.map { URLQueryItem(name: $0.name, value: $0.value) }))
-            let (token, options, slot) = (client.token, client.streamOptions, self.slot)
+            let token = try await client.currentToken()
+            refreshAt = client.tokenProvider == nil ? nil
+                : token.flatMap(JWTExpiry.seconds).map { JWTExpiry.refreshTime(expiry: $0) }
+            let (options, slot) = (client.streamOptions, self.slot)
             var opened = try await offPool {
                 try StreamConnection.open(endpoint, token: token, options: options, slot: slot)
             }
@@ -171,6 +171,34 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
             opened.early = []
             connection = opened
             if !early.isEmpty { try handle(early) }
+        }
+
+        /// Past `refreshAt`, shortly before the token expires: asks the provider for a new
+        /// token and sends it in-band (`{"type":"refresh","token":..}`); the server's
+        /// `refreshed` is skipped like any message that is not a state. A failure here
+        /// is left to the server: it closes the stream (4001) at expiry, and the stream
+        /// reconnects with whatever token the provider gives then.
+        private mutating func refreshIfDue() async throws {
+            guard let due = refreshAt, Date().timeIntervalSince1970 >= due, connection != nil else { return }
+            refreshAt = nil
+            guard let token = try? await client.currentToken(),
+                  let message = try? String(decoding: JSONEncoder().encode(["type": "refresh", "token": token]), as: UTF8.self)
+            else { return }
+            try sendText(message)
+            refreshAt = JWTExpiry.seconds(token).map { JWTExpiry.refreshTime(expiry: $0) }
+        }
+
+        /// Sends one text message on the open connection.
+        private mutating func sendText(_ message: String) throws(SpinClientError) {
+            guard var current = connection else { throw .connectionFailed("not connected") }
+            for case .send(let frame) in current.session.sendText(message) {
+                do {
+                    try current.socket.send(frame)
+                } catch {
+                    throw .connectionFailed(error.description)
+                }
+            }
+            connection = current
         }
 
         private mutating func receive() async throws {

@@ -45,6 +45,26 @@ package struct APIError: Error, Equatable, Sendable {
     }
 
     /// RFC 9110 §15.5.20: this server does not answer for that authority.
+    /// 403 `forbidden`: the caller lacks `needed` on Spin `spin`.
+    package static func forbidden(_ needed: Scope, spin: String) -> APIError {
+        let action = switch needed {
+        case .read: "read"
+        case .write: "send events to"
+        case .admin: "resume"
+        }
+        return .forbidden("the credentials may not \(action) Spin \"\(spin)\": that needs the \(needed.rawValue) permission on it")
+    }
+
+    /// 403 `forbidden`: the caller may not read Gear `gear`'s stream.
+    package static func forbidden(gear: String) -> APIError {
+        .forbidden("the credentials may not read Gear \"\(gear)\": that needs the read permission on it")
+    }
+
+    /// 403 `forbidden`: a route about every Spin (`what`) needs a global scope.
+    package static func forbidden(everywhere needed: Scope, _ what: String) -> APIError {
+        .forbidden("the credentials may not read \(what): that needs the \(needed.rawValue) scope on every Spin (a global scope), not grants on some")
+    }
+
     package static func misdirectedRequest(host: String) -> APIError {
         APIError(status: 421, code: "misdirected_request",
                  message: "this server does not answer for Host \"\(host)\": without tokens it serves only its listen address, localhost and the names in listen.allowedHosts")

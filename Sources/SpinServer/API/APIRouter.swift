@@ -8,8 +8,9 @@ package enum RouteOutcome: Sendable {
     /// Send this response.
     case respond(APIResponse)
     /// Open a stream of `source`: switch to the WebSocket protocol with the handshake's
-    /// answer, or answer 200 with an event stream.
-    case stream(StreamSource, StreamUpgrade)
+    /// answer, or answer 200 with an event stream. The caller's identity goes with it:
+    /// it decides whether the client may send events, and when the stream expires.
+    case stream(StreamSource, StreamUpgrade, Identity)
     /// The Spin is served by another node of the cluster: send the request on to it and
     /// relay its answer (and, for a stream, the bytes both ways) to the client.
     case proxy(ProxiedRequest)
@@ -118,9 +119,11 @@ package struct APIRouter: Sendable {
     /// (`Route.match`), so that the path is matched once per request. `trace`: the
     /// request's spans when it is traced (events get `apply`, `durable`, `acknowledge`).
     /// `moveDeadline`: the request waited for its Spin to move already (`awaitMove`) and
-    /// may wait until then.
+    /// may wait until then. `identity`: who the request comes from, when the caller
+    /// checked its credentials already (`identify`, so that its log line can name the
+    /// subject); checked here otherwise.
     package func handle(_ request: HTTPRequest, matched: (route: Route, name: Substring)?, trace: RequestTrace? = nil,
-                        moveDeadline: ContinuousClock.Instant? = nil,
+                        moveDeadline: ContinuousClock.Instant? = nil, identity: Result<Identity, APIError>? = nil,
                         respond: @escaping @Sendable (RouteOutcome) -> Void) {
         func reply(_ response: APIResponse) { respond(.respond(response)) }
         func fail(_ error: APIError) { respond(.respond(.error(error))) }
@@ -136,10 +139,12 @@ package struct APIRouter: Sendable {
         guard method == route.method else {
             return fail(.methodNotAllowed(request.method.rawValue, allowed: route.allowedMethods))
         }
-        let authorization = Self.authorization(of: request, route: route)
-        if let scope = route.scope, let error = access.check(authorization: authorization, needs: scope) {
-            return fail(error)
+        let caller: Identity
+        switch identity ?? identify(request, route: route) {
+        case .success(let identity): caller = identity
+        case .failure(let error): return fail(error)
         }
+        if let refusal = Self.refusal(of: caller.permissions, route, name) { return fail(refusal) }
 
         // In a cluster, a request about one Spin is served by the node that owns it.
         if route.concernsOneSpin, !name.isEmpty {
@@ -209,7 +214,8 @@ package struct APIRouter: Sendable {
 
         case .spins:
             let owners = cluster.status(hostedSpins: host.spins.map(\.name)).owners
-            let list = host.spins.map { spin -> JSONValue in
+            let readable = host.spins.filter { caller.permissions.allows(.read, spin: $0.name) }
+            let list = readable.map { spin -> JSONValue in
                 guard spin.isPrepared else {
                     // A cluster node does not run this Spin: its owner has the sequence
                     // (`GET /v1/spins/{name}` through any node asks it).
@@ -244,7 +250,7 @@ package struct APIRouter: Sendable {
 
         case .spinEvents:
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
-            postEvents(request, to: spin, trace: trace) { [self] response in
+            postEvents(request, to: spin, from: caller.subject, trace: trace) { [self] response in
                 followMove(of: spin.name, response, request, matched: matched, trace: trace, deadline: moveDeadline,
                            respond: respond)
             }
@@ -256,7 +262,7 @@ package struct APIRouter: Sendable {
             if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
                 return fail(refusal)
             }
-            resume(request, spin) { [self] response in
+            resume(request, spin, from: caller.subject) { [self] response in
                 followMove(of: spin.name, response, request, matched: matched, trace: trace, deadline: moveDeadline,
                            respond: respond)
             }
@@ -270,24 +276,46 @@ package struct APIRouter: Sendable {
             } catch {
                 return fail(error)
             }
-            let mayWrite = access.check(authorization: authorization, needs: .write) == nil
-            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume, clientMayWrite: mayWrite)))
+            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume), identity: caller))
 
         case .gears:
-            let list = host.gears.map { gear -> JSONValue in
+            let list = host.gears.filter { caller.permissions.allowsReading(gear: $0.name) }.map { gear -> JSONValue in
                 .object([("name", .string(gear.name)), ("attached", .array(gear.attached.map(JSONValue.string)))])
             }
             reply(.json(200, .object([("gears", .array(list))])))
 
         case .gearStream:
             guard let gear = host.gear(named: String(name)) else { return fail(.gearNotFound(String(name))) }
-            respond(openStream(request, .gear(gear)))
+            respond(openStream(request, .gear(gear), identity: caller))
 
         case .cluster:
             reply(.json(200, cluster.status(hostedSpins: host.spins.map(\.name)).json))
 
         case .echo:
-            respond(openStream(request, .echo))
+            respond(openStream(request, .echo, identity: caller))
+        }
+    }
+
+    /// Who `request` comes from: its credentials checked (401 when they do not hold);
+    /// anyone for an open route and on a server without authentication.
+    package func identify(_ request: HTTPRequest, route: Route?) -> Result<Identity, APIError> {
+        guard let route, route.access != .open, access.isEnabled else { return .success(.anyone) }
+        return access.authenticate(authorization: Self.authorization(of: request, route: route))
+    }
+
+    /// Why `permissions` do not allow `route` about `name`: 403 naming the Spin or Gear
+    /// and the missing permission; nil when they do. Checked before the name is looked
+    /// up, so a caller learns nothing of Spins it may not read (403 either way).
+    static func refusal(of permissions: Permissions, _ route: Route, _ name: Substring) -> APIError? {
+        switch route.access {
+        case .open, .listing:
+            return nil
+        case .everywhere(let needed):
+            return permissions.allowsEverywhere(needed) ? nil : .forbidden(everywhere: needed, route.template)
+        case .spin(let needed):
+            return permissions.allows(needed, spin: name) ? nil : .forbidden(needed, spin: String(name))
+        case .gear:
+            return permissions.allowsReading(gear: name) ? nil : .forbidden(gear: String(name))
         }
     }
 
@@ -303,7 +331,7 @@ package struct APIRouter: Sendable {
     /// How a stream route's request is carried: a WebSocket when it asks to upgrade (its
     /// `Origin` allowed and its handshake valid), server-sent events when it accepts them
     /// and the source offers them, else 426 naming both.
-    private func openStream(_ request: HTTPRequest, _ source: StreamSource) -> RouteOutcome {
+    private func openStream(_ request: HTTPRequest, _ source: StreamSource, identity: Identity) -> RouteOutcome {
         let wantsWebSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
         if wantsWebSocket {
             guard origins.allows(origin: request.headers["Origin"], host: request.headers["Host"]) else {
@@ -315,7 +343,7 @@ package struct APIRouter: Sendable {
                     method: request.method.rawValue,
                     httpVersion: (request.version.major, request.version.minor),
                     headers: request.headers.map { (name: $0.name, value: $0.value) })
-                return .stream(source, .webSocket(accepted))
+                return .stream(source, .webSocket(accepted), identity)
             } catch {
                 return .respond(APIResponse.error(APIError(status: error.httpStatus, code: "bad_websocket_handshake",
                                                            message: "the WebSocket handshake is invalid: \(error)",
@@ -324,7 +352,7 @@ package struct APIRouter: Sendable {
             }
         }
         if source.offersSSE, request.headers["Accept"]?.contains("text/event-stream") ?? false {
-            return .stream(source, .sse)
+            return .stream(source, .sse, identity)
         }
         let message = source.offersSSE
             ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
@@ -334,7 +362,8 @@ package struct APIRouter: Sendable {
     }
 
     /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
-    private func postEvents(_ request: HTTPRequest, to spin: any HostedSpin, trace: RequestTrace?,
+    /// `origin`: the caller's subject, journaled with the events.
+    private func postEvents(_ request: HTTPRequest, to spin: any HostedSpin, from origin: String?, trace: RequestTrace?,
                             respond: @escaping @Sendable (APIResponse) -> Void) {
         let wait: Bool
         switch request.target.queryParameter("wait") {
@@ -343,15 +372,17 @@ package struct APIRouter: Sendable {
         case let other?:
             return respond(.error(.badRequest("query parameter wait must be true or false, not \"\(other)\"")))
         }
-        let batch: EventBatch
+        var batch: EventBatch
         do {
             batch = try Self.decodeEvents(request, for: spin)
         } catch {
             return respond(.error(error))
         }
+        batch.origin = origin
+        let count = batch.count
         submit(batch, to: spin, withState: wait, trace: trace) { result in
             switch result {
-            case .success(let applied): Self.acknowledge(applied, count: batch.count, wait: wait, respond: respond)
+            case .success(let applied): Self.acknowledge(applied, count: count, wait: wait, respond: respond)
             case .failure(let error): respond(.error(error))
             }
         }
@@ -370,7 +401,8 @@ package struct APIRouter: Sendable {
     /// that the correction of a runaway cannot lose the race against it; the answer then
     /// waits until those events are applied and durable. A running Spin stays running
     /// (and takes the body's events as a POST of them would).
-    private func resume(_ request: HTTPRequest, _ spin: any HostedSpin, respond: @escaping @Sendable (APIResponse) -> Void) {
+    private func resume(_ request: HTTPRequest, _ spin: any HostedSpin, from origin: String?,
+                        respond: @escaping @Sendable (APIResponse) -> Void) {
         let resumed: @Sendable () -> APIResponse = {
             .json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))]))
         }
@@ -378,12 +410,13 @@ package struct APIRouter: Sendable {
             spin.resume(applying: nil) { _ in }
             return respond(resumed())
         }
-        let batch: EventBatch
+        var batch: EventBatch
         do {
             batch = try Self.decodeEvents(request, for: spin)
         } catch {
             return respond(.error(error))
         }
+        batch.origin = origin
         guard batch.count <= limits.inbox else {
             return respond(.error(.batchTooLarge(count: batch.count, limit: limits.inbox)))
         }

@@ -33,14 +33,31 @@ package enum Route: String, CaseIterable, Sendable {
         }
     }
 
-    /// The scope a token needs, when tokens are configured; nil for open routes (the
-    /// dashboard, like a login page, and the probes).
-    package var scope: Scope? {
+    /// What a caller must be allowed, when authentication is configured.
+    package enum Access: Sendable, Equatable {
+        /// Anyone: the dashboard (a login page of sorts, its API calls carry the token)
+        /// and the probes.
+        case open
+        /// A global scope: routes about every Spin at once (`/metrics`, `/v1/cluster`).
+        case everywhere(Scope)
+        /// A permission on the route's Spin (`{name}`).
+        case spin(Scope)
+        /// Reading the route's Gear (`{name}`).
+        case gear
+        /// Any authenticated caller; the answer lists only what it may read.
+        case listing
+    }
+
+    /// What the route needs (docs: Identities and permissions).
+    package var access: Access {
         switch self {
-        case .dashboard, .healthz, .readyz, .openAPI: nil
-        case .metrics, .spins, .spin, .spinStream, .spinSchema, .gears, .gearStream, .cluster, .echo: .read
-        case .spinEvents: .write
-        case .spinResume: .admin
+        case .dashboard, .healthz, .readyz, .openAPI: .open
+        case .metrics, .cluster, .echo: .everywhere(.read)
+        case .spins, .gears: .listing
+        case .spin, .spinStream, .spinSchema: .spin(.read)
+        case .spinEvents: .spin(.write)
+        case .spinResume: .spin(.admin)
+        case .gearStream: .gear
         }
     }
 

@@ -16,52 +16,79 @@ public enum Scope: String, Sendable, Codable, CaseIterable, Comparable {
     }
 }
 
-/// A configured bearer token.
+/// A configured bearer token (`auth.tokens`, `SPIN_TOKENS`).
 public struct AccessToken: Sendable, Equatable, Codable {
     public var token: String
+    /// Global scopes: on every Spin and Gear.
     public var scopes: [Scope]
+    /// Who holds it, for the log and the journal (`sub`); `auth.rules` match it too.
+    public var subject: String?
+    /// Permissions on some Spins and Gears only.
+    public var grants: Grants
 
-    public init(token: String, scopes: [Scope]) {
+    public init(token: String, scopes: [Scope], subject: String? = nil, grants: Grants = .none) {
         self.token = token
         self.scopes = scopes
+        self.subject = subject
+        self.grants = grants
     }
 }
 
-/// Checks `Authorization: Bearer <token>` against the configured tokens.
+/// Checks a request's credentials and says who it comes from (`Identity`): a
+/// configured token (`Authorization: Bearer <token>`) with its scopes and grants, plus
+/// the grants of every `auth.rules` entry whose pattern matches its subject.
 ///
 /// No configured token means no authentication (the server warns when it binds a
-/// non-loopback address that way). Tokens are compared in constant time: every
-/// configured token is compared in full, whatever matched, so the time taken does not
-/// tell how much of a guess was right.
+/// non-loopback address that way): every request is `Identity.anyone`. Tokens are
+/// compared in constant time: every configured token is compared in full, whatever
+/// matched, so the time taken does not tell how much of a guess was right.
 package struct AccessControl: Sendable {
     package let tokens: [AccessToken]
+    package let rules: [AccessRule]
+    /// The identities of the configured tokens, in their order, made once.
+    private let identities: [Identity]
 
-    package init(tokens: [AccessToken]) {
+    package init(tokens: [AccessToken], rules: [AccessRule] = []) {
         self.tokens = tokens
+        self.rules = rules
+        identities = tokens.map { token in
+            Identity(subject: token.subject,
+                     permissions: Permissions(scopes: token.scopes, grants: Self.grants(token.grants, of: token.subject, rules: rules)))
+        }
     }
 
     package var isEnabled: Bool { !tokens.isEmpty }
 
-    /// Nil when `authorization` (the header value) grants `needed`, else the error.
-    package func check(authorization: String?, needs needed: Scope) -> APIError? {
-        guard isEnabled else { return nil }
+    /// `own` and the grants of every rule whose subject pattern matches `subject`.
+    package static func grants(_ own: Grants, of subject: String?, rules: [AccessRule]) -> Grants {
+        guard let subject else { return own }
+        return rules.reduce(own) { grants, rule in Glob(rule.subject).matches(subject) ? grants + rule.grants : grants }
+    }
+
+    /// The identity `authorization` (the header value) proves, or 401 `unauthorized`
+    /// saying what is wrong with it. Without authentication, `Identity.anyone`.
+    package func authenticate(authorization: String?) -> Result<Identity, APIError> {
+        guard isEnabled else { return .success(.anyone) }
         guard let authorization else {
-            return .unauthorized("this route needs a bearer token (Authorization: Bearer <token>)")
+            return .failure(.unauthorized("this route needs a bearer token (Authorization: Bearer <token>)"))
         }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, String(parts[0]).caseInsensitiveEquals("Bearer") else {
-            return .unauthorized("the Authorization header must be \"Bearer <token>\"")
+            return .failure(.unauthorized("the Authorization header must be \"Bearer <token>\""))
         }
-        let presented = Array(parts[1].utf8)
-        var granted: [Scope] = []
-        for candidate in tokens where Self.constantTimeEquals(Array(candidate.token.utf8), presented) {
-            granted = candidate.scopes
+        return authenticate(token: parts[1])
+    }
+
+    /// The identity of a bearer token (also a stream's `refresh` message), or 401.
+    package func authenticate(token: some StringProtocol) -> Result<Identity, APIError> {
+        guard isEnabled else { return .success(.anyone) }
+        let presented = Array(token.utf8)
+        var matched: Int?
+        for (index, candidate) in tokens.enumerated() where Self.constantTimeEquals(Array(candidate.token.utf8), presented) {
+            matched = index
         }
-        if granted.isEmpty { return .unauthorized("the bearer token is not valid") }
-        guard granted.contains(where: { $0.grants(needed) }) else {
-            return .forbidden("the token's scopes (\(granted.map(\.rawValue).joined(separator: ", "))) do not include \(needed.rawValue)")
-        }
-        return nil
+        guard let matched else { return .failure(.unauthorized("the bearer token is not valid")) }
+        return .success(identities[matched])
     }
 
     /// Compares every byte of the longer input whatever differs, so the time depends on

@@ -58,9 +58,12 @@ extension SpinServerConfiguration.Builder {
                 configuration.limits[keyPath: path] = number
             }
         }
-        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "allowedOrigins"]) {
+        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "rules", "allowedOrigins"]) {
             if let tokens = try reader.optionalArray(auth["tokens"], at: "auth.tokens") {
                 configuration.tokens = try Self.tokens(tokens, reader: reader)
+            }
+            if let rules = try reader.optionalArray(auth["rules"], at: "auth.rules") {
+                configuration.accessRules = try Self.rules(rules, reader: reader)
             }
             if let origins = try reader.optionalArray(auth["allowedOrigins"], at: "auth.allowedOrigins") {
                 configuration.allowedOrigins = try origins.enumerated().map { index, value throws(ConfigurationError) in
@@ -152,7 +155,7 @@ fileprivate extension SpinServerConfiguration.Builder {
         var tokens: [AccessToken] = []
         for (index, value) in values.enumerated() {
             let path = "auth.tokens[\(index)]"
-            let entry = try reader.object(value, at: path, known: ["token", "scopes"])
+            let entry = try reader.object(value, at: path, known: ["token", "scopes", "subject", "spin", "gear"])
             let token = try reader.string(try reader.required(entry["token"], at: "\(path).token"), at: "\(path).token")
             guard !token.isEmpty, !token.contains(where: \.isWhitespace) else {
                 throw reader.error("\(path).token", "must be non-empty with no spaces")
@@ -161,9 +164,14 @@ fileprivate extension SpinServerConfiguration.Builder {
             if let first = tokens.firstIndex(where: { $0.token == token }) {
                 throw reader.error("\(path).token", "the same token as auth.tokens[\(first)]")
             }
-            let scopeValues = try reader.array(try reader.required(entry["scopes"], at: "\(path).scopes"), at: "\(path).scopes")
-            guard !scopeValues.isEmpty else {
-                throw reader.error("\(path).scopes", "must list at least one scope (read, write or admin)")
+            let grants = try Self.grants(entry, at: path, reader: reader)
+            let subject = try entry["subject"].map { (value) throws(ConfigurationError) in
+                try Self.subject(value, at: "\(path).subject", reader: reader)
+            }
+            let scopeValues = try reader.optionalArray(entry["scopes"], at: "\(path).scopes") ?? []
+            guard !scopeValues.isEmpty || !grants.isEmpty else {
+                throw reader.error(entry["scopes"] == nil ? "\(path)" : "\(path).scopes",
+                                   "must list at least one scope (read, write or admin) or grant Spin or Gear permissions (\"spin\", \"gear\")")
             }
             var scopes: [Scope] = []
             for (scopeIndex, scopeValue) in scopeValues.enumerated() {
@@ -174,9 +182,58 @@ fileprivate extension SpinServerConfiguration.Builder {
                 }
                 scopes.append(scope)
             }
-            tokens.append(AccessToken(token: token, scopes: scopes))
+            tokens.append(AccessToken(token: token, scopes: scopes, subject: subject, grants: grants))
         }
         return tokens
+    }
+
+    /// `auth.rules`: `[{"subject": pattern, "spin": {..}, "gear": {..}}]`.
+    static func rules(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessRule] {
+        var rules: [AccessRule] = []
+        for (index, value) in values.enumerated() {
+            let path = "auth.rules[\(index)]"
+            let entry = try reader.object(value, at: path, known: ["subject", "spin", "gear"])
+            let subject = try Self.subject(try reader.required(entry["subject"], at: "\(path).subject"),
+                                           at: "\(path).subject", reader: reader)
+            let grants = try Self.grants(entry, at: path, reader: reader)
+            guard !grants.isEmpty else {
+                throw reader.error(path, "grants nothing: give \"spin\" and/or \"gear\" permissions")
+            }
+            rules.append(AccessRule(subject: subject, grants: grants))
+        }
+        return rules
+    }
+
+    /// A subject (or a subject pattern): a non-empty string.
+    private static func subject(_ value: JSONValue, at path: String, reader: FileReader) throws(ConfigurationError) -> String {
+        let subject = try reader.string(value, at: path)
+        guard !subject.isEmpty else { throw reader.error(path, "must not be empty") }
+        return subject
+    }
+
+    /// The `spin` (`{"read": [..], "write": [..], "admin": [..]}`) and `gear`
+    /// (`{"read": [..]}`) permissions of a token or a rule: lists of name patterns.
+    private static func grants(_ entry: [String: JSONValue], at path: String, reader: FileReader) throws(ConfigurationError) -> Grants {
+        func patterns(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [String] {
+            guard let values = try reader.optionalArray(value, at: path) else { return [] }
+            return try values.enumerated().map { index, value throws(ConfigurationError) in
+                let pattern = try reader.string(value, at: "\(path)[\(index)]")
+                guard !pattern.isEmpty, !pattern.contains(where: \.isWhitespace) else {
+                    throw reader.error("\(path)[\(index)]", "a name pattern must be non-empty with no spaces (* matches any run of characters)")
+                }
+                return pattern
+            }
+        }
+        var grants = Grants()
+        if let spin = try reader.optionalObject(entry["spin"], at: "\(path).spin", known: ["read", "write", "admin"]) {
+            grants.spinRead = try patterns(spin["read"], at: "\(path).spin.read")
+            grants.spinWrite = try patterns(spin["write"], at: "\(path).spin.write")
+            grants.spinAdmin = try patterns(spin["admin"], at: "\(path).spin.admin")
+        }
+        if let gear = try reader.optionalObject(entry["gear"], at: "\(path).gear", known: ["read"]) {
+            grants.gearRead = try patterns(gear["read"], at: "\(path).gear.read")
+        }
+        return grants
     }
 
     /// An origin as browsers send it (RFC 6454 §6.1): scheme, host, optional port;

@@ -31,7 +31,8 @@ import Logging
 /// | `limits.headerTimeoutSeconds` | int > 0 | `10` | |
 /// | `limits.pingIntervalSeconds` | int > 0 | `30` | |
 /// | `limits.shutdownGraceSeconds` | int > 0 | `5` | |
-/// | `auth.tokens` | `[{"token": string, "scopes": [read\|write\|admin]}]` | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
+/// | `auth.tokens` | `[{"token": string, "scopes"?: [read\|write\|admin], "subject"?: string, "spin"?: {"read"?, "write"?, "admin"?: [pattern]}, "gear"?: {"read"?: [pattern]}}]` (scopes and/or grants) | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
+/// | `auth.rules` | `[{"subject": pattern, "spin"?: {..}, "gear"?: {..}}]`: grants for the identities whose subject matches | `[]` | |
 /// | `auth.allowedOrigins` | [string] (`https://host[:port]`) | `[]` | |
 /// | `storage.backend` | `file` \| `postgres` | `"file"` | `--storage-backend` / `SPIN_STORAGE_BACKEND` |
 /// | `storage.directory` | string (created if missing; `file` backend) | `"data"` | `--storage` / `SPIN_STORAGE` |

@@ -16,6 +16,8 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     /// Bearer tokens; none means no authentication (a warning is logged when the
     /// address is not loopback).
     public var tokens: [AccessToken]
+    /// Grants for the identities whose subject matches a pattern (`auth.rules`).
+    public var accessRules: [AccessRule]
     /// Origins a browser may open streams from (`https://dash.example`); empty allows
     /// only same-origin pages (Origin host equal to the Host header) and non-browser
     /// clients (no Origin header).
@@ -31,7 +33,8 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     public var cluster: Cluster
 
     public init(host: String = "127.0.0.1", port: Int = 8080, allowedHosts: [String] = [], tls: TLSFiles? = nil,
-                limits: Limits = Limits(), tokens: [AccessToken] = [], allowedOrigins: [String] = [],
+                limits: Limits = Limits(), tokens: [AccessToken] = [], accessRules: [AccessRule] = [],
+                allowedOrigins: [String] = [],
                 storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = [],
                 testing: Testing = Testing(), cluster: Cluster = Cluster()) {
         self.host = host
@@ -40,6 +43,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         self.tls = tls
         self.limits = limits
         self.tokens = tokens
+        self.accessRules = accessRules
         self.allowedOrigins = allowedOrigins
         self.storage = storage
         self.log = log

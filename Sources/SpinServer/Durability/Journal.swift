@@ -320,8 +320,7 @@ package final class Journal: @unchecked Sendable {
         var written: [SpinJournal] = []
         for (spin, transition) in items {
             guard let journal = spins[spin], journal.health == .healthy else { continue }
-            journal.batch.append(JournalRecord.Record(sequence: transition.sequence, payload: transition.event.bytes,
-                                                      endsBatch: transition.endsBatch))
+            journal.batch.append(JournalPayload.record(transition))
             guard transition.endsBatch else { continue }
             if journal.complete == 0 { written.append(journal) }
             journal.complete = journal.batch.count
@@ -413,9 +412,7 @@ package final class Journal: @unchecked Sendable {
         do {
             let document = JSONValue.object([("sequence", .number(String(base.sequence))),
                                              ("epoch", .string(journal.feed.epoch)), ("state", base.state)])
-            let records = kept.map {
-                JournalRecord.Record(sequence: $0.sequence, payload: $0.event.bytes, endsBatch: $0.endsBatch)
-            }
+            let records = kept.map(JournalPayload.record)
             try store.compact(spin: name, snapshot: document.bytes, records: records)
             journal.records = kept.count
             logger.debug("journal of \(name): compacted to \(kept.count) records after sequence \(base.sequence)")

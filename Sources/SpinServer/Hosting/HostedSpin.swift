@@ -11,12 +11,15 @@ package struct HostedTransition: Sendable {
     package let state: JSONValue
     /// False for every event of a batch but its last (the journal writes batches whole).
     package var endsBatch = true
+    /// Who sent the event (`EventBatch.origin`); nil for events of feedbacks and Gears.
+    package var origin: String?
 
-    package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true) {
+    package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true, origin: String? = nil) {
         self.sequence = sequence
         self.event = event
         self.state = state
         self.endsBatch = endsBatch
+        self.origin = origin
     }
 }
 
@@ -65,6 +68,10 @@ package struct Recovered: Sendable {
 /// Events decoded from a request, ready to be submitted to the Spin that decoded them.
 package struct EventBatch: Sendable {
     package let count: Int
+    /// Who sends the batch: the authenticated subject of the request (a JWT's `sub`, a
+    /// configured token's `subject`), journaled with each of its events and shown on the
+    /// state stream (`"sub"`). Nil when the request had none.
+    package var origin: String?
     /// The decoded `[Event]` in a box typed by the `HostedLoop` that made it.
     fileprivate let events: AnyObject & Sendable
     /// That loop: only it opens the box (held, so that no other loop can take its place).
@@ -273,7 +280,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
     func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool {
         guard let batch else { return running.resume() }
-        return running.resume(applyingBatch: events(of: batch)) { result in
+        return running.resume(applyingBatch: events(of: batch), origin: batch.origin) { result in
             onApplied(result.map { Self.applied($0, withState: false) })
         }
     }
@@ -305,8 +312,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                                     sequence: sequence + 1)
             }
             let event: Event
+            let (origin, payload) = JournalPayload.decode(record.payload)
             do {
-                event = try JSONDecoder().decode(Event.self, from: Data(record.payload))
+                event = try JSONDecoder().decode(Event.self, from: Data(payload))
             } catch let error as DecodingError {
                 throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))",
                                     sequence: record.sequence)
@@ -316,7 +324,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             if replayed.count - index <= keep {
                 do {
                     history.append(HostedTransition(sequence: sequence, event: .raw(try coding.encode(event)),
-                                                    state: try Self.encode(state), endsBatch: record.endsBatch))
+                                                    state: try Self.encode(state), endsBatch: record.endsBatch,
+                                                    origin: origin))
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
                                         sequence: record.sequence)
@@ -369,7 +378,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         if encodesBeforeApplying {
             try encodeFirst(events)
         }
-        return EventBatch(count: events.count, events: DecodedEvents(events), decoder: self)
+        return EventBatch(count: events.count, origin: nil, events: DecodedEvents(events), decoder: self)
     }
 
     /// Throws `encodingFailed` for the first of `events` that does not encode.
@@ -393,7 +402,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func submit(_ batch: EventBatch, inboxLimit: Int, withState: Bool,
                 onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult {
         let events = events(of: batch)
-        switch running.emit(batch: events, limit: inboxLimit, onResult: { result in
+        switch running.emit(batch: events, limit: inboxLimit, origin: batch.origin, onResult: { result in
             onApplied(result.map { Self.applied($0, withState: withState) })
         }) {
         case .accepted: return .accepted
@@ -434,7 +443,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             } catch {
                 return refuse("event \(transition.sequence) (\(Event.self))", error)
             }
-            handler(HostedTransition(sequence: transition.sequence, event: event, state: state, endsBatch: transition.endsBatch))
+            handler(HostedTransition(sequence: transition.sequence, event: event, state: state, endsBatch: transition.endsBatch,
+                                     origin: transition.origin))
         }
         /// Suspends the Spin, naming what did not encode, and tells the host.
         @Sendable func refuse(_ what: String, _ error: any Error) {

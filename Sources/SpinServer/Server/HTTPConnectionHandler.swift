@@ -33,6 +33,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private var routeLabel = "other"
     /// The ID of the request being answered (`X-Request-Id`), and what makes new ones.
     private var requestID = ""
+    /// The subject of the request being handled (its credentials'), for its log line.
+    private var subject: String?
     private var requestIDs = RequestID.Generator()
     /// The spans of the request being answered, when the process traces.
     private var trace: RequestTrace?
@@ -185,7 +187,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         trace = context.tracer.map {
             RequestTrace(tracer: $0, method: request.method.rawValue, route: routeLabel, requestID: requestID)
         }
-        context.router.handle(request, matched: matched, trace: trace) { [self] outcome in
+        let identity = context.router.identify(request, route: matched?.route)
+        subject = try? identity.get().subject
+        context.router.handle(request, matched: matched, trace: trace, identity: identity) { [self] outcome in
             connection.execute {
                 self.finish(request, outcome: outcome, keepAlive: keepAlive, started: started)
             }
@@ -199,8 +203,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             respond(response, to: request, keepAlive: keepAlive && machine.keepAlive && !response.closesConnection
                         && !context.router.cluster.isLeaving,
                     started: started)
-        case .stream(let source, let upgrade):
-            openStream(request, source: source, upgrade: upgrade, started: started)
+        case .stream(let source, let upgrade, let identity):
+            openStream(request, source: source, upgrade: upgrade, identity: identity, started: started)
         case .proxy(let proxied):
             let relay = OwnerRelay(proxied, for: request, requestID: requestID, client: connection, delegate: self)
             self.relay = relay
@@ -231,7 +235,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     /// Switches the connection to the stream the router accepted.
-    private func openStream(_ request: HTTPRequest, source: StreamSource, upgrade: StreamUpgrade,
+    private func openStream(_ request: HTTPRequest, source: StreamSource, upgrade: StreamUpgrade, identity: Identity,
                             started: ContinuousClock.Instant) {
         switch upgrade {
         case .webSocket(let accepted):
@@ -242,7 +246,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             armDeadline()
             record(request, status: 101, bytes: head.count, started: started)
             let session = WebSocketSession(role: .server, limits: context.webSocketLimits, deflate: accepted.deflate)
-            let stream = StreamSession(connection: connection, source: source, transport: .webSocket(session), context: context)
+            let stream = StreamSession(connection: connection, source: source, transport: .webSocket(session), context: context,
+                                       identity: identity)
             self.stream = stream
             stream.start()
             if !leftover.isEmpty { stream.receive(leftover) }
@@ -261,7 +266,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             _ = connection.write(streaming.head)
             armDeadline()
             record(request, status: 200, bytes: streaming.head.count, started: started)
-            let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context)
+            let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context,
+                                       identity: identity)
             self.stream = stream
             stream.start()
             run(machine.streamOpened())
@@ -314,7 +320,15 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         trace?.finish(status: status)
         trace = nil
         let milliseconds = (ContinuousClock.now - started).seconds * 1000
-        context.logger.info("\(request.method.rawValue) \(request.target.path) \(status)", metadata: [
+        // Built only when the line is logged (the metadata is an autoclosure).
+        context.logger.info("\(request.method.rawValue) \(request.target.path) \(status)",
+                            metadata: logMetadata(request, status: status, bytes: bytes, milliseconds: milliseconds))
+    }
+
+    /// The request's log line's fields; `sub` names who sent it (audit: accepted and
+    /// refused writes alike) when its credentials name a subject.
+    private func logMetadata(_ request: HTTPRequest, status: Int, bytes: Int, milliseconds: Double) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
             "method": "\(request.method.rawValue)",
             "path": "\(request.target.path)",
             "status": .stringConvertible(status),
@@ -322,7 +336,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             "duration_ms": .stringConvertible((milliseconds * 1000).rounded() / 1000),
             "remote": "\(connection.remoteAddress?.description ?? "?")",
             "request_id": "\(requestID)",
-        ])
+        ]
+        if let subject { metadata["sub"] = "\(subject)" }
+        return metadata
     }
 
     private static var now: Int { Int(time(nil)) }

@@ -57,6 +57,10 @@ struct StreamMachine: Sendable {
         /// mailbox. The machine handles no further frame until `receiveMore` is called, so
         /// that an answer given at once keeps its place.
         case submit(id: JSONValue, event: [UInt8])
+        /// A client's new credentials (`{"type":"refresh","token":..}`): check them, then
+        /// `permit` and answer `refreshed` (or an error) through the mailbox. Frames wait
+        /// for `receiveMore`, as after `.submit`.
+        case refresh(id: JSONValue, token: String)
         case log(Log)
         /// The stream is done: cancel the subscription and the pings (once).
         case stop
@@ -70,7 +74,7 @@ struct StreamMachine: Sendable {
         case failed(WebSocketError)
     }
 
-    let kind: Kind
+    private(set) var kind: Kind
     /// The WebSocket session (nil for SSE), always changed in place (see above).
     private var webSocket: WebSocketSession?
     /// The SSE body encoder (nil for a WebSocket).
@@ -168,6 +172,11 @@ struct StreamMachine: Sendable {
             }
         }
         return end()
+    }
+
+    /// The client refreshed its credentials: whether it may now send events.
+    mutating func permit(clientMayWrite: Bool) {
+        if case .state = kind { kind = .state(clientMayWrite: clientMayWrite) }
     }
 
     /// Closes the stream with a WebSocket close code (SSE: ends the body).
@@ -302,18 +311,20 @@ struct StreamMachine: Sendable {
     }
 
     /// `{"type":"event","id":..,"event":{..}}` → `.submit` (the driver answers with an
-    /// ack or an error), or an error now.
+    /// ack or an error), `{"type":"refresh","token":..}` → `.refresh`, or an error now.
     private mutating func clientMessage(_ text: [UInt8]) {
-        guard case .state(let clientMayWrite) = kind else {
-            return control(StreamMessage.error(id: .null, .badRequest("the Gear stream takes no messages")).bytes)
-        }
-        switch StreamMessage.parseClientEvent(text) {
+        switch StreamMessage.parseClientMessage(text) {
         case .failure(let refusal):
             control(StreamMessage.error(id: refusal.id, refusal.error).bytes)
-        case .success(let message) where !clientMayWrite:
-            control(StreamMessage.error(id: message.id, .forbidden("sending events needs a token with the write scope")).bytes)
-        case .success(let message):
-            emit(.submit(id: message.id, event: message.event))
+        case .success(.refresh(let id, let token)):
+            emit(.refresh(id: id, token: token))
+            submitted = true
+        case .success(.event(let id, _)) where kind == .gear:
+            control(StreamMessage.error(id: id, .badRequest("the Gear stream takes no events (only \"refresh\")")).bytes)
+        case .success(.event(let id, _)) where kind == .state(clientMayWrite: false):
+            control(StreamMessage.error(id: id, .forbidden("sending events needs the write permission on this Spin")).bytes)
+        case .success(.event(let id, let event)):
+            emit(.submit(id: id, event: event))
             submitted = true
         }
     }

@@ -14,12 +14,17 @@ package enum StreamMessage {
     }
 
     /// `{"type":"state","sequence":N,"epoch":..,"event":..,"state":..}`: one per applied
-    /// event, once it is durable. Written straight into bytes: a feed makes it once per
-    /// event for all of its streams.
+    /// event, once it is durable; `"sub":..` after the event names who sent it when the
+    /// request that did was authenticated with a subject (`HostedTransition.origin`).
+    /// Written straight into bytes: a feed makes it once per event for all of its streams.
     package static func state(_ transition: HostedTransition, epoch: String) -> [UInt8] {
         var text = header("state", sequence: transition.sequence, epoch: epoch, extra: 32)
         text += #","event":"#.utf8
         transition.event.write(into: &text)
+        if let origin = transition.origin {
+            text += #","sub":"#.utf8
+            JSONValue.writeString(origin, into: &text)
+        }
         text += #","state":"#.utf8
         transition.state.write(into: &text)
         text.append(UInt8(ascii: "}"))
@@ -75,10 +80,28 @@ package enum StreamMessage {
                  ("from", traffic.from.map(JSONValue.string) ?? .null), ("event", traffic.event)])
     }
 
-    /// A client message: `{"type":"event","id":"c1","event":{..}}`. Returns the id and
-    /// the event's JSON (its bytes as the client sent them), or the error to answer
-    /// (with whatever id could be read). One pass of `JSONValidator` reads it all.
-    package static func parseClientEvent(_ text: [UInt8]) -> Result<(id: JSONValue, event: [UInt8]), ClientMessageError> {
+    /// What a client may send on a stream.
+    package enum ClientMessage: Sendable, Equatable {
+        /// `{"type":"event","id":"c1","event":{..}}`: the event's JSON as the client sent it.
+        case event(id: JSONValue, event: [UInt8])
+        /// `{"type":"refresh","id"?:..,"token":".."}`: new credentials for the stream.
+        case refresh(id: JSONValue, token: String)
+    }
+
+    /// `{"type":"refreshed","exp":N}` (with the client's `id` when it sent one): the
+    /// stream now runs on the new credentials, until `exp` (seconds since 1970; null:
+    /// they do not expire).
+    package static func refreshed(id: JSONValue, expiresAt: Double?) -> JSONValue {
+        var fields: [(key: String, value: JSONValue)] = [("type", .string("refreshed"))]
+        if id != .null { fields.append(("id", id)) }
+        let exp: JSONValue = expiresAt.map { .number(String(Int64($0.rounded(.down)))) } ?? .null
+        fields.append(("exp", exp))
+        return .object(fields)
+    }
+
+    /// A client message, or the error to answer (with whatever id could be read). One
+    /// pass of `JSONValidator` reads it all.
+    package static func parseClientMessage(_ text: [UInt8]) -> Result<ClientMessage, ClientMessageError> {
         let document: JSONValidator.Document
         switch JSONValidator.validate(text) {
         case .success(let valid) where valid.kind == .object: document = valid
@@ -99,13 +122,22 @@ package enum StreamMessage {
         }
         // The type unescaped (`"\u0065vent"` is "event"); the usual spelling needs no decoder.
         let name = type.elementsEqual(#""event""#.utf8) ? "event" : decodedString(type) ?? ""
-        guard name == "event" else {
-            return .failure(ClientMessageError(id: id, error: .badRequest("unknown message type \"\(name)\"; clients send \"event\"")))
+        switch name {
+        case "event":
+            guard let event = member("event"), event.first == UInt8(ascii: "{") || event.first == UInt8(ascii: "[") else {
+                return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"event\" object")))
+            }
+            return .success(.event(id: id, event: Array(event)))
+        case "refresh":
+            guard let value = member("token"), value.first == UInt8(ascii: "\""), let token = decodedString(value),
+                  !token.isEmpty else {
+                return .failure(ClientMessageError(id: id, error: .badRequest("the refresh message has no \"token\" string")))
+            }
+            return .success(.refresh(id: id, token: token))
+        default:
+            return .failure(ClientMessageError(id: id, error: .badRequest(
+                "unknown message type \"\(name)\"; clients send \"event\" or \"refresh\"")))
         }
-        guard let event = member("event"), event.first == UInt8(ascii: "{") || event.first == UInt8(ascii: "[") else {
-            return .failure(ClientMessageError(id: id, error: .badRequest("the message has no \"event\" object")))
-        }
-        return .success((id, Array(event)))
     }
 
     /// The id as the client sent it when it is a string or a number; null otherwise.

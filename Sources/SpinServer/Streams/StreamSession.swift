@@ -1,3 +1,4 @@
+import Foundation
 import Dispatch
 import Logging
 import SpinCore
@@ -8,8 +9,8 @@ import SpinWire
 package enum StreamSource: Sendable {
     /// A Spin's durable states from its feed: a snapshot (or, resuming, the messages
     /// after the client's sequence), then one message per durable event; the client may
-    /// send events (with the `write` scope).
-    case state(any HostedSpin, SpinFeed, resume: StreamResume?, clientMayWrite: Bool)
+    /// send events (with the `write` permission on the Spin).
+    case state(any HostedSpin, SpinFeed, resume: StreamResume?)
     /// Every event crossing a Gear.
     case gear(any HostedGear)
     /// Every message the client sends, sent back: text as text, binary as binary
@@ -25,12 +26,21 @@ package enum StreamSource: Sendable {
     /// that sends, so it is WebSocket only).
     var offersSSE: Bool { !isEcho }
 
-    /// The machine's view of it: plain data.
-    var machineKind: StreamMachine.Kind {
+    /// The machine's view of it for a client with `identity`: plain data.
+    func machineKind(for identity: Identity) -> StreamMachine.Kind {
         switch self {
-        case .state(_, _, _, let clientMayWrite): .state(clientMayWrite: clientMayWrite)
+        case .state(let spin, _, _): .state(clientMayWrite: identity.permissions.allows(.write, spin: spin.name))
         case .gear: .gear
         case .echo: .echo
+        }
+    }
+
+    /// Whether `identity` may go on reading the stream (after a refresh).
+    func allowsReading(_ identity: Identity) -> Bool {
+        switch self {
+        case .state(let spin, _, _): identity.permissions.allows(.read, spin: spin.name)
+        case .gear(let gear): identity.permissions.allowsReading(gear: gear.name)
+        case .echo: identity.permissions.allowsEverywhere(.read)
         }
     }
 }
@@ -56,12 +66,18 @@ final class StreamSession: @unchecked Sendable {
     private let mailbox = StreamMailbox()
     private var subscription: SpinSubscription?
     let kind: String
+    /// Who the client is: its permissions, and when its credentials expire (the stream
+    /// then closes, 4001, unless a `refresh` message brought new ones).
+    private var identity: Identity
+    /// When the next ping is due (the connection's one alarm also serves the expiry).
+    private var nextPing: ContinuousClock.Instant = .now
 
-    init(connection: Connection, source: StreamSource, transport: Transport, context: ServerContext) {
+    init(connection: Connection, source: StreamSource, transport: Transport, context: ServerContext, identity: Identity) {
         self.connection = connection
         self.source = source
         self.context = context
-        machine = StreamMachine(kind: source.machineKind, transport: transport,
+        self.identity = identity
+        machine = StreamMachine(kind: source.machineKind(for: identity), transport: transport,
                                 outboxLimit: context.configuration.limits.streamQueue)
         switch (source, transport) {
         case (.gear, _): kind = "gear"
@@ -75,7 +91,7 @@ final class StreamSession: @unchecked Sendable {
     func start() {
         context.metrics.streamOpened(kind: kind)
         switch source {
-        case .state(_, let feed, let resume, _):
+        case .state(_, let feed, let resume):
             // The feed calls both under its lock: they only post. The drain is an
             // explicit hop (`executeLater`), never run at once: `start` is called on the
             // connection's event loop, where `execute` would write under the feed's lock.
@@ -101,14 +117,39 @@ final class StreamSession: @unchecked Sendable {
     /// The next ping tick, one interval from now, on the connection's alarm (one timer
     /// per connection serves its deadlines and the pings).
     private func armPing() {
-        connection.setAlarm(at: .now + .seconds(context.configuration.limits.pingIntervalSeconds))
+        nextPing = .now + .seconds(context.configuration.limits.pingIntervalSeconds)
+        armAlarm()
     }
 
-    /// The connection's alarm: a ping tick.
+    /// The connection's alarm at the next ping or the expiry of the credentials,
+    /// whichever comes first.
+    private func armAlarm() {
+        connection.setAlarm(at: expiry.map { min(nextPing, $0) } ?? nextPing)
+    }
+
+    /// When the credentials stop being accepted, on the connection's clock.
+    private var expiry: ContinuousClock.Instant? {
+        identity.validUntil.map { until in
+            let seconds = until - Date().timeIntervalSince1970
+            return .now + .milliseconds(Int64((max(seconds, 0) * 1000).rounded(.up)))
+        }
+    }
+
+    /// The connection's alarm: the credentials expired (close, 4001), or a ping tick.
     func alarm() {
         guard !machine.finished else { return }
-        run(machine.pingTick(room: connection.writeRoom))
-        if !machine.finished { armPing() }
+        if let validUntil = identity.validUntil, Date().timeIntervalSince1970 >= validUntil {
+            context.logger.info("stream closed: credentials expired", metadata: [
+                "connection": "\(connection.id)", "sub": "\(identity.subject ?? "")"])
+            run(machine.fail(.credentialsExpired, reason: "token expired"))
+            return
+        }
+        if ContinuousClock.now >= nextPing {
+            run(machine.pingTick(room: connection.writeRoom))
+            if !machine.finished { armPing() }
+        } else {
+            armAlarm()
+        }
     }
 
     // MARK: Mailbox
@@ -186,6 +227,9 @@ final class StreamSession: @unchecked Sendable {
             case .submit(let id, let event):
                 submitted = true
                 submit(event, id: id)
+            case .refresh(let id, let token):
+                submitted = true
+                refresh(token, id: id)
             case .log(let log):
                 self.log(log)
             case .stop:
@@ -208,19 +252,43 @@ final class StreamSession: @unchecked Sendable {
     /// A client's event: decoded for its Spin and submitted; the ack or error comes back
     /// through the mailbox, behind the state message of the event.
     private func submit(_ event: [UInt8], id: JSONValue) {
-        guard case .state(let spin, _, _, _) = source else { return }
-        let batch: EventBatch
+        guard case .state(let spin, _, _) = source else { return }
+        var batch: EventBatch
         do {
             batch = try spin.decodeEvents(json: event)
         } catch {
             return post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
         }
+        batch.origin = identity.subject
         context.router.submit(batch, to: spin) { [self] result in
             switch result {
             case .success(let applied): post(.control(StreamMessage.ack(id: id, applied).bytes), hop: false)
             case .failure(let error): post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
             }
         }
+    }
+
+    /// A client's new credentials: checked as a request's would be; they must name the
+    /// same subject (a stream is not handed to somebody else) and still allow reading the
+    /// stream. Accepted, they replace the old ones (permissions and expiry) and the
+    /// client gets `refreshed`; refused, the old ones stay, and so does their expiry.
+    private func refresh(_ token: String, id: JSONValue) {
+        let answer: JSONValue
+        switch context.router.access.authenticate(token: token) {
+        case .failure(let error):
+            answer = StreamMessage.error(id: id, error)
+        case .success(let renewed) where renewed.subject != identity.subject:
+            answer = StreamMessage.error(id: id, .forbidden(
+                "the new token is for subject \"\(renewed.subject ?? "")\", this stream for \"\(identity.subject ?? "")\""))
+        case .success(let renewed) where !source.allowsReading(renewed):
+            answer = StreamMessage.error(id: id, .forbidden("the new token does not allow reading this stream"))
+        case .success(let renewed):
+            identity = renewed
+            machine.permit(clientMayWrite: source.machineKind(for: renewed) == .state(clientMayWrite: true))
+            armAlarm()
+            answer = StreamMessage.refreshed(id: id, expiresAt: renewed.expiresAt)
+        }
+        post(.control(answer.bytes), hop: false)
     }
 
     private func log(_ log: StreamMachine.Log) {

@@ -8,6 +8,9 @@ package struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomS
     package init(rawValue: UInt16) { self.rawValue = rawValue }
     package init(_ rawValue: UInt16) { self.rawValue = rawValue }
 
+    /// 4001 (the private range, RFC 6455 §7.4.2): the credentials the stream was opened
+    /// with expired and the client did not refresh them; connect again with new ones.
+    package static let credentialsExpired = WebSocketCloseCode(4001)
     /// 1000: the purpose of the connection is fulfilled.
     package static let normalClosure = WebSocketCloseCode(1000)
     /// 1001: the server goes down or a browser navigates away.

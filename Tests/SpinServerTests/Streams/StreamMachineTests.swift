@@ -94,17 +94,26 @@ private func ack(_ id: String, _ sequence: UInt64) -> [UInt8] { StreamMessage.ac
         #expect(machine.receiveMore(room: .max) == [])
     }
 
-    @Test func clientEvent_WithoutTheWriteScope_IsForbidden() {
+    @Test func clientEvent_WithoutTheWritePermission_IsForbidden_UntilARefreshPermitsIt() {
         var machine = makeMachine(.state(clientMayWrite: false))
         _ = machine.deliver([started(at: 0)], room: .max)
-        let error = StreamMessage.error(id: .string("c1"), .forbidden("sending events needs a token with the write scope")).bytes
-        #expect(machine.received(clientFrame(#"{"type":"event","id":"c1","event":{}}"#), room: .max) == [.write(frame(error))])
+        let event = clientFrame(#"{"type":"event","id":"c1","event":{}}"#)
+        let error = StreamMessage.error(id: .string("c1"), .forbidden("sending events needs the write permission on this Spin")).bytes
+        #expect(machine.received(event, room: .max) == [.write(frame(error))])
+        // A refresh is handed to the driver, which checks the token, then permits.
+        #expect(machine.received(clientFrame(#"{"type":"refresh","id":"r","token":"new"}"#), room: .max)
+            == [.refresh(id: .string("r"), token: "new")])
+        machine.permit(clientMayWrite: true)
+        #expect(machine.received(event, room: .max) == [.submit(id: .string("c1"), event: Array("{}".utf8))])
     }
 
-    @Test func gearStream_RefusesClientMessages_AndPassesGearTrafficOn() {
+    @Test func gearStream_RefusesEvents_TakesRefreshes_AndPassesGearTrafficOn() {
         var machine = makeMachine(.gear)
-        let error = StreamMessage.error(id: .null, .badRequest("the Gear stream takes no messages")).bytes
-        #expect(machine.received(clientFrame("{}"), room: .max) == [.write(frame(error))])
+        let noEvents = StreamMessage.error(id: .string("e"), .badRequest("the Gear stream takes no events (only \"refresh\")")).bytes
+        #expect(machine.received(clientFrame(#"{"type":"event","id":"e","event":{}}"#), room: .max) == [.write(frame(noEvents))])
+        let noType = StreamMessage.error(id: .null, .badRequest("the message has no \"type\"")).bytes
+        #expect(machine.received(clientFrame("{}"), room: .max) == [.write(frame(noType))])
+        #expect(machine.received(clientFrame(#"{"type":"refresh","token":"t"}"#), room: .max) == [.refresh(id: .null, token: "t")])
         #expect(machine.deliver([.control(Array("{}".utf8))], room: .max) == [.write(frame("{}"))])
     }
 

@@ -188,6 +188,11 @@ final class InMemoryStreamClient: StreamTestClient {
                                               state: .number(String(sequence))))
                 mailbox.messages.append(.control(StreamMessage.ack(id: id, sequence: sequence).bytes))
                 drain()
+            case .refresh(let id, _):
+                // Every refresh is accepted here (the session checks the token).
+                submitted = true
+                mailbox.messages.append(.control(StreamMessage.refreshed(id: id, expiresAt: nil).bytes))
+                drain()
             case .stop: subscription?.cancel()
             case .closeAfterFlush: closed = true
             case .pauseReading, .resumeReading, .log: break
