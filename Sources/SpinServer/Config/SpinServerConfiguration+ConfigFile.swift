@@ -22,8 +22,9 @@ extension SpinServerConfiguration.Builder {
             throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(error)")
         }
         let reader = FileReader(source: file)
-        let top = try reader.object(root, at: "", known: ["listen", "tls", "limits", "auth", "storage", "log", "spins", "gears",
-                                                                      "testing", "cluster"])
+        // `$schema` names Config/spin-server.schema.json for editors; the server ignores it.
+        let top = try reader.object(root, at: "", known: ["$schema", "listen", "tls", "limits", "auth", "storage", "log", "spins",
+                                                          "gears", "testing", "cluster"])
 
         if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port", "allowedHosts"]) {
             if let value = listen["host"], value != .null {
