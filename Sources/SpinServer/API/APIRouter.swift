@@ -265,13 +265,16 @@ package struct APIRouter: Sendable {
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             if let problem = spin.unrecoverable { return fail(.spinUnrecoverable(spin.name, problem)) }
             let resume: StreamResume?
+            let deltas: Bool
             do {
                 resume = try StreamResume(request)
+                deltas = try Self.wantsDeltas(request)
             } catch {
                 return fail(error)
             }
             let mayWrite = access.check(authorization: authorization, needs: .write) == nil
-            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume, clientMayWrite: mayWrite)))
+            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume, clientMayWrite: mayWrite,
+                                               deltas: deltas)))
 
         case .gears:
             let list = host.gears.map { gear -> JSONValue in
@@ -289,6 +292,17 @@ package struct APIRouter: Sendable {
         case .echo:
             respond(openStream(request, .echo))
         }
+    }
+
+    /// `?delta=json-patch` on a state stream: state messages carry RFC 6902 patches. Any
+    /// other value is refused (400), so that a client never takes whole states for the
+    /// format it asked for.
+    private static func wantsDeltas(_ request: HTTPRequest) throws(APIError) -> Bool {
+        guard let delta = request.target.queryParameter("delta") else { return false }
+        guard delta == "json-patch" else {
+            throw .badRequest("delta must be \"json-patch\" (the one delta format offered), not \"\(delta)\"")
+        }
+        return true
     }
 
     /// The request's credentials: its `Authorization` header, or on a stream route the

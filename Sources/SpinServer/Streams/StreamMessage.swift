@@ -26,6 +26,19 @@ package enum StreamMessage {
         return text
     }
 
+    /// `{"type":"state","sequence":N,"epoch":..,"event":..,"patch":[..]}`: a state message
+    /// of a stream with `?delta=json-patch`, carrying the RFC 6902 patch (JSON text) from
+    /// the previous message's state instead of the state.
+    package static func patch(_ transition: HostedTransition, epoch: String, patch: [UInt8]) -> [UInt8] {
+        var text = header("state", sequence: transition.sequence, epoch: epoch, extra: 32 + patch.count)
+        text += #","event":"#.utf8
+        transition.event.write(into: &text)
+        text += #","patch":"#.utf8
+        text += patch
+        text.append(UInt8(ascii: "}"))
+        return text
+    }
+
     /// `{"type":TYPE,"sequence":N,"epoch":E`, with room for `extra` bytes more.
     private static func header(_ type: StaticString, sequence: UInt64, epoch: String, extra: Int) -> [UInt8] {
         var text: [UInt8] = []
