@@ -45,10 +45,8 @@ package final class SpinFeed: Sendable {
         var history: TransitionRing
         var subscribers: [(id: UInt64, deltas: Bool, handler: Live, ended: (@Sendable () -> Void)?)] = []
         /// How many subscribers asked for patches (`?delta=json-patch`): while none does,
-        /// no state is parsed or diffed.
+        /// no state is diffed.
         var deltaSubscribers = 0
-        /// Makes each transition's patch message once for all those subscribers.
-        var patcher = StatePatcher()
         /// Set by `end`: this node no longer serves the Spin.
         var ended: APIError?
         var nextID: UInt64 = 0
@@ -136,7 +134,7 @@ package final class SpinFeed: Sendable {
         // asked for deltas: written once, their bytes shared.
         let message = StreamMessage.state(transition, epoch: shared.epoch)
         let patch = shared.deltaSubscribers > 0
-            ? shared.patcher.message(for: transition, after: previous, epoch: shared.epoch) : nil
+            ? StatePatcher.message(for: transition, after: previous, epoch: shared.epoch) : nil
         for subscriber in shared.subscribers { subscriber.handler(transition, message, subscriber.deltas ? patch : nil) }
     }
 
@@ -221,7 +219,6 @@ package final class SpinFeed: Sendable {
                 shared.waiters = []
                 shared.subscribers = []
                 shared.deltaSubscribers = 0
-                shared.patcher.reset()
             }
             return (shared.waiters.map(\.acknowledge), shared.subscribers.compactMap(\.ended))
         }
@@ -252,8 +249,8 @@ package final class SpinFeed: Sendable {
     }
 
     /// Subscribes a stream as above; with `deltas`, `live` also gets each transition's
-    /// patch message (`StatePatcher`), made once for every such subscriber, or nil when the
-    /// whole state is to be sent.
+    /// patch message (`StatePatcher`), made once for every such subscriber (under the lock,
+    /// like the state message), or nil when the whole state is to be sent.
     package func subscribe(
         since: UInt64?, epoch: String?, deltas: Bool,
         start: @Sendable (Start, _ epoch: String) -> Void,
@@ -279,11 +276,7 @@ package final class SpinFeed: Sendable {
         return SpinSubscription { [weak self] in
             self?.shared.withLock { shared in
                 guard let index = shared.subscribers.firstIndex(where: { $0.id == id }) else { return }
-                if shared.subscribers.remove(at: index).deltas {
-                    shared.deltaSubscribers -= 1
-                    // The parsed state it keeps is as large as the state: let it go.
-                    if shared.deltaSubscribers == 0 { shared.patcher.reset() }
-                }
+                if shared.subscribers.remove(at: index).deltas { shared.deltaSubscribers -= 1 }
             }
         }
     }

@@ -80,8 +80,6 @@ struct StreamMachine: Sendable {
     /// state, so that after a conflation, a resume or any gap the client gets a whole
     /// state, never a patch of a state it does not have.
     private(set) var carried: UInt64?
-    /// Patches between consecutive states of a resumed history (made per replaying stream).
-    private var replayPatcher = StatePatcher()
     /// The WebSocket session (nil for SSE), always changed in place (see above).
     private var webSocket: WebSocketSession?
     /// The SSE body encoder (nil for a WebSocket).
@@ -224,7 +222,6 @@ struct StreamMachine: Sendable {
                 // The snapshot queued now is newer than any history still to resume.
                 replay = []
                 replayIndex = 0
-                replayPatcher.reset()
             }
             return
         }
@@ -294,14 +291,13 @@ struct StreamMachine: Sendable {
             let previous = replayIndex > 0 ? replay[replayIndex - 1] : nil
             replayIndex += 1
             let patch = deltas
-                ? replayPatcher.message(for: transition, after: previous.map { ($0.sequence, $0.state) }, epoch: outbox.epoch)
+                ? StatePatcher.message(for: transition, after: previous.map { ($0.sequence, $0.state) }, epoch: outbox.epoch)
                 : nil
             write(patch ?? StreamMessage.state(transition, epoch: outbox.epoch), sequence: transition.sequence)
         }
         if replayIndex >= replay.count, !replay.isEmpty {
             replay = []
             replayIndex = 0
-            replayPatcher.reset()
         }
         while !blocked, !finished, replay.isEmpty, let item = outbox.pop() {
             write(item.message, sequence: item.sequence)

@@ -38,8 +38,8 @@ private func makeMachine(deltas: Bool = true, limit: Int = 4) -> StreamMachine {
 @Suite struct StreamDeltaTests {
     // MARK: StatePatcher
 
-    @Test func patcher_PatchesFromTheStateBefore_ParsingEachStateOnce() throws {
-        var patcher = StatePatcher()
+    @Test func patcher_PatchesFromTheStateBefore() throws {
+        let patcher = StatePatcher.self
         let first = patcher.message(for: transition(1), after: nil, epoch: "e")
         #expect(first == nil)
         let second = patcher.message(for: transition(2), after: (1, state(1)), epoch: "e")
@@ -49,7 +49,7 @@ private func makeMachine(deltas: Bool = true, limit: Int = 4) -> StreamMachine {
     }
 
     @Test func patcher_SendsTheWholeState_AfterAGap_EveryThousandth_AndWhenThePatchIsNotSmaller() {
-        var patcher = StatePatcher()
+        let patcher = StatePatcher.self
         // A gap: nothing to patch from.
         let afterGap = patcher.message(for: transition(5), after: (3, state(3)), epoch: "e")
         #expect(afterGap == nil)

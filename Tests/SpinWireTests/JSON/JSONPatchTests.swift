@@ -57,9 +57,20 @@ import Testing
             == #"[{"op":"replace","path":"/a~1b/~0c","value":2}]"#)
     }
 
-    @Test func rawValues_AreParsedBeforeTheyAreCompared() throws {
-        let patch = JSONPatch.diff(from: .raw(Array(#"{"a":[1,2]}"#.utf8)), to: .raw(Array(#"{"a":[1,3]}"#.utf8)))
+    @Test func rawValues_AreTakenApartWhereTheyDiffer() throws {
+        let patch = JSONPatch.diff(from: .raw(Array(#"{"a":[1,2], "b" : {"c":[true]}}"#.utf8)),
+                                   to: .raw(Array(#"{"a":[1,3],"b":{"c":[true]}}"#.utf8)))
         #expect(patch == JSONPatch([.replace(JSONPointer(tokens: ["a", "1"]), .number("3"))]))
+        // An escaped key is unescaped for its path.
+        #expect(JSONPatch.diff(from: .raw(Array(#"{"a/":1}"#.utf8)), to: .raw(Array(#"{"a/":2}"#.utf8))).json.text
+            == #"[{"op":"replace","path":"/a~1","value":2}]"#)
+    }
+
+    @Test func textThatIsNotJSON_IsReplacedWhole() {
+        for bad in ["{\"a\":", "[1,,2]", "{\"a\" 1}", "\"open"] {
+            let patch = JSONPatch.diff(from: .raw(Array(bad.utf8)), to: .raw(Array("[1]".utf8)))
+            #expect(patch == JSONPatch([.replace(.root, .raw(Array("[1]".utf8)))]), "\(bad)")
+        }
     }
 
     // MARK: Apply
