@@ -13,7 +13,7 @@ import jsonpatch
 import pytest
 from websockets.asyncio.client import connect
 
-from spin_e2e import SpinServer, assert_error, recv_json, run_async
+from spin_e2e import RawWebSocket, SpinServer, assert_error, recv_json, run_async
 
 ITEMS = 1000
 
@@ -34,12 +34,16 @@ def catalog_machine(items: int) -> dict:
     }
 
 
+def catalog_server(server_bin, workdir, limits: dict | None = None) -> SpinServer:
+    instance = SpinServer(server_bin, workdir, config_patch={
+        "spins": [{"name": "catalog", "machine": "machines/catalog.json"}], "gears": [], "limits": limits or {}})
+    (instance.config_path.parent / "machines" / "catalog.json").write_text(json.dumps(catalog_machine(ITEMS)))
+    return instance.start()
+
+
 @pytest.fixture
 def catalog(server_bin, tmp_path):
-    instance = SpinServer(server_bin, tmp_path / "server",
-                          config_patch={"spins": [{"name": "catalog", "machine": "machines/catalog.json"}], "gears": []})
-    (instance.config_path.parent / "machines" / "catalog.json").write_text(json.dumps(catalog_machine(ITEMS)))
-    instance.start()
+    instance = catalog_server(server_bin, tmp_path / "server")
     yield instance
     assert instance.terminate() == 0, instance.log_tail()
 
@@ -232,6 +236,36 @@ def test_a_full_state_instead_of_a_patch_larger_than_the_state(catalog):
     run_async(scenario())
     assert replica.wholes == 1 and replica.patches == 0
     assert replica.state["context"]["items"] == [{"id": 1}]
+
+
+def test_a_conflated_delta_stream_gets_a_snapshot_then_patches_from_it(server_bin, tmp_path):
+    # A client that does not read while about 7 MB of state messages (their SET_ITEMS events
+    # carry the list) pile up: the server conflates its queue (4 messages here) into one
+    # snapshot.
+    catalog = catalog_server(server_bin, tmp_path / "server", {"streamQueue": 4})
+    stuck = RawWebSocket(catalog.port, "/v1/spins/catalog/stream?delta=json-patch", receive_buffer=4096)
+    assert stuck.status == 101
+    events = edits(catalog.spin("catalog")["state"], 160, seed=5)
+    last = post_all(catalog, events[:150])
+    replica = Replica()
+    snapshots = []
+    while replica.sequence is None or replica.sequence < last:
+        kind, payload = stuck.recv_message(timeout=10)
+        assert kind == "text", kind
+        message = replica.take(payload.decode())
+        if message["type"] == "snapshot":
+            snapshots.append(message["sequence"])
+    assert len(snapshots) >= 2, f"no conflation: snapshots at {snapshots}"
+    # Read up: patches go on from the conflated snapshot.
+    patches_before = replica.patches
+    final = post_all(catalog, events[150:])
+    while replica.sequence < final:
+        kind, payload = stuck.recv_message(timeout=10)
+        replica.take(payload.decode())
+    stuck.close()
+    assert replica.patches > patches_before
+    assert replica.state == catalog.spin("catalog")["state"]
+    assert catalog.terminate() == 0, catalog.log_tail()
 
 
 @pytest.mark.parametrize("value", ["gzip", "", "JSON-PATCH"])
