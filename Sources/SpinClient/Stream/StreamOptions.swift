@@ -13,7 +13,8 @@ public struct StreamOptions: Sendable, Hashable {
     /// whole state, the server sends each state as a JSON Patch from the one before, which
     /// the stream applies; it hands on whole states either way. On by default: a large
     /// state with small changes costs a fraction of the bytes. Off: every message carries
-    /// the whole state (for a server that predates deltas, which refuses the parameter).
+    /// the whole state. (A server that predates deltas ignores the parameter and sends
+    /// whole states, which the stream takes as well.)
     public var deltas: Bool
 
     /// Options with every default: the default back-off, 10 s to connect, 75 s of silence,

@@ -294,17 +294,6 @@ package struct APIRouter: Sendable {
         }
     }
 
-    /// `?delta=json-patch` on a state stream: state messages carry RFC 6902 patches. Any
-    /// other value is refused (400), so that a client never takes whole states for the
-    /// format it asked for.
-    private static func wantsDeltas(_ request: HTTPRequest) throws(APIError) -> Bool {
-        guard let delta = request.target.queryParameter("delta") else { return false }
-        guard delta == "json-patch" else {
-            throw .badRequest("delta must be \"json-patch\" (the one delta format offered), not \"\(delta)\"")
-        }
-        return true
-    }
-
     /// The request's credentials: its `Authorization` header, or on a stream route the
     /// `access_token` query parameter (browsers cannot set headers on a WebSocket; other
     /// routes can always be given a header, so only streams take it).
