@@ -12,6 +12,8 @@ final class CuttableProxy: @unchecked Sendable {
     /// Connections whose bytes are dropped instead of forwarded.
     private var stalled: Set<Int32> = []
     private var open = false
+    /// Bytes forwarded from the server to clients so far.
+    private var forwardedToClients = 0
     private(set) var port = 0
     private let targetPort: Int
 
@@ -23,6 +25,9 @@ final class CuttableProxy: @unchecked Sendable {
     deinit { cut() }
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Bytes the server sent through the proxy so far (all connections).
+    var bytesToClients: Int { lock.withLock { forwardedToClients } }
 
     /// Listens (again, on the same port after a cut) and forwards each connection.
     func restore() throws {
@@ -86,8 +91,8 @@ final class CuttableProxy: @unchecked Sendable {
                 continue
             }
             let ends = Ends()
-            Thread { [self] in pump(from: client, to: upstream, ends) }.start()
-            Thread { [self] in pump(from: upstream, to: client, ends) }.start()
+            Thread { [self] in pump(from: client, to: upstream, ends, toClient: false) }.start()
+            Thread { [self] in pump(from: upstream, to: client, ends, toClient: true) }.start()
         }
         close(listener)
     }
@@ -99,13 +104,14 @@ final class CuttableProxy: @unchecked Sendable {
 
     /// Copies bytes until either side ends, then ends both; the second pump to finish
     /// closes both descriptors (after taking them off the list `cut` uses).
-    private func pump(from source: Int32, to sink: Int32, _ ends: Ends) {
+    private func pump(from source: Int32, to sink: Int32, _ ends: Ends, toClient: Bool) {
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let n = recv(source, &buffer, buffer.count, 0)
             guard n > 0 else { break }
             if lock.withLock({ stalled.contains(source) }) { continue }
             guard send(sink, buffer, n, Int32(MSG_NOSIGNAL)) == n else { break }
+            if toClient { lock.withLock { forwardedToClients += n } }
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(sink, Int32(SHUT_RDWR))

@@ -38,6 +38,28 @@ struct StateDeltaTests {
         await live.shutdown()
     }
 
+    @Test func withDeltas_TheServerSendsAFractionOfTheBytes() async throws {
+        let live = try LiveServer.start()
+        var received: [Bool: Int] = [:]
+        for deltas in [false, true] {
+            let proxy = try CuttableProxy(to: live.port)
+            var options = live.client().streamOptions
+            options.deltas = deltas
+            var states = SpinClient(baseURL: proxy.url, streamOptions: options)
+                .states(of: "shelf", as: Shelf.State.self).makeAsyncIterator()
+            let first = try #require(try await states.next())
+            for event in Self.events { _ = try await live.client().post([event], to: "shelf") }
+            let updates = try await states.next(Self.events.count)
+            #expect(updates.last?.sequence == first.sequence + UInt64(Self.events.count))
+            received[deltas] = proxy.bytesToClients
+            proxy.cut()
+        }
+        // The same snapshot and events; whole states of 200 names against one-operation patches.
+        let whole = try #require(received[false]), patched = try #require(received[true])
+        #expect(patched * 2 < whole, "\(patched) bytes with deltas, \(whole) without")
+        await live.shutdown()
+    }
+
     @Test func aResumedStream_WithDeltas_GoesOnWithNoGap() async throws {
         let live = try LiveServer.start()
         let client = live.client()
