@@ -14,6 +14,10 @@ final class CuttableProxy: @unchecked Sendable {
     private var open = false
     /// Bytes forwarded from the server to clients so far.
     private var forwardedToClients = 0
+    /// Connections forwarded so far.
+    private var acceptedCount = 0
+    /// Bytes to replace once in what the server sends, by as many others.
+    private var tampering: (find: [UInt8], replacement: [UInt8])?
     private(set) var port = 0
     private let targetPort: Int
 
@@ -28,6 +32,16 @@ final class CuttableProxy: @unchecked Sendable {
 
     /// Bytes the server sent through the proxy so far (all connections).
     var bytesToClients: Int { lock.withLock { forwardedToClients } }
+
+    /// Connections forwarded so far.
+    var connectionsAccepted: Int { lock.withLock { acceptedCount } }
+
+    /// The next time the server sends `find` (within one read), the client gets
+    /// `replacement` instead (the same length: a frame's length stays right).
+    func tamperOnce(replacing find: [UInt8], with replacement: [UInt8]) {
+        precondition(find.count == replacement.count)
+        lock.withLock { tampering = (find, replacement) }
+    }
 
     /// Listens (again, on the same port after a cut) and forwards each connection.
     func restore() throws {
@@ -83,6 +97,7 @@ final class CuttableProxy: @unchecked Sendable {
             let accepted = lock.withLock { () -> Bool in
                 guard open, connected == 0 else { return false }
                 connections += [client, upstream]
+                acceptedCount += 1
                 return true
             }
             guard accepted else {
@@ -110,6 +125,7 @@ final class CuttableProxy: @unchecked Sendable {
             let n = recv(source, &buffer, buffer.count, 0)
             guard n > 0 else { break }
             if lock.withLock({ stalled.contains(source) }) { continue }
+            if toClient { tamper(&buffer, count: n) }
             guard send(sink, buffer, n, Int32(MSG_NOSIGNAL)) == n else { break }
             if toClient { lock.withLock { forwardedToClients += n } }
         }
@@ -125,6 +141,17 @@ final class CuttableProxy: @unchecked Sendable {
         if last {
             close(source)
             close(sink)
+        }
+    }
+
+    private func tamper(_ buffer: inout [UInt8], count: Int) {
+        lock.withLock {
+            guard let (find, replacement) = tampering, count >= find.count else { return }
+            for start in 0...(count - find.count) where buffer[start..<start + find.count].elementsEqual(find) {
+                buffer.replaceSubrange(start..<start + find.count, with: replacement)
+                tampering = nil
+                return
+            }
         }
     }
 

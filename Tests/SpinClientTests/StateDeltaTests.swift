@@ -60,6 +60,28 @@ struct StateDeltaTests {
         await live.shutdown()
     }
 
+    @Test func aPatchThatDoesNotApply_MakesTheStreamResume_AndNoWrongStateIsHandedOn() async throws {
+        let live = try LiveServer.start()
+        let proxy = try CuttableProxy(to: live.port)
+        var states = SpinClient(baseURL: proxy.url, streamOptions: live.client().streamOptions)
+            .states(of: "shelf", as: Shelf.State.self).makeAsyncIterator()
+        #expect(try await states.next()?.sequence == 0)
+        // The first patch (a rename at /names/3) reaches the client naming a member that
+        // is not there.
+        proxy.tamperOnce(replacing: Array(#""path":"/names/"#.utf8), with: Array(#""path":"/namez/"#.utf8))
+        for event in Self.events { _ = try await live.client().post([event], to: "shelf") }
+        let updates = try await states.next(Self.events.count)
+        #expect(updates.map(\.sequence) == [1, 2, 3, 4])
+        var expected = Shelf.initial
+        for (update, event) in zip(updates, Self.events) {
+            expected = Shelf.reduce(expected, event)
+            #expect(update.state == expected)
+        }
+        #expect(proxy.connectionsAccepted == 2, "the stream reconnected once, resuming after 0")
+        proxy.cut()
+        await live.shutdown()
+    }
+
     @Test func aResumedStream_WithDeltas_GoesOnWithNoGap() async throws {
         let live = try LiveServer.start()
         let client = live.client()
