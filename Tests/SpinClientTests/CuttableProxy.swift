@@ -12,6 +12,12 @@ final class CuttableProxy: @unchecked Sendable {
     /// Connections whose bytes are dropped instead of forwarded.
     private var stalled: Set<Int32> = []
     private var open = false
+    /// Bytes forwarded from the server to clients so far.
+    private var forwardedToClients = 0
+    /// Connections forwarded so far.
+    private var acceptedCount = 0
+    /// Bytes to replace once in what the server sends, by as many others.
+    private var tampering: (find: [UInt8], replacement: [UInt8])?
     private(set) var port = 0
     private let targetPort: Int
 
@@ -23,6 +29,19 @@ final class CuttableProxy: @unchecked Sendable {
     deinit { cut() }
 
     var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Bytes the server sent through the proxy so far (all connections).
+    var bytesToClients: Int { lock.withLock { forwardedToClients } }
+
+    /// Connections forwarded so far.
+    var connectionsAccepted: Int { lock.withLock { acceptedCount } }
+
+    /// The next time the server sends `find` (within one read), the client gets
+    /// `replacement` instead (the same length: a frame's length stays right).
+    func tamperOnce(replacing find: [UInt8], with replacement: [UInt8]) {
+        precondition(find.count == replacement.count)
+        lock.withLock { tampering = (find, replacement) }
+    }
 
     /// Listens (again, on the same port after a cut) and forwards each connection.
     func restore() throws {
@@ -78,6 +97,7 @@ final class CuttableProxy: @unchecked Sendable {
             let accepted = lock.withLock { () -> Bool in
                 guard open, connected == 0 else { return false }
                 connections += [client, upstream]
+                acceptedCount += 1
                 return true
             }
             guard accepted else {
@@ -86,8 +106,8 @@ final class CuttableProxy: @unchecked Sendable {
                 continue
             }
             let ends = Ends()
-            Thread { [self] in pump(from: client, to: upstream, ends) }.start()
-            Thread { [self] in pump(from: upstream, to: client, ends) }.start()
+            Thread { [self] in pump(from: client, to: upstream, ends, toClient: false) }.start()
+            Thread { [self] in pump(from: upstream, to: client, ends, toClient: true) }.start()
         }
         close(listener)
     }
@@ -99,13 +119,15 @@ final class CuttableProxy: @unchecked Sendable {
 
     /// Copies bytes until either side ends, then ends both; the second pump to finish
     /// closes both descriptors (after taking them off the list `cut` uses).
-    private func pump(from source: Int32, to sink: Int32, _ ends: Ends) {
+    private func pump(from source: Int32, to sink: Int32, _ ends: Ends, toClient: Bool) {
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let n = recv(source, &buffer, buffer.count, 0)
             guard n > 0 else { break }
             if lock.withLock({ stalled.contains(source) }) { continue }
+            if toClient { tamper(&buffer, count: n) }
             guard send(sink, buffer, n, Int32(MSG_NOSIGNAL)) == n else { break }
+            if toClient { lock.withLock { forwardedToClients += n } }
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(sink, Int32(SHUT_RDWR))
@@ -119,6 +141,17 @@ final class CuttableProxy: @unchecked Sendable {
         if last {
             close(source)
             close(sink)
+        }
+    }
+
+    private func tamper(_ buffer: inout [UInt8], count: Int) {
+        lock.withLock {
+            guard let (find, replacement) = tampering, count >= find.count else { return }
+            for start in 0...(count - find.count) where buffer[start..<start + find.count].elementsEqual(find) {
+                buffer.replaceSubrange(start..<start + find.count, with: replacement)
+                tampering = nil
+                return
+            }
         }
     }
 

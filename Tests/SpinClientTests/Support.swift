@@ -26,7 +26,39 @@ enum Tally {
     }
 }
 
-/// A live `LoopServer` hosting `tally` (and the example `levels`) on a real socket.
+/// A Spin whose state is a list of names, large enough that a patch of one is smaller
+/// than the whole (what state deltas are for).
+enum Shelf {
+    struct State: Codable, Equatable, Sendable {
+        var names: [String]
+    }
+
+    /// `{"type":"rename","index":i,"name":..}`, `{"type":"insert","index":i,"name":..}`.
+    struct Event: Codable, Equatable, Sendable {
+        var type: String
+        var index: Int
+        var name: String
+    }
+
+    static let initial = State(names: (0..<200).map { "book \($0)" })
+
+    static func reduce(_ state: State, _ event: Event) -> State {
+        var state = state
+        guard state.names.indices.contains(event.index) || event.index == state.names.count else { return state }
+        if event.type == "insert" {
+            state.names.insert(event.name, at: event.index)
+        } else if event.index < state.names.count {
+            state.names[event.index] = event.name
+        }
+        return state
+    }
+
+    static func spin() -> Spin<State, Event> {
+        Spin(initialState: initial, feedbacks: [], reducer: Reducer { state, event in reduce(state, event) })
+    }
+}
+
+/// A live `LoopServer` hosting `tally` and `shelf` on a real socket.
 struct LiveServer {
     let server: LoopServer
     let port: Int
@@ -45,6 +77,7 @@ struct LiveServer {
         logger.logLevel = .critical
         let host = SpinHost()
         try host.host(Tally.spin(), named: "tally")
+        try host.host(Shelf.spin(), named: "shelf")
         let server = LoopServer(configuration: configuration, host: host, logger: logger)
         return LiveServer(server: server, port: try server.start())
     }

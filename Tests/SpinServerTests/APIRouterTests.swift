@@ -374,20 +374,29 @@ struct APIRouterTests {
             return
         }
         #expect(gear.name == "auth")
-        guard case .stream(.state(let spin, _, let resume), .sse, _) = await router.route(makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents)) else {
+        guard case .stream(.state(let spin, _, let resume, let deltas), .sse, _) = await router.route(makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents)) else {
             Issue.record("the state stream was not routed")
             return
         }
         #expect(spin.name == "router")
         #expect(resume == nil)
+        #expect(!deltas)
+        let patched = makeRequest("GET", "/v1/spins/router/stream", query: [("delta", "json-patch")], headers: acceptsEvents)
+        guard case .stream(.state(_, _, _, true), .sse, _) = await router.route(patched) else {
+            Issue.record("the stream with deltas was not routed with deltas")
+            return
+        }
+        let unknown = await router.respond("GET", "/v1/spins/router/stream", query: [(name: "delta", value: "gzip")])
+        #expect(unknown.status == 400)
+        #expect(unknown.text.contains("json-patch"))
         let resuming = makeRequest("GET", "/v1/spins/router/stream", query: [("since", "12"), ("epoch", "x")], headers: acceptsEvents)
-        guard case .stream(.state(_, _, let since), _, _) = await router.route(resuming) else {
+        guard case .stream(.state(_, _, let since, _), _, _) = await router.route(resuming) else {
             Issue.record("the resumed stream was not routed")
             return
         }
         #expect(since == StreamResume(since: 12, epoch: "x"))
         let lastEventID = makeRequest("GET", "/v1/spins/router/stream", headers: acceptsEvents + [("Last-Event-ID", "7")])
-        guard case .stream(.state(_, _, let fromHeader), _, _) = await router.route(lastEventID) else {
+        guard case .stream(.state(_, _, let fromHeader, _), _, _) = await router.route(lastEventID) else {
             Issue.record("the SSE resume was not routed")
             return
         }

@@ -536,3 +536,39 @@ def test_a_nodes_dashboard_streams_a_spin_another_node_serves(driver, workdir):
         for node in nodes:
             node.stop()
         subprocess.run([str(pg), "remove", str(pg_dir)], capture_output=True, timeout=60)
+
+
+def test_a_large_state_updated_by_deltas_shows_as_the_server_has_it(driver, server, workdir):
+    """The dashboard opens its streams with ?delta=json-patch: a 2,000-item list whose items
+    are changed, inserted and removed arrives as patches and must show exactly."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: the server is not ours to configure")
+    config = workdir / "delta-config"
+    shutil.copytree(ROOT / "Config", config)
+    items = [{"id": i, "name": f"item {i}"} for i in range(2000)]
+    (config / "machines" / "catalog.json").write_text(json.dumps({
+        "id": "catalog", "initial": "open", "context": {"items": items},
+        "states": {"open": {"on": {"SET_ITEMS": {"actions": [
+            {"type": "assign", "set": {"items": {"from": "event.items"}}}]}}}}}))
+    document = json.loads((config / "spin-server.json").read_text())
+    document["spins"].append({"name": "catalog", "machine": "machines/catalog.json"})
+    (config / "spin-server.json").write_text(json.dumps(document))
+    s = Server(free_port(), workdir / "delta-storage", env_extra={"SPIN_CONFIG": str(config / "spin-server.json")})
+    try:
+        open_page(driver, s.url)
+        wait_for(driver, lambda d: spin_view(d, "catalog")[0] == 0, "the catalog's snapshot")
+        for n in range(6):
+            if n % 3 == 0:
+                items[1000 + n]["name"] = f"renamed {n}"
+            elif n % 3 == 1:
+                items.insert(500, {"id": 5000 + n, "name": "inserted"})
+            else:
+                del items[1500]
+            assert post_event(s.url, "catalog", {"type": "SET_ITEMS", "items": items}) == 202
+        with urllib.request.urlopen(s.url + "/v1/spins/catalog", timeout=10) as r:
+            expected = json.load(r)
+        assert expected["state"]["context"]["items"] == items
+        wait_for(driver, lambda d: spin_view(d, "catalog") == (6, expected["state"]),
+                 "the catalog at sequence 6 exactly as GET shows it")
+    finally:
+        s.stop()

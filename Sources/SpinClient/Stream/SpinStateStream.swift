@@ -61,6 +61,8 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
         /// `JWTExpiry.refreshTime`), when the client has a token provider and the token is
         /// a JWT with an `exp`.
         private var refreshAt: Double?
+        /// The state this connection's patches apply to; nil without deltas.
+        private var replica: StreamReplica?
 
         init(client: SpinClient, spin: String, position: StreamPosition) {
             self.client = client
@@ -145,7 +147,17 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
         private mutating func takePending() throws -> StateUpdate<State>? {
             while !pending.isEmpty {
                 let bytes = pending.removeFirst()
-                guard case .update(let update) = try StreamMessage<State>.decode(bytes) else { continue }
+                let message: StreamMessage<State>
+                do {
+                    message = try StreamMessage<State>.decode(bytes, replica: &replica)
+                } catch where error.isRetryable {
+                    // A patch that does not apply: resume after the last state handed on
+                    // (the server sends a whole state first) rather than hand on a wrong one.
+                    pending = []
+                    lose(error)
+                    return nil
+                }
+                guard case .update(let update) = message else { continue }
                 // A connection that delivers counts as a success: the back-off starts over.
                 failures = 0
                 if position.admit(isSnapshot: update.kind == .snapshot, sequence: update.sequence, epoch: update.epoch) {
@@ -157,9 +169,11 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
 
         private mutating func connect() async throws {
             if let wait { try await Task.sleep(for: wait) }
+            let deltas = client.streamOptions.deltas
             let endpoint = try StreamConnection.Endpoint(client.makeURL(
                 path: ["v1", "spins", spin, "stream"],
-                query: position.resumeQuery.map { URLQueryItem(name: $0.name, value: $0.value) }))
+                query: position.resumeQuery.map { URLQueryItem(name: $0.name, value: $0.value) }
+                    + (deltas ? [URLQueryItem(name: "delta", value: "json-patch")] : [])))
             let token = try await client.currentToken()
             refreshAt = client.tokenProvider == nil ? nil
                 : token.flatMap(JWTExpiry.seconds).map { JWTExpiry.refreshTime(expiry: $0) }
@@ -170,6 +184,9 @@ public struct SpinStateStream<State: Decodable>: AsyncSequence, Sendable {
             let early = opened.early
             opened.early = []
             connection = opened
+            // Kept across connections: messages of the last one may still wait in `pending`,
+            // and a new connection starts with a whole state, which resets it.
+            if deltas, replica == nil { replica = StreamReplica() }
             if !early.isEmpty { try handle(early) }
         }
 

@@ -14,9 +14,19 @@ enum StreamMessage<State: Decodable> {
         var epoch: String?
     }
 
+    /// Decodes one message of a stream without deltas.
+    static func decode(_ bytes: [UInt8]) throws(SpinClientError) -> StreamMessage {
+        var none: StreamReplica?
+        return try decode(bytes, replica: &none)
+    }
+
     /// Decodes one message. Throws `SpinClientError.undecodable` when it is not the
     /// protocol's JSON or its state is not a `State`.
-    static func decode(_ bytes: [UInt8]) throws(SpinClientError) -> StreamMessage {
+    ///
+    /// `replica`: for a stream with deltas, the state patches apply to: a whole state resets
+    /// it, a `"patch"` is applied to it (`.connectionFailed` when it does not apply: the
+    /// caller reconnects). Nil for a stream without deltas.
+    static func decode(_ bytes: [UInt8], replica: inout StreamReplica?) throws(SpinClientError) -> StreamMessage {
         let text = { String(decoding: bytes.prefix(256), as: UTF8.self) }
         guard case .success(let document) = JSONValidator.validate(bytes), document.kind == .object,
               let head = try? JSONDecoder().decode(Head.self, from: Data(bytes)) else {
@@ -31,9 +41,16 @@ enum StreamMessage<State: Decodable> {
         func member(_ key: String) -> Data? {
             document.members.first { $0.key == key }.map { Data(bytes[$0.value]) }
         }
-        guard let sequence = head.sequence, let stateJSON = member("state") else {
+        let stateJSON: Data
+        if let sequence = head.sequence, kind == .state, let patch = member("patch"), replica != nil {
+            stateJSON = Data(try replica!.apply(patch: Array(patch), sequence: sequence))
+        } else if let sequence = head.sequence, let whole = member("state") {
+            try replica?.reset(sequence: sequence, state: Array(whole))
+            stateJSON = whole
+        } else {
             throw .undecodable("\(head.type) message without sequence or state: \(text())")
         }
+        guard let sequence = head.sequence else { throw .undecodable("no sequence: \(text())") }
         let state: State
         do {
             state = try JSONDecoder().decode(State.self, from: stateJSON)

@@ -9,13 +9,22 @@ public struct StreamOptions: Sendable, Hashable {
     /// Seconds without any frame after which the connection counts as lost. The server
     /// pings idle streams every 30 s by default, so 75 s spans two missed pings.
     public var idleTimeoutSeconds: Int
+    /// Whether the stream asks for state deltas (`?delta=json-patch`): after the first
+    /// whole state, the server sends each state as a JSON Patch from the one before, which
+    /// the stream applies; it hands on whole states either way. On by default: a large
+    /// state with small changes costs a fraction of the bytes. Off: every message carries
+    /// the whole state. (A server that predates deltas ignores the parameter and sends
+    /// whole states, which the stream takes as well.)
+    public var deltas: Bool
 
-    /// Options with every default: the default back-off, 10 s to connect, 75 s of silence.
+    /// Options with every default: the default back-off, 10 s to connect, 75 s of silence,
+    /// deltas.
     public init(reconnect: ReconnectPolicy = ReconnectPolicy(), connectTimeoutSeconds: Int = 10,
-                idleTimeoutSeconds: Int = 75) {
+                idleTimeoutSeconds: Int = 75, deltas: Bool = true) {
         self.reconnect = reconnect
         self.connectTimeoutSeconds = connectTimeoutSeconds
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.deltas = deltas
     }
 }
 

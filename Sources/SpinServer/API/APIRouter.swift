@@ -271,12 +271,14 @@ package struct APIRouter: Sendable {
             guard let spin = host.spin(named: String(name)) else { return fail(.spinNotFound(String(name))) }
             if let problem = spin.unrecoverable { return fail(.spinUnrecoverable(spin.name, problem)) }
             let resume: StreamResume?
+            let deltas: Bool
             do {
                 resume = try StreamResume(request)
+                deltas = try Self.wantsDeltas(request)
             } catch {
                 return fail(error)
             }
-            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume), identity: caller))
+            respond(openStream(request, .state(spin, feeds.feed(spin.name), resume: resume, deltas: deltas), identity: caller))
 
         case .gears:
             let list = host.gears.filter { caller.permissions.allowsReading(gear: $0.name) }.map { gear -> JSONValue in

@@ -24,6 +24,10 @@ package final class SpinFeed: Sendable {
     private let immediate: Bool
     private let shared: Protected<Shared>
 
+    /// What a subscriber gets of each durable transition: its state message, and for a
+    /// subscriber that asked for deltas, the patch message (nil: send the whole state).
+    package typealias Live = @Sendable (HostedTransition, _ message: [UInt8], _ patch: [UInt8]?) -> Void
+
     /// How a subscription starts.
     package enum Start: Sendable {
         /// `{"type":"snapshot",..}` of the newest durable state.
@@ -39,8 +43,10 @@ package final class SpinFeed: Sendable {
         /// Applied, not yet durable, in sequence order.
         var pending: [HostedTransition] = []
         var history: TransitionRing
-        var subscribers: [(id: UInt64, handler: @Sendable (HostedTransition, _ message: [UInt8]) -> Void,
-                           ended: (@Sendable () -> Void)?)] = []
+        var subscribers: [(id: UInt64, deltas: Bool, handler: Live, ended: (@Sendable () -> Void)?)] = []
+        /// How many subscribers asked for patches (`?delta=json-patch`): while none does,
+        /// no state is diffed.
+        var deltaSubscribers = 0
         /// Set by `end`: this node no longer serves the Spin.
         var ended: APIError?
         var nextID: UInt64 = 0
@@ -119,13 +125,17 @@ package final class SpinFeed: Sendable {
     /// once per batch.
     private static func release(_ transition: HostedTransition, in shared: inout Shared) {
         guard transition.sequence > shared.sequence else { return }
+        let previous = (sequence: shared.sequence, state: shared.state)
         shared.sequence = transition.sequence
         shared.state = transition.state
         shared.history.append(transition)
         guard !shared.subscribers.isEmpty else { return }
-        // One state message for every stream: written once, its bytes shared.
+        // One state message for every stream, and one patch message for every stream that
+        // asked for deltas: written once, their bytes shared.
         let message = StreamMessage.state(transition, epoch: shared.epoch)
-        for subscriber in shared.subscribers { subscriber.handler(transition, message) }
+        let patch = shared.deltaSubscribers > 0
+            ? StatePatcher.message(for: transition, after: previous, epoch: shared.epoch) : nil
+        for subscriber in shared.subscribers { subscriber.handler(transition, message, subscriber.deltas ? patch : nil) }
     }
 
     private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (APIError?) -> Void] {
@@ -208,6 +218,7 @@ package final class SpinFeed: Sendable {
             defer {
                 shared.waiters = []
                 shared.subscribers = []
+                shared.deltaSubscribers = 0
             }
             return (shared.waiters.map(\.acknowledge), shared.subscribers.compactMap(\.ended))
         }
@@ -232,6 +243,20 @@ package final class SpinFeed: Sendable {
         live: @escaping @Sendable (HostedTransition, _ message: [UInt8]) -> Void,
         ended: (@Sendable () -> Void)? = nil
     ) -> SpinSubscription {
+        subscribe(since: since, epoch: epoch, deltas: false, start: start, live: { transition, message, _ in
+            live(transition, message)
+        }, ended: ended)
+    }
+
+    /// Subscribes a stream as above; with `deltas`, `live` also gets each transition's
+    /// patch message (`StatePatcher`), made once for every such subscriber (under the lock,
+    /// like the state message), or nil when the whole state is to be sent.
+    package func subscribe(
+        since: UInt64?, epoch: String?, deltas: Bool,
+        start: @Sendable (Start, _ epoch: String) -> Void,
+        live: @escaping Live,
+        ended: (@Sendable () -> Void)? = nil
+    ) -> SpinSubscription {
         let id = shared.withLock { shared -> UInt64? in
             guard shared.ended == nil else { return nil }
             if let since, epoch == nil || epoch == shared.epoch, let replay = shared.history.after(since, newest: shared.sequence) {
@@ -240,7 +265,8 @@ package final class SpinFeed: Sendable {
                 start(.snapshot(sequence: shared.sequence, state: shared.state), shared.epoch)
             }
             shared.nextID += 1
-            shared.subscribers.append((shared.nextID, live, ended))
+            shared.subscribers.append((shared.nextID, deltas, live, ended))
+            if deltas { shared.deltaSubscribers += 1 }
             return shared.nextID
         }
         guard let id else {
@@ -248,7 +274,10 @@ package final class SpinFeed: Sendable {
             return SpinSubscription {}
         }
         return SpinSubscription { [weak self] in
-            self?.shared.withLock { shared in shared.subscribers.removeAll { $0.id == id } }
+            self?.shared.withLock { shared in
+                guard let index = shared.subscribers.firstIndex(where: { $0.id == id }) else { return }
+                if shared.subscribers.remove(at: index).deltas { shared.deltaSubscribers -= 1 }
+            }
         }
     }
 

@@ -42,8 +42,9 @@ struct StreamMachine: Sendable {
         /// The subscription started: a snapshot or the history after the client's sequence.
         case started(SpinFeed.Start, epoch: String)
         /// A durable transition with its state message, as the feed wrote it once for
-        /// every subscriber.
-        case state(HostedTransition, message: [UInt8])
+        /// every subscriber, and for a stream with deltas its patch message (nil: the
+        /// whole state goes).
+        case state(HostedTransition, message: [UInt8], patch: [UInt8]? = nil)
         /// An ack, an error or a Gear message: never dropped.
         case control([UInt8])
     }
@@ -75,6 +76,14 @@ struct StreamMachine: Sendable {
     }
 
     private(set) var kind: Kind
+    /// The client asked for patches (`?delta=json-patch`): a state message carries the
+    /// patch from the previous message's state when there is one to patch.
+    let deltas: Bool
+    /// The sequence of the state that the stream's newest state-kind message (written or
+    /// queued) carries, nil before the first: a patch goes out only when it is from that
+    /// state, so that after a conflation, a resume or any gap the client gets a whole
+    /// state, never a patch of a state it does not have.
+    private(set) var carried: UInt64?
     /// The WebSocket session (nil for SSE), always changed in place (see above).
     private var webSocket: WebSocketSession?
     /// The SSE body encoder (nil for a WebSocket).
@@ -98,9 +107,12 @@ struct StreamMachine: Sendable {
     /// Bytes written since the last action other than a write.
     private var pending: [UInt8] = []
 
-    /// - Parameter outboxLimit: `limits.streamQueue`.
-    init(kind: Kind, transport: Transport, outboxLimit: Int) {
+    /// - Parameters:
+    ///   - outboxLimit: `limits.streamQueue`.
+    ///   - deltas: the client asked for `?delta=json-patch`.
+    init(kind: Kind, transport: Transport, outboxLimit: Int, deltas: Bool = false) {
         self.kind = kind
+        self.deltas = deltas
         switch transport {
         case .webSocket(let session): (webSocket, sse) = (session, nil)
         case .sse(let encoder): (webSocket, sse) = (nil, encoder)
@@ -118,7 +130,7 @@ struct StreamMachine: Sendable {
         for message in messages {
             switch message {
             case .started(let start, let epoch): started(start, epoch: epoch)
-            case .state(let transition, let bytes): live(transition, message: bytes)
+            case .state(let transition, let bytes, let patch): live(transition, message: bytes, patch: patch)
             case .control(let bytes): control(bytes)
             }
         }
@@ -209,8 +221,10 @@ struct StreamMachine: Sendable {
     /// Whether a message must wait in the outbox instead of being written now.
     private var mustQueue: Bool { awaitingSnapshot || blocked || replayIndex < replay.count || !outbox.isEmpty }
 
-    private mutating func live(_ transition: HostedTransition, message: [UInt8]) {
+    private mutating func live(_ transition: HostedTransition, message full: [UInt8], patch: [UInt8]?) {
         guard !finished else { return }
+        let message = deltas && carried.map({ $0 &+ 1 == transition.sequence }) == true ? patch ?? full : full
+        carried = transition.sequence
         if mustQueue {
             if case .conflated(let dropped) = outbox.push(transition, message: message) {
                 emit(.log(.conflated(dropped: dropped)))
@@ -232,9 +246,13 @@ struct StreamMachine: Sendable {
         switch start {
         case .snapshot(let sequence, let state):
             outbox.pushFront(state: StreamMessage.snapshot(sequence: sequence, epoch: epoch, state: state), sequence: sequence)
+            carried = sequence
         case .replay(let history):
             replay = history
             replayIndex = 0
+            // The first message replayed carries the whole state: the client's state at
+            // `since` is nothing this stream sent.
+            carried = history.last?.sequence
         }
         flush()
     }
@@ -279,8 +297,12 @@ struct StreamMachine: Sendable {
         guard !awaitingSnapshot else { return }
         while !blocked, !finished, replayIndex < replay.count {
             let transition = replay[replayIndex]
+            let previous = replayIndex > 0 ? replay[replayIndex - 1] : nil
             replayIndex += 1
-            write(StreamMessage.state(transition, epoch: outbox.epoch), sequence: transition.sequence)
+            let patch = deltas
+                ? StatePatcher.message(for: transition, after: previous.map { ($0.sequence, $0.state) }, epoch: outbox.epoch)
+                : nil
+            write(patch ?? StreamMessage.state(transition, epoch: outbox.epoch), sequence: transition.sequence)
         }
         if replayIndex >= replay.count, !replay.isEmpty {
             replay = []

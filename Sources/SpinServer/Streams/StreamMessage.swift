@@ -19,16 +19,33 @@ package enum StreamMessage {
     /// Written straight into bytes: a feed makes it once per event for all of its streams.
     package static func state(_ transition: HostedTransition, epoch: String) -> [UInt8] {
         var text = header("state", sequence: transition.sequence, epoch: epoch, extra: 32)
+        event(of: transition, into: &text)
+        text += #","state":"#.utf8
+        transition.state.write(into: &text)
+        text.append(UInt8(ascii: "}"))
+        return text
+    }
+
+    /// `{"type":"state","sequence":N,"epoch":..,"event":..,"patch":[..]}`: a state message
+    /// of a stream with `?delta=json-patch`, carrying the RFC 6902 patch (JSON text) from
+    /// the previous message's state instead of the state.
+    package static func patch(_ transition: HostedTransition, epoch: String, patch: [UInt8]) -> [UInt8] {
+        var text = header("state", sequence: transition.sequence, epoch: epoch, extra: 32 + patch.count)
+        event(of: transition, into: &text)
+        text += #","patch":"#.utf8
+        text += patch
+        text.append(UInt8(ascii: "}"))
+        return text
+    }
+
+    /// `,"event":..` and, when the event's sender is known, `,"sub":..`.
+    private static func event(of transition: HostedTransition, into text: inout [UInt8]) {
         text += #","event":"#.utf8
         transition.event.write(into: &text)
         if let origin = transition.origin {
             text += #","sub":"#.utf8
             JSONValue.writeString(origin, into: &text)
         }
-        text += #","state":"#.utf8
-        transition.state.write(into: &text)
-        text.append(UInt8(ascii: "}"))
-        return text
     }
 
     /// `{"type":TYPE,"sequence":N,"epoch":E`, with room for `extra` bytes more.

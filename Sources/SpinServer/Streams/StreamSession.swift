@@ -9,8 +9,10 @@ import SpinWire
 package enum StreamSource: Sendable {
     /// A Spin's durable states from its feed: a snapshot (or, resuming, the messages
     /// after the client's sequence), then one message per durable event; the client may
-    /// send events (with the `write` permission on the Spin).
-    case state(any HostedSpin, SpinFeed, resume: StreamResume?)
+    /// send events (with the `write` permission on the Spin). With `deltas`
+    /// (`?delta=json-patch`), state messages carry a JSON Patch from the previous
+    /// message's state when they can.
+    case state(any HostedSpin, SpinFeed, resume: StreamResume?, deltas: Bool = false)
     /// Every event crossing a Gear.
     case gear(any HostedGear)
     /// Every message the client sends, sent back: text as text, binary as binary
@@ -26,10 +28,16 @@ package enum StreamSource: Sendable {
     /// that sends, so it is WebSocket only).
     var offersSSE: Bool { !isEcho }
 
+    /// Whether the client asked for patches.
+    var deltas: Bool {
+        if case .state(_, _, _, let deltas) = self { return deltas }
+        return false
+    }
+
     /// The machine's view of it for a client with `identity`: plain data.
     func machineKind(for identity: Identity) -> StreamMachine.Kind {
         switch self {
-        case .state(let spin, _, _): .state(clientMayWrite: identity.permissions.allows(.write, spin: spin.name))
+        case .state(let spin, _, _, _): .state(clientMayWrite: identity.permissions.allows(.write, spin: spin.name))
         case .gear: .gear
         case .echo: .echo
         }
@@ -38,7 +46,7 @@ package enum StreamSource: Sendable {
     /// Whether `identity` may go on reading the stream (after a refresh).
     func allowsReading(_ identity: Identity) -> Bool {
         switch self {
-        case .state(let spin, _, _): identity.permissions.allows(.read, spin: spin.name)
+        case .state(let spin, _, _, _): identity.permissions.allows(.read, spin: spin.name)
         case .gear(let gear): identity.permissions.allowsReading(gear: gear.name)
         case .echo: identity.permissions.allowsEverywhere(.read)
         }
@@ -78,7 +86,7 @@ final class StreamSession: @unchecked Sendable {
         self.context = context
         self.identity = identity
         machine = StreamMachine(kind: source.machineKind(for: identity), transport: transport,
-                                outboxLimit: context.configuration.limits.streamQueue)
+                                outboxLimit: context.configuration.limits.streamQueue, deltas: source.deltas)
         switch (source, transport) {
         case (.gear, _): kind = "gear"
         case (.echo, _): kind = "echo"
@@ -91,14 +99,14 @@ final class StreamSession: @unchecked Sendable {
     func start() {
         context.metrics.streamOpened(kind: kind)
         switch source {
-        case .state(_, let feed, let resume):
+        case .state(_, let feed, let resume, let deltas):
             // The feed calls both under its lock: they only post. The drain is an
             // explicit hop (`executeLater`), never run at once: `start` is called on the
             // connection's event loop, where `execute` would write under the feed's lock.
-            subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, start: { [self] start, epoch in
+            subscription = feed.subscribe(since: resume?.since, epoch: resume?.epoch, deltas: deltas, start: { [self] start, epoch in
                 post(.started(start, epoch: epoch), hop: true)
-            }, live: { [self] transition, message in
-                post(.state(transition, message: message), hop: true)
+            }, live: { [self] transition, message, patch in
+                post(.state(transition, message: message, patch: patch), hop: true)
             }, ended: { [self] in
                 // This node stopped serving the Spin: close as a restarting server does
                 // (1001), so that the client reconnects to the node serving it now.
@@ -252,7 +260,7 @@ final class StreamSession: @unchecked Sendable {
     /// A client's event: decoded for its Spin and submitted; the ack or error comes back
     /// through the mailbox, behind the state message of the event.
     private func submit(_ event: [UInt8], id: JSONValue) {
-        guard case .state(let spin, _, _) = source else { return }
+        guard case .state(let spin, _, _, _) = source else { return }
         var batch: EventBatch
         do {
             batch = try spin.decodeEvents(json: event)

@@ -113,6 +113,20 @@ package enum JSONValidator {
         }
     }
 
+    /// The byte a one-character escape stands for (`n` in `\n`: a line feed); nil for `u`
+    /// and for what is no escape.
+    static func escapedByte(_ escape: UInt8) -> UInt8? {
+        switch escape {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+
     private enum Container {
         /// An open object: where its keys start in `Scanner.keys`, a set of them once it
         /// has more than a few (a look-up in it stays cheap however many), and the key
@@ -339,15 +353,12 @@ package enum JSONValidator {
                         escaped = true
                         text += bytes[first..<(offset - 2)]
                     }
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
-                    case UInt8(ascii: "b"): text.append(0x08)
-                    case UInt8(ascii: "f"): text.append(0x0C)
-                    case UInt8(ascii: "n"): text.append(0x0A)
-                    case UInt8(ascii: "r"): text.append(0x0D)
-                    case UInt8(ascii: "t"): text.append(0x09)
-                    case UInt8(ascii: "u"): text += try unicodeEscape().utf8
-                    default: throw .malformed(offset: offset - 1, .escape)
+                    if escape == UInt8(ascii: "u") {
+                        text += try unicodeEscape().utf8
+                    } else if let byte = JSONValidator.escapedByte(escape) {
+                        text.append(byte)
+                    } else {
+                        throw .malformed(offset: offset - 1, .escape)
                     }
                 case 0x00..<0x20:
                     throw .malformed(offset: offset - 1, .controlCharacter)  // RFC 8259 §7: control characters are escaped
