@@ -27,20 +27,24 @@ public struct AccessToken: Sendable, Equatable, Codable {
     }
 }
 
-/// Checks `Authorization: Bearer <token>` against the configured tokens.
+/// Checks `Authorization: Bearer <token>` against the configured tokens, and bearer JWTs
+/// with the `TokenVerifier` when JWT is configured.
 ///
-/// No configured token means no authentication (the server warns when it binds a
-/// non-loopback address that way). Tokens are compared in constant time: every
+/// No configured token and no JWT means no authentication (the server warns when it binds
+/// a non-loopback address that way). Tokens are compared in constant time: every
 /// configured token is compared in full, whatever matched, so the time taken does not
-/// tell how much of a guess was right.
+/// tell how much of a guess was right. A token that matches no static token and is shaped
+/// as a JWT is verified; a refused JWT is 401 with the reason.
 package struct AccessControl: Sendable {
     package let tokens: [AccessToken]
+    package let verifier: TokenVerifier?
 
-    package init(tokens: [AccessToken]) {
+    package init(tokens: [AccessToken], verifier: TokenVerifier? = nil) {
         self.tokens = tokens
+        self.verifier = verifier
     }
 
-    package var isEnabled: Bool { !tokens.isEmpty }
+    package var isEnabled: Bool { !tokens.isEmpty || verifier != nil }
 
     /// Nil when `authorization` (the header value) grants `needed`, else the error.
     package func check(authorization: String?, needs needed: Scope) -> APIError? {
@@ -56,6 +60,16 @@ package struct AccessControl: Sendable {
         var granted: [Scope] = []
         for candidate in tokens where Self.constantTimeEquals(Array(candidate.token.utf8), presented) {
             granted = candidate.scopes
+        }
+        if granted.isEmpty, let verifier, TokenVerifier.looksLikeJWT(parts[1]) {
+            switch verifier.verify(String(parts[1])) {
+            case .failure(let refusal): return .unauthorized(refusal.message)
+            case .success(let token): granted = token.scopes
+            }
+            // Until per-Spin permissions: a verified JWT's `scope` claim is its global scopes.
+            guard !granted.isEmpty else {
+                return .forbidden("the token's scope claim grants none of read, write or admin")
+            }
         }
         if granted.isEmpty { return .unauthorized("the bearer token is not valid") }
         guard granted.contains(where: { $0.grants(needed) }) else {

@@ -15,9 +15,9 @@ extension SpinServerConfiguration.Builder {
             let text = if case .malformed = problem { "not valid JSON: \(located)" } else { located }
             throw ConfigurationError(source: file, key: "(file)", problem: text)
         }
-        let root: JSONValue
+        let root: ConfigValue
         do {
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
+            root = try JSONDecoder().decode(ConfigValue.self, from: data)
         } catch {
             throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(error)")
         }
@@ -58,9 +58,12 @@ extension SpinServerConfiguration.Builder {
                 configuration.limits[keyPath: path] = number
             }
         }
-        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "allowedOrigins"]) {
+        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "allowedOrigins", "jwt"]) {
             if let tokens = try reader.optionalArray(auth["tokens"], at: "auth.tokens") {
                 configuration.tokens = try Self.tokens(tokens, reader: reader)
+            }
+            if let jwt = auth["jwt"], jwt != .null {
+                try apply(jwt: jwt, reader: reader)
             }
             if let origins = try reader.optionalArray(auth["allowedOrigins"], at: "auth.allowedOrigins") {
                 configuration.allowedOrigins = try origins.enumerated().map { index, value throws(ConfigurationError) in
@@ -148,7 +151,7 @@ extension SpinServerConfiguration.Builder {
 
 /// The config file's sections, checked with the key path of every value.
 fileprivate extension SpinServerConfiguration.Builder {
-    static func tokens(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
+    static func tokens(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
         var tokens: [AccessToken] = []
         for (index, value) in values.enumerated() {
             let path = "auth.tokens[\(index)]"
@@ -190,7 +193,7 @@ fileprivate extension SpinServerConfiguration.Builder {
         return text
     }
 
-    static func gears(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
+    static func gears(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
         var gears: [GearEntry] = []
         for (index, value) in values.enumerated() {
             let path = "gears[\(index)]"
@@ -205,7 +208,7 @@ fileprivate extension SpinServerConfiguration.Builder {
         return gears
     }
 
-    static func spins(_ values: [JSONValue], gears: [GearEntry], kinds: SpinKinds,
+    static func spins(_ values: [ConfigValue], gears: [GearEntry], kinds: SpinKinds,
                       reader: FileReader, readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
         var spins: [SpinEntry] = []
         for (index, value) in values.enumerated() {
@@ -247,7 +250,7 @@ fileprivate extension SpinServerConfiguration.Builder {
 
     /// An entry `{"name":..,"machine":"machines/x.json"}`: the machine file, relative to
     /// the config file, loaded and validated against the Gears listed in `gears`.
-    static func machine(named name: String, file: String, entry: [String: JSONValue], at path: String,
+    static func machine(named name: String, file: String, entry: [String: ConfigValue], at path: String,
                         gears: [GearEntry], reader: FileReader,
                         readFile: (String) throws -> Data) throws(ConfigurationError) -> SpinEntry {
         if let kind = entry["kind"], kind != .null {
@@ -280,15 +283,16 @@ fileprivate extension SpinServerConfiguration.Builder {
 // MARK: - JSON with key paths
 
 /// A parsed JSON value, so that unknown keys and wrong types are found with the exact
-/// path rather than by a `Decodable` that ignores extra keys.
-private enum JSONValue: Decodable, Equatable {
+/// path rather than by a `Decodable` that ignores extra keys. (Internal, with `FileReader`,
+/// for the sections parsed in their own files: `auth.jwt` in `+JWT.swift`.)
+enum ConfigValue: Decodable, Equatable {
     case null
     case bool(Bool)
     case int(Int)
     case double(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([ConfigValue])
+    case object([String: ConfigValue])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -302,10 +306,10 @@ private enum JSONValue: Decodable, Equatable {
             self = .double(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([ConfigValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: ConfigValue].self))
         }
     }
 
@@ -323,7 +327,7 @@ private enum JSONValue: Decodable, Equatable {
 }
 
 /// Reads values out of the config file, naming `source` and the key path in errors.
-private struct FileReader {
+struct FileReader {
     let source: String
 
     func error(_ key: String, _ problem: String) -> ConfigurationError {
@@ -331,7 +335,7 @@ private struct FileReader {
     }
 
     /// An object whose keys are all in `known`.
-    func object(_ value: JSONValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue] {
+    func object(_ value: ConfigValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue] {
         guard case .object(let members) = value else {
             throw error(path, "must be an object, got \(value.typeName)")
         }
@@ -342,37 +346,37 @@ private struct FileReader {
         return members
     }
 
-    func optionalObject(_ value: JSONValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue]? {
+    func optionalObject(_ value: ConfigValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue]? {
         guard let value, value != .null else { return nil }
         return try object(value, at: path, known: known)
     }
 
-    func array(_ value: JSONValue, at path: String) throws(ConfigurationError) -> [JSONValue] {
+    func array(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> [ConfigValue] {
         guard case .array(let items) = value else { throw error(path, "must be an array, got \(value.typeName)") }
         return items
     }
 
-    func optionalArray(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [JSONValue]? {
+    func optionalArray(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [ConfigValue]? {
         guard let value, value != .null else { return nil }
         return try array(value, at: path)
     }
 
-    func required(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> JSONValue {
+    func required(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> ConfigValue {
         guard let value, value != .null else { throw error(path, "missing (required)") }
         return value
     }
 
-    func string(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
+    func string(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> String {
         guard case .string(let text) = value else { throw error(path, "must be a string, got \(value.typeName)") }
         return text
     }
 
-    func bool(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Bool {
+    func bool(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> Bool {
         guard case .bool(let flag) = value else { throw error(path, "must be true or false, got \(value.typeName)") }
         return flag
     }
 
-    func int(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Int {
+    func int(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> Int {
         switch value {
         case .int(let number): return number
         case .double(let number): throw error(path, "must be an integer, got \(number)")

@@ -13,9 +13,12 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     /// PEM certificate chain and key; both or neither. With them the server speaks TLS 1.2+.
     public var tls: TLSFiles?
     public var limits: Limits
-    /// Bearer tokens; none means no authentication (a warning is logged when the
-    /// address is not loopback).
+    /// Bearer tokens; none (and no `jwt`) means no authentication (a warning is logged
+    /// when the address is not loopback).
     public var tokens: [AccessToken]
+    /// Bearer JWTs and the keys that verify them (`auth.jwt`); nil: no JWT is accepted.
+    /// Static `tokens` keep working beside them.
+    public var jwt: JWTConfiguration?
     /// Origins a browser may open streams from (`https://dash.example`); empty allows
     /// only same-origin pages (Origin host equal to the Host header) and non-browser
     /// clients (no Origin header).
@@ -33,13 +36,14 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     public init(host: String = "127.0.0.1", port: Int = 8080, allowedHosts: [String] = [], tls: TLSFiles? = nil,
                 limits: Limits = Limits(), tokens: [AccessToken] = [], allowedOrigins: [String] = [],
                 storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = [],
-                testing: Testing = Testing(), cluster: Cluster = Cluster()) {
+                testing: Testing = Testing(), cluster: Cluster = Cluster(), jwt: JWTConfiguration? = nil) {
         self.host = host
         self.port = port
         self.allowedHosts = allowedHosts
         self.tls = tls
         self.limits = limits
         self.tokens = tokens
+        self.jwt = jwt
         self.allowedOrigins = allowedOrigins
         self.storage = storage
         self.log = log
