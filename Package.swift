@@ -88,6 +88,9 @@ let package = Package(
                           path: "Benchmarks/SpinWebSocketBenchmark"),
         .executableTarget(name: "spin-net-benchmark", dependencies: ["SpinNet"],
                           path: "Benchmarks/SpinNetBenchmark"),
+        .executableTarget(name: "spin-jwt-benchmark", dependencies: [
+            "SpinServer", .product(name: "JWTKit", package: "jwt-kit"),
+        ], path: "Benchmarks/SpinJWTBenchmark"),
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),

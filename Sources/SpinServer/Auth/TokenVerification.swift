@@ -53,15 +53,23 @@ struct TokenVerification {
         }
     }
 
-    /// A base64url part (RFC 7515 §2: no padding) as bytes.
+    /// A base64url part (RFC 7515 §2: no padding) as bytes: translated to base64 byte by
+    /// byte (no String work: this runs for every request).
     private static func decode(_ part: ArraySlice<UInt8>, part name: String) throws(TokenRefusal) -> Data {
-        var text = String(decoding: part, as: UTF8.self)
-        guard !text.isEmpty, !text.contains(where: { $0 == "+" || $0 == "/" || $0 == "=" }) else {
-            throw .malformed("the \(name) is \(text.isEmpty ? "empty" : "not base64url")")
+        guard !part.isEmpty else { throw .malformed("the \(name) is empty") }
+        var base64 = [UInt8]()
+        base64.reserveCapacity(part.count + 3)
+        for byte in part {
+            switch byte {
+            case UInt8(ascii: "-"): base64.append(UInt8(ascii: "+"))
+            case UInt8(ascii: "_"): base64.append(UInt8(ascii: "/"))
+            case UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+                throw .malformed("the \(name) is not base64url")
+            default: base64.append(byte)
+            }
         }
-        text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
-        guard let data = Data(base64Encoded: text) else { throw .malformed("the \(name) is not base64url") }
+        base64 += repeatElement(UInt8(ascii: "="), count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: Data(base64)) else { throw .malformed("the \(name) is not base64url") }
         return data
     }
 }
@@ -70,25 +78,29 @@ struct TokenVerification {
 
 extension TokenVerification {
     /// The JOSE header fields the server reads.
-    struct Header {
+    struct Header: Decodable {
         var algorithm: String
         var kid: String?
         var critical: [String]?
 
         init(json: Data) throws(TokenRefusal) {
-            let object = try JSONObject(json, part: "header")
-            guard let algorithm = object["alg"] as? String else {
-                throw .malformed("the header has no \"alg\" string")
+            self = try Self.decoded(json, part: "header")
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: ClaimKey.self)
+            guard let algorithm = try? container.decodeIfPresent(String.self, forKey: "alg") else {
+                throw TokenRefusal.malformed("the header has no \"alg\" string")
             }
             self.algorithm = algorithm
-            kid = try object.string("kid")
-            critical = object["crit"].map { ($0 as? [String]) ?? ["?"] }
+            kid = try container.claim(String.self, "kid")
+            critical = try container.claim([String].self, "crit")
         }
     }
 
     /// The payload's claims the server reads; a claim of the wrong type or shape makes the
     /// token malformed rather than being ignored (a misspelt permission must not pass).
-    struct Claims {
+    struct Claims: Decodable {
         var subject: String?
         var expires: Date?
         var notBefore: Date?
@@ -99,80 +111,95 @@ extension TokenVerification {
         var gear: GearClaim
 
         init(json: Data) throws(TokenRefusal) {
-            let object = try JSONObject(json, part: "payload")
-            subject = try object.string("sub")
-            expires = try object.date("exp")
-            notBefore = try object.date("nbf")
-            issuer = try object.string("iss")
-            audience = try object.strings("aud", splittingSpaces: false) ?? []
-            scopes = (try object.strings("scope", splittingSpaces: true) ?? []).compactMap(Scope.init(rawValue:))
-            let spinGlobs = try object.globs("spin", known: ["read", "write", "admin"])
+            self = try Self.decoded(json, part: "payload")
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: ClaimKey.self)
+            subject = try container.claim(String.self, "sub")
+            expires = try container.date("exp")
+            notBefore = try container.date("nbf")
+            issuer = try container.claim(String.self, "iss")
+            audience = try container.strings("aud") ?? []
+            scopes = (try container.strings("scope")?.flatMap { $0.split(separator: " ") } ?? [])
+                .compactMap { Scope(rawValue: String($0)) }
+            let spinGlobs = try container.globs("spin", known: ["read", "write", "admin"])
             spin = SpinClaim(read: spinGlobs["read"] ?? [], write: spinGlobs["write"] ?? [], admin: spinGlobs["admin"] ?? [])
-            gear = GearClaim(read: try object.globs("gear", known: ["read"])["read"] ?? [])
+            gear = GearClaim(read: try container.globs("gear", known: ["read"])["read"] ?? [])
         }
     }
 
-    /// A decoded JSON object with typed reads that refuse the wrong type by name.
-    struct JSONObject {
-        let members: [String: Any]
+    /// Any member name of a JSON object.
+    struct ClaimKey: CodingKey, ExpressibleByStringLiteral {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+        init(stringLiteral value: String) { stringValue = value }
+    }
+}
 
-        init(_ json: Data, part: String) throws(TokenRefusal) {
-            guard let members = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] else {
-                throw .malformed("the \(part) is not a JSON object")
-            }
-            self.members = members
+extension Decodable {
+    /// Decodes a token part (Foundation's JSONDecoder); a claim's own refusal passes
+    /// through, anything else is "not a JSON object".
+    fileprivate static func decoded(_ json: Data, part: String) throws(TokenRefusal) -> Self {
+        do {
+            return try JSONDecoder().decode(Self.self, from: json)
+        } catch let refusal as TokenRefusal {
+            throw refusal
+        } catch {
+            throw .malformed("the \(part) is not a JSON object")
         }
+    }
+}
 
-        subscript(name: String) -> Any? {
-            members[name].flatMap { $0 is NSNull ? nil : $0 }
+/// Typed reads of claims that refuse the wrong type by name (null counts as absent).
+extension KeyedDecodingContainer where Key == TokenVerification.ClaimKey {
+    fileprivate func claim<T: Decodable>(_ type: T.Type, _ name: Key) throws -> T? {
+        guard contains(name), !((try? decodeNil(forKey: name)) ?? false) else { return nil }
+        guard let value = try? decode(type, forKey: name) else {
+            let what = type == String.self ? "a string" : "an array of strings"
+            throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" must be \(what)")
         }
+        return value
+    }
 
-        func string(_ name: String) throws(TokenRefusal) -> String? {
-            guard let value = self[name] else { return nil }
-            guard let text = value as? String else { throw .malformed("the claim \"\(name)\" must be a string") }
-            return text
+    /// A NumericDate (RFC 7519 §2): seconds since the epoch, maybe fractional.
+    fileprivate func date(_ name: Key) throws -> Date? {
+        guard contains(name), !((try? decodeNil(forKey: name)) ?? false) else { return nil }
+        guard let seconds = try? decode(Double.self, forKey: name), seconds.isFinite else {
+            throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" must be a number of seconds since 1970")
         }
+        return Date(timeIntervalSince1970: seconds)
+    }
 
-        /// A NumericDate (RFC 7519 §2): seconds since the epoch, maybe fractional.
-        func date(_ name: String) throws(TokenRefusal) -> Date? {
-            guard let value = self[name] else { return nil }
-            // JSONSerialization gives true and false as Bool: not a date.
-            guard type(of: value) != Bool.self, let number = value as? NSNumber, number.doubleValue.isFinite else {
-                throw .malformed("the claim \"\(name)\" must be a number of seconds since 1970")
-            }
-            return Date(timeIntervalSince1970: number.doubleValue)
+    /// A string or an array of strings (`aud`, `scope`).
+    fileprivate func strings(_ name: Key) throws -> [String]? {
+        guard contains(name), !((try? decodeNil(forKey: name)) ?? false) else { return nil }
+        if let text = try? decode(String.self, forKey: name) { return [text] }
+        guard let texts = try? decode([String].self, forKey: name) else {
+            throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" must be a string or an array of strings")
         }
+        return texts
+    }
 
-        /// A string or an array of strings (`aud`; `scope`, whose string is space-separated).
-        func strings(_ name: String, splittingSpaces: Bool) throws(TokenRefusal) -> [String]? {
-            guard let value = self[name] else { return nil }
-            if let text = value as? String {
-                return splittingSpaces ? text.split(separator: " ").map(String.init) : [text]
-            }
-            guard let items = value as? [Any], let texts = items as? [String], items.count == texts.count else {
-                throw .malformed("the claim \"\(name)\" must be a string or an array of strings")
-            }
-            return texts
+    /// `{"read": [globs], ...}` with only `known` keys, each an array of strings.
+    fileprivate func globs(_ name: Key, known: [String]) throws -> [String: [String]] {
+        guard contains(name), !((try? decodeNil(forKey: name)) ?? false) else { return [:] }
+        let shape = "{\(known.map { "\"\($0)\": [globs]" }.joined(separator: ", "))}"
+        guard let object = try? nestedContainer(keyedBy: Key.self, forKey: name) else {
+            throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" must be an object \(shape)")
         }
-
-        /// `{"read": [globs], ...}` with only `known` keys, each an array of strings.
-        func globs(_ name: String, known: [String]) throws(TokenRefusal) -> [String: [String]] {
-            guard let value = self[name] else { return [:] }
-            let shape = "{\(known.map { "\"\($0)\": [globs]" }.joined(separator: ", "))}"
-            guard let object = value as? [String: Any] else {
-                throw .malformed("the claim \"\(name)\" must be an object \(shape)")
+        var globs: [String: [String]] = [:]
+        for key in object.allKeys {
+            guard known.contains(key.stringValue) else {
+                throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" has an unknown key \"\(key.stringValue)\" (known: \(known.joined(separator: ", ")))")
             }
-            var globs: [String: [String]] = [:]
-            for (key, item) in object {
-                guard known.contains(key) else {
-                    throw .malformed("the claim \"\(name)\" has an unknown key \"\(key)\" (known: \(known.joined(separator: ", ")))")
-                }
-                guard let list = item as? [Any], let texts = list as? [String], list.count == texts.count else {
-                    throw .malformed("\"\(name)\".\"\(key)\" must be an array of strings (globs)")
-                }
-                globs[key] = texts
+            guard let texts = try? object.decode([String].self, forKey: key) else {
+                throw TokenRefusal.malformed("\"\(name.stringValue)\".\"\(key.stringValue)\" must be an array of strings (globs)")
             }
-            return globs
+            globs[key.stringValue] = texts
         }
+        return globs
     }
 }
