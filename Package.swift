@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // LoopServer is a `Service`: run in a `ServiceGroup`, shut down gracefully on signals.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // Bearer JWT verification (signatures through swift-crypto): HS256, RS256, ES256, EdDSA.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         // Test-only: property-based tests of the example reducers (random and extreme events).
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
@@ -51,6 +53,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "JWTKit", package: "jwt-kit"),
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
@@ -85,6 +88,9 @@ let package = Package(
                           path: "Benchmarks/SpinWebSocketBenchmark"),
         .executableTarget(name: "spin-net-benchmark", dependencies: ["SpinNet"],
                           path: "Benchmarks/SpinNetBenchmark"),
+        .executableTarget(name: "spin-jwt-benchmark", dependencies: [
+            "SpinServer", .product(name: "JWTKit", package: "jwt-kit"),
+        ], path: "Benchmarks/SpinJWTBenchmark"),
 
         .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
@@ -98,6 +104,7 @@ let package = Package(
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "JWTKit", package: "jwt-kit"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",

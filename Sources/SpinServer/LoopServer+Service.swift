@@ -1,9 +1,10 @@
+import Foundation
 import Logging
 import ServiceLifecycle
 
 /// `LoopServer` as a swift-service-lifecycle `Service`, to run in a `ServiceGroup` beside
 /// an application's other services; the group turns SIGTERM and SIGINT into a graceful
-/// shutdown:
+/// shutdown (and, with JWT configured, SIGHUP into `reloadTokenKeys()`):
 ///
 /// ```swift
 /// let server = LoopServer(configuration: configuration, host: host, logger: logger)
@@ -20,6 +21,14 @@ extension LoopServer: Service {
     public func run() async throws {
         let port = try start()
         logger.info("listening on \(configuration.url(port: port))")
+        // With JWT configured, SIGHUP re-reads the keys (instead of ending the process).
+        let reloadSignal = tokenVerifier.map { verifier in
+            ReloadSignal(SIGHUP) { [logger] in
+                logger.info("SIGHUP: reloading the JWT keys")
+                verifier.reload()
+            }
+        }
+        defer { reloadSignal?.cancel() }
         // Returns on graceful shutdown; throws CancellationError on cancellation: both stop.
         try? await gracefulShutdown()
         logger.info("shutting down (up to \(configuration.limits.shutdownGraceSeconds) s)")

@@ -29,6 +29,8 @@ public final class LoopServer: Sendable {
     /// With the PostgreSQL backend the server is a node of a cluster (maybe of one):
     /// it serves the Spins whose leases it holds.
     private let clustered: Clustered?
+    /// Verifies bearer JWTs when `jwt` is configured; `reloadTokenKeys()` re-reads its keys.
+    let tokenVerifier: TokenVerifier?
 
     private struct Clustered: Sendable {
         let fence: LeaseFence
@@ -71,8 +73,12 @@ public final class LoopServer: Sendable {
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
-                               tokensConfigured: !configuration.tokens.isEmpty)
-        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens, rules: configuration.accessRules), hosts: hosts,
+                               tokensConfigured: configuration.authenticates)
+        let tokenVerifier = configuration.jwt.map { Self.makeTokenVerifier($0, logger: logger) }
+        self.tokenVerifier = tokenVerifier
+        let router = APIRouter(host: host, access: AccessControl(tokens: configuration.tokens, rules: configuration.accessRules,
+                                                                         verifier: tokenVerifier),
+                               hosts: hosts,
                                origins: OriginPolicy(allowed: configuration.allowedOrigins),
                                metrics: Metrics(registry: metricsRegistry), limits: limits, feeds: feeds,
                                echoEndpoint: configuration.testing.echoEndpoint,
@@ -80,6 +86,26 @@ public final class LoopServer: Sendable {
                                                     advertise: configuration.advertiseURL(port: configuration.port),
                                                     moveWait: .seconds(configuration.cluster.leaseSeconds)))
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
+    }
+
+    /// The JWT verifier. Loading checked the keys already; if a file changed since and no
+    /// longer loads, the verifier refuses every JWT (authentication stays on) until a
+    /// reload succeeds.
+    private static func makeTokenVerifier(_ jwt: JWTConfiguration, logger: Logger) -> TokenVerifier {
+        do {
+            return try TokenVerifier(jwt, logger: logger)
+        } catch {
+            logger.error("JWT keys could not be loaded, every JWT is refused until they are (SIGHUP reloads): \(error)")
+            return TokenVerifier(failedToLoad: jwt, logger: logger)
+        }
+    }
+
+    /// Re-reads the JWT key files and the JWKS file (what SIGHUP does while `run()` runs):
+    /// nil when the new keys are in use or no JWT is configured, else why the keys in use
+    /// were kept.
+    @discardableResult
+    public func reloadTokenKeys() -> ConfigurationError? {
+        tokenVerifier?.reload()
     }
 
     /// The store `storage.backend` names. PostgreSQL is shared by the nodes of a cluster:

@@ -23,16 +23,20 @@ def documented_keys() -> set[str]:
 
 
 def schema_keys() -> set[str]:
-    """`section.key` for the keys of object sections, `section` for list sections."""
+    """`section.key` for the keys of object sections (`section.key.sub` a level deeper),
+    `section` for list sections."""
+    def walk(prefix: str, definition: dict) -> set[str]:
+        properties = definition.get("properties")
+        if properties is None or "array" in definition.get("type", []):
+            return {prefix}
+        keys = set()
+        for key, child in properties.items():
+            keys |= walk(f"{prefix}.{key}", child)
+        return keys
     keys = set()
     for section, definition in SCHEMA["properties"].items():
-        if section == "$schema":
-            continue
-        properties = definition.get("properties")
-        if properties is None:
-            keys.add(section)
-        else:
-            keys.update(f"{section}.{key}" for key in properties)
+        if section != "$schema":
+            keys |= walk(section, definition)
     return keys
 
 
@@ -68,6 +72,11 @@ CASES = [
     ({"spins": [{"name": "c", "kind": "counter"}]}, True),
     ({"spins": [{"name": "c d", "kind": "counter"}]}, False),
     ({"$schema": "spin-server.schema.json"}, True),
+    ({"auth": {"jwt": {"keys": [{"alg": "HS256", "secret": "x" * 32}], "leewaySeconds": 5}}}, True),
+    ({"auth": {"jwt": {"keys": [{"alg": "none", "secret": "x" * 32}]}}}, False),
+    ({"auth": {"jwt": {"keys": [{"alg": "HS256", "secret": "short"}]}}}, False),
+    ({"auth": {"jwt": {"keys": [{"alg": "RS256", "secret": "x" * 32}]}}}, False),
+    ({"auth": {"jwt": {"keys": [{"alg": "HS256", "secret": "x" * 32}], "leewaySeconds": 301}}}, False),
 ]
 
 

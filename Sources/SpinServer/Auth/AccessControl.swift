@@ -1,3 +1,4 @@
+import Foundation
 /// What a bearer token may do (docs/PROTOCOL.md, Security).
 public enum Scope: String, Sendable, Codable, CaseIterable, Comparable {
     /// Read Spins, Gears, streams and metrics.
@@ -35,29 +36,35 @@ public struct AccessToken: Sendable, Equatable, Codable {
 }
 
 /// Checks a request's credentials and says who it comes from (`Identity`): a
-/// configured token (`Authorization: Bearer <token>`) with its scopes and grants, plus
-/// the grants of every `auth.rules` entry whose pattern matches its subject.
+/// configured token (`Authorization: Bearer <token>`) with its scopes and grants, or a
+/// bearer JWT that the `TokenVerifier` accepts, with its `scope`, `spin` and `gear`
+/// claims; either way plus the grants of every `auth.rules` entry whose pattern matches
+/// its subject.
 ///
-/// No configured token means no authentication (the server warns when it binds a
-/// non-loopback address that way): every request is `Identity.anyone`. Tokens are
+/// No configured token and no JWT means no authentication (the server warns when it binds
+/// a non-loopback address that way): every request is `Identity.anyone`. Tokens are
 /// compared in constant time: every configured token is compared in full, whatever
-/// matched, so the time taken does not tell how much of a guess was right.
+/// matched, so the time taken does not tell how much of a guess was right. A token that
+/// matches no static token and is shaped as a JWT is verified; a refused JWT is 401 with
+/// the reason.
 package struct AccessControl: Sendable {
     package let tokens: [AccessToken]
     package let rules: [AccessRule]
+    package let verifier: TokenVerifier?
     /// The identities of the configured tokens, in their order, made once.
     private let identities: [Identity]
 
-    package init(tokens: [AccessToken], rules: [AccessRule] = []) {
+    package init(tokens: [AccessToken], rules: [AccessRule] = [], verifier: TokenVerifier? = nil) {
         self.tokens = tokens
         self.rules = rules
+        self.verifier = verifier
         identities = tokens.map { token in
             Identity(subject: token.subject,
                      permissions: Permissions(scopes: token.scopes, grants: Self.grants(token.grants, of: token.subject, rules: rules)))
         }
     }
 
-    package var isEnabled: Bool { !tokens.isEmpty }
+    package var isEnabled: Bool { !tokens.isEmpty || verifier != nil }
 
     /// `own` and the grants of every rule whose subject pattern matches `subject`.
     package static func grants(_ own: Grants, of subject: String?, rules: [AccessRule]) -> Grants {
@@ -87,8 +94,26 @@ package struct AccessControl: Sendable {
         for (index, candidate) in tokens.enumerated() where Self.constantTimeEquals(Array(candidate.token.utf8), presented) {
             matched = index
         }
-        guard let matched else { return .failure(.unauthorized("the bearer token is not valid")) }
-        return .success(identities[matched])
+        if let matched { return .success(identities[matched]) }
+        if let verifier, TokenVerifier.looksLikeJWT(token) {
+            switch verifier.verify(String(token)) {
+            case .failure(let refusal): return .failure(.unauthorized(refusal.message))
+            case .success(let verified): return .success(identity(of: verified, leeway: verifier.configuration.leewaySeconds))
+            }
+        }
+        return .failure(.unauthorized("the bearer token is not valid"))
+    }
+
+    /// A verified JWT's identity: its `sub`, its `scope` claim as global scopes, its
+    /// `spin` and `gear` claims as grants (plus the rules of its subject), valid until its
+    /// `exp` plus the leeway, as verification accepts it.
+    private func identity(of token: VerifiedToken, leeway: Int) -> Identity {
+        let claimed = Grants(spinRead: token.spin.read, spinWrite: token.spin.write, spinAdmin: token.spin.admin,
+                             gearRead: token.gear.read)
+        let expiresAt = token.expires?.timeIntervalSince1970
+        return Identity(subject: token.subject,
+                        permissions: Permissions(scopes: token.scopes, grants: Self.grants(claimed, of: token.subject, rules: rules)),
+                        expiresAt: expiresAt, validUntil: expiresAt.map { $0 + Double(leeway) })
     }
 
     /// Compares every byte of the longer input whatever differs, so the time depends on

@@ -15,9 +15,9 @@ extension SpinServerConfiguration.Builder {
             let text = if case .malformed = problem { "not valid JSON: \(located)" } else { located }
             throw ConfigurationError(source: file, key: "(file)", problem: text)
         }
-        let root: JSONValue
+        let root: ConfigValue
         do {
-            root = try JSONDecoder().decode(JSONValue.self, from: data)
+            root = try JSONDecoder().decode(ConfigValue.self, from: data)
         } catch {
             throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(error)")
         }
@@ -59,12 +59,15 @@ extension SpinServerConfiguration.Builder {
                 configuration.limits[keyPath: path] = number
             }
         }
-        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "rules", "allowedOrigins"]) {
+        if let auth = try reader.optionalObject(top["auth"], at: "auth", known: ["tokens", "rules", "allowedOrigins", "jwt"]) {
             if let tokens = try reader.optionalArray(auth["tokens"], at: "auth.tokens") {
                 configuration.tokens = try Self.tokens(tokens, reader: reader)
             }
             if let rules = try reader.optionalArray(auth["rules"], at: "auth.rules") {
                 configuration.accessRules = try Self.rules(rules, reader: reader)
+            }
+            if let jwt = auth["jwt"], jwt != .null {
+                try apply(jwt: jwt, reader: reader)
             }
             if let origins = try reader.optionalArray(auth["allowedOrigins"], at: "auth.allowedOrigins") {
                 configuration.allowedOrigins = try origins.enumerated().map { index, value throws(ConfigurationError) in
@@ -152,7 +155,7 @@ extension SpinServerConfiguration.Builder {
 
 /// The config file's sections, checked with the key path of every value.
 fileprivate extension SpinServerConfiguration.Builder {
-    static func tokens(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
+    static func tokens(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
         var tokens: [AccessToken] = []
         for (index, value) in values.enumerated() {
             let path = "auth.tokens[\(index)]"
@@ -189,7 +192,7 @@ fileprivate extension SpinServerConfiguration.Builder {
     }
 
     /// `auth.rules`: `[{"subject": pattern, "spin": {..}, "gear": {..}}]`.
-    static func rules(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessRule] {
+    static func rules(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [AccessRule] {
         var rules: [AccessRule] = []
         for (index, value) in values.enumerated() {
             let path = "auth.rules[\(index)]"
@@ -206,7 +209,7 @@ fileprivate extension SpinServerConfiguration.Builder {
     }
 
     /// A subject (or a subject pattern): a non-empty string.
-    private static func subject(_ value: JSONValue, at path: String, reader: FileReader) throws(ConfigurationError) -> String {
+    private static func subject(_ value: ConfigValue, at path: String, reader: FileReader) throws(ConfigurationError) -> String {
         let subject = try reader.string(value, at: path)
         guard !subject.isEmpty else { throw reader.error(path, "must not be empty") }
         return subject
@@ -214,8 +217,8 @@ fileprivate extension SpinServerConfiguration.Builder {
 
     /// The `spin` (`{"read": [..], "write": [..], "admin": [..]}`) and `gear`
     /// (`{"read": [..]}`) permissions of a token or a rule: lists of name patterns.
-    private static func grants(_ entry: [String: JSONValue], at path: String, reader: FileReader) throws(ConfigurationError) -> Grants {
-        func patterns(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [String] {
+    private static func grants(_ entry: [String: ConfigValue], at path: String, reader: FileReader) throws(ConfigurationError) -> Grants {
+        func patterns(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [String] {
             guard let values = try reader.optionalArray(value, at: path) else { return [] }
             return try values.enumerated().map { index, value throws(ConfigurationError) in
                 let pattern = try reader.string(value, at: "\(path)[\(index)]")
@@ -248,7 +251,7 @@ fileprivate extension SpinServerConfiguration.Builder {
         return text
     }
 
-    static func gears(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
+    static func gears(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
         var gears: [GearEntry] = []
         for (index, value) in values.enumerated() {
             let path = "gears[\(index)]"
@@ -263,7 +266,7 @@ fileprivate extension SpinServerConfiguration.Builder {
         return gears
     }
 
-    static func spins(_ values: [JSONValue], gears: [GearEntry], kinds: SpinKinds,
+    static func spins(_ values: [ConfigValue], gears: [GearEntry], kinds: SpinKinds,
                       reader: FileReader, readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
         var spins: [SpinEntry] = []
         for (index, value) in values.enumerated() {
@@ -305,7 +308,7 @@ fileprivate extension SpinServerConfiguration.Builder {
 
     /// An entry `{"name":..,"machine":"machines/x.json"}`: the machine file, relative to
     /// the config file, loaded and validated against the Gears listed in `gears`.
-    static func machine(named name: String, file: String, entry: [String: JSONValue], at path: String,
+    static func machine(named name: String, file: String, entry: [String: ConfigValue], at path: String,
                         gears: [GearEntry], reader: FileReader,
                         readFile: (String) throws -> Data) throws(ConfigurationError) -> SpinEntry {
         if let kind = entry["kind"], kind != .null {
@@ -338,15 +341,16 @@ fileprivate extension SpinServerConfiguration.Builder {
 // MARK: - JSON with key paths
 
 /// A parsed JSON value, so that unknown keys and wrong types are found with the exact
-/// path rather than by a `Decodable` that ignores extra keys.
-private enum JSONValue: Decodable, Equatable {
+/// path rather than by a `Decodable` that ignores extra keys. (Internal, with `FileReader`,
+/// for the sections parsed in their own files: `auth.jwt` in `+JWT.swift`.)
+enum ConfigValue: Decodable, Equatable {
     case null
     case bool(Bool)
     case int(Int)
     case double(Double)
     case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([ConfigValue])
+    case object([String: ConfigValue])
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -360,10 +364,10 @@ private enum JSONValue: Decodable, Equatable {
             self = .double(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([ConfigValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: ConfigValue].self))
         }
     }
 
@@ -381,7 +385,7 @@ private enum JSONValue: Decodable, Equatable {
 }
 
 /// Reads values out of the config file, naming `source` and the key path in errors.
-private struct FileReader {
+struct FileReader {
     let source: String
 
     func error(_ key: String, _ problem: String) -> ConfigurationError {
@@ -389,7 +393,7 @@ private struct FileReader {
     }
 
     /// An object whose keys are all in `known`.
-    func object(_ value: JSONValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue] {
+    func object(_ value: ConfigValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue] {
         guard case .object(let members) = value else {
             throw error(path, "must be an object, got \(value.typeName)")
         }
@@ -400,37 +404,37 @@ private struct FileReader {
         return members
     }
 
-    func optionalObject(_ value: JSONValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue]? {
+    func optionalObject(_ value: ConfigValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue]? {
         guard let value, value != .null else { return nil }
         return try object(value, at: path, known: known)
     }
 
-    func array(_ value: JSONValue, at path: String) throws(ConfigurationError) -> [JSONValue] {
+    func array(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> [ConfigValue] {
         guard case .array(let items) = value else { throw error(path, "must be an array, got \(value.typeName)") }
         return items
     }
 
-    func optionalArray(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [JSONValue]? {
+    func optionalArray(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [ConfigValue]? {
         guard let value, value != .null else { return nil }
         return try array(value, at: path)
     }
 
-    func required(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> JSONValue {
+    func required(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> ConfigValue {
         guard let value, value != .null else { throw error(path, "missing (required)") }
         return value
     }
 
-    func string(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
+    func string(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> String {
         guard case .string(let text) = value else { throw error(path, "must be a string, got \(value.typeName)") }
         return text
     }
 
-    func bool(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Bool {
+    func bool(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> Bool {
         guard case .bool(let flag) = value else { throw error(path, "must be true or false, got \(value.typeName)") }
         return flag
     }
 
-    func int(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Int {
+    func int(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> Int {
         switch value {
         case .int(let number): return number
         case .double(let number): throw error(path, "must be an integer, got \(number)")

@@ -9,6 +9,9 @@ extension SpinServerConfiguration {
         return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
+    /// Whether requests must carry a bearer token: static tokens or JWT are configured.
+    public var authenticates: Bool { !tokens.isEmpty || jwt != nil }
+
     /// `http://HOST:PORT` (or `https`), IPv6 addresses bracketed.
     public func url(port: Int) -> String {
         let scheme = tls == nil ? "http" : "https"
@@ -22,7 +25,13 @@ extension SpinServerConfiguration {
     public var summary: String {
         let spinList = spins.map { spin in ([spin.name] + spin.attachedGears).joined(separator: "@") }
         let gearList = gears.map(\.name)
-        let tokenText = tokens.isEmpty ? "no tokens (no authentication)" : "\(tokens.count) token\(tokens.count == 1 ? "" : "s")"
+        let staticText = "\(tokens.count) token\(tokens.count == 1 ? "" : "s")"
+        let tokenText = switch (tokens.isEmpty, jwt) {
+        case (true, nil): "no tokens (no authentication)"
+        case (false, nil): staticText
+        case (true, let jwt?): "JWT (\(jwt.summary))"
+        case (false, let jwt?): "\(staticText) and JWT (\(jwt.summary))"
+        }
         return "\(spins.count) spin\(spins.count == 1 ? "" : "s") (\(spinList.joined(separator: ", "))), "
             + "\(gears.count) gear\(gears.count == 1 ? "" : "s") (\(gearList.joined(separator: ", "))), "
             + "\(url(port: port)), storage \(storageSummary) (fsync \(storage.fsync.rawValue)), \(tokenText)"
@@ -42,12 +51,12 @@ extension SpinServerConfiguration {
     /// Empty on a loopback address. `load` adds them to `Loaded.warnings`.
     public var exposureWarnings: [String] {
         guard !isLoopbackHost else { return [] }
-        guard tokens.isEmpty else {
+        guard !authenticates else {
             return tls == nil
                 ? ["listening on \(host), which is not a loopback address, without TLS: bearer tokens cross the network in clear text; set tls.certificate and tls.key"]
                 : []
         }
-        var warnings = ["listening on \(host), which is not a loopback address, with NO auth tokens: anyone who can reach it can read and change every Spin; set auth.tokens or SPIN_TOKENS"]
+        var warnings = ["listening on \(host), which is not a loopback address, with NO auth tokens: anyone who can reach it can read and change every Spin; set auth.tokens or SPIN_TOKENS (or auth.jwt)"]
         if allowedHosts.isEmpty {
             warnings.append("without tokens only requests whose Host is \(host == "0.0.0.0" || host == "::" ? "" : "the listen address, ")localhost or a loopback address are served (others get 421): list the names clients use in listen.allowedHosts or SPIN_ALLOWED_HOSTS")
         }

@@ -28,6 +28,7 @@ extension SpinServerConfiguration.Builder {
                 throw ConfigurationError(source: error.source, key: "auth.tokens", problem: error.problem)
             }
         }
+        try apply(jwtEnvironment: environment)
         if let text = environment["SPIN_ECHO_ENDPOINT"] {
             switch text.trimmingCharacters(in: .whitespaces).lowercased() {
             case "true", "1": configuration.testing.echoEndpoint = true

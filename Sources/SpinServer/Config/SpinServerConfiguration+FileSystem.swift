@@ -4,6 +4,13 @@ import SpinStorage
 extension SpinServerConfiguration {
     // MARK: - Reading the real file system
 
+    /// `path` as written in `configFile`: relative to the config file's directory (machine
+    /// files, JWT key files and the JWKS file), unless absolute.
+    static func resolve(_ path: String, relativeTo configFile: String) -> String {
+        let directory = configFile.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        return path.hasPrefix("/") || directory.isEmpty ? path : "\(directory)/\(path)"
+    }
+
     /// Reads a whole file; the error says why in the words of `strerror`.
     public static func readFileContents(_ path: String) throws -> Data {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)

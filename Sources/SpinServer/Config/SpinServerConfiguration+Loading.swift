@@ -33,6 +33,11 @@ import Logging
 /// | `limits.shutdownGraceSeconds` | int > 0 | `5` | |
 /// | `auth.tokens` | `[{"token": string, "scopes"?: [read\|write\|admin], "subject"?: string, "spin"?: {"read"?, "write"?, "admin"?: [pattern]}, "gear"?: {"read"?: [pattern]}}]` (scopes and/or grants) | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
 /// | `auth.rules` | `[{"subject": pattern, "spin"?: {..}, "gear"?: {..}}]`: grants for the identities whose subject matches | `[]` | |
+/// | `auth.jwt.keys` | `[{"alg": HS256\|RS256\|ES256\|EdDSA, "kid"?: string, "secret"\|"secretEnv"\|"publicKeyFile": string}]` | `[]` | `SPIN_JWT_SECRET` (adds an HS256 key) |
+/// | `auth.jwt.jwksFile` | string (JWKS path) | none | `SPIN_JWT_JWKS_FILE` |
+/// | `auth.jwt.issuer` | string | none (not checked) | |
+/// | `auth.jwt.audience` | string or [string] | none (not checked) | |
+/// | `auth.jwt.leewaySeconds` | int 0...300 | `30` | |
 /// | `auth.allowedOrigins` | [string] (`https://host[:port]`) | `[]` | |
 /// | `storage.backend` | `file` \| `postgres` | `"file"` | `--storage-backend` / `SPIN_STORAGE_BACKEND` |
 /// | `storage.directory` | string (created if missing; `file` backend) | `"data"` | `--storage` / `SPIN_STORAGE` |
@@ -49,7 +54,10 @@ import Logging
 /// | `cluster.advertise` | string (`http(s)://host[:port]`) | `http://<listen host>:<port>` (a wildcard host: the node name) | `--advertise` / `SPIN_CLUSTER_ADVERTISE` |
 /// | `cluster.leaseSeconds` | int 1...600 | `10` | `--lease-seconds` / `SPIN_CLUSTER_LEASE_SECONDS` |
 ///
-/// Relative paths are relative to the working directory. The "Configuration" section of README.md explains
+/// Relative paths are relative to the working directory, but for the files the config
+/// file names for machines and JWT keys (`spins[].machine`, `auth.jwt.keys[].publicKeyFile`,
+/// `auth.jwt.jwksFile`): those are relative to its directory. `auth.jwt` is parsed in
+/// `+JWT.swift`, its keys read (and checked) by `JWTKeySet`. The "Configuration" section of README.md explains
 /// each key. The `limits` keys are the fields of `Limits`, one for one: a new field
 /// needs a row in `limitKeys` (a test checks they match).
 ///
@@ -160,6 +168,7 @@ extension SpinServerConfiguration {
         "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS", "SPIN_ECHO_ENDPOINT",
         "SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL",
         "SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS",
+        "SPIN_JWT_SECRET", "SPIN_JWT_JWKS_FILE",
     ]
 
     /// The `limits` keys: one per field of `Limits` (computed: key paths are not `Sendable`).
@@ -214,6 +223,7 @@ extension SpinServerConfiguration {
         try builder.apply(environment: environment)
         try builder.apply(flags: flags)
         try builder.checkTLS(readFile: readFile)
+        try builder.checkJWT(readFile: readFile)
         try builder.makeStorage(createDirectory: createDirectory)
 
         let unknown = environment.keys.filter { $0.hasPrefix("SPIN_") && !environmentVariables.contains($0) }.sorted()
@@ -244,6 +254,9 @@ extension SpinServerConfiguration {
         var storageSource = "the built-in default"
         var backendSource = "the built-in default"
         var urlSource = "the built-in default"
+        /// `auth.jwt.keys` entries whose secret is an environment variable (`secretEnv`),
+        /// read when the environment is applied.
+        var jwtSecretVariables: [(keyIndex: Int, variable: String)] = []
 
         // The configuration's own types, by the names the Builder's extensions in the other
         // SpinServerConfiguration+*.swift files use (an extension of a nested type does

@@ -30,8 +30,7 @@ extension SpinServerConfiguration {
         /// - Throws: the validation issues, one per line, or why the file cannot be read.
         static func load(path: String, configFile: String, hostGears: Set<String>,
                          readFile: (String) throws -> Data) throws(MachineValidationError) -> MachineSource {
-            let directory = configFile.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-            let resolved = path.hasPrefix("/") || directory.isEmpty ? path : "\(directory)/\(path)"
+            let resolved = SpinServerConfiguration.resolve(path, relativeTo: configFile)
             let data: Data
             do {
                 data = try readFile(resolved)

@@ -13,11 +13,14 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     /// PEM certificate chain and key; both or neither. With them the server speaks TLS 1.2+.
     public var tls: TLSFiles?
     public var limits: Limits
-    /// Bearer tokens; none means no authentication (a warning is logged when the
-    /// address is not loopback).
+    /// Bearer tokens; none (and no `jwt`) means no authentication (a warning is logged
+    /// when the address is not loopback).
     public var tokens: [AccessToken]
     /// Grants for the identities whose subject matches a pattern (`auth.rules`).
     public var accessRules: [AccessRule]
+    /// Bearer JWTs and the keys that verify them (`auth.jwt`); nil: no JWT is accepted.
+    /// Static `tokens` keep working beside them.
+    public var jwt: JWTConfiguration?
     /// Origins a browser may open streams from (`https://dash.example`); empty allows
     /// only same-origin pages (Origin host equal to the Host header) and non-browser
     /// clients (no Origin header).
@@ -36,7 +39,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
                 limits: Limits = Limits(), tokens: [AccessToken] = [], accessRules: [AccessRule] = [],
                 allowedOrigins: [String] = [],
                 storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = [],
-                testing: Testing = Testing(), cluster: Cluster = Cluster()) {
+                testing: Testing = Testing(), cluster: Cluster = Cluster(), jwt: JWTConfiguration? = nil) {
         self.host = host
         self.port = port
         self.allowedHosts = allowedHosts
@@ -44,6 +47,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         self.limits = limits
         self.tokens = tokens
         self.accessRules = accessRules
+        self.jwt = jwt
         self.allowedOrigins = allowedOrigins
         self.storage = storage
         self.log = log
