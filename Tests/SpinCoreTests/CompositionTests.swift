@@ -275,3 +275,51 @@ struct CompositionFeedbackTests {
         effects.gate.open()
     }
 }
+
+// Harvest's effect mappings inside a parent: a wicket's transition table, lifted twice.
+
+enum Wicket: Equatable, Sendable {
+    case closed, opening, open
+}
+
+enum WicketEvent: Equatable, Sendable {
+    case open, opened
+}
+
+struct Hinges: Sendable {}
+
+let wicketTable = TransitionTable<Wicket, WicketEvent, Hinges>([
+    .open   | .closed  => .opening | Effect { _ in .opened },
+    .opened | .opening => .open,
+])
+
+struct House: Equatable, Sendable {
+    var front = Wicket.closed
+    var back = Wicket.closed
+}
+
+enum HouseEvent: Equatable, Sendable {
+    case front(WicketEvent)
+    case back(WicketEvent)
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct CompositionTransitionTableTests {
+    @Test func aLiftedTablesEffects_StartFromTheirChildsTransitions_AndReportToThatChild() async {
+        let front = EventPath<HouseEvent, WicketEvent>.case(HouseEvent.front)
+        let back = EventPath<HouseEvent, WicketEvent>.case(HouseEvent.back)
+        let wickets = wicketTable.effects(environment: Hinges())
+        let loop = Spin(initialState: House(), feedbacks: [
+            wickets.pullback(state: \House.front, event: front),
+            wickets.pullback(state: \House.back, event: back),
+        ], reducer: Reducer.combine(wicketTable.reducer.pullback(state: \House.front, event: front),
+                                    wicketTable.reducer.pullback(state: \House.back, event: back))).start()
+        loop.emit(.back(.open))
+        #expect(await loop.firstState { $0.back == .open } == House(front: .closed, back: .open))
+        loop.emit(.front(.open))
+        #expect(await loop.firstState { $0.front == .open } == House(front: .open, back: .open))
+        // Each wicket's effect ran once, for its own transition: .open, .opened per wicket.
+        #expect(loop.sequence == 4)
+        loop.stop()
+    }
+}

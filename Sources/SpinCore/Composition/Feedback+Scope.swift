@@ -10,9 +10,9 @@
 /// element id, cancelled when the element leaves the collection. When the child's state is
 /// `Equatable`, its feedback sees a parent state only when its part changed: a sibling's
 /// events make no new state of this child, so they neither start its effects again nor
-/// cancel them (`cancelOnNewState`). A feedback made for a transition table's effects
-/// (which hears the events that make states) does not lift: lift the reducer and write the
-/// child's effects as feedbacks.
+/// cancel them (`cancelOnNewState`). A transition table's effects
+/// (`TransitionTable.effects(environment:)`, which start from the event that made a state)
+/// lift too: the child's run hears the child's events, with its part of the states.
 extension Feedback {
     /// This child feedback inside a parent: it sees the part of each parent state at
     /// `state` and its events are embedded by `event`.
@@ -21,7 +21,7 @@ extension Feedback {
         event path: EventPath<ParentEvent, Event>
     ) -> Feedback<Parent, ParentEvent> {
         lifted(children: { parent in CollectionOfOne((0, parent[keyPath: state])) }, embed: { _ in path.embed },
-               same: nil)
+               route: { path.extract($0).map { (0, $0) } }, same: nil)
     }
 
     /// `pullback(state:event:)` for an `Equatable` child: a parent state whose part is the
@@ -31,7 +31,7 @@ extension Feedback {
         event path: EventPath<ParentEvent, Event>
     ) -> Feedback<Parent, ParentEvent> where State: Equatable {
         lifted(children: { parent in CollectionOfOne((0, parent[keyPath: state])) }, embed: { _ in path.embed },
-               same: { $0 == $1 })
+               route: { path.extract($0).map { (0, $0) } }, same: { $0 == $1 })
     }
 
     /// This feedback for an optional state: it runs while the state is there (from the
@@ -39,13 +39,13 @@ extension Feedback {
     /// nil. Lift the result with `pullback` onto an optional child.
     public func optional() -> Feedback<State?, Event> {
         lifted(children: { state in state.map { [(0, $0)] } ?? [] },
-               embed: { _ in { $0 } }, same: nil)
+               embed: { _ in { $0 } }, route: { (0, $0) }, same: nil)
     }
 
     /// `optional()` for an `Equatable` state: it sees a state only when it changed.
     public func optional() -> Feedback<State?, Event> where State: Equatable {
         lifted(children: { state in state.map { [(0, $0)] } ?? [] },
-               embed: { _ in { $0 } }, same: { $0 == $1 })
+               embed: { _ in { $0 } }, route: { (0, $0) }, same: { $0 == $1 })
     }
 
     /// This element feedback for each element of the identified collection at `state`
@@ -58,7 +58,7 @@ extension Feedback {
         event path: EventPath<ParentEvent, (State.ID, Event)>
     ) -> Feedback<Parent, ParentEvent> where State: Identifiable, State.ID: Sendable {
         lifted(children: { parent in parent[keyPath: state].lazy.map { ($0.id, $0) } },
-               embed: { id in { path.embed((id, $0)) } }, same: nil)
+               embed: { id in { path.embed((id, $0)) } }, route: path.extract, same: nil)
     }
 
     /// `forEach(state:event:)` for `Equatable` elements: an element's run sees a parent
@@ -68,19 +68,23 @@ extension Feedback {
         event path: EventPath<ParentEvent, (State.ID, Event)>
     ) -> Feedback<Parent, ParentEvent> where State: Identifiable & Equatable, State.ID: Sendable {
         lifted(children: { parent in parent[keyPath: state].lazy.map { ($0.id, $0) } },
-               embed: { id in { path.embed((id, $0)) } }, same: { $0 == $1 })
+               embed: { id in { path.embed((id, $0)) } }, route: path.extract, same: { $0 == $1 })
     }
 
     /// The one lifting all the forms share: `children` lists the (key, child state) pairs
-    /// of a parent state, `embed` makes the event wrapper of a key's run.
+    /// of a parent state, `embed` makes the event wrapper of a key's run, `route` tells
+    /// which key's run a parent event is for (only asked for a feedback that hears
+    /// transitions: a transition table's effects).
     private func lifted<Parent: Sendable, ParentEvent: Sendable, Key: Hashable & Sendable, Children: Sequence>(
         children: @escaping @Sendable (Parent) -> Children,
         embed: @escaping @Sendable (Key) -> @Sendable (Event) -> ParentEvent,
+        route: @escaping @Sendable (ParentEvent) -> (Key, Event)?,
         same: (@Sendable (State, State) -> Bool)?
     ) -> Feedback<Parent, ParentEvent> where Children.Element == (Key, State) {
         let makeRunner = self.makeRunner
-        return Feedback<Parent, ParentEvent>(executor: executor) { context in
-            ChildrenRunner(children: children, same: same) { key in
+        let hearsTransitions = self.hearsTransitions
+        return Feedback<Parent, ParentEvent>(executor: executor, hearsTransitions: hearsTransitions) { context in
+            let make = { @Sendable (key: Key) -> any FeedbackRunner<State> in
                 let wrap = embed(key)
                 let parentSubmit = context.host.submit
                 let host = FeedbackHost<Event>(label: context.host.label, runsInline: context.host.runsInline) {
@@ -88,6 +92,8 @@ extension Feedback {
                 }
                 return makeRunner(FeedbackContext(host: host, index: context.index, executor: context.executor))
             }
+            guard hearsTransitions else { return ChildrenRunner(children: children, same: same, make: make) }
+            return TransitionChildrenRunner(children: children, same: same, route: route, make: make)
         }
     }
 }

@@ -6,18 +6,18 @@
 /// `runs` is touched by `receive` (on the loop's executor) and `stop` (from any thread),
 /// so it lives under a lock; a child run's own `receive` and `stop` are called outside
 /// it (a run stopped meanwhile ignores what it receives afterwards: `FeedbackRunner`).
-final class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable, Children: Sequence>:
-    FeedbackRunner where Children.Element == (Key, Child) {
-    private struct Run {
+class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable, Children: Sequence>:
+    FeedbackRunner, @unchecked Sendable where Children.Element == (Key, Child) {
+    fileprivate struct Run {
         let runner: any FeedbackRunner<Child>
         /// The state it saw last, kept only when `same` compares states.
         var last: Child?
     }
 
-    private let children: @Sendable (Parent) -> Children
+    fileprivate let children: @Sendable (Parent) -> Children
     private let same: (@Sendable (Child, Child) -> Bool)?
     private let make: @Sendable (Key) -> any FeedbackRunner<Child>
-    private let runs = Protected<(runs: [Key: Run], stopped: Bool)>(([:], false))
+    fileprivate let runs = Protected<(runs: [Key: Run], stopped: Bool)>(([:], false))
 
     init(children: @escaping @Sendable (Parent) -> Children, same: (@Sendable (Child, Child) -> Bool)?,
          make: @escaping @Sendable (Key) -> any FeedbackRunner<Child>) {
@@ -70,5 +70,37 @@ final class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Se
 
     var runningEffects: Int {
         runs.withLock { $0.runs.values.map(\.runner) }.reduce(0) { $0 + $1.runningEffects }
+    }
+}
+
+/// A `ChildrenRunner` whose child feedback hears transitions (a transition table's
+/// effects): the loop tells it every applied event, and it tells the run of the child the
+/// event is for, with that child's part of the states before and after.
+///
+/// `@unchecked Sendable`: as `ChildrenRunner`; `route` is immutable.
+final class TransitionChildrenRunner<Parent: Sendable, ParentEvent: Sendable, Key: Hashable & Sendable, Child: Sendable,
+                                     ChildEvent: Sendable, Children: Sequence>:
+    ChildrenRunner<Parent, Key, Child, Children>, TransitionRunner, @unchecked Sendable
+where Children.Element == (Key, Child) {
+    typealias Event = ParentEvent
+
+    private let route: @Sendable (ParentEvent) -> (Key, ChildEvent)?
+
+    init(children: @escaping @Sendable (Parent) -> Children, same: (@Sendable (Child, Child) -> Bool)?,
+         route: @escaping @Sendable (ParentEvent) -> (Key, ChildEvent)?,
+         make: @escaping @Sendable (Key) -> any FeedbackRunner<Child>) {
+        self.route = route
+        super.init(children: children, same: same, make: make)
+    }
+
+    func applied(_ event: ParentEvent, from: Parent, to: Parent) {
+        guard let (key, childEvent) = route(event),
+              let runner = runs.withLock({ $0.runs[key]?.runner }) as? any TransitionRunner<Child, ChildEvent>,
+              let before = part(of: from, at: key), let after = part(of: to, at: key) else { return }
+        runner.applied(childEvent, from: before, to: after)
+    }
+
+    private func part(of state: Parent, at key: Key) -> Child? {
+        children(state).first { $0.0 == key }?.1
     }
 }
