@@ -6,7 +6,8 @@ import PackageDescription
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
 /// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer,
 /// SpinStorage ← spin-server (the example session's table), SpinCore ← SpinNet
-/// (for `Protected`, the one lock type, and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client).
+/// (for `Protected`, the one lock type, and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client),
+/// SpinCore ← SpinCombine (Combine feedbacks over OpenCombine: SpinCore itself depends on nothing).
 let package = Package(
     name: "spin-server",
     products: [
@@ -14,6 +15,7 @@ let package = Package(
         .library(name: "SpinServer", targets: ["SpinServer"]),
         .library(name: "SpinTesting", targets: ["SpinTesting"]),
         .library(name: "SpinClient", targets: ["SpinClient"]),
+        .library(name: "SpinCombine", targets: ["SpinCombine"]),
         .executable(name: "spin-server", targets: ["spin-server"]),
     ],
     dependencies: [
@@ -30,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         // Test-only: property-based tests of the example reducers (random and extreme events).
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // SpinCombine: Combine's API on Linux, for feedbacks written as publishers.
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
         // System-library shims: C targets so that function-like macros of zlib and
@@ -64,6 +68,9 @@ let package = Package(
         // as a Spin. Pure: SpinCore only.
         .target(name: "SpinMachines", dependencies: ["SpinCore"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore"]),
+        // Feedbacks whose effects are Combine publishers, a Spin as a publisher of its
+        // states, and an ObservableObject over a loop (Spin.Swift's SpinCombine).
+        .target(name: "SpinCombine", dependencies: ["SpinCore", .product(name: "OpenCombine", package: "OpenCombine")]),
         // A Swift client for the server: URLSession for requests, the state stream on
         // SpinWire's WebSocket codec over SpinNet's blocking client socket.
         .target(name: "SpinClient", dependencies: ["SpinWire", "SpinNet", "SpinCore"]),
@@ -112,6 +119,9 @@ let package = Package(
         ]),
         .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
+        .testTarget(name: "SpinCombineTests", dependencies: [
+            "SpinCombine", "SpinCore", .product(name: "OpenCombine", package: "OpenCombine"),
+        ]),
         .testTarget(name: "SpinClientTests", dependencies: [
             "SpinClient", "SpinServer", "SpinExamples", "SpinCore", .product(name: "Logging", package: "swift-log"),
         ]),

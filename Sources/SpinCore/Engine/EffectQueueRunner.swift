@@ -142,7 +142,7 @@ final class EffectQueueRunner<State: Sendable, Event: Sendable, Environment: Sen
 extension TransitionTable {
     /// The feedback that runs the rows' effects, each given `environment`.
     public func effects(environment: Environment) -> Feedback<State, Event> {
-        Feedback { context in
+        Feedback(hearsTransitions: true) { context in
             EffectQueueRunner(table: self, environment: environment, context: context)
         }
     }
