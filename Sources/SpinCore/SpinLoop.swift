@@ -166,8 +166,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         }
         self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
         relay.loop = self
-        // Gear subscriptions and raw streams open before any state is delivered.
-        for runner in runners { runner.start() }
+        // Gear subscriptions and raw streams open before any state is delivered (lifted
+        // feedbacks make their children's runs from the initial state for that).
+        for runner in runners { runner.start(initial: spin.initialState) }
     }
 
     // MARK: Running

@@ -203,6 +203,23 @@ struct CompositionFeedbackTests {
         loop.stop()
     }
 
+    /// DESIGN's Gear rule (a host attaches every Gear before any Spin's first state) holds
+    /// for a child's Gear feedback too: its run exists from the loop's making, so an event
+    /// pushed into the Gear before the loop delivered any state is caught.
+    @Test func aChildsGearFeedback_IsAttachedBeforeTheFirstState_SoNothingPushedMeanwhileIsLost() async {
+        let gear = Gear<Int>()
+        let catching = Feedback<Counter, CounterEvent>(attachedTo: gear, propagating: { (step: Int) in
+            step > 0 ? .increment : .decrement
+        })
+        let loop = Spin(initialState: Screen(), feedbacks: [catching.pullback(state: \Screen.right, event: .right)],
+                        reducer: screenReducer).makeLoop()
+        gear.propagate(1)
+        gear.propagate(1)
+        loop.start()
+        #expect(await loop.firstState { $0.right.count == 2 }?.left.count == 0)
+        loop.stop()
+    }
+
     @Test func aSiblingsEvents_NeitherRestartNorCancelAChildsRunningEffect() async {
         let effects = CounterEffects()
         let loop = Spin(initialState: Screen(left: Counter(count: 1)), feedbacks: [

@@ -7,7 +7,7 @@
 /// so it lives under a lock; a child run's own `receive` and `stop` are called outside
 /// it (a run stopped meanwhile ignores what it receives afterwards: `FeedbackRunner`).
 class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable, Children: Sequence>:
-    FeedbackRunner, @unchecked Sendable where Children.Element == (Key, Child) {
+    InitialStateRunner, @unchecked Sendable where Children.Element == (Key, Child) {
     fileprivate struct Run {
         let runner: any FeedbackRunner<Child>
         /// The state it saw last, kept only when `same` compares states.
@@ -28,6 +28,23 @@ class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable
 
     func start() {}
 
+    /// Makes and starts the runs of the initial state's children now, before the loop
+    /// delivers any state, so that their Gear subscriptions are open as the loop's own
+    /// are (a Gear event is not lost because a child's run did not exist yet). Their
+    /// first `receive` delivers the initial state to them as usual.
+    func start(initial: Parent) {
+        var started: [(any FeedbackRunner<Child>, Child)] = []
+        runs.withLock { contents in
+            guard !contents.stopped, contents.runs.isEmpty else { return }
+            for (key, child) in children(initial) where contents.runs[key] == nil {
+                let runner = make(key)
+                contents.runs[key] = Run(runner: runner, last: nil)
+                started.append((runner, child))
+            }
+        }
+        for (runner, child) in started { runner.start(initial: child) }
+    }
+
     func receive(_ state: Parent) {
         var deliveries: [(any FeedbackRunner<Child>, Child)] = []
         var gone: [any FeedbackRunner<Child>] = []
@@ -43,7 +60,7 @@ class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable
                     deliveries.append((run.runner, child))
                 } else {
                     let runner = make(key)
-                    runner.start()
+                    runner.start(initial: child)
                     contents.runs[key] = Run(runner: runner, last: same != nil ? child : nil)
                     deliveries.append((runner, child))
                 }

@@ -69,6 +69,25 @@ package protocol FeedbackRunner<State>: AnyObject, Sendable {
     var runningEffects: Int { get }
 }
 
+/// A runner that needs the loop's initial state to start: the runner of a lifted
+/// feedback (`ChildrenRunner`) makes its children's runs, and so attaches their Gears,
+/// from it, before the loop delivers any state (a Gear event caught in the meantime is not
+/// lost). The loop calls `start(initial:)` instead of `start()`.
+package protocol InitialStateRunner<State>: FeedbackRunner {
+    func start(initial: State)
+}
+
+extension FeedbackRunner {
+    /// `start(initial:)` for a runner that takes it, `start()` for any other.
+    func start(initial: State) {
+        if let runner = self as? any InitialStateRunner<State> {
+            runner.start(initial: initial)
+        } else {
+            start()
+        }
+    }
+}
+
 /// A feedback that also hears which event made each new state (a transition table's
 /// effects start from the row that matched). The loop calls `applied` on its executor
 /// for every applied event, before observers see its transition and `receive` gets the
