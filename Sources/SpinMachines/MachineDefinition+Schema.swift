@@ -3,7 +3,7 @@ import SpinCore
 extension MachineDefinition {
     /// Every event type some state's `on` table names, sorted.
     public var eventTypes: [String] {
-        Set(nodes.values.flatMap(\.on.keys)).sorted()
+        Set(nodes.values.flatMap(\.on.keys)).subtracting([MachineEvent.wildcardType]).sorted()
     }
 
     /// The JSON Schema of the machine's events: one branch per type its `on` tables name

@@ -13,7 +13,75 @@ extension MachineDefinition {
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
     /// transition of that state and delay, while that state is active.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
-        guard let leafNode = leafNode(of: state), let chosen = select(state, leafNode, event) else { return nil }
+        guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
+              let chosen = select(state, leafNode, event) else { return nil }
+        let next = take(chosen, from: state, leafNode, event)
+        guard hasAlways || chosen.plan?.settles == true else { return next }
+        return settled(next, after: event)
+    }
+
+    /// True when the machine is done: its active state is a top-level final state. A done
+    /// machine takes no event (DESIGN §3: the server says `done`).
+    public func isDone(_ state: MachineState) -> Bool {
+        leafNode(of: state)?.completesMachine ?? false
+    }
+
+    /// The most microsteps one event may cause: the event's own transition, the `always`
+    /// transitions and `onDone` transitions after it. Past it the machine stops where it
+    /// is and its step says `unsettled` (a host suspends it, as for a runaway loop).
+    public static var microstepLimit: Int { 100 }
+
+    /// `state` after the transitions its last step sets off by itself (XState v5's
+    /// macrostep): first an enabled `always` transition of an active state (from the
+    /// leaf outwards; its guards and actions see `event`, the event that started it all),
+    /// else the `onDone` transition of a compound state whose final child was just
+    /// entered (with the event `xstate.done.state.<path>`), and so on, up to
+    /// `microstepLimit` steps in all. The step of the result records every state
+    /// entered and every propagation, in order.
+    func settled(_ state: MachineState, after event: MachineEvent) -> MachineState {
+        var current = state
+        var entered = state.step.entered
+        var propagations = state.step.propagations
+        var steps = 1
+        var unsettled = false
+        while let leaf = leafNode(of: current), let (chosen, seen) = eventless(current, leaf, after: event) {
+            guard steps < Self.microstepLimit else {
+                unsettled = true
+                break
+            }
+            current = take(chosen, from: current, leaf, seen)
+            entered += current.step.entered
+            propagations += current.step.propagations
+            steps += 1
+        }
+        guard steps > 1 || unsettled else { return current }
+        let step = MachineStep(entered: entered, propagations: propagations, unsettled: unsettled)
+        return MachineState(shape: MachineState.Shape(value: current.value, step: step, leafHint: current.shape.leafHint),
+                            context: current.context)
+    }
+
+    /// The transition a state takes without an event, and the event its guards and
+    /// actions see: an enabled `always` transition, else the parent's `onDone` when the
+    /// last step entered a final leaf. A done machine takes none.
+    private func eventless(_ state: MachineState, _ leaf: StateNode,
+                           after event: MachineEvent) -> (TransitionSpec, MachineEvent)? {
+        guard !leaf.completesMachine else { return nil }
+        if hasAlways {
+            for length in stride(from: leaf.path.count, through: 0, by: -1) {
+                guard let node = length == leaf.path.count ? leaf : nodes[Array(state.value.prefix(length))],
+                      !node.always.isEmpty, let chosen = firstEnabled(node.always, state, event) else { continue }
+                return (chosen, event)
+            }
+        }
+        guard leaf.kind == .final, leaf.path.count > 1, state.step.entered.last == leaf.path,
+              let parent = nodes[Array(leaf.path.dropLast())], !parent.onDone.isEmpty else { return nil }
+        let done = MachineEvent(type: MachineEvent.doneStatePrefix + parent.path.joined(separator: "."))
+        return firstEnabled(parent.onDone, state, done).map { ($0, done) }
+    }
+
+    /// `state` after taking `chosen` from it; `leafNode` is the node of its active leaf.
+    private func take(_ chosen: TransitionSpec, from state: MachineState, _ leafNode: StateNode,
+                      _ event: MachineEvent) -> MachineState {
         var run = ActionRun(context: state.context, event: event)
         guard let plan = chosen.plan else {
             run.perform(chosen.actions)
@@ -44,7 +112,7 @@ extension MachineDefinition {
 
     /// The node of the state's active leaf: found through the state's hint when it is
     /// this machine's and names the same leaf, else by the leaf's path.
-    private func leafNode(of state: MachineState) -> StateNode? {
+    func leafNode(of state: MachineState) -> StateNode? {
         let shape = state.shape
         if let hint = shape.leafHint, hint.machine === identity {
             let node = nodeList[hint.index]
@@ -68,16 +136,24 @@ extension MachineDefinition {
             return firstEnabled(entry.transitions, state, event)
         }
         // The active leaf itself is the usual source: no copy of its path, no look-up.
-        if let candidates = leafNode.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
-            return chosen
-        }
-        for length in stride(from: leafNode.path.count - 1, to: 0, by: -1) {
-            if let candidates = nodes[Array(state.value.prefix(length))]?.candidates(for: event.type),
-               let chosen = firstEnabled(candidates, state, event) {
+        if let chosen = firstEnabled(in: leafNode, state, event) { return chosen }
+        // The root is a source too when its `on` has entries.
+        for length in stride(from: leafNode.path.count - 1, to: rootHandlesEvents ? -1 : 0, by: -1) {
+            if let node = nodes[Array(state.value.prefix(length))], let chosen = firstEnabled(in: node, state, event) {
                 return chosen
             }
         }
         return nil
+    }
+
+    /// The first enabled transition of `node` for the event: those of its type first, then
+    /// the wildcard's (`"*"`), as XState v5 orders a state's candidates.
+    private func firstEnabled(in node: StateNode, _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
+        if let candidates = node.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
+            return chosen
+        }
+        guard let wildcard = node.wildcard else { return nil }
+        return firstEnabled(wildcard, state, event)
     }
 
     private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
@@ -90,12 +166,14 @@ extension MachineDefinition {
     }
 
     /// How many leading path segments the transition keeps active: states below that
-    /// depth are exited and entered. An external transition leaves its source (a target
-    /// inside the source re-enters it); an internal one (`.child`) does not.
-    private static func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
-        if isInternal { return source.count }
+    /// depth are exited and entered. As in XState v5, a target that is the source or
+    /// inside it leaves the source active (only what is below it is exited and entered)
+    /// unless the transition says `"reenter": true`; any other target leaves the source,
+    /// up to the deepest state that holds both (never the root).
+    private static func domainLength(source: [String], target: [String], reenter: Bool) -> Int {
+        if !reenter, target.starts(with: source) { return source.count }
         let common = zip(source, target).prefix { $0 == $1 }.count
-        return min(common, source.count - 1, target.count - 1)
+        return max(0, min(common, source.count - 1, target.count - 1))
     }
 
     /// The parsed nodes numbered (in path order), each transition with a target given
@@ -111,18 +189,27 @@ extension MachineDefinition {
         }
         func plan(_ spec: TransitionSpec, from source: [String]) -> TransitionSpec {
             guard let target = spec.target else { return spec }
-            let domain = domainLength(source: source, target: target, isInternal: spec.isInternal)
+            let domain = domainLength(source: source, target: target, reenter: spec.reenter)
             var leaf = target
             while let initial = parsed[leaf]?.initial { leaf.append(initial) }
-            let entered = ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) }
+            // Nothing is entered when the target is the (atomic) source itself.
+            let entered = domain < leaf.count ? ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) } : []
             // The leaf's resting shape's path, so that the hint's check compares one buffer.
             let leafShape = resting[leaf]
+            var entryActions = entered.flatMap { parsed[$0]?.entry ?? [] }
+            let leafNode = parsed[leaf]
+            if leafNode?.completesMachine == true {
+                // The machine is done: the states still active exit, innermost first
+                // (XState v5, final.test.ts: "should call exit actions in reversed document order when the machines reaches its final state").
+                entryActions += (leafNode?.exit ?? []) + (parsed[[]]?.exit ?? [])
+            }
+            let settles = leafNode?.kind == .final && leaf.count > 1 && !(parsed[Array(leaf.dropLast())]?.onDone.isEmpty ?? true)
             let plan = TargetPlan(
                 domain: domain,
                 shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
                                           leafHint: leafShape?.leafHint),
-                entryActions: entered.flatMap { parsed[$0]?.entry ?? [] })
-            return TransitionSpec(target: target, isInternal: spec.isInternal, actions: spec.actions,
+                entryActions: entryActions, settles: settles)
+            return TransitionSpec(target: target, reenter: spec.reenter, actions: spec.actions,
                                   guardCondition: spec.guardCondition, plan: plan)
         }
         var nodes: [[String]: StateNode] = [:]
@@ -132,23 +219,34 @@ extension MachineDefinition {
                 path: shape.value, kind: node.kind, initial: node.initial,
                 on: node.on.mapValues { specs in specs.map { plan($0, from: path) } },
                 after: node.after.map { AfterEntry(delay: $0.delay, transitions: $0.transitions.map { plan($0, from: path) }) },
-                entry: node.entry, exit: node.exit, restingShape: shape)
+                entry: node.entry, exit: node.exit, onDone: node.onDone.map { plan($0, from: path) },
+                always: node.always.map { plan($0, from: path) },
+                restingShape: shape)
         }
         return (nodes, paths.compactMap { nodes[$0] })
     }
 
-    /// The initial state: the root's initial chain entered, its entry assignments applied.
+    /// The initial state: the root's initial chain entered, its entry assignments applied
+    /// (the root's first). Its step lists the states entered when the chain ends in a
+    /// final state, so that the parent's `onDone` can follow (then dropped: a machine that
+    /// starts propagates nothing).
     static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
         var path: [String] = []
+        var entered: [[String]] = []
         var run = ActionRun(context: context, event: nil)
         var leaf = nodes[path]
+        run.perform(leaf?.entry ?? [])
         while let initial = leaf?.initial {
             path.append(initial)
+            entered.append(path)
             leaf = nodes[path]
             run.perform(leaf?.entry ?? [])
         }
-        guard let shape = leaf?.restingShape else { return MachineState(value: path, context: run.context) }
-        return MachineState(shape: shape, context: run.context)
+        if let leaf, leaf.completesMachine { run.perform(leaf.exit + (nodes[[]]?.exit ?? [])) }
+        guard let leaf, let shape = leaf.restingShape else { return MachineState(value: path, context: run.context) }
+        guard leaf.kind == .final else { return MachineState(shape: shape, context: run.context) }
+        return MachineState(shape: MachineState.Shape(value: shape.value, step: MachineStep(entered: entered), leafHint: shape.leafHint),
+                            context: run.context)
     }
 }
 

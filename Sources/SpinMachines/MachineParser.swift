@@ -9,14 +9,18 @@ struct MachineParser {
         var nodes: [[String]: StateNode]
     }
 
-    static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description"]
-    static let stateKeys: Set<String> = ["type", "initial", "states", "on", "entry", "exit", "after", "description"]
-    static let transitionKeys: Set<String> = ["target", "actions", "guard", "description"]
+    static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description",
+                                           "on", "entry", "exit", "always"]
+    static let stateKeys: Set<String> = ["id", "type", "initial", "states", "on", "entry", "exit", "after", "onDone", "always",
+                                         "description"]
+    static let transitionKeys: Set<String> = ["target", "actions", "guard", "description", "reenter"]
 
     let file: String
     private(set) var issues: [MachineIssue] = []
     /// Every state path declared, known before transitions are parsed (targets may point forward).
     private var declared: Set<[String]> = []
+    /// The states that have an `id`, by id: `#id` targets them.
+    private var stateIDs: [String: [String]] = [:]
     private var machineID: String?
     /// Gears declared in `gears`.
     private var declaredGears: Set<String> = []
@@ -52,10 +56,15 @@ struct MachineParser {
         declare(statesObject, under: [], at: JSONPath().key("states"))
         var nodes: [[String]: StateNode] = [:]
         let rootInitial = parseInitial(machine["initial"], children: statesObject, parent: [], at: JSONPath())
-        nodes[[]] = StateNode(path: [], kind: .compound, initial: rootInitial, on: [:], after: [], entry: [], exit: [])
+        nodes[[]] = StateNode(path: [], kind: .compound, initial: rootInitial,
+                              on: parseOn(machine["on"], source: [], at: JSONPath().key("on")), after: [],
+                              entry: parseActions(machine["entry"], at: JSONPath().key("entry")),
+                              exit: parseActions(machine["exit"], at: JSONPath().key("exit")),
+                              always: parseAlways(machine["always"], source: [], at: JSONPath().key("always")))
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
-        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) {
+        // A wildcard handles every event a Gear could bring.
+        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(MachineEvent.wildcardType) {
             for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(eventType) {
                 issue(JSONPath().key("gears").key(name).key("catch").key(gearType), .unhandledEvent(eventType))
             }
@@ -64,15 +73,26 @@ struct MachineParser {
         // wrong target would make others unreachable too.
         let structureHolds = issues.isEmpty
         issues += references.issues(file: file, context: context)
-        if structureHolds { checkReachability(nodes) }
+        if structureHolds {
+            checkReachability(nodes)
+            checkEventlessLoops(nodes)
+        }
         return Parsed(id: machineID, context: context, gears: gears, nodes: nodes)
     }
 
     // MARK: States
 
     private mutating func declare(_ states: [String: MachineValue], under parent: [String], at path: JSONPath) {
-        for (name, value) in states {
+        for name in states.keys.sorted() {
+            let value = states[name]!
             declared.insert(parent + [name])
+            if case .object(let members) = value, case .string(let id)? = members["id"] {
+                if stateIDs[id] != nil || id == machineID {
+                    issue(path.key(name).key("id"), .duplicateID(id))
+                } else {
+                    stateIDs[id] = parent + [name]
+                }
+            }
             if case .object(let members) = value, case .object(let children)? = members["states"] {
                 declare(children, under: parent + [name], at: path.key(name).key("states"))
             }
@@ -86,6 +106,7 @@ struct MachineParser {
             let at = path.key(name)
             guard let members = objectMembers(states[name], at: at) else { continue }
             checkKeys(members, allowed: Self.stateKeys, at: at)
+            if let id = members["id"] { _ = string(id, at: at.key("id")) }
             let children = members["states"].flatMap { objectMembers($0, at: at.key("states")) } ?? [:]
             var kind: StateNode.Kind = children.isEmpty ? .atomic : .compound
             if let type = members["type"].flatMap({ string($0, at: at.key("type")) }) {
@@ -101,12 +122,21 @@ struct MachineParser {
             }
             let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at) : nil
             if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
+            if kind != .compound, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
+            if kind == .final, members["always"] != nil { issue(at, .finalWithTransitions) }
+            var onDone: [TransitionSpec] = []
+            if kind == .compound, let value = members["onDone"] {
+                eventFields = ["type"]
+                onDone = parseTransitions(value, source: statePath, at: at.key("onDone"))
+                eventFields = nil
+            }
             nodes[statePath] = StateNode(
                 path: statePath, kind: kind, initial: initial,
                 on: parseOn(members["on"], source: statePath, at: at.key("on")),
                 after: parseAfter(members["after"], source: statePath, at: at.key("after")),
                 entry: parseActions(members["entry"], at: at.key("entry")),
-                exit: parseActions(members["exit"], at: at.key("exit")))
+                exit: parseActions(members["exit"], at: at.key("exit")), onDone: onDone,
+                always: parseAlways(members["always"], source: statePath, at: at.key("always")))
             if kind == .compound {
                 parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
             }
@@ -162,8 +192,8 @@ struct MachineParser {
     private mutating func parseTransitions(_ value: MachineValue, source: [String], at path: JSONPath) -> [TransitionSpec] {
         switch value {
         case .string(let target):
-            let resolved = resolve(target, from: source, at: path)
-            return [TransitionSpec(target: resolved.target, isInternal: resolved.isInternal, actions: [], guardCondition: nil)]
+            return [TransitionSpec(target: resolve(target, from: source, at: path), reenter: false, actions: [],
+                                   guardCondition: nil)]
         case .object:
             return parseTransition(value, source: source, at: path).map { [$0] } ?? []
         case .array(let elements):
@@ -179,36 +209,48 @@ struct MachineParser {
     private mutating func parseTransition(_ value: MachineValue, source: [String], at path: JSONPath) -> TransitionSpec? {
         guard let members = objectMembers(value, at: path) else { return nil }
         checkKeys(members, allowed: Self.transitionKeys, at: path)
-        var resolved: (target: [String]?, isInternal: Bool) = (nil, false)
-        if let target = members["target"], let name = string(target, at: path.key("target")) {
-            resolved = resolve(name, from: source, at: path.key("target"))
+        var target: [String]?
+        if let value = members["target"], let name = string(value, at: path.key("target")) {
+            target = resolve(name, from: source, at: path.key("target"))
         }
-        return TransitionSpec(target: resolved.target, isInternal: resolved.isInternal,
+        var reenter = false
+        if let value = members["reenter"] {
+            if case .bool(let flag) = value { reenter = flag } else { issue(path.key("reenter"), .expected("true or false")) }
+        }
+        return TransitionSpec(target: target, reenter: reenter,
                               actions: parseActions(members["actions"], at: path.key("actions")),
                               guardCondition: members["guard"].flatMap { parseGuard($0, at: path.key("guard")) })
     }
 
-    /// Target forms: `sibling` (or `sibling.child`), `.child` of the source (internal:
-    /// the source is not exited), `#a.b` from the root (`#<id>.a.b` too, as XState writes it).
-    private mutating func resolve(_ target: String, from source: [String], at path: JSONPath) -> (target: [String]?, isInternal: Bool) {
+    /// Target forms: `sibling` (or `sibling.child`), `.child` of the source, `#id` (or
+    /// `#id.child`) for the state whose `id` that is, `#a.b` from the root (`#<machine
+    /// id>.a.b` too, as XState writes it).
+    private mutating func resolve(_ target: String, from source: [String], at path: JSONPath) -> [String]? {
         func split(_ text: Substring) -> [String] { text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
         var candidates: [[String]] = []
-        var isInternal = false
         if target.hasPrefix("#") {
             let absolute = split(target.dropFirst())
-            candidates = [absolute]
+            if let first = absolute.first, let identified = stateIDs[first] {
+                candidates.append(identified + absolute.dropFirst())
+            }
+            candidates.append(absolute)
             if let machineID, absolute.first == machineID { candidates.append(Array(absolute.dropFirst())) }
         } else if target.hasPrefix(".") {
             candidates = [source + split(target.dropFirst())]
-            isInternal = true
         } else {
             candidates = [source.dropLast() + split(target[...])]
         }
         guard let found = candidates.first(where: declared.contains) else {
             issue(path, .unknownState(target))
-            return (nil, false)
+            return nil
         }
-        return (found, isInternal)
+        return found
+    }
+
+    /// `always`: a target, a transition object or an array of them, as in `on`.
+    private mutating func parseAlways(_ value: MachineValue?, source: [String], at path: JSONPath) -> [TransitionSpec] {
+        guard let value else { return [] }
+        return parseTransitions(value, source: source, at: path)
     }
 
     // MARK: Actions
@@ -330,7 +372,11 @@ struct MachineParser {
                 issue(at, .unknownGuard("\"in\" takes a state path from the root, such as \"a.b\""))
                 return nil
             }
-            let statePath = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            var statePath = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            // `#id` (or `#id.child`) names a state by its `id`, as XState's `stateIn("#id")` does.
+            if name.hasPrefix("#"), let first = statePath.first, let identified = stateIDs[String(first.dropFirst())] {
+                statePath = identified + statePath.dropFirst()
+            }
             guard declared.contains(statePath) else {
                 issue(at, .unknownState(name))
                 return nil
@@ -397,7 +443,7 @@ struct MachineParser {
     /// enters is allowed: it documents where the machine would end.
     private mutating func checkReachability(_ nodes: [[String]: StateNode]) {
         var reached: Set<[String]> = [[]]
-        var queue: [[String]] = []
+        var queue: [[String]] = [[]]  // the root: its `on` and `always` enter states too
         func enter(_ path: [String]) {
             for length in 0...path.count where reached.insert(Array(path.prefix(length))).inserted {
                 queue.append(Array(path.prefix(length)))
@@ -407,7 +453,7 @@ struct MachineParser {
         enter([])
         while let path = queue.popLast() {
             guard let node = nodes[path] else { continue }
-            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions)
+            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions) + node.onDone + node.always
             for target in transitions.compactMap(\.target) { enter(target) }
             if let initial = node.initial { enter(path + [initial]) }
         }
@@ -416,6 +462,50 @@ struct MachineParser {
         }
         for path in unreached.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             issue(path.reduce(JSONPath()) { $0.key("states").key($1) }, .unreachableState)
+        }
+    }
+
+    // MARK: Eventless loops
+
+    /// An `always` transition without a guard is taken whenever its state is active. One
+    /// without a target, or a chain of them that comes back to where it started, would
+    /// be taken again and again: an issue where it can be seen here (one with guards can
+    /// only be caught when it runs, by `MachineDefinition.microstepLimit`).
+    private mutating func checkEventlessLoops(_ nodes: [[String]: StateNode]) {
+        /// The `always` transition taken for sure where `leaf` is the active leaf: the
+        /// first of the innermost active state that has any, when it has no guard.
+        func certain(at leaf: [String]) -> (source: [String], spec: TransitionSpec)? {
+            for length in stride(from: leaf.count, through: 0, by: -1) {
+                let path = Array(leaf.prefix(length))
+                guard let first = nodes[path]?.always.first else { continue }
+                return first.guardCondition == nil ? (path, first) : nil
+            }
+            return nil
+        }
+        for start in nodes.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            guard let first = nodes[start]?.always.first, first.guardCondition == nil else { continue }
+            let at = start.reduce(JSONPath()) { $0.key("states").key($1) }.key("always")
+            var spec = first
+            var visited: Set<[String]> = [start]
+            var round = [start]
+            while true {
+                guard let target = spec.target else {
+                    issue(at, .eventlessLoop("an \"always\" transition without guard or target is taken again and again"))
+                    break
+                }
+                var leaf = target
+                while let initial = nodes[leaf]?.initial { leaf.append(initial) }
+                guard let next = certain(at: leaf) else { break }
+                if next.source == start {
+                    let names = (round + [start]).map { $0.isEmpty ? "(root)" : $0.joined(separator: ".") }
+                    issue(at, .eventlessLoop("\"always\" transitions without guards go round \(names.joined(separator: " → "))"))
+                    break
+                }
+                round.append(next.source)
+                // A loop that does not come back here is reported from a state on it.
+                guard visited.insert(next.source).inserted else { break }
+                spec = next.spec
+            }
         }
     }
 

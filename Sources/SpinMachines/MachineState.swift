@@ -110,11 +110,16 @@ public struct MachineStep: Sendable, Hashable {
     public var entered: [[String]]
     /// The Gear events the transition's actions propagate, in order.
     public var propagations: [MachinePropagation]
+    /// True when the event set off more than `MachineDefinition.microstepLimit` steps
+    /// (`always` transitions that keep being enabled): the state is where the machine
+    /// stopped, and a host suspends the Spin.
+    public var unsettled: Bool
 
     /// A record of entered states and propagations (empty by default).
-    public init(entered: [[String]] = [], propagations: [MachinePropagation] = []) {
+    public init(entered: [[String]] = [], propagations: [MachinePropagation] = [], unsettled: Bool = false) {
         self.entered = entered
         self.propagations = propagations
+        self.unsettled = unsettled
     }
 }
 
