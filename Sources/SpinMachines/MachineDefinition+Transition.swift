@@ -15,9 +15,9 @@ extension MachineDefinition {
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
         guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
               let chosen = select(state, leafNode, event) else { return nil }
-        let next = take(chosen, from: state, leafNode, event)
-        guard hasAlways || chosen.plan?.settles == true else { return next }
-        return settled(next, after: event)
+        let (next, raised) = take(chosen, from: state, leafNode, event)
+        guard hasAlways || chosen.plan?.settles == true || !raised.isEmpty else { return next }
+        return settled(next, after: event, raised: raised)
     }
 
     /// True when the machine is done: its active state is a top-level final state. A done
@@ -38,26 +38,39 @@ extension MachineDefinition {
     /// entered (with the event `xstate.done.state.<path>`), and so on, up to
     /// `microstepLimit` steps in all. The step of the result records every state
     /// entered and every propagation, in order.
-    func settled(_ state: MachineState, after event: MachineEvent) -> MachineState {
+    func settled(_ state: MachineState, after event: MachineEvent, raised: [MachineEvent] = []) -> MachineState {
         var current = state
-        var entered = state.step.entered
-        var propagations = state.step.propagations
+        var step = state.step
+        var queue = raised[...]
         var steps = 1
-        var unsettled = false
-        while let leaf = leafNode(of: current), let (chosen, seen) = eventless(current, leaf, after: event) {
+        while let leaf = leafNode(of: current) {
+            guard let (chosen, seen) = eventless(current, leaf, after: event) ?? nextRaised(&queue, current, leaf) else { break }
             guard steps < Self.microstepLimit else {
-                unsettled = true
+                step.unsettled = true
                 break
             }
-            current = take(chosen, from: current, leaf, seen)
-            entered += current.step.entered
-            propagations += current.step.propagations
+            let (next, more) = take(chosen, from: current, leaf, seen)
+            current = next
+            queue += more
+            step.entered += next.step.entered
+            step.propagations += next.step.propagations
+            step.scheduled += next.step.scheduled
+            step.cancelled += next.step.cancelled
             steps += 1
         }
-        guard steps > 1 || unsettled else { return current }
-        let step = MachineStep(entered: entered, propagations: propagations, unsettled: unsettled)
+        guard steps > 1 || step.unsettled else { return current }
         return MachineState(shape: MachineState.Shape(value: current.value, step: step, leafHint: current.shape.leafHint),
                             context: current.context)
+    }
+
+    /// The transition the first raised event still waiting takes, and that event; a
+    /// raised event no transition takes is dropped, as XState drops it.
+    private func nextRaised(_ queue: inout ArraySlice<MachineEvent>, _ state: MachineState,
+                            _ leaf: StateNode) -> (TransitionSpec, MachineEvent)? {
+        while let raised = queue.popFirst() {
+            if let chosen = select(state, leaf, raised) { return (chosen, raised) }
+        }
+        return nil
     }
 
     /// The transition a state takes without an event, and the event its guards and
@@ -79,14 +92,14 @@ extension MachineDefinition {
         return firstEnabled(parent.onDone, state, done).map { ($0, done) }
     }
 
-    /// `state` after taking `chosen` from it; `leafNode` is the node of its active leaf.
+    /// `state` after taking `chosen` from it, and the events its actions raised (to be
+    /// taken before any other event); `leafNode` is the node of its active leaf.
     private func take(_ chosen: TransitionSpec, from state: MachineState, _ leafNode: StateNode,
-                      _ event: MachineEvent) -> MachineState {
+                      _ event: MachineEvent) -> (MachineState, raised: [MachineEvent]) {
         var run = ActionRun(context: state.context, event: event)
         guard let plan = chosen.plan else {
             run.perform(chosen.actions)
-            return MachineState(shape: shape(resting: leafNode, state.value, propagating: run.propagations),
-                                context: run.context)
+            return (MachineState(shape: shape(resting: leafNode, state.value, run), context: run.context), run.raised)
         }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
         let depth = leafNode.path.count
@@ -96,18 +109,16 @@ extension MachineDefinition {
         }
         run.perform(chosen.actions)
         if !plan.entryActions.isEmpty { run.perform(plan.entryActions) }
-        guard !run.propagations.isEmpty else { return MachineState(shape: plan.shape, context: run.context) }
-        let step = MachineStep(entered: plan.shape.step.entered, propagations: run.propagations)
-        return MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
-                            context: run.context)
+        guard run.hasEffects else { return (MachineState(shape: plan.shape, context: run.context), run.raised) }
+        let step = run.step(entered: plan.shape.step.entered)
+        return (MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
+                             context: run.context), run.raised)
     }
 
-    /// The shape of a state that stays in `node`'s leaf (`value`) and propagates `propagations`.
-    private func shape(resting node: StateNode, _ value: [String],
-                       propagating propagations: [MachinePropagation]) -> MachineState.Shape {
-        if propagations.isEmpty, let resting = node.restingShape { return resting }
-        return MachineState.Shape(value: value, step: MachineStep(propagations: propagations),
-                                  leafHint: node.restingShape?.leafHint)
+    /// The shape of a state that stays in `node`'s leaf (`value`) with what `run` did.
+    private func shape(resting node: StateNode, _ value: [String], _ run: ActionRun) -> MachineState.Shape {
+        if !run.hasEffects, let resting = node.restingShape { return resting }
+        return MachineState.Shape(value: value, step: run.step(entered: []), leafHint: node.restingShape?.leafHint)
     }
 
     /// The node of the state's active leaf: found through the state's hint when it is
@@ -230,7 +241,9 @@ extension MachineDefinition {
     /// (the root's first). Its step lists the states entered when the chain ends in a
     /// final state, so that the parent's `onDone` can follow (then dropped: a machine that
     /// starts propagates nothing).
-    static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
+    /// The events entry actions raise come with it (delayed ones are not sent: the state
+    /// a loop starts from schedules nothing).
+    static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> (MachineState, raised: [MachineEvent]) {
         var path: [String] = []
         var entered: [[String]] = []
         var run = ActionRun(context: context, event: nil)
@@ -243,10 +256,10 @@ extension MachineDefinition {
             run.perform(leaf?.entry ?? [])
         }
         if let leaf, leaf.completesMachine { run.perform(leaf.exit + (nodes[[]]?.exit ?? [])) }
-        guard let leaf, let shape = leaf.restingShape else { return MachineState(value: path, context: run.context) }
-        guard leaf.kind == .final else { return MachineState(shape: shape, context: run.context) }
-        return MachineState(shape: MachineState.Shape(value: shape.value, step: MachineStep(entered: entered), leafHint: shape.leafHint),
-                            context: run.context)
+        guard let leaf, let shape = leaf.restingShape else { return (MachineState(value: path, context: run.context), run.raised) }
+        guard leaf.kind == .final else { return (MachineState(shape: shape, context: run.context), run.raised) }
+        return (MachineState(shape: MachineState.Shape(value: shape.value, step: MachineStep(entered: entered), leafHint: shape.leafHint),
+                             context: run.context), run.raised)
     }
 }
 
@@ -256,6 +269,19 @@ struct ActionRun {
     /// The event being applied; nil while the initial state is entered.
     let event: MachineEvent?
     var propagations: [MachinePropagation] = []
+    /// Events raised without a delay: taken before the next event.
+    var raised: [MachineEvent] = []
+    /// Events raised with a delay, and the ids of those cancelled.
+    var scheduled: [MachineScheduledEvent] = []
+    var cancelled: [String] = []
+
+    /// Whether the actions did something a feedback acts on.
+    var hasEffects: Bool { !propagations.isEmpty || !scheduled.isEmpty || !cancelled.isEmpty }
+
+    /// The step of a transition that entered `entered` and ran these actions.
+    func step(entered: [[String]]) -> MachineStep {
+        MachineStep(entered: entered, propagations: propagations, scheduled: scheduled, cancelled: cancelled)
+    }
 
     init(context: [String: MachineValue], event: MachineEvent?) {
         self.context = context
@@ -278,6 +304,17 @@ struct ActionRun {
                 var payload: [String: MachineValue] = [:]
                 for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
                 propagations.append(MachinePropagation(gear: gear, event: MachineEvent(type: type, payload: payload)))
+            case .raise(let type, let fields, let delay, let id):
+                var payload: [String: MachineValue] = [:]
+                for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
+                let raisedEvent = MachineEvent(type: type, payload: payload)
+                if let delay {
+                    scheduled.append(MachineScheduledEvent(id: id, delay: delay, event: raisedEvent))
+                } else {
+                    raised.append(raisedEvent)
+                }
+            case .cancel(let id):
+                cancelled.append(id)
             }
         }
     }

@@ -42,6 +42,9 @@ public struct MachineDefinition: Sendable {
     let rootHandlesEvents: Bool
     /// Whether some state has `always` transitions: only then does every step look for them.
     let hasAlways: Bool
+    /// Whether some action is a `raise` with a delay or a `cancel`: only then does the
+    /// machine's Spin run their timers.
+    let schedulesEvents: Bool
 
     /// Parses and validates a machine.
     /// - Parameters:
@@ -71,10 +74,21 @@ public struct MachineDefinition: Sendable {
         (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
         rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
         hasAlways = nodes.values.contains { !$0.always.isEmpty }
-        initialState = Self.start(nodes: nodes, context: parsed.context)
+        schedulesEvents = nodes.values.contains { node in
+            let transitions = node.on.values.joined() + node.after.flatMap(\.transitions) + node.onDone + node.always
+            return (node.entry + node.exit + transitions.flatMap(\.actions)).contains { action in
+                switch action {
+                case .raise(_, _, let delay, _): delay != nil
+                case .cancel: true
+                default: false
+                }
+            }
+        }
+        let raised: [MachineEvent]
+        (initialState, raised) = Self.start(nodes: nodes, context: parsed.context)
         // The initial chain may end in a final state whose parent's `onDone` goes on.
-        if hasAlways || initialState.step.entered.last.flatMap({ nodes[$0]?.kind }) == .final {
-            let settled = settled(initialState, after: MachineEvent(type: MachineEvent.initType))
+        if hasAlways || !raised.isEmpty || initialState.step.entered.last.flatMap({ nodes[$0]?.kind }) == .final {
+            let settled = settled(initialState, after: MachineEvent(type: MachineEvent.initType), raised: raised)
             initialState = MachineState(shape: leafNode(of: settled)?.restingShape ?? settled.shape, context: settled.context)
         }
     }
@@ -233,6 +247,11 @@ enum MachineAction: Sendable {
     case assign([(key: String, value: ValueForm)])
     /// `{"type":"gear.propagate","gear":g,"event":{"type":t, field: value form}}`.
     case propagate(gear: String, type: String, fields: [(key: String, value: ValueForm)])
+    /// `{"type":"raise","event":{"type":t, field: value form},"delay"?:ms,"id"?:s}`: the
+    /// event is taken before the next one, or sent to the machine after `delay` ms.
+    case raise(type: String, fields: [(key: String, value: ValueForm)], delay: Int?, id: String?)
+    /// `{"type":"cancel","id":s}`: the delayed raise with that id is not sent.
+    case cancel(id: String)
 }
 
 /// How an action computes a value.

@@ -26,6 +26,11 @@ struct MachineParser {
     private var declaredGears: Set<String> = []
     /// Event types some `on` handles.
     private var handledEvents: Set<String> = []
+    /// The ids of delayed `raise` actions, and where each `cancel` names one.
+    private var raiseIDs: Set<String> = []
+    private var cancels: [(id: String, at: JSONPath)] = []
+    /// Where each `raise` names an event type, checked once every `on` is known.
+    private var raisedTypes: [(type: String, at: JSONPath)] = []
     /// The paths guards and actions read, checked once every `assign` is known.
     private var references = MachineReferences()
     /// The fields of the event the transitions being parsed see; nil when unknown.
@@ -63,6 +68,10 @@ struct MachineParser {
                               always: parseAlways(machine["always"], source: [], at: JSONPath().key("always")))
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
+        for (id, at) in cancels where !raiseIDs.contains(id) { issue(at, .unknownRaiseID(id)) }
+        if !handledEvents.contains(MachineEvent.wildcardType) {
+            for (type, at) in raisedTypes where !handledEvents.contains(type) { issue(at, .unhandledEvent(type)) }
+        }
         // A wildcard handles every event a Gear could bring.
         for (name, catches) in gears.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(MachineEvent.wildcardType) {
             for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(eventType) {
@@ -266,7 +275,7 @@ struct MachineParser {
 
     private mutating func parseAction(_ value: MachineValue, at path: JSONPath) -> MachineAction? {
         guard case .object(let members) = value, case .string(let type)? = members["type"] else {
-            issue(path, .unknownAction("an action is an object with a \"type\": \"assign\" or \"gear.propagate\""))
+            issue(path, .unknownAction("an action is an object with a \"type\": \"assign\", \"gear.propagate\", \"raise\" or \"cancel\""))
             return nil
         }
         switch type {
@@ -289,10 +298,52 @@ struct MachineParser {
             return .propagate(gear: gear, type: eventType, fields: event.keys.sorted().compactMap { key in
                 parseValueForm(event[key]!, allowsAdd: false, at: path.key("event").key(key)).map { (key, $0) }
             })
+        case "raise":
+            return parseRaise(members, at: path)
+        case "cancel":
+            guard Set(members.keys) == ["type", "id"], case .string(let id)? = members["id"] else {
+                issue(path, .unknownAction("\"cancel\" takes \"id\": the id of a delayed \"raise\""))
+                return nil
+            }
+            cancels.append((id, path.key("id")))
+            return .cancel(id: id)
         default:
-            issue(path.key("type"), .unknownAction("\"\(type)\" is not \"assign\" or \"gear.propagate\""))
+            issue(path.key("type"), .unknownAction("\"\(type)\" is not \"assign\", \"gear.propagate\", \"raise\" or \"cancel\""))
             return nil
         }
+    }
+
+    /// `{"type":"raise","event":{"type":t, ..},"delay"?:ms,"id"?:s}`.
+    private mutating func parseRaise(_ members: [String: MachineValue], at path: JSONPath) -> MachineAction? {
+        guard Set(members.keys).isSubset(of: ["type", "event", "delay", "id"]), case .object(var event)? = members["event"],
+              case .string(let eventType)? = event.removeValue(forKey: "type") else {
+            issue(path, .unknownAction("\"raise\" takes \"event\" (an object with a string \"type\"), and \"delay\" (ms) and \"id\" if it waits"))
+            return nil
+        }
+        if eventType == MachineEvent.afterType {
+            issue(path.key("event").key("type"), .reservedEvent(eventType))
+        }
+        raisedTypes.append((eventType, path.key("event").key("type")))
+        var delay: Int?
+        if let value = members["delay"] {
+            guard case .number(let number) = value, number > 0, number == number.rounded(), number < 1e9 else {
+                var written = "\(value)"
+                if case .number(let number) = value, number.isFinite, abs(number) < 1e15 {
+                    written = number == number.rounded() ? String(Int(number)) : String(number)
+                }
+                issue(path.key("delay"), .badDelay(written))
+                return nil
+            }
+            delay = Int(number)
+        }
+        var id: String?
+        if let value = members["id"] {
+            id = string(value, at: path.key("id"))
+            if let id { raiseIDs.insert(id) }
+        }
+        return .raise(type: eventType, fields: event.keys.sorted().compactMap { key in
+            parseValueForm(event[key]!, allowsAdd: false, at: path.key("event").key(key)).map { (key, $0) }
+        }, delay: delay, id: id)
     }
 
     private mutating func parseValueForm(_ value: MachineValue, allowsAdd: Bool, at path: JSONPath) -> ValueForm? {

@@ -114,12 +114,34 @@ public struct MachineStep: Sendable, Hashable {
     /// (`always` transitions that keep being enabled): the state is where the machine
     /// stopped, and a host suspends the Spin.
     public var unsettled: Bool
+    /// The events `raise` actions with a `delay` scheduled, in order.
+    public var scheduled: [MachineScheduledEvent]
+    /// The ids `cancel` actions named, in order.
+    public var cancelled: [String]
 
     /// A record of entered states and propagations (empty by default).
-    public init(entered: [[String]] = [], propagations: [MachinePropagation] = [], unsettled: Bool = false) {
+    public init(entered: [[String]] = [], propagations: [MachinePropagation] = [], unsettled: Bool = false,
+                scheduled: [MachineScheduledEvent] = [], cancelled: [String] = []) {
         self.entered = entered
         self.propagations = propagations
         self.unsettled = unsettled
+        self.scheduled = scheduled
+        self.cancelled = cancelled
+    }
+}
+
+/// One `raise` action with a `delay`: the event the machine gets when it elapses,
+/// unless a `cancel` with the same `id` comes first.
+public struct MachineScheduledEvent: Sendable, Hashable {
+    public var id: String?
+    /// Milliseconds.
+    public var delay: Int
+    public var event: MachineEvent
+
+    public init(id: String?, delay: Int, event: MachineEvent) {
+        self.id = id
+        self.delay = delay
+        self.event = event
     }
 }
 

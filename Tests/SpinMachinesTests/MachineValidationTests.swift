@@ -52,7 +52,7 @@ import Testing
           #"test.json: states.a.after.soon: bad delay "soon": a delay is a positive whole number of milliseconds"#]),
         // actions
         (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "log" } ] } } }"#,
-         [#"test.json: states.a.entry[0].type: unknown action: "log" is not "assign" or "gear.propagate""#]),
+         [#"test.json: states.a.entry[0].type: unknown action: "log" is not "assign", "gear.propagate", "raise" or "cancel""#]),
         (#"{ "initial": "a", "states": { "a": { "exit": [ { "type": "assign", "value": 1 } ] } } }"#,
          [#"test.json: states.a.exit[0]: unknown action: "assign" takes exactly "set": an object of context keys"#]),
         (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "assign", "set": { "n": { "from": "ctx.n" } } } ] } } }"#,

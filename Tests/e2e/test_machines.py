@@ -279,6 +279,39 @@ def test_xstate_v5_features_over_http(machine_server):
     assert server.spin("xs")["status"] == "done"
 
 
+RAISING = {
+    "initial": "a",
+    "states": {
+        "a": {"on": {"NEXT": {"actions": [{"type": "raise", "event": {"type": "RAISED"}, "delay": 300, "id": "later"}]},
+                     "NOW": {"actions": [{"type": "raise", "event": {"type": "RAISED"}}]},
+                     "CANCEL": {"actions": [{"type": "cancel", "id": "later"}]},
+                     "RAISED": "b"}},
+        "b": {"on": {"BACK": "a"}},
+    },
+}
+
+
+def test_raise_and_cancel_over_http(machine_server, tmp_path):
+    """XState v5, actions.test.ts: raise "should be able to raise a delayed event and
+    respond to it in the same state", cancel "should be possible to cancel a raised
+    delayed event". A raised event is taken in the same step (one sequence); a delayed
+    one arrives later as its own journaled event."""
+    storage = tmp_path / "storage"
+    server = machine_server({"r.json": RAISING}, [{"name": "r", "machine": "machines/r.json"}], storage=storage, name="first")
+    reply = send(server, "r", {"type": "NOW"})
+    assert reply["state"]["value"] == "b" and reply["sequence"] == 1
+    send(server, "r", {"type": "BACK"}, {"type": "NEXT"})
+    assert state(server, "r")["value"] == "a"
+    spin = wait_for_value(server, "r", "b")
+    assert spin["sequence"] == 4                 # NOW, BACK, NEXT, then RAISED by itself
+    send(server, "r", {"type": "BACK"}, {"type": "NEXT"}, {"type": "CANCEL"})
+    time.sleep(0.6)
+    assert server.spin("r")["sequence"] == 7 and state(server, "r")["value"] == "a"
+    assert server.terminate() == 0
+    again = machine_server({"r.json": RAISING}, [{"name": "r", "machine": "machines/r.json"}], storage=storage, name="second")
+    assert again.spin("r")["sequence"] == 7 and state(again, "r")["value"] == "a"
+
+
 # -- ignored events ---------------------------------------------------------------------------
 
 
@@ -462,7 +495,7 @@ BAD_MACHINES = {
     "bad-delay": (set_path("states", "opened", "after", {"0.5": "closed"}),
                   'machines/x.json: states.opened.after["0.5"]: bad delay "0.5": a delay is a positive whole number of milliseconds'),
     "unknown-action-form": (set_path("states", "opened", "entry", 0, "type", "send"),
-                            'machines/x.json: states.opened.entry[0].type: unknown action: "send" is not "assign" or "gear.propagate"'),
+                            'machines/x.json: states.opened.entry[0].type: unknown action: "send" is not "assign", "gear.propagate", "raise" or "cancel"'),
     "unknown-guard-form": (set_path("states", "locked", "on", "UNLOCK", 0, "guard", {"equals": ["a", "b"]}),
                            "machines/x.json: states.locked.on.UNLOCK[0].guard: unknown guard: a guard is one of"),
     "missing-initial": (set_path("initial", REMOVE),
