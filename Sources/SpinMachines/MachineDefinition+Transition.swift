@@ -60,7 +60,7 @@ extension MachineDefinition {
         }
         guard steps > 1 || step.unsettled else { return current }
         return MachineState(shape: MachineState.Shape(value: current.value, step: step, leafHint: current.shape.leafHint),
-                            context: current.context)
+                            context: current.context, history: current.history)
     }
 
     /// The transition the first raised event still waiting takes, and that event; a
@@ -97,22 +97,31 @@ extension MachineDefinition {
     private func take(_ chosen: TransitionSpec, from state: MachineState, _ leafNode: StateNode,
                       _ event: MachineEvent) -> (MachineState, raised: [MachineEvent]) {
         var run = ActionRun(context: state.context, event: event)
-        guard let plan = chosen.plan else {
+        guard var plan = chosen.plan else {
             run.perform(chosen.actions)
-            return (MachineState(shape: shape(resting: leafNode, state.value, run), context: run.context), run.raised)
+            return (MachineState(shape: shape(resting: leafNode, state.value, run), context: run.context, history: state.history),
+                    run.raised)
+        }
+        if let history = chosen.history, let recorded = state.history[history.parent.joined(separator: ".")],
+           let remembered = historyPlan(domain: plan.domain, parent: history.parent, deep: history.deep, recorded: recorded) {
+            plan = remembered
         }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
         let depth = leafNode.path.count
         if depth > plan.domain, !leafNode.exit.isEmpty { run.perform(leafNode.exit) }
+        var history = state.history
         for length in stride(from: depth - 1, to: plan.domain, by: -1) {
-            run.perform(nodes[Array(state.value.prefix(length))]?.exit ?? [])
+            let exited = nodes[Array(state.value.prefix(length))]
+            run.perform(exited?.exit ?? [])
+            // A state with a history child remembers where it was left.
+            if let exited, exited.recordsHistory { history[exited.path.joined(separator: ".")] = state.value }
         }
         run.perform(chosen.actions)
         if !plan.entryActions.isEmpty { run.perform(plan.entryActions) }
-        guard run.hasEffects else { return (MachineState(shape: plan.shape, context: run.context), run.raised) }
+        guard run.hasEffects else { return (MachineState(shape: plan.shape, context: run.context, history: history), run.raised) }
         let step = run.step(entered: plan.shape.step.entered)
         return (MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
-                             context: run.context), run.raised)
+                             context: run.context, history: history), run.raised)
     }
 
     /// The shape of a state that stays in `node`'s leaf (`value`) with what `run` did.
@@ -201,27 +210,14 @@ extension MachineDefinition {
         func plan(_ spec: TransitionSpec, from source: [String]) -> TransitionSpec {
             guard let target = spec.target else { return spec }
             let domain = domainLength(source: source, target: target, reenter: spec.reenter)
-            var leaf = target
+            // A history state is entered as its default target until its parent records one.
+            let history = parsed[target].flatMap { $0.kind == .history ? $0 : nil }
+            var leaf = history?.historyDefault ?? target
             while let initial = parsed[leaf]?.initial { leaf.append(initial) }
-            // Nothing is entered when the target is the (atomic) source itself.
-            let entered = domain < leaf.count ? ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) } : []
-            // The leaf's resting shape's path, so that the hint's check compares one buffer.
-            let leafShape = resting[leaf]
-            var entryActions = entered.flatMap { parsed[$0]?.entry ?? [] }
-            let leafNode = parsed[leaf]
-            if leafNode?.completesMachine == true {
-                // The machine is done: the states still active exit, innermost first
-                // (XState v5, final.test.ts: "should call exit actions in reversed document order when the machines reaches its final state").
-                entryActions += (leafNode?.exit ?? []) + (parsed[[]]?.exit ?? [])
-            }
-            let settles = leafNode?.kind == .final && leaf.count > 1 && !(parsed[Array(leaf.dropLast())]?.onDone.isEmpty ?? true)
-            let plan = TargetPlan(
-                domain: domain,
-                shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
-                                          leafHint: leafShape?.leafHint),
-                entryActions: entryActions, settles: settles)
+            let plan = targetPlan(domain: domain, leaf: leaf, node: { parsed[$0] }, resting: { resting[$0] })
             return TransitionSpec(target: target, reenter: spec.reenter, actions: spec.actions,
-                                  guardCondition: spec.guardCondition, plan: plan)
+                                  guardCondition: spec.guardCondition, plan: plan,
+                                  history: history.map { (parent: Array(target.dropLast()), deep: $0.historyDeep) })
         }
         var nodes: [[String]: StateNode] = [:]
         for path in paths {
@@ -232,9 +228,45 @@ extension MachineDefinition {
                 after: node.after.map { AfterEntry(delay: $0.delay, transitions: $0.transitions.map { plan($0, from: path) }) },
                 entry: node.entry, exit: node.exit, onDone: node.onDone.map { plan($0, from: path) },
                 always: node.always.map { plan($0, from: path) },
+                history: node.historyDefault.map { (node.historyDeep, $0) }, recordsHistory: node.recordsHistory,
                 restingShape: shape)
         }
         return (nodes, paths.compactMap { nodes[$0] })
+    }
+
+    /// What entering `leaf` (and its ancestors below `domain`) does.
+    /// - Parameters:
+    ///   - node: the node at a path.
+    ///   - resting: the resting shape of a leaf, so that the hint's check compares one buffer.
+    static func targetPlan(domain: Int, leaf: [String], node: ([String]) -> StateNode?,
+                           resting: ([String]) -> MachineState.Shape?) -> TargetPlan {
+        // Nothing is entered when the target is the (atomic) source itself.
+        let entered = domain < leaf.count ? ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) } : []
+        let leafShape = resting(leaf)
+        var entryActions = entered.flatMap { node($0)?.entry ?? [] }
+        let leafNode = node(leaf)
+        if leafNode?.completesMachine == true {
+            // The machine is done: the states still active exit, innermost first
+            // (XState v5, final.test.ts: "should call exit actions in reversed document order when the machines reaches its final state").
+            entryActions += (leafNode?.exit ?? []) + (node([])?.exit ?? [])
+        }
+        let settles = leafNode?.kind == .final && leaf.count > 1 && !(node(Array(leaf.dropLast()))?.onDone.isEmpty ?? true)
+        return TargetPlan(
+            domain: domain,
+            shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
+                                      leafHint: leafShape?.leafHint),
+            entryActions: entryActions, settles: settles)
+    }
+
+    /// The plan of a transition to a history state whose parent recorded `recorded` (the
+    /// leaf active when it was last left): deep, that leaf; shallow, the child of the
+    /// parent it was in, entered as targeting it would. Nil when the record names no
+    /// leaf of this machine under that parent (a state decoded from elsewhere).
+    private func historyPlan(domain: Int, parent: [String], deep: Bool, recorded: [String]) -> TargetPlan? {
+        guard recorded.count > parent.count, recorded.starts(with: parent), nodes[recorded] != nil else { return nil }
+        var leaf = deep ? recorded : Array(recorded.prefix(parent.count + 1))
+        while let initial = nodes[leaf]?.initial { leaf.append(initial) }
+        return Self.targetPlan(domain: domain, leaf: leaf, node: { nodes[$0] }, resting: { nodes[$0]?.restingShape })
     }
 
     /// The initial state: the root's initial chain entered, its entry assignments applied

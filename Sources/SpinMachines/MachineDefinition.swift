@@ -89,7 +89,8 @@ public struct MachineDefinition: Sendable {
         // The initial chain may end in a final state whose parent's `onDone` goes on.
         if hasAlways || !raised.isEmpty || initialState.step.entered.last.flatMap({ nodes[$0]?.kind }) == .final {
             let settled = settled(initialState, after: MachineEvent(type: MachineEvent.initType), raised: raised)
-            initialState = MachineState(shape: leafNode(of: settled)?.restingShape ?? settled.shape, context: settled.context)
+            initialState = MachineState(shape: leafNode(of: settled)?.restingShape ?? settled.shape, context: settled.context,
+                                        history: settled.history)
         }
     }
 
@@ -117,7 +118,7 @@ public struct MachineDefinition: Sendable {
 /// One state of a machine (or the root, path `[]`).
 /// A class, not a struct: a look-up in `nodes` then copies one reference, not seven fields.
 final class StateNode: Sendable {
-    enum Kind: Sendable { case atomic, compound, final }
+    enum Kind: Sendable { case atomic, compound, final, history }
 
     let path: [String]
     let kind: Kind
@@ -154,13 +155,24 @@ final class StateNode: Sendable {
     let always: [TransitionSpec]
     /// A top-level final state: entering it completes the machine.
     let completesMachine: Bool
+    /// A history state: deep (the leaf last active under its parent) or shallow (that
+    /// leaf's child of the parent), and the absolute path entered while its parent has
+    /// no record (its `target`, else the parent's initial child).
+    let historyDeep: Bool
+    let historyDefault: [String]?
+    /// A compound state with a history child: leaving it records the active leaf.
+    let recordsHistory: Bool
     /// The shape of a state whose leaf this is, made by a transition that enters
     /// nothing and propagates nothing (nil until the machine is planned).
     let restingShape: MachineState.Shape?
 
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
          entry: [MachineAction], exit: [MachineAction], onDone: [TransitionSpec] = [], always: [TransitionSpec] = [],
+         history: (deep: Bool, defaultTarget: [String])? = nil, recordsHistory: Bool = false,
          restingShape: MachineState.Shape? = nil) {
+        self.historyDeep = history?.deep ?? false
+        self.historyDefault = history?.defaultTarget
+        self.recordsHistory = recordsHistory
         self.onDone = onDone
         self.always = always
         self.completesMachine = kind == .final && path.count == 1
@@ -195,10 +207,14 @@ final class TransitionSpec: Sendable {
     let actions: [MachineAction]
     let guardCondition: MachineGuard?
     /// What taking it enters, worked out once the machine is loaded (nil: no target).
+    /// For a history target, what entering its default target does.
     let plan: TargetPlan?
+    /// A history target: its parent and kind, for the plan of what the parent recorded.
+    let history: (parent: [String], deep: Bool)?
 
     init(target: [String]?, reenter: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
-         plan: TargetPlan? = nil) {
+         plan: TargetPlan? = nil, history: (parent: [String], deep: Bool)? = nil) {
+        self.history = history
         self.target = target
         self.reenter = reenter
         self.actions = actions

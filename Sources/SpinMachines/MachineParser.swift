@@ -114,6 +114,10 @@ struct MachineParser {
             let statePath = parent + [name]
             let at = path.key(name)
             guard let members = objectMembers(states[name], at: at) else { continue }
+            if case .string("history")? = members["type"] {
+                nodes[statePath] = parseHistory(members, at: statePath, under: nodes[parent], json: at)
+                continue
+            }
             checkKeys(members, allowed: Self.stateKeys, at: at)
             if let id = members["id"] { _ = string(id, at: at.key("id")) }
             let children = members["states"].flatMap { objectMembers($0, at: at.key("states")) } ?? [:]
@@ -130,6 +134,10 @@ struct MachineParser {
                 }
             }
             let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at) : nil
+            let recordsHistory = children.values.contains { child in
+                if case .object(let members) = child, case .string("history")? = members["type"] { return true }
+                return false
+            }
             if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
             if kind != .compound, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
             if kind == .final, members["always"] != nil { issue(at, .finalWithTransitions) }
@@ -145,11 +153,41 @@ struct MachineParser {
                 after: parseAfter(members["after"], source: statePath, at: at.key("after")),
                 entry: parseActions(members["entry"], at: at.key("entry")),
                 exit: parseActions(members["exit"], at: at.key("exit")), onDone: onDone,
-                always: parseAlways(members["always"], source: statePath, at: at.key("always")))
+                always: parseAlways(members["always"], source: statePath, at: at.key("always")),
+                recordsHistory: recordsHistory)
             if kind == .compound {
                 parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
             }
         }
+    }
+
+    /// `{"type":"history","history":"shallow"|"deep","target"?:..}`: a pseudo-state of a
+    /// compound state; a transition to it enters what its parent recorded when last left,
+    /// else its `target` (else the parent's initial child).
+    private mutating func parseHistory(_ members: [String: MachineValue], at statePath: [String], under parent: StateNode?,
+                                       json at: JSONPath) -> StateNode? {
+        checkKeys(members, allowed: ["type", "history", "target", "id", "description"], at: at)
+        guard statePath.count > 1, let parent else {
+            issue(at.key("type"), .badValue("a history state belongs to a compound state, not to the machine's root"))
+            return nil
+        }
+        var deep = false
+        if let value = members["history"] {
+            switch value {
+            case .string("shallow"): deep = false
+            case .string("deep"): deep = true
+            default: issue(at.key("history"), .expected("\"shallow\" or \"deep\""))
+            }
+        }
+        var target = parent.initial.map { parent.path + [$0] }
+        if let value = members["target"], let name = string(value, at: at.key("target")) {
+            target = resolve(name, from: statePath, at: at.key("target"))
+            if let resolved = target, !(resolved.count > parent.path.count && resolved.starts(with: parent.path)) {
+                issue(at.key("target"), .badValue("a history state's target is inside its parent"))
+            }
+        }
+        return StateNode(path: statePath, kind: .history, initial: nil, on: [:], after: [], entry: [], exit: [],
+                         history: target.map { (deep, $0) })
     }
 
     private mutating func parseInitial(_ value: MachineValue?, children: [String: MachineValue], parent: [String],
@@ -500,6 +538,7 @@ struct MachineParser {
                 queue.append(Array(path.prefix(length)))
             }
             if let initial = nodes[path]?.initial { enter(path + [initial]) }
+            if let target = nodes[path]?.historyDefault { enter(target) }
         }
         enter([])
         while let path = queue.popLast() {
@@ -510,6 +549,7 @@ struct MachineParser {
         }
         let unreached = nodes.keys.filter { path in
             !reached.contains(path) && reached.contains(Array(path.dropLast())) && nodes[path]?.kind != .final
+                && nodes[path]?.kind != .history
         }
         for path in unreached.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             issue(path.reduce(JSONPath()) { $0.key("states").key($1) }, .unreachableState)

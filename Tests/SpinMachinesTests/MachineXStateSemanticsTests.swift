@@ -154,13 +154,10 @@ import Testing
     }
 
     /// What the format does not have yet is refused, not run differently from XState.
-    @Test func parallelAndHistoryStates_AreRefusedAsNotSupportedYet() {
+    @Test func parallelStates_AreRefusedAsNotSupportedYet() {
         #expect(issueLines(#"""
-            { "initial": "p",
-              "states": { "p": { "type": "parallel", "states": { "a": {}, "b": {} } }, "h": { "type": "history" } } }
-            """#).prefix(2) == [
-                #"test.json: states.h.type: unknown state type "history": history states are not supported yet; expected "atomic", "compound" or "final""#,
-                #"test.json: states.p.type: unknown state type "parallel": parallel states are not supported yet; expected "atomic", "compound" or "final""#,
-            ])
+            { "initial": "p", "states": { "p": { "type": "parallel", "states": { "a": {}, "b": {} } } } }
+            """#).first ==
+            #"test.json: states.p.type: unknown state type "parallel": parallel states are not supported yet; expected "atomic", "compound" or "final""#)
     }
 }

@@ -491,10 +491,14 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
 
 def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
     """A machine in a top-level final state is done (XState v5, final.test.ts): its card
-    says so as soon as its stream brings the state, and the API agrees."""
+    says so as soon as its stream brings the state, and the API agrees. Its chart marks
+    its history state."""
     if server is None:
         pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with another machine")
-    machine = {"initial": "working", "states": {"working": {"on": {"END": "finished"}}, "finished": {"type": "final"}}}
+    machine = {"initial": "working", "states": {
+        "working": {"initial": "one", "on": {"END": "finished"},
+                    "states": {"one": {}, "hist": {"type": "history", "history": "deep"}}},
+        "finished": {"type": "final"}}}
     (workdir / "finishing.json").write_text(json.dumps(machine))
     config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
     config["spins"] = [{"name": "job", "machine": str(workdir / "finishing.json")}]
@@ -506,6 +510,12 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
         driver.get(finishing.url + "/")
         wait_for(driver, lambda d: spin_card(d, "job").get_attribute("data-status") == "running", "job running")
         assert not spin_card(driver, "job").find_element(By.CSS_SELECTOR, ".done-badge").is_displayed()
+        # A history state is drawn marked as one (H*: deep), with a dashed box.
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.state.history'),
+                 "the history state in the chart")
+        history = driver.find_element(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.state.history')
+        assert history.get_attribute("aria-label") == "state working.hist (deep history)"
+        assert history.find_element(By.CSS_SELECTOR, "text").get_attribute("textContent") == "H* hist"
         assert post_event(finishing.url, "job", {"type": "END"}) == 202
         wait_for(driver, lambda d: spin_card(d, "job").get_attribute("data-status") == "done", "job marked done",
                  on_timeout=lambda d: (spin_card(d, "job").text, finishing.log_text()))

@@ -312,6 +312,34 @@ def test_raise_and_cancel_over_http(machine_server, tmp_path):
     assert again.spin("r")["sequence"] == 7 and state(again, "r")["value"] == "a"
 
 
+HISTORY = {
+    "initial": "on",
+    "states": {
+        "on": {"initial": "first", "on": {"POWER": "off"},
+               "states": {"first": {"on": {"SWITCH": "second"}},
+                          "second": {"initial": "A", "states": {"A": {"on": {"INNER": "B"}}, "B": {}}},
+                          "hist": {"type": "history"},
+                          "deep": {"type": "history", "history": "deep"}}},
+        "off": {"on": {"POWER": "on.hist", "DEEP_POWER": "on.deep"}},
+    },
+}
+
+
+def test_history_states_over_http_and_across_a_restart(machine_server, tmp_path):
+    """XState v5, history.test.ts: "should go to the most recently visited state" (shallow)
+    and the deep history; the record rides in the state ("history") and survives a restart."""
+    storage = tmp_path / "storage"
+    server = machine_server({"h.json": HISTORY}, [{"name": "h", "machine": "machines/h.json"}], storage=storage, name="first")
+    reply = send(server, "h", {"type": "SWITCH"}, {"type": "INNER"}, {"type": "POWER"})
+    assert reply["state"] == {"value": "off", "context": {}, "history": {"on": "on.second.B"}}
+    assert server.terminate() == 0
+    again = machine_server({"h.json": HISTORY}, [{"name": "h", "machine": "machines/h.json"}], storage=storage, name="second")
+    assert state(again, "h")["history"] == {"on": "on.second.B"}
+    assert send(again, "h", {"type": "DEEP_POWER"})["state"]["value"] == {"on": {"second": "B"}}
+    send(again, "h", {"type": "POWER"})
+    assert send(again, "h", {"type": "POWER"})["state"]["value"] == {"on": {"second": "A"}}
+
+
 # -- ignored events ---------------------------------------------------------------------------
 
 
