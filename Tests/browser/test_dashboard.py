@@ -495,9 +495,11 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
     its history state."""
     if server is None:
         pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with another machine")
-    machine = {"initial": "working", "states": {
-        "working": {"initial": "one", "on": {"END": "finished"},
-                    "states": {"one": {}, "hist": {"type": "history", "history": "deep"}}},
+    machine = {"initial": "working", "context": {"go": False}, "states": {
+        "working": {"id": "w", "initial": "one", "on": {"END": "finished", "PAUSE": "paused"},
+                    "states": {"one": {"always": {"target": "two", "guard": {"eq": ["context.go", True]}}}, "two": {},
+                               "hist": {"type": "history", "history": "deep"}}},
+        "paused": {"on": {"RESUME": "#w.hist"}},
         "finished": {"type": "final"}}}
     (workdir / "finishing.json").write_text(json.dumps(machine))
     config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
@@ -516,6 +518,10 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
         history = driver.find_element(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.state.history')
         assert history.get_attribute("aria-label") == "state working.hist (deep history)"
         assert history.find_element(By.CSS_SELECTOR, "text").get_attribute("textContent") == "H* hist"
+        # Edges of #id targets and of always transitions are drawn too.
+        edges = {(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in
+                 driver.find_elements(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.transition')}
+        assert ("paused", "working.hist") in edges and ("working.one", "working.two") in edges, edges
         assert post_event(finishing.url, "job", {"type": "END"}) == 202
         wait_for(driver, lambda d: spin_card(d, "job").get_attribute("data-status") == "done", "job marked done",
                  on_timeout=lambda d: (spin_card(d, "job").text, finishing.log_text()))
