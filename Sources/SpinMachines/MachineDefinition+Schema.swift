@@ -3,7 +3,7 @@ import SpinCore
 extension MachineDefinition {
     /// Every event type some state's `on` table names, sorted.
     public var eventTypes: [String] {
-        Set(nodes.values.flatMap(\.on.keys)).sorted()
+        Set(nodes.values.flatMap(\.on.keys)).subtracting([MachineEvent.wildcardType]).sorted()
     }
 
     /// The JSON Schema of the machine's events: one branch per type its `on` tables name
@@ -22,7 +22,8 @@ extension MachineDefinition {
     }
 
     /// The JSON Schema of the machine's state, `{"value":..,"context":{..}}`: `value` is
-    /// the name of a top-level state, or an object for a nested one (`{"a":"b"}`).
+    /// the name of a top-level state, or an object for a nested one (`{"a":"b"}`); a
+    /// machine with history states may add `history`.
     public var stateSchema: JSONSchema {
         let topLevel = nodes.values.filter { $0.path.count == 1 }
         let atomic = topLevel.filter { $0.kind != .compound }.map { $0.path[0] }.sorted()
@@ -31,6 +32,11 @@ extension MachineDefinition {
         if !atomic.isEmpty { forms.append(.oneOf(strings: atomic)) }
         if nested { forms.append(JSONSchema.object([:])) }
         let value = forms.count == 1 ? forms[0] : .oneOf(forms)
-        return .object(["value": value, "context": JSONSchema.object([:])])
+        guard nodes.values.contains(where: \.recordsHistory) else {
+            return .object(["value": value, "context": JSONSchema.object([:])])
+        }
+        let history = JSONSchema.object([:])
+            .described("What each compound state with a history child recorded when last left: its path → the leaf's path.")
+        return .object(["value": value, "context": JSONSchema.object([:]), "history": history], required: ["value", "context"])
     }
 }

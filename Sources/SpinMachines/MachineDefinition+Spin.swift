@@ -11,6 +11,9 @@ extension MachineDefinition {
     ///   `MachineEvent.after(state:delay:)`, which the reducer applies only while the state
     ///   is still active, so the journal replays it like any other event. A loop that
     ///   starts (or restarts) from a state starts the timers of every active state anew.
+    /// - delayed `raise`: each new state's `step.scheduled` events are sent to the machine
+    ///   after their delay (and journaled then, like any event), unless a `cancel` with
+    ///   the same id comes first. A pending one is not kept across a restart.
     /// - `gear.propagate`: each new state's `step.propagations` are pushed into the named
     ///   Gears, once. The state a loop starts from propagates nothing, so a restart never
     ///   repeats what the last transition before it sent.
@@ -29,6 +32,9 @@ extension MachineDefinition {
         var feedbacks: [Feedback<MachineState, MachineEvent>] = []
         if nodes.values.contains(where: { !$0.after.isEmpty }) {
             feedbacks.append(Feedback { context in MachineTimerRunner(definition: definition, clock: clock, context: context) })
+        }
+        if schedulesEvents {
+            feedbacks.append(Feedback { context in MachineScheduleRunner(clock: clock, context: context) })
         }
         let used = gears.filter { self.gears[$0.key] != nil }
         if !used.isEmpty {

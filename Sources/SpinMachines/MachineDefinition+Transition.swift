@@ -13,38 +13,126 @@ extension MachineDefinition {
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
     /// transition of that state and delay, while that state is active.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
-        guard let leafNode = leafNode(of: state), let chosen = select(state, leafNode, event) else { return nil }
+        guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
+              let chosen = select(state, leafNode, event) else { return nil }
+        let (next, raised) = take(chosen, from: state, leafNode, event)
+        guard hasAlways || chosen.plan?.settles == true || !raised.isEmpty else { return next }
+        return settled(next, after: event, raised: raised)
+    }
+
+    /// True when the machine is done: its active state is a top-level final state. A done
+    /// machine takes no event (DESIGN §3: the server says `done`).
+    public func isDone(_ state: MachineState) -> Bool {
+        leafNode(of: state)?.completesMachine ?? false
+    }
+
+    /// The most microsteps one event may cause: the event's own transition, the `always`
+    /// transitions and `onDone` transitions after it. Past it the machine stops where it
+    /// is and its step says `unsettled` (a host suspends it, as for a runaway loop).
+    public static var microstepLimit: Int { 100 }
+
+    /// `state` after the transitions its last step sets off by itself (XState v5's
+    /// macrostep): first an enabled `always` transition of an active state (from the
+    /// leaf outwards; its guards and actions see `event`, the event that started it all),
+    /// else the `onDone` transition of a compound state whose final child was just
+    /// entered (with the event `xstate.done.state.<path>`), and so on, up to
+    /// `microstepLimit` steps in all. The step of the result records every state
+    /// entered and every propagation, in order.
+    func settled(_ state: MachineState, after event: MachineEvent, raised: [MachineEvent] = []) -> MachineState {
+        var current = state
+        var step = state.step
+        var queue = raised[...]
+        var steps = 1
+        while let leaf = leafNode(of: current) {
+            guard let (chosen, seen) = eventless(current, leaf, after: event) ?? nextRaised(&queue, current, leaf) else { break }
+            guard steps < Self.microstepLimit else {
+                step.unsettled = true
+                break
+            }
+            let (next, more) = take(chosen, from: current, leaf, seen)
+            current = next
+            queue += more
+            step.entered += next.step.entered
+            step.propagations += next.step.propagations
+            step.scheduled += next.step.scheduled
+            step.cancelled += next.step.cancelled
+            steps += 1
+        }
+        guard steps > 1 || step.unsettled else { return current }
+        return MachineState(shape: MachineState.Shape(value: current.value, step: step, leafHint: current.shape.leafHint),
+                            context: current.context, history: current.history)
+    }
+
+    /// The transition the first raised event still waiting takes, and that event; a
+    /// raised event no transition takes is dropped, as XState drops it.
+    private func nextRaised(_ queue: inout ArraySlice<MachineEvent>, _ state: MachineState,
+                            _ leaf: StateNode) -> (TransitionSpec, MachineEvent)? {
+        while let raised = queue.popFirst() {
+            if let chosen = select(state, leaf, raised) { return (chosen, raised) }
+        }
+        return nil
+    }
+
+    /// The transition a state takes without an event, and the event its guards and
+    /// actions see: an enabled `always` transition, else the parent's `onDone` when the
+    /// last step entered a final leaf. A done machine takes none.
+    private func eventless(_ state: MachineState, _ leaf: StateNode,
+                           after event: MachineEvent) -> (TransitionSpec, MachineEvent)? {
+        guard !leaf.completesMachine else { return nil }
+        if hasAlways {
+            for length in stride(from: leaf.path.count, through: 0, by: -1) {
+                guard let node = length == leaf.path.count ? leaf : nodes[Array(state.value.prefix(length))],
+                      !node.always.isEmpty, let chosen = firstEnabled(node.always, state, event) else { continue }
+                return (chosen, event)
+            }
+        }
+        guard leaf.kind == .final, leaf.path.count > 1, state.step.entered.last == leaf.path,
+              let parent = nodes[Array(leaf.path.dropLast())], !parent.onDone.isEmpty else { return nil }
+        let done = MachineEvent(type: MachineEvent.doneStatePrefix + parent.path.joined(separator: "."))
+        return firstEnabled(parent.onDone, state, done).map { ($0, done) }
+    }
+
+    /// `state` after taking `chosen` from it, and the events its actions raised (to be
+    /// taken before any other event); `leafNode` is the node of its active leaf.
+    private func take(_ chosen: TransitionSpec, from state: MachineState, _ leafNode: StateNode,
+                      _ event: MachineEvent) -> (MachineState, raised: [MachineEvent]) {
         var run = ActionRun(context: state.context, event: event)
-        guard let plan = chosen.plan else {
+        guard var plan = chosen.plan else {
             run.perform(chosen.actions)
-            return MachineState(shape: shape(resting: leafNode, state.value, propagating: run.propagations),
-                                context: run.context)
+            return (MachineState(shape: shape(resting: leafNode, state.value, run), context: run.context, history: state.history),
+                    run.raised)
+        }
+        if let history = chosen.history, let recorded = state.history[history.parent.joined(separator: ".")],
+           let remembered = historyPlan(domain: plan.domain, parent: history.parent, deep: history.deep, recorded: recorded) {
+            plan = remembered
         }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
         let depth = leafNode.path.count
         if depth > plan.domain, !leafNode.exit.isEmpty { run.perform(leafNode.exit) }
+        var history = state.history
         for length in stride(from: depth - 1, to: plan.domain, by: -1) {
-            run.perform(nodes[Array(state.value.prefix(length))]?.exit ?? [])
+            let exited = nodes[Array(state.value.prefix(length))]
+            run.perform(exited?.exit ?? [])
+            // A state with a history child remembers where it was left.
+            if let exited, exited.recordsHistory { history[exited.path.joined(separator: ".")] = state.value }
         }
         run.perform(chosen.actions)
         if !plan.entryActions.isEmpty { run.perform(plan.entryActions) }
-        guard !run.propagations.isEmpty else { return MachineState(shape: plan.shape, context: run.context) }
-        let step = MachineStep(entered: plan.shape.step.entered, propagations: run.propagations)
-        return MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
-                            context: run.context)
+        guard run.hasEffects else { return (MachineState(shape: plan.shape, context: run.context, history: history), run.raised) }
+        let step = run.step(entered: plan.shape.step.entered)
+        return (MachineState(shape: MachineState.Shape(value: plan.shape.value, step: step, leafHint: plan.shape.leafHint),
+                             context: run.context, history: history), run.raised)
     }
 
-    /// The shape of a state that stays in `node`'s leaf (`value`) and propagates `propagations`.
-    private func shape(resting node: StateNode, _ value: [String],
-                       propagating propagations: [MachinePropagation]) -> MachineState.Shape {
-        if propagations.isEmpty, let resting = node.restingShape { return resting }
-        return MachineState.Shape(value: value, step: MachineStep(propagations: propagations),
-                                  leafHint: node.restingShape?.leafHint)
+    /// The shape of a state that stays in `node`'s leaf (`value`) with what `run` did.
+    private func shape(resting node: StateNode, _ value: [String], _ run: ActionRun) -> MachineState.Shape {
+        if !run.hasEffects, let resting = node.restingShape { return resting }
+        return MachineState.Shape(value: value, step: run.step(entered: []), leafHint: node.restingShape?.leafHint)
     }
 
     /// The node of the state's active leaf: found through the state's hint when it is
     /// this machine's and names the same leaf, else by the leaf's path.
-    private func leafNode(of state: MachineState) -> StateNode? {
+    func leafNode(of state: MachineState) -> StateNode? {
         let shape = state.shape
         if let hint = shape.leafHint, hint.machine === identity {
             let node = nodeList[hint.index]
@@ -68,16 +156,24 @@ extension MachineDefinition {
             return firstEnabled(entry.transitions, state, event)
         }
         // The active leaf itself is the usual source: no copy of its path, no look-up.
-        if let candidates = leafNode.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
-            return chosen
-        }
-        for length in stride(from: leafNode.path.count - 1, to: 0, by: -1) {
-            if let candidates = nodes[Array(state.value.prefix(length))]?.candidates(for: event.type),
-               let chosen = firstEnabled(candidates, state, event) {
+        if let chosen = firstEnabled(in: leafNode, state, event) { return chosen }
+        // The root is a source too when its `on` has entries.
+        for length in stride(from: leafNode.path.count - 1, to: rootHandlesEvents ? -1 : 0, by: -1) {
+            if let node = nodes[Array(state.value.prefix(length))], let chosen = firstEnabled(in: node, state, event) {
                 return chosen
             }
         }
         return nil
+    }
+
+    /// The first enabled transition of `node` for the event: those of its type first, then
+    /// the wildcard's (`"*"`), as XState v5 orders a state's candidates.
+    private func firstEnabled(in node: StateNode, _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
+        if let candidates = node.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
+            return chosen
+        }
+        guard let wildcard = node.wildcard else { return nil }
+        return firstEnabled(wildcard, state, event)
     }
 
     private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
@@ -90,12 +186,14 @@ extension MachineDefinition {
     }
 
     /// How many leading path segments the transition keeps active: states below that
-    /// depth are exited and entered. An external transition leaves its source (a target
-    /// inside the source re-enters it); an internal one (`.child`) does not.
-    private static func domainLength(source: [String], target: [String], isInternal: Bool) -> Int {
-        if isInternal { return source.count }
+    /// depth are exited and entered. As in XState v5, a target that is the source or
+    /// inside it leaves the source active (only what is below it is exited and entered)
+    /// unless the transition says `"reenter": true`; any other target leaves the source,
+    /// up to the deepest state that holds both (never the root).
+    private static func domainLength(source: [String], target: [String], reenter: Bool) -> Int {
+        if !reenter, target.starts(with: source) { return source.count }
         let common = zip(source, target).prefix { $0 == $1 }.count
-        return min(common, source.count - 1, target.count - 1)
+        return max(0, min(common, source.count - 1, target.count - 1))
     }
 
     /// The parsed nodes numbered (in path order), each transition with a target given
@@ -111,19 +209,15 @@ extension MachineDefinition {
         }
         func plan(_ spec: TransitionSpec, from source: [String]) -> TransitionSpec {
             guard let target = spec.target else { return spec }
-            let domain = domainLength(source: source, target: target, isInternal: spec.isInternal)
-            var leaf = target
+            let domain = domainLength(source: source, target: target, reenter: spec.reenter)
+            // A history state is entered as its default target until its parent records one.
+            let history = parsed[target].flatMap { $0.kind == .history ? $0 : nil }
+            var leaf = history?.historyDefault ?? target
             while let initial = parsed[leaf]?.initial { leaf.append(initial) }
-            let entered = ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) }
-            // The leaf's resting shape's path, so that the hint's check compares one buffer.
-            let leafShape = resting[leaf]
-            let plan = TargetPlan(
-                domain: domain,
-                shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
-                                          leafHint: leafShape?.leafHint),
-                entryActions: entered.flatMap { parsed[$0]?.entry ?? [] })
-            return TransitionSpec(target: target, isInternal: spec.isInternal, actions: spec.actions,
-                                  guardCondition: spec.guardCondition, plan: plan)
+            let plan = targetPlan(domain: domain, leaf: leaf, node: { parsed[$0] }, resting: { resting[$0] })
+            return TransitionSpec(target: target, reenter: spec.reenter, actions: spec.actions,
+                                  guardCondition: spec.guardCondition, plan: plan,
+                                  history: history.map { (parent: Array(target.dropLast()), deep: $0.historyDeep) })
         }
         var nodes: [[String]: StateNode] = [:]
         for path in paths {
@@ -132,23 +226,72 @@ extension MachineDefinition {
                 path: shape.value, kind: node.kind, initial: node.initial,
                 on: node.on.mapValues { specs in specs.map { plan($0, from: path) } },
                 after: node.after.map { AfterEntry(delay: $0.delay, transitions: $0.transitions.map { plan($0, from: path) }) },
-                entry: node.entry, exit: node.exit, restingShape: shape)
+                entry: node.entry, exit: node.exit, onDone: node.onDone.map { plan($0, from: path) },
+                always: node.always.map { plan($0, from: path) },
+                history: node.historyDefault.map { (node.historyDeep, $0) }, recordsHistory: node.recordsHistory,
+                restingShape: shape)
         }
         return (nodes, paths.compactMap { nodes[$0] })
     }
 
-    /// The initial state: the root's initial chain entered, its entry assignments applied.
-    static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> MachineState {
+    /// What entering `leaf` (and its ancestors below `domain`) does.
+    /// - Parameters:
+    ///   - node: the node at a path.
+    ///   - resting: the resting shape of a leaf, so that the hint's check compares one buffer.
+    static func targetPlan(domain: Int, leaf: [String], node: ([String]) -> StateNode?,
+                           resting: ([String]) -> MachineState.Shape?) -> TargetPlan {
+        // Nothing is entered when the target is the (atomic) source itself.
+        let entered = domain < leaf.count ? ((domain + 1)...leaf.count).map { Array(leaf.prefix($0)) } : []
+        let leafShape = resting(leaf)
+        var entryActions = entered.flatMap { node($0)?.entry ?? [] }
+        let leafNode = node(leaf)
+        if leafNode?.completesMachine == true {
+            // The machine is done: the states still active exit, innermost first
+            // (XState v5, final.test.ts: "should call exit actions in reversed document order when the machines reaches its final state").
+            entryActions += (leafNode?.exit ?? []) + (node([])?.exit ?? [])
+        }
+        let settles = leafNode?.kind == .final && leaf.count > 1 && !(node(Array(leaf.dropLast()))?.onDone.isEmpty ?? true)
+        return TargetPlan(
+            domain: domain,
+            shape: MachineState.Shape(value: leafShape?.value ?? leaf, step: MachineStep(entered: entered),
+                                      leafHint: leafShape?.leafHint),
+            entryActions: entryActions, settles: settles)
+    }
+
+    /// The plan of a transition to a history state whose parent recorded `recorded` (the
+    /// leaf active when it was last left): deep, that leaf; shallow, the child of the
+    /// parent it was in, entered as targeting it would. Nil when the record names no
+    /// leaf of this machine under that parent (a state decoded from elsewhere).
+    private func historyPlan(domain: Int, parent: [String], deep: Bool, recorded: [String]) -> TargetPlan? {
+        guard recorded.count > parent.count, recorded.starts(with: parent), nodes[recorded] != nil else { return nil }
+        var leaf = deep ? recorded : Array(recorded.prefix(parent.count + 1))
+        while let initial = nodes[leaf]?.initial { leaf.append(initial) }
+        return Self.targetPlan(domain: domain, leaf: leaf, node: { nodes[$0] }, resting: { nodes[$0]?.restingShape })
+    }
+
+    /// The initial state: the root's initial chain entered, its entry assignments applied
+    /// (the root's first). Its step lists the states entered when the chain ends in a
+    /// final state, so that the parent's `onDone` can follow (then dropped: a machine that
+    /// starts propagates nothing).
+    /// The events entry actions raise come with it (delayed ones are not sent: the state
+    /// a loop starts from schedules nothing).
+    static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> (MachineState, raised: [MachineEvent]) {
         var path: [String] = []
+        var entered: [[String]] = []
         var run = ActionRun(context: context, event: nil)
         var leaf = nodes[path]
+        run.perform(leaf?.entry ?? [])
         while let initial = leaf?.initial {
             path.append(initial)
+            entered.append(path)
             leaf = nodes[path]
             run.perform(leaf?.entry ?? [])
         }
-        guard let shape = leaf?.restingShape else { return MachineState(value: path, context: run.context) }
-        return MachineState(shape: shape, context: run.context)
+        if let leaf, leaf.completesMachine { run.perform(leaf.exit + (nodes[[]]?.exit ?? [])) }
+        guard let leaf, let shape = leaf.restingShape else { return (MachineState(value: path, context: run.context), run.raised) }
+        guard leaf.kind == .final else { return (MachineState(shape: shape, context: run.context), run.raised) }
+        return (MachineState(shape: MachineState.Shape(value: shape.value, step: MachineStep(entered: entered), leafHint: shape.leafHint),
+                             context: run.context), run.raised)
     }
 }
 
@@ -158,6 +301,19 @@ struct ActionRun {
     /// The event being applied; nil while the initial state is entered.
     let event: MachineEvent?
     var propagations: [MachinePropagation] = []
+    /// Events raised without a delay: taken before the next event.
+    var raised: [MachineEvent] = []
+    /// Events raised with a delay, and the ids of those cancelled.
+    var scheduled: [MachineScheduledEvent] = []
+    var cancelled: [String] = []
+
+    /// Whether the actions did something a feedback acts on.
+    var hasEffects: Bool { !propagations.isEmpty || !scheduled.isEmpty || !cancelled.isEmpty }
+
+    /// The step of a transition that entered `entered` and ran these actions.
+    func step(entered: [[String]]) -> MachineStep {
+        MachineStep(entered: entered, propagations: propagations, scheduled: scheduled, cancelled: cancelled)
+    }
 
     init(context: [String: MachineValue], event: MachineEvent?) {
         self.context = context
@@ -180,6 +336,17 @@ struct ActionRun {
                 var payload: [String: MachineValue] = [:]
                 for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
                 propagations.append(MachinePropagation(gear: gear, event: MachineEvent(type: type, payload: payload)))
+            case .raise(let type, let fields, let delay, let id):
+                var payload: [String: MachineValue] = [:]
+                for (key, form) in fields { payload[key] = evaluate(form, current: nil) }
+                let raisedEvent = MachineEvent(type: type, payload: payload)
+                if let delay {
+                    scheduled.append(MachineScheduledEvent(id: id, delay: delay, event: raisedEvent))
+                } else {
+                    raised.append(raisedEvent)
+                }
+            case .cancel(let id):
+                cancelled.append(id)
             }
         }
     }

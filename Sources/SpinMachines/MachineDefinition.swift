@@ -25,7 +25,7 @@ public struct MachineDefinition: Sendable {
     /// The state the machine starts in: its initial states entered, their entry actions'
     /// assignments applied to `context` (their Gear events are not sent: a machine that
     /// starts, or restarts, propagates nothing).
-    public let initialState: MachineState
+    public private(set) var initialState: MachineState
     /// The JSON text the machine was parsed from, byte for byte (members in the order the
     /// file writes them): what a server shows as the machine's definition.
     public let source: [UInt8]
@@ -38,6 +38,13 @@ public struct MachineDefinition: Sendable {
     let nodeList: [StateNode]
     /// What tells this machine's hints from another's.
     let identity: MachineIdentity
+    /// Whether the root's `on` has entries: only then is the root looked at for an event.
+    let rootHandlesEvents: Bool
+    /// Whether some state has `always` transitions: only then does every step look for them.
+    let hasAlways: Bool
+    /// Whether some action is a `raise` with a delay or a `cancel`: only then does the
+    /// machine's Spin run their timers.
+    let schedulesEvents: Bool
 
     /// Parses and validates a machine.
     /// - Parameters:
@@ -65,7 +72,26 @@ public struct MachineDefinition: Sendable {
         gears = parsed.gears
         identity = MachineIdentity()
         (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
-        initialState = Self.start(nodes: nodes, context: parsed.context)
+        rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
+        hasAlways = nodes.values.contains { !$0.always.isEmpty }
+        schedulesEvents = nodes.values.contains { node in
+            let transitions = node.on.values.joined() + node.after.flatMap(\.transitions) + node.onDone + node.always
+            return (node.entry + node.exit + transitions.flatMap(\.actions)).contains { action in
+                switch action {
+                case .raise(_, _, let delay, _): delay != nil
+                case .cancel: true
+                default: false
+                }
+            }
+        }
+        let raised: [MachineEvent]
+        (initialState, raised) = Self.start(nodes: nodes, context: parsed.context)
+        // The initial chain may end in a final state whose parent's `onDone` goes on.
+        if hasAlways || !raised.isEmpty || initialState.step.entered.last.flatMap({ nodes[$0]?.kind }) == .final {
+            let settled = settled(initialState, after: MachineEvent(type: MachineEvent.initType), raised: raised)
+            initialState = MachineState(shape: leafNode(of: settled)?.restingShape ?? settled.shape, context: settled.context,
+                                        history: settled.history)
+        }
     }
 
     /// Reads, parses and validates the machine in the file at `path`.
@@ -92,7 +118,7 @@ public struct MachineDefinition: Sendable {
 /// One state of a machine (or the root, path `[]`).
 /// A class, not a struct: a look-up in `nodes` then copies one reference, not seven fields.
 final class StateNode: Sendable {
-    enum Kind: Sendable { case atomic, compound, final }
+    enum Kind: Sendable { case atomic, compound, final, history }
 
     let path: [String]
     let kind: Kind
@@ -107,7 +133,11 @@ final class StateNode: Sendable {
     private let fewCandidates: [[TransitionSpec]]
     private static var fewEvents: Int { 4 }
 
-    /// The candidate transitions for events of `type`, if any.
+    /// The `"*"` transitions, tried for any event after those of its own type (XState v5's
+    /// wildcard); nil when the state has none.
+    let wildcard: [TransitionSpec]?
+
+    /// The candidate transitions for events of `type`, if any (not the wildcard's).
     func candidates(for type: String) -> [TransitionSpec]? {
         guard let fewTypes else { return on[type] }
         for index in fewTypes.indices where fewTypes[index] == type { return fewCandidates[index] }
@@ -118,16 +148,39 @@ final class StateNode: Sendable {
     let after: [AfterEntry]
     let entry: [MachineAction]
     let exit: [MachineAction]
+    /// The transitions taken when a final child of this compound state is entered.
+    let onDone: [TransitionSpec]
+    /// Eventless transitions (`always`): taken, first enabled, whenever the state is
+    /// active after a step, before the next event.
+    let always: [TransitionSpec]
+    /// A top-level final state: entering it completes the machine.
+    let completesMachine: Bool
+    /// A history state: deep (the leaf last active under its parent) or shallow (that
+    /// leaf's child of the parent), and the absolute path entered while its parent has
+    /// no record (its `target`, else the parent's initial child).
+    let historyDeep: Bool
+    let historyDefault: [String]?
+    /// A compound state with a history child: leaving it records the active leaf.
+    let recordsHistory: Bool
     /// The shape of a state whose leaf this is, made by a transition that enters
     /// nothing and propagates nothing (nil until the machine is planned).
     let restingShape: MachineState.Shape?
 
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
-         entry: [MachineAction], exit: [MachineAction], restingShape: MachineState.Shape? = nil) {
+         entry: [MachineAction], exit: [MachineAction], onDone: [TransitionSpec] = [], always: [TransitionSpec] = [],
+         history: (deep: Bool, defaultTarget: [String])? = nil, recordsHistory: Bool = false,
+         restingShape: MachineState.Shape? = nil) {
+        self.historyDeep = history?.deep ?? false
+        self.historyDefault = history?.defaultTarget
+        self.recordsHistory = recordsHistory
+        self.onDone = onDone
+        self.always = always
+        self.completesMachine = kind == .final && path.count == 1
         self.restingShape = restingShape
         let few = on.count <= Self.fewEvents ? Array(on) : nil
         self.fewTypes = few?.map(\.key)
         self.fewCandidates = few?.map(\.value) ?? []
+        self.wildcard = on[MachineEvent.wildcardType]
         self.path = path
         self.kind = kind
         self.initial = initial
@@ -148,17 +201,22 @@ struct AfterEntry: Sendable {
 final class TransitionSpec: Sendable {
     /// The absolute path of the target; nil for a targetless (self) transition.
     let target: [String]?
-    /// A `.child` target: the source state is not exited.
-    let isInternal: Bool
+    /// `"reenter": true`: a target that is the source or inside it exits and re-enters
+    /// the source (XState v5); without it such a transition leaves the source active.
+    let reenter: Bool
     let actions: [MachineAction]
     let guardCondition: MachineGuard?
     /// What taking it enters, worked out once the machine is loaded (nil: no target).
+    /// For a history target, what entering its default target does.
     let plan: TargetPlan?
+    /// A history target: its parent and kind, for the plan of what the parent recorded.
+    let history: (parent: [String], deep: Bool)?
 
-    init(target: [String]?, isInternal: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
-         plan: TargetPlan? = nil) {
+    init(target: [String]?, reenter: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
+         plan: TargetPlan? = nil, history: (parent: [String], deep: Bool)? = nil) {
+        self.history = history
         self.target = target
-        self.isInternal = isInternal
+        self.reenter = reenter
         self.actions = actions
         self.guardCondition = guardCondition
         self.plan = plan
@@ -174,10 +232,14 @@ final class TargetPlan: Sendable {
     /// The leaf entered (the target, then its initial children), the paths of the
     /// states entered (outermost first) and the leaf's number, as the new state's shape.
     let shape: MachineState.Shape
-    /// Their entry actions, outermost first, as one list.
+    /// Their entry actions, outermost first, as one list (and when the leaf is a
+    /// top-level final state, the exit actions of it and of the root after them).
     let entryActions: [MachineAction]
+    /// Whether entering the leaf sets off a transition by itself (its parent's `onDone`).
+    let settles: Bool
 
-    init(domain: Int, shape: MachineState.Shape, entryActions: [MachineAction]) {
+    init(domain: Int, shape: MachineState.Shape, entryActions: [MachineAction], settles: Bool) {
+        self.settles = settles
         self.domain = domain
         self.shape = shape
         self.entryActions = entryActions
@@ -201,6 +263,11 @@ enum MachineAction: Sendable {
     case assign([(key: String, value: ValueForm)])
     /// `{"type":"gear.propagate","gear":g,"event":{"type":t, field: value form}}`.
     case propagate(gear: String, type: String, fields: [(key: String, value: ValueForm)])
+    /// `{"type":"raise","event":{"type":t, field: value form},"delay"?:ms,"id"?:s}`: the
+    /// event is taken before the next one, or sent to the machine after `delay` ms.
+    case raise(type: String, fields: [(key: String, value: ValueForm)], delay: Int?, id: String?)
+    /// `{"type":"cancel","id":s}`: the delayed raise with that id is not sent.
+    case cancel(id: String)
 }
 
 /// How an action computes a value.

@@ -7,6 +7,14 @@
 public struct MachineEvent: Sendable, Hashable, Codable {
     /// Delays of `after` transitions arrive as an event of this type (see `MachineEvent.after`).
     public static let afterType = "xstate.after"
+    /// The `on` key whose transitions any event may take (XState's wildcard `"*"`), after
+    /// the transitions for its own type in the same state.
+    public static let wildcardType = "*"
+    /// What the event an `onDone` transition sees is called: this, then the compound
+    /// state's path (`xstate.done.state.a.b`), as XState names it by the state's id.
+    public static let doneStatePrefix = "xstate.done.state."
+    /// The event the `always` transitions taken as the machine starts see, as in XState.
+    public static let initType = "xstate.init"
 
     /// The event type: the key of the `on` tables.
     public var type: String {

@@ -43,6 +43,12 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case reservedEvent(String)
         /// A `catch` maps to an event type no state handles.
         case unhandledEvent(String)
+        /// Two states (or a state and the machine) have the same `id`.
+        case duplicateID(String)
+        /// `always` transitions that would be taken without end.
+        case eventlessLoop(String)
+        /// A `cancel` names an id no delayed `raise` has.
+        case unknownRaiseID(String)
         /// `context.<key>` where no `context` member and no `assign` defines the key: the
         /// keys that are defined, sorted, and the nearest of them if one is close.
         case unknownContextKey(String, defined: [String], suggestion: String?)
@@ -90,10 +96,15 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownAction(let detail): "unknown action: \(detail)"
         case .unknownGuard(let detail): "unknown guard: \(detail)"
         case .badValue(let detail): "bad value: \(detail)"
+        case .unknownStateType(let type) where type == "parallel":
+            "unknown state type \"\(type)\": \(type) states are not supported yet; expected \"atomic\", \"compound\" or \"final\""
         case .unknownStateType(let type): "unknown state type \"\(type)\": expected \"atomic\", \"compound\" or \"final\""
         case .finalWithTransitions: "a final state accepts no events: no \"on\", \"after\" or \"states\""
         case .reservedEvent(let type): "event type \"\(type)\" is reserved for after timers"
         case .unhandledEvent(let type): "no state handles event \"\(type)\""
+        case .duplicateID(let id): "duplicate id \"\(id)\": \"#\(id)\" must name one state"
+        case .eventlessLoop(let detail): "endless loop: \(detail)"
+        case .unknownRaiseID(let id): "unknown id \"\(id)\": no \"raise\" has it"
         case .unknownContextKey(let key, let defined, let suggestion):
             "unknown context key \"\(key)\" ("
                 + (defined.isEmpty ? "no \"context\" member or \"assign\" defines any key"

@@ -9,19 +9,28 @@ struct MachineParser {
         var nodes: [[String]: StateNode]
     }
 
-    static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description"]
-    static let stateKeys: Set<String> = ["type", "initial", "states", "on", "entry", "exit", "after", "description"]
-    static let transitionKeys: Set<String> = ["target", "actions", "guard", "description"]
+    static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description",
+                                           "on", "entry", "exit", "always"]
+    static let stateKeys: Set<String> = ["id", "type", "initial", "states", "on", "entry", "exit", "after", "onDone", "always",
+                                         "description"]
+    static let transitionKeys: Set<String> = ["target", "actions", "guard", "description", "reenter"]
 
     let file: String
     private(set) var issues: [MachineIssue] = []
     /// Every state path declared, known before transitions are parsed (targets may point forward).
     private var declared: Set<[String]> = []
+    /// The states that have an `id`, by id: `#id` targets them.
+    private var stateIDs: [String: [String]] = [:]
     private var machineID: String?
     /// Gears declared in `gears`.
     private var declaredGears: Set<String> = []
     /// Event types some `on` handles.
     private var handledEvents: Set<String> = []
+    /// The ids of delayed `raise` actions, and where each `cancel` names one.
+    private var raiseIDs: Set<String> = []
+    private var cancels: [(id: String, at: JSONPath)] = []
+    /// Where each `raise` names an event type, checked once every `on` is known.
+    private var raisedTypes: [(type: String, at: JSONPath)] = []
     /// The paths guards and actions read, checked once every `assign` is known.
     private var references = MachineReferences()
     /// The fields of the event the transitions being parsed see; nil when unknown.
@@ -52,10 +61,19 @@ struct MachineParser {
         declare(statesObject, under: [], at: JSONPath().key("states"))
         var nodes: [[String]: StateNode] = [:]
         let rootInitial = parseInitial(machine["initial"], children: statesObject, parent: [], at: JSONPath())
-        nodes[[]] = StateNode(path: [], kind: .compound, initial: rootInitial, on: [:], after: [], entry: [], exit: [])
+        nodes[[]] = StateNode(path: [], kind: .compound, initial: rootInitial,
+                              on: parseOn(machine["on"], source: [], at: JSONPath().key("on")), after: [],
+                              entry: parseActions(machine["entry"], at: JSONPath().key("entry")),
+                              exit: parseActions(machine["exit"], at: JSONPath().key("exit")),
+                              always: parseAlways(machine["always"], source: [], at: JSONPath().key("always")))
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
-        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) {
+        for (id, at) in cancels where !raiseIDs.contains(id) { issue(at, .unknownRaiseID(id)) }
+        if !handledEvents.contains(MachineEvent.wildcardType) {
+            for (type, at) in raisedTypes where !handledEvents.contains(type) { issue(at, .unhandledEvent(type)) }
+        }
+        // A wildcard handles every event a Gear could bring.
+        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(MachineEvent.wildcardType) {
             for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(eventType) {
                 issue(JSONPath().key("gears").key(name).key("catch").key(gearType), .unhandledEvent(eventType))
             }
@@ -64,15 +82,26 @@ struct MachineParser {
         // wrong target would make others unreachable too.
         let structureHolds = issues.isEmpty
         issues += references.issues(file: file, context: context)
-        if structureHolds { checkReachability(nodes) }
+        if structureHolds {
+            checkReachability(nodes)
+            checkEventlessLoops(nodes)
+        }
         return Parsed(id: machineID, context: context, gears: gears, nodes: nodes)
     }
 
     // MARK: States
 
     private mutating func declare(_ states: [String: MachineValue], under parent: [String], at path: JSONPath) {
-        for (name, value) in states {
+        for name in states.keys.sorted() {
+            let value = states[name]!
             declared.insert(parent + [name])
+            if case .object(let members) = value, case .string(let id)? = members["id"] {
+                if stateIDs[id] != nil || id == machineID {
+                    issue(path.key(name).key("id"), .duplicateID(id))
+                } else {
+                    stateIDs[id] = parent + [name]
+                }
+            }
             if case .object(let members) = value, case .object(let children)? = members["states"] {
                 declare(children, under: parent + [name], at: path.key(name).key("states"))
             }
@@ -85,7 +114,12 @@ struct MachineParser {
             let statePath = parent + [name]
             let at = path.key(name)
             guard let members = objectMembers(states[name], at: at) else { continue }
+            if case .string("history")? = members["type"] {
+                nodes[statePath] = parseHistory(members, at: statePath, under: nodes[parent], json: at)
+                continue
+            }
             checkKeys(members, allowed: Self.stateKeys, at: at)
+            if let id = members["id"] { _ = string(id, at: at.key("id")) }
             let children = members["states"].flatMap { objectMembers($0, at: at.key("states")) } ?? [:]
             var kind: StateNode.Kind = children.isEmpty ? .atomic : .compound
             if let type = members["type"].flatMap({ string($0, at: at.key("type")) }) {
@@ -100,17 +134,60 @@ struct MachineParser {
                 }
             }
             let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at) : nil
+            let recordsHistory = children.values.contains { child in
+                if case .object(let members) = child, case .string("history")? = members["type"] { return true }
+                return false
+            }
             if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
+            if kind != .compound, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
+            if kind == .final, members["always"] != nil { issue(at, .finalWithTransitions) }
+            var onDone: [TransitionSpec] = []
+            if kind == .compound, let value = members["onDone"] {
+                eventFields = ["type"]
+                onDone = parseTransitions(value, source: statePath, at: at.key("onDone"))
+                eventFields = nil
+            }
             nodes[statePath] = StateNode(
                 path: statePath, kind: kind, initial: initial,
                 on: parseOn(members["on"], source: statePath, at: at.key("on")),
                 after: parseAfter(members["after"], source: statePath, at: at.key("after")),
                 entry: parseActions(members["entry"], at: at.key("entry")),
-                exit: parseActions(members["exit"], at: at.key("exit")))
+                exit: parseActions(members["exit"], at: at.key("exit")), onDone: onDone,
+                always: parseAlways(members["always"], source: statePath, at: at.key("always")),
+                recordsHistory: recordsHistory)
             if kind == .compound {
                 parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
             }
         }
+    }
+
+    /// `{"type":"history","history":"shallow"|"deep","target"?:..}`: a pseudo-state of a
+    /// compound state; a transition to it enters what its parent recorded when last left,
+    /// else its `target` (else the parent's initial child).
+    private mutating func parseHistory(_ members: [String: MachineValue], at statePath: [String], under parent: StateNode?,
+                                       json at: JSONPath) -> StateNode? {
+        checkKeys(members, allowed: ["type", "history", "target", "id", "description"], at: at)
+        guard statePath.count > 1, let parent else {
+            issue(at.key("type"), .badValue("a history state belongs to a compound state, not to the machine's root"))
+            return nil
+        }
+        var deep = false
+        if let value = members["history"] {
+            switch value {
+            case .string("shallow"): deep = false
+            case .string("deep"): deep = true
+            default: issue(at.key("history"), .expected("\"shallow\" or \"deep\""))
+            }
+        }
+        var target = parent.initial.map { parent.path + [$0] }
+        if let value = members["target"], let name = string(value, at: at.key("target")) {
+            target = resolve(name, from: statePath, at: at.key("target"))
+            if let resolved = target, !(resolved.count > parent.path.count && resolved.starts(with: parent.path)) {
+                issue(at.key("target"), .badValue("a history state's target is inside its parent"))
+            }
+        }
+        return StateNode(path: statePath, kind: .history, initial: nil, on: [:], after: [], entry: [], exit: [],
+                         history: target.map { (deep, $0) })
     }
 
     private mutating func parseInitial(_ value: MachineValue?, children: [String: MachineValue], parent: [String],
@@ -162,8 +239,8 @@ struct MachineParser {
     private mutating func parseTransitions(_ value: MachineValue, source: [String], at path: JSONPath) -> [TransitionSpec] {
         switch value {
         case .string(let target):
-            let resolved = resolve(target, from: source, at: path)
-            return [TransitionSpec(target: resolved.target, isInternal: resolved.isInternal, actions: [], guardCondition: nil)]
+            return [TransitionSpec(target: resolve(target, from: source, at: path), reenter: false, actions: [],
+                                   guardCondition: nil)]
         case .object:
             return parseTransition(value, source: source, at: path).map { [$0] } ?? []
         case .array(let elements):
@@ -179,36 +256,48 @@ struct MachineParser {
     private mutating func parseTransition(_ value: MachineValue, source: [String], at path: JSONPath) -> TransitionSpec? {
         guard let members = objectMembers(value, at: path) else { return nil }
         checkKeys(members, allowed: Self.transitionKeys, at: path)
-        var resolved: (target: [String]?, isInternal: Bool) = (nil, false)
-        if let target = members["target"], let name = string(target, at: path.key("target")) {
-            resolved = resolve(name, from: source, at: path.key("target"))
+        var target: [String]?
+        if let value = members["target"], let name = string(value, at: path.key("target")) {
+            target = resolve(name, from: source, at: path.key("target"))
         }
-        return TransitionSpec(target: resolved.target, isInternal: resolved.isInternal,
+        var reenter = false
+        if let value = members["reenter"] {
+            if case .bool(let flag) = value { reenter = flag } else { issue(path.key("reenter"), .expected("true or false")) }
+        }
+        return TransitionSpec(target: target, reenter: reenter,
                               actions: parseActions(members["actions"], at: path.key("actions")),
                               guardCondition: members["guard"].flatMap { parseGuard($0, at: path.key("guard")) })
     }
 
-    /// Target forms: `sibling` (or `sibling.child`), `.child` of the source (internal:
-    /// the source is not exited), `#a.b` from the root (`#<id>.a.b` too, as XState writes it).
-    private mutating func resolve(_ target: String, from source: [String], at path: JSONPath) -> (target: [String]?, isInternal: Bool) {
+    /// Target forms: `sibling` (or `sibling.child`), `.child` of the source, `#id` (or
+    /// `#id.child`) for the state whose `id` that is, `#a.b` from the root (`#<machine
+    /// id>.a.b` too, as XState writes it).
+    private mutating func resolve(_ target: String, from source: [String], at path: JSONPath) -> [String]? {
         func split(_ text: Substring) -> [String] { text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
         var candidates: [[String]] = []
-        var isInternal = false
         if target.hasPrefix("#") {
             let absolute = split(target.dropFirst())
-            candidates = [absolute]
+            if let first = absolute.first, let identified = stateIDs[first] {
+                candidates.append(identified + absolute.dropFirst())
+            }
+            candidates.append(absolute)
             if let machineID, absolute.first == machineID { candidates.append(Array(absolute.dropFirst())) }
         } else if target.hasPrefix(".") {
             candidates = [source + split(target.dropFirst())]
-            isInternal = true
         } else {
             candidates = [source.dropLast() + split(target[...])]
         }
         guard let found = candidates.first(where: declared.contains) else {
             issue(path, .unknownState(target))
-            return (nil, false)
+            return nil
         }
-        return (found, isInternal)
+        return found
+    }
+
+    /// `always`: a target, a transition object or an array of them, as in `on`.
+    private mutating func parseAlways(_ value: MachineValue?, source: [String], at path: JSONPath) -> [TransitionSpec] {
+        guard let value else { return [] }
+        return parseTransitions(value, source: source, at: path)
     }
 
     // MARK: Actions
@@ -224,7 +313,7 @@ struct MachineParser {
 
     private mutating func parseAction(_ value: MachineValue, at path: JSONPath) -> MachineAction? {
         guard case .object(let members) = value, case .string(let type)? = members["type"] else {
-            issue(path, .unknownAction("an action is an object with a \"type\": \"assign\" or \"gear.propagate\""))
+            issue(path, .unknownAction("an action is an object with a \"type\": \"assign\", \"gear.propagate\", \"raise\" or \"cancel\""))
             return nil
         }
         switch type {
@@ -247,10 +336,52 @@ struct MachineParser {
             return .propagate(gear: gear, type: eventType, fields: event.keys.sorted().compactMap { key in
                 parseValueForm(event[key]!, allowsAdd: false, at: path.key("event").key(key)).map { (key, $0) }
             })
+        case "raise":
+            return parseRaise(members, at: path)
+        case "cancel":
+            guard Set(members.keys) == ["type", "id"], case .string(let id)? = members["id"] else {
+                issue(path, .unknownAction("\"cancel\" takes \"id\": the id of a delayed \"raise\""))
+                return nil
+            }
+            cancels.append((id, path.key("id")))
+            return .cancel(id: id)
         default:
-            issue(path.key("type"), .unknownAction("\"\(type)\" is not \"assign\" or \"gear.propagate\""))
+            issue(path.key("type"), .unknownAction("\"\(type)\" is not \"assign\", \"gear.propagate\", \"raise\" or \"cancel\""))
             return nil
         }
+    }
+
+    /// `{"type":"raise","event":{"type":t, ..},"delay"?:ms,"id"?:s}`.
+    private mutating func parseRaise(_ members: [String: MachineValue], at path: JSONPath) -> MachineAction? {
+        guard Set(members.keys).isSubset(of: ["type", "event", "delay", "id"]), case .object(var event)? = members["event"],
+              case .string(let eventType)? = event.removeValue(forKey: "type") else {
+            issue(path, .unknownAction("\"raise\" takes \"event\" (an object with a string \"type\"), and \"delay\" (ms) and \"id\" if it waits"))
+            return nil
+        }
+        if eventType == MachineEvent.afterType {
+            issue(path.key("event").key("type"), .reservedEvent(eventType))
+        }
+        raisedTypes.append((eventType, path.key("event").key("type")))
+        var delay: Int?
+        if let value = members["delay"] {
+            guard case .number(let number) = value, number > 0, number == number.rounded(), number < 1e9 else {
+                var written = "\(value)"
+                if case .number(let number) = value, number.isFinite, abs(number) < 1e15 {
+                    written = number == number.rounded() ? String(Int(number)) : String(number)
+                }
+                issue(path.key("delay"), .badDelay(written))
+                return nil
+            }
+            delay = Int(number)
+        }
+        var id: String?
+        if let value = members["id"] {
+            id = string(value, at: path.key("id"))
+            if let id { raiseIDs.insert(id) }
+        }
+        return .raise(type: eventType, fields: event.keys.sorted().compactMap { key in
+            parseValueForm(event[key]!, allowsAdd: false, at: path.key("event").key(key)).map { (key, $0) }
+        }, delay: delay, id: id)
     }
 
     private mutating func parseValueForm(_ value: MachineValue, allowsAdd: Bool, at path: JSONPath) -> ValueForm? {
@@ -330,7 +461,11 @@ struct MachineParser {
                 issue(at, .unknownGuard("\"in\" takes a state path from the root, such as \"a.b\""))
                 return nil
             }
-            let statePath = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            var statePath = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            // `#id` (or `#id.child`) names a state by its `id`, as XState's `stateIn("#id")` does.
+            if name.hasPrefix("#"), let first = statePath.first, let identified = stateIDs[String(first.dropFirst())] {
+                statePath = identified + statePath.dropFirst()
+            }
             guard declared.contains(statePath) else {
                 issue(at, .unknownState(name))
                 return nil
@@ -397,25 +532,71 @@ struct MachineParser {
     /// enters is allowed: it documents where the machine would end.
     private mutating func checkReachability(_ nodes: [[String]: StateNode]) {
         var reached: Set<[String]> = [[]]
-        var queue: [[String]] = []
+        var queue: [[String]] = [[]]  // the root: its `on` and `always` enter states too
         func enter(_ path: [String]) {
             for length in 0...path.count where reached.insert(Array(path.prefix(length))).inserted {
                 queue.append(Array(path.prefix(length)))
             }
             if let initial = nodes[path]?.initial { enter(path + [initial]) }
+            if let target = nodes[path]?.historyDefault { enter(target) }
         }
         enter([])
         while let path = queue.popLast() {
             guard let node = nodes[path] else { continue }
-            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions)
+            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions) + node.onDone + node.always
             for target in transitions.compactMap(\.target) { enter(target) }
             if let initial = node.initial { enter(path + [initial]) }
         }
         let unreached = nodes.keys.filter { path in
             !reached.contains(path) && reached.contains(Array(path.dropLast())) && nodes[path]?.kind != .final
+                && nodes[path]?.kind != .history
         }
         for path in unreached.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             issue(path.reduce(JSONPath()) { $0.key("states").key($1) }, .unreachableState)
+        }
+    }
+
+    // MARK: Eventless loops
+
+    /// An `always` transition without a guard is taken whenever its state is active. One
+    /// without a target, or a chain of them that comes back to where it started, would
+    /// be taken again and again: an issue where it can be seen here (one with guards can
+    /// only be caught when it runs, by `MachineDefinition.microstepLimit`).
+    private mutating func checkEventlessLoops(_ nodes: [[String]: StateNode]) {
+        /// The `always` transition taken for sure where `leaf` is the active leaf: the
+        /// first of the innermost active state that has any, when it has no guard.
+        func certain(at leaf: [String]) -> (source: [String], spec: TransitionSpec)? {
+            for length in stride(from: leaf.count, through: 0, by: -1) {
+                let path = Array(leaf.prefix(length))
+                guard let first = nodes[path]?.always.first else { continue }
+                return first.guardCondition == nil ? (path, first) : nil
+            }
+            return nil
+        }
+        for start in nodes.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            guard let first = nodes[start]?.always.first, first.guardCondition == nil else { continue }
+            let at = start.reduce(JSONPath()) { $0.key("states").key($1) }.key("always")
+            var spec = first
+            var visited: Set<[String]> = [start]
+            var round = [start]
+            while true {
+                guard let target = spec.target else {
+                    issue(at, .eventlessLoop("an \"always\" transition without guard or target is taken again and again"))
+                    break
+                }
+                var leaf = target
+                while let initial = nodes[leaf]?.initial { leaf.append(initial) }
+                guard let next = certain(at: leaf) else { break }
+                if next.source == start {
+                    let names = (round + [start]).map { $0.isEmpty ? "(root)" : $0.joined(separator: ".") }
+                    issue(at, .eventlessLoop("\"always\" transitions without guards go round \(names.joined(separator: " → "))"))
+                    break
+                }
+                round.append(next.source)
+                // A loop that does not come back here is reported from a state on it.
+                guard visited.insert(next.source).inserted else { break }
+                spec = next.spec
+            }
         }
     }
 

@@ -71,19 +71,30 @@ final class MachineTimerRunner: FeedbackRunner {
         let isCurrent: @Sendable () -> Bool = {
             timers.withLock { !$0.stopped && $0.running[key]?.token == token }
         }
-        return Task {
-            defer {
-                timers.withLock { timers in
-                    if timers.running[key]?.token == token { timers.running[key]?.finished = true }
-                }
+        return Self.sleeping(on: clock, milliseconds: key.delay, whileCurrent: isCurrent, then: {
+            submit(MachineEvent.after(state: key.path, delay: key.delay), isCurrent)
+        }, finally: {
+            timers.withLock { timers in
+                if timers.running[key]?.token == token { timers.running[key]?.finished = true }
             }
+        })
+    }
+
+    /// A task that sleeps `milliseconds` on `clock`, then runs `fire` unless it was
+    /// cancelled or is no longer current; `finally` runs in any case. What a machine's
+    /// timers and delayed events share.
+    static func sleeping(on clock: any Clock<Duration>, milliseconds: Int, whileCurrent isCurrent: @escaping @Sendable () -> Bool,
+                         then fire: @escaping @Sendable () -> Void,
+                         finally: @escaping @Sendable () -> Void = {}) -> Task<Void, Never> {
+        Task {
+            defer { finally() }
             do {
-                try await clock.sleep(for: .milliseconds(key.delay))
+                try await clock.sleep(for: .milliseconds(milliseconds))
             } catch {
                 return
             }
             guard !Task.isCancelled, isCurrent() else { return }
-            submit(MachineEvent.after(state: key.path, delay: key.delay), isCurrent)
+            fire()
         }
     }
 

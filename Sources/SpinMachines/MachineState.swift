@@ -15,6 +15,10 @@ public struct MachineState: Sendable, Codable {
     }
     /// The machine's data.
     public var context: [String: MachineValue]
+    /// What the compound states with a history child remembered when they were last
+    /// left: the state's path (`"a.b"`) → the active leaf's path then. JSON: `"history":
+    /// {"a": "a.b.c"}`, present only when not empty (XState's `historyValue`).
+    public var history: [String: [String]]
     /// What the transition that made this state did; empty for a state made otherwise.
     public var step: MachineStep {
         get { shape.step }
@@ -28,14 +32,16 @@ public struct MachineState: Sendable, Codable {
 
     /// A state with `value` (the active leaf's path) and `context`; `step` is for the
     /// interpreter, which records what a transition did.
-    public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep()) {
-        self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context)
+    public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep(),
+                history: [String: [String]] = [:]) {
+        self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context, history: history)
     }
 
     /// A state the interpreter made.
-    init(shape: Shape, context: [String: MachineValue]) {
+    init(shape: Shape, context: [String: MachineValue], history: [String: [String]] = [:]) {
         self.shape = shape
         self.context = context
+        self.history = history
     }
 
     /// The state's value and step, and where its leaf's node is (`leafHint`: not part
@@ -65,7 +71,7 @@ public struct MachineState: Sendable, Codable {
         path.count <= value.count && Array(value.prefix(path.count)) == path
     }
 
-    private enum Keys: String, CodingKey { case value, context }
+    private enum Keys: String, CodingKey { case value, context, history }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
@@ -86,19 +92,24 @@ public struct MachineState: Sendable, Codable {
         }
         shape = Shape(value: path, step: MachineStep(), leafHint: nil)
         context = try container.decodeIfPresent([String: MachineValue].self, forKey: .context) ?? [:]
+        let remembered = try container.decodeIfPresent([String: String].self, forKey: .history) ?? [:]
+        history = remembered.mapValues { $0.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Keys.self)
         try container.encode(valueJSON, forKey: .value)
         try container.encode(MachineValue.object(context), forKey: .context)
+        if !history.isEmpty {
+            try container.encode(MachineValue.object(history.mapValues { .string($0.joined(separator: ".")) }), forKey: .history)
+        }
     }
 }
 
 extension MachineState: Equatable {
-    /// Value and context; `step` is not compared.
+    /// Value, context and history; `step` is not compared.
     public static func == (lhs: MachineState, rhs: MachineState) -> Bool {
-        lhs.value == rhs.value && lhs.context == rhs.context
+        lhs.value == rhs.value && lhs.context == rhs.context && lhs.history == rhs.history
     }
 }
 
@@ -110,11 +121,38 @@ public struct MachineStep: Sendable, Hashable {
     public var entered: [[String]]
     /// The Gear events the transition's actions propagate, in order.
     public var propagations: [MachinePropagation]
+    /// True when the event set off more than `MachineDefinition.microstepLimit` steps
+    /// (`always` transitions that keep being enabled): the state is where the machine
+    /// stopped, and a host suspends the Spin.
+    public var unsettled: Bool
+    /// The events `raise` actions with a `delay` scheduled, in order.
+    public var scheduled: [MachineScheduledEvent]
+    /// The ids `cancel` actions named, in order.
+    public var cancelled: [String]
 
     /// A record of entered states and propagations (empty by default).
-    public init(entered: [[String]] = [], propagations: [MachinePropagation] = []) {
+    public init(entered: [[String]] = [], propagations: [MachinePropagation] = [], unsettled: Bool = false,
+                scheduled: [MachineScheduledEvent] = [], cancelled: [String] = []) {
         self.entered = entered
         self.propagations = propagations
+        self.unsettled = unsettled
+        self.scheduled = scheduled
+        self.cancelled = cancelled
+    }
+}
+
+/// One `raise` action with a `delay`: the event the machine gets when it elapses,
+/// unless a `cancel` with the same `id` comes first.
+public struct MachineScheduledEvent: Sendable, Hashable {
+    public var id: String?
+    /// Milliseconds.
+    public var delay: Int
+    public var event: MachineEvent
+
+    public init(id: String?, delay: Int, event: MachineEvent) {
+        self.id = id
+        self.delay = delay
+        self.event = event
     }
 }
 

@@ -45,7 +45,7 @@ struct MachineSpinTests {
             "closed": { "on": { "OPEN": "opened" } },
             "opened": { "after": { "300": "closed" },
                         "on": { "KNOCK": { "actions": [ { "type": "assign", "set": { "knocks": { "add": 1 } } } ] },
-                                "REOPEN": "opened" } } } }
+                                "REOPEN": { "target": "opened", "reenter": true } } } } }
         """#
 
     @Test func stayingInAState_KeepsItsTimer() async throws {

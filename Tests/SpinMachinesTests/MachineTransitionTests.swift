@@ -125,15 +125,28 @@ import Testing
         #expect(propagatedTypes(a) == ["enter.a", "enter.a1"])
     }
 
-    @Test func selfTargetedTransition_ExitsAndReenters() throws {
-        let machine = try makeMachine(#"""
-            { "initial": "s", "context": { "entries": 0 },
-              "states": { "s": { "entry": [ { "type": "assign", "set": { "entries": { "add": 1 } } } ],
-                                 "on": { "AGAIN": "s" } } } }
-            """#)
+    static let selfTargeting = #"""
+        { "initial": "s", "context": { "entries": 0, "exits": 0 },
+          "states": { "s": { "entry": [ { "type": "assign", "set": { "entries": { "add": 1 } } } ],
+                             "exit": [ { "type": "assign", "set": { "exits": { "add": 1 } } } ],
+                             "on": { "AGAIN": "s", "REENTER": { "target": "s", "reenter": true } } } } }
+        """#
+
+    /// XState v5, transition.test.ts "reenter": a transition to its own source does not
+    /// leave it ("should not reenter a state when targeting itself without reenter")...
+    @Test func selfTargetedTransition_WithoutReenter_NeitherExitsNorEnters() throws {
+        let machine = try makeMachine(Self.selfTargeting)
         #expect(machine.initialState.context["entries"] == 1)
         let again = machine.transition(machine.initialState, event("AGAIN"))
-        #expect(again?.context["entries"] == 2)
+        #expect(again?.context["entries"] == 1 && again?.context["exits"] == 0)
+        #expect(again?.step.entered == [])
+    }
+
+    /// ... and `reenter: true` does ("should reenter a state when targeting itself with reenter: true").
+    @Test func selfTargetedTransition_WithReenter_ExitsAndReenters() throws {
+        let machine = try makeMachine(Self.selfTargeting)
+        let again = machine.transition(machine.initialState, event("REENTER"))
+        #expect(again?.context["entries"] == 2 && again?.context["exits"] == 1)
         #expect(again?.step.entered == [["s"]])
     }
 

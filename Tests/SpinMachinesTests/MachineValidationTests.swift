@@ -52,7 +52,7 @@ import Testing
           #"test.json: states.a.after.soon: bad delay "soon": a delay is a positive whole number of milliseconds"#]),
         // actions
         (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "log" } ] } } }"#,
-         [#"test.json: states.a.entry[0].type: unknown action: "log" is not "assign" or "gear.propagate""#]),
+         [#"test.json: states.a.entry[0].type: unknown action: "log" is not "assign", "gear.propagate", "raise" or "cancel""#]),
         (#"{ "initial": "a", "states": { "a": { "exit": [ { "type": "assign", "value": 1 } ] } } }"#,
          [#"test.json: states.a.exit[0]: unknown action: "assign" takes exactly "set": an object of context keys"#]),
         (#"{ "initial": "a", "states": { "a": { "entry": [ { "type": "assign", "set": { "n": { "from": "ctx.n" } } } ] } } }"#,
@@ -71,7 +71,7 @@ import Testing
         (#"{ "initial": "a", "states": { "a": { "type": "final", "on": { "E": "a" } } } }"#,
          [#"test.json: states.a: a final state accepts no events: no "on", "after" or "states""#]),
         (#"{ "initial": "a", "states": { "a": { "type": "parallel" } } }"#,
-         [#"test.json: states.a.type: unknown state type "parallel": expected "atomic", "compound" or "final""#]),
+         [#"test.json: states.a.type: unknown state type "parallel": parallel states are not supported yet; expected "atomic", "compound" or "final""#]),
         (#"{ "initial": "a", "states": { "a": { "on": { "xstate.after": "a" } } } }"#,
          [#"test.json: states.a.on["xstate.after"]: event type "xstate.after" is reserved for after timers"#]),
         (#"{ "initial": "a", "context": [], "states": { "a": { "on": { "E": 3 } } } }"#,

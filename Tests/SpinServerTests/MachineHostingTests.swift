@@ -68,4 +68,51 @@ struct MachineHostingTests {
             """)
         #expect(await router.respond("GET", "/v1/spins/session").object["sequence"] as? Int == 2)
     }
+
+    /// A machine with one event's worth of states, hosted and started, and its router.
+    static func host(_ json: String) throws -> (SpinHost, APIRouter) {
+        let host = SpinHost()
+        try host.host(machine: try MachineDefinition(json: Array(json.utf8), file: "test.json"), named: "m")
+        host.start()
+        return (host, makeRouter(host))
+    }
+
+    /// A machine whose guarded `always` transitions keep being enabled stops at the
+    /// microstep limit, and the host suspends its Spin (as the runaway guard does):
+    /// later events are refused until it is resumed.
+    @Test func anEventlessLoop_SuspendsTheSpin_WithItsReason() async throws {
+        let (host, router) = try Self.host(#"""
+            { "initial": "idle", "context": { "on": false },
+              "states": {
+                "idle": { "on": { "START": { "target": "a", "actions": [ { "type": "assign", "set": { "on": true } } ] } } },
+                "a": { "always": { "target": "b", "guard": { "eq": ["context.on", true] } } },
+                "b": { "always": { "target": "a", "guard": { "eq": ["context.on", true] } } } } }
+            """#)
+        defer { host.stop() }
+        let started = await router.post("/v1/spins/m/events", #"{"type":"START"}"#, query: [("wait", "true")])
+        #expect(started.status == 200)
+        let spin = await router.respond("GET", "/v1/spins/m").object
+        #expect(spin["status"] as? String == "suspended")
+        #expect(await router.post("/v1/spins/m/events", #"{"type":"START"}"#).status == 409)
+        #expect(SpinHost.unsettledReason.contains("\(MachineDefinition.microstepLimit) microsteps"))
+    }
+
+    /// A machine in a top-level final state is done: `GET` says so, and each later event
+    /// is answered `done` without a sequence.
+    @Test func aMachineInATopLevelFinalState_IsDone() async throws {
+        let (host, router) = try Self.host(#"""
+            { "initial": "a", "states": { "a": { "on": { "END": "end" } }, "end": { "type": "final" } } }
+            """#)
+        defer { host.stop() }
+        #expect(await router.respond("GET", "/v1/spins/m").object["status"] as? String == "running")
+        let response = await router.post("/v1/spins/m/events", #"[{"type":"NOPE"},{"type":"END"},{"type":"END"}]"#,
+                                         query: [("wait", "true")])
+        #expect(response.text == """
+            {"sequence":1,"state":{"value":"end","context":{}},"replies":[{"applied":false,"reason":"no_transition"},\
+            {"applied":true},{"applied":false,"reason":"done"}]}
+            """)
+        #expect(await router.respond("GET", "/v1/spins/m").object["status"] as? String == "done")
+        let spins = await router.respond("GET", "/v1/spins").object["spins"] as? [[String: Any]] ?? []
+        #expect(spins.first?["status"] as? String == "done")
+    }
 }

@@ -489,6 +489,49 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
         runaway.stop()
 
 
+def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
+    """A machine in a top-level final state is done (XState v5, final.test.ts): its card
+    says so as soon as its stream brings the state, and the API agrees. Its chart marks
+    its history state."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with another machine")
+    machine = {"initial": "working", "context": {"go": False}, "states": {
+        "working": {"id": "w", "initial": "one", "on": {"END": "finished", "PAUSE": "paused"},
+                    "states": {"one": {"always": {"target": "two", "guard": {"eq": ["context.go", True]}}}, "two": {},
+                               "hist": {"type": "history", "history": "deep"}}},
+        "paused": {"on": {"RESUME": "#w.hist"}},
+        "finished": {"type": "final"}}}
+    (workdir / "finishing.json").write_text(json.dumps(machine))
+    config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
+    config["spins"] = [{"name": "job", "machine": str(workdir / "finishing.json")}]
+    config["gears"] = []
+    config_path = workdir / "finishing-config.json"
+    config_path.write_text(json.dumps(config))
+    finishing = Server(free_port(), workdir / "finishing-storage", {"SPIN_CONFIG": str(config_path)})
+    try:
+        driver.get(finishing.url + "/")
+        wait_for(driver, lambda d: spin_card(d, "job").get_attribute("data-status") == "running", "job running")
+        assert not spin_card(driver, "job").find_element(By.CSS_SELECTOR, ".done-badge").is_displayed()
+        # A history state is drawn marked as one (H*: deep), with a dashed box.
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.state.history'),
+                 "the history state in the chart")
+        history = driver.find_element(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.state.history')
+        assert history.get_attribute("aria-label") == "state working.hist (deep history)"
+        assert history.find_element(By.CSS_SELECTOR, "text").get_attribute("textContent") == "H* hist"
+        # Edges of #id targets and of always transitions are drawn too.
+        edges = {(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in
+                 driver.find_elements(By.CSS_SELECTOR, '.spin[data-spin="job"] .chart g.transition')}
+        assert ("paused", "working.hist") in edges and ("working.one", "working.two") in edges, edges
+        assert post_event(finishing.url, "job", {"type": "END"}) == 202
+        wait_for(driver, lambda d: spin_card(d, "job").get_attribute("data-status") == "done", "job marked done",
+                 on_timeout=lambda d: (spin_card(d, "job").text, finishing.log_text()))
+        assert spin_card(driver, "job").find_element(By.CSS_SELECTOR, ".done-badge").is_displayed()
+        with urllib.request.urlopen(finishing.url + "/v1/spins/job", timeout=10) as r:
+            assert json.load(r)["status"] == "done"
+    finally:
+        finishing.stop()
+
+
 # ---- a cluster: the dashboard of one node shows Spins another node serves ------------------
 
 def _have_postgres():

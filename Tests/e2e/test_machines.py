@@ -18,6 +18,7 @@ from spin_e2e import REPO, SpinServer, recv_json, recv_until, run_async
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "machines"
 LAB = json.loads((FIXTURES / "lab.json").read_text())
+XSTATE = json.loads((FIXTURES / "xstate.json").read_text())
 
 
 @pytest.fixture
@@ -79,6 +80,7 @@ def context(server: SpinServer) -> dict:
 
 APPLIED = {"applied": True}
 IGNORED = {"applied": False, "reason": "no_transition"}
+DONE = {"applied": False, "reason": "done"}
 
 
 def wait_for_value(server: SpinServer, spin: str, value, timeout: float = 5.0) -> dict:
@@ -129,8 +131,12 @@ def test_self_transition_without_target_keeps_state_and_every_assign_form(machin
     assert ctx["entries"] == 1 and ctx["exitAt"] is None and reply["state"]["value"] == {"main": "idle"}
     reply = send(server, "lab", {"type": "SET", "value": 7})
     assert reply["state"]["context"]["counter"] == 4 and reply["state"]["context"]["fromEvent"] == 7
-    # A transition to the state itself leaves and re-enters it.
+    # A transition to the state itself stays in it, as in XState v5 (transition.test.ts,
+    # "reenter"): no exit, no entry...
     reply = send(server, "lab", {"type": "AGAIN"})
+    assert reply["state"]["context"]["entries"] == 1 and reply["state"]["context"]["exitAt"] is None
+    # ... unless it says "reenter": true.
+    reply = send(server, "lab", {"type": "REENTER"})
     assert reply["state"]["context"]["entries"] == 2 and reply["state"]["context"]["exitAt"] == 1
 
 
@@ -200,13 +206,138 @@ def test_after_timer_is_cancelled_when_its_state_is_left(machine_server):
     assert server.sequence("lab") == 2
 
 
-def test_final_state_ignores_every_event(machine_server):
-    server = lab_server(machine_server)
-    reply = send(server, "lab", {"type": "END"})
+def test_top_level_final_state_completes_the_machine(machine_server, tmp_path):
+    """XState v5, final.test.ts "status of a machine with a root state being final should be
+    done": reaching a top-level final state completes the machine; later events are
+    answered done, take no sequence and are not journaled; the status survives a restart."""
+    storage = tmp_path / "storage"
+    server = lab_server(machine_server, storage=storage, name="first")
+    assert server.spin("lab")["status"] == "running"
+    # In one batch: ignored before the end (no_transition), done after it.
+    reply = send(server, "lab", {"type": "NOPE"}, {"type": "END"}, {"type": "GO"}, {"type": "NOPE"})
+    assert reply["replies"] == [IGNORED, APPLIED, DONE, DONE]
     assert reply["state"]["value"] == "done" and reply["sequence"] == 1
     reply = send(server, "lab", {"type": "GO"}, {"type": "G_EQ", "v": "ada"}, {"type": "BACK"})
-    assert reply["replies"] == [IGNORED] * 3
+    assert reply["replies"] == [DONE] * 3
     assert reply["sequence"] == 1 and reply["state"]["value"] == "done"
+    response = server.post_events("lab", [{"type": "GO"}])
+    assert response.status_code == 202 and response.json()["sequence"] == 1
+    spin = server.spin("lab")
+    assert spin["status"] == "done" and spin["sequence"] == 1
+    listed = {entry["name"]: entry for entry in server.get("/v1/spins").json()["spins"]}
+    assert listed["lab"]["status"] == "done"
+    assert server.terminate() == 0
+
+    # The journal holds the one applied event: replayed, the machine is done again.
+    again = lab_server(machine_server, storage=storage, name="second")
+    spin = again.spin("lab")
+    assert spin["status"] == "done" and spin["sequence"] == 1
+    assert send(again, "lab", {"type": "BACK"})["replies"] == [DONE]
+
+
+def test_a_done_machine_acks_a_stream_event_with_reason_done(machine_server):
+    server = lab_server(machine_server)
+    send(server, "lab", {"type": "END"})
+
+    async def scenario():
+        async with connect(server.ws_base + "/v1/spins/lab/stream", open_timeout=5, close_timeout=5, proxy=None) as ws:
+            assert (await recv_json(ws))["type"] == "snapshot"
+            await ws.send(json.dumps({"type": "event", "id": 7, "event": {"type": "GO"}}))
+            return (await recv_until(ws, lambda m: m.get("type") == "ack"))[0]
+
+    ack = run_async(scenario())
+    assert ack["applied"] is False and ack["reason"] == "done" and ack["sequence"] == 1
+
+
+def test_xstate_v5_features_over_http(machine_server):
+    """XState v5's semantics (tests of statelyai/xstate packages/core/test/ named per step):
+    internalTransitions.test.ts (a child target does not re-enter its parent unless
+    "reenter": true; events on the root), eventDescriptors.test.ts (the wildcard after
+    the event's own type), transient.test.ts (a guarded always), final.test.ts (onDone;
+    a top-level final state completes the machine, the root's exit runs)."""
+    server = machine_server({"xstate.json": XSTATE}, [{"name": "xs", "machine": "machines/xstate.json"}])
+    start = state(server, "xs")
+    assert start["value"] == {"word": "left"} and start["context"]["rootEntered"] is True
+    assert start["context"]["entries"] == 1
+    reply = send(server, "xs", {"type": "RIGHT"}, {"type": "RIGHT_REENTER"}, {"type": "ANYTHING"})
+    assert reply["replies"] == [APPLIED] * 3
+    ctx = reply["state"]["context"]
+    assert reply["state"]["value"] == {"word": "right"}
+    assert ctx["entries"] == 2 and ctx["seen"] == "ANYTHING"
+    reply = send(server, "xs", {"type": "COUNT"}, {"type": "INC"}, {"type": "INC"}, {"type": "INC"})
+    assert reply["replies"] == [APPLIED] * 4
+    # The third INC makes the always guard hold: low -> high (final) -> counting's onDone.
+    assert reply["state"]["value"] == {"word": "left"}
+    assert reply["state"]["context"]["seen"] == "xstate.done.state.counting"
+    assert reply["sequence"] == 7
+    # Inside word, its wildcard takes QUIT before the root's own transition does.
+    reply = send(server, "xs", {"type": "QUIT"})
+    assert reply["state"]["value"] == {"word": "left"} and reply["state"]["context"]["seen"] == "QUIT"
+    reply = send(server, "xs", {"type": "COUNT"}, {"type": "QUIT"}, {"type": "RIGHT"})
+    assert reply["replies"] == [APPLIED, APPLIED, DONE]
+    assert reply["state"]["value"] == "bye" and reply["state"]["context"]["finished"] is True
+    assert server.spin("xs")["status"] == "done"
+
+
+RAISING = {
+    "initial": "a",
+    "states": {
+        "a": {"on": {"NEXT": {"actions": [{"type": "raise", "event": {"type": "RAISED"}, "delay": 300, "id": "later"}]},
+                     "NOW": {"actions": [{"type": "raise", "event": {"type": "RAISED"}}]},
+                     "CANCEL": {"actions": [{"type": "cancel", "id": "later"}]},
+                     "RAISED": "b"}},
+        "b": {"on": {"BACK": "a"}},
+    },
+}
+
+
+def test_raise_and_cancel_over_http(machine_server, tmp_path):
+    """XState v5, actions.test.ts: raise "should be able to raise a delayed event and
+    respond to it in the same state", cancel "should be possible to cancel a raised
+    delayed event". A raised event is taken in the same step (one sequence); a delayed
+    one arrives later as its own journaled event."""
+    storage = tmp_path / "storage"
+    server = machine_server({"r.json": RAISING}, [{"name": "r", "machine": "machines/r.json"}], storage=storage, name="first")
+    reply = send(server, "r", {"type": "NOW"})
+    assert reply["state"]["value"] == "b" and reply["sequence"] == 1
+    send(server, "r", {"type": "BACK"}, {"type": "NEXT"})
+    assert state(server, "r")["value"] == "a"
+    spin = wait_for_value(server, "r", "b")
+    assert spin["sequence"] == 4                 # NOW, BACK, NEXT, then RAISED by itself
+    send(server, "r", {"type": "BACK"}, {"type": "NEXT"}, {"type": "CANCEL"})
+    time.sleep(0.6)
+    assert server.spin("r")["sequence"] == 7 and state(server, "r")["value"] == "a"
+    assert server.terminate() == 0
+    again = machine_server({"r.json": RAISING}, [{"name": "r", "machine": "machines/r.json"}], storage=storage, name="second")
+    assert again.spin("r")["sequence"] == 7 and state(again, "r")["value"] == "a"
+
+
+HISTORY = {
+    "initial": "on",
+    "states": {
+        "on": {"initial": "first", "on": {"POWER": "off"},
+               "states": {"first": {"on": {"SWITCH": "second"}},
+                          "second": {"initial": "A", "states": {"A": {"on": {"INNER": "B"}}, "B": {}}},
+                          "hist": {"type": "history"},
+                          "deep": {"type": "history", "history": "deep"}}},
+        "off": {"on": {"POWER": "on.hist", "DEEP_POWER": "on.deep"}},
+    },
+}
+
+
+def test_history_states_over_http_and_across_a_restart(machine_server, tmp_path):
+    """XState v5, history.test.ts: "should go to the most recently visited state" (shallow)
+    and the deep history; the record rides in the state ("history") and survives a restart."""
+    storage = tmp_path / "storage"
+    server = machine_server({"h.json": HISTORY}, [{"name": "h", "machine": "machines/h.json"}], storage=storage, name="first")
+    reply = send(server, "h", {"type": "SWITCH"}, {"type": "INNER"}, {"type": "POWER"})
+    assert reply["state"] == {"value": "off", "context": {}, "history": {"on": "on.second.B"}}
+    assert server.terminate() == 0
+    again = machine_server({"h.json": HISTORY}, [{"name": "h", "machine": "machines/h.json"}], storage=storage, name="second")
+    assert state(again, "h")["history"] == {"on": "on.second.B"}
+    assert send(again, "h", {"type": "DEEP_POWER"})["state"]["value"] == {"on": {"second": "B"}}
+    send(again, "h", {"type": "POWER"})
+    assert send(again, "h", {"type": "POWER"})["state"]["value"] == {"on": {"second": "A"}}
 
 
 # -- ignored events ---------------------------------------------------------------------------
@@ -392,7 +523,7 @@ BAD_MACHINES = {
     "bad-delay": (set_path("states", "opened", "after", {"0.5": "closed"}),
                   'machines/x.json: states.opened.after["0.5"]: bad delay "0.5": a delay is a positive whole number of milliseconds'),
     "unknown-action-form": (set_path("states", "opened", "entry", 0, "type", "send"),
-                            'machines/x.json: states.opened.entry[0].type: unknown action: "send" is not "assign" or "gear.propagate"'),
+                            'machines/x.json: states.opened.entry[0].type: unknown action: "send" is not "assign", "gear.propagate", "raise" or "cancel"'),
     "unknown-guard-form": (set_path("states", "locked", "on", "UNLOCK", 0, "guard", {"equals": ["a", "b"]}),
                            "machines/x.json: states.locked.on.UNLOCK[0].guard: unknown guard: a guard is one of"),
     "missing-initial": (set_path("initial", REMOVE),
@@ -409,6 +540,10 @@ BAD_MACHINES = {
     "after-event-field": (set_path("states", "opened", "after", "300", {"target": "closed", "guard": {"gt": ["event.dealy", 1]}}),
                           'machines/x.json: states.opened.after.300.guard.gt[0]: unknown event field "dealy": '
                           'the event of an "after" transition has "delay", "state", "type" (did you mean "delay"?)'),
+    "eventless-loop": (set_path("states", "closed", "always", "closed"),
+                       'machines/x.json: states.closed.always: endless loop: "always" transitions without guards go round closed → closed'),
+    "duplicate-id": (set_path("states", "gone", "id", "door"),
+                     'machines/x.json: states.gone.id: duplicate id "door": "#door" must name one state'),
 }
 
 

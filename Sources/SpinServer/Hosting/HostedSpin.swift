@@ -34,25 +34,41 @@ package struct AppliedEvent: Sendable {
     package let count: Int
     /// Offsets of the events the reducer declined, ascending; empty when all applied.
     package let ignored: [Int]
+    /// The offset from which the Spin was done (a machine that reached a top-level final
+    /// state): the ignored events from there on are ignored for that (`done`); nil when
+    /// the batch left it running.
+    package let doneFrom: Int?
 
-    package init(sequence: UInt64, state: JSONValue? = nil, count: Int = 1, ignored: [Int] = []) {
+    package init(sequence: UInt64, state: JSONValue? = nil, count: Int = 1, ignored: [Int] = [], doneFrom: Int? = nil) {
         self.sequence = sequence
         self.state = state
         self.count = count
         self.ignored = ignored
+        self.doneFrom = doneFrom
     }
 
     /// `[{"applied":true},{"applied":false,"reason":"no_transition"}, ..]`: one per event.
     package var replies: JSONValue {
         let applied = JSONValue.object([("applied", .bool(true))])
         var replies = [JSONValue](repeating: applied, count: count)
-        for offset in ignored { replies[offset] = Self.noTransition }
+        for offset in ignored { replies[offset] = reply(ignoredAt: offset) }
         return .array(replies)
+    }
+
+    /// The reply to the ignored event at `offset`: `no_transition`, or `done` once the Spin is.
+    package func reply(ignoredAt offset: Int) -> JSONValue {
+        if let doneFrom, offset >= doneFrom { return Self.done }
+        return Self.noTransition
     }
 
     /// The reply to an ignored event.
     package static var noTransition: JSONValue {
         .object([("applied", .bool(false)), ("reason", .string("no_transition"))])
+    }
+
+    /// The reply to an event sent to a machine that is done (DESIGN §3).
+    package static var done: JSONValue {
+        .object([("applied", .bool(false)), ("reason", .string("done"))])
     }
 }
 
@@ -101,6 +117,9 @@ package enum SubmitResult: Sendable, Equatable {
 /// host) until resumed. `GET /v1/spins/{name}` says which.
 package enum SpinStatus: String, Sendable, Equatable {
     case running, suspended
+    /// A declarative machine reached a top-level final state: it takes no more events
+    /// (each is answered `done`, and nothing is journaled).
+    case done
     /// Its stored history could not be replayed and `storage.onCorruption` is `isolate`:
     /// it never runs in this process (`UnrecoverableSpin`).
     case unrecoverable
@@ -216,9 +235,18 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     let machineDefinition: JSONValue?
     let schema: SpinSchema
+    /// Whether a state is final for the whole Spin (a machine's top-level final state);
+    /// nil for a Spin that never completes.
+    private let isDone: (@Sendable (State) -> Bool)?
+    /// Why a state the reducer made means the Spin must stop applying events (a machine
+    /// whose event set off more microsteps than it allows); nil for a state that is fine.
+    private let suspendsAt: (@Sendable (State) -> String?)?
 
     init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil,
-         schema: SpinSchema? = nil) {
+         schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
+         suspendsAt: (@Sendable (State) -> String?)? = nil) {
+        self.isDone = isDone
+        self.suspendsAt = suspendsAt
         self.name = name
         self.kind = kind
         self.spin = spin
@@ -237,6 +265,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             let recovered = self.origin.withLock { $0 }
             let made = spin.startingFrom(recovered?.state ?? spin.initialState)
                 .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget)
+            if let suspendsAt {
+                // Before the feedbacks see the state, as the runaway guard stops them.
+                _ = made.observe { [weak made] transition in
+                    if let reason = suspendsAt(transition.state) { made?.suspend(reason: reason) }
+                }
+            }
             loop = made
             return made
         }
@@ -273,15 +307,21 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func stop() { loop.withLock { $0 }?.stop() }
     var isPrepared: Bool { loop.withLock { $0 != nil } }
     func fresh() -> any HostedSpin {
-        HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema)
+        HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema, isDone: isDone,
+                   suspendsAt: suspendsAt)
     }
     var pendingEvents: Int { running.pendingEvents }
-    var status: SpinStatus { running.isSuspended ? .suspended : .running }
+    var status: SpinStatus {
+        let loop = running
+        if loop.isSuspended { return .suspended }
+        if let isDone, isDone(loop.snapshot.state) { return .done }
+        return .running
+    }
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
     func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool {
         guard let batch else { return running.resume() }
         return running.resume(applyingBatch: events(of: batch), origin: batch.origin) { result in
-            onApplied(result.map { Self.applied($0, withState: false) })
+            onApplied(result.map { self.applied($0, withState: false) })
         }
     }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
@@ -403,7 +443,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult {
         let events = events(of: batch)
         switch running.emit(batch: events, limit: inboxLimit, origin: batch.origin, onResult: { result in
-            onApplied(result.map { Self.applied($0, withState: withState) })
+            onApplied(result.map { self.applied($0, withState: withState) })
         }) {
         case .accepted: return .accepted
         case .inboxFull: return .inboxFull
@@ -415,9 +455,21 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     /// With the state when asked (nil when it does not encode: the transition did not
     /// either, and the feed refuses the acknowledgement).
-    private static func applied(_ result: BatchResult<State, Event>, withState: Bool) -> AppliedEvent {
-        AppliedEvent(sequence: result.sequence, state: withState ? try? encode(result.state) : nil,
-                     count: result.count, ignored: result.declined)
+    private func applied(_ result: BatchResult<State, Event>, withState: Bool) -> AppliedEvent {
+        // Done is for good: the events the batch declined after its last applied one met
+        // the state it ends in.
+        var doneFrom: Int?
+        if let isDone, !result.declined.isEmpty, isDone(result.state) {
+            // `declined` is ascending: its tail of consecutive offsets ends the batch.
+            var offset = result.count
+            for declined in result.declined.reversed() {
+                guard declined == offset - 1 else { break }
+                offset = declined
+            }
+            doneFrom = offset
+        }
+        return AppliedEvent(sequence: result.sequence, state: withState ? try? Self.encode(result.state) : nil,
+                            count: result.count, ignored: result.declined, doneFrom: doneFrom)
     }
 
     /// The state as JSON; a read of a state that does not encode (only until the Spin is

@@ -72,6 +72,12 @@ public final class SpinHost: Sendable {
         }
     }
 
+    /// Why a machine's Spin is suspended when an event set off more microsteps than
+    /// `MachineDefinition.microstepLimit` (its `always` transitions kept being enabled).
+    package static var unsettledReason: String {
+        "an event set off more than \(MachineDefinition.microstepLimit) microsteps (\"always\" transitions that stay enabled); the state is where the machine stopped"
+    }
+
     /// Hosts the Spin of a declarative machine under `name`, kind `machine`;
     /// `GET /v1/spins/{name}` then shows the machine's JSON definition too (the dashboard
     /// draws it as a state chart).
@@ -83,7 +89,9 @@ public final class SpinHost: Sendable {
         let definition: JSONValue? = JSONValidator.firstProblem(in: machine.source) == nil ? .raw(Self.compact(machine.source)) : nil
         try add(HostedLoop(name: name, kind: SpinServerConfiguration.machineKind, spin: machine.spin(gears: gears),
                            machineDefinition: definition,
-                           schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema)))
+                           schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
+                           isDone: { machine.isDone($0) },
+                           suspendsAt: { $0.step.unsettled ? Self.unsettledReason : nil }))
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its

@@ -68,14 +68,15 @@ package enum StreamMessage {
 
     /// The ack of a client's event or array of events: `{"type":"ack","id":..,
     /// "sequence":N}` when every event applied. An event the Spin ignored (no transition
-    /// from its state) adds `"applied":false,"reason":"no_transition"` (N is then the
+    /// from its state) adds `"applied":false,"reason":"no_transition"` (`"done"` when the
+    /// Spin is a machine that completed; N is then the
     /// unchanged sequence); an array of events of which some were ignored adds
     /// `"replies":[..]`, one per event, as `POST .../events?wait=true` answers.
     package static func ack(id: JSONValue, _ applied: AppliedEvent) -> JSONValue {
         var fields: [(key: String, value: JSONValue)] = [("type", .string("ack")), ("id", id),
                                                          ("sequence", .number(String(applied.sequence)))]
         if !applied.ignored.isEmpty {
-            if applied.count == 1, case .object(let reply) = AppliedEvent.noTransition {
+            if applied.count == 1, case .object(let reply) = applied.reply(ignoredAt: 0) {
                 fields += reply
             } else {
                 fields.append(("replies", applied.replies))

@@ -1,0 +1,103 @@
+import Foundation
+import SpinMachines
+import Testing
+
+/// History states, re-expressed from XState v5's `packages/core/test/history.test.ts`
+/// (statelyai/xstate), describe "history states": each test names the test its machine
+/// comes from.
+@Suite struct MachineHistoryTests {
+    static let power = #"""
+        { "initial": "on",
+          "states": {
+            "on": { "initial": "first",
+                    "states": { "first": { "on": { "SWITCH": "second" } }, "second": { "on": { "SWITCH": "third" } }, "third": {},
+                                "hist": { "type": "history", "history": "shallow" }, "H": { "type": "history" } },
+                    "on": { "POWER": "off" } },
+            "off": { "on": { "POWER": "on.hist", "H_POWER": "on.H", "FRESH": "on" } } } }
+        """#
+
+    /// "should go to the most recently visited state (explicit shallow history type)" and
+    /// "(no explicit history type)".
+    @Test func aHistoryTarget_GoesToTheMostRecentlyVisitedState() throws {
+        let machine = try makeMachine(Self.power)
+        let second = try #require(machine.transition(machine.initialState, event("SWITCH")))
+        let off = try #require(machine.transition(second, event("POWER")))
+        #expect(off.history == ["on": ["on", "second"]])
+        #expect(machine.transition(off, event("POWER"))?.value == ["on", "second"])
+        #expect(machine.transition(off, event("H_POWER"))?.value == ["on", "second"])
+        // A plain target still enters the initial child.
+        #expect(machine.transition(off, event("FRESH"))?.value == ["on", "first"])
+    }
+
+    /// "should go to the initial state when no history present (explicit shallow history type)".
+    @Test func withoutARecord_TheParentsInitialStateIsEntered() throws {
+        let machine = try makeMachine(Self.power)
+        let off = MachineState(value: ["off"], context: [:])
+        #expect(machine.transition(off, event("POWER"))?.value == ["on", "first"])
+    }
+
+    /// "should go to the default history target when no history present" (`target`).
+    @Test func withoutARecord_TheHistorysTargetIsEntered() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "off",
+              "states": {
+                "off": { "on": { "POWER": "on.hist" } },
+                "on": { "initial": "first", "on": { "POWER": "off" },
+                        "states": { "first": {}, "second": {}, "hist": { "type": "history", "target": "second" } } } } }
+            """#)
+        #expect(machine.transition(machine.initialState, event("POWER"))?.value == ["on", "second"])
+    }
+
+    static let deep = #"""
+        { "initial": "off",
+          "states": {
+            "off": { "on": { "POWER": "on.hist", "DEEP_POWER": "on.deepHistory" } },
+            "on": { "initial": "first", "on": { "POWER": "off", "DEEP_POWER": "off" },
+                    "states": {
+                      "first": { "on": { "SWITCH": "second" } },
+                      "second": { "initial": "A", "states": { "A": { "on": { "INNER": "B" } }, "B": {} } },
+                      "hist": { "type": "history" },
+                      "deepHistory": { "type": "history", "history": "deep" } } } } }
+        """#
+
+    /// describe "deep history states": "should go to the shallow history" (the child,
+    /// entered at its initial state) and "should go to the deep history (explicit)".
+    @Test func shallowEntersTheRecordedChild_DeepTheRecordedLeaf() throws {
+        let machine = try makeMachine(Self.deep)
+        var state = machine.initialState
+        for type in ["POWER", "SWITCH", "INNER", "POWER"] { state = try #require(machine.transition(state, event(type))) }
+        #expect(state.value == ["off"])
+        #expect(machine.transition(state, event("POWER"))?.value == ["on", "second", "A"])
+        #expect(machine.transition(state, event("DEEP_POWER"))?.value == ["on", "second", "B"])
+    }
+
+    /// The record is part of the state's JSON (as XState's `historyValue` is of its
+    /// snapshot), so that a state read back, or replayed, goes where the original would.
+    @Test func theRecord_RoundTripsThroughJSON() throws {
+        let machine = try makeMachine(Self.power)
+        let second = try #require(machine.transition(machine.initialState, event("SWITCH")))
+        let off = try #require(machine.transition(second, event("POWER")))
+        let json = try JSONEncoder().encode(off)
+        #expect(String(decoding: json, as: UTF8.self).contains(#""history":{"on":"on.second"}"#))
+        let decoded = try JSONDecoder().decode(MachineState.self, from: json)
+        #expect(decoded == off)
+        #expect(machine.transition(decoded, event("POWER"))?.value == ["on", "second"])
+        // No record, no member: the JSON of a machine without history is as before.
+        #expect(!String(decoding: try JSONEncoder().encode(machine.initialState), as: UTF8.self).contains("history"))
+    }
+
+    @Test func historyStates_AreValidated() {
+        #expect(issueLines(#"""
+            { "initial": "a",
+              "states": { "a": { "initial": "a1", "on": { "GO": "b" },
+                                 "states": { "a1": {}, "h": { "type": "history", "history": "sideways", "target": "#b", "on": {} } } },
+                          "b": { "on": { "BACK": "a.h" } },
+                          "top": { "type": "history" } } }
+            """#) == [
+                #"test.json: states.a.states.h.on: unknown key"#,
+                #"test.json: states.a.states.h.history: expected "shallow" or "deep""#,
+                #"test.json: states.a.states.h.target: bad value: a history state's target is inside its parent"#,
+                #"test.json: states.top.type: bad value: a history state belongs to a compound state, not to the machine's root"#,
+            ])
+    }
+}

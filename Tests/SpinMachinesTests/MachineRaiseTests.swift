@@ -1,0 +1,103 @@
+import SpinCore
+import SpinMachines
+import SpinTesting
+import Testing
+
+/// `raise` and `cancel` actions, re-expressed from XState v5's
+/// `packages/core/test/actions.test.ts` (statelyai/xstate), describes "raise" and
+/// "cancel": each test names the test its machine comes from.
+@Suite struct MachineRaiseTests {
+    /// raise: "should be able to raise an event and respond to it in the same state"
+    /// (the raise in the initial state's entry is taken as the machine starts).
+    @Test func aRaisedEvent_IsTakenBeforeAnyOther_AlsoAtStart() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a",
+              "states": { "a": { "entry": [ { "type": "raise", "event": { "type": "TO_B" } } ], "on": { "TO_B": "b" } },
+                          "b": { "type": "final" } } }
+            """#)
+        #expect(machine.initialState.value == ["b"])
+        #expect(machine.isDone(machine.initialState))
+    }
+
+    /// raise: "should accept event expression" and "should be possible to access context
+    /// in the event expression" (fields taken with `from`).
+    @Test func aRaisedEvent_CarriesFieldsFromTheContextAndTheEvent() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a", "context": { "who": "ada" },
+              "states": {
+                "a": { "on": { "NEXT": { "actions": [ { "type": "raise", "event": { "type": "RAISED",
+                                          "who": { "from": "context.who" }, "n": { "from": "event.n" } } } ] },
+                               "RAISED": { "target": "b", "actions": [ { "type": "assign",
+                                          "set": { "got": { "from": "event.who" }, "n": { "from": "event.n" } } } ] } } },
+                "b": {} } }
+            """#)
+        let next = try #require(machine.transition(machine.initialState, event("NEXT", ["n": 3])))
+        #expect(next.value == ["b"])
+        #expect(next.context["got"] == "ada" && next.context["n"] == 3)
+    }
+
+    /// A raised event that no transition takes is dropped; the step still applies.
+    @Test func aRaisedEventWithoutTransition_IsDropped() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a", "context": { "n": 0 },
+              "states": { "a": { "on": { "GO": { "actions": [ { "type": "raise", "event": { "type": "LATER" } },
+                                                              { "type": "assign", "set": { "n": { "add": 1 } } } ] } } },
+                          "b": { "on": { "LATER": "a" } } },
+              "on": { "B": ".b" } }
+            """#)
+        let next = try #require(machine.transition(machine.initialState, event("GO")))
+        #expect(next.value == ["a"] && next.context["n"] == 1)
+    }
+
+    static let delayed = #"""
+        { "initial": "a",
+          "states": {
+            "a": { "on": { "NEXT": { "actions": [ { "type": "raise", "event": { "type": "RAISED" }, "delay": 100, "id": "myId" } ] },
+                           "RAISED": "b",
+                           "CANCEL": { "actions": [ { "type": "cancel", "id": "myId" } ] } } },
+            "b": {} } }
+        """#
+
+    /// raise: "should be able to raise a delayed event and respond to it in the same
+    /// state": the event reaches the machine after its delay, as an event of the loop.
+    @Test func aDelayedRaise_IsSentAfterItsDelay() async throws {
+        let clock = ManualClock()
+        let machine = try makeMachine(Self.delayed)
+        let step = try #require(machine.transition(machine.initialState, event("NEXT")))
+        #expect(step.step.scheduled == [MachineScheduledEvent(id: "myId", delay: 100, event: event("RAISED"))])
+        let tester = SpinTester(machine.spin(clock: clock), clock: clock)
+        await tester.send(event("NEXT"))
+        await tester.advance(by: .milliseconds(99))
+        await tester.advance(by: .milliseconds(1))
+        await tester.receive(event("RAISED")) { $0.value = ["b"] }
+        await tester.finish()
+    }
+
+    /// cancel: "should be possible to cancel a raised delayed event".
+    @Test func aCancelledDelayedRaise_IsNotSent() async throws {
+        let clock = ManualClock()
+        let tester = SpinTester(try makeMachine(Self.delayed).spin(clock: clock), clock: clock)
+        await tester.send(event("NEXT"))
+        await tester.advance(by: .milliseconds(50))
+        await tester.send(event("CANCEL"))
+        // `finish` fails when a produced event waits: none does.
+        await tester.advance(by: .milliseconds(100))
+        await tester.finish()
+    }
+
+    @Test func raiseAndCancel_AreValidated() {
+        #expect(issueLines(#"""
+            { "initial": "a",
+              "states": { "a": { "entry": [ { "type": "raise", "event": { "type": "NOPE" }, "delay": -1 },
+                                            { "type": "raise", "event": { "type": "X" } },
+                                            { "type": "cancel", "id": "nobody" },
+                                            { "type": "raise", "event": "X" } ],
+                                 "on": { "X": { "actions": [] } } } } }
+            """#) == [
+                #"test.json: states.a.entry[0].delay: bad delay "-1": a delay is a positive whole number of milliseconds"#,
+                #"test.json: states.a.entry[3]: unknown action: "raise" takes "event" (an object with a string "type"), and "delay" (ms) and "id" if it waits"#,
+                #"test.json: states.a.entry[2].id: unknown id "nobody": no "raise" has it"#,
+                #"test.json: states.a.entry[0].event.type: no state handles event "NOPE""#,
+            ])
+    }
+}
