@@ -44,7 +44,10 @@ extension MachineDefinition {
         var queue = raised[...]
         var steps = 1
         while let leaf = leafNode(of: current) {
-            guard let (chosen, seen) = eventless(current, leaf, after: event) ?? nextRaised(&queue, current, leaf) else { break }
+            // A completed machine takes nothing more, raised events included (v5 ends the
+            // macrostep once the machine is done).
+            guard !leaf.completesMachine,
+                  let (chosen, seen) = eventless(current, leaf, after: event) ?? nextRaised(&queue, current, leaf) else { break }
             guard steps < Self.microstepLimit else {
                 step.unsettled = true
                 break

@@ -106,3 +106,12 @@ def test_an_sse_stream_ends_when_its_token_expires(secured):
         body = b"".join(response.iter_content(chunk_size=None))
     assert b'"type":"snapshot"' in body
     assert time.monotonic() - started < 6
+
+
+@pytest.mark.parametrize("claim", ["exp", "nbf"])
+def test_a_date_beyond_the_year_9999_is_a_malformed_token_not_a_crash(secured, claim):
+    token = jwt.encode({"sub": "alice", "exp": time.time() + 60, claim: 1e16}, SECRET, algorithm="HS256")
+    refused = secured.get("/v1/spins", headers=bearer(token))
+    assert_error(refused, 401, "unauthorized")
+    assert "before the year 10000" in refused.json()["error"]["message"]
+    assert secured.get("/healthz").status_code == 200

@@ -19,6 +19,8 @@ AUTH = {
             {"token": "dash-write", "subject": "dash", "spin": {"write": ["levels"]}},
             {"token": "device-7", "subject": "device-7", "spin": {"write": ["counter"]}},
             {"token": "other", "subject": "mallory", "spin": {"read": ["*"]}},
+            {"token": "anon-read", "scopes": ["read"]},
+            {"token": "anon-write", "scopes": ["write"]},
         ],
         "rules": [{"subject": "device-*", "gear": {"read": ["auth"]}}],
     }
@@ -121,3 +123,22 @@ def test_the_subject_of_each_write_is_logged_journaled_and_streamed_after_a_rest
             assert "sub" not in later, later       # the counter's own feedback events have no sender
 
     run_async(scenario())
+
+
+def test_credentials_without_a_subject_cannot_be_refreshed_into_others(secured):
+    async def scenario():
+        async with connect(secured.ws_base + "/v1/spins/levels/stream", additional_headers=bearer("anon-read"),
+                           open_timeout=5, close_timeout=5, proxy=None) as ws:
+            assert (await recv_json(ws))["type"] == "snapshot"
+            await ws.send(json.dumps({"type": "refresh", "id": "r", "token": "anon-write"}))
+            error, _ = await recv_until(ws, lambda m: m.get("id") == "r")
+            assert error["type"] == "error" and error["error"]["code"] == "forbidden", error
+            assert "without a subject" in error["error"]["message"]
+
+    run_async(scenario())
+
+
+def test_the_dashboard_may_be_framed_only_by_itself_and_the_allowed_origins(start_server):
+    server = start_server(config_patch={"auth": {"allowedOrigins": ["https://console.example"]}})
+    policy = server.get("/").headers["Content-Security-Policy"]
+    assert "frame-ancestors 'self' https://console.example" in policy, policy

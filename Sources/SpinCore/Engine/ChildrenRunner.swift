@@ -47,6 +47,7 @@ class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable
 
     func receive(_ state: Parent) {
         var deliveries: [(any FeedbackRunner<Child>, Child)] = []
+        var started: [(any FeedbackRunner<Child>, Child)] = []
         var gone: [any FeedbackRunner<Child>] = []
         runs.withLock { contents in
             guard !contents.stopped else { return }
@@ -60,8 +61,8 @@ class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable
                     deliveries.append((run.runner, child))
                 } else {
                     let runner = make(key)
-                    runner.start(initial: child)
                     contents.runs[key] = Run(runner: runner, last: same != nil ? child : nil)
+                    started.append((runner, child))
                     deliveries.append((runner, child))
                 }
             }
@@ -72,7 +73,9 @@ class ChildrenRunner<Parent: Sendable, Key: Hashable & Sendable, Child: Sendable
                 }
             }
         }
+        // Outside the lock: starting a run attaches its Gears and may start nested runs.
         for runner in gone { runner.stop() }
+        for (runner, child) in started { runner.start(initial: child) }
         for (runner, child) in deliveries { runner.receive(child) }
     }
 

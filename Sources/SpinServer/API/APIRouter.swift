@@ -86,6 +86,10 @@ package struct APIRouter: Sendable {
     package let echoEndpoint: Bool
     /// Which browser pages may open WebSocket streams.
     package let origins: OriginPolicy
+    /// The dashboard's `frame-ancestors`: itself and `auth.allowedOrigins`.
+    private var frameAncestors: String {
+        origins.allowed.contains("*") ? "*" : (["'self'"] + origins.allowed).joined(separator: " ")
+    }
     /// `GET /openapi.json`'s answer, rendered once.
     private let openAPI = OpenAPIDocument.Cache()
     /// This server as a cluster node (`GET /v1/cluster`).
@@ -171,7 +175,9 @@ package struct APIRouter: Sendable {
             reply(APIResponse(status: 200, headers: [
                 ("Content-Type", "text/html; charset=utf-8"),
                 ("Cache-Control", "no-cache"),
-                ("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:"),
+                // Framed only by itself and the allowed origins: a page of those may hand the
+                // dashboard tokens (postMessage), no other may frame it at all.
+                ("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors \(frameAncestors)"),
                 ("X-Content-Type-Options", "nosniff"),
             ], body: Array(Dashboard.html.utf8)))
 

@@ -167,8 +167,11 @@ extension KeyedDecodingContainer where Key == TokenVerification.ClaimKey {
     /// A NumericDate (RFC 7519 §2): seconds since the epoch, maybe fractional.
     fileprivate func date(_ name: Key) throws -> Date? {
         guard contains(name), !((try? decodeNil(forKey: name)) ?? false) else { return nil }
-        guard let seconds = try? decode(Double.self, forKey: name), seconds.isFinite else {
-            throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" must be a number of seconds since 1970")
+        // Beyond the year 9999 (or before 1970) a date is no date a token means; refused
+        // here, it can never reach arithmetic that would overflow (a stream's expiry).
+        guard let seconds = try? decode(Double.self, forKey: name), seconds.isFinite,
+              seconds >= 0, seconds < 253_402_300_800 else {
+            throw TokenRefusal.malformed("the claim \"\(name.stringValue)\" must be a number of seconds since 1970, before the year 10000")
         }
         return Date(timeIntervalSince1970: seconds)
     }

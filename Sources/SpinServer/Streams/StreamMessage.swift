@@ -112,7 +112,7 @@ package enum StreamMessage {
     package static func refreshed(id: JSONValue, expiresAt: Double?) -> JSONValue {
         var fields: [(key: String, value: JSONValue)] = [("type", .string("refreshed"))]
         if id != .null { fields.append(("id", id)) }
-        let exp: JSONValue = expiresAt.map { .number(String(Int64($0.rounded(.down)))) } ?? .null
+        let exp: JSONValue = expiresAt.flatMap { Int64(exactly: $0.rounded(.down)) }.map { .number(String($0)) } ?? .null
         fields.append(("exp", exp))
         return .object(fields)
     }

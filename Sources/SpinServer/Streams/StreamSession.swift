@@ -138,8 +138,10 @@ final class StreamSession: @unchecked Sendable {
     /// When the credentials stop being accepted, on the connection's clock.
     private var expiry: ContinuousClock.Instant? {
         identity.validUntil.map { until in
-            let seconds = until - Date().timeIntervalSince1970
-            return .now + .milliseconds(Int64((max(seconds, 0) * 1000).rounded(.up)))
+            // At most a year ahead: a later expiry is checked again when the alarm rings,
+            // and no date, however far, overflows the arithmetic.
+            let seconds = min(max(until - Date().timeIntervalSince1970, 0), 366 * 86_400)
+            return .now + .milliseconds(Int64((seconds * 1000).rounded(.up)))
         }
     }
 
@@ -285,6 +287,9 @@ final class StreamSession: @unchecked Sendable {
         switch context.router.access.authenticate(token: token) {
         case .failure(let error):
             answer = StreamMessage.error(id: id, error)
+        case .success(let renewed) where context.router.access.isEnabled && (renewed.subject == nil || identity.subject == nil):
+            // Credentials that name nobody cannot show they are the same holder's.
+            answer = StreamMessage.error(id: id, .forbidden("credentials without a subject cannot be refreshed: open a new stream"))
         case .success(let renewed) where renewed.subject != identity.subject:
             answer = StreamMessage.error(id: id, .forbidden(
                 "the new token is for subject \"\(renewed.subject ?? "")\", this stream for \"\(identity.subject ?? "")\""))
