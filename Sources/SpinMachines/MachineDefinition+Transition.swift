@@ -33,7 +33,8 @@ extension MachineDefinition {
 
     /// `state` after the transitions its last step sets off by itself (XState v5's
     /// macrostep): first an enabled `always` transition of an active state (from the
-    /// leaf outwards; its guards and actions see `event`, the event that started it all),
+    /// leaf outwards; its guards and actions see the event of the latest microstep: `event`
+    /// first, then the raised or done event taken last, as in v5),
     /// else the `onDone` transition of a compound state whose final child was just
     /// entered (with the event `xstate.done.state.<path>`), and so on, up to
     /// `microstepLimit` steps in all. The step of the result records every state
@@ -43,17 +44,21 @@ extension MachineDefinition {
         var step = state.step
         var queue = raised[...]
         var steps = 1
+        // The event of the latest microstep: what `always` guards and actions see (v5), the
+        // external event first, then a raised or done event once one was taken.
+        var latest = event
         while let leaf = leafNode(of: current) {
             // A completed machine takes nothing more, raised events included (v5 ends the
             // macrostep once the machine is done).
             guard !leaf.completesMachine,
-                  let (chosen, seen) = eventless(current, leaf, after: event) ?? nextRaised(&queue, current, leaf) else { break }
+                  let (chosen, seen) = eventless(current, leaf, after: latest) ?? nextRaised(&queue, current, leaf) else { break }
             guard steps < Self.microstepLimit else {
                 step.unsettled = true
                 break
             }
             let (next, more) = take(chosen, from: current, leaf, seen)
             current = next
+            latest = seen
             queue += more
             step.entered += next.step.entered
             step.propagations += next.step.propagations

@@ -36,6 +36,22 @@ import Testing
         #expect(next.context["got"] == "ada" && next.context["n"] == 3)
     }
 
+    /// transient.test.ts: "should select eventless transition based on the latest event"
+    /// (v5 evaluates `always` guards with the event of the latest microstep: here the
+    /// raised one, whose field the external event does not have).
+    @Test func alwaysGuards_AfterARaisedEvent_SeeTheRaisedEvent() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a",
+              "states": {
+                "a": { "on": { "NEXT": { "actions": [ { "type": "raise", "event": { "type": "R", "n": 5 } } ] },
+                               "R": "c" } },
+                "c": { "always": [ { "target": "d", "guard": { "eq": [ "event.n", 5 ] } } ] },
+                "d": {} } }
+            """#)
+        let next = try #require(machine.transition(machine.initialState, event("NEXT")))
+        #expect(next.value == ["d"])
+    }
+
     /// A raised event that no transition takes is dropped; the step still applies.
     @Test func aRaisedEventWithoutTransition_IsDropped() throws {
         let machine = try makeMachine(#"""
