@@ -33,14 +33,15 @@ public struct Applied<State: Decodable>: Decodable {
     public var state: State
     /// One reply per posted event, in order, when the server sends them (newer servers
     /// do; older ones answer without `replies`, and this is nil).
-    public var replies: [EventReply]?
+    public var replies: [PostedEventReply]?
 }
 
 extension Applied: Sendable where State: Sendable {}
 extension Applied: Equatable where State: Equatable {}
 
-/// What became of one posted event.
-public struct EventReply: Decodable, Sendable, Hashable {
+/// What became of one posted event. (Not `EventReply`: that is SpinCore's reply of a
+/// loop, and a program importing both modules must be able to name each.)
+public struct PostedEventReply: Decodable, Sendable, Hashable {
     /// False when the Spin ignored the event: it was not journaled and did not advance
     /// the sequence.
     public var applied: Bool
@@ -88,3 +89,10 @@ public struct SpinSnapshot<State: Decodable>: Decodable {
 
 extension SpinSnapshot: Sendable where State: Sendable {}
 extension SpinSnapshot: Equatable where State: Equatable {}
+
+extension SpinClient {
+    /// The name `PostedEventReply` had. Only here, as `SpinClient.EventReply`: a top-level
+    /// alias would clash with SpinCore's `EventReply` again.
+    @available(*, deprecated, renamed: "PostedEventReply")
+    public typealias EventReply = PostedEventReply
+}

@@ -14,7 +14,7 @@ struct SpinClientTests {
         #expect(applied.state == Tally.State(count: 5))
         #expect(applied.sequence == 2)
         // Servers that reply per event say each was applied; older ones send no replies.
-        #expect(applied.replies == nil || applied.replies == [EventReply(applied: true), EventReply(applied: true)])
+        #expect(applied.replies == nil || applied.replies == [PostedEventReply(applied: true), PostedEventReply(applied: true)])
         await live.shutdown()
     }
 
