@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "SpinTesting", targets: ["SpinTesting"]),
         .library(name: "SpinClient", targets: ["SpinClient"]),
         .library(name: "SpinCombine", targets: ["SpinCombine"]),
+        // The example Spins (counter, levels, auth-routing), for the docs' snippets and
+        // clients that speak to spin-server's default Spins with their types.
+        .library(name: "SpinExamples", targets: ["SpinExamples"]),
         .executable(name: "spin-server", targets: ["spin-server"]),
     ],
     dependencies: [
@@ -58,6 +61,8 @@ let package = Package(
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "JWTKit", package: "jwt-kit"),
+            // SpinServerOptions: spin-server's command line, public for embedding programs.
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
@@ -112,6 +117,7 @@ let package = Package(
             .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "JWTKit", package: "jwt-kit"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
             "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",

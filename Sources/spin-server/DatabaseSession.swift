@@ -9,6 +9,8 @@ import SpinStorage
 struct DatabaseSession: SessionStore {
     let sessions: PostgresExampleSessions
     let name: String
+    /// Made with the kinds, after `SpinServerProgram` bootstrapped logging.
+    let logger = Logger(label: "spin-server.example-session")
 
     init(url: String, name: String) {
         self.sessions = PostgresExampleSessions(url: url)
@@ -27,9 +29,7 @@ struct DatabaseSession: SessionStore {
         do {
             return try body()
         } catch {
-            // Made here, not stored: the kinds are made before logging is bootstrapped.
-            Logger(label: "spin-server.example-session")
-                .warning("could not \(what) the example session \"\(name)\" in the database: \(error)")
+            logger.warning("could not \(what) the example session \"\(name)\" in the database: \(error)")
             throw error
         }
     }

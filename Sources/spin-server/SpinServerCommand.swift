@@ -1,84 +1,29 @@
 import ArgumentParser
 import SpinServer
 
-/// The command line of `spin-server`. Parsing only: values are checked by
-/// `SpinServerConfiguration.load`, so that a bad value names its flag like any other
-/// configuration error.
-struct SpinServerCommand: ParsableCommand {
+// spin-server: flags + SPIN_* variables + Config/spin-server.json -> a LoopServer hosting
+// the configured Spins and Gears; stops gracefully on SIGTERM or SIGINT. Public API only
+// (`SpinServerOptions`, `SpinServerProgram`): a program hosting its own kinds writes the
+// same lines with its own SpinKindRegistry (Examples/Greeter, Examples/TodoServer).
+//
+// Exit codes: 0 stopped by a signal (or --check-config passed); 64 (EX_USAGE) bad
+// configuration or flags; 1 the server could not start (port in use, certificate, corrupt
+// journal, storage directory in use) or could not make every event durable at shutdown.
+
+/// The command line of `spin-server`: `SpinServerOptions` (public, for any program that
+/// hosts Spins) under spin-server's name and help, run as a `SpinServerProgram` hosting
+/// the examples (`SpinKindRegistry.examples`) and the configured machines.
+@main
+struct SpinServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "spin-server",
         abstract: "Hosts feedback loops (Spins) over HTTP, WebSocket and SSE.",
-        discussion: """
-            Precedence: flags > environment variables > config file > built-in defaults. \
-            Every config file key is described in README.md ("Configuration").
-
-            Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
-            SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
-            SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example"), \
-            SPIN_ECHO_ENDPOINT (true or false), SPIN_STORAGE_BACKEND (file or postgres), \
-            SPIN_DATABASE_URL, SPIN_NODE, SPIN_CLUSTER_ADVERTISE, SPIN_CLUSTER_LEASE_SECONDS.
-
-            Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
-            64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \
-            a corrupt journal, a storage directory another server uses) or could not make \
-            everything durable at shutdown.
-            """
+        discussion: SpinServerOptions.discussion
     )
 
-    @Option(help: ArgumentHelp("The JSON config file (env SPIN_CONFIG; default Config/spin-server.json).", valueName: "path"))
-    var config: String?
+    @OptionGroup var options: SpinServerOptions
 
-    @Option(help: ArgumentHelp("Address to listen on (env SPIN_HOST; config listen.host; default 127.0.0.1).", valueName: "address"))
-    var host: String?
-
-    @Option(help: ArgumentHelp("TCP port, 0 picks a free one (env SPIN_PORT; config listen.port; default 8080).", valueName: "port"))
-    var port: String?
-
-    @Option(help: ArgumentHelp("Storage directory, created if missing (env SPIN_STORAGE; config storage.directory; default data).", valueName: "directory"))
-    var storage: String?
-
-    @Option(help: ArgumentHelp("Storage backend: file (the storage directory) or postgres (env SPIN_STORAGE_BACKEND; config storage.backend; default file).", valueName: "backend"))
-    var storageBackend: String?
-
-    @Option(help: ArgumentHelp("libpq connection string of the postgres backend, postgresql://user:password@host:5432/db (env SPIN_DATABASE_URL; config storage.url).", valueName: "url"))
-    var databaseURL: String?
-
-    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (env SPIN_LOG_LEVEL; config log.level; default info).", valueName: "level"))
-    var logLevel: String?
-
-    @Option(help: ArgumentHelp("text or json: one JSON object per line (env SPIN_LOG_FORMAT; config log.format; default text).", valueName: "format"))
-    var logFormat: String?
-
-    @Option(help: ArgumentHelp("PEM certificate chain; with --tls-key the server speaks TLS 1.2+ (env SPIN_TLS_CERTIFICATE; config tls.certificate).", valueName: "path"))
-    var tlsCertificate: String?
-
-    @Option(help: ArgumentHelp("PEM private key for --tls-certificate (env SPIN_TLS_KEY; config tls.key).", valueName: "path"))
-    var tlsKey: String?
-
-    @Flag(help: "Cut a corrupt journal at its first bad record instead of refusing to start, losing the events after it (config storage.onCorruption: truncate).")
-    var repair = false
-
-    @Flag(help: "Mount a WebSocket echo at /v1/echo for conformance tests such as Autobahn (env SPIN_ECHO_ENDPOINT; config testing.echoEndpoint; default off).")
-    var echoEndpoint = false
-
-    @Option(help: ArgumentHelp("This server's node name in a cluster (env SPIN_NODE; config cluster.node; default the host name).", valueName: "name"))
-    var node: String?
-
-    @Option(help: ArgumentHelp("The URL other nodes reach this one at (env SPIN_CLUSTER_ADVERTISE; config cluster.advertise; default http://<host>:<port>).", valueName: "url"))
-    var advertise: String?
-
-    @Option(help: ArgumentHelp("Seconds a Spin's lease and a node's heartbeat last, 1 to 600 (env SPIN_CLUSTER_LEASE_SECONDS; config cluster.leaseSeconds; default 10).", valueName: "seconds"))
-    var leaseSeconds: String?
-
-    @Flag(help: "Check the configuration, print one line saying what would be hosted, and exit (0 if valid, 64 if not).")
-    var checkConfig = false
-
-    /// The flags as loading takes them.
-    var flags: SpinServerConfiguration.Flags {
-        SpinServerConfiguration.Flags(
-            config: config, host: host, port: port, storage: storage, logLevel: logLevel,
-            logFormat: logFormat, tlsCertificate: tlsCertificate, tlsKey: tlsKey,
-            storageBackend: storageBackend, databaseURL: databaseURL, repair: repair,
-            echoEndpoint: echoEndpoint, node: node, advertise: advertise, leaseSeconds: leaseSeconds)
+    func run() async throws {
+        try await SpinServerProgram(options, kinds: .examples).run()
     }
 }

@@ -192,6 +192,10 @@ extension SpinServerConfiguration {
     ///   - flags: what the command line gave.
     ///   - environment: the process environment (`ProcessInfo.processInfo.environment`).
     ///   - kinds: the Spin kinds the executable's catalog can make.
+    ///   - program: the name warnings give the running program (`SpinServerProgram.runningName`:
+    ///     the last path component of its `argv[0]`).
+    ///   - defaultConfigFile: the config file read when neither `--config` nor
+    ///     `SPIN_CONFIG` names one.
     ///   - readFile: reads the config file and the machine files, and checks the TLS
     ///     files; tests pass their own.
     ///   - createDirectory: makes the storage directory (and its parents) if missing and
@@ -201,6 +205,8 @@ extension SpinServerConfiguration {
         flags: Flags,
         environment: [String: String],
         kinds: SpinKinds,
+        program: String = SpinServerProgram.runningName,
+        defaultConfigFile: String = SpinServerConfiguration.defaultConfigFile,
         readFile: (String) throws -> Data = readFileContents,
         createDirectory: (String) throws -> Void = createWritableDirectory
     ) throws(ConfigurationError) -> Loaded {
@@ -208,7 +214,9 @@ extension SpinServerConfiguration {
         let configFile = flags.config ?? environment["SPIN_CONFIG"] ?? defaultConfigFile
         let configHint = flags.config != nil ? "named by --config"
             : environment["SPIN_CONFIG"] != nil ? "named by SPIN_CONFIG"
-            : "(the default; run from the repository root, or pass --config or SPIN_CONFIG)"
+            : defaultConfigFile == Self.defaultConfigFile
+            ? "(the default; run from the repository root, or pass --config or SPIN_CONFIG)"
+            : "(the default; pass --config or SPIN_CONFIG)"
 
         let data: Data
         do {
@@ -228,7 +236,7 @@ extension SpinServerConfiguration {
 
         let unknown = environment.keys.filter { $0.hasPrefix("SPIN_") && !environmentVariables.contains($0) }.sorted()
         for name in unknown {
-            warnings.append("\(name) is set but spin-server does not read it (it reads \(environmentVariables.joined(separator: ", ")))")
+            warnings.append("\(name) is set but \(program) does not read it (it reads \(environmentVariables.joined(separator: ", ")))")
         }
         if builder.configuration.spins.isEmpty {
             warnings.append("\(configFile): spins: no Spins are configured, so the server hosts nothing")

@@ -292,7 +292,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 return (try JSONDecoder().decode(State.self, from: Data(json.bytes)), sequence)
             } catch {
                 // Its own encoding does not decode (a NaN written as null): keep the state.
-                FileHandle.standardError.write(Data("spin-server: Spin \(name) cannot go back to its durable state: \(error)\n".utf8))
+                FileHandle.standardError.write(Data("\(SpinServerProgram.runningName): Spin \(name) cannot go back to its durable state: \(error)\n".utf8))
                 return nil
             }
         }, then: then)

@@ -1,3 +1,4 @@
+import Logging
 import SpinCore
 import SpinMachines
 
@@ -88,7 +89,7 @@ public struct SpinKindRegistry: Sendable {
 }
 
 /// What a kind's `make` gets for one config entry: its name, its Gear, where the server
-/// keeps its Spins, and where to host.
+/// keeps its Spins, a logger, and where to host.
 public final class SpinKindContext {
     /// The Gears made so far and the values shared per Gear, for one `makeHost`.
     final class Workshop {
@@ -148,6 +149,11 @@ public final class SpinKindContext {
     /// shares — the place for what Spins on different nodes must see alike (the
     /// auth-routing example's session).
     public let storage: SpinServerConfiguration.Storage
+    /// A logger labelled with the Spin's name, for the kind and the Spin's feedbacks. It
+    /// is made when the entry is hosted, with the handlers the process has then: after
+    /// `LoopServer.bootstrap(log:)` (which `SpinServerProgram` calls before hosting), it
+    /// writes in the configured `log.format` at `log.level`.
+    public let logger: Logger
     private let spinHost: SpinHost
     private let workshop: Workshop
 
@@ -155,6 +161,7 @@ public final class SpinKindContext {
          workshop: Workshop) {
         self.entry = entry
         self.storage = storage
+        self.logger = Logger(label: entry.name)
         self.spinHost = host
         self.workshop = workshop
     }

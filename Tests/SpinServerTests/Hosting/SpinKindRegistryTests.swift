@@ -41,6 +41,18 @@ import Testing
         #expect(host.gears.first?.attached == ["feature", "router"])
     }
 
+    @Test func aKindsContext_HasALoggerLabelledWithTheSpinsName() throws {
+        let labels = Protected<[String]>([])
+        var kinds = SpinKindRegistry()
+        kinds.register("counter") { context in
+            labels.withLock { $0.append(context.logger.label) }
+            try context.host(Counter.spin())
+        }
+        _ = try kinds.makeHost(Self.load(#"{"spins": [{"name": "one", "kind": "counter"}, {"name": "two", "kind": "counter"}]}"#,
+                                         kinds: kinds))
+        #expect(labels.withLock { $0 } == ["one", "two"])
+    }
+
     @Test func theSharedGear_CarriesTheFeaturesIssueToTheRouter() async throws {
         let host = try Self.registry.makeHost(Self.load(Self.authRouting))
         host.start()
