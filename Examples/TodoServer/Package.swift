@@ -6,11 +6,11 @@ import PackageDescription
 let package = Package(
     name: "TodoServer",
     dependencies: [
-        // This repository, two levels up; named so that the products below resolve
-        // whatever the checkout's directory is called.
+        // This repository, two levels up. A path dependency's identity is the last
+        // component of its path (the checkout's directory name), so `name:` pins the
+        // name the products below use: "spin-server", however the directory is called.
         .package(name: "spin-server", path: "../.."),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         // The Spins and their registration: pure SpinCore plus the registry.
@@ -18,12 +18,12 @@ let package = Package(
             .product(name: "SpinCore", package: "spin-server"),
             .product(name: "SpinServer", package: "spin-server"),
         ]),
-        // load -> registry.makeHost -> LoopServer -> ServiceGroup.run.
+        // spin-server's options -> SpinServerProgram: load, bootstrap logging and
+        // metrics, host the kinds, serve until SIGTERM or SIGINT.
         .executableTarget(name: "TodoServer", dependencies: [
             "TodoKinds",
             .product(name: "SpinServer", package: "spin-server"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
     ],
     swiftLanguageModes: [.v6]

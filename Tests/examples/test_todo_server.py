@@ -1,17 +1,17 @@
 """Examples/TodoServer, run as its README says: it hosts its own kinds by its own config
 file, serves events and state, feeds stats over its Gear, and stops with exit 0 on
-SIGTERM. The README's "Host your own Spin" excerpt is checked to be its code."""
+SIGTERM. (The Swift test HostingReadmeTests checks that the snippets of the DocC article
+Hosting are the example packages' code.)"""
 from __future__ import annotations
 
 import json
 import re
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
-from conftest import REPO, TODO_SERVER
+from conftest import TODO_SERVER, wait_for
 
 
 def request(port, method, path, body=None):
@@ -23,16 +23,6 @@ def request(port, method, path, body=None):
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
-
-
-def wait_for(predicate, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_the_todo_server_serves_its_kinds_and_stops_with_exit_0_on_sigterm(todo_server_bin, tmp_path):
@@ -71,14 +61,3 @@ def test_the_todo_server_serves_its_kinds_and_stops_with_exit_0_on_sigterm(todo_
         if process.poll() is None:
             process.kill()
 
-
-def test_the_readmes_hosting_excerpt_is_the_examples_code():
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Host your own Spin", 1)[1].split("\n## ", 1)[0]
-    blocks = [block.split("```", 1)[0] for block in section.split("```swift")[1:]]
-    assert len(blocks) == 3, "the section's three Swift excerpts"
-    excerpt = "".join(blocks)
-    sources = "".join(path.read_text() for path in (TODO_SERVER / "Sources").rglob("*.swift"))
-    lines = [line.strip() for line in excerpt.splitlines() if line.strip() and line.strip() != "..."]
-    missing = [line for line in lines if line not in sources]
-    assert not missing, f"README lines not in Examples/TodoServer/Sources: {missing}"
