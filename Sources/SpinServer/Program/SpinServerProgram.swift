@@ -24,9 +24,10 @@ import ServiceLifecycle
 /// with and prints nothing more for.
 public struct SpinServerProgram: Sendable {
     /// The name messages give the running program: the last path component of its
-    /// `argv[0]` (`spin-server`, `greeter`).
+    /// `argv[0]` (`spin-server`, `greeter`), or `spin-server` when that is empty.
     public static var runningName: String {
-        CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? "spin-server"
+        let name = CommandLine.arguments.first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? ""
+        return name.isEmpty || name == "/" ? "spin-server" : name
     }
 
     /// The name messages and the program's logger use.
