@@ -10,7 +10,7 @@ struct SpinServerCommand: ParsableCommand {
         abstract: "Hosts feedback loops (Spins) over HTTP, WebSocket and SSE.",
         discussion: """
             Precedence: flags > environment variables > config file > built-in defaults. \
-            Every config file key is described in README.md ("Configuration").
+            Every config file key is described in docs/OPERATIONS.md ("Keys").
 
             Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
             SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
