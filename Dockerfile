@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# spin-server container image (README, Running in a container).
+# spin-server container image (docs/OPERATIONS.md, Running in a container).
 #
 #   docker build -t spin-server .
 #   docker run --rm -p 8080:8080 -v spin-data:/app/data spin-server

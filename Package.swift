@@ -6,7 +6,7 @@ import PackageDescription
 /// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
 /// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer,
 /// SpinStorage ← spin-server (the example session's table), SpinCore ← SpinNet
-/// (for `Protected`, the one lock type, and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client),
+/// (for `Protected`, the lock of the targets on SpinCore (docs/ARCHITECTURE.md, Locks), and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client),
 /// SpinCore ← SpinCombine (Combine feedbacks over OpenCombine: SpinCore itself depends on nothing).
 let package = Package(
     name: "spin-server",
@@ -37,6 +37,9 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         // SpinCombine: Combine's API on Linux, for feedbacks written as publishers.
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        // Documentation only: `swift package generate-documentation` builds the DocC
+        // catalogs (CI builds them with warnings as errors, see .ci/run). Links into no target.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // System-library shims: C targets so that function-like macros of zlib and

@@ -16,8 +16,10 @@ public final class Gear<Event: Sendable>: Sendable {
     public init() {}
 
     /// Delivers `event` to every attached feedback and observer.
-    /// - Parameter source: the label of the Spin it comes from, if known (the server
-    ///   names its Spins; the Gear stream shows it).
+    /// - Parameters:
+    ///   - event: the event, delivered synchronously to each in turn.
+    ///   - source: the label of the Spin it comes from, if known (the server
+    ///     names its Spins; the Gear stream shows it).
     public func propagate(_ event: Event, from source: String? = nil) {
         let handlers = subscribers.withLock { $0.handlers }
         let delivery = GearDelivery(event: event, source: source)

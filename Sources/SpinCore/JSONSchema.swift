@@ -184,6 +184,7 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
 
     /// An object with `properties`, in order.
     /// - Parameters:
+    ///   - properties: each member's name and schema, in order.
     ///   - required: the members that must be present; nil (the default) requires them all.
     ///   - additionalProperties: whether other members are allowed (the default, as a
     ///     Swift `Decodable` ignores members it does not read).

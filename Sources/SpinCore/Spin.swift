@@ -43,7 +43,9 @@ public struct Spin<State: Sendable, Event: Sendable>: Sendable {
     }
 
     /// Makes the loop and runs it.
-    /// - Parameter feedbackBudget: see `makeLoop`.
+    /// - Parameters:
+    ///   - label: the loop's name, as for `makeLoop`.
+    ///   - feedbackBudget: see `makeLoop`.
     public func start(label: String? = nil,
                       feedbackBudget: Int = SpinLoop<State, Event>.defaultFeedbackBudget) -> SpinLoop<State, Event> {
         let loop = makeLoop(label: label, feedbackBudget: feedbackBudget)

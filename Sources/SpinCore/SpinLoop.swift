@@ -199,6 +199,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// other, or not at all.
     ///
     /// - Parameters:
+    ///   - events: the batch, in the order it is applied.
     ///   - limit: the batch is refused (nothing is enqueued) when the external events
     ///     waiting to be applied plus this batch would exceed it. A host uses it to bound
     ///     inboxes (the events of feedbacks and Gears are bounded by `feedbackBudget`).
@@ -221,11 +222,16 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// the sequence and state after the batch; or nil if the loop stopped or suspended
     /// before applying it.
     /// - Parameters:
+    ///   - events: the batch, in the order it is applied.
+    ///   - limit: as for `emit(contentsOf:limit:onApplied:)`: the batch is refused when
+    ///     the external events waiting plus this batch would exceed it.
     ///   - detailedReplies: also collect Harvest-style replies with the states before and
     ///     after each event (`BatchResult.detailed`); that costs one entry per event, so
     ///     it is off by default.
     ///   - origin: who sent the events; each transition they make carries it
     ///     (`Transition.origin`).
+    ///   - onResult: the batch's replies, or nil if it was not applied.
+    /// - Returns: `.accepted`, or why nothing was enqueued.
     @discardableResult
     public func emit(
         batch events: [Event],

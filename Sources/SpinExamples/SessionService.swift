@@ -1,6 +1,5 @@
 import Dispatch
 import SpinCore
-import Synchronization
 
 /// The fake session service of the auth-routing example, shared by the `feature` and
 /// `router` Spins. The session is valid at start-up.
@@ -21,7 +20,7 @@ import Synchronization
 ///   a session refuses it; a failed write leaves the session as the store has it.
 public final class SessionService: Sendable {
     /// The session in memory (unused with a store).
-    private let valid: Mutex<Bool>
+    private let valid: Protected<Bool>
     private let store: (any SessionStore)?
     /// The store's calls, one at a time and in the order they were made: a read made
     /// after a write sees it.
@@ -34,7 +33,7 @@ public final class SessionService: Sendable {
 
     /// A session in memory, valid unless `valid` says otherwise.
     public init(valid: Bool = true, items: Int = 3) {
-        self.valid = Mutex(valid)
+        self.valid = Protected(valid)
         self.store = nil
         self.items = items
         self.timeout = .zero
@@ -46,7 +45,7 @@ public final class SessionService: Sendable {
     ///   that works ever takes, short enough that a stuck one does not hold a Spin in
     ///   `loading` or `checkingAuthorization` for long.
     public init(store: any SessionStore, items: Int = 3, timeout: Duration = .seconds(5)) {
-        self.valid = Mutex(true)
+        self.valid = Protected(true)
         self.store = store
         self.items = items
         self.timeout = timeout
@@ -100,10 +99,10 @@ public final class SessionService: Sendable {
 
     /// A continuation resumed once, by the store's answer or by the deadline.
     private final class Answer: Sendable {
-        private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+        private let continuation: Protected<CheckedContinuation<Bool, Never>?>
 
         init(_ continuation: CheckedContinuation<Bool, Never>) {
-            self.continuation = Mutex(continuation)
+            self.continuation = Protected(continuation)
         }
 
         var isGiven: Bool { continuation.withLock { $0 == nil } }

@@ -13,7 +13,7 @@ import Foundation
 ///
 /// Loading validates everything at once and throws a `MachineValidationError` listing
 /// each issue with its file and JSON path. `transition(_:_:)` is the pure step function;
-/// `spin(gears:clock:)` makes a Spin of it. See the README section "Machines in JSON"
+/// `spin(gears:clock:)` makes a Spin of it. See docs/MACHINES.md
 /// for the whole format.
 public struct MachineDefinition: Sendable {
     /// The file name issues are reported with (as given when loading).

@@ -1,4 +1,4 @@
-/// Telling a torn tail from corruption (the README's "Durability").
+/// Telling a torn tail from corruption (docs/OPERATIONS.md, "Durability").
 ///
 /// A torn tail is what a crash leaves of writes that were never synced, and so never
 /// acknowledged: a record cut short, a checksum that does not match, and, after a power

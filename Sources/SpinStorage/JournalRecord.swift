@@ -1,4 +1,4 @@
-/// The framing of one journal record (the README's "Durability"):
+/// The framing of one journal record (docs/OPERATIONS.md, "Durability"):
 ///
 ///     header: UInt32 LE   bit 31: more records of the same batch follow;
 ///                         bits 0-30: bytes of sequence + payload

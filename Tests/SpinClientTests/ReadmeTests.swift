@@ -5,8 +5,9 @@ import SpinExamples
 import SpinServer
 import Testing
 
-// The "Swift client" section of README.md, verbatim but for the base URL (the server
-// listens on a free port), so that the README cannot drift from the API.
+// The "Swift client" section of docs/PROTOCOL.md, verbatim but for the base URL (the server
+// listens on a free port), so that the document cannot drift from the API
+// (Tests/e2e/test_readme.py checks that its lines are here).
 @Suite(.timeLimit(.minutes(1)))
 struct ReadmeTests {
     struct Outcome {

@@ -2,7 +2,7 @@ import SpinCore
 import SpinTesting
 import Testing
 
-/// Harvest's login example: the README's table (`ReadmeLogin`), its effects waiting on a
+/// Harvest's login example: TransitionTables.md's table (`ReadmeLogin`), its effects waiting on a
 /// manual clock given as the environment, so the test decides when time passes.
 enum LoginExample {
     static func tester() -> (SpinTester<ReadmeLogin.Session, ReadmeLogin.SessionEvent>, ManualClock) {

@@ -1,7 +1,8 @@
 import SpinCore
 import Testing
 
-// The SpinCore section of README.md, verbatim, so that the README cannot drift from the API.
+// The SpinCore DocC articles' examples (GettingStarted.md, the levels; Feedbacks.md, react), verbatim,
+// so that they cannot drift from the API (Tests/e2e/test_readme.py checks that their lines are here).
 private struct Levels: Sendable, Equatable { var left: Int; var right: Int }
 private enum Event: Sendable { case increaseLeft, decreaseLeft, increaseRight, decreaseRight }
 

@@ -2,13 +2,14 @@ import SpinCore
 import SpinTesting
 import Testing
 
-// The "Transition tables and replies" section of README.md, verbatim (inside a
-// namespace, as these tests have their own Session), so that it cannot drift from the API.
+// The table of the SpinCore DocC article "Transition Tables" (SpinCore.docc/TransitionTables.md),
+// verbatim (inside a namespace, as these tests have their own Session), so that it cannot
+// drift from the API (Tests/e2e/test_readme.py checks that the article's lines are here).
 extension EffectQueue {
     static let request = EffectQueue("request", .latest)  // a new request cancels the running one
 }
 
-/// Harvest's login example as README.md shows it (also `LoginExampleTests`' Spin).
+/// Harvest's login example as TransitionTables.md shows it (also `LoginExampleTests`' Spin).
 enum ReadmeLogin {
     enum Session: Equatable, Sendable { case loggedOut, loggingIn, loggedIn, loggingOut }
     enum SessionEvent: Equatable, Sendable { case login, loginOK, logout, logoutOK, forceLogout }

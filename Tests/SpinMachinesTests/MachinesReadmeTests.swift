@@ -2,8 +2,9 @@ import SpinCore
 import SpinMachines
 import Testing
 
-// The "Machines in JSON" section of README.md, verbatim but for the file's path (tests
-// do not run from the package's root), so that the README cannot drift from the API.
+// The Swift example of docs/MACHINES.md, verbatim but for the file's path (tests do not
+// run from the package's root), so that the document cannot drift from the API
+// (Tests/e2e/test_readme.py checks that its lines are here).
 @Suite(.timeLimit(.minutes(1)))
 struct MachinesReadmeTests {
     @Test func readmeExample_Runs() async throws {

@@ -4,7 +4,7 @@ permessage-deflate, so 12.* and 13.* must run) and any other verdict fail, as do
 closing handshake judged other than OK or INFORMATIONAL.
 
 Usage: python3 Tests/autobahn/report.py REPORT_DIR/index.json
-Prints the NON-STRICT cases (README.md, "WebSocket conformance", gives each one's reason),
+Prints the NON-STRICT cases (CONTRIBUTING.md, "WebSocket conformance", gives each one's reason),
 one line per failure, the count of each verdict, then "autobahn: N passed, M failed".
 Exit 1 on a failure.
 """
@@ -43,7 +43,7 @@ def main():
             failed.append((case_id, behavior, close, result.get("reportfile", "")))
         elif behavior == "NON-STRICT":
             non_strict.append(case_id)
-    print("autobahn: NON-STRICT (reasons in README.md, WebSocket conformance): %s"
+    print("autobahn: NON-STRICT (reasons in CONTRIBUTING.md, WebSocket conformance): %s"
           % (" ".join(non_strict) if non_strict else "none"))
     for case_id, behavior, close, report in failed:
         print("autobahn: FAILED %s: behavior %s, close %s (%s)" % (case_id, behavior, close, report))

@@ -922,7 +922,7 @@ GEAR_OF_REFUSED = "Gear events of sends whose journal write failed (a known gap:
 def check_gear(report: Report, posts: list[Post], sends: list[tuple[int, dict]],
                receives: list[tuple[int, dict]], strict: bool) -> dict[str, int]:
     """Each Gear event the sender journaled reaches the listener at most once (a Spin
-    changing owner may miss one, as README says); none of a send the sender did not
+    changing owner may miss one, as docs/OPERATIONS.md says); none of a send the sender did not
     journal (one answered "nothing was applied", say) arrives. The server propagates a
     Gear event when its Spin applies the transition, before the journal write: when that
     write then fails (the database went away, or the fence refused an owner that paused

@@ -165,9 +165,9 @@ def test_no_secret_is_written_in_the_file_and_tokens_are_required():
     assert IMAGE_ENV["SPIN_HOST"] == "0.0.0.0"
 
 
-def test_the_readme_exports_exactly_the_variables_compose_requires():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Running a cluster with compose"):]
+def test_the_operations_guide_exports_exactly_the_variables_compose_requires():
+    operations = (ROOT / "docs/OPERATIONS.md").read_text()
+    section = operations[operations.index("### Running a cluster with compose"):]
     block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     exported = set(re.findall(r"^export (\w+)=", block, re.M))
     required = set(re.findall(r"\$\{(\w+):\?", composefile.COMPOSE_FILE.read_text()))

@@ -1,4 +1,4 @@
-"""README's auth-routing scenario on a cluster of three nodes sharing one PostgreSQL
+"""The auth-routing scenario (README, docs/OPERATIONS.md "The example session on a cluster") on a cluster of three nodes sharing one PostgreSQL
 (Tests/postgres/pg.sh), with `feature` and `router` served by different nodes and every
 request sent through a node that does not serve its Spin: the session lives in the
 database (`spin_example_sessions`), so the scenario ends as on one node

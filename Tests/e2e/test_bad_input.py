@@ -100,7 +100,7 @@ def test_oversized_header_is_refused(server, bystander):
     except (BrokenPipeError, ConnectionResetError) as error:
         pytest.fail(f"the server dropped the connection without an answer: {error!r}")
     status_line, status, _, body = parse_response_head(data)
-    assert status == 431, status_line  # README: 431 header_section_too_large
+    assert status == 431, status_line  # docs/PROTOCOL.md: 431 header_section_too_large
     assert json.loads(body)["error"]["code"] == "header_section_too_large", body
     assert closed
 
@@ -283,7 +283,7 @@ def test_compressed_client_event_is_understood(server):
 
 def test_compression_bomb_is_closed_with_1009(server, bystander):
     """4 MiB of spaces inside a JSON string compress to a few KiB: the limit applies to
-    the decompressed size (README, limits.maxWebSocketMessageBytes)."""
+    the decompressed size (docs/OPERATIONS.md, limits.maxWebSocketMessageBytes)."""
     bomb = b'{"type":"event","id":"bomb","event":{"type":"increaseLeft"},"pad":"' + b" " * (4 << 20) + b'"}'
     frame = compressed_text_frame(bomb)
     assert len(frame) < 64 << 10

@@ -32,7 +32,7 @@ def database():
     instance.remove()
 
 
-# -- placement, as the README documents it ---------------------------------------------
+# -- placement, as SCALING.md and docs/OPERATIONS.md document it ---------------------------------------------
 
 def fnv1a64(data: bytes, value: int = 0xCBF29CE484222325) -> int:
     for byte in data:

@@ -1,4 +1,4 @@
-"""State deltas (`?delta=json-patch`, README "State stream") checked by an independent RFC 6902
+"""State deltas (`?delta=json-patch`, docs/PROTOCOL.md "The stream protocol") checked by an independent RFC 6902
 implementation, Python's `jsonpatch`: applying every patch to the snapshot reproduces every
 state a stream without deltas shows, over WebSocket and SSE, through a reconnect that
 resumes with `since` (and SSE's `Last-Event-ID`). The Spin is a JSON machine whose context

@@ -31,7 +31,7 @@ from spin_e2e import LOOPBACK
 SEED = 9112
 CASES = 360
 FOLLOW_UP = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-# What our HTTP layer answers for a request it refuses as HTTP (README "HTTP API").
+# What our HTTP layer answers for a request it refuses as HTTP (docs/PROTOCOL.md "HTTP API").
 PROTOCOL_STATUSES = {400, 408, 411, 413, 414, 417, 431, 501, 505}
 
 # h11 rejects, we accept: each on purpose.

@@ -1,4 +1,4 @@
-"""The Host allow-list (README "Configuration", `listen.allowedHosts`): without tokens,
+"""The Host allow-list (docs/OPERATIONS.md "Keys", `listen.allowedHosts`): without tokens,
 only the listen address, loopback names and listed names are served; any other Host
 (a page that rebound its own name to 127.0.0.1) gets 421 on every route."""
 from __future__ import annotations

@@ -223,7 +223,7 @@ def test_body_over_the_limit_is_413_and_changes_nothing(server):
     assert len(body) > 2 << 20
     response = server.post("/v1/spins/levels/events", data=body, headers={"Content-Type": "application/json"},
                            timeout=15)
-    assert_error(response, 413, "body_too_large")  # the code the README documents
+    assert_error(response, 413, "body_too_large")  # the code docs/PROTOCOL.md documents
     _unchanged(server, baseline)
     assert server.get("/healthz").status_code == 200
 

@@ -1,4 +1,4 @@
-"""Configured limits (Config/spin-server.json `limits`, README "Keys"): a full inbox
+"""Configured limits (Config/spin-server.json `limits`, docs/OPERATIONS.md "Keys"): a full inbox
 answers 429 with Retry-After, connections over the limit wait until a slot frees, idle streams
 are pinged, and the log can be JSON."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""JSON machines (README "Machines in JSON") through the HTTP API with real clients:
+"""JSON machines (docs/MACHINES.md) through the HTTP API with real clients:
 every construct of the format, `?wait=true` replies for ignored events, the `session`
 machine's forceLogout race, restarts on the same storage, the declarative auth-routing
 pair on Gear `authMachines`, and each kind of validation error at start-up and with

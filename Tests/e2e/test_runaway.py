@@ -1,4 +1,4 @@
-"""Issue 9, "nothing lost, nothing stuck": the runaway guard (README "Runaway loops",
+"""Issue 9, "nothing lost, nothing stuck": the runaway guard (docs/OPERATIONS.md "Runaway loops",
 limits.feedbackBudget) and input no example reducer can represent.
 
 A `levels` pair set two billion apart would run for ever: the server suspends it once its

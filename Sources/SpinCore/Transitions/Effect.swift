@@ -30,6 +30,8 @@ public struct Effect<Event: Sendable, Environment: Sendable>: Sendable {
     /// - Parameters:
     ///   - queue: where it runs, which says how it flattens with the queue's other effects.
     ///   - id: lets a later row cancel it with `.cancel(id)`.
+    ///   - operation: the work, given the table's environment; its event, if any, is
+    ///     applied unless the effect was cancelled meanwhile.
     public init(queue: EffectQueue = .default, id: EffectID? = nil,
                 _ operation: @escaping @Sendable (Environment) async -> Event?) {
         self.init(runs: [Run(queue: queue, id: id) { environment, emit in

@@ -8,7 +8,10 @@ import Synchronization
 /// their work itself: a readable socket is read, its requests handled and its answers
 /// written on the thread that was woken, with no other thread involved (run to
 /// completion). Everything a connection owns is touched only on its loop's thread, so a
-/// loop is the unit of mutual exclusion: no locks on the I/O path.
+/// loop is the unit of mutual exclusion: reading, parsing, handling and the socket writes
+/// take no lock. The one lock near the I/O path is `Connection.write`'s: any thread may
+/// queue bytes, so it counts them under the connection's `Protected` account (a few
+/// integer updates, no syscall) and hands the bytes to the loop to send.
 ///
 /// One turn of the loop: wait (until a socket is ready, a deadline of one of its
 /// connections comes, or work is handed to it), handle every ready socket, fire the due

@@ -57,7 +57,7 @@ import Logging
 /// Relative paths are relative to the working directory, but for the files the config
 /// file names for machines and JWT keys (`spins[].machine`, `auth.jwt.keys[].publicKeyFile`,
 /// `auth.jwt.jwksFile`): those are relative to its directory. `auth.jwt` is parsed in
-/// `+JWT.swift`, its keys read (and checked) by `JWTKeySet`. The "Configuration" section of README.md explains
+/// `+JWT.swift`, its keys read (and checked) by `JWTKeySet`. The "Configuration" section of docs/OPERATIONS.md explains
 /// each key. The `limits` keys are the fields of `Limits`, one for one: a new field
 /// needs a row in `limitKeys` (a test checks they match).
 ///

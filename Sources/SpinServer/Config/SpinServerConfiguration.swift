@@ -67,7 +67,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         }
     }
 
-    /// Limits that keep one client from hurting others (docs/PROTOCOL.md, Security; README, Configuration).
+    /// Limits that keep one client from hurting others (docs/PROTOCOL.md, Security; docs/OPERATIONS.md, Keys).
     public struct Limits: Sendable, Equatable {
         /// Largest request body: 1 MiB holds thousands of events per batch.
         public var maxBodyBytes: Int
@@ -79,7 +79,7 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// Events from clients waiting per Spin before POST answers 429 (the events of
         /// feedbacks and Gears are bounded by `feedbackBudget`).
         public var inbox: Int
-        /// The runaway guard (README "Runaway loops"): events a Spin's feedbacks and Gears
+        /// The runaway guard (docs/OPERATIONS.md, "Runaway loops"): events a Spin's feedbacks and Gears
         /// may produce in a row without an event from a client (and may have waiting);
         /// past it the Spin is suspended until `POST /v1/spins/{name}/resume`. 100000 is
         /// a fraction of a second to a few seconds of work and a few MB of events: far

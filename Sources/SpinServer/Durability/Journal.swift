@@ -5,7 +5,7 @@ import SpinCore
 import SpinStorage
 import SpinWire
 
-/// The durable storage of hosted Spins (the README's "Durability"): what to journal and
+/// The durable storage of hosted Spins (docs/OPERATIONS.md, "Durability"): what to journal and
 /// when it counts as durable, on top of a `SpinStore` (SpinStorage: the files of a
 /// storage directory, `FileSpinStore`, or a PostgreSQL database, `PostgresSpinStore`), which keeps per Spin a journal of applied events
 /// (batches whole), a snapshot `{"sequence":N,"epoch":..,"state":..}` the journal starts

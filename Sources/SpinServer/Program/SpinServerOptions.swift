@@ -31,7 +31,7 @@ public struct SpinServerOptions: ParsableArguments {
     /// `CommandConfiguration(discussion:)`.
     public static let discussion = """
         Precedence: flags > environment variables > config file > built-in defaults. \
-        Every config file key is described in spin-server's README.md ("Configuration").
+        Every config file key is described in spin-server's docs/OPERATIONS.md ("Keys").
 
         Variables: SPIN_CONFIG, SPIN_HOST, SPIN_PORT, SPIN_STORAGE, SPIN_LOG_LEVEL, \
         SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \

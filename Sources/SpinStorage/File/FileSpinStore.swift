@@ -1,6 +1,6 @@
 import Foundation
 
-/// The embedded storage backend: one directory of files (the README's "Durability").
+/// The embedded storage backend: one directory of files (docs/OPERATIONS.md, "Durability").
 ///
 /// Files, per Spin:
 /// - `<name>.journal`: append-only records of applied events (`JournalRecord` framing),

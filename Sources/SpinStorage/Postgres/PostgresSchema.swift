@@ -1,4 +1,4 @@
-/// The tables of the PostgreSQL backend and the migrations that make them (the README's
+/// The tables of the PostgreSQL backend and the migrations that make them (docs/OPERATIONS.md,
 /// "PostgreSQL"). `spin_schema_version` holds one row per applied migration; start-up
 /// applies the missing ones in order, in one transaction, under a transaction-level
 /// advisory lock so that servers starting together against one database do not race.

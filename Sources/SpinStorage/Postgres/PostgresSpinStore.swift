@@ -1,6 +1,6 @@
 import Foundation
 
-/// The PostgreSQL storage backend (`storage.backend: "postgres"`, the README's
+/// The PostgreSQL storage backend (`storage.backend: "postgres"`, docs/OPERATIONS.md,
 /// "PostgreSQL"): journals, snapshots, epochs and suspensions in the tables of
 /// `PostgresSchema`, through one libpq connection.
 ///
