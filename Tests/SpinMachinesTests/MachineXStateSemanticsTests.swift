@@ -152,12 +152,4 @@ import Testing
             ##"test.json: states.b.on.GO: unknown state "#nope""##,
         ])
     }
-
-    /// What the format does not have yet is refused, not run differently from XState.
-    @Test func parallelStates_AreRefusedAsNotSupportedYet() {
-        #expect(issueLines(#"""
-            { "initial": "p", "states": { "p": { "type": "parallel", "states": { "a": {}, "b": {} } } } }
-            """#).first ==
-            #"test.json: states.p.type: unknown state type "parallel": parallel states are not supported yet; expected "atomic", "compound" or "final""#)
-    }
 }
