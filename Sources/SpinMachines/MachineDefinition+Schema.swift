@@ -1,9 +1,10 @@
 import SpinCore
 
 extension MachineDefinition {
-    /// Every event type some state's `on` table names, sorted.
+    /// Every event type some state's `on` table names (not the wildcard nor a partial
+    /// descriptor such as `mouse.*`), sorted.
     public var eventTypes: [String] {
-        Set(nodes.values.flatMap(\.on.keys)).subtracting([MachineEvent.wildcardType]).sorted()
+        Set(nodes.values.flatMap(\.on.keys)).subtracting([MachineEvent.wildcardType]).filter { !$0.hasSuffix(".*") }.sorted()
     }
 
     /// The JSON Schema of the machine's events: one branch per type its `on` tables name

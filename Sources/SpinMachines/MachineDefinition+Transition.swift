@@ -184,10 +184,14 @@ extension MachineDefinition {
     }
 
     /// The first enabled transition of `node` for the event: those of its type first, then
-    /// the wildcard's (`"*"`), as XState v5 orders a state's candidates.
+    /// those of partial descriptors that match it (`"mouse.*"`, longest first), then the
+    /// wildcard's (`"*"`), as XState v5 orders a state's candidates.
     func firstEnabled(in node: StateNode, _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
         if let candidates = node.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
             return chosen
+        }
+        for partial in node.partials where MachineEvent.partialDescriptor(partial.descriptor, matches: event.type) {
+            if let chosen = firstEnabled(partial.transitions, state, event) { return chosen }
         }
         guard let wildcard = node.wildcard else { return nil }
         return firstEnabled(wildcard, state, event)

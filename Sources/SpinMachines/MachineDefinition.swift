@@ -148,6 +148,10 @@ final class StateNode: Sendable {
     /// wildcard); nil when the state has none.
     let wildcard: [TransitionSpec]?
 
+    /// The partial descriptors (`"mouse.*"`) and their transitions, longest first, tried
+    /// after the event's own type and before the wildcard (XState v5's order).
+    let partials: [(descriptor: String, transitions: [TransitionSpec])]
+
     /// The candidate transitions for events of `type`, if any (not the wildcard's).
     func candidates(for type: String) -> [TransitionSpec]? {
         guard let fewTypes else { return on[type] }
@@ -193,6 +197,8 @@ final class StateNode: Sendable {
         self.fewTypes = few?.map(\.key)
         self.fewCandidates = few?.map(\.value) ?? []
         self.wildcard = on[MachineEvent.wildcardType]
+        self.partials = on.filter { $0.key.hasSuffix(".*") }.map { (descriptor: $0.key, transitions: $0.value) }
+            .sorted { ($0.descriptor.count, $1.descriptor) > ($1.descriptor.count, $0.descriptor) }
         self.path = path
         self.kind = kind
         self.initial = initial

@@ -69,12 +69,10 @@ struct MachineParser {
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
         for (id, at) in cancels where !raiseIDs.contains(id) { issue(at, .unknownRaiseID(id)) }
-        if !handledEvents.contains(MachineEvent.wildcardType) {
-            for (type, at) in raisedTypes where !handledEvents.contains(type) { issue(at, .unhandledEvent(type)) }
-        }
+        for (type, at) in raisedTypes where !handles(type) { issue(at, .unhandledEvent(type)) }
         // A wildcard handles every event a Gear could bring.
-        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(MachineEvent.wildcardType) {
-            for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(eventType) {
+        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) {
+            for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handles(eventType) {
                 issue(JSONPath().key("gears").key(name).key("catch").key(gearType), .unhandledEvent(eventType))
             }
         }
@@ -231,10 +229,24 @@ struct MachineParser {
                 issue(path.key(type), .reservedEvent(type))
                 continue
             }
+            // `*` is the wildcard, or the last name of a partial descriptor (`mouse.*`); elsewhere
+            // XState v5 does not match it either.
+            if type != MachineEvent.wildcardType, type.contains("*"),
+               !(type.hasSuffix(".*") && type.count > 2 && !type.dropLast(2).contains("*")) {
+                issue(path.key(type), .badValue("\"*\" is the wildcard alone or the last name of a descriptor, as in \"mouse.*\""))
+                continue
+            }
             handledEvents.insert(type)
             on[type] = parseTransitions(members[type]!, source: source, at: path.key(type))
         }
         return on
+    }
+
+    /// Whether some `on` takes events of `type`: by that key, a partial descriptor that
+    /// matches it (`"mouse.*"`), or the wildcard.
+    private func handles(_ type: String) -> Bool {
+        handledEvents.contains(type) || handledEvents.contains(MachineEvent.wildcardType)
+            || handledEvents.contains { $0.hasSuffix(".*") && MachineEvent.partialDescriptor($0, matches: type) }
     }
 
     private mutating func parseAfter(_ value: MachineValue?, source: [String], at path: JSONPath) -> [AfterEntry] {

@@ -405,6 +405,22 @@ def test_parallel_states_over_http_and_across_restarts(machine_server, tmp_path)
     assert send(third, "w", {"type": "RESET"})["replies"] == [DONE]
 
 
+def test_partial_event_descriptors_over_http(machine_server):
+    """XState v5's partial descriptors: "mouse.*" takes mouse.click and mouse.click.left,
+    after a state's own type and before "*" (each event on a fresh server, from idle)."""
+    machine = {"initial": "idle", "states": {
+        "idle": {"on": {"mouse.*": "pointing", "mouse.wheel": "scrolling", "*": "other"}},
+        "pointing": {}, "scrolling": {}, "other": {}}}
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}])
+    assert send(server, "p", {"type": "mouse.click.left"})["state"]["value"] == "pointing"
+    server.terminate()
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}], name="scroll")
+    assert send(server, "p", {"type": "mouse.wheel"})["state"]["value"] == "scrolling"
+    server.terminate()
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}], name="other")
+    assert send(server, "p", {"type": "mousemove"})["state"]["value"] == "other"
+
+
 # -- ignored events ---------------------------------------------------------------------------
 
 
