@@ -1,9 +1,10 @@
 import SpinCore
 
 extension MachineDefinition {
-    /// Every event type some state's `on` table names, sorted.
+    /// Every event type some state's `on` table names (not the wildcard nor a partial
+    /// descriptor such as `mouse.*`), sorted.
     public var eventTypes: [String] {
-        Set(nodes.values.flatMap(\.on.keys)).subtracting([MachineEvent.wildcardType]).sorted()
+        Set(nodes.values.flatMap(\.on.keys)).subtracting([MachineEvent.wildcardType]).filter { !$0.hasSuffix(".*") }.sorted()
     }
 
     /// The JSON Schema of the machine's events: one branch per type its `on` tables name
@@ -22,12 +23,13 @@ extension MachineDefinition {
     }
 
     /// The JSON Schema of the machine's state, `{"value":..,"context":{..}}`: `value` is
-    /// the name of a top-level state, or an object for a nested one (`{"a":"b"}`); a
-    /// machine with history states may add `history`.
+    /// the name of a top-level state, or an object for a nested or parallel one (`{"a":"b"}`,
+    /// `{"p":{"r1":"x","r2":"y"}}`); a machine with history states may add `history`.
     public var stateSchema: JSONSchema {
         let topLevel = nodes.values.filter { $0.path.count == 1 }
-        let atomic = topLevel.filter { $0.kind != .compound }.map { $0.path[0] }.sorted()
-        let nested = topLevel.contains { $0.kind == .compound }
+        let isNested: (StateNode) -> Bool = { $0.kind == .compound || $0.kind == .parallel }
+        let atomic = topLevel.filter { !isNested($0) }.map { $0.path[0] }.sorted()
+        let nested = topLevel.contains(where: isNested)
         var forms: [JSONSchema] = []
         if !atomic.isEmpty { forms.append(.oneOf(strings: atomic)) }
         if nested { forms.append(JSONSchema.object([:])) }

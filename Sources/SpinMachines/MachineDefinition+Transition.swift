@@ -13,6 +13,7 @@ extension MachineDefinition {
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
     /// transition of that state and delay, while that state is active.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
+        if hasParallel { return parallelTransition(state, event) }
         guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
               let chosen = select(state, leafNode, event) else { return nil }
         let (next, raised) = take(chosen, from: state, leafNode, event)
@@ -40,35 +41,43 @@ extension MachineDefinition {
     /// `microstepLimit` steps in all. The step of the result records every state
     /// entered and every propagation, in order.
     func settled(_ state: MachineState, after event: MachineEvent, raised: [MachineEvent] = []) -> MachineState {
-        var current = state
-        var step = state.step
-        var queue = raised[...]
-        var steps = 1
-        // The event of the latest microstep: what `always` guards and actions see (v5), the
-        // external event first, then a raised or done event once one was taken.
-        var latest = event
-        while let leaf = leafNode(of: current) {
+        macrostep(state, after: event, queued: raised) { current, latest, queue in
             // A completed machine takes nothing more, raised events included (v5 ends the
             // macrostep once the machine is done).
-            guard !leaf.completesMachine,
-                  let (chosen, seen) = eventless(current, leaf, after: latest) ?? nextRaised(&queue, current, leaf) else { break }
+            guard let leaf = leafNode(of: current), !leaf.completesMachine,
+                  let (chosen, seen) = eventless(current, leaf, after: latest) ?? nextRaised(&queue, current, leaf) else { return nil }
+            return (seen, { take(chosen, from: current, leaf, seen) })
+        }
+    }
+
+    /// The microsteps after the first, what both interpreters share: `choose` gives the
+    /// next one (the event it takes and how to take it) from the current state, the event
+    /// of the latest microstep (what `always` guards and actions see, v5: the external
+    /// event first, then a raised or done event once one was taken) and the queue of
+    /// raised events, or nil when the machine is settled. At most `microstepLimit` in all.
+    /// The step of the result records every state entered and every propagation, in order.
+    func macrostep(_ state: MachineState, after event: MachineEvent, queued: [MachineEvent],
+                   choose: (MachineState, MachineEvent, inout ArraySlice<MachineEvent>)
+                   -> (seen: MachineEvent, take: () -> (MachineState, raised: [MachineEvent]))?) -> MachineState {
+        var current = state
+        var step = state.step
+        var queue = queued[...]
+        var steps = 1
+        var latest = event
+        while let (seen, take) = choose(current, latest, &queue) {
             guard steps < Self.microstepLimit else {
                 step.unsettled = true
                 break
             }
-            let (next, more) = take(chosen, from: current, leaf, seen)
+            let (next, more) = take()
             current = next
             latest = seen
             queue += more
-            step.entered += next.step.entered
-            step.propagations += next.step.propagations
-            step.scheduled += next.step.scheduled
-            step.cancelled += next.step.cancelled
+            step.append(next.step)
             steps += 1
         }
         guard steps > 1 || step.unsettled else { return current }
-        return MachineState(shape: MachineState.Shape(value: current.value, step: step, leafHint: current.shape.leafHint),
-                            context: current.context, history: current.history)
+        return MachineState(shape: current.shape.with(step: step), context: current.context, history: current.history)
     }
 
     /// The transition the first raised event still waiting takes, and that event; a
@@ -175,16 +184,20 @@ extension MachineDefinition {
     }
 
     /// The first enabled transition of `node` for the event: those of its type first, then
-    /// the wildcard's (`"*"`), as XState v5 orders a state's candidates.
-    private func firstEnabled(in node: StateNode, _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
+    /// those of partial descriptors that match it (`"mouse.*"`, longest first), then the
+    /// wildcard's (`"*"`), as XState v5 orders a state's candidates.
+    func firstEnabled(in node: StateNode, _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
         if let candidates = node.candidates(for: event.type), let chosen = firstEnabled(candidates, state, event) {
             return chosen
+        }
+        for partial in node.partials where MachineEvent.partialDescriptor(partial.descriptor, matches: event.type) {
+            if let chosen = firstEnabled(partial.transitions, state, event) { return chosen }
         }
         guard let wildcard = node.wildcard else { return nil }
         return firstEnabled(wildcard, state, event)
     }
 
-    private func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
+    func firstEnabled(_ candidates: [TransitionSpec], _ state: MachineState, _ event: MachineEvent) -> TransitionSpec? {
         // The scope (a copy of the state and event) is made only for a guard.
         for candidate in candidates {
             guard let condition = candidate.guardCondition else { return candidate }
@@ -237,7 +250,7 @@ extension MachineDefinition {
                 entry: node.entry, exit: node.exit, onDone: node.onDone.map { plan($0, from: path) },
                 always: node.always.map { plan($0, from: path) },
                 history: node.historyDefault.map { (node.historyDeep, $0) }, recordsHistory: node.recordsHistory,
-                restingShape: shape)
+                restingShape: shape, regions: node.regions)
         }
         return (nodes, paths.compactMap { nodes[$0] })
     }

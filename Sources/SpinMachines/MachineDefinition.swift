@@ -42,6 +42,9 @@ public struct MachineDefinition: Sendable {
     let rootHandlesEvents: Bool
     /// Whether some state has `always` transitions: only then does every step look for them.
     let hasAlways: Bool
+    /// Whether some state is parallel: then `transition` works on every active leaf
+    /// (`MachineDefinition+Parallel`), else on the one active leaf.
+    let hasParallel: Bool
     /// Whether some action is a `raise` with a delay or a `cancel`: only then does the
     /// machine's Spin run their timers.
     let schedulesEvents: Bool
@@ -74,6 +77,7 @@ public struct MachineDefinition: Sendable {
         (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
         rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
         hasAlways = nodes.values.contains { !$0.always.isEmpty }
+        hasParallel = nodes.values.contains { $0.kind == .parallel }
         schedulesEvents = nodes.values.contains { node in
             let transitions = node.on.values.joined() + node.after.flatMap(\.transitions) + node.onDone + node.always
             return (node.entry + node.exit + transitions.flatMap(\.actions)).contains { action in
@@ -83,6 +87,11 @@ public struct MachineDefinition: Sendable {
                 default: false
                 }
             }
+        }
+        initialState = MachineState(value: [], context: parsed.context)
+        if hasParallel {
+            initialState = parallelStart(context: parsed.context)
+            return
         }
         let raised: [MachineEvent]
         (initialState, raised) = Self.start(nodes: nodes, context: parsed.context)
@@ -118,12 +127,14 @@ public struct MachineDefinition: Sendable {
 /// One state of a machine (or the root, path `[]`).
 /// A class, not a struct: a look-up in `nodes` then copies one reference, not seven fields.
 final class StateNode: Sendable {
-    enum Kind: Sendable { case atomic, compound, final, history }
+    enum Kind: Sendable { case atomic, compound, parallel, final, history }
 
     let path: [String]
     let kind: Kind
     /// The initial child (compound states and the root).
     let initial: String?
+    /// The names of a parallel state's regions, in document order (empty otherwise).
+    let regions: [String]
     /// Event type → candidate transitions, first enabled wins.
     let on: [String: [TransitionSpec]]
     /// `on` as a list when it is short: comparing a few short strings costs less than
@@ -136,6 +147,10 @@ final class StateNode: Sendable {
     /// The `"*"` transitions, tried for any event after those of its own type (XState v5's
     /// wildcard); nil when the state has none.
     let wildcard: [TransitionSpec]?
+
+    /// The partial descriptors (`"mouse.*"`) and their transitions, longest first, tried
+    /// after the event's own type and before the wildcard (XState v5's order).
+    let partials: [(descriptor: String, transitions: [TransitionSpec])]
 
     /// The candidate transitions for events of `type`, if any (not the wildcard's).
     func candidates(for type: String) -> [TransitionSpec]? {
@@ -169,7 +184,8 @@ final class StateNode: Sendable {
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
          entry: [MachineAction], exit: [MachineAction], onDone: [TransitionSpec] = [], always: [TransitionSpec] = [],
          history: (deep: Bool, defaultTarget: [String])? = nil, recordsHistory: Bool = false,
-         restingShape: MachineState.Shape? = nil) {
+         restingShape: MachineState.Shape? = nil, regions: [String] = []) {
+        self.regions = regions
         self.historyDeep = history?.deep ?? false
         self.historyDefault = history?.defaultTarget
         self.recordsHistory = recordsHistory
@@ -181,6 +197,8 @@ final class StateNode: Sendable {
         self.fewTypes = few?.map(\.key)
         self.fewCandidates = few?.map(\.value) ?? []
         self.wildcard = on[MachineEvent.wildcardType]
+        self.partials = on.filter { $0.key.hasSuffix(".*") }.map { (descriptor: $0.key, transitions: $0.value) }
+            .sorted { ($0.descriptor.count, $1.descriptor) > ($1.descriptor.count, $0.descriptor) }
         self.path = path
         self.kind = kind
         self.initial = initial

@@ -10,6 +10,14 @@ public struct MachineEvent: Sendable, Hashable, Codable {
     /// The `on` key whose transitions any event may take (XState's wildcard `"*"`), after
     /// the transitions for its own type in the same state.
     public static let wildcardType = "*"
+    /// Whether an `on` key that ends in `.*` (a partial descriptor, XState v5's
+    /// `"mouse.*"`) takes events of `type`: those whose dot-separated names begin with the
+    /// descriptor's (`mouse`, `mouse.click`, `mouse.click.left`), as v5 matches them.
+    static func partialDescriptor(_ descriptor: String, matches type: String) -> Bool {
+        let prefix = descriptor.dropLast(2)
+        return type == prefix || (type.hasPrefix(prefix) && type.dropFirst(prefix.count).hasPrefix("."))
+    }
+
     /// What the event an `onDone` transition sees is called: this, then the compound
     /// state's path (`xstate.done.state.a.b`), as XState names it by the state's id.
     public static let doneStatePrefix = "xstate.done.state."

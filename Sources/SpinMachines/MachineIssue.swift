@@ -96,9 +96,7 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownAction(let detail): "unknown action: \(detail)"
         case .unknownGuard(let detail): "unknown guard: \(detail)"
         case .badValue(let detail): "bad value: \(detail)"
-        case .unknownStateType(let type) where type == "parallel":
-            "unknown state type \"\(type)\": \(type) states are not supported yet; expected \"atomic\", \"compound\" or \"final\""
-        case .unknownStateType(let type): "unknown state type \"\(type)\": expected \"atomic\", \"compound\" or \"final\""
+        case .unknownStateType(let type): "unknown state type \"\(type)\": expected \"atomic\", \"compound\", \"parallel\" or \"final\""
         case .finalWithTransitions: "a final state accepts no events: no \"on\", \"after\" or \"states\""
         case .reservedEvent(let type): "event type \"\(type)\" is reserved for after timers"
         case .unhandledEvent(let type): "no state handles event \"\(type)\""

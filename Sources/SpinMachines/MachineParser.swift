@@ -69,17 +69,23 @@ struct MachineParser {
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
         for (id, at) in cancels where !raiseIDs.contains(id) { issue(at, .unknownRaiseID(id)) }
-        if !handledEvents.contains(MachineEvent.wildcardType) {
-            for (type, at) in raisedTypes where !handledEvents.contains(type) { issue(at, .unhandledEvent(type)) }
-        }
+        for (type, at) in raisedTypes where !handles(type) { issue(at, .unhandledEvent(type)) }
         // A wildcard handles every event a Gear could bring.
-        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(MachineEvent.wildcardType) {
-            for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handledEvents.contains(eventType) {
+        for (name, catches) in gears.sorted(by: { $0.key < $1.key }) {
+            for (gearType, eventType) in catches.sorted(by: { $0.key < $1.key }) where !handles(eventType) {
                 issue(JSONPath().key("gears").key(name).key("catch").key(gearType), .unhandledEvent(eventType))
             }
         }
         // Unreachable states are looked for only in a machine whose structure holds: a
         // wrong target would make others unreachable too.
+        // A history state records one leaf: a parallel state under its parent has several.
+        for (path, node) in nodes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where node.kind == .history {
+            let parent = path.dropLast()
+            if nodes.contains(where: { $0.value.kind == .parallel && $0.key.starts(with: parent) }) {
+                issue(path.reduce(JSONPath()) { $0.key("states").key($1) }.key("type"),
+                      .badValue("history over parallel states is not supported yet (a parallel state is inside its parent)"))
+            }
+        }
         let structureHolds = issues.isEmpty
         issues += references.issues(file: file, context: context)
         if structureHolds {
@@ -129,6 +135,9 @@ struct MachineParser {
                     if members["on"] != nil || members["after"] != nil || members["states"] != nil {
                         issue(at, .finalWithTransitions)
                     }
+                case "parallel":
+                    kind = .parallel
+                    if children.isEmpty { issue(at.key("states"), .badValue("a parallel state has its regions in \"states\"")) }
                 case "atomic", "compound": break
                 default: issue(at.key("type"), .unknownStateType(type))
                 }
@@ -139,10 +148,11 @@ struct MachineParser {
                 return false
             }
             if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
-            if kind != .compound, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
+            let nested = kind == .compound || kind == .parallel
+            if !nested, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
             if kind == .final, members["always"] != nil { issue(at, .finalWithTransitions) }
             var onDone: [TransitionSpec] = []
-            if kind == .compound, let value = members["onDone"] {
+            if nested, let value = members["onDone"] {
                 eventFields = ["type"]
                 onDone = parseTransitions(value, source: statePath, at: at.key("onDone"))
                 eventFields = nil
@@ -154,8 +164,9 @@ struct MachineParser {
                 entry: parseActions(members["entry"], at: at.key("entry")),
                 exit: parseActions(members["exit"], at: at.key("exit")), onDone: onDone,
                 always: parseAlways(members["always"], source: statePath, at: at.key("always")),
-                recordsHistory: recordsHistory)
-            if kind == .compound {
+                recordsHistory: recordsHistory,
+                regions: kind == .parallel ? children.keys.sorted() : [])
+            if nested {
                 parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
             }
         }
@@ -169,6 +180,10 @@ struct MachineParser {
         checkKeys(members, allowed: ["type", "history", "target", "id", "description"], at: at)
         guard statePath.count > 1, let parent else {
             issue(at.key("type"), .badValue("a history state belongs to a compound state, not to the machine's root"))
+            return nil
+        }
+        guard parent.kind == .compound else {
+            issue(at.key("type"), .badValue("a history state belongs to a compound state, not to a parallel state's regions"))
             return nil
         }
         var deep = false
@@ -214,10 +229,24 @@ struct MachineParser {
                 issue(path.key(type), .reservedEvent(type))
                 continue
             }
+            // `*` is the wildcard, or the last name of a partial descriptor (`mouse.*`); elsewhere
+            // XState v5 does not match it either.
+            if type != MachineEvent.wildcardType, type.contains("*"),
+               !(type.hasSuffix(".*") && type.count > 2 && !type.dropLast(2).contains("*")) {
+                issue(path.key(type), .badValue("\"*\" is the wildcard alone or the last name of a descriptor, as in \"mouse.*\""))
+                continue
+            }
             handledEvents.insert(type)
             on[type] = parseTransitions(members[type]!, source: source, at: path.key(type))
         }
         return on
+    }
+
+    /// Whether some `on` takes events of `type`: by that key, a partial descriptor that
+    /// matches it (`"mouse.*"`), or the wildcard.
+    private func handles(_ type: String) -> Bool {
+        handledEvents.contains(type) || handledEvents.contains(MachineEvent.wildcardType)
+            || handledEvents.contains { $0.hasSuffix(".*") && MachineEvent.partialDescriptor($0, matches: type) }
     }
 
     private mutating func parseAfter(_ value: MachineValue?, source: [String], at path: JSONPath) -> [AfterEntry] {
@@ -539,6 +568,7 @@ struct MachineParser {
             }
             if let initial = nodes[path]?.initial { enter(path + [initial]) }
             if let target = nodes[path]?.historyDefault { enter(target) }
+            for region in nodes[path]?.regions ?? [] { enter(path + [region]) }
         }
         enter([])
         while let path = queue.popLast() {

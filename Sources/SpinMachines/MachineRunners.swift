@@ -42,8 +42,7 @@ final class MachineTimerRunner: FeedbackRunner {
 
     func receive(_ state: MachineState) {
         var wanted: [Key] = []
-        for length in stride(from: 1, through: state.value.count, by: 1) {
-            let path = Array(state.value.prefix(length))
+        for path in state.activePaths {
             for entry in definition.nodes[path]?.after ?? [] { wanted.append(Key(path: path, delay: entry.delay)) }
         }
         let reentered = Set(state.step.entered)

@@ -1,18 +1,24 @@
 /// The state of a declarative machine: which state is active and the machine's data.
 ///
 /// JSON (the state a server stores and streams): `{"value":"closed","context":{..}}`; a
-/// nested active state gives `value` as an object, `{"door":{"opened":"ajar"}}`, as
-/// XState does.
+/// nested active state gives `value` as an object, `{"door":{"opened":"ajar"}}`, and an
+/// active parallel state an object of its regions, `{"p":{"bold":"on","italic":"off"}}`,
+/// as XState does.
 ///
 /// Besides value and context, a state made by a transition remembers what that
 /// transition did (`step`: the states it entered, the Gear events it propagates). That
 /// is not part of the JSON, nor of `==`: feedbacks act on it once, when the state is new.
 public struct MachineState: Sendable, Codable {
-    /// The path of the active leaf state from the root (`["closed"]`, `["door", "opened", "ajar"]`).
+    /// The path of the active leaf state from the root (`["closed"]`, `["door", "opened", "ajar"]`);
+    /// while a parallel state is active, the first of `leaves`. Setting it makes that
+    /// path the only active leaf.
     public var value: [String] {
         get { shape.value }
         set { shape = Shape(value: newValue, step: shape.step, leafHint: nil) }
     }
+    /// The paths of every active leaf state, in document order: one unless a parallel
+    /// state is active, then one (at least) per region.
+    public var leaves: [[String]] { shape.leaves ?? [shape.value] }
     /// The machine's data.
     public var context: [String: MachineValue]
     /// What the compound states with a history child remembered when they were last
@@ -22,7 +28,7 @@ public struct MachineState: Sendable, Codable {
     /// What the transition that made this state did; empty for a state made otherwise.
     public var step: MachineStep {
         get { shape.step }
-        set { shape = Shape(value: shape.value, step: newValue, leafHint: shape.leafHint) }
+        set { shape = shape.with(step: newValue) }
     }
 
     /// Value, step and where the interpreter found the leaf, behind one reference: a
@@ -35,6 +41,13 @@ public struct MachineState: Sendable, Codable {
     public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep(),
                 history: [String: [String]] = [:]) {
         self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context, history: history)
+    }
+
+    /// A state whose active leaves are `leaves` (from the root, in document order: the
+    /// configuration of a machine with parallel states), with `context`.
+    public init(leaves: [[String]], context: [String: MachineValue], step: MachineStep = MachineStep(),
+                history: [String: [String]] = [:]) {
+        self.init(shape: Shape(leaves: leaves, step: step), context: context, history: history)
     }
 
     /// A state the interpreter made.
@@ -50,50 +63,106 @@ public struct MachineState: Sendable, Codable {
         let value: [String]
         let step: MachineStep
         let leafHint: LeafHint?
+        /// Every active leaf, in document order, when there are several (a parallel
+        /// state is active); nil when `value` is the only one.
+        let leaves: [[String]]?
 
         init(value: [String], step: MachineStep, leafHint: LeafHint?) {
             self.value = value
             self.step = step
             self.leafHint = leafHint
+            self.leaves = nil
+        }
+
+        init(leaves: [[String]], step: MachineStep) {
+            self.value = leaves.first ?? []
+            self.step = step
+            self.leafHint = nil
+            self.leaves = leaves.count > 1 ? leaves : nil
+        }
+
+        /// The same leaves with another step.
+        func with(step: MachineStep) -> Shape {
+            guard let leaves else { return Shape(value: value, step: step, leafHint: leafHint) }
+            return Shape(leaves: leaves, step: step)
         }
     }
 
-    /// The active state value as JSON: a string for a top-level state, objects for nested ones.
+    /// The active state value as JSON: a string for a top-level state, objects for nested
+    /// ones, an object of regions for a parallel state (XState's `StateValue`).
     public var valueJSON: MachineValue {
-        guard var result = value.last.map(MachineValue.string) else { return .null }
-        for key in value.dropLast().reversed() { result = .object([key: result]) }
-        return result
+        guard let leaves = shape.leaves else {
+            guard var result = value.last.map(MachineValue.string) else { return .null }
+            for key in value.dropLast().reversed() { result = .object([key: result]) }
+            return result
+        }
+        return Self.valueJSON(of: leaves[...], depth: 0)
     }
 
-    /// True when the state at `path` (from the root) is active: it is the active leaf or
+    /// The value of the leaves under one state (they share their first `depth` names).
+    private static func valueJSON(of leaves: ArraySlice<[String]>, depth: Int) -> MachineValue {
+        if leaves.count == 1, let leaf = leaves.first, leaf.count == depth + 1 { return .string(leaf[depth]) }
+        var members: [String: MachineValue] = [:]
+        for name in Set(leaves.compactMap { $0.count > depth ? $0[depth] : nil }) {
+            members[name] = valueJSON(of: leaves.filter { $0.count > depth && $0[depth] == name }[...], depth: depth + 1)
+        }
+        return .object(members)
+    }
+
+    /// True when the state at `path` (from the root) is active: it is an active leaf or
     /// one of its ancestors.
     public func isActive(_ path: [String]) -> Bool {
-        path.count <= value.count && Array(value.prefix(path.count)) == path
+        guard let leaves = shape.leaves else {
+            return path.count <= value.count && Array(value.prefix(path.count)) == path
+        }
+        return leaves.contains { path.count <= $0.count && $0.starts(with: path) }
+    }
+
+    /// Every active state but the root, each once, in document order (ancestors first).
+    var activePaths: [[String]] {
+        var seen: Set<[String]> = []
+        var paths: [[String]] = []
+        for leaf in leaves {
+            for length in stride(from: 1, through: leaf.count, by: 1) where seen.insert(Array(leaf.prefix(length))).inserted {
+                paths.append(Array(leaf.prefix(length)))
+            }
+        }
+        return paths
     }
 
     private enum Keys: String, CodingKey { case value, context, history }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        var path: [String] = []
-        var node = try container.decode(MachineValue.self, forKey: .value)
-        while true {
-            if case .string(let leaf) = node {
-                path.append(leaf)
-                break
-            }
-            guard case .object(let members) = node, members.count == 1, let (key, child) = members.first else {
-                throw DecodingError.dataCorruptedError(
-                    forKey: .value, in: container,
-                    debugDescription: "a state value is a state name or an object {\"parent\": <value>}")
-            }
-            path.append(key)
-            node = child
+        let node = try container.decode(MachineValue.self, forKey: .value)
+        guard let leaves = Self.leaves(of: node, under: []), !leaves.isEmpty else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .value, in: container,
+                debugDescription: "a state value is a state name or an object {\"parent\": <value>, ..}")
         }
-        shape = Shape(value: path, step: MachineStep(), leafHint: nil)
+        shape = leaves.count == 1 ? Shape(value: leaves[0], step: MachineStep(), leafHint: nil)
+            : Shape(leaves: leaves, step: MachineStep())
         context = try container.decodeIfPresent([String: MachineValue].self, forKey: .context) ?? [:]
         let remembered = try container.decodeIfPresent([String: String].self, forKey: .history) ?? [:]
         history = remembered.mapValues { $0.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+    }
+
+    /// The leaf paths a state value names (members in name order, the machines' document
+    /// order); nil when it is neither a name nor an object of values.
+    private static func leaves(of value: MachineValue, under path: [String]) -> [[String]]? {
+        switch value {
+        case .string(let leaf): return [path + [leaf]]
+        // An atomic region of a parallel state: `{"p": {"region": {}, ..}}`, as XState writes it.
+        case .object(let members) where members.isEmpty: return path.isEmpty ? nil : [path]
+        case .object(let members):
+            var leaves: [[String]] = []
+            for key in members.keys.sorted() {
+                guard let inner = members[key].flatMap({ Self.leaves(of: $0, under: path + [key]) }) else { return nil }
+                leaves += inner
+            }
+            return leaves
+        default: return nil
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -107,9 +176,9 @@ public struct MachineState: Sendable, Codable {
 }
 
 extension MachineState: Equatable {
-    /// Value, context and history; `step` is not compared.
+    /// Leaves, context and history; `step` is not compared.
     public static func == (lhs: MachineState, rhs: MachineState) -> Bool {
-        lhs.value == rhs.value && lhs.context == rhs.context && lhs.history == rhs.history
+        lhs.value == rhs.value && lhs.shape.leaves == rhs.shape.leaves && lhs.context == rhs.context && lhs.history == rhs.history
     }
 }
 
@@ -138,6 +207,16 @@ public struct MachineStep: Sendable, Hashable {
         self.unsettled = unsettled
         self.scheduled = scheduled
         self.cancelled = cancelled
+    }
+}
+
+extension MachineStep {
+    /// Adds what a later microstep of the same event did.
+    mutating func append(_ later: MachineStep) {
+        entered += later.entered
+        propagations += later.propagations
+        scheduled += later.scheduled
+        cancelled += later.cancelled
     }
 }
 

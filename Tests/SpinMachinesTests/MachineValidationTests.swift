@@ -71,7 +71,7 @@ import Testing
         (#"{ "initial": "a", "states": { "a": { "type": "final", "on": { "E": "a" } } } }"#,
          [#"test.json: states.a: a final state accepts no events: no "on", "after" or "states""#]),
         (#"{ "initial": "a", "states": { "a": { "type": "parallel" } } }"#,
-         [#"test.json: states.a.type: unknown state type "parallel": parallel states are not supported yet; expected "atomic", "compound" or "final""#]),
+         [#"test.json: states.a.states: bad value: a parallel state has its regions in "states""#]),
         (#"{ "initial": "a", "states": { "a": { "on": { "xstate.after": "a" } } } }"#,
          [#"test.json: states.a.on["xstate.after"]: event type "xstate.after" is reserved for after timers"#]),
         (#"{ "initial": "a", "context": [], "states": { "a": { "on": { "E": 3 } } } }"#,

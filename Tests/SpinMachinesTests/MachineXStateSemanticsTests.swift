@@ -153,11 +153,38 @@ import Testing
         ])
     }
 
-    /// What the format does not have yet is refused, not run differently from XState.
-    @Test func parallelStates_AreRefusedAsNotSupportedYet() {
+    /// XState v5's partial event descriptors (eventDescriptors.test.ts covers them):
+    /// `"mouse.*"` takes `mouse` and every `mouse.<more>`, not `mousemove`; the event's own
+    /// type comes first, then the longer descriptor, then the shorter, then `"*"`.
+    @Test func partialDescriptors_MatchWholeNames_AfterTheOwnTypeAndBeforeTheWildcard() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a", "states": {
+                "a": { "on": { "mouse.*": "partial", "mouse.click.*": "longer", "mouse.move": "own", "*": "any" } },
+                "partial": {}, "longer": {}, "own": {}, "any": {} } }
+            """#)
+        let to: (String) -> [String]? = { machine.transition(machine.initialState, event($0))?.value }
+        #expect(to("mouse") == ["partial"])
+        #expect(to("mouse.down") == ["partial"])
+        #expect(to("mouse.click") == ["longer"])
+        #expect(to("mouse.click.left") == ["longer"])
+        #expect(to("mouse.move") == ["own"])
+        #expect(to("mousemove") == ["any"])
+        #expect(to("keyboard.a") == ["any"])
+    }
+
+    /// `*` elsewhere than alone or as a descriptor's last name is refused (v5 would not
+    /// match it); a raised or caught type a partial descriptor takes is handled.
+    @Test func wildcardsInsideNames_AreRefused_PartialDescriptorsHandleRaisedTypes() {
         #expect(issueLines(#"""
-            { "initial": "p", "states": { "p": { "type": "parallel", "states": { "a": {}, "b": {} } } } }
-            """#).first ==
-            #"test.json: states.p.type: unknown state type "parallel": parallel states are not supported yet; expected "atomic", "compound" or "final""#)
+            { "initial": "a", "states": { "a": { "on": { "mo*": "a", "a.*.b": "a", ".*": "a" } } } }
+            """#) == [
+            #"test.json: states.a.on[".*"]: bad value: "*" is the wildcard alone or the last name of a descriptor, as in "mouse.*""#,
+            #"test.json: states.a.on["a.*.b"]: bad value: "*" is the wildcard alone or the last name of a descriptor, as in "mouse.*""#,
+            #"test.json: states.a.on["mo*"]: bad value: "*" is the wildcard alone or the last name of a descriptor, as in "mouse.*""#,
+        ])
+        #expect(issueLines(#"""
+            { "initial": "a", "states": { "a": { "entry": [ { "type": "raise", "event": { "type": "mouse.click" } } ],
+                                                 "on": { "mouse.*": "b" } }, "b": {} } }
+            """#).isEmpty)
     }
 }

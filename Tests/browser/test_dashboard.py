@@ -489,6 +489,17 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
         runaway.stop()
 
 
+def machine_server(workdir: Path, file: str, spin: str, machine: dict) -> Server:
+    """A server of its own hosting `machine` (written to `<file>.json`) as the Spin `spin`."""
+    (workdir / (file + ".json")).write_text(json.dumps(machine))
+    config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
+    config["spins"] = [{"name": spin, "machine": str(workdir / (file + ".json"))}]
+    config["gears"] = []
+    config_path = workdir / (file + "-config.json")
+    config_path.write_text(json.dumps(config))
+    return Server(free_port(), workdir / (file + "-storage"), {"SPIN_CONFIG": str(config_path)})
+
+
 def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
     """A machine in a top-level final state is done (XState v5, final.test.ts): its card
     says so as soon as its stream brings the state, and the API agrees. Its chart marks
@@ -501,13 +512,7 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
                                "hist": {"type": "history", "history": "deep"}}},
         "paused": {"on": {"RESUME": "#w.hist"}},
         "finished": {"type": "final"}}}
-    (workdir / "finishing.json").write_text(json.dumps(machine))
-    config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
-    config["spins"] = [{"name": "job", "machine": str(workdir / "finishing.json")}]
-    config["gears"] = []
-    config_path = workdir / "finishing-config.json"
-    config_path.write_text(json.dumps(config))
-    finishing = Server(free_port(), workdir / "finishing-storage", {"SPIN_CONFIG": str(config_path)})
+    finishing = machine_server(workdir, "finishing", "job", machine)
     try:
         driver.get(finishing.url + "/")
         wait_for(driver, lambda d: spin_card(d, "job").get_attribute("data-status") == "running", "job running")
@@ -530,6 +535,39 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
             assert json.load(r)["status"] == "done"
     finally:
         finishing.stop()
+
+
+def test_a_parallel_machine_is_drawn_with_its_regions_each_lit(driver, server, workdir):
+    """A parallel state's regions are drawn inside its box, dashed lines between them (as
+    statecharts draw them), and the active state of every region is lit; the root's `on`
+    edges leave from a box for the machine."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with another machine")
+    machine = {"id": "editor", "initial": "word", "on": {"RESET": "#word"}, "states": {
+        "word": {"id": "word", "type": "parallel", "states": {
+            "bold": {"initial": "off", "states": {"off": {"on": {"TOGGLE": "on"}}, "on": {"on": {"TOGGLE": "off"}}}},
+            "list": {"initial": "none", "states": {"none": {"on": {"BULLETS": "bullets"}}, "bullets": {}}}}}}}
+    parallel = machine_server(workdir, "parallel", "editor", machine)
+    chart = '.spin[data-spin="editor"] .chart'
+
+    def lit(d):
+        return sorted(g.get_attribute("data-path") for g in d.find_elements(By.CSS_SELECTOR, chart + " g.state.current"))
+    try:
+        driver.get(parallel.url + "/")
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, chart + " g.state.region"), "the regions in the chart")
+        regions = driver.find_elements(By.CSS_SELECTOR, chart + " g.state.region")
+        assert [g.get_attribute("aria-label") for g in regions] == ["state word.bold (region)", "state word.list (region)"]
+        assert len(driver.find_elements(By.CSS_SELECTOR, chart + ' line.chart-region[data-region-of="word"]')) == 1
+        edges = {(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in
+                 driver.find_elements(By.CSS_SELECTOR, chart + " g.transition")}
+        assert ("", "word") in edges and ("word.bold.off", "word.bold.on") in edges, edges
+        wait_for(driver, lambda d: lit(d) == ["word", "word.bold", "word.bold.off", "word.list", "word.list.none"],
+                 "every region's state lit", on_timeout=lit)
+        assert post_event(parallel.url, "editor", {"type": "TOGGLE"}) == 202
+        wait_for(driver, lambda d: lit(d) == ["word", "word.bold", "word.bold.on", "word.list", "word.list.none"],
+                 "the toggled region lit, the other still", on_timeout=lit)
+    finally:
+        parallel.stop()
 
 
 # ---- a cluster: the dashboard of one node shows Spins another node serves ------------------

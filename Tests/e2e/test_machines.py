@@ -24,15 +24,17 @@ XSTATE = json.loads((FIXTURES / "xstate.json").read_text())
 @pytest.fixture
 def machine_server(server_bin, tmp_path):
     """Starts servers hosting `machines` ({file name: JSON object}) as `spins`, with
-    `gears`: `machine_server(machines, spins, gears=[], storage=None, name=None)`. The
-    files are written next to the copied config (`machines/<file>`). Each server must
-    exit 0 on SIGTERM at the end of the test."""
+    `gears`: `machine_server(machines, spins, gears=[], storage=None, name=None, config=None)`
+    (`config`: more of the config file, merged in). The files are written next to the
+    copied config (`machines/<file>`). Each server must exit 0 on SIGTERM at the end of
+    the test."""
     started: list[SpinServer] = []
 
     def start(machines: dict[str, dict], spins: list[dict], gears: list[dict] | None = None, *,
-              storage: Path | None = None, name: str | None = None, run: bool = True) -> SpinServer:
+              storage: Path | None = None, name: str | None = None, run: bool = True,
+              config: dict | None = None) -> SpinServer:
         instance = prepare(server_bin, tmp_path / (name or f"server{len(started)}"), machines, spins,
-                           gears or [], storage)
+                           gears or [], storage, config)
         started.append(instance)
         return instance.start() if run else instance
 
@@ -44,8 +46,9 @@ def machine_server(server_bin, tmp_path):
 
 
 def prepare(server_bin: Path, workdir: Path, machines: dict[str, dict], spins: list[dict],
-            gears: list[dict], storage: Path | None) -> SpinServer:
-    instance = SpinServer(server_bin, workdir, storage=storage, config_patch={"spins": spins, "gears": gears})
+            gears: list[dict], storage: Path | None, config: dict | None = None) -> SpinServer:
+    instance = SpinServer(server_bin, workdir, storage=storage,
+                          config_patch={"spins": spins, "gears": gears} | (config or {}))
     folder = instance.config_path.parent / "machines"
     for file, document in machines.items():
         (folder / file).write_text(json.dumps(document, indent=2))
@@ -338,6 +341,84 @@ def test_history_states_over_http_and_across_a_restart(machine_server, tmp_path)
     assert send(again, "h", {"type": "DEEP_POWER"})["state"]["value"] == {"on": {"second": "B"}}
     send(again, "h", {"type": "POWER"})
     assert send(again, "h", {"type": "POWER"})["state"]["value"] == {"on": {"second": "A"}}
+
+
+PARALLEL = {
+    "initial": "word",
+    "on": {"RESET": "#word"},
+    "states": {
+        "word": {"id": "word", "type": "parallel", "onDone": "saved",
+                 "states": {
+                     "bold": {"initial": "off", "states": {"off": {"on": {"TOGGLE_BOLD": "on"}},
+                                                           "on": {"on": {"TOGGLE_BOLD": "off", "LOCK": "locked"}},
+                                                           "locked": {"type": "final"}}},
+                     "list": {"initial": "none", "states": {
+                         "none": {"on": {"BULLETS": "bullets"}},
+                         "bullets": {"on": {"NONE": "none"},
+                                     "always": {"target": "#saving", "guard": {"in": "word.bold.on"}}},
+                         "saving": {"id": "saving", "type": "final"}}},
+                     "status": {"initial": "editing", "states": {
+                         "editing": {"on": {"*": {"actions": [{"type": "assign", "set": {"edits": {"add": 1}}}]},
+                                     "SAVE": "stored"}},
+                         "stored": {"type": "final"}}}}},
+        "saved": {"type": "final"},
+    },
+}
+
+
+def test_parallel_states_over_http_and_across_restarts(machine_server, tmp_path):
+    """XState v5, parallel.test.ts: "should have initial parallel states", "should go from
+    ... on TOGGLE_BOLD", and 'should raise a "xstate.done.state.*" event when all child
+    states reach final state'. The value is an object of regions over HTTP; one event is
+    taken in every region that handles it (here a wildcard counts it); the configuration
+    survives a restart replayed from the journal, and one recovered from a snapshot (after
+    a compaction); the parallel state's onDone completes the machine once every region is
+    final."""
+    storage = tmp_path / "storage"
+    spins = [{"name": "w", "machine": "machines/w.json"}]
+    # Few events retained: 1100 records make a compaction (the journal keeps 1000 more).
+    small = {"storage": {"retainEvents": 100}}
+    server = machine_server({"w.json": PARALLEL}, spins, storage=storage, name="first", config=small)
+    assert state(server, "w") == {"value": {"word": {"bold": "off", "list": "none", "status": "editing"}}, "context": {}}
+    reply = send(server, "w", {"type": "TOGGLE_BOLD"}, {"type": "TOGGLE_BOLD"}, {"type": "TOGGLE_BOLD"})
+    assert reply["state"] == {"value": {"word": {"bold": "on", "list": "none", "status": "editing"}}, "context": {"edits": 3}}
+    assert send(server, "w", {"type": "NOPE"})["state"]["context"] == {"edits": 4}
+    assert server.terminate() == 0
+    again = machine_server({"w.json": PARALLEL}, spins, storage=storage, name="second", config=small)
+    assert state(again, "w") == reply["state"] | {"context": {"edits": 4}}
+    # Enough events for the journal to be compacted: the state behind it becomes a snapshot.
+    for _ in range(3):
+        assert again.post_events("w", [{"type": "TOGGLE_BOLD"}] * 1000, wait=True).status_code == 200
+    before = again.spin("w")
+    assert before["state"]["value"] == {"word": {"bold": "on", "list": "none", "status": "editing"}}
+    assert again.terminate() == 0
+    third = machine_server({"w.json": PARALLEL}, spins, storage=storage, name="third", config=small)
+    assert any(storage.rglob("*snapshot*")), sorted(p.name for p in storage.rglob("*"))
+    assert third.spin("w")["state"] == before["state"] and third.spin("w")["sequence"] == before["sequence"]
+    # BULLETS with bold on: the list's always goes to its final state; LOCK and SAVE finish
+    # the others; every region final: the parallel state's onDone, and the machine is done.
+    send(third, "w", {"type": "BULLETS"}, {"type": "LOCK"})
+    assert state(third, "w")["value"] == {"word": {"bold": "locked", "list": "saving", "status": "editing"}}
+    reply = send(third, "w", {"type": "SAVE"})
+    assert reply["state"]["value"] == "saved"
+    assert third.spin("w")["status"] == "done"
+    assert send(third, "w", {"type": "RESET"})["replies"] == [DONE]
+
+
+def test_partial_event_descriptors_over_http(machine_server):
+    """XState v5's partial descriptors: "mouse.*" takes mouse.click and mouse.click.left,
+    after a state's own type and before "*" (each event on a fresh server, from idle)."""
+    machine = {"initial": "idle", "states": {
+        "idle": {"on": {"mouse.*": "pointing", "mouse.wheel": "scrolling", "*": "other"}},
+        "pointing": {}, "scrolling": {}, "other": {}}}
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}])
+    assert send(server, "p", {"type": "mouse.click.left"})["state"]["value"] == "pointing"
+    server.terminate()
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}], name="scroll")
+    assert send(server, "p", {"type": "mouse.wheel"})["state"]["value"] == "scrolling"
+    server.terminate()
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}], name="other")
+    assert send(server, "p", {"type": "mousemove"})["state"]["value"] == "other"
 
 
 # -- ignored events ---------------------------------------------------------------------------
