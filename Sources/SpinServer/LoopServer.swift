@@ -176,7 +176,7 @@ public final class LoopServer: Sendable {
                 }
             } catch {
                 journal.abandon()
-                throw LoopServerError.cannotRecover(reason: "\(error)")
+                throw LoopServerError.cannotRecover(underlying: error)
             }
         }
         // The loops are made here, from what was recovered, with the runaway guard.
@@ -211,7 +211,7 @@ public final class LoopServer: Sendable {
             for subscription in subscriptions { subscription.cancel() }
             host.stop()
             try? journal?.close()
-            throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+            throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
         }
         context.router.cluster.bind(advertise: configuration.advertiseURL(port: address.port))
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: subscriptions) }
@@ -282,7 +282,7 @@ public final class LoopServer: Sendable {
         } catch {
             journal.abandon()
             clustered.store.close()
-            throw LoopServerError.cannotRecover(reason: "\(error)")
+            throw LoopServerError.cannotRecover(underlying: error)
         }
         let host = self.host
         // No Spin runs yet: those the node will serve start journaled, failing or not.
@@ -298,7 +298,7 @@ public final class LoopServer: Sendable {
         } catch {
             try? journal.close()
             clustered.store.close()
-            throw LoopServerError.cannotRecover(reason: "cannot read the Gear outbox: \(error)")
+            throw LoopServerError.cannotReadGearOutbox(underlying: error)
         }
         clustered.gearRelay.withLock { $0 = relay }
         let startLeases = { [self] (advertise: String) in
@@ -326,7 +326,7 @@ public final class LoopServer: Sendable {
             relay.stop()
             try? journal.close()
             clustered.store.close()
-            throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, reason: "\(error)")
+            throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
         }
         let advertise = configuration.advertiseURL(port: address.port)
         cluster.bind(advertise: advertise)
@@ -419,7 +419,7 @@ public final class LoopServer: Sendable {
             try journal?.close()
             return nil
         } catch {
-            return .cannotPersist(reason: "\(error)")
+            return .cannotPersist(underlying: error)
         }
     }
 
@@ -450,17 +450,25 @@ public final class LoopServer: Sendable {
     public var openConnections: Int { context.metrics.openConnections }
 }
 
+/// Why the server did not start, or did not stop cleanly. Each case keeps the error that
+/// caused it (`underlying`), as it was thrown.
 public enum LoopServerError: Error, CustomStringConvertible {
-    case cannotListen(host: String, port: Int, reason: String)
-    case cannotRecover(reason: String)
-    case cannotPersist(reason: String)
+    /// The listening socket could not be opened on `host:port`.
+    case cannotListen(host: String, port: Int, underlying: any Error)
+    /// The stored Spins could not be read back (their store, journals or snapshots).
+    case cannotRecover(underlying: any Error)
+    /// A cluster node could not read the Gear outbox of the cluster's store.
+    case cannotReadGearOutbox(underlying: any Error)
+    /// At shutdown, the journal could not make every applied event durable.
+    case cannotPersist(underlying: any Error)
     case alreadyStarted
 
     public var description: String {
         switch self {
-        case .cannotListen(let host, let port, let reason): "cannot serve on \(host):\(port): \(reason)"
-        case .cannotRecover(let reason): "cannot recover the stored Spins: \(reason)"
-        case .cannotPersist(let reason): "could not make every applied event durable: \(reason)"
+        case .cannotListen(let host, let port, let underlying): "cannot serve on \(host):\(port): \(underlying)"
+        case .cannotRecover(let underlying): "cannot recover the stored Spins: \(underlying)"
+        case .cannotReadGearOutbox(let underlying): "cannot recover the stored Spins: cannot read the Gear outbox: \(underlying)"
+        case .cannotPersist(let underlying): "could not make every applied event durable: \(underlying)"
         case .alreadyStarted: "the server is already started"
         }
     }

@@ -464,7 +464,7 @@ struct APIRouterTests {
                 ? spins.map { route.template.replacingOccurrences(of: "{name}", with: $0) } : [route.template]
             for path in listed {
                 let methods = Set((documented[path] ?? [:]).keys.filter { ["get", "head", "post"].contains($0) })
-                #expect(methods.contains(route.method.lowercased()), "\(path)")
+                #expect(methods.contains(route.method.rawValue.lowercased()), "\(path)")
             }
         }
     }

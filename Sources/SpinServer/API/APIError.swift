@@ -1,152 +1,300 @@
+import SpinWire
+
 /// An error answered to a client: `{"error":{"code":..,"message":..}}` with `status`
 /// (docs/PROTOCOL.md, Errors). Each case of the server's failures maps to one of these.
 ///
+/// One case per failure, with what its message names as associated values, so that a
+/// caller can `switch` on what went wrong; the code (``Code``), the HTTP status, the
+/// message and the headers are derived here, in one place, from the case.
+///
 /// A request answered with an error changes nothing: no Spin's state, no stored event.
-package struct APIError: Error, Equatable, Sendable {
-    package let status: Int
+package enum APIError: Error, Equatable, Sendable {
+    // MARK: 400 and 4xx: the request
+    /// 400 `malformed_json`: the body (or a stream message) is not valid JSON.
+    case malformedJSON(String)
+    /// 400 `bad_request`: a query parameter or header is wrong (the message names it).
+    case badRequest(String)
+    /// The HTTP parser refused the request: its code and status. `limit`: the configured
+    /// limit it exceeded (`limits.maxBodyBytes`, `limits.maxHeaderBytes`), named in the message.
+    case malformedRequest(HTTPParserError, limit: Int? = nil)
+    /// 408 `request_timeout`: the head (`inBody` false) or the body arrived too slowly.
+    case requestTimeout(inBody: Bool)
+    /// 401 `unauthorized` with `WWW-Authenticate`: missing or invalid credentials.
+    case unauthorized(String)
+    /// 403 `forbidden`, for a reason the message states.
+    case forbidden(String)
+    /// 403 `forbidden`: the caller lacks `needed` on Spin `spin`.
+    case forbiddenOnSpin(Scope, spin: String)
+    /// 403 `forbidden`: the caller may not read Gear `gear`'s stream.
+    case forbiddenGear(String)
+    /// 403 `forbidden`: a route about every Spin (`what`) needs a global scope.
+    case forbiddenEverywhere(Scope, what: String)
+    /// 403 `forbidden`: a WebSocket from a page whose `Origin` is not allowed.
+    case originNotAllowed(String?)
+    /// 421 `misdirected_request` (RFC 9110 §15.5.20): this server does not answer for that authority.
+    case misdirectedRequest(host: String)
+    /// 404 `spin_not_found`.
+    case spinNotFound(String)
+    /// 404 `gear_not_found`.
+    case gearNotFound(String)
+    /// 404 `not_found`: no route has this path.
+    case routeNotFound(String)
+    /// 405 `method_not_allowed` with `Allow`.
+    case methodNotAllowed(String, allowed: [String])
+    /// 409 `spin_suspended`: the runaway guard suspended the Spin.
+    case spinSuspended(String)
+    /// 413 `batch_too_large`: a batch larger than the inbox.
+    case batchTooLarge(count: Int, limit: Int)
+    /// 415 `unsupported_media_type`: events not sent as JSON (the `Content-Type` given).
+    case unsupportedMediaType(String?)
+    /// 422 `invalid_event`: not an event of the Spin.
+    case invalidEvent(spin: String, String)
+    /// 426 `upgrade_required`: a stream route asked for without a stream; `offersSSE`:
+    /// whether server-sent events would do too.
+    case upgradeRequired(offersSSE: Bool)
+    /// `bad_websocket_handshake`, with the handshake error's status and headers.
+    case badWebSocketHandshake(WebSocketHandshakeError)
+    /// 429 `inbox_full` with `Retry-After`.
+    case inboxFull(spin: String, retryAfter: Int)
+
+    // MARK: 5xx: the server
+    /// 500 `encoding_failed`: the Spin's event or state does not encode as JSON (a bug in
+    /// its type's `encode(to:)`, or a value its schema refuses): nothing was applied or stored.
+    case encodingFailed(spin: String, String)
+    /// 500 `internal`.
+    case `internal`(String)
+    /// 502 `proxy_tls_unsupported`: the Spin's owner advertises https://.
+    case proxyTLSUnsupported(spin: String)
+    /// 502 `proxy_outcome_unknown`: the owner got the request and gave no answer; it may
+    /// have applied it (not a 503, which promises nothing was applied).
+    case proxyOutcomeUnknown(spin: String)
+    /// 502 `proxy_bad_response`: the owner's answer is malformed, or switched protocols unasked.
+    case proxyBadResponse(spin: String, switchedProtocols: Bool)
+    /// 502 `proxy_response_too_large`: the owner's answer is larger than `limit` bytes.
+    case proxyResponseTooLarge(spin: String, limit: Int)
+    /// 503 `unavailable` with `Retry-After`.
+    case unavailable(String, retryAfter: Int = 1)
+    /// 503 `unavailable`: the Spin stopped before applying the events (`applying`: while
+    /// they waited; else it was stopping when they came): the server shuts down, or in a
+    /// cluster the Spin moves to another node, which then takes them (``reroutable``).
+    case spinStopped(String, applying: Bool)
+    /// 503 `spin_unavailable` with `Retry-After`: no live node holds the Spin's lease now
+    /// (its owner crashed, or a move took longer than a request may wait); nothing was applied.
+    case spinUnavailable(String, retryAfter: Int)
+    /// 503 `spin_unavailable`: the node that owns the Spin gave no answer (before it got the request).
+    case ownerUnavailable(spin: String)
+    /// 503 `storage_unavailable`: the Spin's storage cannot write; nothing was applied.
+    case storageUnavailable(spin: String, String, retryAfter: Int = 1)
+    /// 503 `storage_unavailable` (`/readyz`): the storage of these Spins is failing.
+    case storageFailing([String])
+    /// 503 `not_ready` (`/readyz`): the Spins are not all recovered and running, or
+    /// (`clusterProblem`) this cluster node cannot do its part.
+    case notReady(clusterProblem: String?)
+    /// 503 `spin_unrecoverable`: a Spin whose stored history could not be replayed at
+    /// start-up, isolated (`storage.onCorruption: "isolate"`): an operator has to act.
+    case spinUnrecoverable(String, Unrecoverable)
+
+    /// The codes of the server's own errors (the HTTP parser's are its own,
+    /// `HTTPParserError.code`), each with its one HTTP status.
+    package enum Code: String, Sendable, CaseIterable {
+        case malformedJSON = "malformed_json"
+        case badRequest = "bad_request"
+        case requestTimeout = "request_timeout"
+        case unauthorized
+        case forbidden
+        case misdirectedRequest = "misdirected_request"
+        case spinNotFound = "spin_not_found"
+        case gearNotFound = "gear_not_found"
+        case notFound = "not_found"
+        case methodNotAllowed = "method_not_allowed"
+        case spinSuspended = "spin_suspended"
+        case batchTooLarge = "batch_too_large"
+        case unsupportedMediaType = "unsupported_media_type"
+        case invalidEvent = "invalid_event"
+        case upgradeRequired = "upgrade_required"
+        case badWebSocketHandshake = "bad_websocket_handshake"
+        case inboxFull = "inbox_full"
+        case encodingFailed = "encoding_failed"
+        case `internal`
+        case proxyTLSUnsupported = "proxy_tls_unsupported"
+        case proxyOutcomeUnknown = "proxy_outcome_unknown"
+        case proxyBadResponse = "proxy_bad_response"
+        case proxyResponseTooLarge = "proxy_response_too_large"
+        case unavailable
+        case spinUnavailable = "spin_unavailable"
+        case storageUnavailable = "storage_unavailable"
+        case notReady = "not_ready"
+        case spinUnrecoverable = "spin_unrecoverable"
+
+        /// The HTTP status every error of this code is answered with (a WebSocket
+        /// handshake's has its own: ``APIError/status``).
+        package var status: Int {
+            switch self {
+            case .malformedJSON, .badRequest, .badWebSocketHandshake: 400
+            case .unauthorized: 401
+            case .forbidden: 403
+            case .spinNotFound, .gearNotFound, .notFound: 404
+            case .methodNotAllowed: 405
+            case .requestTimeout: 408
+            case .spinSuspended: 409
+            case .batchTooLarge: 413
+            case .unsupportedMediaType: 415
+            case .misdirectedRequest: 421
+            case .invalidEvent: 422
+            case .upgradeRequired: 426
+            case .inboxFull: 429
+            case .encodingFailed, .internal: 500
+            case .proxyTLSUnsupported, .proxyOutcomeUnknown, .proxyBadResponse, .proxyResponseTooLarge: 502
+            case .unavailable, .spinUnavailable, .storageUnavailable, .notReady, .spinUnrecoverable: 503
+            }
+        }
+    }
+
+    /// The server's code of this error; nil for the HTTP parser's (`malformedRequest`).
+    package var serverCode: Code? {
+        switch self {
+        case .malformedJSON: .malformedJSON
+        case .badRequest: .badRequest
+        case .malformedRequest: nil
+        case .requestTimeout: .requestTimeout
+        case .unauthorized: .unauthorized
+        case .forbidden, .forbiddenOnSpin, .forbiddenGear, .forbiddenEverywhere, .originNotAllowed: .forbidden
+        case .misdirectedRequest: .misdirectedRequest
+        case .spinNotFound: .spinNotFound
+        case .gearNotFound: .gearNotFound
+        case .routeNotFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .spinSuspended: .spinSuspended
+        case .batchTooLarge: .batchTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .invalidEvent: .invalidEvent
+        case .upgradeRequired: .upgradeRequired
+        case .badWebSocketHandshake: .badWebSocketHandshake
+        case .inboxFull: .inboxFull
+        case .encodingFailed: .encodingFailed
+        case .internal: .internal
+        case .proxyTLSUnsupported: .proxyTLSUnsupported
+        case .proxyOutcomeUnknown: .proxyOutcomeUnknown
+        case .proxyBadResponse: .proxyBadResponse
+        case .proxyResponseTooLarge: .proxyResponseTooLarge
+        case .unavailable, .spinStopped: .unavailable
+        case .spinUnavailable, .ownerUnavailable: .spinUnavailable
+        case .storageUnavailable, .storageFailing: .storageUnavailable
+        case .notReady: .notReady
+        case .spinUnrecoverable: .spinUnrecoverable
+        }
+    }
+
     /// A stable machine-readable code (`spin_not_found`, `invalid_event`, ...).
-    package let code: String
+    package var code: String {
+        if case .malformedRequest(let error, _) = self { return error.code }
+        return serverCode?.rawValue ?? Code.internal.rawValue
+    }
+
+    /// The HTTP status: the code's, but for the parser's and a WebSocket handshake's own.
+    package var status: Int {
+        switch self {
+        case .malformedRequest(let error, _): error.status
+        case .badWebSocketHandshake(let error): error.httpStatus
+        default: serverCode?.status ?? 500
+        }
+    }
+
     /// What is wrong, naming the field, header or limit.
-    package let message: String
-    /// Extra response headers (`Retry-After`, `Allow`, `WWW-Authenticate`).
-    package var headers: [(String, String)] = []
+    package var message: String {
+        switch self {
+        case .malformedJSON(let detail): "the body is not valid JSON: \(detail)"
+        case .badRequest(let message), .unauthorized(let message), .forbidden(let message), .internal(let message),
+             .unavailable(let message, _):
+            message
+        case .malformedRequest(let error, let limit):
+            switch (error, limit) {
+            case (.bodyTooLarge, let limit?): "the request body is larger than the limit of \(limit) bytes (limits.maxBodyBytes)"
+            case (.headerSectionTooLarge, let limit?):
+                "the request head is larger than the limit of \(limit) bytes (limits.maxHeaderBytes)"
+            default: error.message
+            }
+        case .requestTimeout(let inBody): inBody ? "the request body arrived too slowly" : "the request head took too long"
+        case .forbiddenOnSpin(let needed, let spin):
+            "the credentials may not \(Self.action(needed)) Spin \"\(spin)\": that needs the \(needed.rawValue) permission on it"
+        case .forbiddenGear(let gear): "the credentials may not read Gear \"\(gear)\": that needs the read permission on it"
+        case .forbiddenEverywhere(let needed, let what):
+            "the credentials may not read \(what): that needs the \(needed.rawValue) scope on every Spin (a global scope), not grants on some"
+        case .originNotAllowed(let origin): "WebSocket connections from origin \(origin ?? "") are not allowed"
+        case .misdirectedRequest(let host):
+            "this server does not answer for Host \"\(host)\": without tokens it serves only its listen address, localhost and the names in listen.allowedHosts"
+        case .spinNotFound(let name): "no Spin named \"\(name)\" is hosted here"
+        case .gearNotFound(let name): "no Gear named \"\(name)\" is hosted here"
+        case .routeNotFound(let path): "no route for \(path)"
+        case .methodNotAllowed(let method, let allowed):
+            "\(method) is not allowed here; use \(allowed.joined(separator: " or "))"
+        case .spinSuspended(let name):
+            "Spin \"\(name)\" is suspended by its runaway guard (limits.feedbackBudget); nothing changed. POST /v1/spins/\(name)/resume runs it again"
+        case .batchTooLarge(let count, let limit):
+            "a batch of \(count) events is larger than the inbox of \(limit) (limits.inbox); send it in parts"
+        case .unsupportedMediaType(let contentType):
+            "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")"
+        case .invalidEvent(let spin, let detail): "not an event of Spin \"\(spin)\": \(detail)"
+        case .upgradeRequired(let offersSSE):
+            offersSSE
+                ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
+                : "this route is a WebSocket: open it with Upgrade: websocket"
+        case .badWebSocketHandshake(let error): "the WebSocket handshake is invalid: \(error)"
+        case .inboxFull(let spin, let retryAfter): "the inbox of Spin \"\(spin)\" is full; retry in \(retryAfter) s"
+        case .encodingFailed(let spin, let detail): "Spin \"\(spin)\" cannot encode \(detail); nothing was applied"
+        case .proxyTLSUnsupported(let spin):
+            "the node that owns Spin \"\(spin)\" advertises https://, and this node cannot relay over TLS yet"
+        case .proxyOutcomeUnknown(let spin):
+            "the node that owns Spin \"\(spin)\" gave no answer after it got the request: it may or may not have been applied; read the Spin's state before sending it again"
+        case .proxyBadResponse(let spin, let switchedProtocols):
+            switchedProtocols
+                ? "the node that owns Spin \"\(spin)\" switched protocols unasked"
+                : "the node that owns Spin \"\(spin)\" answered with a malformed response"
+        case .proxyResponseTooLarge(let spin, let limit):
+            "the answer of the node that owns Spin \"\(spin)\" is larger than \(limit) bytes"
+        case .spinStopped(let spin, let applying):
+            applying ? "Spin \"\(spin)\" stopped before applying the events" : "Spin \"\(spin)\" is stopping"
+        case .spinUnavailable(let spin, let retryAfter):
+            "no node serves Spin \"\(spin)\" right now (its owner is changing); nothing was applied; retry in \(retryAfter) s"
+        case .ownerUnavailable(let spin): "the node that owns Spin \"\(spin)\" gave no answer; retry in 1 s"
+        case .storageUnavailable(let spin, let detail, let retryAfter):
+            "the storage of Spin \"\(spin)\" is failing (\(detail)); nothing was applied; retry in \(retryAfter) s"
+        case .storageFailing(let spins): "the storage of \(spins.joined(separator: ", ")) is failing"
+        case .notReady(let problem?): "this cluster node cannot do its part: \(problem)"
+        case .notReady(nil): "the Spins are not all recovered and running"
+        case .spinUnrecoverable(let name, let unrecoverable):
+            "Spin \"\(name)\" could not be recovered from its storage and is not running: \(unrecoverable); nothing was applied. GET /v1/spins/\(name) shows the details"
+        }
+    }
+
+    /// Extra response headers (`Retry-After`, `Allow`, `WWW-Authenticate`, `Upgrade`).
+    package var headers: [(String, String)] {
+        switch self {
+        case .unauthorized: [("WWW-Authenticate", #"Bearer realm="spin-server""#)]
+        case .methodNotAllowed(_, let allowed): [("Allow", allowed.joined(separator: ", "))]
+        case .upgradeRequired: [("Upgrade", "websocket"), ("Connection", "Upgrade")]
+        case .badWebSocketHandshake(let error): error.responseHeaders.map { ($0.name, $0.value) }
+        case .inboxFull(_, let retryAfter), .unavailable(_, let retryAfter), .spinUnavailable(_, let retryAfter),
+             .storageUnavailable(_, _, let retryAfter):
+            [("Retry-After", String(retryAfter))]
+        case .spinStopped, .ownerUnavailable, .storageFailing, .notReady: [("Retry-After", "1")]
+        default: []
+        }
+    }
+
     /// The events were not applied because their Spin stopped here (`spinStopped`): a
     /// cluster node sends them on to where the Spin runs next instead of answering this.
-    /// Not part of what a client sees, nor of `==`.
-    package var reroutable = false
-
-    package init(status: Int, code: String, message: String, headers: [(String, String)] = []) {
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = headers
+    /// Not part of what a client sees.
+    package var reroutable: Bool {
+        if case .spinStopped = self { return true }
+        return false
     }
 
-    package static func == (lhs: APIError, rhs: APIError) -> Bool {
-        lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message
-            && lhs.headers.elementsEqual(rhs.headers, by: ==)
-    }
-
-    package static func malformedJSON(_ detail: String) -> APIError {
-        APIError(status: 400, code: "malformed_json", message: "the body is not valid JSON: \(detail)")
-    }
-
-    package static func badRequest(_ message: String) -> APIError {
-        APIError(status: 400, code: "bad_request", message: message)
-    }
-
-    package static func unauthorized(_ message: String) -> APIError {
-        APIError(status: 401, code: "unauthorized", message: message,
-                 headers: [("WWW-Authenticate", #"Bearer realm="spin-server""#)])
-    }
-
-    package static func forbidden(_ message: String) -> APIError {
-        APIError(status: 403, code: "forbidden", message: message)
-    }
-
-    /// RFC 9110 §15.5.20: this server does not answer for that authority.
-    /// 403 `forbidden`: the caller lacks `needed` on Spin `spin`.
-    package static func forbidden(_ needed: Scope, spin: String) -> APIError {
-        let action = switch needed {
+    private static func action(_ needed: Scope) -> String {
+        switch needed {
         case .read: "read"
         case .write: "send events to"
         case .admin: "resume"
         }
-        return .forbidden("the credentials may not \(action) Spin \"\(spin)\": that needs the \(needed.rawValue) permission on it")
-    }
-
-    /// 403 `forbidden`: the caller may not read Gear `gear`'s stream.
-    package static func forbidden(gear: String) -> APIError {
-        .forbidden("the credentials may not read Gear \"\(gear)\": that needs the read permission on it")
-    }
-
-    /// 403 `forbidden`: a route about every Spin (`what`) needs a global scope.
-    package static func forbidden(everywhere needed: Scope, _ what: String) -> APIError {
-        .forbidden("the credentials may not read \(what): that needs the \(needed.rawValue) scope on every Spin (a global scope), not grants on some")
-    }
-
-    package static func misdirectedRequest(host: String) -> APIError {
-        APIError(status: 421, code: "misdirected_request",
-                 message: "this server does not answer for Host \"\(host)\": without tokens it serves only its listen address, localhost and the names in listen.allowedHosts")
-    }
-
-    package static func spinNotFound(_ name: String) -> APIError {
-        APIError(status: 404, code: "spin_not_found", message: "no Spin named \"\(name)\" is hosted here")
-    }
-
-    package static func gearNotFound(_ name: String) -> APIError {
-        APIError(status: 404, code: "gear_not_found", message: "no Gear named \"\(name)\" is hosted here")
-    }
-
-    package static func routeNotFound(_ path: String) -> APIError {
-        APIError(status: 404, code: "not_found", message: "no route for \(path)")
-    }
-
-    package static func methodNotAllowed(_ method: String, allowed: [String]) -> APIError {
-        APIError(status: 405, code: "method_not_allowed",
-                 message: "\(method) is not allowed here; use \(allowed.joined(separator: " or "))",
-                 headers: [("Allow", allowed.joined(separator: ", "))])
-    }
-
-    package static func batchTooLarge(count: Int, limit: Int) -> APIError {
-        APIError(status: 413, code: "batch_too_large",
-                 message: "a batch of \(count) events is larger than the inbox of \(limit) (limits.inbox); send it in parts")
-    }
-
-    package static func unsupportedMediaType(_ contentType: String?) -> APIError {
-        APIError(status: 415, code: "unsupported_media_type",
-                 message: "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")")
-    }
-
-    package static func spinSuspended(_ name: String) -> APIError {
-        APIError(status: 409, code: "spin_suspended",
-                 message: "Spin \"\(name)\" is suspended by its runaway guard (limits.feedbackBudget); nothing changed. POST /v1/spins/\(name)/resume runs it again")
-    }
-
-    package static func invalidEvent(spin: String, _ detail: String) -> APIError {
-        APIError(status: 422, code: "invalid_event", message: "not an event of Spin \"\(spin)\": \(detail)")
-    }
-
-    package static func inboxFull(spin: String, retryAfter: Int) -> APIError {
-        APIError(status: 429, code: "inbox_full",
-                 message: "the inbox of Spin \"\(spin)\" is full; retry in \(retryAfter) s",
-                 headers: [("Retry-After", String(retryAfter))])
-    }
-
-    /// 503 `unavailable`: the Spin stopped before applying the events (the server shuts
-    /// down, or in a cluster the Spin moves to another node, which then takes them).
-    package static func spinStopped(_ message: String) -> APIError {
-        var error = unavailable(message)
-        error.reroutable = true
-        return error
-    }
-
-    package static func unavailable(_ message: String, retryAfter: Int = 1) -> APIError {
-        APIError(status: 503, code: "unavailable", message: message, headers: [("Retry-After", String(retryAfter))])
-    }
-
-    /// The Spin's storage cannot write: nothing was applied; retry once it works again.
-    package static func storageUnavailable(spin: String, _ detail: String, retryAfter: Int = 1) -> APIError {
-        APIError(status: 503, code: "storage_unavailable",
-                 message: "the storage of Spin \"\(spin)\" is failing (\(detail)); nothing was applied; retry in \(retryAfter) s",
-                 headers: [("Retry-After", String(retryAfter))])
-    }
-
-    /// The Spin's event or state does not encode as JSON (a bug in its type's `encode(to:)`,
-    /// or a value its schema refuses): nothing was applied or stored.
-    package static func encodingFailed(spin: String, _ detail: String) -> APIError {
-        APIError(status: 500, code: "encoding_failed",
-                 message: "Spin \"\(spin)\" cannot encode \(detail); nothing was applied")
-    }
-
-    /// A Spin whose stored history could not be replayed at start-up, isolated
-    /// (`storage.onCorruption: "isolate"`): an operator has to act; retrying does not help.
-    package static func spinUnrecoverable(_ name: String, _ unrecoverable: Unrecoverable) -> APIError {
-        APIError(status: 503, code: "spin_unrecoverable",
-                 message: "Spin \"\(name)\" could not be recovered from its storage and is not running: \(unrecoverable); nothing was applied. GET /v1/spins/\(name) shows the details")
-    }
-
-    package static func `internal`(_ message: String) -> APIError {
-        APIError(status: 500, code: "internal", message: message)
     }
 }

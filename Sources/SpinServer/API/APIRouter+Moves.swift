@@ -1,32 +1,67 @@
 import SpinWire
 
 extension APIRouter {
+    /// What a cluster node does with a request about one Spin that it does not serve.
+    enum Relay: Sendable, Equatable {
+        /// Send it on to the node that owns the Spin and relay the answer.
+        case proxy(ProxiedRequest)
+        /// The Spin is between two nodes: wait for the move to end (`awaitMove`).
+        case awaitMove(spin: String)
+        /// No node can serve it now (503 `spin_unavailable`).
+        case refuse(APIError)
+    }
+
+    /// Cluster relaying: in a cluster, a request about one Spin is served by the node
+    /// that owns it. Nil when this node serves the request (it owns the Spin, the route
+    /// is not about one Spin, or there is no cluster).
+    func relay(_ request: HTTPRequest, route: Route, name: Substring) -> Relay? {
+        guard route.concernsOneSpin, !name.isEmpty else { return nil }
+        let spin = String(name)
+        switch cluster.routing(of: spin, hops: ProxiedRequest.hops(of: request)) {
+        case .local:
+            return nil
+        case .proxy(_, let advertise):
+            guard let owner = AdvertiseURL(advertise) else { return .refuse(.spinUnavailable(spin, retryAfter: 1)) }
+            return .proxy(ProxiedRequest(request, to: owner, from: cluster.node))
+        case .pending:
+            return .awaitMove(spin: spin)
+        case .unavailable(let retryAfter):
+            return .refuse(.spinUnavailable(spin, retryAfter: retryAfter))
+        }
+    }
+
+    /// Carries out `relay` for `call`.
+    func follow(_ relay: Relay, _ call: RouteCall) {
+        switch relay {
+        case .proxy(let proxied): call.respond(.proxy(proxied))
+        case .awaitMove(let spin): awaitMove(of: spin, call)
+        case .refuse(let error): call.fail(error)
+        }
+    }
+
     /// A request about `spin` while the Spin is between two nodes of a cluster
     /// (`ClusterRouting.pending`, or its events came back unapplied from a Spin that
     /// stopped here to move): it waits until the move ends, then is routed again from the
-    /// start, to this node or to the new owner. It waits until `deadline` (set at the
-    /// first wait, `ClusterNode.moveWait` from then, kept across further waits), then is
-    /// answered 503 `spin_unavailable` with `Retry-After`. Nothing was applied meanwhile.
-    func awaitMove(of spin: String, _ request: HTTPRequest, matched: (route: Route, name: Substring)?,
-                   trace: RequestTrace?, deadline: ContinuousClock.Instant?,
-                   respond: @escaping @Sendable (RouteOutcome) -> Void) {
-        let deadline = deadline ?? ContinuousClock.now.advanced(by: cluster.moveWait)
+    /// start, to this node or to the new owner. It waits until the call's `moveDeadline`
+    /// (set at the first wait, `ClusterNode.moveWait` from then, kept across further
+    /// waits), then is answered 503 `spin_unavailable` with `Retry-After`. Nothing was
+    /// applied meanwhile.
+    func awaitMove(of spin: String, _ call: RouteCall) {
+        let deadline = call.moveDeadline ?? ContinuousClock.now.advanced(by: cluster.moveWait)
         metrics.requestWaitedForMove()
-        cluster.wait(for: spin, hops: ProxiedRequest.hops(of: request), until: deadline) { [self] routing in
+        cluster.wait(for: spin, hops: ProxiedRequest.hops(of: call.request), until: deadline) { [self] routing in
             if case .unavailable(let retryAfter) = routing {
-                return respond(.respond(.error(.spinUnavailable(spin, retryAfter: retryAfter))))
+                return call.fail(.spinUnavailable(spin, retryAfter: retryAfter))
             }
-            handle(request, matched: matched, trace: trace, moveDeadline: deadline, respond: respond)
+            handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: deadline, respond: call.respond)
         }
     }
 
     /// Answers `response`, unless its Spin stopped here before applying the request's
     /// events because it moves to another node (`APIError.reroutable`): then the request
     /// waits for the move and goes where the Spin runs next.
-    func followMove(of spin: String, _ response: APIResponse, _ request: HTTPRequest,
-                    matched: (route: Route, name: Substring)?, trace: RequestTrace?, deadline: ContinuousClock.Instant?,
-                    respond: @escaping @Sendable (RouteOutcome) -> Void) {
-        guard response.error?.reroutable == true, cluster.routes else { return respond(.respond(response)) }
-        awaitMove(of: spin, request, matched: matched, trace: trace, deadline: deadline, respond: respond)
+    func followMove(of spin: String, _ response: APIResponse, _ call: RouteCall) {
+        guard response.error?.reroutable == true, cluster.routes else { return call.reply(response) }
+        awaitMove(of: spin, call)
     }
 }

@@ -1,3 +1,5 @@
+import SpinWire
+
 /// Every route of the HTTP API, in one table: routing, the metrics' `route` label and
 /// the OpenAPI document's paths all come from it (a test holds the document to it).
 ///
@@ -26,10 +28,10 @@ package enum Route: String, CaseIterable, Sendable {
     package var template: String { rawValue }
 
     /// The one method the route answers (GET routes answer HEAD too, but streams).
-    package var method: String {
+    package var method: HTTPMethod {
         switch self {
-        case .spinEvents, .spinResume: "POST"
-        default: "GET"
+        case .spinEvents, .spinResume: .post
+        default: .get
         }
     }
 
@@ -79,8 +81,8 @@ package enum Route: String, CaseIterable, Sendable {
     }
 
     /// The methods an `Allow` header lists for the route.
-    package var allowedMethods: [String] {
-        method == "GET" && !streams ? ["GET", "HEAD"] : [method]
+    package var allowedMethods: [HTTPMethod] {
+        method == .get && !streams ? [.get, .head] : [method]
     }
 
     /// The route of `path` and its `{name}` segment (empty for routes without one); nil

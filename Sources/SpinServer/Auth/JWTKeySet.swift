@@ -87,7 +87,7 @@ extension JWTKeySet {
             do {
                 text = String(decoding: try readFile(file), as: UTF8.self)
             } catch {
-                throw ConfigurationError(source: key.source, key: key.path, problem: "cannot read \"\(file)\": \(error)")
+                throw ConfigurationError(source: key.source, key: key.path, problem: "cannot read \"\(file)\"", underlying: error)
             }
             guard text.contains("-----BEGIN PUBLIC KEY-----") else {
                 let found = text.contains("PRIVATE KEY-----") ? "a private key (give the public key only)"
@@ -104,7 +104,7 @@ extension JWTKeySet {
                 }
             } catch {
                 throw ConfigurationError(source: key.source, key: key.path,
-                                         problem: "\"\(file)\" is not \(key.algorithm.keyDescription): \(error)")
+                                         problem: "\"\(file)\" is not \(key.algorithm.keyDescription)", underlying: error)
             }
         }
         return Pending(algorithm: key.algorithm, kid: key.kid, key: parsed, source: key.source, path: key.path)
@@ -184,7 +184,7 @@ extension JWTKeySet {
                     entries.append(Entry(algorithm: key.algorithm, kid: key.kid, verifier: try await verifier(key)))
                 } catch {
                     failure = ConfigurationError(source: key.source, key: key.path,
-                                                 problem: "not \(key.algorithm.keyDescription): \(error)")
+                                                 problem: "not \(key.algorithm.keyDescription)", underlying: error)
                     break
                 }
             }

@@ -60,14 +60,3 @@ package enum ClusterRouting: Sendable, Equatable {
         return max(1, Int(seconds) + (attoseconds > 0 ? 1 : 0))
     }
 }
-
-extension APIError {
-    /// 503 `spin_unavailable` with `Retry-After`: no live node holds the Spin's lease
-    /// now (its owner crashed, or a move took longer than a request may wait); nothing
-    /// was applied.
-    package static func spinUnavailable(_ spin: String, retryAfter: Int) -> APIError {
-        APIError(status: 503, code: "spin_unavailable",
-                 message: "no node serves Spin \"\(spin)\" right now (its owner is changing); nothing was applied; retry in \(retryAfter) s",
-                 headers: [("Retry-After", String(retryAfter))])
-    }
-}

@@ -19,7 +19,7 @@ extension SpinServerConfiguration.Builder {
         do {
             root = try JSONDecoder().decode(ConfigValue.self, from: data)
         } catch {
-            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: \(error)")
+            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON", underlying: error)
         }
         let reader = FileReader(source: file)
         // `$schema` names Config/spin-server.schema.json for editors; the server ignores it.

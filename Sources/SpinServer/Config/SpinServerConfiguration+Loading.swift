@@ -223,7 +223,7 @@ extension SpinServerConfiguration {
             data = try readFile(configFile)
         } catch {
             throw ConfigurationError(source: configFile, key: "(file)",
-                                     problem: "cannot read the config file \(configHint): \(error)")
+                                     problem: "cannot read the config file \(configHint)", underlying: error)
         }
 
         var builder = Builder()

@@ -22,7 +22,7 @@ extension SpinServerConfiguration.Builder {
                 do {
                     contents = try readFile(file.value)
                 } catch {
-                    throw ConfigurationError(source: file.source, key: keyPath, problem: "cannot read \"\(file.value)\": \(error)")
+                    throw ConfigurationError(source: file.source, key: keyPath, problem: "cannot read \"\(file.value)\"", underlying: error)
                 }
                 guard contents.range(of: Data("-----BEGIN ".utf8)) != nil else {
                     throw ConfigurationError(source: file.source, key: keyPath,
@@ -48,7 +48,7 @@ extension SpinServerConfiguration.Builder {
             try createDirectory(directory)
         } catch {
             throw ConfigurationError(source: storageSource, key: "storage.directory",
-                                     problem: "cannot use \"\(directory)\" as the storage directory: \(error)")
+                                     problem: "cannot use \"\(directory)\" as the storage directory", underlying: error)
         }
     }
 }

@@ -147,7 +147,7 @@ package final class Journal: @unchecked Sendable {
         do {
             wasClean = try store.open()
         } catch {
-            throw RecoveryError(spin: nil, problem: "\(error)")
+            throw RecoveryError(spin: nil, problem: "\(error)", underlying: error)
         }
     }
 
@@ -170,7 +170,7 @@ package final class Journal: @unchecked Sendable {
                 let recovered = try spin.recover(snapshot: stored.snapshot, records: stored.records, keep: retain + 1)
                 replayed.append((spin, feed, stored, recovered))
             } catch let corruption as JournalCorruption {
-                guard isolating else { throw RecoveryError(spin: name, problem: "\(corruption)") }
+                guard isolating else { throw RecoveryError(spin: name, problem: "\(corruption)", underlying: corruption) }
                 outcome.unrecoverable[name] = Unrecoverable(
                     journal: corruption.journal, sequence: corruption.intactThrough.map { $0 + 1 } ?? 1,
                     offset: corruption.damage.offset, error: corruption.damage.reason)

@@ -340,7 +340,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             do {
                 state = try JSONDecoder().decode(State.self, from: stateData)
             } catch let error as DecodingError {
-                throw RecoveryError(spin: name, problem: "the snapshot's state does not decode: \(Self.describe(error))")
+                throw RecoveryError(spin: name, problem: "the snapshot's state does not decode: \(Self.describe(error))",
+                                    underlying: error)
             }
             sequence = number.uint64Value
         }
@@ -357,7 +358,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 event = try JSONDecoder().decode(Event.self, from: Data(payload))
             } catch let error as DecodingError {
                 throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))",
-                                    sequence: record.sequence)
+                                    underlying: error, sequence: record.sequence)
             }
             state = spin.reducer.reduce(state, event)
             sequence = record.sequence
@@ -368,7 +369,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                                                     origin: origin))
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
-                                        sequence: record.sequence)
+                                        underlying: error, sequence: record.sequence)
                 }
             }
         }
@@ -378,7 +379,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         do {
             json = try Self.encode(state)
         } catch {
-            throw RecoveryError(spin: name, problem: "the recovered state does not encode: \(Self.describe(error))")
+            throw RecoveryError(spin: name, problem: "the recovered state does not encode: \(Self.describe(error))",
+                                underlying: error)
         }
         return Recovered(sequence: sequence, state: json, history: history)
     }
@@ -570,14 +572,19 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 package struct RecoveryError: Error, CustomStringConvertible {
     /// The Spin, when the problem is one Spin's.
     package let spin: String?
+    /// What is wrong, its cause described as the decoder or the store says it.
     package let problem: String
+    /// The error that caused it (the decoder's, the encoder's, the store's), when there
+    /// is one: kept as it was thrown.
+    package let underlying: (any Error)?
     /// The journal record at fault (the event that does not decode, the first one a gap
     /// leaves out), when there is one; nil for the snapshot or the store as a whole.
     package var sequence: UInt64?
 
-    package init(spin: String?, problem: String, sequence: UInt64? = nil) {
+    package init(spin: String?, problem: String, underlying: (any Error)? = nil, sequence: UInt64? = nil) {
         self.spin = spin
         self.problem = problem
+        self.underlying = underlying
         self.sequence = sequence
     }
 

@@ -106,12 +106,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 context.metrics.requestAnswered(route: "other", status: error.status)
                 context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": .stringConvertible(error.status),
                                                                "code": "\(error.code)", "request_id": "\(requestID)"])
-                writeError(APIError(status: error.status, code: error.code, message: describe(error)),
-                           version: .http1_1, method: .get)
+                writeError(.malformedRequest(error, limit: limit(exceededBy: error)), version: .http1_1, method: .get)
                 return
             case .timeOut(let part):
-                let error = APIError(status: 408, code: "request_timeout",
-                                     message: part == .head ? "the request head took too long" : "the request body arrived too slowly")
+                let error = APIError.requestTimeout(inBody: part == .body)
                 requestID = requestIDs.make()
                 context.metrics.requestAnswered(route: "other", status: 408)
                 writeError(error, version: .http1_1, method: .get)
@@ -282,15 +280,13 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     /// The parser's message, with the configured limit where one was exceeded.
-    private func describe(_ error: HTTPParserError) -> String {
+    /// The configured limit a refused request exceeded, which its message names.
+    private func limit(exceededBy error: HTTPParserError) -> Int? {
         let limits = context.configuration.limits
         switch error {
-        case .bodyTooLarge:
-            return "the request body is larger than the limit of \(limits.maxBodyBytes) bytes (limits.maxBodyBytes)"
-        case .headerSectionTooLarge:
-            return "the request head is larger than the limit of \(limits.maxHeaderBytes) bytes (limits.maxHeaderBytes)"
-        default:
-            return error.message
+        case .bodyTooLarge: return limits.maxBodyBytes
+        case .headerSectionTooLarge: return limits.maxHeaderBytes
+        default: return nil
         }
     }
 

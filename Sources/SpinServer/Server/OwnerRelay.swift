@@ -160,9 +160,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
     /// Connects to the owner and sends the request.
     func start() {
         guard !proxied.owner.tls else {
-            fail(APIError(status: 502, code: "proxy_tls_unsupported",
-                          message: "the node that owns Spin \"\(spin)\" advertises https://, and this node cannot relay over TLS yet",
-                          headers: []))
+            fail(.proxyTLSUnsupported(spin: spin))
             return
         }
         connect()
@@ -289,13 +287,9 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
                 // Sent, but no answer (closed, reset or timed out): the owner may have
                 // applied it. Not a 503, which promises nothing was applied: a 502 that
                 // says so (read the state to know; never retried here).
-                fail(APIError(status: 502, code: "proxy_outcome_unknown",
-                              message: "the node that owns Spin \"\(spin)\" gave no answer after it got the request: it may or may not have been applied; read the Spin's state before sending it again",
-                              headers: []))
+                fail(.proxyOutcomeUnknown(spin: spin))
             case .unavailable:
-                fail(APIError(status: 503, code: "spin_unavailable",
-                              message: "the node that owns Spin \"\(spin)\" gave no answer; retry in 1 s",
-                              headers: [("Retry-After", "1")]))
+                fail(.ownerUnavailable(spin: spin))
             }
         case .body, .piping:
             phase = .ended
@@ -312,9 +306,7 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         while phase == .awaitingHead {
             guard let parsed = OwnerResponseHead.parse(buffered, limit: Self.maxHeadBytes) else { return }
             guard case .success(let (head, length)) = parsed else {
-                return fail(APIError(status: 502, code: "proxy_bad_response",
-                                     message: "the node that owns Spin \"\(spin)\" answered with a malformed response",
-                                     headers: []))
+                return fail(.proxyBadResponse(spin: spin, switchedProtocols: false))
             }
             let rest = buffered[length...]
             if (100...199).contains(head.status), head.status != 101 {
@@ -331,17 +323,14 @@ final class OwnerRelay: ConnectionHandler, @unchecked Sendable {
         var remaining = 0
         if head.status == 101 {
             guard webSocket else {
-                return fail(APIError(status: 502, code: "proxy_bad_response",
-                                     message: "the node that owns Spin \"\(spin)\" switched protocols unasked", headers: []))
+                return fail(.proxyBadResponse(spin: spin, switchedProtocols: true))
             }
             mode = .upgraded
         } else if method == .head || head.status == 204 || head.status == 304 {
             mode = .framed
         } else if let length = head.contentLength {
             guard length <= Self.maxResponseBytes else {
-                return fail(APIError(status: 502, code: "proxy_response_too_large",
-                                     message: "the answer of the node that owns Spin \"\(spin)\" is larger than \(Self.maxResponseBytes) bytes",
-                                     headers: []))
+                return fail(.proxyResponseTooLarge(spin: spin, limit: Self.maxResponseBytes))
             }
             mode = .framed
             remaining = length

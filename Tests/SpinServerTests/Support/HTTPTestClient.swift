@@ -114,12 +114,12 @@ final class InMemoryHTTPClient: HTTPTestClient {
                 action = machine.dispatchReturned(now: now)
             case .reject(let error):
                 answer(status: error.status, method: .get, keepAlive: false,
-                       body: APIResponse.error(APIError(status: error.status, code: error.code, message: error.message)).body)
+                       body: APIResponse.error(.malformedRequest(error)).body)
                 closed = true
                 return
             case .timeOut:
                 answer(status: 408, method: .get, keepAlive: false,
-                       body: APIResponse.error(APIError(status: 408, code: "request_timeout", message: "too slow")).body)
+                       body: APIResponse.error(.requestTimeout(inBody: false)).body)
                 closed = true
                 return
             case .resumeReading:

@@ -1,0 +1,190 @@
+import SpinCore
+import SpinWire
+import Tracing
+
+/// Events in: decoded, submitted to their Spin all or nothing, acknowledged once applied
+/// and durable (`POST .../events`, `POST .../resume` and client events on a stream).
+extension APIRouter {
+    /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
+    /// `origin`: the caller's subject, journaled with the events.
+    func postEvents(_ request: HTTPRequest, to spin: any HostedSpin, from origin: String?, trace: RequestTrace?,
+                    respond: @escaping @Sendable (APIResponse) -> Void) {
+        let wait: Bool
+        switch request.target.queryParameter("wait") {
+        case nil, "false", "0": wait = false
+        case "true", "1", "": wait = true
+        case let other?:
+            return respond(.error(.badRequest("query parameter wait must be true or false, not \"\(other)\"")))
+        }
+        guard let batch = Self.decodeEvents(request, for: spin, from: origin, refusing: respond) else { return }
+        let count = batch.count
+        submit(batch, to: spin, withState: wait, trace: trace) { result in
+            switch result {
+            case .success(let applied): Self.acknowledge(applied, count: count, wait: wait, respond: respond)
+            case .failure(let error): respond(.error(error))
+            }
+        }
+    }
+
+    /// The request's events, as `spin` decodes them, from `origin`; nil once `respond`
+    /// refused them: 415 unless JSON, 400/422 as `decodeEvents` says.
+    private static func decodeEvents(_ request: HTTPRequest, for spin: any HostedSpin, from origin: String?,
+                                     refusing respond: @Sendable (APIResponse) -> Void) -> EventBatch? {
+        let contentType = request.headers["Content-Type"]
+        guard isJSON(contentType) else {
+            respond(.error(.unsupportedMediaType(contentType)))
+            return nil
+        }
+        do {
+            var batch = try spin.decodeEvents(json: request.body)
+            batch.origin = origin
+            return batch
+        } catch {
+            respond(.error(error))
+            return nil
+        }
+    }
+
+    /// `POST /v1/spins/{name}/resume`: runs a suspended Spin again. A body (one event or
+    /// an array, as for `.../events`) is applied first, before the feedbacks run again, so
+    /// that the correction of a runaway cannot lose the race against it; the answer then
+    /// waits until those events are applied and durable. A running Spin stays running
+    /// (and takes the body's events as a POST of them would).
+    func resume(_ request: HTTPRequest, _ spin: any HostedSpin, from origin: String?,
+                respond: @escaping @Sendable (APIResponse) -> Void) {
+        let resumed: @Sendable () -> APIResponse = {
+            .json(200, .object([("name", .string(spin.name)), ("status", .string(spin.status.rawValue))]))
+        }
+        guard !request.body.isEmpty else {
+            spin.resume(applying: nil) { _ in }
+            return respond(resumed())
+        }
+        guard let batch = Self.decodeEvents(request, for: spin, from: origin, refusing: respond) else { return }
+        guard batch.count <= limits.inbox else {
+            return respond(.error(.batchTooLarge(count: batch.count, limit: limits.inbox)))
+        }
+        let done: @Sendable (Result<AppliedEvent, APIError>) -> Void = { result in
+            switch result {
+            case .success: respond(resumed())
+            case .failure(let error): respond(.error(error))
+            }
+        }
+        if !spin.resume(applying: batch, onApplied: whenApplied(spin, feeds.feed(spin.name), done: done)) {
+            submit(batch, to: spin, done: done)
+        }
+    }
+
+    /// Enqueues a decoded batch, all or nothing, and calls `done` once its last event is
+    /// applied and durable, or with the reason it was refused. Used by `POST .../events`
+    /// and by client events on a stream; `trace` gets the `apply` and `durable` spans and
+    /// starts `acknowledge`.
+    package func submit(_ batch: EventBatch, to spin: any HostedSpin, withState: Bool = false, trace: RequestTrace? = nil,
+                        done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void) {
+        guard batch.count <= limits.inbox else {
+            return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
+        }
+        let feed = feeds.feed(spin.name)
+        if let refusal = Self.refusal(of: feed, spin.name, retryAfter: limits.retryAfterSeconds) {
+            return done(.failure(refusal))
+        }
+        // Applied events wait in the feed until the disk has them. A disk that stalls
+        // must not let clients that do not wait for acknowledgements (a WebSocket sending
+        // event after event) pile them up without bound: past four inboxes' worth, wait.
+        guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
+            return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        }
+        let apply = trace?.child("apply", spin: spin.name)
+        let outcome = spin.submit(batch, inboxLimit: limits.inbox, withState: withState,
+                                  onApplied: whenApplied(spin, feed, trace: trace, apply: apply, done: done))
+        if outcome != .accepted { apply?.end() }
+        switch outcome {
+        case .accepted: break
+        case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        case .stopped: done(.failure(.spinStopped(spin.name, applying: false)))
+        case .suspended: done(.failure(.spinSuspended(spin.name)))
+        }
+    }
+
+    /// Why a failing feed refuses events: its storage fails (503 `storage_unavailable`),
+    /// or its Spin goes back from a transition that did not encode (500
+    /// `encoding_failed`); nil while it does not fail.
+    static func refusal(of feed: SpinFeed, _ spin: String, retryAfter: Int) -> APIError? {
+        guard let failure = feed.failure else { return nil }
+        if case .encodingFailed = failure { return failure }
+        return .storageUnavailable(spin: spin, "writes fail", retryAfter: retryAfter)
+    }
+
+    /// What happens once a batch's last event is applied (or not): the apply latency is
+    /// observed, and `done` is called once the event is durable, or with why it was not
+    /// applied (the Spin suspended or stopped first).
+    func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed, trace: RequestTrace? = nil,
+                     apply: (any Span)? = nil,
+                     done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void)
+        -> @Sendable (AppliedEvent?) -> Void {
+        let accepted = ContinuousClock.now
+        let metrics = self.metrics
+        return { transition in
+            apply?.end()
+            guard let transition else {
+                if let refusal = Self.refusal(of: feed, spin.name, retryAfter: 1) { return done(.failure(refusal)) }
+                if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
+                return done(.failure(.spinStopped(spin.name, applying: true)))
+            }
+            metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
+            let durable = trace?.child("durable", spin: spin.name)
+            durable?.attributes[RequestTrace.Attribute.sequence] = Int(clamping: transition.sequence)
+            feed.whenDurable(transition.sequence) { error in
+                durable?.end()
+                if error == nil { trace?.acknowledging(spin: spin.name) }
+                done(error.map { .failure($0) } ?? .success(transition))
+            }
+        }
+    }
+
+    /// 202 `{"accepted":k,"sequence":N}` (k counts every event of the batch, ignored ones
+    /// too, and `"ignored":m` is added when the reducer declined m > 0 of them), or with
+    /// `?wait=true` 200 `{"sequence":N,"state":..,"replies":[..]}`, one reply per event.
+    private static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
+                                    respond: @Sendable (APIResponse) -> Void) {
+        if wait {
+            respond(.json(200, .object([("sequence", .number(String(applied.sequence))), ("state", applied.state ?? .null),
+                                        ("replies", applied.replies)])))
+        } else {
+            // Written as text: every POST answers it, and a `JSONValue` tree boxes each value.
+            var body = Array(#"{"accepted":"#.utf8)
+            body += String(count).utf8
+            body += #","sequence":"#.utf8
+            body += String(applied.sequence).utf8
+            if !applied.ignored.isEmpty {
+                body += #","ignored":"#.utf8
+                body += String(applied.ignored.count).utf8
+            }
+            body.append(UInt8(ascii: "}"))
+            respond(.json(202, .raw(body)))
+        }
+    }
+
+    /// `application/json`, with or without parameters (`; charset=utf-8`).
+    /// Read as bytes: every POST asks, and no string is made for it.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard var mediaType = contentType?.utf8[...] else { return false }
+        // The media type is what precedes any `;`, without the spaces or tabs around it.
+        if let end = mediaType.firstIndex(of: UInt8(ascii: ";")) { mediaType = mediaType[..<end] }
+        func isWhitespace(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while isWhitespace(mediaType.first) { mediaType.removeFirst() }
+        while isWhitespace(mediaType.last) { mediaType.removeLast() }
+        let json = "application/json".utf8
+        guard mediaType.count == json.count else { return false }
+        // ASCII letters in any case; every other byte as it is.
+        return zip(mediaType, json).allSatisfy { byte, lower in
+            byte == lower || (byte | 0x20 == lower && lower >= UInt8(ascii: "a") && lower <= UInt8(ascii: "z"))
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,85 @@
+import SpinWire
+
+/// The Spin routes: the list, one Spin, its schema, its events, its resumption and its stream.
+extension APIRouter {
+    /// `GET /v1/spins`: the Spins the caller may read. A Spin another cluster node runs
+    /// shows as `remote` with its node: the owner has the sequence (`GET /v1/spins/{name}`
+    /// through any node asks it).
+    func spinList(for permissions: Permissions) -> APIResponse {
+        let owners = cluster.status(hostedSpins: host.spins.map(\.name)).owners
+        let list = host.spins.filter { permissions.allows(.read, spin: $0.name) }.map { spin -> JSONValue in
+            guard spin.isPrepared else {
+                return .object([("name", .string(spin.name)),
+                                ("status", .string("remote")), ("kind", .string(spin.kind)),
+                                ("node", owners[spin.name].map(JSONValue.string) ?? .null)])
+            }
+            return .object([("name", .string(spin.name)),
+                            ("sequence", .number(String(spin.snapshot().sequence))),
+                            ("status", .string(spin.status.rawValue)),
+                            ("kind", .string(spin.kind))])
+        }
+        return .json(200, .object([("spins", .array(list))]))
+    }
+
+    /// `GET /v1/spins/{name}`: the Spin's sequence, status and state; a declarative
+    /// machine's definition (the dashboard's chart), and why it is unrecoverable when it is.
+    func spinDetail(_ name: Substring) -> Result<APIResponse, APIError> {
+        guard let spin = host.spin(named: String(name)) else { return .failure(.spinNotFound(String(name))) }
+        let (sequence, state) = spin.snapshot()
+        var fields: [(String, JSONValue)] = [("name", .string(spin.name)),
+                                             ("sequence", .number(String(sequence))),
+                                             ("status", .string(spin.status.rawValue)),
+                                             ("state", state)]
+        if let machine = spin.machineDefinition { fields.append(("machine", machine)) }
+        if let problem = spin.unrecoverable { fields.append(("unrecoverable", problem.json)) }
+        fields.append(("schema", .string(OpenAPIDocument.schemaPath(of: spin.name))))
+        return .success(.json(200, .object(fields)))
+    }
+
+    /// `GET /v1/spins/{name}/schema`: the JSON Schemas of the Spin's events and state.
+    func spinSchema(_ name: Substring) -> Result<APIResponse, APIError> {
+        guard let spin = host.spin(named: String(name)) else { return .failure(.spinNotFound(String(name))) }
+        return .success(.json(200, .object([("event", JSONValue(spin.schema.event.json)),
+                                            ("state", JSONValue(spin.schema.state.json))])))
+    }
+
+    /// `POST /v1/spins/{name}/events`: answered once the events are applied and durable
+    /// (`postEvents(_:to:from:trace:respond:)`), or where the Spin went when it moved meanwhile.
+    func postEvents(_ call: RouteCall) {
+        guard let spin = host.spin(named: String(call.name)) else { return call.fail(.spinNotFound(String(call.name))) }
+        postEvents(call.request, to: spin, from: call.caller.subject, trace: call.trace) { [self] response in
+            followMove(of: spin.name, response, call)
+        }
+    }
+
+    /// `POST /v1/spins/{name}/resume` (`resume(_:_:from:respond:)`): refused while the
+    /// Spin is unrecoverable, or held because its storage fails (it goes on by itself
+    /// once the storage works).
+    func resumeSpin(_ call: RouteCall) {
+        guard let spin = host.spin(named: String(call.name)) else { return call.fail(.spinNotFound(String(call.name))) }
+        if let problem = spin.unrecoverable { return call.fail(.spinUnrecoverable(spin.name, problem)) }
+        if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
+            return call.fail(refusal)
+        }
+        resume(call.request, spin, from: call.caller.subject) { [self] response in
+            followMove(of: spin.name, response, call)
+        }
+    }
+
+    /// `GET /v1/spins/{name}/stream`: the Spin's states from `?since` (or `Last-Event-ID`),
+    /// whole or as JSON Patches (`?delta=json-patch`).
+    func spinStream(_ call: RouteCall) -> RouteOutcome {
+        guard let spin = host.spin(named: String(call.name)) else { return .respond(.error(.spinNotFound(String(call.name)))) }
+        if let problem = spin.unrecoverable { return .respond(.error(.spinUnrecoverable(spin.name, problem))) }
+        let resume: StreamResume?
+        let deltas: Bool
+        do {
+            resume = try StreamResume(call.request)
+            deltas = try Self.wantsDeltas(call.request)
+        } catch {
+            return .respond(.error(error))
+        }
+        return openStream(call.request, .state(spin, feeds.feed(spin.name), resume: resume, deltas: deltas),
+                          identity: call.caller)
+    }
+}

@@ -1,0 +1,104 @@
+@testable import SpinServer
+import SpinWire
+import Testing
+
+/// The router's admission, unit by unit and without sockets: the host policy (421), the
+/// route and its method (404, 405), then authentication (401) and permissions (403).
+@Suite struct APIRouterAdmissionTests {
+    static let tokens = [
+        AccessToken(token: "counter-reader", scopes: [], subject: "dash", grants: Grants(spinRead: ["counter"])),
+        AccessToken(token: "admin", scopes: [.admin], subject: "ops"),
+    ]
+
+    static func router(_ host: SpinHost, tokens: [AccessToken] = [], hosts: HostPolicy = .any,
+                       echo: Bool = false) -> APIRouter {
+        APIRouter(host: host, access: AccessControl(tokens: tokens), hosts: hosts, metrics: Metrics(), echoEndpoint: echo)
+    }
+
+    static func request(_ method: String, _ path: String, token: String? = nil, host: String? = nil) -> HTTPRequest {
+        var headers: [(name: String, value: String)] = []
+        if let host { headers.append(("Host", host)) }
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        return makeRequest(method, path, headers: headers)
+    }
+
+    @Test func hostPolicy_RefusesAForeignHost_NamingIt_AndServesItsOwn() throws {
+        let host = try makeExampleHost(start: false)
+        let policy = HostPolicy(listenHost: "127.0.0.1", allowedHosts: ["spin.example.com"], tokensConfigured: false)
+        let router = Self.router(host, hosts: policy)
+        #expect(router.misdirection(of: Self.request("GET", "/healthz", host: "evil.example:8080"))
+            == .misdirectedRequest(host: "evil.example:8080"))
+        #expect(router.misdirection(of: Self.request("GET", "/healthz", host: "spin.example.com")) == nil)
+        #expect(router.misdirection(of: Self.request("GET", "/healthz", host: "localhost:8080")) == nil)
+        // Before anything else: a foreign host learns not even that a route is unknown.
+        let refused = router.admit(Self.request("GET", "/nowhere", host: "evil.example"), matched: nil, identity: nil)
+        #expect(refused.failure == .misdirectedRequest(host: "evil.example"))
+    }
+
+    @Test func resolve_Refuses404WithoutARoute_AndTheEchoRouteUnlessEnabled() throws {
+        let host = try makeExampleHost(start: false)
+        let router = Self.router(host)
+        let unknown = Self.request("GET", "/v1/nothing")
+        #expect(router.resolve(unknown, matched: Route.match("/v1/nothing")).failure == .routeNotFound("/v1/nothing"))
+        let echo = Self.request("GET", "/v1/echo")
+        #expect(router.resolve(echo, matched: Route.match("/v1/echo")).failure == .routeNotFound("/v1/echo"))
+        #expect(Self.router(host, echo: true).resolve(echo, matched: Route.match("/v1/echo")).success?.route == .echo)
+    }
+
+    @Test func resolve_AnswersHEADOnGETRoutesButStreams_AndRefusesOtherMethods405() throws {
+        let host = try makeExampleHost(start: false)
+        let router = Self.router(host)
+        let head = Self.request("HEAD", "/v1/spins/counter")
+        let resolved = router.resolve(head, matched: Route.match("/v1/spins/counter")).success
+        #expect(resolved?.route == .spin && resolved?.name == "counter")
+        let headStream = Self.request("HEAD", "/v1/spins/counter/stream")
+        #expect(router.resolve(headStream, matched: Route.match("/v1/spins/counter/stream")).failure
+            == .methodNotAllowed("HEAD", allowed: ["GET"]))
+        let put = Self.request("PUT", "/v1/spins/counter/events")
+        #expect(router.resolve(put, matched: Route.match("/v1/spins/counter/events")).failure
+            == .methodNotAllowed("PUT", allowed: ["POST"]))
+        #expect(Route.spin.allowedMethods == [.get, .head])
+        #expect(Route.spinEvents.method == .post)
+    }
+
+    @Test func authorize_Refuses401WithoutCredentials_403WithoutThePermission_AndPassesTheCaller() throws {
+        let host = try makeExampleHost(start: false)
+        let router = Self.router(host, tokens: Self.tokens)
+        let anonymous = Self.request("GET", "/v1/spins/counter")
+        #expect(router.authorize(anonymous, route: .spin, name: "counter", identity: nil).failure?.code == "unauthorized")
+        let reader = Self.request("GET", "/v1/spins/counter", token: "counter-reader")
+        #expect(router.authorize(reader, route: .spin, name: "counter", identity: nil).success?.subject == "dash")
+        #expect(router.authorize(reader, route: .spinEvents, name: "counter", identity: nil).failure
+            == .forbiddenOnSpin(.write, spin: "counter"))
+        #expect(router.authorize(reader, route: .metrics, name: "", identity: nil).failure
+            == .forbiddenEverywhere(.read, what: "/metrics"))
+        #expect(router.authorize(reader, route: .gearStream, name: "auth", identity: nil).failure == .forbiddenGear("auth"))
+        // Open routes need no credentials at all.
+        #expect(router.authorize(anonymous, route: .healthz, name: "", identity: nil).success == .anyone)
+        // An identity the HTTP layer found already is taken as it is, and still checked.
+        let given = Result<Identity, APIError>.success(.anyone)
+        #expect(router.authorize(anonymous, route: .spin, name: "counter", identity: given).success == .anyone)
+        let admin = Self.request("POST", "/v1/spins/counter/resume", token: "admin")
+        #expect(router.authorize(admin, route: .spinResume, name: "counter", identity: nil).success?.subject == "ops")
+    }
+
+    @Test func admit_ChecksInOrder_RouteBeforeCredentials() throws {
+        let host = try makeExampleHost(start: false)
+        let router = Self.router(host, tokens: Self.tokens)
+        // An unknown route is 404 even without credentials; a known one without them 401.
+        let unknown = Self.request("GET", "/v1/nothing")
+        #expect(router.admit(unknown, matched: Route.match("/v1/nothing"), identity: nil).failure?.code == "not_found")
+        let known = Self.request("GET", "/v1/spins/counter")
+        #expect(router.admit(known, matched: Route.match("/v1/spins/counter"), identity: nil).failure?.code == "unauthorized")
+        let reader = Self.request("GET", "/v1/spins/counter", token: "counter-reader")
+        let admitted = router.admit(reader, matched: Route.match("/v1/spins/counter"), identity: nil).success
+        #expect(admitted?.route == .spin && admitted?.name == "counter" && admitted?.caller.subject == "dash")
+    }
+}
+
+extension Result {
+    var success: Success? {
+        if case .success(let value) = self { return value }
+        return nil
+    }
+}
