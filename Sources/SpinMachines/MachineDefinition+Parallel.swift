@@ -13,7 +13,8 @@
 /// - A compound state whose final child is entered is done (`xstate.done.state.<path>`);
 ///   a parallel state is done when every region is, and its `onDone` is taken then.
 ///
-/// Document order is the order of the state names (states are read in name order).
+/// Document order is the order the file writes states in (`documentOrder`); the
+/// state's leaves are kept in name order, its canonical form.
 /// Machines without parallel states never come here: their cost per event is that of
 /// one leaf.
 extension MachineDefinition {
@@ -98,7 +99,7 @@ extension MachineDefinition {
     /// or its nearest ancestor (the root too), each once; then conflicts removed.
     private func perLeaf(_ state: MachineState, _ find: (StateNode) -> TransitionSpec?) -> [ChosenTransition] {
         var found: [ChosenTransition] = []
-        for leaf in state.leaves {
+        for leaf in state.leaves.sorted(by: precedesInDocument) {
             for length in stride(from: leaf.count, through: 0, by: -1) {
                 let path = Array(leaf.prefix(length))
                 guard let node = nodes[path], let spec = find(node) else { continue }
@@ -147,7 +148,7 @@ extension MachineDefinition {
         var run = ActionRun(context: state.context, event: event)
         var history = state.history
         let exits = chosen.reduce(into: Set<[String]>()) { $0.formUnion($1.exits) }
-        for path in exits.sorted(by: { $1.lexicographicallyPrecedes($0) }) {
+        for path in exits.sorted(by: { precedesInDocument($1, $0) }) {
             guard let node = nodes[path] else { continue }
             // A state with a history child remembers its leaf (it has one: no parallel state is under it).
             if node.recordsHistory, let leaf = state.leaves.first(where: { $0.starts(with: path) }) {
@@ -172,7 +173,7 @@ extension MachineDefinition {
         toEnter = toEnter.filter { path in !domains.contains(path) }
         // A parallel state entered for a target inside one region enters the others too,
         // and so does a parallel domain whose regions were all left.
-        for path in toEnter.union(domains).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+        for path in toEnter.union(domains).sorted(by: precedesInDocument) {
             guard let node = nodes[path], node.kind == .parallel else { continue }
             for region in node.regions where !toEnter.contains(where: { $0.starts(with: path + [region]) }) {
                 if exits.contains(path + [region]) || toEnter.contains(path) { addDescendants(path + [region], to: &toEnter, history: history) }
@@ -216,7 +217,7 @@ extension MachineDefinition {
     private func enter(_ toEnter: Set<[String]>, exited: Set<[String]>, from state: MachineState, run: ActionRun,
                        history: [String: [String]]) -> (MachineState, raised: [MachineEvent]) {
         var run = run
-        let entered = toEnter.sorted { $0.lexicographicallyPrecedes($1) }
+        let entered = toEnter.sorted(by: precedesInDocument)
         var leaves = state.leaves.filter { !exited.contains($0) && !$0.isEmpty }
         var done: [[String]] = []
         var completes = false
@@ -234,7 +235,7 @@ extension MachineDefinition {
         leaves.sort { $0.lexicographicallyPrecedes($1) }
         if completes {
             // The machine is done: what is still active exits, innermost and last first.
-            for path in Self.prefixes(of: leaves).sorted(by: { $1.lexicographicallyPrecedes($0) }) {
+            for path in Self.prefixes(of: leaves).sorted(by: { precedesInDocument($1, $0) }) {
                 run.perform(nodes[path]?.exit ?? [])
             }
             run.perform(nodes[[]]?.exit ?? [])
@@ -268,6 +269,13 @@ extension MachineDefinition {
                 && isInFinalState(Array($0.prefix(path.count + 1)), leaves: leaves) }
         default: return false
         }
+    }
+
+    /// Whether the state at `a` comes before the one at `b` in document order (an
+    /// ancestor before its descendants, siblings as the file writes them).
+    func precedesInDocument(_ a: [String], _ b: [String]) -> Bool {
+        guard let first = documentOrder[a], let second = documentOrder[b] else { return a.lexicographicallyPrecedes(b) }
+        return first < second
     }
 
     /// Every non-root prefix of the leaves, each once.

@@ -42,6 +42,9 @@ public struct MachineDefinition: Sendable {
     let rootHandlesEvents: Bool
     /// Whether some state has `always` transitions: only then does every step look for them.
     let hasAlways: Bool
+    /// Each state's place in document order: the root first, a state before its children,
+    /// siblings in the order the file writes them (XState's order of regions).
+    let documentOrder: [[String]: Int]
     /// Whether some state is parallel: then `transition` works on every active leaf
     /// (`MachineDefinition+Parallel`), else on the one active leaf.
     let hasParallel: Bool
@@ -64,7 +67,7 @@ public struct MachineDefinition: Sendable {
         } catch {
             throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .notJSON("\(error)"))])
         }
-        var parser = MachineParser(file: file)
+        var parser = MachineParser(file: file, statesOrder: StatesOrder(json: bytes))
         let parsed = parser.parse(root, hostGears: hostGears)
         guard parser.issues.isEmpty, let parsed else {
             throw MachineValidationError(issues: parser.issues)
@@ -75,6 +78,7 @@ public struct MachineDefinition: Sendable {
         gears = parsed.gears
         identity = MachineIdentity()
         (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
+        documentOrder = parsed.documentOrder
         rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
         hasAlways = nodes.values.contains { !$0.always.isEmpty }
         hasParallel = nodes.values.contains { $0.kind == .parallel }

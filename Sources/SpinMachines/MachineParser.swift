@@ -7,6 +7,9 @@ struct MachineParser {
         var context: [String: MachineValue]
         var gears: [String: [String: String]]
         var nodes: [[String]: StateNode]
+        /// Each state's place in document order (the root first, a state before its
+        /// children, siblings in the order the file writes them).
+        var documentOrder: [[String]: Int]
     }
 
     static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description",
@@ -16,6 +19,8 @@ struct MachineParser {
     static let transitionKeys: Set<String> = ["target", "actions", "guard", "description", "reenter"]
 
     let file: String
+    /// The order the file writes states in.
+    let statesOrder: StatesOrder
     private(set) var issues: [MachineIssue] = []
     /// Every state path declared, known before transitions are parsed (targets may point forward).
     private var declared: Set<[String]> = []
@@ -36,8 +41,11 @@ struct MachineParser {
     /// The fields of the event the transitions being parsed see; nil when unknown.
     private var eventFields: Set<String>?
 
-    init(file: String) {
+    private var documentOrder: [[String]: Int] = [[]: 0]
+
+    init(file: String, statesOrder: StatesOrder) {
         self.file = file
+        self.statesOrder = statesOrder
     }
 
     mutating func parse(_ root: MachineValue, hostGears: Set<String>?) -> Parsed? {
@@ -92,13 +100,13 @@ struct MachineParser {
             checkReachability(nodes)
             checkEventlessLoops(nodes)
         }
-        return Parsed(id: machineID, context: context, gears: gears, nodes: nodes)
+        return Parsed(id: machineID, context: context, gears: gears, nodes: nodes, documentOrder: documentOrder)
     }
 
     // MARK: States
 
     private mutating func declare(_ states: [String: MachineValue], under parent: [String], at path: JSONPath) {
-        for name in states.keys.sorted() {
+        for name in statesOrder.names(states, under: parent) {
             let value = states[name]!
             declared.insert(parent + [name])
             if case .object(let members) = value, case .string(let id)? = members["id"] {
@@ -116,9 +124,10 @@ struct MachineParser {
 
     private mutating func parseStates(_ states: [String: MachineValue], under parent: [String], at path: JSONPath,
                                       into nodes: inout [[String]: StateNode]) {
-        for name in states.keys.sorted() {
+        for name in statesOrder.names(states, under: parent) {
             let statePath = parent + [name]
             let at = path.key(name)
+            documentOrder[statePath] = documentOrder.count
             guard let members = objectMembers(states[name], at: at) else { continue }
             if case .string("history")? = members["type"] {
                 nodes[statePath] = parseHistory(members, at: statePath, under: nodes[parent], json: at)
@@ -165,7 +174,7 @@ struct MachineParser {
                 exit: parseActions(members["exit"], at: at.key("exit")), onDone: onDone,
                 always: parseAlways(members["always"], source: statePath, at: at.key("always")),
                 recordsHistory: recordsHistory,
-                regions: kind == .parallel ? children.keys.sorted() : [])
+                regions: kind == .parallel ? statesOrder.names(children, under: statePath) : [])
             if nested {
                 parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
             }

@@ -147,8 +147,8 @@ public struct MachineState: Sendable, Codable {
         history = remembered.mapValues { $0.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
     }
 
-    /// The leaf paths a state value names (members in name order, the machines' document
-    /// order); nil when it is neither a name nor an object of values.
+    /// The leaf paths a state value names (members in name order, the canonical order of
+    /// a state's leaves); nil when it is neither a name nor an object of values.
     private static func leaves(of value: MachineValue, under path: [String]) -> [[String]]? {
         switch value {
         case .string(let leaf): return [path + [leaf]]

@@ -5,8 +5,8 @@ import Testing
 /// Parallel states, re-expressed from XState v5's `packages/core/test/parallel.test.ts`
 /// (statelyai/xstate): each test names the test its machine and expectation come from.
 /// The format has no parallel root, so a machine XState makes parallel at its root is
-/// here a parallel state the root starts in; regions run in name order (XState: the
-/// order they are written), which the expectations of the entry and exit orders follow.
+/// here a parallel state the root starts in; regions run in the order they are written,
+/// as in XState.
 /// States XState's machines have that nothing enters are left out (the validator
 /// refuses unreachable states).
 @Suite struct MachineParallelTests {
@@ -249,8 +249,8 @@ import Testing
 
     /// parallel.test.ts, "source parallel region should be reentered when a transition
     /// within it targets another parallel region (nested parallel)": the parallel state
-    /// is the domain, so every region exits (reverse document order) and is entered again
-    /// (here Mode comes before Operation: name order).
+    /// is the domain, so every region exits (reverse document order: Operation is written
+    /// first, so Mode exits first) and is entered again (Operation first).
     @Test func aTransitionToAnotherRegion_ExitsAndReentersEveryRegion() throws {
         let machine = try makeMachine(#"""
             { "initial": "a", "gears": { "log": {} }, "states": { "a": { "type": "parallel", "states": {
@@ -261,8 +261,8 @@ import Testing
             """#)
         let next = try #require(machine.transition(machine.initialState, event("TOGGLE_MODE")))
         #expect(propagatedTypes(next) == [
-            "exit: a.Operation.Waiting", "exit: a.Operation", "exit: a.Mode.Normal", "exit: a.Mode",
-            "enter: a.Mode", "enter: a.Mode.Demo", "enter: a.Operation", "enter: a.Operation.Waiting",
+            "exit: a.Mode.Normal", "exit: a.Mode", "exit: a.Operation.Waiting", "exit: a.Operation",
+            "enter: a.Operation", "enter: a.Operation.Waiting", "enter: a.Mode", "enter: a.Mode.Demo",
         ])
         #expect(next.valueJSON == json(#"{"a":{"Mode":"Demo","Operation":"Waiting"}}"#))
     }
@@ -369,6 +369,35 @@ import Testing
         let text = String(decoding: try JSONEncoder().encode(fired), as: UTF8.self)
         #expect(try decodeState(text) == fired)
         #expect(try decodeState(text).leaves == [["p", "a", "a2"], ["p", "b", "b1"]])
+    }
+
+    /// Regions in the order the file writes them, whatever their names (XState's
+    /// document order): `zeta` is written before `alpha`, so it is entered first, exits
+    /// last, and its transition wins when both leave the parallel state.
+    @Test func regionsRunInTheOrderTheFileWritesThem_NotInNameOrder() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "p", "gears": { "log": {} }, "on": { "RESET": "#p" }, "states": {
+                "p": { "id": "p", "type": "parallel", "states": {
+                  "zeta": { \#(logged("zeta")), "on": { "LEAVE": "#z" } },
+                  "alpha": { \#(logged("alpha")), "on": { "LEAVE": "#a" } } } },
+                "z": { "id": "z" }, "a": { "id": "a" } } }
+            """#)
+        let reset = try #require(machine.transition(machine.initialState, event("RESET")))
+        #expect(propagatedTypes(reset) == ["exit: alpha", "exit: zeta", "enter: zeta", "enter: alpha"])
+        let left = try #require(machine.transition(machine.initialState, event("LEAVE")))
+        #expect(left.value == ["z"])
+        #expect(propagatedTypes(left) == ["exit: alpha", "exit: zeta"])
+    }
+
+    /// A name written with an escape (`"b\u0061"` is `ba`) keeps its place too.
+    @Test func escapedStateNames_KeepTheirWrittenPlace() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "p", "gears": { "log": {} }, "on": { "RESET": "#p" }, "states": {
+                "p": { "id": "p", "type": "parallel", "states": {
+                  "b\u0061": { \#(logged("ba")) }, "ab": { \#(logged("ab")) } } } } }
+            """#)
+        let reset = try #require(machine.transition(machine.initialState, event("RESET")))
+        #expect(propagatedTypes(reset) == ["exit: ab", "exit: ba", "enter: ba", "enter: ab"])
     }
 }
 
