@@ -338,7 +338,8 @@ package struct APIRouter: Sendable {
 
     /// How a stream route's request is carried: a WebSocket when it asks to upgrade (its
     /// `Origin` allowed and its handshake valid), server-sent events when it accepts them
-    /// and the source offers them, else 426 naming both.
+    /// (RFC 9110: an `Accept` that takes them, or none) and the source offers them, 406 when
+    /// its `Accept` rules them out; a WebSocket-only source answers 426.
     private func openStream(_ request: HTTPRequest, _ source: StreamSource, identity: Identity) -> RouteOutcome {
         let wantsWebSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
         if wantsWebSocket {
@@ -359,14 +360,27 @@ package struct APIRouter: Sendable {
                     .closingConnection())
             }
         }
-        if source.offersSSE, request.headers["Accept"]?.contains("text/event-stream") ?? false {
-            return .stream(source, .sse, identity)
+        if source.offersSSE {
+            // Server-sent events are the route's one HTTP answer: sent to a client whose Accept
+            // takes them, refused (406) to one whose Accept rules them out.
+            guard let accept = request.headers["Accept"], !Self.takesEventStream(accept) else {
+                return .stream(source, .sse, identity)
+            }
+            return .respond(.error(APIError(status: 406, code: "not_acceptable",
+                                            message: "this route streams text/event-stream (or a WebSocket: Upgrade: websocket), which Accept: \(accept) does not take")))
         }
-        let message = source.offersSSE
-            ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
-            : "this route is a WebSocket: open it with Upgrade: websocket"
-        return .respond(.error(APIError(status: 426, code: "upgrade_required", message: message,
+        return .respond(.error(APIError(status: 426, code: "upgrade_required",
+                                        message: "this route is a WebSocket: open it with Upgrade: websocket",
                                         headers: [("Upgrade", "websocket"), ("Connection", "Upgrade")])))
+    }
+
+    /// Whether an `Accept` value takes `text/event-stream`: names it, `text/*` or `*/*`
+    /// (RFC 9110 §12.5.1; no `Accept` at all takes any type too).
+    private static func takesEventStream(_ accept: String) -> Bool {
+        accept.split(separator: ",").contains { range in
+            let mediaRange = range.split(separator: ";").first.map { $0.trimmingWhitespace().lowercased() } ?? ""
+            return mediaRange == "text/event-stream" || mediaRange == "text/*" || mediaRange == "*/*"
+        }
     }
 
     /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
