@@ -25,7 +25,7 @@ COPY . .
 # --static-swift-stdlib links the Swift runtime and Foundation statically: the runtime
 # image needs no Swift toolchain. The same command runs outside a container in CI
 # (Tests/docker/run-dockerfile-steps.sh). Beside the binary, SwiftPM builds
-# spin-server_SpinServer.resources: the dashboard and the OpenAPI document it serves.
+# spin-server_SpinServer.resources: the dashboard it serves.
 RUN swift build -c release --static-swift-stdlib --product spin-server \
     && install -D -m 0755 "$(swift build -c release --show-bin-path)/spin-server" /out/spin-server \
     && cp -R "$(swift build -c release --show-bin-path)/spin-server_SpinServer.resources" /out/ \

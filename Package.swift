@@ -69,7 +69,7 @@ let package = Package(
         ], resources: [
             // Served as they are (BundledResource); installed beside the binary in
             // spin-server_SpinServer.resources (see the Dockerfile).
-            .copy("Dashboard/dashboard.html"), .copy("OpenAPI/openapi.json"),
+            .copy("Dashboard/dashboard.html"),
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore"]),
         // Declarative machines: the JSON machine format, its validator and interpreter

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Files SpinServer serves as they are, kept as files rather than Swift strings: the
-/// dashboard (`Dashboard/dashboard.html`) and the OpenAPI document (`OpenAPI/openapi.json`).
+/// dashboard (`Dashboard/dashboard.html`). (The OpenAPI document is built from the route
+/// table, `OpenAPIDocument`.)
 /// SwiftPM copies them into the target's resource bundle (`resources:` in Package.swift),
 /// a directory `spin-server_SpinServer.resources` beside the built binary, which is where
 /// `Bundle.module` looks first: an installed binary needs it beside it (the Dockerfile
@@ -21,6 +22,5 @@ enum BundledResource {
     /// first request for the dashboard.
     static func load() {
         _ = Dashboard.html
-        _ = OpenAPIDocument.json
     }
 }

@@ -63,17 +63,22 @@ import Testing
         RouteCall(request: request, route: route, name: name, caller: .anyone, trace: nil, moveDeadline: nil, respond: respond)
     }
 
-    @Test func streams_Refuse426WithoutAStreamAskedFor_404WithoutTheirSpinOrGear_400OnABadSince() throws {
+    @Test func streams_Refuse406WhenAcceptRulesEventsOut_404WithoutTheirSpinOrGear_400OnABadSince() throws {
         let host = try makeExampleHost()
         defer { host.stop() }
         let router = makeRouter(host)
         let plain = makeRequest("GET", "/v1/spins/counter/stream")
-        guard case .respond(let refused) = router.spinStream(Self.call(plain, .spinStream, "counter")) else {
+        guard case .stream(_, .sse, _) = router.spinStream(Self.call(plain, .spinStream, "counter")) else {
+            Issue.record("expected server-sent events for a request without Accept")
+            return
+        }
+        let json = makeRequest("GET", "/v1/spins/counter/stream", headers: [("Accept", "application/json, text/event-stream;q=0")])
+        guard case .respond(let refused) = router.spinStream(Self.call(json, .spinStream, "counter")) else {
             Issue.record("expected a refusal")
             return
         }
-        #expect(refused.error == .upgradeRequired(offersSSE: true))
-        #expect(refused.header("Upgrade") == "websocket")
+        #expect(refused.error == .notAcceptable(accept: "application/json, text/event-stream;q=0"))
+        #expect(refused.status == 406)
         guard case .respond(let missing) = router.gearStream(Self.call(plain, .gearStream, "nobody")) else {
             Issue.record("expected a refusal")
             return

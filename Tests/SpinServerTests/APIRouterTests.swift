@@ -403,10 +403,10 @@ struct APIRouterTests {
         #expect(fromHeader == StreamResume(since: 7))
         let bad = await router.respond("GET", "/v1/spins/router/stream", query: [(name: "since", value: "-1")])
         #expect(bad.status == 400)
-        // Neither a WebSocket nor server-sent events: 426 names both.
-        let plain = await router.respond("GET", "/v1/spins/router/stream")
-        #expect(plain.status == 426)
-        #expect(plain.header("Upgrade") == "websocket")
+        // Neither a WebSocket nor server-sent events: 406 names both.
+        let plain = await router.respond("GET", "/v1/spins/router/stream", headers: [("Accept", "application/json")])
+        #expect(plain.status == 406)
+        #expect(plain.errorMessage.contains("Upgrade: websocket"))
         #expect(await router.respond("GET", "/v1/gears/nope/stream").errorCode == "gear_not_found")
     }
 

@@ -2,9 +2,8 @@ import Foundation
 @testable import SpinServer
 import Testing
 
-/// The dashboard and the OpenAPI document come from SpinServer's resource bundle: the
-/// dashboard is served byte for byte as its file in Sources/SpinServer, the OpenAPI
-/// document is its file with the hosted Spins' paths and schemas added.
+/// The dashboard comes from SpinServer's resource bundle: it is served byte for byte as
+/// its file in Sources/SpinServer.
 // Serialized: the raw clients block in recv, on the few threads of the cooperative pool.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct BundledResourceTests {
@@ -22,18 +21,5 @@ struct BundledResourceTests {
         #expect(response.status == 200)
         #expect(Array(response.body.utf8) == expected)
         await server.shutdown()
-    }
-
-    @Test func theOpenAPIDocument_IsItsFile_WithoutSpins() throws {
-        let expected = Array(try Data(contentsOf: Self.sources.appendingPathComponent("OpenAPI/openapi.json")))
-        #expect(!expected.isEmpty)
-        #expect(OpenAPIDocument.render(spins: []) == expected)
-        // With Spins, what the file has besides the one-Spin paths is all there.
-        let host = try makeExampleHost(start: false)
-        let served = try #require(try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.render(spins: host.spins)))
-            as? [String: Any])
-        let file = try #require(try JSONSerialization.jsonObject(with: Data(expected)) as? [String: Any])
-        let filePaths = (file["paths"] as? [String: Any] ?? [:]).keys.filter { !$0.hasPrefix("/v1/spins/{name}") }
-        #expect(Set(filePaths).isSubset(of: Set((served["paths"] as? [String: Any] ?? [:]).keys)))
     }
 }

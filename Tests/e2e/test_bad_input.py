@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from spin_e2e import LOOPBACK, RawWebSocket, deflate_message, mask_bytes, parse_response_head, raw_exchange
+from spin_e2e import LOOPBACK, RawWebSocket, assert_error, deflate_message, mask_bytes, parse_response_head, raw_exchange
 
 _unique = itertools.count(400_000)
 
@@ -251,10 +251,14 @@ def test_upgrade_with_unsupported_version_is_refused_naming_version_13(server):
     assert headers.get("sec-websocket-version") == "13"
 
 
-def test_stream_route_without_upgrade_is_426(server):
-    response = server.get("/v1/spins/levels/stream")
-    assert response.status_code == 426, response.text
-    assert response.json()["error"]["code"] == "upgrade_required"
+def test_stream_route_without_upgrade_answers_events_to_any_accept_and_406_to_another(server):
+    """RFC 9110 content negotiation: requests' `Accept: */*` takes an event stream."""
+    with server.get("/v1/spins/levels/stream", stream=True) as response:
+        assert response.status_code == 200, response.text
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        first = next(line for line in response.iter_lines() if line.startswith(b"data: "))
+        assert json.loads(first[len(b"data: "):])["type"] == "snapshot"
+    assert_error(server.get("/v1/spins/levels/stream", headers={"Accept": "application/json"}), 406, "not_acceptable")
 
 
 def open_deflate_stream(server) -> RawWebSocket:

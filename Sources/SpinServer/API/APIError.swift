@@ -49,9 +49,11 @@ package enum APIError: Error, Equatable, Sendable {
     case unsupportedMediaType(String?)
     /// 422 `invalid_event`: not an event of the Spin.
     case invalidEvent(spin: String, String)
-    /// 426 `upgrade_required`: a stream route asked for without a stream; `offersSSE`:
-    /// whether server-sent events would do too.
-    case upgradeRequired(offersSSE: Bool)
+    /// 406 `not_acceptable`: a stream route whose server-sent events the request's
+    /// `Accept` (given) rules out.
+    case notAcceptable(accept: String)
+    /// 426 `upgrade_required`: a WebSocket-only route asked for without `Upgrade: websocket`.
+    case upgradeRequired
     /// `bad_websocket_handshake`, with the handshake error's status and headers.
     case badWebSocketHandshake(WebSocketHandshakeError)
     /// 429 `inbox_full` with `Retry-After`.
@@ -111,6 +113,7 @@ package enum APIError: Error, Equatable, Sendable {
         case batchTooLarge = "batch_too_large"
         case unsupportedMediaType = "unsupported_media_type"
         case invalidEvent = "invalid_event"
+        case notAcceptable = "not_acceptable"
         case upgradeRequired = "upgrade_required"
         case badWebSocketHandshake = "bad_websocket_handshake"
         case inboxFull = "inbox_full"
@@ -135,6 +138,7 @@ package enum APIError: Error, Equatable, Sendable {
             case .forbidden: 403
             case .spinNotFound, .gearNotFound, .notFound: 404
             case .methodNotAllowed: 405
+            case .notAcceptable: 406
             case .requestTimeout: 408
             case .spinSuspended: 409
             case .batchTooLarge: 413
@@ -168,6 +172,7 @@ package enum APIError: Error, Equatable, Sendable {
         case .batchTooLarge: .batchTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .invalidEvent: .invalidEvent
+        case .notAcceptable: .notAcceptable
         case .upgradeRequired: .upgradeRequired
         case .badWebSocketHandshake: .badWebSocketHandshake
         case .inboxFull: .inboxFull
@@ -235,10 +240,9 @@ package enum APIError: Error, Equatable, Sendable {
         case .unsupportedMediaType(let contentType):
             "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")"
         case .invalidEvent(let spin, let detail): "not an event of Spin \"\(spin)\": \(detail)"
-        case .upgradeRequired(let offersSSE):
-            offersSSE
-                ? "this route streams: open a WebSocket (Upgrade: websocket) or ask for server-sent events (Accept: text/event-stream)"
-                : "this route is a WebSocket: open it with Upgrade: websocket"
+        case .notAcceptable(let accept):
+            "this route streams text/event-stream (or a WebSocket: Upgrade: websocket), which Accept: \(accept) does not take"
+        case .upgradeRequired: "this route is a WebSocket: open it with Upgrade: websocket"
         case .badWebSocketHandshake(let error): "the WebSocket handshake is invalid: \(error)"
         case .inboxFull(let spin, let retryAfter): "the inbox of Spin \"\(spin)\" is full; retry in \(retryAfter) s"
         case .encodingFailed(let spin, let detail): "Spin \"\(spin)\" cannot encode \(detail); nothing was applied"

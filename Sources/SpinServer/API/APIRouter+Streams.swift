@@ -2,8 +2,9 @@ import SpinWire
 
 extension APIRouter {
     /// How a stream route's request is carried: a WebSocket when it asks to upgrade (its
-    /// `Origin` allowed and its handshake valid), server-sent events when it accepts them
-    /// and the source offers them, else 426 naming both.
+    /// `Origin` allowed and its handshake valid), else server-sent events when the source
+    /// offers them and the request's `Accept` takes them or is absent (RFC 9110), 406 when
+    /// it rules them out; a WebSocket-only source (the echo) answers 426.
     func openStream(_ request: HTTPRequest, _ source: StreamSource, identity: Identity) -> RouteOutcome {
         let wantsWebSocket = request.isUpgradeCandidate && request.headers.containsToken("websocket", in: "Upgrade")
         if wantsWebSocket {
@@ -20,9 +21,25 @@ extension APIRouter {
                 return .respond(APIResponse.error(.badWebSocketHandshake(error)).closingConnection())
             }
         }
-        if source.offersSSE, request.headers["Accept"]?.contains("text/event-stream") ?? false {
-            return .stream(source, .sse, identity)
+        guard source.offersSSE else { return .respond(.error(.upgradeRequired)) }
+        // Server-sent events are the route's one plain-HTTP answer: sent to a client whose
+        // Accept takes them (or that sends none), refused to one whose Accept rules them out.
+        if let accept = request.headers["Accept"], !Self.takesEventStream(accept) {
+            return .respond(.error(.notAcceptable(accept: accept)))
         }
-        return .respond(.error(.upgradeRequired(offersSSE: source.offersSSE)))
+        return .stream(source, .sse, identity)
+    }
+
+    /// Whether an `Accept` value takes `text/event-stream`: it names it, `text/*` or `*/*`
+    /// with a weight above 0 (RFC 9110 §12.5.1).
+    static func takesEventStream(_ accept: String) -> Bool {
+        accept.split(separator: ",").contains { range in
+            let parameters = range.split(separator: ";").map { $0.trimmingWhitespace().lowercased() }
+            guard let mediaRange = parameters.first, ["text/event-stream", "text/*", "*/*"].contains(mediaRange) else {
+                return false
+            }
+            let weight = parameters.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) }
+            return (weight ?? 1) > 0
+        }
     }
 }

@@ -4,113 +4,79 @@ import SpinWire
 
 /// The OpenAPI 3.1 description of the HTTP API, served at `GET /openapi.json`.
 ///
-/// Kept beside the router it describes; the end-to-end suite validates it with
+/// Built as a value from the route table (`Route`: method, path template, what each route
+/// needs, and `Route+OpenAPI.swift`: its summary, parameters and answers), the hosted
+/// Spins' schemas and Gears, and the error answers (`OpenAPIComponents`), then encoded
+/// once per set of hosted Spins. The end-to-end suite validates it with
 /// openapi-spec-validator, checks that every path it lists answers as it says, and runs
 /// schemathesis against it.
 enum OpenAPIDocument {
-    /// `openapi.json` beside this file, shipped in SpinServer's resource bundle and read
-    /// once: the routes, written by hand, not generated from the route table.
-    static let json: String = BundledResource.text("openapi.json")
-
-    /// The document for a server hosting `spins`. Each path of one Spin
-    /// (`/v1/spins/{name}...`) is written once per hosted Spin instead, its name in the
-    /// path and its own schemas where the template has the shared ones: `Spin.<name>.Event`
-    /// for events, `Spin.<name>.State` for the state (both added to `components.schemas`).
-    /// So the document says exactly which events each Spin takes, and a client (or a
-    /// fuzzer) reading it sends each Spin events of its own.
-    static func render(spins: [any HostedSpin]) -> [UInt8] {
-        guard !spins.isEmpty else { return Array(json.utf8) }
-        var text = json
-        var templates: [String] = []
-        while let range = spinPathRange(in: text) {
-            templates.append(String(text[range]))
-            text.removeSubrange(range)
+    /// The document for a server hosting `spins` (name and schemas, in order) and the
+    /// Gears `gears`. Each route of one Spin (`/v1/spins/{name}...`) is listed once per
+    /// hosted Spin, its name in the path and its own schemas (`Spin.<name>.Event` for
+    /// events, `Spin.<name>.State` for the state, both in `components.schemas`), so that
+    /// the document says exactly which events each Spin takes, and a client (or a fuzzer)
+    /// reading it sends each Spin events of its own. Without Spins, the template path with
+    /// its `{name}` parameter stands for them.
+    static func document(spins: [(name: String, schema: SpinSchema)], gears: [String]) -> JSONValue {
+        var paths: [(key: String, value: JSONValue)] = []
+        for route in Route.allCases where route.isDocumented {
+            let method = "\(route.method)".lowercased()
+            if route.isPerSpin, !spins.isEmpty {
+                for spin in spins {
+                    paths.append((route.template.replacingOccurrences(of: "{name}", with: spin.name),
+                                  .object([(method, route.openAPIOperation(spin: spin.name))])))
+                }
+            } else if route.isPerSpin {
+                paths.append((route.template, .object([("parameters", .array([.ref("SpinName", in: "parameters")])),
+                                                       (method, route.openAPIOperation())])))
+            } else {
+                paths.append((route.template, .object([(method, route.openAPIOperation(gears: gears))])))
+            }
         }
-        let paths = spins.map { spin in templates.map { instantiate($0, for: spin.name) }.joined() }.joined()
-        insert(paths, after: #""paths": {"#, into: &text)
-        let schemas = spins.map { spin in
-            member("Spin.\(spin.name).Event", JSONValue(spin.schema.event.json))
-                + member("Spin.\(spin.name).State", JSONValue(spin.schema.state.json))
-        }.joined()
-        insert(schemas, after: #""schemas": {"#, into: &text)
-        return Array(text.utf8)
+        let spinSchemas = spins.flatMap { spin -> [(key: String, value: JSONValue)] in
+            [("Spin.\(spin.name).Event", JSONValue(spin.schema.event.json)),
+             ("Spin.\(spin.name).State", JSONValue(spin.schema.state.json))]
+        }
+        return .members([
+            "openapi": .string("3.1.0"),
+            "info": .members([
+                "title": .string("Spin server"), "version": .string("1.0.0"),
+                "description": .string("Hosts named feedback loops (Spins): POST events, read and stream state, watch Gear traffic between Spins. State streams are WebSocket (or SSE with Accept: text/event-stream) and send {\"type\":\"snapshot\"} first, then one {\"type\":\"state\"} message per applied event. Without tokens, every route answers 421 (misdirected_request) to a Host that is not the listen address, a loopback name or in listen.allowedHosts. Errors are {\"error\":{\"code\":..,\"message\":..,\"requestId\":..}}; each error answer lists its codes."),
+            ]),
+            "servers": .array([.members(["url": .string("/")])]),
+            "security": .array([.members(["bearer": .array([])]), .members([:])]),
+            "paths": .object(paths),
+            "components": OpenAPIComponents.components(spinSchemas: spinSchemas),
+        ])
     }
 
-    /// The document of `host`, rendered once per set of hosted Spins (they are fixed once
-    /// the host starts) and then served from memory: `render` is not free, and anyone may
-    /// ask for `/openapi.json` as often as they like.
+    /// The document's bytes for a server hosting `spins` and `gears`.
+    static func render(spins: [any HostedSpin], gears: [String] = []) -> [UInt8] {
+        document(spins: spins.map { ($0.name, $0.schema) }, gears: gears).bytes
+    }
+
+    /// The document of `host`, rendered once per set of hosted Spins and Gears (they are
+    /// fixed once the host starts) and then served from memory: building it is not free,
+    /// and anyone may ask for `/openapi.json` as often as they like.
     final class Cache: Sendable {
-        private let rendered = Protected<(names: [String], bytes: [UInt8])?>(nil)
+        private let rendered = Protected<(spins: [String], gears: [String], bytes: [UInt8])?>(nil)
 
         init() {}
 
         func document(of host: SpinHost) -> [UInt8] {
             let spins = host.spins
+            let gears = host.gears.map(\.name)
             let names = spins.map(\.name)
-            if let cached = rendered.withLock({ $0 }), cached.names == names { return cached.bytes }
-            let bytes = OpenAPIDocument.render(spins: spins)
-            rendered.withLock { $0 = (names, bytes) }
+            if let cached = rendered.withLock({ $0 }), cached.spins == names, cached.gears == gears { return cached.bytes }
+            let bytes = OpenAPIDocument.render(spins: spins, gears: gears)
+            rendered.withLock { $0 = (names, gears, bytes) }
             return bytes
         }
     }
 
     /// Where a Spin's schemas are served (`GET /v1/spins/{name}` links it as `schema`).
     static func schemaPath(of name: String) -> String { "/v1/spins/\(name)/schema" }
-
-    /// The template path member for one Spin: its name in the key, no `name` parameter,
-    /// its schemas for the shared ones.
-    private static func instantiate(_ template: String, for name: String) -> String {
-        let spin = JSONValue.string(name).text.dropFirst().dropLast()   // JSON-escaped, unquoted
-        func ref(_ schema: String) -> String { ##"{"$ref": "#/components/schemas/\##(schema)"}"## }
-        func withState(_ base: String) -> String {
-            #"{"allOf": [\#(ref(base)), {"properties": {"state": \#(ref("Spin.\(spin).State"))}}]}"#
-        }
-        return template
-            .replacingOccurrences(of: #""/v1/spins/{name}"#, with: #""/v1/spins/\#(spin)"#)
-            .replacingOccurrences(of: ##""parameters": [{"$ref": "#/components/parameters/SpinName"}],"##, with: "")
-            .replacingOccurrences(of: ref("Event"), with: ref("Spin.\(spin).Event"))
-            .replacingOccurrences(of: ref("SpinState"), with: withState("SpinState"))
-            .replacingOccurrences(of: ref("Applied"), with: withState("Applied"))
-    }
-
-    /// The range of the first path member of one Spin (`"/v1/spins/{name}...": {..},` and
-    /// the whitespace after it) in the document's text.
-    private static func spinPathRange(in text: String) -> Range<String.Index>? {
-        guard let key = text.range(of: #""/v1/spins/{name}"#), let open = text[key.upperBound...].firstIndex(of: "{") else {
-            return nil
-        }
-        var depth = 0, inString = false, escaped = false
-        var index = open
-        while index < text.endIndex {
-            let character = text[index]
-            if inString {
-                if escaped { escaped = false } else if character == "\\" { escaped = true } else if character == "\"" { inString = false }
-            } else if character == "\"" {
-                inString = true
-            } else if character == "{" {
-                depth += 1
-            } else if character == "}" {
-                depth -= 1
-                if depth == 0 { break }
-            }
-            index = text.index(after: index)
-        }
-        var end = text.index(after: index)
-        if end < text.endIndex, text[end] == "," { end = text.index(after: end) }
-        while end < text.endIndex, text[end].isWhitespace { end = text.index(after: end) }
-        return key.lowerBound..<end
-    }
-
-    private static func member(_ key: String, _ value: JSONValue) -> String {
-        JSONValue.string(key).text + ":" + value.text + ","
-    }
-
-    /// Puts `members` (each ending with a comma) first in the object that `marker` opens
-    /// (it occurs once in `json`).
-    private static func insert(_ members: String, after marker: String, into text: inout String) {
-        guard let range = text.range(of: marker) else { preconditionFailure("openapi.json lacks \(marker)") }
-        text.insert(contentsOf: members, at: range.upperBound)
-    }
 }
 
 extension JSONValue {

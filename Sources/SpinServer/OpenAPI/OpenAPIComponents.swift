@@ -1,0 +1,237 @@
+import SpinCore
+import SpinWire
+
+/// The parts of the OpenAPI document that do not depend on the hosted Spins: the shared
+/// schemas of the answers, the parameters, the error answers by status with the codes
+/// each carries, and the bearer scheme. Values, encoded with the rest of the document.
+enum OpenAPIComponents {
+    /// One error status: the codes its body may carry and when, as `components.responses`
+    /// lists it (`Error<status>`), with the headers the server sends with it.
+    struct ErrorAnswer: Sendable {
+        let status: Int
+        let codes: [(code: String, when: String)]
+        var headers: [(name: String, description: String)] = []
+
+        /// The name of its entry in `components.responses`.
+        var name: String { "Error\(status)" }
+
+        var response: JSONValue {
+            var members: [(key: String, value: JSONValue)] = [
+                ("description", .string(codes.map { "\($0.code): \($0.when)" }.joined(separator: " "))),
+            ]
+            if !headers.isEmpty {
+                members.append(("headers", .object(headers.map { header in
+                    (header.name, .members(["description": .string(header.description), "required": .bool(false),
+                                            "schema": .members(["type": .string("string")])]))
+                })))
+            }
+            members.append(("content", .members(["application/json": .members(["schema": .ref("Error")])])))
+            return .object(members)
+        }
+    }
+
+    /// Every error status the API answers with, and its codes: the error body schema
+    /// (`Error`) is the same for all of them.
+    static let errors: [ErrorAnswer] = [
+        ErrorAnswer(status: 400, codes: [
+            ("malformed_json", "the body is not JSON, or repeats a key within one object."),
+            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID)."),
+            ("bad_websocket_handshake", "a stream request that asks for a WebSocket with a handshake RFC 6455 refuses."),
+            ("invalid_request_line", "and the HTTP parser's other codes: the request is not valid HTTP/1.1 (the connection closes)."),
+        ]),
+        ErrorAnswer(status: 401, codes: [("unauthorized", "no bearer token, or one that is unknown, expired or refused (the reason is in the message).")],
+                    headers: [("WWW-Authenticate", "Bearer, with the error when a token was refused.")]),
+        ErrorAnswer(status: 403, codes: [("forbidden", "the caller's token lacks the scope or the Spin or Gear the route needs (the message names it), or a WebSocket's Origin is not allowed.")]),
+        ErrorAnswer(status: 404, codes: [("spin_not_found", "no Spin of that name is hosted."), ("gear_not_found", "no Gear of that name is hosted."),
+                                         ("not_found", "no route has this path.")]),
+        ErrorAnswer(status: 405, codes: [("method_not_allowed", "the path takes other methods (listed in Allow).")],
+                    headers: [("Allow", "The methods the path takes.")]),
+        ErrorAnswer(status: 406, codes: [("not_acceptable", "a stream request that asks for no WebSocket and whose Accept takes no text/event-stream (not even as text/* or */*).")]),
+        ErrorAnswer(status: 408, codes: [("request_timeout", "the request's head or body arrived too slowly (the connection closes).")]),
+        ErrorAnswer(status: 409, codes: [("spin_suspended", "the Spin is suspended by its runaway guard (limits.feedbackBudget); nothing changed.")]),
+        ErrorAnswer(status: 413, codes: [("body_too_large", "the body is over limits.maxBodyBytes."),
+                                         ("batch_too_large", "a batch holds more events than limits.inbox.")]),
+        ErrorAnswer(status: 415, codes: [("unsupported_media_type", "an event body that is not application/json.")]),
+        ErrorAnswer(status: 421, codes: [("misdirected_request", "no tokens are configured and the Host is not the listen address, a loopback name or in listen.allowedHosts (DNS rebinding).")]),
+        ErrorAnswer(status: 422, codes: [("invalid_event", "JSON, but not an event of that Spin; the message gives the path.")]),
+        ErrorAnswer(status: 426, codes: [("upgrade_required", "a WebSocket handshake of a version other than 13 (the route names the one it speaks).")],
+                    headers: [("Sec-WebSocket-Version", "13.")]),
+        ErrorAnswer(status: 429, codes: [("inbox_full", "the Spin's inbox holds limits.inbox events, or four times that many wait for the disk.")],
+                    headers: [("Retry-After", "Seconds to wait.")]),
+        ErrorAnswer(status: 500, codes: [("encoding_failed", "an event decoded but does not encode again; nothing was applied."),
+                                         ("internal", "a fault of the server.")]),
+        ErrorAnswer(status: 502, codes: [("proxy_tls_unsupported", "in a cluster, the Spin's owner advertises https://, which this node cannot relay to."),
+                                         ("proxy_outcome_unknown", "in a cluster, the owner got the request and gave no answer: it may have been applied."),
+                                         ("proxy_bad_response", "in a cluster, the owner's answer is malformed."),
+                                         ("proxy_response_too_large", "in a cluster, the owner's answer is too large to relay.")]),
+        ErrorAnswer(status: 503, codes: [("storage_unavailable", "the Spin's storage fails; nothing was applied."),
+                                         ("spin_unrecoverable", "the Spin's stored history could not be replayed at start-up (storage.onCorruption isolate)."),
+                                         ("spin_unavailable", "in a cluster, the node owning the Spin cannot be reached or the Spin is moving."),
+                                         ("not_ready", "the Spins are not all recovered and running."), ("unavailable", "the server is shutting down.")],
+                    headers: [("Retry-After", "Seconds to wait.")]),
+    ]
+
+    /// The reference to the error answer of `status` (one of `errors`).
+    static func errorResponse(_ status: Int) -> JSONValue {
+        precondition(errors.contains { $0.status == status }, "no error answer \(status) in OpenAPIComponents.errors")
+        return .ref("Error\(status)", in: "responses")
+    }
+
+    /// `components`: the bearer scheme, the parameters, the error answers and the schemas
+    /// (the shared ones, then `spinSchemas`, each hosted Spin's).
+    static func components(spinSchemas: [(key: String, value: JSONValue)]) -> JSONValue {
+        .members([
+            "securitySchemes": .members(["bearer": .members([
+                "type": .string("http"), "scheme": .string("bearer"),
+                "description": .string("A static token (auth.tokens, SPIN_TOKENS) or, with auth.jwt configured, a JWT signed with HS256, RS256, ES256 or EdDSA; a refused JWT is 401 with the reason."),
+            ])]),
+            "parameters": .members(["SpinName": spinName, "Wait": wait]),
+            "responses": .object(errors.map { ($0.name, $0.response) }),
+            "schemas": .object(schemas + spinSchemas),
+        ])
+    }
+
+    /// `{name}` of a Spin route when no Spin is hosted (each hosted Spin has paths of its own).
+    static let spinName: JSONValue = .members([
+        "name": .string("name"), "in": .string("path"), "required": .bool(true),
+        "schema": .members(["type": .string("string"), "pattern": .string("^[A-Za-z0-9._-]{1,64}$")]),
+    ])
+
+    static let wait: JSONValue = .members([
+        "name": .string("wait"), "in": .string("query"), "required": .bool(false),
+        "description": .string("Answer 200 with the state after the last event instead of 202: true (or 1, or wait alone), false (or 0, as without it)."),
+        "schema": .members(["type": .string("string"), "enum": .array(["true", "false", "1", "0", ""].map(JSONValue.string))]),
+    ])
+
+    private static let sequence: JSONValue = .members(["type": .string("integer"), "minimum": .number("0")])
+    private static let text: JSONValue = .members(["type": .string("string")])
+
+    /// The shared schemas of the answers, by name.
+    static let schemas: [(key: String, value: JSONValue)] = [
+        ("Status", .members(["type": .string("object"), "required": .strings(["status"]), "properties": .members(["status": text])])),
+        ("Error", .members([
+            "type": .string("object"), "required": .strings(["error"]),
+            "properties": .members(["error": .members([
+                "type": .string("object"), "required": .strings(["code", "message"]),
+                "properties": .members([
+                    "code": .members(["type": .string("string"),
+                                      "description": .string("What is wrong, for programs: the codes of each status are in its answer's description.")]),
+                    "message": .members(["type": .string("string"), "description": .string("What is wrong, for people.")]),
+                    "requestId": .members(["type": .string("string"),
+                                           "description": .string("The request's X-Request-Id (the client's, or one the server made).")]),
+                ]),
+            ])]),
+        ])),
+        ("Event", .members([
+            "type": .string("object"), "required": .strings(["type"]), "properties": .members(["type": text]),
+            "additionalProperties": .bool(true),
+            "description": .string("Any Spin's event; each hosted Spin's own is Spin.<name>.Event (its paths use it)."),
+        ])),
+        ("SpinSchemas", .members([
+            "type": .string("object"), "required": .strings(["event", "state"]),
+            "properties": .members([
+                "event": .members(["type": .string("object"), "description": .string("JSON Schema (2020-12) of one event.")]),
+                "state": .members(["type": .string("object"), "description": .string("JSON Schema (2020-12) of the state.")]),
+            ]),
+        ])),
+        ("SpinList", .members([
+            "type": .string("object"), "required": .strings(["spins"]),
+            "properties": .members(["spins": .members(["type": .string("array"), "items": .members([
+                "type": .string("object"), "required": .strings(["name", "sequence", "kind"]),
+                "properties": .members(["name": text, "sequence": sequence, "status": .ref("SpinStatus"), "kind": text]),
+            ])])]),
+        ])),
+        ("SpinStatus", .members([
+            "type": .string("string"), "enum": .strings(["running", "suspended", "done", "unrecoverable"]),
+            "description": .string("suspended: the runaway guard (limits.feedbackBudget) stopped the Spin's feedbacks (or a machine's event set off more microsteps than it allows); its state stays readable and streamed, events get 409 until POST /v1/spins/{name}/resume. done: a declarative machine reached a top-level final state; each later event is answered {\"applied\":false,\"reason\":\"done\"} and not journaled. unrecoverable: its stored history could not be replayed at start-up and storage.onCorruption is isolate; state is null, unrecoverable says where and why, events and streams get 503 spin_unrecoverable."),
+        ])),
+        ("SpinState", .members([
+            "type": .string("object"), "required": .strings(["name", "sequence", "status", "state", "schema"]),
+            "properties": .members([
+                "name": text, "sequence": sequence, "status": .ref("SpinStatus"), "state": .members([:]),
+                "unrecoverable": .members([
+                    "type": .string("object"), "required": .strings(["journal", "error"]),
+                    "description": .string("Only for an unrecoverable Spin: the journal at fault, the record's sequence and the byte offset where known, and the error."),
+                    "properties": .members([
+                        "journal": text, "sequence": .members(["type": .string("integer"), "minimum": .number("1")]),
+                        "offset": sequence, "error": text,
+                    ]),
+                ]),
+                "schema": .members(["type": .string("string"),
+                                    "description": .string("The path of the Spin's event and state schemas: /v1/spins/{name}/schema.")]),
+                "machine": .members(["type": .string("object"),
+                                     "description": .string("Declarative machine Spins only: the machine's JSON definition as its file writes it (states, on, after, final...).")]),
+            ]),
+        ])),
+        ("Resumed", .members([
+            "type": .string("object"), "required": .strings(["name", "status"]),
+            "properties": .members(["name": text, "status": .ref("SpinStatus")]),
+        ])),
+        ("Accepted", .members([
+            "type": .string("object"), "required": .strings(["accepted", "sequence"]),
+            "properties": .members([
+                "accepted": .members(["type": .string("integer"), "minimum": .number("1")]), "sequence": sequence,
+                "ignored": .members(["type": .string("integer"), "minimum": .number("1")]),
+            ]),
+        ])),
+        ("Applied", .members([
+            "type": .string("object"), "required": .strings(["sequence", "state", "replies"]),
+            "properties": .members(["sequence": sequence, "state": .members([:]),
+                                    "replies": .members(["type": .string("array"), "items": .ref("Reply")])]),
+        ])),
+        ("Reply", .members(["oneOf": .array([
+            .members(["type": .string("object"), "required": .strings(["applied"]),
+                      "properties": .members(["applied": .members(["const": .bool(true)])])]),
+            .members(["type": .string("object"), "required": .strings(["applied", "reason"]),
+                      "properties": .members(["applied": .members(["const": .bool(false)]),
+                                              "reason": .members(["enum": .strings(["no_transition", "done"])])])]),
+        ])])),
+        ("GearList", .members([
+            "type": .string("object"), "required": .strings(["gears"]),
+            "properties": .members(["gears": .members(["type": .string("array"), "items": .members([
+                "type": .string("object"), "required": .strings(["name", "attached"]),
+                "properties": .members(["name": text, "attached": .members(["type": .string("array"), "items": text])]),
+            ])])]),
+        ])),
+        ("Cluster", .members([
+            "type": .string("object"), "required": .strings(["nodes", "self"]),
+            "properties": .members([
+                "nodes": .members(["type": .string("array"), "items": .members([
+                    "type": .string("object"), "required": .strings(["node", "advertise", "live", "spins"]),
+                    "properties": .members([
+                        "node": text,
+                        "advertise": .members(["type": .string("string"), "description": .string("The node's cluster.advertise URL.")]),
+                        "live": .members(["type": .string("boolean"), "description": .string("A heartbeat within cluster.leaseSeconds.")]),
+                        "spins": .members(["type": .string("array"), "items": text,
+                                           "description": .string("The Spins whose lease the node holds.")]),
+                    ]),
+                ])]),
+                "self": .members(["type": .string("string"), "description": .string("The cluster.node of the node that answered.")]),
+            ]),
+        ])),
+        ("StreamEvent", .members([
+            "type": .string("object"), "required": .strings(["data"]),
+            "description": .string("One server-sent event (OpenAPI 3.1: the schema of each event of the stream): data is one JSON message of the stream (a snapshot, state or gear message); a state message has id: its sequence."),
+            "properties": .members([
+                "event": text,
+                "id": .members(["type": .string("string"), "pattern": .string("^[0-9]+$")]),
+                "data": .members(["type": .string("string"), "contentMediaType": .string("application/json")]),
+            ]),
+        ])),
+    ]
+}
+
+extension JSONValue {
+    /// An object of `members`, in order.
+    static func members(_ members: KeyValuePairs<String, JSONValue>) -> JSONValue {
+        .object(members.map { (key: $0.key, value: $0.value) })
+    }
+
+    /// An array of strings.
+    static func strings(_ values: [String]) -> JSONValue { .array(values.map(JSONValue.string)) }
+
+    /// `{"$ref": "#/components/<section>/<name>"}`.
+    static func ref(_ name: String, in section: String = "schemas") -> JSONValue {
+        .members(["$ref": .string("#/components/\(section)/\(name)")])
+    }
+}
