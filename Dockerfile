@@ -66,6 +66,7 @@ COPY Config/ /app/Config/
 #   SPIN_DATABASE_URL     the postgres backend's libpq connection string,
 #                         postgresql://user:password@host:5432/db; pass at run time, like tokens
 #   SPIN_LOG_LEVEL        trace|debug|info|notice|warning|error|critical (unset: config/default)
+#   SPIN_LOG_FORMAT       text or json (one JSON object per line, for a log collector)
 #   SPIN_TLS_CERTIFICATE  PEM certificate file (mount it read-only); with SPIN_TLS_KEY enables TLS
 #   SPIN_TLS_KEY          PEM private key file
 #   SPIN_TOKENS           bearer tokens and scopes, "tok:read+write,other:admin"; pass at run
@@ -73,6 +74,12 @@ COPY Config/ /app/Config/
 #   SPIN_ALLOWED_HOSTS    without tokens, the Host names served besides localhost and loopback
 #                         addresses, "spin.example.com,10.0.0.5" (others get 421): list the
 #                         names clients reach the container by, or set tokens
+#   SPIN_JWT_SECRET       an HS256 key for bearer JWTs (pass at run time, like tokens)
+#   SPIN_JWT_JWKS_FILE    a JWKS file of public keys for bearer JWTs (mount it read-only)
+#   SPIN_NODE             this node's name in a cluster (postgres backend; default the host name)
+#   SPIN_CLUSTER_ADVERTISE  the URL other nodes reach this one at (http://<name>:8080)
+#   SPIN_CLUSTER_LEASE_SECONDS  how long a Spin's lease and a node's heartbeat last (default 10)
+#   SPIN_ECHO_ENDPOINT    true mounts a WebSocket echo at /v1/echo (conformance tests only)
 ENV SPIN_HOST=0.0.0.0 \
     SPIN_PORT=8080 \
     SPIN_STORAGE=/app/data

@@ -240,19 +240,21 @@ extension MachineDefinition {
             }
             run.perform(nodes[[]]?.exit ?? [])
         }
-        // A compound state whose final child was entered is done; so is its parent when
-        // that is parallel and every region is done.
-        var doneEvents: [MachineEvent] = []
+        // A compound state whose final child was entered is done; so is each parallel
+        // state above it whose regions are all done (a parallel region of a parallel
+        // state too), each once.
+        var doneStates: [[String]] = []
         for parent in done {
-            if nodes[parent]?.onDone.isEmpty == false {
-                doneEvents.append(MachineEvent(type: MachineEvent.doneStatePrefix + parent.joined(separator: ".")))
-            }
-            let grandparent = Array(parent.dropLast())
-            if let node = nodes[grandparent], node.kind == .parallel, !node.onDone.isEmpty,
-               isInFinalState(grandparent, leaves: leaves) {
-                doneEvents.append(MachineEvent(type: MachineEvent.doneStatePrefix + grandparent.joined(separator: ".")))
+            if nodes[parent]?.onDone.isEmpty == false, !doneStates.contains(parent) { doneStates.append(parent) }
+            var below = parent
+            while !below.isEmpty {
+                let above = Array(below.dropLast())
+                guard let node = nodes[above], node.kind == .parallel, isInFinalState(above, leaves: leaves) else { break }
+                if !node.onDone.isEmpty, !doneStates.contains(above) { doneStates.append(above) }
+                below = above
             }
         }
+        let doneEvents = doneStates.map { MachineEvent(type: MachineEvent.doneStatePrefix + $0.joined(separator: ".")) }
         let step = run.step(entered: entered)
         let next = MachineState(shape: MachineState.Shape(leaves: leaves, step: step), context: run.context, history: history)
         return (next, run.raised + doneEvents)

@@ -12,12 +12,18 @@ extension MachineDefinition {
     /// for any other string `type`, which the machine accepts and ignores (no transition).
     public var eventSchema: JSONSchema {
         let known = eventTypes
+        // `"*"` and partial descriptors (`"mouse.*"`) take types the list does not name.
+        let descriptors = nodes.values.contains { node in node.on.keys.contains { $0.hasSuffix("*") } }
+        let otherTypes = descriptors
+            ? "A type not listed: taken by a \"prefix.*\" or \"*\" transition where one matches, else accepted and ignored (no_transition)."
+            : "A type no state of the machine has a transition for: accepted and ignored (no_transition)."
         let other = JSONSchema.object(["type": JSONSchema.string()
                                         .with("not", .object([.init("enum", .array(known.map(JSONSchema.JSON.string)))]))])
-            .described("A type no state of the machine has a transition for: accepted and ignored (no_transition).")
+            .described(otherTypes)
         guard !known.isEmpty else {
             return JSONSchema.object(["type": .string()])
-                .described("The machine has no transitions: every event is accepted and ignored (no_transition).")
+                .described(descriptors ? otherTypes
+                           : "The machine has no transitions: every event is accepted and ignored (no_transition).")
         }
         return .oneOf(known.map { JSONSchema.object(["type": .const($0)]) } + [other])
     }

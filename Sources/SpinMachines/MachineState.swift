@@ -16,8 +16,9 @@ public struct MachineState: Sendable, Codable {
         get { shape.value }
         set { shape = Shape(value: newValue, step: shape.step, leafHint: nil) }
     }
-    /// The paths of every active leaf state, in document order: one unless a parallel
-    /// state is active, then one (at least) per region.
+    /// The paths of every active leaf state, in name order (their canonical order: the
+    /// interpreter runs them in document order): one unless a parallel state is active,
+    /// then one (at least) per region.
     public var leaves: [[String]] { shape.leaves ?? [shape.value] }
     /// The machine's data.
     public var context: [String: MachineValue]
@@ -43,11 +44,12 @@ public struct MachineState: Sendable, Codable {
         self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context, history: history)
     }
 
-    /// A state whose active leaves are `leaves` (from the root, in document order: the
-    /// configuration of a machine with parallel states), with `context`.
+    /// A state whose active leaves are `leaves` (from the root, in any order: they are kept
+    /// in name order; the configuration of a machine with parallel states), with `context`.
     public init(leaves: [[String]], context: [String: MachineValue], step: MachineStep = MachineStep(),
                 history: [String: [String]] = [:]) {
-        self.init(shape: Shape(leaves: leaves, step: step), context: context, history: history)
+        self.init(shape: Shape(leaves: leaves.sorted { $0.lexicographicallyPrecedes($1) }, step: step),
+                  context: context, history: history)
     }
 
     /// A state the interpreter made.
@@ -63,8 +65,8 @@ public struct MachineState: Sendable, Codable {
         let value: [String]
         let step: MachineStep
         let leafHint: LeafHint?
-        /// Every active leaf, in document order, when there are several (a parallel
-        /// state is active); nil when `value` is the only one.
+        /// Every active leaf, in name order, when there are several (a parallel state is
+        /// active); nil when `value` is the only one.
         let leaves: [[String]]?
 
         init(value: [String], step: MachineStep, leafHint: LeafHint?) {

@@ -247,6 +247,28 @@ import Testing
         #expect(partly.transition(half, event("END"))?.value == ["success"])
     }
 
+    /// A parallel state one of whose regions is itself parallel is done when the inner
+    /// one's regions and its other regions all are (SCXML's isInFinalState, recursive):
+    /// the inner onDone and then the outer one are taken.
+    @Test func aParallelStateWithAParallelRegion_IsDoneWhenEveryRegionBelowIs() throws {
+        let region = #"{ "initial": "idle", "states": { "idle": { "on": { "FINISH": "finished" } }, "finished": { "type": "final" } } }"#
+        let machine = try makeMachine(#"""
+            { "initial": "p", "states": {
+                "p": { "type": "parallel", "onDone": "success", "states": {
+                  "inner": { "type": "parallel", "onDone": { "actions": [ { "type": "assign", "set": { "innerDone": true } } ] },
+                             "states": { "a": \#(region), "b": \#(region) } },
+                  "c": { "initial": "idle", "states": { "idle": { "on": { "END": "finished" } }, "finished": { "type": "final" } } } } },
+                "success": { "type": "final" } } }
+            """#)
+        let innerDone = try #require(machine.transition(machine.initialState, event("FINISH")))
+        #expect(innerDone.context["innerDone"] == true)
+        #expect(innerDone.valueJSON == json(#"{"p":{"inner":{"a":"finished","b":"finished"},"c":"idle"}}"#))
+        #expect(machine.transition(innerDone, event("END"))?.value == ["success"])
+        // The other order: c first, then the inner regions finish everything.
+        let cFirst = try #require(machine.transition(machine.initialState, event("END")))
+        #expect(machine.transition(cFirst, event("FINISH"))?.value == ["success"])
+    }
+
     /// parallel.test.ts, "source parallel region should be reentered when a transition
     /// within it targets another parallel region (nested parallel)": the parallel state
     /// is the domain, so every region exits (reverse document order: Operation is written

@@ -114,6 +114,10 @@ struct OpenAPIDocumentTests {
             let answer = OpenAPIComponents.errors.first { $0.status == code.status }
             #expect(answer?.codes.contains { $0.code == code.rawValue } == true, "\(code.rawValue) (\(code.status))")
         }
+        // A refused WebSocket handshake keeps its code but has a status of its own.
+        let version = APIError.badWebSocketHandshake(.unsupportedVersion)
+        let answer = OpenAPIComponents.errors.first { $0.status == version.status }
+        #expect(answer?.codes.contains { $0.code == version.code } == true, "\(version.code) (\(version.status))")
     }
 
     @Test func withoutSpins_TheRoutesOfOneSpin_AreListedAsTemplatesWithTheirNameParameter() throws {
@@ -143,5 +147,8 @@ struct OpenAPIDocumentTests {
         #expect(json.status == 406)
         #expect(json.errorCode == "not_acceptable")
         #expect(await router.respond("GET", "/v1/gears/auth/stream", headers: [("Accept", "AAA")]).status == 406)
+        // The most specific range decides: events refused by name, whatever */* says.
+        let refused = await router.respond("GET", "/v1/spins/levels/stream", headers: [("Accept", "text/event-stream;q=0, */*")])
+        #expect(refused.status == 406)
     }
 }

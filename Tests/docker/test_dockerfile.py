@@ -32,9 +32,15 @@ ROOT = Path(__file__).resolve().parents[2]
 ARGS, STAGES = dockerfile.parse()
 FINAL = STAGES[-1]
 CANONICAL_BUILD = "swift build -c release --static-swift-stdlib --product spin-server"
-SPIN_VARIABLES = ["SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL",
-                  "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS",
-                  "SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL"]
+def _server_environment_variables() -> list[str]:
+    """Every SPIN_* variable the server reads: `SpinServerConfiguration.environmentVariables`."""
+    source = (ROOT / "Sources" / "SpinServer" / "Config" / "SpinServerConfiguration+Loading.swift").read_text()
+    block = re.search(r"static let environmentVariables = \[(.*?)\]", source, re.S)
+    assert block, "environmentVariables not found in the configuration loader"
+    return sorted(set(re.findall(r'"(SPIN_[A-Z_]+)"', block.group(1))))
+
+
+SPIN_VARIABLES = _server_environment_variables()
 
 
 def test_hadolint_finds_nothing():

@@ -1,7 +1,7 @@
 import SpinWire
 
 /// An error answered to a client: `{"error":{"code":..,"message":..}}` with `status`
-/// (docs/PROTOCOL.md, Errors). Each case of the server's failures maps to one of these.
+/// (docs/PROTOCOL.md, HTTP API: the table of errors). Each case of the server's failures maps to one of these.
 ///
 /// One case per failure, with what its message names as associated values, so that a
 /// caller can `switch` on what went wrong; the code (``Code``), the HTTP status, the

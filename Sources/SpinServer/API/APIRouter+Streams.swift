@@ -30,16 +30,18 @@ extension APIRouter {
         return .stream(source, .sse, identity)
     }
 
-    /// Whether an `Accept` value takes `text/event-stream`: it names it, `text/*` or `*/*`
-    /// with a weight above 0 (RFC 9110 §12.5.1).
+    /// Whether an `Accept` value takes `text/event-stream` (RFC 9110 §12.5.1): the most
+    /// specific range that matches it (`text/event-stream`, else `text/*`, else `*/*`)
+    /// decides, with a weight above 0 (`text/event-stream;q=0, */*` refuses it).
     static func takesEventStream(_ accept: String) -> Bool {
-        accept.split(separator: ",").contains { range in
+        var weights: [String: Double] = [:]
+        for range in accept.split(separator: ",") {
             let parameters = range.split(separator: ";").map { $0.trimmingWhitespace().lowercased() }
-            guard let mediaRange = parameters.first, ["text/event-stream", "text/*", "*/*"].contains(mediaRange) else {
-                return false
-            }
-            let weight = parameters.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) }
-            return (weight ?? 1) > 0
+            guard let mediaRange = parameters.first else { continue }
+            let weight = parameters.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            weights[mediaRange] = max(weights[mediaRange] ?? 0, weight)
         }
+        guard let weight = weights["text/event-stream"] ?? weights["text/*"] ?? weights["*/*"] else { return false }
+        return weight > 0
     }
 }

@@ -37,7 +37,8 @@ public struct SpinServerOptions: ParsableArguments {
         SPIN_LOG_FORMAT, SPIN_TLS_CERTIFICATE, SPIN_TLS_KEY, \
         SPIN_TOKENS ("token:read+write,other:admin"), SPIN_ALLOWED_HOSTS ("a.example,b.example"), \
         SPIN_ECHO_ENDPOINT (true or false), SPIN_STORAGE_BACKEND (file or postgres), \
-        SPIN_DATABASE_URL, SPIN_NODE, SPIN_CLUSTER_ADVERTISE, SPIN_CLUSTER_LEASE_SECONDS.
+        SPIN_DATABASE_URL, SPIN_NODE, SPIN_CLUSTER_ADVERTISE, SPIN_CLUSTER_LEASE_SECONDS, \
+        SPIN_JWT_SECRET (an HS256 key), SPIN_JWT_JWKS_FILE.
 
         Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
         64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \

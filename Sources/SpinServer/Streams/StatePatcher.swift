@@ -1,7 +1,7 @@
 import SpinWire
 
 /// Makes the patch form of state messages for streams opened with `?delta=json-patch`
-/// (docs/PROTOCOL.md, State deltas): `{"type":"state",..,"patch":[..]}` with the RFC 6902
+/// (docs/PROTOCOL.md, The stream protocol: deltas): `{"type":"state",..,"patch":[..]}` with the RFC 6902
 /// patch from the state at sequence N-1 to the state at N.
 ///
 /// The feed calls it once per transition for all its subscribers that asked for deltas (one

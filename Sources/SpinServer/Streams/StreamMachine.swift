@@ -6,7 +6,7 @@ import SpinWire
 /// It holds what a stream keeps between events: the WebSocket session (or the SSE body
 /// encoder), the outbox of messages a slow client has not taken yet, the history still
 /// to replay to a resuming client, and whether it has finished. Rules it keeps
-/// (docs/PROTOCOL.md, State stream):
+/// (docs/PROTOCOL.md, The stream protocol):
 /// - a state stream sends its snapshot (or resumed history) first; acks and errors for
 ///   early client messages wait behind it;
 /// - messages wait in the outbox while the connection is above its high watermark; a
