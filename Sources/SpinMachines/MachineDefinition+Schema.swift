@@ -13,7 +13,7 @@ extension MachineDefinition {
     public var eventSchema: JSONSchema {
         let known = eventTypes
         // `"*"` and partial descriptors (`"mouse.*"`) take types the list does not name.
-        let descriptors = nodes.values.contains { node in node.on.keys.contains { $0.hasSuffix("*") } }
+        let descriptors = nodes.values.contains { !$0.partials.isEmpty || $0.on[MachineEvent.wildcardType] != nil }
         let otherTypes = descriptors
             ? "A type not listed: taken by a \"prefix.*\" or \"*\" transition where one matches, else accepted and ignored (no_transition)."
             : "A type no state of the machine has a transition for: accepted and ignored (no_transition)."

@@ -11,15 +11,9 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
     /// when there is one: kept as it was thrown, so that a caller can look at it.
     public let underlying: (any Error)?
 
-    public init(source: String, key: String, problem: String) {
-        self.source = source
-        self.key = key
-        self.reason = problem
-        self.underlying = nil
-    }
-
-    /// A problem caused by `underlying`: described as `problem: underlying`.
-    public init(source: String, key: String, problem: String, underlying: any Error) {
+    /// A problem at `key` of `source`; when `underlying` caused it, described as
+    /// `problem: underlying`.
+    public init(source: String, key: String, problem: String, underlying: (any Error)? = nil) {
         self.source = source
         self.key = key
         self.reason = problem

@@ -21,7 +21,7 @@ enum OpenAPIDocument {
     static func document(spins: [(name: String, schema: SpinSchema)], gears: [String]) -> JSONValue {
         var paths: [(key: String, value: JSONValue)] = []
         for route in Route.allCases where route.isDocumented {
-            let method = "\(route.method)".lowercased()
+            let method = route.method.rawValue.lowercased()
             if route.isPerSpin, !spins.isEmpty {
                 for spin in spins {
                     paths.append((route.template.replacingOccurrences(of: "{name}", with: spin.name),
