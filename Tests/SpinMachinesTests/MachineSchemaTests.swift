@@ -23,6 +23,25 @@ struct MachineSchemaTests {
         #expect(other["properties"]?["type"]?["not"]?["enum"] == .array(machine.eventTypes.map(JSONSchema.JSON.string)))
     }
 
+    /// A type the list does not name is not always ignored: a `prefix.*` or `*`
+    /// transition may take it, and the schema says so (a machine of descriptors only too).
+    @Test func otherTypes_AreSaidToBeTakenByDescriptors_WhereTheMachineHasThem() throws {
+        let door = try makeMachine(door)
+        let plain = try #require(door.eventSchema["oneOf"].flatMap { if case .array(let b) = $0 { b.last } else { nil } })
+        #expect(plain["description"] == .string("A type no state of the machine has a transition for: accepted and ignored (no_transition)."))
+        let mouse = try makeMachine(#"{ "initial": "a", "states": { "a": { "on": { "mouse.*": "b" } }, "b": {} } }"#)
+        guard case .string(let text)? = mouse.eventSchema["description"] else { Issue.record("no description"); return }
+        #expect(text.contains("prefix.*") && !text.contains("has no transitions"))
+    }
+
+    /// Leaves given in any order are kept in name order, so that the same configuration
+    /// is one state however it was made.
+    @Test func leaves_AreKeptInNameOrder_WhateverOrderTheyAreGivenIn() {
+        let state = MachineState(leaves: [["p", "z"], ["p", "a"]], context: [:])
+        #expect(state.leaves == [["p", "a"], ["p", "z"]])
+        #expect(state == MachineState(leaves: [["p", "a"], ["p", "z"]], context: [:]))
+    }
+
     @Test func theState_IsValueAndContext_ValueOneOfTheTopLevelStates() throws {
         let state = try makeMachine(door).stateSchema
         #expect(state["required"] == .array([.string("value"), .string("context")]))
