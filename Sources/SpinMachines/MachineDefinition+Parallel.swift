@@ -38,8 +38,9 @@ extension MachineDefinition {
     }
 
     /// The initial state of a machine with parallel states: the root's initial states
-    /// entered (every region of a parallel one), their entry actions run, then settled;
-    /// its step is dropped (a machine that starts propagates nothing).
+    /// entered (every region of a parallel one), their entry actions run, then settled.
+    /// Its step says what that did (`MachineDefinition.init` keeps what it scheduled and
+    /// drops the rest: a machine that starts propagates nothing).
     func parallelStart(context: [String: MachineValue]) -> MachineState {
         var toEnter: Set<[String]> = []
         addDescendants([], to: &toEnter, history: [:])
@@ -48,8 +49,7 @@ extension MachineDefinition {
         run.perform(nodes[[]]?.entry ?? [])
         let start = MachineState(leaves: [], context: context)
         let (state, queued) = enter(toEnter, exited: [], from: start, run: run, history: [:])
-        let settled = settledAll(state, after: MachineEvent(type: MachineEvent.initType), queued: queued)
-        return MachineState(leaves: settled.leaves, context: settled.context, history: settled.history)
+        return settledAll(state, after: MachineEvent(type: MachineEvent.initType), queued: queued)
     }
 
     /// The macrostep after a microstep: `always` transitions of the active states first,

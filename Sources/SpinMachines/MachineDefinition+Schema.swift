@@ -9,7 +9,8 @@ extension MachineDefinition {
 
     /// The JSON Schema of the machine's events: one branch per type its `on` tables name
     /// (`{"type":"OPEN"}`, other members free: guards and actions may read them), and one
-    /// for any other string `type`, which the machine accepts and ignores (no transition).
+    /// for any other string `type`, which the machine accepts and ignores (no transition),
+    /// but those that start with `xstate.`: the machine's own, refused when a client sends one.
     public var eventSchema: JSONSchema {
         let known = eventTypes
         // `"*"` and partial descriptors (`"mouse.*"`) take types the list does not name.
@@ -17,11 +18,14 @@ extension MachineDefinition {
         let otherTypes = descriptors
             ? "A type not listed: taken by a \"prefix.*\" or \"*\" transition where one matches, else accepted and ignored (no_transition)."
             : "A type no state of the machine has a transition for: accepted and ignored (no_transition)."
+        // The machine's own types (`xstate.after`, ..) are not a client's to send.
+        let own = JSONSchema.JSON.object([.init("pattern", .string("^xstate\\."))])
         let other = JSONSchema.object(["type": JSONSchema.string()
-                                        .with("not", .object([.init("enum", .array(known.map(JSONSchema.JSON.string)))]))])
+                                        .with("not", .object([.init("anyOf", .array([
+                                            .object([.init("enum", .array(known.map(JSONSchema.JSON.string)))]), own]))]))])
             .described(otherTypes)
         guard !known.isEmpty else {
-            return JSONSchema.object(["type": .string()])
+            return JSONSchema.object(["type": JSONSchema.string().with("not", own)])
                 .described(descriptors ? otherTypes
                            : "The machine has no transitions: every event is accepted and ignored (no_transition).")
         }
@@ -30,7 +34,8 @@ extension MachineDefinition {
 
     /// The JSON Schema of the machine's state, `{"value":..,"context":{..}}`: `value` is
     /// the name of a top-level state, or an object for a nested or parallel one (`{"a":"b"}`,
-    /// `{"p":{"r1":"x","r2":"y"}}`); a machine with history states may add `history`.
+    /// `{"p":{"r1":"x","r2":"y"}}`); a machine with history states may add `history`, one
+    /// with delayed raises `scheduled`.
     public var stateSchema: JSONSchema {
         let topLevel = nodes.values.filter { $0.path.count == 1 }
         let isNested: (StateNode) -> Bool = { $0.kind == .compound || $0.kind == .parallel }
@@ -40,11 +45,17 @@ extension MachineDefinition {
         if !atomic.isEmpty { forms.append(.oneOf(strings: atomic)) }
         if nested { forms.append(JSONSchema.object([:])) }
         let value = forms.count == 1 ? forms[0] : .oneOf(forms)
-        guard nodes.values.contains(where: \.recordsHistory) else {
-            return .object(["value": value, "context": JSONSchema.object([:])])
+        var members: [(key: String, value: JSONSchema)] = [("value", value), ("context", JSONSchema.object([:]))]
+        if nodes.values.contains(where: \.recordsHistory) {
+            members.append(("history", JSONSchema.object([:])
+                .described("What each compound state with a history child recorded when last left: its path → the leaf's path.")))
         }
-        let history = JSONSchema.object([:])
-            .described("What each compound state with a history child recorded when last left: its path → the leaf's path.")
-        return .object(["value": value, "context": JSONSchema.object([:]), "history": history], required: ["value", "context"])
+        if schedulesEvents {
+            let scheduled: KeyValuePairs<String, JSONSchema> = ["key": .integer(minimum: 1), "id": .string(), "delay": .integer(minimum: 0),
+                                                                 "event": JSONSchema.object(["type": .string()])]
+            members.append(("scheduled", JSONSchema.array(of: JSONSchema.object(scheduled, required: ["key", "delay", "event"]))
+                .described("The events delayed raise actions scheduled that the machine has not been sent yet, in order.")))
+        }
+        return .object(members, required: ["value", "context"])
     }
 }

@@ -11,9 +11,11 @@ extension MachineDefinition {
     ///   `MachineEvent.after(state:delay:)`, which the reducer applies only while the state
     ///   is still active, so the journal replays it like any other event. A loop that
     ///   starts (or restarts) from a state starts the timers of every active state anew.
-    /// - delayed `raise`: each new state's `step.scheduled` events are sent to the machine
-    ///   after their delay (and journaled then, like any event), unless a `cancel` with
-    ///   the same id comes first. A pending one is not kept across a restart.
+    /// - delayed `raise`: the events a state holds in `scheduled` are sent to the machine
+    ///   after their delay, as `MachineEvent.scheduled(_:)` (journaled then, like any
+    ///   event), unless a `cancel` with the same id takes them out first. They are part of
+    ///   the state, so a loop that starts (or restarts) from a state sends what it holds,
+    ///   each after its whole delay, as `after` timers start anew.
     /// - `gear.propagate`: each new state's `step.propagations` are pushed into the named
     ///   Gears, once. The state a loop starts from propagates nothing, so a restart never
     ///   repeats what the last transition before it sent.

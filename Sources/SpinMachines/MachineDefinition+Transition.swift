@@ -11,8 +11,17 @@ extension MachineDefinition {
     /// context as the previous one left it, guards see the context before the event.
     ///
     /// An `xstate.after` event (`MachineEvent.after(state:delay:)`) takes the `after`
-    /// transition of that state and delay, while that state is active.
+    /// transition of that state and delay, while that state is active. An `xstate.raise`
+    /// event (`MachineEvent.scheduled(_:)`) hands over the event a delayed `raise`
+    /// scheduled, while the state still holds it.
     public func transition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
+        if schedulesEvents { return scheduling(state, event) }
+        return plainTransition(state, event)
+    }
+
+    /// `transition(_:_:)` but for the state's `scheduled` events, which
+    /// `MachineDefinition+Schedule` keeps: the result has none.
+    func plainTransition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
         if hasParallel { return parallelTransition(state, event) }
         guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
               let chosen = select(state, leafNode, event) else { return nil }
@@ -294,8 +303,8 @@ extension MachineDefinition {
     /// (the root's first). Its step lists the states entered when the chain ends in a
     /// final state, so that the parent's `onDone` can follow (then dropped: a machine that
     /// starts propagates nothing).
-    /// The events entry actions raise come with it (delayed ones are not sent: the state
-    /// a loop starts from schedules nothing).
+    /// The events entry actions raise come with it; those they raise with a delay are in
+    /// its step.
     static func start(nodes: [[String]: StateNode], context: [String: MachineValue]) -> (MachineState, raised: [MachineEvent]) {
         var path: [String] = []
         var entered: [[String]] = []
@@ -309,9 +318,14 @@ extension MachineDefinition {
             run.perform(leaf?.entry ?? [])
         }
         if let leaf, leaf.completesMachine { run.perform(leaf.exit + (nodes[[]]?.exit ?? [])) }
-        guard let leaf, let shape = leaf.restingShape else { return (MachineState(value: path, context: run.context), run.raised) }
-        guard leaf.kind == .final else { return (MachineState(shape: shape, context: run.context), run.raised) }
-        return (MachineState(shape: MachineState.Shape(value: shape.value, step: MachineStep(entered: entered), leafHint: shape.leafHint),
+        let scheduling = MachineStep(scheduled: run.scheduled, cancelled: run.cancelled)
+        guard let leaf, let shape = leaf.restingShape else {
+            return (MachineState(value: path, context: run.context, step: scheduling), run.raised)
+        }
+        guard leaf.kind == .final || !run.scheduled.isEmpty else { return (MachineState(shape: shape, context: run.context), run.raised) }
+        var step = scheduling
+        if leaf.kind == .final { step.entered = entered }
+        return (MachineState(shape: MachineState.Shape(value: shape.value, step: step, leafHint: shape.leafHint),
                              context: run.context), run.raised)
     }
 }
@@ -367,6 +381,8 @@ struct ActionRun {
                     raised.append(raisedEvent)
                 }
             case .cancel(let id):
+                // What this run scheduled under the id goes too.
+                scheduled.removeAll { $0.id == id }
                 cancelled.append(id)
             }
         }

@@ -93,17 +93,27 @@ public struct MachineDefinition: Sendable {
             }
         }
         initialState = MachineState(value: [], context: parsed.context)
+        var started: MachineState
         if hasParallel {
-            initialState = parallelStart(context: parsed.context)
-            return
+            started = parallelStart(context: parsed.context)
+        } else {
+            let raised: [MachineEvent]
+            (started, raised) = Self.start(nodes: nodes, context: parsed.context)
+            // The initial chain may end in a final state whose parent's `onDone` goes on.
+            if hasAlways || !raised.isEmpty || started.step.entered.last.flatMap({ nodes[$0]?.kind }) == .final {
+                started = settled(started, after: MachineEvent(type: MachineEvent.initType), raised: raised)
+            }
         }
-        let raised: [MachineEvent]
-        (initialState, raised) = Self.start(nodes: nodes, context: parsed.context)
-        // The initial chain may end in a final state whose parent's `onDone` goes on.
-        if hasAlways || !raised.isEmpty || initialState.step.entered.last.flatMap({ nodes[$0]?.kind }) == .final {
-            let settled = settled(initialState, after: MachineEvent(type: MachineEvent.initType), raised: raised)
-            initialState = MachineState(shape: leafNode(of: settled)?.restingShape ?? settled.shape, context: settled.context,
-                                        history: settled.history)
+        // The initial state keeps the events its entry actions scheduled (its Spin sends
+        // them) and none of its step.
+        var step = started.step
+        let scheduled = isDone(started) ? [] : Self.scheduled([], after: &step)
+        if hasParallel {
+            initialState = MachineState(leaves: started.leaves, context: started.context, history: started.history,
+                                        scheduled: scheduled)
+        } else {
+            initialState = MachineState(shape: leafNode(of: started)?.restingShape ?? started.shape.with(step: MachineStep()),
+                                        context: started.context, history: started.history, scheduled: scheduled)
         }
     }
 

@@ -7,6 +7,15 @@
 public struct MachineEvent: Sendable, Hashable, Codable {
     /// Delays of `after` transitions arrive as an event of this type (see `MachineEvent.after`).
     public static let afterType = "xstate.after"
+    /// A delayed `raise` arrives as an event of this type when its delay is over (see
+    /// `MachineEvent.scheduled(_:)`).
+    public static let scheduledType = "xstate.raise"
+    /// The types of the events the machine's own timers send (`after` and delayed
+    /// `raise`): no `on` key nor raised event may have one.
+    static let timerTypes: Set<String> = [afterType, scheduledType]
+    /// The prefix of the event types the interpreter makes itself (timers, delayed
+    /// raises, completion, start): a client does not send them (a server refuses them).
+    public static let reservedPrefix = "xstate."
     /// The `on` key whose transitions any event may take (XState's wildcard `"*"`), after
     /// the transitions for its own type in the same state.
     public static let wildcardType = "*"
@@ -71,6 +80,15 @@ public struct MachineEvent: Sendable, Hashable, Codable {
     public static func after(state: [String], delay: Int) -> MachineEvent {
         MachineEvent(type: afterType, payload: ["state": .string(state.joined(separator: ".")),
                                                 "delay": .number(Double(delay))])
+    }
+
+    /// The event a delayed `raise` is sent as when its delay is over:
+    /// `{"type":"xstate.raise","key":1,"event":{"type":"TIMEOUT"}}`. It is journaled like
+    /// any event; applying it takes the scheduled event out of the state's `scheduled`
+    /// and gives the machine the event it carries (what guards and actions see). It
+    /// changes nothing unless the state still holds that event under that key.
+    public static func scheduled(_ scheduled: MachineScheduledEvent) -> MachineEvent {
+        MachineEvent(type: scheduledType, payload: ["key": .number(Double(scheduled.key)), "event": scheduled.event.value])
     }
 
     /// The whole event as one JSON object, `type` included: what `event.<path>` reads.

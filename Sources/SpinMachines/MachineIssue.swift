@@ -27,8 +27,9 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case undeclaredGear(String)
         /// A Gear declared in `gears` that the host does not provide.
         case unknownGear(String)
-        /// An `after` key that is not a positive whole number of milliseconds.
-        case badDelay(String)
+        /// An `after` key that is not a positive whole number of milliseconds, or a
+        /// `raise` delay that is not a whole number of them (`orZero`: 0 is one, as in XState).
+        case badDelay(String, orZero: Bool = false)
         /// An action that is not one of the forms `assign` / `gear.propagate`.
         case unknownAction(String)
         /// A guard that is not one of the forms `eq neq lt lte gt gte and or not in`.
@@ -39,7 +40,7 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case unknownStateType(String)
         /// A final state with `on`, `after` or `states`: it accepts no events.
         case finalWithTransitions
-        /// An event type the interpreter keeps for itself (`xstate.after`).
+        /// An event type the interpreter's timers send (`xstate.after`, `xstate.raise`).
         case reservedEvent(String)
         /// A `catch` maps to an event type no state handles.
         case unhandledEvent(String)
@@ -92,13 +93,14 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .unreachableState: "unreachable: no transition or initial enters this state"
         case .undeclaredGear(let name): "unknown gear \"\(name)\": not declared in \"gears\""
         case .unknownGear(let name): "unknown gear \"\(name)\": the host provides no such gear"
-        case .badDelay(let key): "bad delay \"\(key)\": a delay is a positive whole number of milliseconds"
+        case .badDelay(let key, let orZero):
+            "bad delay \"\(key)\": a delay is a \(orZero ? "whole number of milliseconds, 0 or more" : "positive whole number of milliseconds")"
         case .unknownAction(let detail): "unknown action: \(detail)"
         case .unknownGuard(let detail): "unknown guard: \(detail)"
         case .badValue(let detail): "bad value: \(detail)"
         case .unknownStateType(let type): "unknown state type \"\(type)\": expected \"atomic\", \"compound\", \"parallel\" or \"final\""
         case .finalWithTransitions: "a final state accepts no events: no \"on\", \"after\" or \"states\""
-        case .reservedEvent(let type): "event type \"\(type)\" is reserved for after timers"
+        case .reservedEvent(let type): "event type \"\(type)\" is reserved for the machine's timers"
         case .unhandledEvent(let type): "no state handles event \"\(type)\""
         case .duplicateID(let id): "duplicate id \"\(id)\": \"#\(id)\" must name one state"
         case .eventlessLoop(let detail): "endless loop: \(detail)"

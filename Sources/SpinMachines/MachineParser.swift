@@ -234,7 +234,7 @@ struct MachineParser {
         guard let value, let members = objectMembers(value, at: path) else { return [:] }
         var on: [String: [TransitionSpec]] = [:]
         for type in members.keys.sorted() {
-            if type == MachineEvent.afterType {
+            if MachineEvent.timerTypes.contains(type) {
                 issue(path.key(type), .reservedEvent(type))
                 continue
             }
@@ -396,18 +396,19 @@ struct MachineParser {
             issue(path, .unknownAction("\"raise\" takes \"event\" (an object with a string \"type\"), and \"delay\" (ms) and \"id\" if it waits"))
             return nil
         }
-        if eventType == MachineEvent.afterType {
+        if MachineEvent.timerTypes.contains(eventType) {
             issue(path.key("event").key("type"), .reservedEvent(eventType))
+        } else {
+            raisedTypes.append((eventType, path.key("event").key("type")))
         }
-        raisedTypes.append((eventType, path.key("event").key("type")))
         var delay: Int?
         if let value = members["delay"] {
-            guard case .number(let number) = value, number > 0, number == number.rounded(), number < 1e9 else {
+            guard case .number(let number) = value, number >= 0, number == number.rounded(), number < 1e9 else {
                 var written = "\(value)"
                 if case .number(let number) = value, number.isFinite, abs(number) < 1e15 {
                     written = number == number.rounded() ? String(Int(number)) : String(number)
                 }
-                issue(path.key("delay"), .badDelay(written))
+                issue(path.key("delay"), .badDelay(written, orZero: true))
                 return nil
             }
             delay = Int(number)

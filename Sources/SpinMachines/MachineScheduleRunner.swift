@@ -1,24 +1,30 @@
 import SpinCore
 
-/// The events of delayed `raise` actions (see `MachineDefinition.spin`): each new
-/// state's `step.scheduled` event is sent to the machine after its delay, unless a state
-/// after it lists its id in `step.cancelled` first. A second `raise` with an id still
-/// waiting takes its place, as in XState. The loop's first state schedules nothing: it
-/// is where the loop starts, not the result of a transition made now.
+/// Sends the events of delayed `raise` actions (see `MachineDefinition.spin`): every event
+/// a state holds in `scheduled` is sent as `MachineEvent.scheduled(_:)` once its delay has
+/// passed since it was armed, which is when a transition scheduled it or, for what the
+/// loop's first state holds (the initial state's, or what a restart recovered), when the
+/// loop started. An event the state no longer holds (cancelled, replaced, sent) is
+/// disarmed; one the latest step scheduled again under the same key is armed anew.
 final class MachineScheduleRunner: FeedbackRunner {
     typealias State = MachineState
 
-    private struct Pending {
-        var byID: [String: (token: UInt64, task: Task<Void, Never>)] = [:]
-        var anonymous: [UInt64: Task<Void, Never>] = [:]
+    private struct Armed {
+        let token: UInt64
+        let task: Task<Void, Never>
+        /// Sent and not applied yet: not armed again while a state still holds it.
+        var sent = false
+    }
+
+    private struct Timers {
+        var armed: [Int: Armed] = [:]
         var nextToken: UInt64 = 0
-        var isFirstState = true
         var stopped = false
     }
 
     private let clock: any Clock<Duration>
     private let context: FeedbackContext<MachineEvent>
-    private let pending = Protected(Pending())
+    private let timers = Protected(Timers())
 
     init(clock: any Clock<Duration>, context: FeedbackContext<MachineEvent>) {
         self.clock = clock
@@ -28,23 +34,22 @@ final class MachineScheduleRunner: FeedbackRunner {
     func start() {}
 
     func receive(_ state: MachineState) {
-        let step = state.step
-        let cancelled = pending.withLock { pending -> [Task<Void, Never>] in
-            defer { pending.isFirstState = false }
-            guard !pending.stopped, !pending.isFirstState else { return [] }
+        let held = state.scheduled
+        let scheduledNow = state.step.scheduled
+        guard !held.isEmpty || !scheduledNow.isEmpty || timers.withLock({ !$0.armed.isEmpty }) else { return }
+        let remade = Set(scheduledNow.map(\.key))
+        let keys = Set(held.map(\.key))
+        let cancelled = timers.withLock { timers -> [Task<Void, Never>] in
+            guard !timers.stopped else { return [] }
             var cancelled: [Task<Void, Never>] = []
-            for id in step.cancelled {
-                if let task = pending.byID.removeValue(forKey: id)?.task { cancelled.append(task) }
+            for (key, armed) in timers.armed where !keys.contains(key) || remade.contains(key) {
+                cancelled.append(armed.task)
+                timers.armed[key] = nil
             }
-            for scheduled in step.scheduled {
-                pending.nextToken += 1
-                let token = pending.nextToken
-                let task = makeTask(scheduled, token: token)
-                if let id = scheduled.id {
-                    if let replaced = pending.byID.updateValue((token, task), forKey: id)?.task { cancelled.append(replaced) }
-                } else {
-                    pending.anonymous[token] = task
-                }
+            for scheduled in held where timers.armed[scheduled.key] == nil {
+                timers.nextToken += 1
+                let token = timers.nextToken
+                timers.armed[scheduled.key] = Armed(token: token, task: makeTask(scheduled, token: token))
             }
             return cancelled
         }
@@ -52,41 +57,33 @@ final class MachineScheduleRunner: FeedbackRunner {
     }
 
     private func makeTask(_ scheduled: MachineScheduledEvent, token: UInt64) -> Task<Void, Never> {
-        let clock = self.clock
         let submit = context.host.submit
-        let pending = self.pending
-        // Still the one scheduled under its id (or still waiting, without one), and the
-        // loop not stopped: taken out as it is handed over.
+        let timers = self.timers
+        let key = scheduled.key
+        // Still the one armed under its key, and the loop not stopped (checked again just
+        // before the loop applies it, so that a late one of a replaced event is dropped).
         let isCurrent: @Sendable () -> Bool = {
-            pending.withLock { pending in
-                guard !pending.stopped else { return false }
-                if let id = scheduled.id { return pending.byID[id]?.token == token }
-                return pending.anonymous[token] != nil
-            }
+            timers.withLock { !$0.stopped && $0.armed[key]?.token == token }
         }
         return MachineTimerRunner.sleeping(on: clock, milliseconds: scheduled.delay, whileCurrent: isCurrent) {
-            pending.withLock { pending in
-                if let id = scheduled.id, pending.byID[id]?.token == token { pending.byID[id] = nil }
-                pending.anonymous[token] = nil
+            timers.withLock { timers in
+                if timers.armed[key]?.token == token { timers.armed[key]?.sent = true }
             }
-            submit(scheduled.event, nil)
+            submit(MachineEvent.scheduled(scheduled), isCurrent)
         }
     }
 
     func stop() {
-        let tasks = pending.withLock { pending -> [Task<Void, Never>] in
-            pending.stopped = true
-            defer {
-                pending.byID = [:]
-                pending.anonymous = [:]
-            }
-            return pending.byID.values.map(\.task) + pending.anonymous.values
+        let tasks = timers.withLock { timers -> [Task<Void, Never>] in
+            timers.stopped = true
+            defer { timers.armed = [:] }
+            return timers.armed.values.map(\.task)
         }
         for task in tasks { task.cancel() }
     }
 
     /// Delayed events not sent yet.
     var runningEffects: Int {
-        pending.withLock { $0.byID.count + $0.anonymous.count }
+        timers.withLock { $0.armed.values.filter { !$0.sent }.count }
     }
 }

@@ -5,6 +5,12 @@
 /// active parallel state an object of its regions, `{"p":{"bold":"on","italic":"off"}}`,
 /// as XState does.
 ///
+/// Events a `raise` action scheduled with a delay and not sent yet ride along:
+/// `"scheduled": [{"key":1,"delay":500,"event":{"type":"TIMEOUT"}}]` (with the action's
+/// `id` when it had one), present only when not empty. They are part of the state, so
+/// a Spin that restarts from its journal or a snapshot sends them again (after their
+/// whole delay, as an `after` timer starts anew).
+///
 /// Besides value and context, a state made by a transition remembers what that
 /// transition did (`step`: the states it entered, the Gear events it propagates). That
 /// is not part of the JSON, nor of `==`: feedbacks act on it once, when the state is new.
@@ -26,6 +32,9 @@ public struct MachineState: Sendable, Codable {
     /// left: the state's path (`"a.b"`) → the active leaf's path then. JSON: `"history":
     /// {"a": "a.b.c"}`, present only when not empty (XState's `historyValue`).
     public var history: [String: [String]]
+    /// The events `raise` actions scheduled with a delay that are still to be sent, in
+    /// the order they were scheduled, each under its own `key` (see `MachineScheduledEvent`).
+    public var scheduled: [MachineScheduledEvent]
     /// What the transition that made this state did; empty for a state made otherwise.
     public var step: MachineStep {
         get { shape.step }
@@ -40,23 +49,26 @@ public struct MachineState: Sendable, Codable {
     /// A state with `value` (the active leaf's path) and `context`; `step` is for the
     /// interpreter, which records what a transition did.
     public init(value: [String], context: [String: MachineValue], step: MachineStep = MachineStep(),
-                history: [String: [String]] = [:]) {
-        self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context, history: history)
+                history: [String: [String]] = [:], scheduled: [MachineScheduledEvent] = []) {
+        self.init(shape: Shape(value: value, step: step, leafHint: nil), context: context, history: history,
+                  scheduled: scheduled)
     }
 
     /// A state whose active leaves are `leaves` (from the root, in any order: they are kept
     /// in name order; the configuration of a machine with parallel states), with `context`.
     public init(leaves: [[String]], context: [String: MachineValue], step: MachineStep = MachineStep(),
-                history: [String: [String]] = [:]) {
+                history: [String: [String]] = [:], scheduled: [MachineScheduledEvent] = []) {
         self.init(shape: Shape(leaves: leaves.sorted { $0.lexicographicallyPrecedes($1) }, step: step),
-                  context: context, history: history)
+                  context: context, history: history, scheduled: scheduled)
     }
 
     /// A state the interpreter made.
-    init(shape: Shape, context: [String: MachineValue], history: [String: [String]] = [:]) {
+    init(shape: Shape, context: [String: MachineValue], history: [String: [String]] = [:],
+         scheduled: [MachineScheduledEvent] = []) {
         self.shape = shape
         self.context = context
         self.history = history
+        self.scheduled = scheduled
     }
 
     /// The state's value and step, and where its leaf's node is (`leafHint`: not part
@@ -132,7 +144,7 @@ public struct MachineState: Sendable, Codable {
         return paths
     }
 
-    private enum Keys: String, CodingKey { case value, context, history }
+    private enum Keys: String, CodingKey { case value, context, history, scheduled }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
@@ -147,6 +159,11 @@ public struct MachineState: Sendable, Codable {
         context = try container.decodeIfPresent([String: MachineValue].self, forKey: .context) ?? [:]
         let remembered = try container.decodeIfPresent([String: String].self, forKey: .history) ?? [:]
         history = remembered.mapValues { $0.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+        scheduled = try container.decodeIfPresent([MachineScheduledEvent].self, forKey: .scheduled) ?? []
+        guard Set(scheduled.map(\.key)).count == scheduled.count else {
+            throw DecodingError.dataCorruptedError(forKey: .scheduled, in: container,
+                                                   debugDescription: "two scheduled events have the same key")
+        }
     }
 
     /// The leaf paths a state value names (members in name order, the canonical order of
@@ -174,13 +191,15 @@ public struct MachineState: Sendable, Codable {
         if !history.isEmpty {
             try container.encode(MachineValue.object(history.mapValues { .string($0.joined(separator: ".")) }), forKey: .history)
         }
+        if !scheduled.isEmpty { try container.encode(scheduled, forKey: .scheduled) }
     }
 }
 
 extension MachineState: Equatable {
-    /// Leaves, context and history; `step` is not compared.
+    /// Leaves, context, history and scheduled events; `step` is not compared.
     public static func == (lhs: MachineState, rhs: MachineState) -> Bool {
         lhs.value == rhs.value && lhs.shape.leaves == rhs.shape.leaves && lhs.context == rhs.context && lhs.history == rhs.history
+            && lhs.scheduled == rhs.scheduled
     }
 }
 
@@ -196,9 +215,11 @@ public struct MachineStep: Sendable, Hashable {
     /// (`always` transitions that keep being enabled): the state is where the machine
     /// stopped, and a host suspends the Spin.
     public var unsettled: Bool
-    /// The events `raise` actions with a `delay` scheduled, in order.
+    /// The events `raise` actions with a `delay` scheduled, in order; in the step of a
+    /// state `transition` returned, each with the `key` it has in the state's `scheduled`.
     public var scheduled: [MachineScheduledEvent]
-    /// The ids `cancel` actions named, in order.
+    /// The ids `cancel` actions named, in order (a `raise` later in the same step with
+    /// the same id is not cancelled by them: it takes the place of the one they cancel).
     public var cancelled: [String]
 
     /// A record of entered states and propagations (empty by default).
@@ -213,10 +234,16 @@ public struct MachineStep: Sendable, Hashable {
 }
 
 extension MachineStep {
-    /// Adds what a later microstep of the same event did.
+    /// Adds what a later microstep of the same event did. A `cancel` there also takes
+    /// out what this step scheduled under the same id, so that applying `cancelled`
+    /// first and `scheduled` after gives what running the actions in order gave.
     mutating func append(_ later: MachineStep) {
         entered += later.entered
         propagations += later.propagations
+        if !later.cancelled.isEmpty {
+            let ids = Set(later.cancelled)
+            scheduled.removeAll { $0.id.map(ids.contains) ?? false }
+        }
         scheduled += later.scheduled
         cancelled += later.cancelled
     }
@@ -224,16 +251,46 @@ extension MachineStep {
 
 /// One `raise` action with a `delay`: the event the machine gets when it elapses,
 /// unless a `cancel` with the same `id` comes first.
-public struct MachineScheduledEvent: Sendable, Hashable {
+///
+/// JSON (in a state's `scheduled`): `{"key":1,"id":"t","delay":500,"event":{"type":"TIMEOUT"}}`.
+public struct MachineScheduledEvent: Sendable, Hashable, Codable {
+    /// What the state's `scheduled` knows it by, and the event that sends it names
+    /// (`MachineEvent.scheduled(_:)`): unique among the events a state has scheduled.
+    /// 0 until `transition` gives it one.
+    public var key: Int
+    /// The `raise` action's `id`: a later `raise` with the same one takes its place, a
+    /// `cancel` with it takes it out.
     public var id: String?
     /// Milliseconds.
     public var delay: Int
     public var event: MachineEvent
 
-    public init(id: String?, delay: Int, event: MachineEvent) {
+    public init(key: Int = 0, id: String? = nil, delay: Int, event: MachineEvent) {
+        self.key = key
         self.id = id
         self.delay = delay
         self.event = event
+    }
+
+    private enum Keys: String, CodingKey { case key, id, delay, event }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        key = try container.decode(Int.self, forKey: .key)
+        id = try container.decodeIfPresent(String.self, forKey: .id)
+        delay = try container.decode(Int.self, forKey: .delay)
+        event = try container.decode(MachineEvent.self, forKey: .event)
+        guard delay >= 0 else {
+            throw DecodingError.dataCorruptedError(forKey: .delay, in: container, debugDescription: "a delay is not negative")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(key, forKey: .key)
+        try container.encodeIfPresent(id, forKey: .id)
+        try container.encode(delay, forKey: .delay)
+        try container.encode(event, forKey: .event)
     }
 }
 

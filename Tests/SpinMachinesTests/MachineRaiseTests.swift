@@ -75,17 +75,23 @@ import Testing
         """#
 
     /// raise: "should be able to raise a delayed event and respond to it in the same
-    /// state": the event reaches the machine after its delay, as an event of the loop.
+    /// state": the event reaches the machine after its delay, as an event of the loop
+    /// (`xstate.raise`, carrying it); meanwhile the state holds it.
     @Test func aDelayedRaise_IsSentAfterItsDelay() async throws {
         let clock = ManualClock()
         let machine = try makeMachine(Self.delayed)
+        let raised = MachineScheduledEvent(key: 1, id: "myId", delay: 100, event: event("RAISED"))
         let step = try #require(machine.transition(machine.initialState, event("NEXT")))
-        #expect(step.step.scheduled == [MachineScheduledEvent(id: "myId", delay: 100, event: event("RAISED"))])
+        #expect(step.step.scheduled == [raised])
+        #expect(step.scheduled == [raised])
         let tester = SpinTester(machine.spin(clock: clock), clock: clock)
-        await tester.send(event("NEXT"))
+        await tester.send(event("NEXT")) { $0.scheduled = [raised] }
         await tester.advance(by: .milliseconds(99))
         await tester.advance(by: .milliseconds(1))
-        await tester.receive(event("RAISED")) { $0.value = ["b"] }
+        await tester.receive(.scheduled(raised)) {
+            $0.value = ["b"]
+            $0.scheduled = []
+        }
         await tester.finish()
     }
 
@@ -93,9 +99,9 @@ import Testing
     @Test func aCancelledDelayedRaise_IsNotSent() async throws {
         let clock = ManualClock()
         let tester = SpinTester(try makeMachine(Self.delayed).spin(clock: clock), clock: clock)
-        await tester.send(event("NEXT"))
+        await tester.send(event("NEXT")) { $0.scheduled = [MachineScheduledEvent(key: 1, id: "myId", delay: 100, event: event("RAISED"))] }
         await tester.advance(by: .milliseconds(50))
-        await tester.send(event("CANCEL"))
+        await tester.send(event("CANCEL")) { $0.scheduled = [] }
         // `finish` fails when a produced event waits: none does.
         await tester.advance(by: .milliseconds(100))
         await tester.finish()
@@ -110,7 +116,7 @@ import Testing
                                             { "type": "raise", "event": "X" } ],
                                  "on": { "X": { "actions": [] } } } } }
             """#) == [
-                #"test.json: states.a.entry[0].delay: bad delay "-1": a delay is a positive whole number of milliseconds"#,
+                #"test.json: states.a.entry[0].delay: bad delay "-1": a delay is a whole number of milliseconds, 0 or more"#,
                 #"test.json: states.a.entry[3]: unknown action: "raise" takes "event" (an object with a string "type"), and "delay" (ms) and "id" if it waits"#,
                 #"test.json: states.a.entry[2].id: unknown id "nobody": no "raise" has it"#,
                 #"test.json: states.a.entry[0].event.type: no state handles event "NOPE""#,

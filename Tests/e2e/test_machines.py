@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
-from spin_e2e import REPO, SpinServer, recv_json, recv_until, run_async
+from spin_e2e import REPO, SpinServer, assert_error, recv_json, recv_until, run_async
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "machines"
 LAB = json.loads((FIXTURES / "lab.json").read_text())
@@ -313,6 +313,60 @@ def test_raise_and_cancel_over_http(machine_server, tmp_path):
     assert server.terminate() == 0
     again = machine_server({"r.json": RAISING}, [{"name": "r", "machine": "machines/r.json"}], storage=storage, name="second")
     assert again.spin("r")["sequence"] == 7 and state(again, "r")["value"] == "a"
+
+
+ALARM = {
+    "initial": "asleep",
+    "states": {
+        "asleep": {"entry": [{"type": "raise", "event": {"type": "WAKE"}, "delay": 300}], "on": {"WAKE": "awake"}},
+        "awake": {"on": {"ARM": {"actions": [{"type": "raise", "event": {"type": "RING", "tone": {"from": "event.tone"}},
+                                               "delay": 1500, "id": "alarm"}]},
+                         "RING": {"target": "ringing",
+                                  "actions": [{"type": "assign", "set": {"tone": {"from": "event.tone"}}}]}}},
+        "ringing": {},
+    },
+}
+
+
+def test_delayed_raises_are_sent_from_the_initial_state_and_survive_a_restart(machine_server, tmp_path):
+    """XState v5, actions.test.ts: raise "should be able to send a delayed event to itself"
+    (the raise is in the initial state's entry). A delayed raise still waiting when the
+    server stops is in the state ("scheduled"), so the restarted server sends it, after its
+    whole delay, as XState's system restarts its scheduled events; it is journaled once
+    (a second restart replays it, nothing is sent again)."""
+    storage = tmp_path / "storage"
+    spins = [{"name": "alarm", "machine": "machines/alarm.json"}]
+    server = machine_server({"alarm.json": ALARM}, spins, storage=storage, name="first")
+    assert state(server, "alarm")["scheduled"] == [{"key": 1, "delay": 300, "event": {"type": "WAKE"}}]
+    awake = wait_for_value(server, "alarm", "awake")
+    assert awake["sequence"] == 1 and "scheduled" not in awake["state"]
+    reply = send(server, "alarm", {"type": "ARM", "tone": "bell"})
+    assert reply["state"]["scheduled"] == [{"key": 1, "id": "alarm", "delay": 1500,
+                                            "event": {"type": "RING", "tone": "bell"}}]
+    assert server.terminate() == 0
+    again = machine_server({"alarm.json": ALARM}, spins, storage=storage, name="second")
+    assert state(again, "alarm") == reply["state"]
+    ringing = wait_for_value(again, "alarm", "ringing", timeout=10)
+    assert ringing["sequence"] == 3 and ringing["state"] == {"value": "ringing", "context": {"tone": "bell"}}
+    assert again.terminate() == 0
+    third = machine_server({"alarm.json": ALARM}, spins, storage=storage, name="third")
+    time.sleep(0.5)
+    assert third.spin("alarm")["sequence"] == 3 and state(third, "alarm")["value"] == "ringing"
+
+
+def test_a_client_cannot_send_the_machines_own_events(machine_server):
+    """`xstate.` types are the machine's own (a timer's `xstate.after`, a delayed raise's
+    `xstate.raise`): posted, they are refused 422 `invalid_event`, naming the type, and
+    nothing of the batch is applied; the timer still fires by itself."""
+    server = machine_server({"alarm.json": ALARM}, [{"name": "alarm", "machine": "machines/alarm.json"}])
+    before = server.spin("alarm")
+    for batch in ([{"type": "xstate.raise", "key": 1, "event": {"type": "WAKE"}}],
+                  [{"type": "WAKE"}, {"type": "xstate.after", "state": "asleep", "delay": 300}]):
+        assert_error(server.post_events("alarm", batch, wait=True), 422, "invalid_event",
+                     message_contains=f'"{batch[-1]["type"]}" is the machine\'s own')
+        assert server.spin("alarm")["sequence"] == before["sequence"]
+    assert state(server, "alarm")["value"] == "asleep"
+    assert wait_for_value(server, "alarm", "awake")["sequence"] == 1
 
 
 HISTORY = {

@@ -241,12 +241,16 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// Why a state the reducer made means the Spin must stop applying events (a machine
     /// whose event set off more microsteps than it allows); nil for a state that is fine.
     private let suspendsAt: (@Sendable (State) -> String?)?
+    /// Why a client may not send an event that decoded (a machine's `xstate.` events are
+    /// its own); nil for one it may.
+    private let refusesPosted: (@Sendable (Event) -> String?)?
 
     init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil,
          schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
-         suspendsAt: (@Sendable (State) -> String?)? = nil) {
+         suspendsAt: (@Sendable (State) -> String?)? = nil, refusesPosted: (@Sendable (Event) -> String?)? = nil) {
         self.isDone = isDone
         self.suspendsAt = suspendsAt
+        self.refusesPosted = refusesPosted
         self.name = name
         self.kind = kind
         self.spin = spin
@@ -308,7 +312,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     var isPrepared: Bool { loop.withLock { $0 != nil } }
     func fresh() -> any HostedSpin {
         HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema, isDone: isDone,
-                   suspendsAt: suspendsAt)
+                   suspendsAt: suspendsAt, refusesPosted: refusesPosted)
     }
     var pendingEvents: Int { running.pendingEvents }
     var status: SpinStatus {
@@ -401,6 +405,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
             let events = try coding.decode(document, json)
             guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
+            if let refusesPosted {
+                for (offset, event) in events.enumerated() {
+                    guard let problem = refusesPosted(event) else { continue }
+                    throw APIError.invalidEvent(spin: name, events.count > 1 ? "[\(offset)] \(problem)" : problem)
+                }
+            }
             return try batch(events)
         } catch let error as APIError {
             throw error

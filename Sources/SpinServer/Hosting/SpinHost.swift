@@ -91,7 +91,11 @@ public final class SpinHost: Sendable {
                            machineDefinition: definition,
                            schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                            isDone: { machine.isDone($0) },
-                           suspendsAt: { $0.step.unsettled ? Self.unsettledReason : nil }))
+                           suspendsAt: { $0.step.unsettled ? Self.unsettledReason : nil },
+                           refusesPosted: { event in
+                               guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
+                               return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
+                           }))
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
