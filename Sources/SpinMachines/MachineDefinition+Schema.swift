@@ -30,12 +30,14 @@ extension MachineDefinition {
 
     /// The JSON Schema of the machine's state, `{"value":..,"context":{..}}`: `value` is
     /// the name of a top-level state, or an object for a nested or parallel one (`{"a":"b"}`,
-    /// `{"p":{"r1":"x","r2":"y"}}`); a machine with history states may add `history`.
+    /// `{"p":{"r1":"x","r2":"y"}}`), the object of the regions for a parallel root (the
+    /// name of the region when it is the only one, and atomic); a machine with history
+    /// states may add `history`.
     public var stateSchema: JSONSchema {
-        let topLevel = nodes.values.filter { $0.path.count == 1 }
+        let topLevel = nodes.values.filter { $0.path.count == 1 && $0.kind != .history }
         let isNested: (StateNode) -> Bool = { $0.kind == .compound || $0.kind == .parallel }
-        let atomic = topLevel.filter { !isNested($0) }.map { $0.path[0] }.sorted()
-        let nested = topLevel.contains(where: isNested)
+        let atomic = topLevel.filter { !isNested($0) && (!parallelRoot || topLevel.count == 1) }.map { $0.path[0] }.sorted()
+        let nested = parallelRoot || topLevel.contains(where: isNested)
         var forms: [JSONSchema] = []
         if !atomic.isEmpty { forms.append(.oneOf(strings: atomic)) }
         if nested { forms.append(JSONSchema.object([:])) }
@@ -44,7 +46,7 @@ extension MachineDefinition {
             return .object(["value": value, "context": JSONSchema.object([:])])
         }
         let history = JSONSchema.object([:])
-            .described("What each compound state with a history child recorded when last left: its path → the leaf's path.")
+            .described("What each compound state with a history child (and each region below a deep history) recorded when last left: its path → the leaf's path.")
         return .object(["value": value, "context": JSONSchema.object([:]), "history": history], required: ["value", "context"])
     }
 }
