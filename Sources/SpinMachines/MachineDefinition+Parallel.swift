@@ -203,8 +203,13 @@ extension MachineDefinition {
     private func effectiveTargets(_ target: [String], history: [String: [String]]) -> [[String]] {
         guard let node = nodes[target], node.kind == .history else { return [target] }
         let parent = Array(target.dropLast())
-        // A parallel state's (shallow) history: its active children were every region.
-        if let regions = nodes[parent]?.regions, !regions.isEmpty { return regions.map { parent + [$0] } }
+        // A parallel state's history: its active children were every region (shallow); deep,
+        // each region's leaf as the region recorded it (`restored`).
+        if let regions = nodes[parent]?.regions, !regions.isEmpty {
+            return regions.flatMap { region in
+                node.historyDeep ? restored(parent + [region], below: parent.count, history: history) : [parent + [region]]
+            }
+        }
         if let recorded = history[parent.joined(separator: ".")], recorded.count > parent.count,
            recorded.starts(with: parent), nodes[recorded] != nil {
             return node.historyDeep ? restored(recorded, below: parent.count, history: history) : [Array(recorded.prefix(parent.count + 1))]
@@ -216,7 +221,13 @@ extension MachineDefinition {
     /// each parallel state on the way to it (below `depth`), every other region's leaf as
     /// the region recorded it when left with the parent (SCXML's deep history: every
     /// atomic state that was active); a region without a record is entered at its start.
+    /// Given a region (a deep history of its parallel state), what that region recorded.
     private func restored(_ leaf: [String], below depth: Int, history: [String: [String]]) -> [[String]] {
+        if leaf.count == depth + 1, nodes[Array(leaf.dropLast())]?.kind == .parallel {
+            guard let recorded = history[leaf.joined(separator: ".")], recorded.count > leaf.count,
+                  recorded.starts(with: leaf), nodes[recorded] != nil else { return [leaf] }
+            return restored(recorded, below: leaf.count, history: history)
+        }
         var leaves = [leaf]
         for length in stride(from: depth + 1, to: leaf.count, by: 1) {
             let path = Array(leaf.prefix(length))

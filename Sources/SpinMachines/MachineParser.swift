@@ -201,7 +201,7 @@ struct MachineParser {
                 inParallelRoot: parallelRoot)
             if nested {
                 parseStates(children, under: statePath, at: at.key("states"), into: &nodes,
-                            deepHistoryAbove: deepHistoryAbove || (kind == .compound && historyChildren.contains(true)))
+                            deepHistoryAbove: deepHistoryAbove || historyChildren.contains(true))
             }
         }
     }

@@ -591,6 +591,23 @@ extension MachineParallelTests {
         #expect(machine.transition(once, event("ON"))?.valueJSON == json(#"{"on":{"p":{"a":"a2","b":"b1"}}}"#))
     }
 
+    /// A deep history that is a child of the parallel state itself restores every region's
+    /// leaf; a shallow one there enters every region at its start.
+    @Test func deepHistoryOfAParallelState_RestoresEveryRegion() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "p", "states": {
+                "p": { "type": "parallel", "on": { "OFF": "off" }, "states": {
+                  "deep": { "type": "history", "history": "deep" }, "shallow": { "type": "history" },
+                  "a": { "initial": "a1", "states": { "a1": { "on": { "A": "a2" } }, "a2": {} } },
+                  "b": { "initial": "b1", "states": { "b1": { "on": { "B": "b2" } }, "b2": {} } } } },
+                "off": { "on": { "DEEP": "p.deep", "SHALLOW": "p.shallow" } } } }
+            """#)
+        let moved = try #require(machine.transition(machine.transition(machine.initialState, event("A")), event("B")))
+        let off = try #require(machine.transition(moved, event("OFF")))
+        #expect(machine.transition(off, event("DEEP"))?.valueJSON == json(#"{"p":{"a":"a2","b":"b2"}}"#))
+        #expect(machine.transition(off, event("SHALLOW"))?.valueJSON == json(#"{"p":{"a":"a1","b":"b1"}}"#))
+    }
+
     /// parallel.test.ts, "should execute actions of the initial transition of a parallel
     /// region when entering the initial state nodes of a machine": a region's initial
     /// transition written as an object runs its actions once when the machine starts.
