@@ -164,6 +164,11 @@ extension MachineDefinition {
             }
             run.perform(node.exit)
         }
+        // `"reenter": true` to the root (`#<machine id>`): the root exits and is entered again,
+        // its initial actions too (XState v5, actions.test.ts: "should execute actions of the
+        // initial transition when taking a root reentering self-transition").
+        let reentersRoot = chosen.contains { $0.spec.reenter && $0.spec.targets.contains([]) }
+        if reentersRoot { run.perform(nodes[[]]?.exit ?? []) }
         for transition in chosen { run.perform(transition.spec.actions) }
         var entry = EntrySet()
         var domains: [[String]] = []
@@ -183,7 +188,7 @@ extension MachineDefinition {
             if !transition.spec.targets.isEmpty { domains.append(transition.domain) }
         }
         // The target's domain unless re-entered: what it enters lies below it.
-        entry.states = entry.states.filter { path in !domains.contains(path) }
+        entry.states = entry.states.filter { path in !domains.contains(path) || (path.isEmpty && reentersRoot) }
         // A parallel state entered for a target inside one region enters the others too,
         // and so does a parallel domain whose regions were all left (the root too).
         for path in entry.states.union(domains).sorted(by: precedesInDocument) {
@@ -321,7 +326,7 @@ extension MachineDefinition {
             run.perform(nodes[[]]?.exit ?? [])
         }
         let doneEvents = doneStates.map { MachineEvent(type: MachineEvent.doneStatePrefix + $0.joined(separator: ".")) }
-        let step = run.step(entered: entered)
+        let step = run.step(entered: entered.filter { !$0.isEmpty })
         let next = MachineState(shape: MachineState.Shape(leaves: leaves, step: step), context: run.context, history: history)
         return (next, run.raised + doneEvents)
     }

@@ -45,8 +45,9 @@ public struct MachineDefinition: Sendable {
     /// Each state's place in document order: the root first, a state before its children,
     /// siblings in the order the file writes them (XState's order of regions).
     let documentOrder: [[String]: Int]
-    /// Whether some state is parallel (the root too) or has initial-transition actions:
-    /// then `transition` works on every active leaf and on the states entered by default
+    /// Whether some state is parallel (the root too), has initial-transition actions, or
+    /// re-enters the root (`"reenter": true` to `#<machine id>`): then `transition` works
+    /// on every active leaf and on the states entered by default
     /// (`MachineDefinition+Parallel`, SCXML's algorithm), else on the one active leaf.
     let stepsEveryLeaf: Bool
     /// Whether the root is a parallel state (`{"type": "parallel", "states": ..}`): its
@@ -86,9 +87,12 @@ public struct MachineDefinition: Sendable {
         rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
         hasAlways = nodes.values.contains { !$0.always.isEmpty }
         parallelRoot = nodes[[]]?.kind == .parallel
-        stepsEveryLeaf = nodes.values.contains { $0.kind == .parallel || !$0.initialActions.isEmpty }
+        stepsEveryLeaf = nodes.values.contains { node in
+            node.kind == .parallel || !node.initialActions.isEmpty
+                || node.transitions.contains { $0.reenter && $0.targets.contains([]) }
+        }
         schedulesEvents = nodes.values.contains { node in
-            let transitions = node.on.values.joined() + node.after.flatMap(\.transitions) + node.onDone + node.always
+            let transitions = node.transitions
             return (node.entry + node.exit + node.initialActions + transitions.flatMap(\.actions)).contains { action in
                 switch action {
                 case .raise(_, _, let delay, _): delay != nil
@@ -160,6 +164,11 @@ final class StateNode: Sendable {
     /// The partial descriptors (`"mouse.*"`) and their transitions, longest first, tried
     /// after the event's own type and before the wildcard (XState v5's order).
     let partials: [(descriptor: String, transitions: [TransitionSpec])]
+
+    /// Every transition of the state: `on`, `after`, `onDone` and `always`.
+    var transitions: [TransitionSpec] {
+        Array(on.values.joined()) + after.flatMap(\.transitions) + onDone + always
+    }
 
     /// The candidate transitions for events of `type`, if any (not the wildcard's).
     func candidates(for type: String) -> [TransitionSpec]? {

@@ -644,8 +644,7 @@ struct MachineParser {
         enter([])
         while let path = queue.popLast() {
             guard let node = nodes[path] else { continue }
-            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions) + node.onDone + node.always
-            for target in transitions.flatMap(\.targets) { enter(target) }
+            for target in node.transitions.flatMap(\.targets) { enter(target) }
             if let initial = node.initial { enter(path + [initial]) }
         }
         let unreached = nodes.keys.filter { path in

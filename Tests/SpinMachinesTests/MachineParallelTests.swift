@@ -662,6 +662,36 @@ extension MachineParallelTests {
         ])
     }
 
+    /// actions.test.ts, "initial actions": "should support initial actions" (the root's
+    /// run before its initial state's entry), "should execute actions of all initial
+    /// transitions resolving to the initial state value", "should execute actions of
+    /// initial transitions only once when taking an explicit transition", and "should
+    /// execute actions of the initial transition when taking a root reentering
+    /// self-transition" (the root exits and enters again, its initial actions once).
+    @Test func initialTransitionActions_AsActionsTestTsHasThem() throws {
+        let count = { (key: String) in #"{ "type": "assign", "set": { "n": { "add": 1 }, "\#(key)": { "from": "context.n" } } }"#
+        }
+        let machine = try makeMachine(#"""
+            { "id": "root", "gears": { "log": {} }, "context": { "n": 0 },
+              "initial": { "target": "a", "actions": [ \#(count("rootInitial")), \#(log("initial in root")) ] },
+              "exit": [ \#(log("exit root")) ], "entry": [ \#(log("enter root")) ],
+              "on": { "REENTER": { "target": "#root", "reenter": true } }, "states": {
+                "a": { "entry": [ \#(count("seenByEntryA")) ],
+                       "initial": { "target": "a1", "actions": [ \#(count("seenByInner")) ] }, "states": { "a1": {} },
+                       "on": { "NEXT": "b" } },
+                "b": { "initial": { "target": "b_child", "actions": [ \#(log("initial in b")) ] }, "states": {
+                  "b_child": { "initial": { "target": "b_grandchild", "actions": [ \#(log("initial in b_child")) ] },
+                               "states": { "b_grandchild": {} } } } } } }
+            """#)
+        #expect(machine.initialState.context == ["n": 3, "rootInitial": 1, "seenByEntryA": 2, "seenByInner": 3])
+        let next = try #require(machine.transition(machine.initialState, event("NEXT")))
+        #expect(propagatedTypes(next) == ["initial in b", "initial in b_child"])
+        let reentered = try #require(machine.transition(next, event("REENTER")))
+        #expect(propagatedTypes(reentered) == ["exit root", "enter root", "initial in root"])
+        #expect(reentered.valueJSON == json(#"{"a":"a1"}"#))
+        #expect(reentered.context["rootInitial"] == 4)
+    }
+
     /// final.test.ts: a parallel root completes when every region is done ("root output
     /// should be called ... of the parallel root when a final child of its compound child
     /// is reached") and not before ("should not complete a parallel root immediately when
