@@ -208,9 +208,9 @@ extension MachineDefinition {
     private func effectiveTargets(_ target: [String], history: [String: [String]]) -> [[String]] {
         guard let node = nodes[target], node.kind == .history else { return [target] }
         let parent = Array(target.dropLast())
-        // A parallel state's history: its active children were every region (shallow); deep,
-        // each region's leaf as the region recorded it (`restored`).
-        if let regions = nodes[parent]?.regions, !regions.isEmpty {
+        // A parallel state's history once the state was left: its active children were every
+        // region (shallow); deep, each region's leaf as the region recorded it (`restored`).
+        if let regions = nodes[parent]?.regions, !regions.isEmpty, history[parent.joined(separator: ".")] != nil {
             return regions.flatMap { region in
                 node.historyDeep ? restored(parent + [region], below: parent.count, history: history) : [parent + [region]]
             }
@@ -226,7 +226,8 @@ extension MachineDefinition {
     /// each parallel state on the way to it (below `depth`), every other region's leaf as
     /// the region recorded it when left with the parent (SCXML's deep history: every
     /// atomic state that was active); a region without a record is entered at its start.
-    /// Given a region (a deep history of its parallel state), what that region recorded.
+    /// Given a region itself (for a deep history that is a child of the parallel state),
+    /// what that region recorded.
     private func restored(_ leaf: [String], below depth: Int, history: [String: [String]]) -> [[String]] {
         if leaf.count == depth + 1, nodes[Array(leaf.dropLast())]?.kind == .parallel {
             guard let recorded = history[leaf.joined(separator: ".")], recorded.count > leaf.count,

@@ -138,7 +138,7 @@ struct MachineParser {
         }
     }
 
-    /// - Parameter deepHistoryAbove: whether a compound state above has a deep history
+    /// - Parameter deepHistoryAbove: whether a state above has a deep history
     ///   child: then every region below records its leaf when left, so that the deep
     ///   history restores each region (`MachineDefinition+Parallel`, `effectiveTargets`).
     private mutating func parseStates(_ states: [String: MachineValue], under parent: [String], at path: JSONPath,
@@ -172,13 +172,14 @@ struct MachineParser {
             }
             let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at)
                 : (name: nil, actions: [])
-            // (A parallel state's history needs no record: its active children are every region.)
+            // A state with a history child records its (first) leaf when left; so does every
+            // region below a deep history, for the deep history to restore each region.
             let historyChildren = children.values.compactMap { child -> Bool? in
                 guard case .object(let members) = child, case .string("history")? = members["type"] else { return nil }
                 return members["history"] == .string("deep")
             }
             let inRegion = nodes[parent]?.kind == .parallel
-            let recordsHistory = (kind == .compound && !historyChildren.isEmpty) || (inRegion && deepHistoryAbove)
+            let recordsHistory = ((kind == .compound || kind == .parallel) && !historyChildren.isEmpty) || (inRegion && deepHistoryAbove)
             if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
             let nested = kind == .compound || kind == .parallel
             if !nested, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }

@@ -592,17 +592,20 @@ extension MachineParallelTests {
     }
 
     /// A deep history that is a child of the parallel state itself restores every region's
-    /// leaf; a shallow one there enters every region at its start.
+    /// leaf; a shallow one there enters every region at its start; before the parallel
+    /// state was ever left, a history's `target` is entered.
     @Test func deepHistoryOfAParallelState_RestoresEveryRegion() throws {
         let machine = try makeMachine(#"""
-            { "initial": "p", "states": {
+            { "initial": "off", "states": {
                 "p": { "type": "parallel", "on": { "OFF": "off" }, "states": {
-                  "deep": { "type": "history", "history": "deep" }, "shallow": { "type": "history" },
+                  "deep": { "type": "history", "history": "deep", "target": "#b2" }, "shallow": { "type": "history" },
                   "a": { "initial": "a1", "states": { "a1": { "on": { "A": "a2" } }, "a2": {} } },
-                  "b": { "initial": "b1", "states": { "b1": { "on": { "B": "b2" } }, "b2": {} } } } },
-                "off": { "on": { "DEEP": "p.deep", "SHALLOW": "p.shallow" } } } }
+                  "b": { "initial": "b1", "states": { "b1": { "on": { "B": "b2" } }, "b2": { "id": "b2" } } } } },
+                "off": { "on": { "ON": "p", "DEEP": "p.deep", "SHALLOW": "p.shallow" } } } }
             """#)
-        let moved = try #require(machine.transition(machine.transition(machine.initialState, event("A")), event("B")))
+        #expect(machine.transition(machine.initialState, event("DEEP"))?.valueJSON == json(#"{"p":{"a":"a1","b":"b2"}}"#))
+        let on = try #require(machine.transition(machine.initialState, event("ON")))
+        let moved = try #require(machine.transition(machine.transition(on, event("A")), event("B")))
         let off = try #require(machine.transition(moved, event("OFF")))
         #expect(machine.transition(off, event("DEEP"))?.valueJSON == json(#"{"p":{"a":"a2","b":"b2"}}"#))
         #expect(machine.transition(off, event("SHALLOW"))?.valueJSON == json(#"{"p":{"a":"a1","b":"b1"}}"#))
