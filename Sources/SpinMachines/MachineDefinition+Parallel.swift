@@ -10,13 +10,19 @@
 /// - The states they leave exit innermost and last first (reverse document order), their
 ///   actions run in the order they were chosen, then the states entered run their entry
 ///   actions in document order. Entering a parallel state enters every region.
+/// - A transition with several targets (in different regions) enters each of them, the
+///   other regions of their parallel states at their start; its domain holds the source
+///   and every target.
 /// - A compound state whose final child is entered is done (`xstate.done.state.<path>`);
-///   a parallel state is done when every region is, and its `onDone` is taken then.
+///   a parallel state is done when every region is, and its `onDone` is taken then; a
+///   parallel root that is done completes the machine.
+/// - A state entered by default (a target, an initial child, a region) runs its initial
+///   transition's actions after its entry.
 ///
 /// Document order is the order the file writes states in (`documentOrder`); the
 /// state's leaves are kept in name order, its canonical form.
-/// Machines without parallel states never come here: their cost per event is that of
-/// one leaf.
+/// Machines without parallel states or initial actions never come here: their cost per
+/// event is that of one leaf.
 extension MachineDefinition {
     /// A transition chosen for a microstep: where it was found, and what it exits.
     struct ChosenTransition {
@@ -42,13 +48,14 @@ extension MachineDefinition {
     /// Its step says what that did (`MachineDefinition.init` keeps what it scheduled and
     /// drops the rest: a machine that starts propagates nothing).
     func parallelStart(context: [String: MachineValue]) -> MachineState {
-        var toEnter: Set<[String]> = []
-        addDescendants([], to: &toEnter, history: [:])
-        toEnter.remove([])
+        var entry = EntrySet()
+        addDescendants([], to: &entry, history: [:])
+        entry.states.remove([])
         var run = ActionRun(context: context, event: nil)
-        run.perform(nodes[[]]?.entry ?? [])
+        // The root is entered by default: its initial transition's actions run after its entry.
+        run.perform((nodes[[]]?.entry ?? []) + (nodes[[]]?.initialActions ?? []))
         let start = MachineState(leaves: [], context: context)
-        let (state, queued) = enter(toEnter, exited: [], from: start, run: run, history: [:])
+        let (state, queued) = enter(entry, exited: [], from: start, run: run, history: [:])
         return settledAll(state, after: MachineEvent(type: MachineEvent.initType), queued: queued)
     }
 
@@ -150,36 +157,49 @@ extension MachineDefinition {
         let exits = chosen.reduce(into: Set<[String]>()) { $0.formUnion($1.exits) }
         for path in exits.sorted(by: { precedesInDocument($1, $0) }) {
             guard let node = nodes[path] else { continue }
-            // A state with a history child remembers its leaf (it has one: no parallel state is under it).
+            // A state with a history child remembers its leaf (the first; a deep history
+            // finds the others in the records of the regions below, `restored`).
             if node.recordsHistory, let leaf = state.leaves.first(where: { $0.starts(with: path) }) {
                 history[path.joined(separator: ".")] = leaf
             }
             run.perform(node.exit)
         }
+        // `"reenter": true` to the root (`#<machine id>`): the root exits and is entered again,
+        // its initial actions too (XState v5, actions.test.ts: "should execute actions of the
+        // initial transition when taking a root reentering self-transition").
+        let reentersRoot = chosen.contains { $0.spec.reenter && $0.spec.targets.contains([]) }
+        if reentersRoot { run.perform(nodes[[]]?.exit ?? []) }
         for transition in chosen { run.perform(transition.spec.actions) }
-        var toEnter: Set<[String]> = []
+        var entry = EntrySet()
         var domains: [[String]] = []
         for transition in chosen {
-            guard let target = transition.spec.target else { continue }
-            for effective in effectiveTargets(target, history: history) {
-                addDescendants(effective, to: &toEnter, history: history)
-                for length in stride(from: transition.domain.count + 1, to: effective.count, by: 1) {
-                    toEnter.insert(Array(effective.prefix(length)))
+            // Every target (several in different regions: `"target": ["#a1", "#b2"]`).
+            for target in transition.spec.targets {
+                // A target is entered by default (its initial actions run), a history state's
+                // restored states are not (XState v5's statesForDefaultEntry).
+                if nodes[target]?.kind != .history { entry.byDefault.insert(target) }
+                for effective in effectiveTargets(target, history: history) {
+                    addDescendants(effective, to: &entry, history: history)
+                    for length in stride(from: transition.domain.count + 1, to: effective.count, by: 1) {
+                        entry.states.insert(Array(effective.prefix(length)))
+                    }
                 }
             }
-            domains.append(transition.domain)
+            if !transition.spec.targets.isEmpty { domains.append(transition.domain) }
         }
         // The target's domain unless re-entered: what it enters lies below it.
-        toEnter = toEnter.filter { path in !domains.contains(path) }
+        entry.states = entry.states.filter { path in !domains.contains(path) || (path.isEmpty && reentersRoot) }
         // A parallel state entered for a target inside one region enters the others too,
-        // and so does a parallel domain whose regions were all left.
-        for path in toEnter.union(domains).sorted(by: precedesInDocument) {
+        // and so does a parallel domain whose regions were all left (the root too).
+        for path in entry.states.union(domains).sorted(by: precedesInDocument) {
             guard let node = nodes[path], node.kind == .parallel else { continue }
-            for region in node.regions where !toEnter.contains(where: { $0.starts(with: path + [region]) }) {
-                if exits.contains(path + [region]) || toEnter.contains(path) { addDescendants(path + [region], to: &toEnter, history: history) }
+            for region in node.regions where !entry.states.contains(where: { $0.starts(with: path + [region]) }) {
+                if exits.contains(path + [region]) || entry.states.contains(path) {
+                    addDescendants(path + [region], to: &entry, history: history)
+                }
             }
         }
-        return enter(toEnter, exited: exits, from: state, run: run, history: history)
+        return enter(entry, exited: exits, from: state, run: run, history: history)
     }
 
     /// The states a transition to `target` enters: the target, or for a history state
@@ -188,51 +208,117 @@ extension MachineDefinition {
     private func effectiveTargets(_ target: [String], history: [String: [String]]) -> [[String]] {
         guard let node = nodes[target], node.kind == .history else { return [target] }
         let parent = Array(target.dropLast())
+        // A parallel state's history once the state was left: its active children were every
+        // region (shallow); deep, each region's leaf as the region recorded it (`restored`).
+        if let regions = nodes[parent]?.regions, !regions.isEmpty, history[parent.joined(separator: ".")] != nil {
+            return regions.flatMap { region in
+                node.historyDeep ? restored(parent + [region], below: parent.count, history: history) : [parent + [region]]
+            }
+        }
         if let recorded = history[parent.joined(separator: ".")], recorded.count > parent.count,
            recorded.starts(with: parent), nodes[recorded] != nil {
-            return [node.historyDeep ? recorded : Array(recorded.prefix(parent.count + 1))]
+            return node.historyDeep ? restored(recorded, below: parent.count, history: history) : [Array(recorded.prefix(parent.count + 1))]
         }
         return node.historyDefault.map { [$0] } ?? []
     }
 
+    /// What a deep history restores from the leaf its parent recorded: that leaf, and for
+    /// each parallel state on the way to it (below `depth`), every other region's leaf as
+    /// the region recorded it when left with the parent (SCXML's deep history: every
+    /// atomic state that was active); a region without a record is entered at its start.
+    /// Given a region itself (for a deep history that is a child of the parallel state),
+    /// what that region recorded.
+    private func restored(_ leaf: [String], below depth: Int, history: [String: [String]]) -> [[String]] {
+        if leaf.count == depth + 1, nodes[Array(leaf.dropLast())]?.kind == .parallel {
+            guard let recorded = history[leaf.joined(separator: ".")], recorded.count > leaf.count,
+                  recorded.starts(with: leaf), nodes[recorded] != nil else { return [leaf] }
+            return restored(recorded, below: leaf.count, history: history)
+        }
+        var leaves = [leaf]
+        for length in stride(from: depth + 1, to: leaf.count, by: 1) {
+            let path = Array(leaf.prefix(length))
+            guard let node = nodes[path], node.kind == .parallel else { continue }
+            for region in node.regions where region != leaf[length] {
+                let regionPath = path + [region]
+                if let recorded = history[regionPath.joined(separator: ".")], recorded.count > regionPath.count,
+                   recorded.starts(with: regionPath), nodes[recorded] != nil {
+                    leaves += restored(recorded, below: regionPath.count, history: history)
+                } else {
+                    leaves.append(regionPath)
+                }
+            }
+        }
+        return leaves
+    }
+
     /// Adds `path` and what entering it enters: a compound state's initial child, every
     /// region of a parallel state, a history state's recorded or default states.
-    private func addDescendants(_ path: [String], to toEnter: inout Set<[String]>, history: [String: [String]]) {
+    private func addDescendants(_ path: [String], to entry: inout EntrySet, history: [String: [String]]) {
         guard let node = nodes[path] else { return }
         if node.kind == .history {
             let parent = path.count - 1
             for effective in effectiveTargets(path, history: history) {
-                addDescendants(effective, to: &toEnter, history: history)
-                for length in stride(from: parent + 1, to: effective.count, by: 1) { toEnter.insert(Array(effective.prefix(length))) }
+                addDescendants(effective, to: &entry, history: history)
+                for length in stride(from: parent + 1, to: effective.count, by: 1) { entry.states.insert(Array(effective.prefix(length))) }
             }
             return
         }
-        toEnter.insert(path)
-        if let initial = node.initial { addDescendants(path + [initial], to: &toEnter, history: history) }
-        for region in node.regions { addDescendants(path + [region], to: &toEnter, history: history) }
+        entry.states.insert(path)
+        if let initial = node.initial {
+            entry.byDefault.insert(path + [initial])
+            addDescendants(path + [initial], to: &entry, history: history)
+        }
+        for region in node.regions {
+            entry.byDefault.insert(path + [region])
+            addDescendants(path + [region], to: &entry, history: history)
+        }
     }
 
-    /// `state` with `exited` left and `toEnter` entered in document order (entry actions
-    /// run by `run`), the done events of what became done queued after the raised ones.
-    private func enter(_ toEnter: Set<[String]>, exited: Set<[String]>, from state: MachineState, run: ActionRun,
+    /// The states a microstep enters, and those of them entered by default (a target, an
+    /// initial child, a region of a parallel state entered by default): entering one of
+    /// these runs its initial transition's actions after its entry (XState v5).
+    struct EntrySet {
+        var states: Set<[String]> = []
+        var byDefault: Set<[String]> = []
+    }
+
+    /// `state` with `exited` left and `entry.states` entered in document order (entry
+    /// actions run by `run`, then the initial actions of those entered by default), the
+    /// done events of what became done queued after the raised ones.
+    private func enter(_ entry: EntrySet, exited: Set<[String]>, from state: MachineState, run: ActionRun,
                        history: [String: [String]]) -> (MachineState, raised: [MachineEvent]) {
         var run = run
-        let entered = toEnter.sorted(by: precedesInDocument)
+        let entered = entry.states.sorted(by: precedesInDocument)
         var leaves = state.leaves.filter { !exited.contains($0) && !$0.isEmpty }
-        var done: [[String]] = []
+        var finals: [[String]] = []
         var completes = false
         for path in entered {
             guard let node = nodes[path] else { continue }
             run.perform(node.entry)
+            if !node.initialActions.isEmpty, entry.byDefault.contains(path) { run.perform(node.initialActions) }
             if node.kind == .atomic || node.kind == .final { leaves.append(path) }
             guard node.kind == .final else { continue }
-            if node.completesMachine {
-                completes = true
-                continue
-            }
-            done.append(Array(path.dropLast()))
+            if node.completesMachine { completes = true } else { finals.append(path) }
         }
         leaves.sort { $0.lexicographicallyPrecedes($1) }
+        // A compound state whose final child was entered is done; so is each parallel
+        // state above it whose regions are all done (a parallel region of a parallel
+        // state too), each once. A parallel root that is done completes the machine.
+        var doneStates: [[String]] = []
+        for finalState in finals {
+            var below = finalState
+            if let parent = nodes[Array(finalState.dropLast())], parent.kind == .compound {
+                if !parent.onDone.isEmpty, !doneStates.contains(parent.path) { doneStates.append(parent.path) }
+                below = parent.path
+            }
+            while !below.isEmpty {
+                let above = Array(below.dropLast())
+                guard let node = nodes[above], node.kind == .parallel, isInFinalState(above, leaves: leaves) else { break }
+                if above.isEmpty { completes = true }
+                if !node.onDone.isEmpty, !doneStates.contains(above) { doneStates.append(above) }
+                below = above
+            }
+        }
         if completes {
             // The machine is done: what is still active exits, innermost and last first.
             for path in Self.prefixes(of: leaves).sorted(by: { precedesInDocument($1, $0) }) {
@@ -240,35 +326,23 @@ extension MachineDefinition {
             }
             run.perform(nodes[[]]?.exit ?? [])
         }
-        // A compound state whose final child was entered is done; so is each parallel
-        // state above it whose regions are all done (a parallel region of a parallel
-        // state too), each once.
-        var doneStates: [[String]] = []
-        for parent in done {
-            if nodes[parent]?.onDone.isEmpty == false, !doneStates.contains(parent) { doneStates.append(parent) }
-            var below = parent
-            while !below.isEmpty {
-                let above = Array(below.dropLast())
-                guard let node = nodes[above], node.kind == .parallel, isInFinalState(above, leaves: leaves) else { break }
-                if !node.onDone.isEmpty, !doneStates.contains(above) { doneStates.append(above) }
-                below = above
-            }
-        }
         let doneEvents = doneStates.map { MachineEvent(type: MachineEvent.doneStatePrefix + $0.joined(separator: ".")) }
-        let step = run.step(entered: entered)
+        let step = run.step(entered: entered.filter { !$0.isEmpty })
         let next = MachineState(shape: MachineState.Shape(leaves: leaves, step: step), context: run.context, history: history)
         return (next, run.raised + doneEvents)
     }
 
-    /// Whether the state at `path` is done with these leaves active: a compound state
-    /// whose active child is final, a parallel state whose regions all are done.
-    private func isInFinalState(_ path: [String], leaves: [[String]]) -> Bool {
+    /// Whether the state at `path` is done with these leaves active (SCXML's and XState
+    /// v5's isInFinalState): a compound state whose active child is a final state, a
+    /// parallel state whose regions all are done. A compound state whose active child is
+    /// a done parallel state is not (final.test.ts, "machine should not complete when a
+    /// parallel child of a compound state completes").
+    func isInFinalState(_ path: [String], leaves: [[String]]) -> Bool {
         guard let node = nodes[path] else { return false }
         switch node.kind {
         case .parallel: return node.regions.allSatisfy { isInFinalState(path + [$0], leaves: leaves) }
         case .compound: return leaves.contains { $0.count == path.count + 1 && $0.starts(with: path) && nodes[$0]?.kind == .final }
-            || leaves.contains { $0.count > path.count + 1 && $0.starts(with: path) && nodes[Array($0.prefix(path.count + 1))]?.kind == .parallel
-                && isInFinalState(Array($0.prefix(path.count + 1)), leaves: leaves) }
+        case .final: return leaves.contains(path)
         default: return false
         }
     }

@@ -34,13 +34,14 @@ extension MachineDefinition {
 
     /// The JSON Schema of the machine's state, `{"value":..,"context":{..}}`: `value` is
     /// the name of a top-level state, or an object for a nested or parallel one (`{"a":"b"}`,
-    /// `{"p":{"r1":"x","r2":"y"}}`); a machine with history states may add `history`, one
-    /// with delayed raises `scheduled`.
+    /// `{"p":{"r1":"x","r2":"y"}}`), the object of the regions for a parallel root (the
+    /// name of the region when it is the only one, and atomic); a machine with history
+    /// states may add `history`, one with delayed raises `scheduled`.
     public var stateSchema: JSONSchema {
-        let topLevel = nodes.values.filter { $0.path.count == 1 }
+        let topLevel = nodes.values.filter { $0.path.count == 1 && $0.kind != .history }
         let isNested: (StateNode) -> Bool = { $0.kind == .compound || $0.kind == .parallel }
-        let atomic = topLevel.filter { !isNested($0) }.map { $0.path[0] }.sorted()
-        let nested = topLevel.contains(where: isNested)
+        let atomic = topLevel.filter { !isNested($0) && (!parallelRoot || topLevel.count == 1) }.map { $0.path[0] }.sorted()
+        let nested = parallelRoot || topLevel.contains(where: isNested)
         var forms: [JSONSchema] = []
         if !atomic.isEmpty { forms.append(.oneOf(strings: atomic)) }
         if nested { forms.append(JSONSchema.object([:])) }
@@ -48,7 +49,7 @@ extension MachineDefinition {
         var members: [(key: String, value: JSONSchema)] = [("value", value), ("context", JSONSchema.object([:]))]
         if nodes.values.contains(where: \.recordsHistory) {
             members.append(("history", JSONSchema.object([:])
-                .described("What each compound state with a history child recorded when last left: its path → the leaf's path.")))
+                .described("What each compound state with a history child (and each region below a deep history) recorded when last left: its path → the leaf's path.")))
         }
         if schedulesEvents {
             let scheduled: KeyValuePairs<String, JSONSchema> = ["key": .integer(minimum: 1), "id": .string(), "delay": .integer(minimum: 0),

@@ -22,7 +22,7 @@ extension MachineDefinition {
     /// `transition(_:_:)` but for the state's `scheduled` events, which
     /// `MachineDefinition+Schedule` keeps: the result has none.
     func plainTransition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
-        if hasParallel { return parallelTransition(state, event) }
+        if stepsEveryLeaf { return parallelTransition(state, event) }
         guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
               let chosen = select(state, leafNode, event) else { return nil }
         let (next, raised) = take(chosen, from: state, leafNode, event)
@@ -32,8 +32,10 @@ extension MachineDefinition {
 
     /// True when the machine is done: its active state is a top-level final state. A done
     /// machine takes no event (DESIGN §3: the server says `done`).
+    /// A parallel root is done when every region is (XState v5, final.test.ts).
     public func isDone(_ state: MachineState) -> Bool {
-        leafNode(of: state)?.completesMachine ?? false
+        if parallelRoot { return isInFinalState([], leaves: state.leaves) }
+        return leafNode(of: state)?.completesMachine ?? false
     }
 
     /// The most microsteps one event may cause: the event's own transition, the `always`
@@ -239,13 +241,14 @@ extension MachineDefinition {
         }
         func plan(_ spec: TransitionSpec, from source: [String]) -> TransitionSpec {
             guard let target = spec.target else { return spec }
-            let domain = domainLength(source: source, target: target, reenter: spec.reenter)
+            // Several targets: the domain holds the source and all of them (SCXML's LCCA).
+            let domain = spec.targets.map { domainLength(source: source, target: $0, reenter: spec.reenter) }.min() ?? 0
             // A history state is entered as its default target until its parent records one.
             let history = parsed[target].flatMap { $0.kind == .history ? $0 : nil }
             var leaf = history?.historyDefault ?? target
             while let initial = parsed[leaf]?.initial { leaf.append(initial) }
             let plan = targetPlan(domain: domain, leaf: leaf, node: { parsed[$0] }, resting: { resting[$0] })
-            return TransitionSpec(target: target, reenter: spec.reenter, actions: spec.actions,
+            return TransitionSpec(targets: spec.targets, reenter: spec.reenter, actions: spec.actions,
                                   guardCondition: spec.guardCondition, plan: plan,
                                   history: history.map { (parent: Array(target.dropLast()), deep: $0.historyDeep) })
         }
@@ -259,7 +262,8 @@ extension MachineDefinition {
                 entry: node.entry, exit: node.exit, onDone: node.onDone.map { plan($0, from: path) },
                 always: node.always.map { plan($0, from: path) },
                 history: node.historyDefault.map { (node.historyDeep, $0) }, recordsHistory: node.recordsHistory,
-                restingShape: shape, regions: node.regions)
+                restingShape: shape, regions: node.regions, initialActions: node.initialActions,
+                inParallelRoot: parsed[[]]?.kind == .parallel)
         }
         return (nodes, paths.compactMap { nodes[$0] })
     }

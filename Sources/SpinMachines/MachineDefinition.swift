@@ -45,9 +45,14 @@ public struct MachineDefinition: Sendable {
     /// Each state's place in document order: the root first, a state before its children,
     /// siblings in the order the file writes them (XState's order of regions).
     let documentOrder: [[String]: Int]
-    /// Whether some state is parallel: then `transition` works on every active leaf
-    /// (`MachineDefinition+Parallel`), else on the one active leaf.
-    let hasParallel: Bool
+    /// Whether some state is parallel (the root too), has initial-transition actions, or
+    /// re-enters the root (`"reenter": true` to `#<machine id>`): then `transition` works
+    /// on every active leaf and on the states entered by default
+    /// (`MachineDefinition+Parallel`, SCXML's algorithm), else on the one active leaf.
+    let stepsEveryLeaf: Bool
+    /// Whether the root is a parallel state (`{"type": "parallel", "states": ..}`): its
+    /// regions are the top-level states, and the machine is done when every one is.
+    let parallelRoot: Bool
     /// Whether some action is a `raise` with a delay or a `cancel`: only then does the
     /// machine's Spin run their timers.
     let schedulesEvents: Bool
@@ -81,10 +86,14 @@ public struct MachineDefinition: Sendable {
         documentOrder = parsed.documentOrder
         rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
         hasAlways = nodes.values.contains { !$0.always.isEmpty }
-        hasParallel = nodes.values.contains { $0.kind == .parallel }
+        parallelRoot = nodes[[]]?.kind == .parallel
+        stepsEveryLeaf = nodes.values.contains { node in
+            node.kind == .parallel || !node.initialActions.isEmpty
+                || node.transitions.contains { $0.reenter && $0.targets.contains([]) }
+        }
         schedulesEvents = nodes.values.contains { node in
-            let transitions = node.on.values.joined() + node.after.flatMap(\.transitions) + node.onDone + node.always
-            return (node.entry + node.exit + transitions.flatMap(\.actions)).contains { action in
+            let transitions = node.transitions
+            return (node.entry + node.exit + node.initialActions + transitions.flatMap(\.actions)).contains { action in
                 switch action {
                 case .raise(_, _, let delay, _): delay != nil
                 case .cancel: true
@@ -94,7 +103,7 @@ public struct MachineDefinition: Sendable {
         }
         initialState = MachineState(value: [], context: parsed.context)
         var started: MachineState
-        if hasParallel {
+        if stepsEveryLeaf {
             started = parallelStart(context: parsed.context)
         } else {
             let raised: [MachineEvent]
@@ -108,7 +117,7 @@ public struct MachineDefinition: Sendable {
         // them) and none of its step.
         var step = started.step
         let scheduled = isDone(started) ? [] : Self.scheduled([], after: &step)
-        if hasParallel {
+        if stepsEveryLeaf {
             initialState = MachineState(leaves: started.leaves, context: started.context, history: started.history,
                                         scheduled: scheduled)
         } else {
@@ -166,6 +175,11 @@ final class StateNode: Sendable {
     /// after the event's own type and before the wildcard (XState v5's order).
     let partials: [(descriptor: String, transitions: [TransitionSpec])]
 
+    /// Every transition of the state: `on`, `after`, `onDone` and `always`.
+    var transitions: [TransitionSpec] {
+        Array(on.values.joined()) + after.flatMap(\.transitions) + onDone + always
+    }
+
     /// The candidate transitions for events of `type`, if any (not the wildcard's).
     func candidates(for type: String) -> [TransitionSpec]? {
         guard let fewTypes else { return on[type] }
@@ -182,8 +196,13 @@ final class StateNode: Sendable {
     /// Eventless transitions (`always`): taken, first enabled, whenever the state is
     /// active after a step, before the next event.
     let always: [TransitionSpec]
-    /// A top-level final state: entering it completes the machine.
+    /// A top-level final state under a compound root: entering it completes the machine
+    /// (a parallel root completes when every region is done instead).
     let completesMachine: Bool
+    /// The actions of an initial transition written as an object (`"initial": {"target":
+    /// "a", "actions": [..]}`): run after this state's entry when it is entered by
+    /// default (as a target, an initial child or a region), as XState v5 does.
+    let initialActions: [MachineAction]
     /// A history state: deep (the leaf last active under its parent) or shallow (that
     /// leaf's child of the parent), and the absolute path entered while its parent has
     /// no record (its `target`, else the parent's initial child).
@@ -198,14 +217,16 @@ final class StateNode: Sendable {
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
          entry: [MachineAction], exit: [MachineAction], onDone: [TransitionSpec] = [], always: [TransitionSpec] = [],
          history: (deep: Bool, defaultTarget: [String])? = nil, recordsHistory: Bool = false,
-         restingShape: MachineState.Shape? = nil, regions: [String] = []) {
+         restingShape: MachineState.Shape? = nil, regions: [String] = [], initialActions: [MachineAction] = [],
+         inParallelRoot: Bool = false) {
         self.regions = regions
+        self.initialActions = initialActions
         self.historyDeep = history?.deep ?? false
         self.historyDefault = history?.defaultTarget
         self.recordsHistory = recordsHistory
         self.onDone = onDone
         self.always = always
-        self.completesMachine = kind == .final && path.count == 1
+        self.completesMachine = kind == .final && path.count == 1 && !inParallelRoot
         self.restingShape = restingShape
         let few = on.count <= Self.fewEvents ? Array(on) : nil
         self.fewTypes = few?.map(\.key)
@@ -231,8 +252,12 @@ struct AfterEntry: Sendable {
 
 /// One candidate transition. A class: choosing one copies one reference, not five.
 final class TransitionSpec: Sendable {
-    /// The absolute path of the target; nil for a targetless (self) transition.
+    /// The absolute path of the target (the first of `targets`); nil for a targetless
+    /// (self) transition.
     let target: [String]?
+    /// Every target, in the order written: one, or several in different regions of a
+    /// parallel state (`"target": ["#a1", "#b2"]`, SCXML's target list); empty without.
+    let targets: [[String]]
     /// `"reenter": true`: a target that is the source or inside it exits and re-enters
     /// the source (XState v5); without it such a transition leaves the source active.
     let reenter: Bool
@@ -244,10 +269,11 @@ final class TransitionSpec: Sendable {
     /// A history target: its parent and kind, for the plan of what the parent recorded.
     let history: (parent: [String], deep: Bool)?
 
-    init(target: [String]?, reenter: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
+    init(targets: [[String]], reenter: Bool, actions: [MachineAction], guardCondition: MachineGuard?,
          plan: TargetPlan? = nil, history: (parent: [String], deep: Bool)? = nil) {
         self.history = history
-        self.target = target
+        self.target = targets.first
+        self.targets = targets
         self.reenter = reenter
         self.actions = actions
         self.guardCondition = guardCondition

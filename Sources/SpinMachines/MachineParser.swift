@@ -12,7 +12,7 @@ struct MachineParser {
         var documentOrder: [[String]: Int]
     }
 
-    static let machineKeys: Set<String> = ["id", "initial", "context", "states", "gears", "description",
+    static let machineKeys: Set<String> = ["id", "type", "initial", "context", "states", "gears", "description",
                                            "on", "entry", "exit", "always"]
     static let stateKeys: Set<String> = ["id", "type", "initial", "states", "on", "entry", "exit", "after", "onDone", "always",
                                          "description"]
@@ -42,6 +42,10 @@ struct MachineParser {
     private var eventFields: Set<String>?
 
     private var documentOrder: [[String]: Int] = [[]: 0]
+    /// Whether the machine's root is parallel (its top-level final states are regions).
+    private var parallelRoot = false
+    /// Transitions with several targets, checked once every state's kind is known.
+    private var targetLists: [(source: [String], targets: [[String]], at: JSONPath)] = []
 
     init(file: String, statesOrder: StatesOrder) {
         self.file = file
@@ -68,12 +72,31 @@ struct MachineParser {
         let statesObject = objectMembers(machine["states"], at: JSONPath().key("states")) ?? [:]
         declare(statesObject, under: [], at: JSONPath().key("states"))
         var nodes: [[String]: StateNode] = [:]
-        let rootInitial = parseInitial(machine["initial"], children: statesObject, parent: [], at: JSONPath())
-        nodes[[]] = StateNode(path: [], kind: .compound, initial: rootInitial,
+        // `"type": "parallel"` at the top: the top-level states are regions (XState v5).
+        var rootKind = StateNode.Kind.compound
+        if let type = machine["type"].flatMap({ string($0, at: JSONPath().key("type")) }) {
+            switch type {
+            case "parallel":
+                rootKind = .parallel
+                if statesObject.isEmpty { issue(JSONPath().key("states"), .badValue("a parallel state has its regions in \"states\"")) }
+            case "compound": break
+            default: issue(JSONPath().key("type"), .badValue("the machine's type is \"parallel\" or \"compound\""))
+            }
+        }
+        parallelRoot = rootKind == .parallel
+        var rootInitial: (name: String?, actions: [MachineAction]) = (nil, [])
+        if rootKind == .compound {
+            rootInitial = parseInitial(machine["initial"], children: statesObject, parent: [], at: JSONPath())
+        } else if machine["initial"] != nil {
+            issue(JSONPath().key("initial"), .unknownKey)
+        }
+        nodes[[]] = StateNode(path: [], kind: rootKind, initial: rootInitial.name,
                               on: parseOn(machine["on"], source: [], at: JSONPath().key("on")), after: [],
                               entry: parseActions(machine["entry"], at: JSONPath().key("entry")),
                               exit: parseActions(machine["exit"], at: JSONPath().key("exit")),
-                              always: parseAlways(machine["always"], source: [], at: JSONPath().key("always")))
+                              always: parseAlways(machine["always"], source: [], at: JSONPath().key("always")),
+                              regions: rootKind == .parallel ? regionNames(statesObject, under: []) : [],
+                              initialActions: rootInitial.actions)
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
         for (id, at) in cancels where !raiseIDs.contains(id) { issue(at, .unknownRaiseID(id)) }
@@ -86,14 +109,7 @@ struct MachineParser {
         }
         // Unreachable states are looked for only in a machine whose structure holds: a
         // wrong target would make others unreachable too.
-        // A history state records one leaf: a parallel state under its parent has several.
-        for (path, node) in nodes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where node.kind == .history {
-            let parent = path.dropLast()
-            if nodes.contains(where: { $0.value.kind == .parallel && $0.key.starts(with: parent) }) {
-                issue(path.reduce(JSONPath()) { $0.key("states").key($1) }.key("type"),
-                      .badValue("history over parallel states is not supported yet (a parallel state is inside its parent)"))
-            }
-        }
+        checkTargetLists(nodes)
         let structureHolds = issues.isEmpty
         issues += references.issues(file: file, context: context)
         if structureHolds {
@@ -122,8 +138,11 @@ struct MachineParser {
         }
     }
 
+    /// - Parameter deepHistoryAbove: whether a state above has a deep history
+    ///   child: then every region below records its leaf when left, so that the deep
+    ///   history restores each region (`MachineDefinition+Parallel`, `effectiveTargets`).
     private mutating func parseStates(_ states: [String: MachineValue], under parent: [String], at path: JSONPath,
-                                      into nodes: inout [[String]: StateNode]) {
+                                      into nodes: inout [[String]: StateNode], deepHistoryAbove: Bool = false) {
         for name in statesOrder.names(states, under: parent) {
             let statePath = parent + [name]
             let at = path.key(name)
@@ -151,11 +170,16 @@ struct MachineParser {
                 default: issue(at.key("type"), .unknownStateType(type))
                 }
             }
-            let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at) : nil
-            let recordsHistory = children.values.contains { child in
-                if case .object(let members) = child, case .string("history")? = members["type"] { return true }
-                return false
+            let initial = kind == .compound ? parseInitial(members["initial"], children: children, parent: statePath, at: at)
+                : (name: nil, actions: [])
+            // A state with a history child records its (first) leaf when left; so does every
+            // region below a deep history, for the deep history to restore each region.
+            let historyChildren = children.values.compactMap { child -> Bool? in
+                guard case .object(let members) = child, case .string("history")? = members["type"] else { return nil }
+                return members["history"] == .string("deep")
             }
+            let inRegion = nodes[parent]?.kind == .parallel
+            let recordsHistory = ((kind == .compound || kind == .parallel) && !historyChildren.isEmpty) || (inRegion && deepHistoryAbove)
             if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
             let nested = kind == .compound || kind == .parallel
             if !nested, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
@@ -167,16 +191,18 @@ struct MachineParser {
                 eventFields = nil
             }
             nodes[statePath] = StateNode(
-                path: statePath, kind: kind, initial: initial,
+                path: statePath, kind: kind, initial: initial.name,
                 on: parseOn(members["on"], source: statePath, at: at.key("on")),
                 after: parseAfter(members["after"], source: statePath, at: at.key("after")),
                 entry: parseActions(members["entry"], at: at.key("entry")),
                 exit: parseActions(members["exit"], at: at.key("exit")), onDone: onDone,
                 always: parseAlways(members["always"], source: statePath, at: at.key("always")),
                 recordsHistory: recordsHistory,
-                regions: kind == .parallel ? statesOrder.names(children, under: statePath) : [])
+                regions: kind == .parallel ? regionNames(children, under: statePath) : [], initialActions: initial.actions,
+                inParallelRoot: parallelRoot)
             if nested {
-                parseStates(children, under: statePath, at: at.key("states"), into: &nodes)
+                parseStates(children, under: statePath, at: at.key("states"), into: &nodes,
+                            deepHistoryAbove: deepHistoryAbove || historyChildren.contains(true))
             }
         }
     }
@@ -191,10 +217,7 @@ struct MachineParser {
             issue(at.key("type"), .badValue("a history state belongs to a compound state, not to the machine's root"))
             return nil
         }
-        guard parent.kind == .compound else {
-            issue(at.key("type"), .badValue("a history state belongs to a compound state, not to a parallel state's regions"))
-            return nil
-        }
+        guard parent.kind == .compound || parent.kind == .parallel else { return nil }
         var deep = false
         if let value = members["history"] {
             switch value {
@@ -203,7 +226,8 @@ struct MachineParser {
             default: issue(at.key("history"), .expected("\"shallow\" or \"deep\""))
             }
         }
-        var target = parent.initial.map { parent.path + [$0] }
+        // A parallel state's history enters every region (its `regions`) when it has no record.
+        var target = parent.initial.map { parent.path + [$0] } ?? (parent.kind == .parallel ? parent.path : nil)
         if let value = members["target"], let name = string(value, at: at.key("target")) {
             target = resolve(name, from: statePath, at: at.key("target"))
             if let resolved = target, !(resolved.count > parent.path.count && resolved.starts(with: parent.path)) {
@@ -214,18 +238,41 @@ struct MachineParser {
                          history: target.map { (deep, $0) })
     }
 
+    /// `"initial": "a"`, or XState v5's initial transition `{"target": "a", "actions": [..]}`
+    /// whose actions run when the state is entered by default.
     private mutating func parseInitial(_ value: MachineValue?, children: [String: MachineValue], parent: [String],
-                                       at path: JSONPath) -> String? {
+                                       at path: JSONPath) -> (name: String?, actions: [MachineAction]) {
         guard let value else {
             issue(path.key("initial"), .missingInitial)
-            return nil
+            return (nil, [])
         }
-        guard let name = string(value, at: path.key("initial")) else { return nil }
+        var at = path.key("initial")
+        var actions: [MachineAction] = []
+        var target = value
+        if case .object(let members) = value {
+            checkKeys(members, allowed: ["target", "actions", "description"], at: at)
+            actions = parseActions(members["actions"], at: at.key("actions"))
+            at = at.key("target")
+            guard let written = members["target"] else {
+                issue(at, .missingInitial)
+                return (nil, actions)
+            }
+            target = written
+        }
+        guard let name = string(target, at: at) else { return (nil, actions) }
         guard children[name] != nil else {
-            issue(path.key("initial"), .unknownState(name))
-            return nil
+            issue(at, .unknownState(name))
+            return (nil, actions)
         }
-        return name
+        return (name, actions)
+    }
+
+    /// A parallel state's regions: its children but history states, in document order.
+    private func regionNames(_ children: [String: MachineValue], under parent: [String]) -> [String] {
+        statesOrder.names(children, under: parent).filter { name in
+            if case .object(let members)? = children[name], case .string("history")? = members["type"] { return false }
+            return true
+        }
     }
 
     // MARK: Transitions
@@ -277,8 +324,8 @@ struct MachineParser {
     private mutating func parseTransitions(_ value: MachineValue, source: [String], at path: JSONPath) -> [TransitionSpec] {
         switch value {
         case .string(let target):
-            return [TransitionSpec(target: resolve(target, from: source, at: path), reenter: false, actions: [],
-                                   guardCondition: nil)]
+            return [TransitionSpec(targets: resolve(target, from: source, at: path).map { [$0] } ?? [], reenter: false,
+                                   actions: [], guardCondition: nil)]
         case .object:
             return parseTransition(value, source: source, at: path).map { [$0] } ?? []
         case .array(let elements):
@@ -294,15 +341,25 @@ struct MachineParser {
     private mutating func parseTransition(_ value: MachineValue, source: [String], at path: JSONPath) -> TransitionSpec? {
         guard let members = objectMembers(value, at: path) else { return nil }
         checkKeys(members, allowed: Self.transitionKeys, at: path)
-        var target: [String]?
-        if let value = members["target"], let name = string(value, at: path.key("target")) {
-            target = resolve(name, from: source, at: path.key("target"))
+        var targets: [[String]] = []
+        if case .array(let names)? = members["target"] {
+            // Several targets, one per region of a parallel state (SCXML's target list).
+            if names.isEmpty { issue(path.key("target"), .expected("a target state or a non-empty array of them")) }
+            for (index, value) in names.enumerated() {
+                if let name = string(value, at: path.key("target").index(index)),
+                   let target = resolve(name, from: source, at: path.key("target").index(index)) {
+                    targets.append(target)
+                }
+            }
+            if names.count > 1 { targetLists.append((source, targets, path.key("target"))) }
+        } else if let value = members["target"], let name = string(value, at: path.key("target")) {
+            targets = resolve(name, from: source, at: path.key("target")).map { [$0] } ?? []
         }
         var reenter = false
         if let value = members["reenter"] {
             if case .bool(let flag) = value { reenter = flag } else { issue(path.key("reenter"), .expected("true or false")) }
         }
-        return TransitionSpec(target: target, reenter: reenter,
+        return TransitionSpec(targets: targets, reenter: reenter,
                               actions: parseActions(members["actions"], at: path.key("actions")),
                               guardCondition: members["guard"].flatMap { parseGuard($0, at: path.key("guard")) })
     }
@@ -325,7 +382,8 @@ struct MachineParser {
         } else {
             candidates = [source.dropLast() + split(target[...])]
         }
-        guard let found = candidates.first(where: declared.contains) else {
+        // `#<machine id>` alone is the root (XState's wordMachine resets with `#word`).
+        guard let found = candidates.first(where: { declared.contains($0) || ($0.isEmpty && machineID != nil) }) else {
             issue(path, .unknownState(target))
             return nil
         }
@@ -574,7 +632,12 @@ struct MachineParser {
         var queue: [[String]] = [[]]  // the root: its `on` and `always` enter states too
         func enter(_ path: [String]) {
             for length in 0...path.count where reached.insert(Array(path.prefix(length))).inserted {
-                queue.append(Array(path.prefix(length)))
+                let prefix = Array(path.prefix(length))
+                queue.append(prefix)
+                // A state inside a parallel state is entered with the other regions.
+                for region in nodes[prefix]?.regions ?? [] where length == path.count || region != path[length] {
+                    enter(prefix + [region])
+                }
             }
             if let initial = nodes[path]?.initial { enter(path + [initial]) }
             if let target = nodes[path]?.historyDefault { enter(target) }
@@ -583,8 +646,7 @@ struct MachineParser {
         enter([])
         while let path = queue.popLast() {
             guard let node = nodes[path] else { continue }
-            let transitions = node.on.values.flatMap { $0 } + node.after.flatMap(\.transitions) + node.onDone + node.always
-            for target in transitions.compactMap(\.target) { enter(target) }
+            for target in node.transitions.flatMap(\.targets) { enter(target) }
             if let initial = node.initial { enter(path + [initial]) }
         }
         let unreached = nodes.keys.filter { path in
@@ -593,6 +655,28 @@ struct MachineParser {
         }
         for path in unreached.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             issue(path.reduce(JSONPath()) { $0.key("states").key($1) }, .unreachableState)
+        }
+    }
+
+    // MARK: Target lists
+
+    /// The targets of one transition must be in different regions of a parallel state
+    /// (SCXML: a legal configuration): not two in one region, not one inside another.
+    private mutating func checkTargetLists(_ nodes: [[String]: StateNode]) {
+        for (_, targets, at) in targetLists {
+            for (index, target) in targets.enumerated() {
+                for earlier in targets[..<index] {
+                    let common = Array(zip(earlier, target).prefix { $0 == $1 }.map { $0.0 })
+                    let describe = { (path: [String]) in "\"\(path.joined(separator: "."))\"" }
+                    if common.count == min(earlier.count, target.count) {
+                        issue(at.index(index), .badValue("targets conflict: \(describe(earlier)) and \(describe(target)) "
+                            + "are one inside the other; several targets are in different regions of a parallel state"))
+                    } else if nodes[common]?.kind != .parallel {
+                        issue(at.index(index), .badValue("targets conflict: \(describe(earlier)) and \(describe(target)) "
+                            + "are in the same region; several targets are in different regions of a parallel state"))
+                    }
+                }
+            }
         }
     }
 

@@ -35,6 +35,33 @@ import Testing
         await tester.finish()
     }
 
+    /// In a parallel machine too: a region's entry schedules at start, another region's
+    /// transition replaces it by id, and the event is taken in the region that handles it.
+    @Test func delayedRaisesInRegions_AreKeptAndSent() async throws {
+        let clock = ManualClock()
+        let machine = try makeMachine(#"""
+            { "type": "parallel",
+              "states": {
+                "lamp": { "initial": "off",
+                          "states": { "off": { "entry": [ { "type": "raise", "event": { "type": "ON" }, "delay": 50, "id": "lamp" } ],
+                                               "on": { "ON": "on" } },
+                                      "on": {} } },
+                "timer": { "initial": "idle",
+                           "states": { "idle": { "on": { "SNOOZE": { "actions": [
+                                         { "type": "raise", "event": { "type": "ON" }, "delay": 80, "id": "lamp" } ] } } } } } } }
+            """#)
+        #expect(machine.initialState.scheduled == [MachineScheduledEvent(key: 1, id: "lamp", delay: 50, event: event("ON"))])
+        let later = MachineScheduledEvent(key: 2, id: "lamp", delay: 80, event: event("ON"))
+        let tester = SpinTester(machine.spin(clock: clock), clock: clock)
+        await tester.send(event("SNOOZE")) { $0.scheduled = [later] }
+        await tester.advance(by: .milliseconds(50))
+        await tester.advance(by: .milliseconds(30))
+        await tester.receive(.scheduled(later)) {
+            $0 = MachineState(leaves: [["lamp", "on"], ["timer", "idle"]], context: [:])
+        }
+        await tester.finish()
+    }
+
     /// raise: "should be able to send a delayed event to itself with delay = 0": not
     /// taken at once, but as an event of its own.
     @Test func aZeroDelay_SendsTheEventAfterTheStep() async throws {

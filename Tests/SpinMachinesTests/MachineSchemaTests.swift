@@ -61,4 +61,14 @@ struct MachineSchemaTests {
         }
         #expect(forms.map { $0["type"] } == [.string("string"), .string("object")])
     }
+
+    /// A parallel root's value is the object of its regions, atomic regions too; a lone
+    /// atomic region is its name.
+    @Test func aParallelRoot_MakesValueAnObject() throws {
+        let machine = try makeMachine(#"{ "type": "parallel", "states": { "a": {}, "b": { "initial": "x", "states": { "x": {} } } } }"#)
+        #expect(machine.stateSchema["properties"]?["value"]?["type"] == .string("object"))
+        #expect(machine.stateSchema["properties"]?["value"]?["enum"] == nil)
+        let lone = try makeMachine(#"{ "type": "parallel", "states": { "a": {} } }"#)
+        #expect(lone.stateSchema["properties"]?["value"]?["oneOf"] != nil)
+    }
 }

@@ -537,6 +537,20 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
         finishing.stop()
 
 
+def sorted_lit_states(spin):
+    """What `spin`'s chart lights, in path order, as a probe for wait_for."""
+    return lambda d: sorted(lit_states(d, spin))
+
+
+def chart_regions(driver, base_url, spin):
+    """Opens the page and waits for `spin`'s chart to draw its regions: the chart's
+    selector and the regions' labels, in the order drawn."""
+    chart = f'.spin[data-spin="{spin}"] .chart'
+    driver.get(base_url + "/")
+    wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, chart + " g.state.region"), "the regions in the chart")
+    return chart, [g.get_attribute("aria-label") for g in driver.find_elements(By.CSS_SELECTOR, chart + " g.state.region")]
+
+
 def test_a_parallel_machine_is_drawn_with_its_regions_each_lit(driver, server, workdir):
     """A parallel state's regions are drawn inside its box, dashed lines between them (as
     statecharts draw them), and the active state of every region is lit; the root's `on`
@@ -548,15 +562,10 @@ def test_a_parallel_machine_is_drawn_with_its_regions_each_lit(driver, server, w
             "bold": {"initial": "off", "states": {"off": {"on": {"TOGGLE": "on"}}, "on": {"on": {"TOGGLE": "off"}}}},
             "list": {"initial": "none", "states": {"none": {"on": {"BULLETS": "bullets"}}, "bullets": {}}}}}}}
     parallel = machine_server(workdir, "parallel", "editor", machine)
-    chart = '.spin[data-spin="editor"] .chart'
-
-    def lit(d):
-        return sorted(g.get_attribute("data-path") for g in d.find_elements(By.CSS_SELECTOR, chart + " g.state.current"))
+    lit = sorted_lit_states("editor")
     try:
-        driver.get(parallel.url + "/")
-        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, chart + " g.state.region"), "the regions in the chart")
-        regions = driver.find_elements(By.CSS_SELECTOR, chart + " g.state.region")
-        assert [g.get_attribute("aria-label") for g in regions] == ["state word.bold (region)", "state word.list (region)"]
+        chart, regions = chart_regions(driver, parallel.url, "editor")
+        assert regions == ["state word.bold (region)", "state word.list (region)"]
         assert len(driver.find_elements(By.CSS_SELECTOR, chart + ' line.chart-region[data-region-of="word"]')) == 1
         edges = {(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in
                  driver.find_elements(By.CSS_SELECTOR, chart + " g.transition")}
@@ -566,6 +575,41 @@ def test_a_parallel_machine_is_drawn_with_its_regions_each_lit(driver, server, w
         assert post_event(parallel.url, "editor", {"type": "TOGGLE"}) == 202
         wait_for(driver, lambda d: lit(d) == ["word", "word.bold", "word.bold.on", "word.list", "word.list.none"],
                  "the toggled region lit, the other still", on_timeout=lit)
+    finally:
+        parallel.stop()
+
+
+def test_a_parallel_root_is_drawn_as_the_machines_box_with_its_regions(driver, server, workdir):
+    """A machine parallel at its root: the machine's box holds the top-level regions with
+    dashed lines between them, a target list draws an arc to each target, and the
+    regions' states are lit from the value (the object of regions itself)."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with another machine")
+    machine = {"id": "menus", "type": "parallel", "states": {
+        "Pages": {"initial": "About", "states": {"About": {}, "Dashboard": {"id": "Dashboard"}}},
+        "Menu": {"initial": {"target": "Closed", "actions": []}, "states": {
+            "Closed": {"on": {"toggle": "Opened"}},
+            "Opened": {"id": "Opened", "on": {"go": {"target": ["#Dashboard", "#Opened"]}}}}}}}
+    parallel = machine_server(workdir, "parallelroot", "menus", machine)
+    lit = sorted_lit_states("menus")
+    try:
+        chart, regions = chart_regions(driver, parallel.url, "menus")
+        assert regions == ["state Pages (region)", "state Menu (region)"]
+        root = driver.find_element(By.CSS_SELECTOR, chart + " g.state.machine-root")
+        assert root.get_attribute("aria-label") == "machine menus (parallel) (machine)"
+        assert len(driver.find_elements(By.CSS_SELECTOR, chart + ' line.chart-region[data-region-of=""]')) == 1
+        # The initial transition written as an object still marks Menu's initial state.
+        initial = driver.find_element(By.CSS_SELECTOR, chart + ' g.state[data-path="Menu.Closed"]')
+        assert initial.get_attribute("aria-label") == "state Menu.Closed (initial)"
+        edges = {(g.get_attribute("data-from"), g.get_attribute("data-to")) for g in
+                 driver.find_elements(By.CSS_SELECTOR, chart + " g.transition")}
+        assert {("Menu.Opened", "Pages.Dashboard"), ("Menu.Opened", "Menu.Opened")} <= edges, edges
+        wait_for(driver, lambda d: lit(d) == ["Menu", "Menu.Closed", "Pages", "Pages.About"],
+                 "every region's state lit", on_timeout=lit)
+        assert post_event(parallel.url, "menus", {"type": "toggle"}) == 202
+        assert post_event(parallel.url, "menus", {"type": "go"}) == 202
+        wait_for(driver, lambda d: lit(d) == ["Menu", "Menu.Opened", "Pages", "Pages.Dashboard"],
+                 "both targets lit", on_timeout=lit)
     finally:
         parallel.stop()
 

@@ -459,6 +459,48 @@ def test_parallel_states_over_http_and_across_restarts(machine_server, tmp_path)
     assert send(third, "w", {"type": "RESET"})["replies"] == [DONE]
 
 
+REGIONS = json.loads((FIXTURES / "regions.json").read_text())
+
+
+def test_parallel_root_target_lists_history_and_initial_actions_over_http(machine_server, tmp_path):
+    """XState v5, parallel.test.ts: a parallel root (the value is the object of its regions),
+    "regions should be able to transition to orthogonal regions" (a target list), "should
+    execute actions of the initial transition of a parallel region ..." (an initial
+    transition's actions run at start and when the region is targeted); a deep history
+    over a parallel state restores every region, across a restart from the journal."""
+    storage = tmp_path / "storage"
+    spins = [{"name": "r", "machine": "machines/regions.json"}]
+    server = machine_server({"regions.json": REGIONS}, spins, storage=storage, name="first")
+    assert state(server, "r") == {"value": {"Pages": "About", "Menu": "Closed", "Work": "idle"}, "context": {"menus": 1}}
+    reply = send(server, "r", {"type": "toggle"}, {"type": "go to dashboard"})
+    assert reply["state"]["value"] == {"Pages": "Dashboard", "Menu": "Opened", "Work": "idle"}
+    reply = send(server, "r", {"type": "START"}, {"type": "A"}, {"type": "B"}, {"type": "PAUSE"})
+    assert reply["state"]["value"]["Work"] == "paused"
+    assert reply["state"]["history"] == {"Work.busy": "Work.busy.p.a.a2", "Work.busy.p.a": "Work.busy.p.a.a2",
+                                         "Work.busy.p.b": "Work.busy.p.b.b2"}
+    assert server.terminate() == 0
+    again = machine_server({"regions.json": REGIONS}, spins, storage=storage, name="second")
+    assert state(again, "r") == reply["state"]
+    resumed = send(again, "r", {"type": "RESUME"})["state"]
+    assert resumed["value"] == {"Pages": "Dashboard", "Menu": "Opened", "Work": {"busy": {"p": {"a": "a2", "b": "b2"}}}}
+    # The root's RESET targets the Menu region: every region is left and entered again, the
+    # Menu's initial actions run once more.
+    reset = send(again, "r", {"type": "RESET"})["state"]
+    assert reset["value"] == {"Pages": "About", "Menu": "Closed", "Work": "idle"} and reset["context"] == {"menus": 2}
+
+
+def test_a_parallel_root_completes_when_every_region_is_done(machine_server):
+    """XState v5, final.test.ts: a parallel root is done once every region is, not before."""
+    machine = {"type": "parallel", "states": {
+        "a": {"initial": "x", "states": {"x": {"on": {"END": "y"}}, "y": {"type": "final"}}},
+        "b": {"type": "final"}}}
+    server = machine_server({"p.json": machine}, [{"name": "p", "machine": "machines/p.json"}])
+    assert server.spin("p")["status"] != "done"
+    assert send(server, "p", {"type": "END"})["state"]["value"] == {"a": "y", "b": {}}
+    assert server.spin("p")["status"] == "done"
+    assert send(server, "p", {"type": "END"})["replies"] == [DONE]
+
+
 def test_partial_event_descriptors_over_http(machine_server):
     """XState v5's partial descriptors: "mouse.*" takes mouse.click and mouse.click.left,
     after a state's own type and before "*" (each event on a fresh server, from idle)."""
@@ -677,6 +719,9 @@ BAD_MACHINES = {
                           'the event of an "after" transition has "delay", "state", "type" (did you mean "delay"?)'),
     "eventless-loop": (set_path("states", "closed", "always", "closed"),
                        'machines/x.json: states.closed.always: endless loop: "always" transitions without guards go round closed → closed'),
+    "conflicting-targets": (set_path("states", "locked", "on", "UNLOCK", 0, "target", ["closed", "opened"]),
+                            'machines/x.json: states.locked.on.UNLOCK[0].target[1]: bad value: targets conflict: '
+                            '"closed" and "opened" are in the same region'),
     "duplicate-id": (set_path("states", "gone", "id", "door"),
                      'machines/x.json: states.gone.id: duplicate id "door": "#door" must name one state'),
 }
