@@ -53,6 +53,7 @@ extension SpinLoop {
                 // Before `start()`, start gives the state; nothing is applied before it.
                 guard self.shared.withLock({ $0.phase == .running }) else { return }
                 for entry in self.shared.withLock({ $0.suspensionHandlers }) { entry.handler(nil) }
+                for runner in runners { runner.resumed() }
                 feedbackRun = 0
                 if events.isEmpty {
                     giveFeedbacksTheStateIfSuspensionAllows()

@@ -215,8 +215,7 @@ extension MachineDefinition {
                 node.historyDeep ? restored(parent + [region], below: parent.count, history: history) : [parent + [region]]
             }
         }
-        if let recorded = history[parent.joined(separator: ".")], recorded.count > parent.count,
-           recorded.starts(with: parent), nodes[recorded] != nil {
+        if let recorded = history[parent.joined(separator: ".")], isRecordedLeaf(recorded, below: parent) {
             return node.historyDeep ? restored(recorded, below: parent.count, history: history) : [Array(recorded.prefix(parent.count + 1))]
         }
         return node.historyDefault.map { [$0] } ?? []
@@ -230,8 +229,7 @@ extension MachineDefinition {
     /// what that region recorded.
     private func restored(_ leaf: [String], below depth: Int, history: [String: [String]]) -> [[String]] {
         if leaf.count == depth + 1, nodes[Array(leaf.dropLast())]?.kind == .parallel {
-            guard let recorded = history[leaf.joined(separator: ".")], recorded.count > leaf.count,
-                  recorded.starts(with: leaf), nodes[recorded] != nil else { return [leaf] }
+            guard let recorded = history[leaf.joined(separator: ".")], isRecordedLeaf(recorded, below: leaf) else { return [leaf] }
             return restored(recorded, below: leaf.count, history: history)
         }
         var leaves = [leaf]
@@ -240,8 +238,7 @@ extension MachineDefinition {
             guard let node = nodes[path], node.kind == .parallel else { continue }
             for region in node.regions where region != leaf[length] {
                 let regionPath = path + [region]
-                if let recorded = history[regionPath.joined(separator: ".")], recorded.count > regionPath.count,
-                   recorded.starts(with: regionPath), nodes[recorded] != nil {
+                if let recorded = history[regionPath.joined(separator: ".")], isRecordedLeaf(recorded, below: regionPath) {
                     leaves += restored(recorded, below: regionPath.count, history: history)
                 } else {
                     leaves.append(regionPath)

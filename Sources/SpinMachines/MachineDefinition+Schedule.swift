@@ -39,26 +39,41 @@ extension MachineDefinition {
         guard !pending.isEmpty || !step.scheduled.isEmpty else { return next }
         var next = next
         next.scheduled = Self.scheduled(pending, after: &step)
-        if !step.scheduled.isEmpty { next.step = step }
+        if !step.scheduled.isEmpty || step.overScheduled { next.step = step }
         return next
     }
 
     /// `pending` after what `step` cancelled and scheduled: a cancelled id is taken out, a
-    /// new event takes the place of one with its id, and each new one gets a key above
-    /// every key still pending (written back into `step`).
+    /// new event takes the place of one with its id, and each new one gets a key no
+    /// event still pending has (written back into `step`). Keys stay small: one above the
+    /// largest pending, so a key may come back once its event is gone (the runner arms
+    /// what the step names anew).
     static func scheduled(_ pending: [MachineScheduledEvent], after step: inout MachineStep) -> [MachineScheduledEvent] {
         var result = pending
         if !step.cancelled.isEmpty {
             let ids = Set(step.cancelled)
             result.removeAll { $0.id.map(ids.contains) ?? false }
         }
-        var key = (result.map(\.key).max() ?? 0) + 1
         for index in step.scheduled.indices {
             if let id = step.scheduled[index].id { result.removeAll { $0.id == id } }
-            step.scheduled[index].key = key
-            key += 1
+            step.scheduled[index].key = nextKey(after: result)
             result.append(step.scheduled[index])
         }
+        if result.count > scheduledLimit { step.overScheduled = true }
         return result
     }
+
+    /// One above the largest key of `pending`; past `MachineScheduledEvent.largestKey`
+    /// (a state from elsewhere), the smallest key not in use.
+    private static func nextKey(after pending: [MachineScheduledEvent]) -> Int {
+        let largest = pending.map(\.key).max() ?? 0
+        guard largest >= MachineScheduledEvent.largestKey else { return largest + 1 }
+        let used = Set(pending.map(\.key))
+        return (1...).first { !used.contains($0) }!
+    }
+
+    /// The most delayed events a state may hold. Past it the transition is applied and
+    /// its step says `overScheduled` (a host suspends the Spin, as for a runaway loop):
+    /// each one is a sleeping timer and rides in every copy of the state.
+    public static var scheduledLimit: Int { 1000 }
 }

@@ -297,10 +297,19 @@ extension MachineDefinition {
     /// parent it was in, entered as targeting it would. Nil when the record names no
     /// leaf of this machine under that parent (a state decoded from elsewhere).
     private func historyPlan(domain: Int, parent: [String], deep: Bool, recorded: [String]) -> TargetPlan? {
-        guard recorded.count > parent.count, recorded.starts(with: parent), nodes[recorded] != nil else { return nil }
+        guard isRecordedLeaf(recorded, below: parent) else { return nil }
         var leaf = deep ? recorded : Array(recorded.prefix(parent.count + 1))
         while let initial = nodes[leaf]?.initial { leaf.append(initial) }
         return Self.targetPlan(domain: domain, leaf: leaf, node: { nodes[$0] }, resting: { nodes[$0]?.restingShape })
+    }
+
+    /// Whether a history record names a leaf (an atomic or final state) of this machine
+    /// below `parent`. A record comes from the state, which a journal or snapshot may
+    /// hold from elsewhere: one that names a history state, or a state with children,
+    /// would send the interpreter round in circles, so it counts as no record.
+    func isRecordedLeaf(_ recorded: [String], below parent: [String]) -> Bool {
+        guard recorded.count > parent.count, recorded.starts(with: parent), let node = nodes[recorded] else { return false }
+        return node.kind == .atomic || node.kind == .final
     }
 
     /// The initial state: the root's initial chain entered, its entry assignments applied

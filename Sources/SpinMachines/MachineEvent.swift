@@ -10,11 +10,10 @@ public struct MachineEvent: Sendable, Hashable, Codable {
     /// A delayed `raise` arrives as an event of this type when its delay is over (see
     /// `MachineEvent.scheduled(_:)`).
     public static let scheduledType = "xstate.raise"
-    /// The types of the events the machine's own timers send (`after` and delayed
-    /// `raise`): no `on` key nor raised event may have one.
-    static let timerTypes: Set<String> = [afterType, scheduledType]
     /// The prefix of the event types the interpreter makes itself (timers, delayed
-    /// raises, completion, start): a client does not send them (a server refuses them).
+    /// raises, completion, start): a client does not send them (a server refuses them),
+    /// and no `on` key nor raised event has one (`onDone` and `after` are where a machine
+    /// takes them).
     public static let reservedPrefix = "xstate."
     /// The `on` key whose transitions any event may take (XState's wildcard `"*"`), after
     /// the transitions for its own type in the same state.

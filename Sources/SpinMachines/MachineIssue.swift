@@ -40,7 +40,8 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case unknownStateType(String)
         /// A final state with `on`, `after` or `states`: it accepts no events.
         case finalWithTransitions
-        /// An event type the interpreter's timers send (`xstate.after`, `xstate.raise`).
+        /// An event type the interpreter keeps for itself (`xstate.` ones: `xstate.after`,
+        /// `xstate.raise`, `xstate.done.state.*`, `xstate.init`).
         case reservedEvent(String)
         /// A `catch` maps to an event type no state handles.
         case unhandledEvent(String)
@@ -100,7 +101,7 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .badValue(let detail): "bad value: \(detail)"
         case .unknownStateType(let type): "unknown state type \"\(type)\": expected \"atomic\", \"compound\", \"parallel\" or \"final\""
         case .finalWithTransitions: "a final state accepts no events: no \"on\", \"after\" or \"states\""
-        case .reservedEvent(let type): "event type \"\(type)\" is reserved for the machine's timers"
+        case .reservedEvent(let type): "event type \"\(type)\" is the machine's own: \"xstate.\" types are taken through \"after\" and \"onDone\", not \"on\" or \"raise\""
         case .unhandledEvent(let type): "no state handles event \"\(type)\""
         case .duplicateID(let id): "duplicate id \"\(id)\": \"#\(id)\" must name one state"
         case .eventlessLoop(let detail): "endless loop: \(detail)"

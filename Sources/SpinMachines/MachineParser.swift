@@ -78,7 +78,9 @@ struct MachineParser {
             switch type {
             case "parallel":
                 rootKind = .parallel
-                if statesObject.isEmpty { issue(JSONPath().key("states"), .badValue("a parallel state has its regions in \"states\"")) }
+                if regionNames(statesObject, under: []).isEmpty {
+                    issue(JSONPath().key("states"), .badValue("a parallel state has its regions in \"states\""))
+                }
             case "compound": break
             default: issue(JSONPath().key("type"), .badValue("the machine's type is \"parallel\" or \"compound\""))
             }
@@ -165,7 +167,10 @@ struct MachineParser {
                     }
                 case "parallel":
                     kind = .parallel
-                    if children.isEmpty { issue(at.key("states"), .badValue("a parallel state has its regions in \"states\"")) }
+                    // A history child is no region: a parallel state needs one other child at least.
+                    if regionNames(children, under: statePath).isEmpty {
+                        issue(at.key("states"), .badValue("a parallel state has its regions in \"states\""))
+                    }
                 case "atomic", "compound": break
                 default: issue(at.key("type"), .unknownStateType(type))
                 }
@@ -281,7 +286,7 @@ struct MachineParser {
         guard let value, let members = objectMembers(value, at: path) else { return [:] }
         var on: [String: [TransitionSpec]] = [:]
         for type in members.keys.sorted() {
-            if MachineEvent.timerTypes.contains(type) {
+            if type.hasPrefix(MachineEvent.reservedPrefix) {
                 issue(path.key(type), .reservedEvent(type))
                 continue
             }
@@ -454,7 +459,7 @@ struct MachineParser {
             issue(path, .unknownAction("\"raise\" takes \"event\" (an object with a string \"type\"), and \"delay\" (ms) and \"id\" if it waits"))
             return nil
         }
-        if MachineEvent.timerTypes.contains(eventType) {
+        if eventType.hasPrefix(MachineEvent.reservedPrefix) {
             issue(path.key("event").key("type"), .reservedEvent(eventType))
         } else {
             raisedTypes.append((eventType, path.key("event").key("type")))

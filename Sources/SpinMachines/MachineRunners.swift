@@ -23,6 +23,9 @@ final class MachineTimerRunner: FeedbackRunner {
 
     private struct Timers {
         var running: [Key: Timer] = [:]
+        /// The shape of the last state received: the same one again is the state given
+        /// again when the loop resumes, which re-enters nothing.
+        var lastShape: MachineState.Shape?
         var nextToken: UInt64 = 0
         var stopped = false
     }
@@ -45,9 +48,10 @@ final class MachineTimerRunner: FeedbackRunner {
         for path in state.activePaths {
             for entry in definition.nodes[path]?.after ?? [] { wanted.append(Key(path: path, delay: entry.delay)) }
         }
-        let reentered = Set(state.step.entered)
         let cancelled = timers.withLock { timers -> [Task<Void, Never>] in
             guard !timers.stopped else { return [] }
+            let reentered = timers.lastShape === state.shape ? [] : Set(state.step.entered)
+            timers.lastShape = state.shape
             var cancelled: [Task<Void, Never>] = []
             for (key, timer) in timers.running where !wanted.contains(key) || reentered.contains(key.path) {
                 if let task = timer.task { cancelled.append(task) }
@@ -63,14 +67,32 @@ final class MachineTimerRunner: FeedbackRunner {
         for task in cancelled { task.cancel() }
     }
 
-    private func makeTask(_ key: Key, token: UInt64) -> Task<Void, Never> {
+    /// A timer that fired while its state stayed active had its event dropped by the
+    /// suspension (applying it would have left or re-entered the state, or the event was
+    /// declined as a late one and changes nothing again): it fires again, at once.
+    func resumed() {
+        let replaced = timers.withLock { timers -> [Task<Void, Never>] in
+            guard !timers.stopped else { return [] }
+            var replaced: [Task<Void, Never>] = []
+            for (key, timer) in timers.running where timer.finished {
+                if let task = timer.task { replaced.append(task) }
+                timers.nextToken += 1
+                let token = timers.nextToken
+                timers.running[key] = Timer(token: token, task: makeTask(key, token: token, delay: 0))
+            }
+            return replaced
+        }
+        for task in replaced { task.cancel() }
+    }
+
+    private func makeTask(_ key: Key, token: UInt64, delay: Int? = nil) -> Task<Void, Never> {
         let clock = self.clock
         let submit = context.host.submit
         let timers = self.timers
         let isCurrent: @Sendable () -> Bool = {
             timers.withLock { !$0.stopped && $0.running[key]?.token == token }
         }
-        return Self.sleeping(on: clock, milliseconds: key.delay, whileCurrent: isCurrent, then: {
+        return Self.sleeping(on: clock, milliseconds: delay ?? key.delay, whileCurrent: isCurrent, then: {
             submit(MachineEvent.after(state: key.path, delay: key.delay), isCurrent)
         }, finally: {
             timers.withLock { timers in

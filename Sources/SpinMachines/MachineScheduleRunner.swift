@@ -5,19 +5,24 @@ import SpinCore
 /// passed since it was armed, which is when a transition scheduled it or, for what the
 /// loop's first state holds (the initial state's, or what a restart recovered), when the
 /// loop started. An event the state no longer holds (cancelled, replaced, sent) is
-/// disarmed; one the latest step scheduled again under the same key is armed anew.
+/// disarmed; one the latest step scheduled again under the same key is armed anew; one
+/// sent that a suspension of the loop dropped is sent again when the loop resumes.
 final class MachineScheduleRunner: FeedbackRunner {
     typealias State = MachineState
 
     private struct Armed {
         let token: UInt64
         let task: Task<Void, Never>
+        let scheduled: MachineScheduledEvent
         /// Sent and not applied yet: not armed again while a state still holds it.
         var sent = false
     }
 
     private struct Timers {
         var armed: [Int: Armed] = [:]
+        /// The shape of the last state received: the same one again is the state given
+        /// again when the loop resumes, not a transition that scheduled anything anew.
+        var lastShape: MachineState.Shape?
         var nextToken: UInt64 = 0
         var stopped = false
     }
@@ -37,10 +42,11 @@ final class MachineScheduleRunner: FeedbackRunner {
         let held = state.scheduled
         let scheduledNow = state.step.scheduled
         guard !held.isEmpty || !scheduledNow.isEmpty || timers.withLock({ !$0.armed.isEmpty }) else { return }
-        let remade = Set(scheduledNow.map(\.key))
         let keys = Set(held.map(\.key))
         let cancelled = timers.withLock { timers -> [Task<Void, Never>] in
             guard !timers.stopped else { return [] }
+            let remade = timers.lastShape === state.shape ? [] : Set(scheduledNow.map(\.key))
+            timers.lastShape = state.shape
             var cancelled: [Task<Void, Never>] = []
             for (key, armed) in timers.armed where !keys.contains(key) || remade.contains(key) {
                 cancelled.append(armed.task)
@@ -49,14 +55,32 @@ final class MachineScheduleRunner: FeedbackRunner {
             for scheduled in held where timers.armed[scheduled.key] == nil {
                 timers.nextToken += 1
                 let token = timers.nextToken
-                timers.armed[scheduled.key] = Armed(token: token, task: makeTask(scheduled, token: token))
+                timers.armed[scheduled.key] = Armed(token: token, task: makeTask(scheduled, token: token), scheduled: scheduled)
             }
             return cancelled
         }
         for task in cancelled { task.cancel() }
     }
 
-    private func makeTask(_ scheduled: MachineScheduledEvent, token: UInt64) -> Task<Void, Never> {
+    /// What was sent and not applied was dropped by the suspension (applying it takes it
+    /// out of the state, and the last state still held it): sent again, at once.
+    func resumed() {
+        let replaced = timers.withLock { timers -> [Task<Void, Never>] in
+            guard !timers.stopped else { return [] }
+            var replaced: [Task<Void, Never>] = []
+            for (key, armed) in timers.armed where armed.sent {
+                replaced.append(armed.task)
+                timers.nextToken += 1
+                let token = timers.nextToken
+                timers.armed[key] = Armed(token: token, task: makeTask(armed.scheduled, token: token, delay: 0),
+                                          scheduled: armed.scheduled)
+            }
+            return replaced
+        }
+        for task in replaced { task.cancel() }
+    }
+
+    private func makeTask(_ scheduled: MachineScheduledEvent, token: UInt64, delay: Int? = nil) -> Task<Void, Never> {
         let submit = context.host.submit
         let timers = self.timers
         let key = scheduled.key
@@ -65,7 +89,7 @@ final class MachineScheduleRunner: FeedbackRunner {
         let isCurrent: @Sendable () -> Bool = {
             timers.withLock { !$0.stopped && $0.armed[key]?.token == token }
         }
-        return MachineTimerRunner.sleeping(on: clock, milliseconds: scheduled.delay, whileCurrent: isCurrent) {
+        return MachineTimerRunner.sleeping(on: clock, milliseconds: delay ?? scheduled.delay, whileCurrent: isCurrent) {
             timers.withLock { timers in
                 if timers.armed[key]?.token == token { timers.armed[key]?.sent = true }
             }

@@ -221,6 +221,9 @@ public struct MachineStep: Sendable, Hashable {
     /// The ids `cancel` actions named, in order (a `raise` later in the same step with
     /// the same id is not cancelled by them: it takes the place of the one they cancel).
     public var cancelled: [String]
+    /// True when the state holds more delayed events than `MachineDefinition.scheduledLimit`
+    /// after this step: a host suspends the Spin.
+    public var overScheduled = false
 
     /// A record of entered states and propagations (empty by default).
     public init(entered: [[String]] = [], propagations: [MachinePropagation] = [], unsettled: Bool = false,
@@ -272,6 +275,10 @@ public struct MachineScheduledEvent: Sendable, Hashable, Codable {
         self.event = event
     }
 
+    /// The largest key a state may hold: 2^53, the last whole number a JSON reader
+    /// keeps exactly.
+    static let largestKey = 1 << 53
+
     private enum Keys: String, CodingKey { case key, id, delay, event }
 
     public init(from decoder: any Decoder) throws {
@@ -280,8 +287,14 @@ public struct MachineScheduledEvent: Sendable, Hashable, Codable {
         id = try container.decodeIfPresent(String.self, forKey: .id)
         delay = try container.decode(Int.self, forKey: .delay)
         event = try container.decode(MachineEvent.self, forKey: .event)
-        guard delay >= 0 else {
-            throw DecodingError.dataCorruptedError(forKey: .delay, in: container, debugDescription: "a delay is not negative")
+        // Keys travel as JSON numbers (exact up to 2^53) and the next one is one more.
+        guard (1...Self.largestKey).contains(key) else {
+            throw DecodingError.dataCorruptedError(forKey: .key, in: container,
+                                                   debugDescription: "a key is a whole number from 1 to 2^53")
+        }
+        guard (0..<1_000_000_000).contains(delay) else {
+            throw DecodingError.dataCorruptedError(forKey: .delay, in: container,
+                                                   debugDescription: "a delay is a whole number of milliseconds from 0 to 999999999")
         }
     }
 

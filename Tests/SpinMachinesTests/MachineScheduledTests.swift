@@ -51,7 +51,7 @@ import Testing
                                          { "type": "raise", "event": { "type": "ON" }, "delay": 80, "id": "lamp" } ] } } } } } } }
             """#)
         #expect(machine.initialState.scheduled == [MachineScheduledEvent(key: 1, id: "lamp", delay: 50, event: event("ON"))])
-        let later = MachineScheduledEvent(key: 2, id: "lamp", delay: 80, event: event("ON"))
+        let later = MachineScheduledEvent(key: 1, id: "lamp", delay: 80, event: event("ON"))
         let tester = SpinTester(machine.spin(clock: clock), clock: clock)
         await tester.send(event("SNOOZE")) { $0.scheduled = [later] }
         await tester.advance(by: .milliseconds(50))
@@ -60,6 +60,35 @@ import Testing
             $0 = MachineState(leaves: [["lamp", "on"], ["timer", "idle"]], context: [:])
         }
         await tester.finish()
+    }
+
+    /// A delayed event that comes due while the loop is suspended is dropped by the
+    /// suspension with everything the feedbacks send; the loop's resumption sends it again
+    /// (it is still in the state), and so does an `after` timer that fired meanwhile.
+    @Test func whatASuspensionDropped_IsSentWhenTheLoopResumes() async throws {
+        let clock = ManualClock()
+        let machine = try makeMachine(#"""
+            { "initial": "asleep",
+              "states": { "asleep": { "entry": [ { "type": "raise", "event": { "type": "WAKE" }, "delay": 100 } ],
+                                      "on": { "WAKE": "awake" } },
+                          "awake": { "after": { "100": "ringing" } },
+                          "ringing": {} } }
+            """#)
+        let loop = machine.spin(clock: clock).makeLoop()
+        loop.start()
+        for expected in [["awake"], ["ringing"]] {
+            #expect(await waitUntil { clock.sleepers == 1 })
+            #expect(loop.suspend(reason: "held"))
+            await clock.advance(by: .milliseconds(100))
+            // The event was sent and dropped: the state stays.
+            #expect(await waitUntil { clock.sleepers == 0 })
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(loop.state.value != expected)
+            #expect(loop.resume())
+            #expect(await waitUntil { loop.state.value == expected }, "\(expected): \(loop.state.value) sleepers \(clock.sleepers)")
+        }
+        #expect(loop.state.scheduled.isEmpty)
+        loop.stop()
     }
 
     /// raise: "should be able to send a delayed event to itself with delay = 0": not
@@ -160,14 +189,19 @@ import Testing
         #expect(done.scheduled.isEmpty)
     }
 
-    @Test func theEventsTypeOfADelayedRaise_IsReserved() {
+    /// The machine's own types (`xstate.`) are not for `on` nor `raise`: a done event
+    /// raised by hand would complete a state early.
+    @Test func theMachinesOwnEventTypes_AreReserved() {
         #expect(issueLines(#"""
             { "initial": "a",
-              "states": { "a": { "entry": [ { "type": "raise", "event": { "type": "xstate.raise" }, "delay": 5 } ],
-                                 "on": { "xstate.raise": "a" } } } }
+              "states": { "a": { "entry": [ { "type": "raise", "event": { "type": "xstate.raise" }, "delay": 5 },
+                                            { "type": "raise", "event": { "type": "xstate.done.state.a" } } ],
+                                 "on": { "xstate.raise": "a", "xstate.init": "a" } } } }
             """#) == [
-                #"test.json: states.a.on["xstate.raise"]: event type "xstate.raise" is reserved for the machine's timers"#,
-                #"test.json: states.a.entry[0].event.type: event type "xstate.raise" is reserved for the machine's timers"#,
+                #"test.json: states.a.on["xstate.init"]: event type "xstate.init" is the machine's own: "xstate." types are taken through "after" and "onDone", not "on" or "raise""#,
+                #"test.json: states.a.on["xstate.raise"]: event type "xstate.raise" is the machine's own: "xstate." types are taken through "after" and "onDone", not "on" or "raise""#,
+                #"test.json: states.a.entry[0].event.type: event type "xstate.raise" is the machine's own: "xstate." types are taken through "after" and "onDone", not "on" or "raise""#,
+                #"test.json: states.a.entry[1].event.type: event type "xstate.done.state.a" is the machine's own: "xstate." types are taken through "after" and "onDone", not "on" or "raise""#,
             ])
     }
 
@@ -211,4 +245,14 @@ extension JSONEncoder {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
+}
+
+/// Whether `condition` holds within five seconds (real time; a passing test only yields).
+func waitUntil(_ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
 }

@@ -73,7 +73,7 @@ import Testing
         (#"{ "initial": "a", "states": { "a": { "type": "parallel" } } }"#,
          [#"test.json: states.a.states: bad value: a parallel state has its regions in "states""#]),
         (#"{ "initial": "a", "states": { "a": { "on": { "xstate.after": "a" } } } }"#,
-         [#"test.json: states.a.on["xstate.after"]: event type "xstate.after" is reserved for the machine's timers"#]),
+         [#"test.json: states.a.on["xstate.after"]: event type "xstate.after" is the machine's own: "xstate." types are taken through "after" and "onDone", not "on" or "raise""#]),
         (#"{ "initial": "a", "context": [], "states": { "a": { "on": { "E": 3 } } } }"#,
          ["test.json: context: expected an object",
           "test.json: states.a.on.E: expected a target state, a transition object or an array of them"]),

@@ -318,7 +318,7 @@ def test_raise_and_cancel_over_http(machine_server, tmp_path):
 ALARM = {
     "initial": "asleep",
     "states": {
-        "asleep": {"entry": [{"type": "raise", "event": {"type": "WAKE"}, "delay": 300}], "on": {"WAKE": "awake"}},
+        "asleep": {"entry": [{"type": "raise", "event": {"type": "WAKE"}, "delay": 2000}], "on": {"WAKE": "awake"}},
         "awake": {"on": {"ARM": {"actions": [{"type": "raise", "event": {"type": "RING", "tone": {"from": "event.tone"}},
                                                "delay": 1500, "id": "alarm"}]},
                          "RING": {"target": "ringing",
@@ -337,8 +337,9 @@ def test_delayed_raises_are_sent_from_the_initial_state_and_survive_a_restart(ma
     storage = tmp_path / "storage"
     spins = [{"name": "alarm", "machine": "machines/alarm.json"}]
     server = machine_server({"alarm.json": ALARM}, spins, storage=storage, name="first")
-    assert state(server, "alarm")["scheduled"] == [{"key": 1, "delay": 300, "event": {"type": "WAKE"}}]
-    awake = wait_for_value(server, "alarm", "awake")
+    # Two seconds: the first GET comes well before, however slowly the server starts.
+    assert state(server, "alarm")["scheduled"] == [{"key": 1, "delay": 2000, "event": {"type": "WAKE"}}]
+    awake = wait_for_value(server, "alarm", "awake", timeout=10)
     assert awake["sequence"] == 1 and "scheduled" not in awake["state"]
     reply = send(server, "alarm", {"type": "ARM", "tone": "bell"})
     assert reply["state"]["scheduled"] == [{"key": 1, "id": "alarm", "delay": 1500,
@@ -361,12 +362,12 @@ def test_a_client_cannot_send_the_machines_own_events(machine_server):
     server = machine_server({"alarm.json": ALARM}, [{"name": "alarm", "machine": "machines/alarm.json"}])
     before = server.spin("alarm")
     for batch in ([{"type": "xstate.raise", "key": 1, "event": {"type": "WAKE"}}],
-                  [{"type": "WAKE"}, {"type": "xstate.after", "state": "asleep", "delay": 300}]):
+                  [{"type": "WAKE"}, {"type": "xstate.after", "state": "asleep", "delay": 2000}]):
         assert_error(server.post_events("alarm", batch, wait=True), 422, "invalid_event",
                      message_contains=f'"{batch[-1]["type"]}" is the machine\'s own')
         assert server.spin("alarm")["sequence"] == before["sequence"]
     assert state(server, "alarm")["value"] == "asleep"
-    assert wait_for_value(server, "alarm", "awake")["sequence"] == 1
+    assert wait_for_value(server, "alarm", "awake", timeout=10)["sequence"] == 1
 
 
 HISTORY = {

@@ -67,6 +67,15 @@ package protocol FeedbackRunner<State>: AnyObject, Sendable {
     func stop()
     /// Effects started and not yet finished (async and stream forms).
     var runningEffects: Int { get }
+    /// The loop was suspended and runs again: the events this runner submitted that were
+    /// waiting when it suspended, or came while it was, were dropped. Called on the loop's
+    /// executor before it applies or gives any state again (a runner that submits once
+    /// per state, such as a timer that fired, submits again). Nothing by default.
+    func resumed()
+}
+
+extension FeedbackRunner {
+    @usableFromInline package func resumed() {}
 }
 
 /// A runner that needs the loop's initial state to start: the runner of a lifted

@@ -78,6 +78,12 @@ public final class SpinHost: Sendable {
         "an event set off more than \(MachineDefinition.microstepLimit) microsteps (\"always\" transitions that stay enabled); the state is where the machine stopped"
     }
 
+    /// Why a machine's Spin is suspended when its state holds more delayed `raise` events
+    /// than `MachineDefinition.scheduledLimit`.
+    package static var overScheduledReason: String {
+        "the state holds more than \(MachineDefinition.scheduledLimit) delayed events (\"raise\" with a \"delay\") waiting to be sent; the state is where the machine stopped"
+    }
+
     /// Hosts the Spin of a declarative machine under `name`, kind `machine`;
     /// `GET /v1/spins/{name}` then shows the machine's JSON definition too (the dashboard
     /// draws it as a state chart).
@@ -91,7 +97,10 @@ public final class SpinHost: Sendable {
                            machineDefinition: definition,
                            schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                            isDone: { machine.isDone($0) },
-                           suspendsAt: { $0.step.unsettled ? Self.unsettledReason : nil },
+                           suspendsAt: { state in
+                               if state.step.unsettled { return Self.unsettledReason }
+                               return state.step.overScheduled ? Self.overScheduledReason : nil
+                           },
                            refusesPosted: { event in
                                guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
                                return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
