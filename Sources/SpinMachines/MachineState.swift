@@ -34,7 +34,13 @@ public struct MachineState: Sendable, Codable {
     public var history: [String: [String]]
     /// The events `raise` actions scheduled with a delay that are still to be sent, in
     /// the order they were scheduled, each under its own `key` (see `MachineScheduledEvent`).
-    public var scheduled: [MachineScheduledEvent]
+    public var scheduled: [MachineScheduledEvent] {
+        get { waiting ?? [] }
+        set { waiting = newValue.isEmpty ? nil : newValue }
+    }
+    /// `scheduled`, nil when empty: a state is copied several times per event, and a nil
+    /// is copied without touching a reference count.
+    private var waiting: [MachineScheduledEvent]?
     /// What the transition that made this state did; empty for a state made otherwise.
     public var step: MachineStep {
         get { shape.step }
@@ -68,7 +74,7 @@ public struct MachineState: Sendable, Codable {
         self.shape = shape
         self.context = context
         self.history = history
-        self.scheduled = scheduled
+        self.waiting = scheduled.isEmpty ? nil : scheduled
     }
 
     /// The state's value and step, and where its leaf's node is (`leafHint`: not part
@@ -159,7 +165,8 @@ public struct MachineState: Sendable, Codable {
         context = try container.decodeIfPresent([String: MachineValue].self, forKey: .context) ?? [:]
         let remembered = try container.decodeIfPresent([String: String].self, forKey: .history) ?? [:]
         history = remembered.mapValues { $0.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
-        scheduled = try container.decodeIfPresent([MachineScheduledEvent].self, forKey: .scheduled) ?? []
+        let scheduled = try container.decodeIfPresent([MachineScheduledEvent].self, forKey: .scheduled) ?? []
+        waiting = scheduled.isEmpty ? nil : scheduled
         guard Set(scheduled.map(\.key)).count == scheduled.count else {
             throw DecodingError.dataCorruptedError(forKey: .scheduled, in: container,
                                                    debugDescription: "two scheduled events have the same key")
@@ -199,7 +206,7 @@ extension MachineState: Equatable {
     /// Leaves, context, history and scheduled events; `step` is not compared.
     public static func == (lhs: MachineState, rhs: MachineState) -> Bool {
         lhs.value == rhs.value && lhs.shape.leaves == rhs.shape.leaves && lhs.context == rhs.context && lhs.history == rhs.history
-            && lhs.scheduled == rhs.scheduled
+            && lhs.waiting == rhs.waiting
     }
 }
 
