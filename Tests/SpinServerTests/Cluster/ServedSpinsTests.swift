@@ -53,6 +53,8 @@ struct ServedSpinsTests {
         let router: APIRouter
         /// What the node's routing says (the test's lease loop).
         let routing: Protected<ClusterRouting>
+        /// Where the journal writes.
+        let directory: String
 
         init(gate: Gate) throws {
             let directory = NSTemporaryDirectory() + "spin-served-\(UUID().uuidString)"
@@ -82,7 +84,7 @@ struct ServedSpinsTests {
             cluster.route { _, _ in routing.withLock { $0 } }
             router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), feeds: feeds,
                                cluster: cluster)
-            (self.host, self.feeds, self.journal, self.routing) = (host, feeds, journal, routing)
+            (self.host, self.feeds, self.journal, self.routing, self.directory) = (host, feeds, journal, routing, directory)
         }
 
         /// The lease loop sees the Spin at its new owner `b` and routes what waits there.
@@ -94,6 +96,7 @@ struct ServedSpinsTests {
         func close() {
             host.stop()
             try? journal.close()
+            try? FileManager.default.removeItem(atPath: directory)
         }
     }
 
