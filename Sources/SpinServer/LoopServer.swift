@@ -341,8 +341,9 @@ public final class LoopServer: Sendable {
     /// flight finish, closes what is left after `shutdownGraceSeconds`, then stops every
     /// Spin. A cluster node first leaves the cluster: it hands every Spin over (the new
     /// owners serve them within moments) while it still takes requests, which wait for
-    /// the move and are then sent on, so that nobody is refused; `/readyz` says 503 from
-    /// the start of it.
+    /// the move and are then sent on, and keeps listening until the other nodes have
+    /// looked at the cluster since (`ClusterCoordinator.leave`), so that nobody is
+    /// refused; `/readyz` says 503 from the start of it.
     ///
     /// - Returns: nil after a clean stop; the error when what the Spins applied could not
     ///   all be made durable (the storage failed): the state on disk is then the last
