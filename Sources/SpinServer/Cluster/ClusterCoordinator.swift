@@ -153,12 +153,12 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// `timeout` until another live node serves each of them, while requests about them
     /// wait here and are then sent on to the new owners. `stop` comes after.
     ///
-    /// Then, while other nodes live, it goes on taking requests (and sending them on)
-    /// until a renewal interval has passed since it left, within `timeout`: another node
-    /// hears of the leave at once (`ClusterStore.waitForChange`) and routes nothing here
-    /// from then on, but one whose listener lagged still sends requests here until its
-    /// next regular tick reads the rows, and those must not meet a closed listener (503
-    /// `spin_unavailable` from the relay).
+    /// Then, if it served any Spin and other nodes live, it goes on taking requests (and
+    /// sending them on) until a renewal interval has passed since it left, within
+    /// `timeout`: another node hears of the leave at once (`ClusterStore.waitForChange`)
+    /// and routes nothing here from then on, but one whose listener lagged still sends
+    /// requests here until its next regular tick reads the rows, and those must not meet
+    /// a closed listener (503 `spin_unavailable` from the relay).
     package func leave(timeout: Duration) {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         let handed: Set<String> = queue.sync {
@@ -191,7 +191,8 @@ package final class ClusterCoordinator: @unchecked Sendable {
             if moved { break }
             Thread.sleep(forTimeInterval: 0.01)
         }
-        if othersLive, ContinuousClock.now < seen {
+        // Requests are sent on only to a Spin's owner: a node that served none gets none.
+        if othersLive, !handed.isEmpty, ContinuousClock.now < seen {
             Thread.sleep(forTimeInterval: ContinuousClock.now.duration(to: seen).seconds)
         }
         if !handed.isEmpty {

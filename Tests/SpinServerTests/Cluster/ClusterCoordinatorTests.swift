@@ -123,6 +123,17 @@ import Testing
         #expect(took >= .seconds(1) && took < .seconds(3), "\(took)")
     }
 
+    @Test func leave_OfANodeThatServesNothing_EndsAtOnce() {
+        let (store, ledger, _, _) = settledPair(leaseSeconds: 3)
+        // c joins; its share is still with a and b: no request is ever sent to it.
+        let c = coordinator("c", store: store, ledger: ledger, leaseSeconds: 3)
+        c.tickNow()
+        #expect(c.servingSpins.isEmpty)
+        let began = ContinuousClock.now
+        c.leave(timeout: .seconds(3))
+        #expect(ContinuousClock.now - began < .milliseconds(500))
+    }
+
     @Test func leave_OfTheLastNode_EndsAtOnce() {
         let store = MemoryClusterStore()
         let a = coordinator("a", store: store, ledger: Ledger(), leaseSeconds: 3)
