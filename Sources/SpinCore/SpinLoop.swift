@@ -300,6 +300,19 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         for pending in dropped { pending.onApplied?(nil) }
         for joiner in joiners { joiner.snapshot(last.0, last.1) }
     }
+
+    /// Stops the loop (`stop()`) and returns once its executor is done with what it was
+    /// applying. `stop()` takes effect between client batches and does not wait: a batch
+    /// the executor had begun is still applied whole, its observers and `onApplied`
+    /// called, after `stop()` returned. After this call every event the loop ever
+    /// accepted has been applied (observers saw it, `onApplied` got it) or dropped
+    /// (`onApplied(nil)`), and no observer is called again: a host can then make durable
+    /// what was applied and send on what was not. Blocks: never call it on the loop's
+    /// executor (from a reducer, an observer or a feedback's delivery).
+    package func stopAndWait() {
+        stop()
+        section.sync {}
+    }
 }
 
 /// Holds a loop for its feedbacks until the loop stops: effects reach the loop through

@@ -35,8 +35,6 @@ public final class LoopServer: Sendable {
     private struct Clustered: Sendable {
         let fence: LeaseFence
         let store: any ClusterStore
-        /// Each served Spin's observations, cancelled when the node stops serving it.
-        let terms = Protected<[String: [SpinSubscription]]>([:])
         let coordinator = Protected<ClusterCoordinator?>(nil)
         let gearRelay = Protected<GearOutboxRelay?>(nil)
     }
@@ -270,8 +268,8 @@ public final class LoopServer: Sendable {
     }
 
     /// Starts a cluster node: opens the database, starts the lease loop, and from then on
-    /// recovers and runs each Spin when its lease comes to this node (`serve`), stops it
-    /// when the lease goes (`retire`). With a configured port the first tick runs before
+    /// recovers and runs each Spin when its lease comes to this node, stops it when the
+    /// lease goes (`ServedSpins`). With a configured port the first tick runs before
     /// the listener opens; with port 0 the listener is bound first (its port is part of the
     /// advertised URL), and until the first tick has run requests about a Spin wait for
     /// it. `/readyz` answers 503 until placement has settled once.
@@ -301,12 +299,15 @@ public final class LoopServer: Sendable {
             throw LoopServerError.cannotReadGearOutbox(underlying: error)
         }
         clustered.gearRelay.withLock { $0 = relay }
+        let markers = SuspensionMarker(store: journal.store)
+        let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence,
+                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger) { [self] hosted, feed in
+            observe(hosted, feed: feed, journal: journal, markers: markers)
+        }
         let startLeases = { [self] (advertise: String) in
             let coordinator = ClusterCoordinator(
                 node: node, advertise: advertise, leaseSeconds: configuration.cluster.leaseSeconds,
-                spins: host.spins.map(\.name), store: clustered.store,
-                serving: .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch, clustered, journal: journal) },
-                               stop: { [self] spin, _, _ in retire(spin, clustered, journal: journal) }),
+                spins: host.spins.map(\.name), store: clustered.store, serving: served.serving,
                 logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) },
                 onSettled: { cluster.stand(.member) })
             clustered.coordinator.withLock { $0 = coordinator }
@@ -336,52 +337,13 @@ public final class LoopServer: Sendable {
         return address.port
     }
 
-    /// This node got `spin`'s lease under `epoch`: a fresh instance of the Spin, recovered
-    /// from everything durable (what the previous owner wrote), observed and started.
-    private func serve(_ spin: String, epoch: UInt64, _ clustered: Clustered, journal: Journal) throws {
-        let began = ContinuousClock.now
-        clustered.fence.serve(spin: spin, epoch: epoch)
-        guard let hosted = host.replace(named: spin) else { return }
-        let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
-        let sequence: UInt64
-        do {
-            sequence = try journal.adopt(hosted, feed: feed)
-        } catch {
-            clustered.fence.stopServing(spin: spin)
-            host.replace(named: spin)
-            throw error
-        }
-        hosted.prepare(feedbackBudget: configuration.limits.feedbackBudget)
-        let markers = SuspensionMarker(store: journal.store)
-        let subscriptions = observe(hosted, feed: feed, journal: journal, markers: markers)
-        clustered.terms.withLock { $0[spin] = subscriptions }
-        if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
-        hosted.start()
-        let took = (ContinuousClock.now - began).components
-        logger.info("recovered \(spin) at sequence \(sequence) in \(took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000) ms")
-    }
-
-    /// This node no longer serves `spin`: the loop stops (events it had taken and not
-    /// applied come back unapplied, and their requests follow the Spin to its next owner:
-    /// `APIRouter.followMove`), what it applied is committed while the lease allows it,
-    /// every waiting acknowledgement that did not make it gets 503 `spin_unavailable`,
-    /// streams close (their clients resume at the new owner), and a fresh, unmade
-    /// instance takes the Spin's place.
-    private func retire(_ spin: String, _ clustered: Clustered, journal: Journal) {
-        host.spin(named: spin)?.stop()
-        for subscription in clustered.terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
-        journal.retire(spin: spin)
-        clustered.fence.stopServing(spin: spin)
-        feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
-        host.replace(named: spin)
-    }
-
     /// Graceful shutdown: stops accepting, closes streams with 1001, lets the requests in
     /// flight finish, closes what is left after `shutdownGraceSeconds`, then stops every
     /// Spin. A cluster node first leaves the cluster: it hands every Spin over (the new
     /// owners serve them within moments) while it still takes requests, which wait for
-    /// the move and are then sent on, so that nobody is refused; `/readyz` says 503 from
-    /// the start of it.
+    /// the move and are then sent on, and keeps listening until the other nodes have
+    /// looked at the cluster since (`ClusterCoordinator.leave`), so that nobody is
+    /// refused; `/readyz` says 503 from the start of it.
     ///
     /// - Returns: nil after a clean stop; the error when what the Spins applied could not
     ///   all be made durable (the storage failed): the state on disk is then the last

@@ -169,6 +169,45 @@ struct SpinLoopTests {
         #expect(loop.sequence == 0)
     }
 
+    @Test func stopAndWait_ReturnsOnlyOnceTheBatchBeingAppliedIsApplied_AndDropsTheOthers() async {
+        let (held, gate) = (Gate(), Gate())
+        let loop = Spin(initialState: 0) {
+            Reducer { (state: Int, event: Step) in
+                if event == .add(1) {
+                    // The executor is in this batch when the loop is told to stop.
+                    held.open()
+                    let semaphore = DispatchSemaphore(value: 0)
+                    Task { await gate.wait(); semaphore.signal() }
+                    semaphore.wait()
+                }
+                return sum(state, event)
+            }
+        }.start()
+        let observed = Recorder<UInt64>()
+        let observation = loop.observe { observed.append($0.sequence) }
+        let results = Recorder<UInt64?>()
+        loop.emit(batch: [.add(1)]) { results.append($0?.sequence) }
+        await held.wait()
+        loop.emit(batch: [.add(2)]) { results.append($0?.sequence) }
+        let stopped = Protected(false)
+        DispatchQueue.global().async {
+            loop.stopAndWait()
+            stopped.withLock { $0 = true }
+        }
+        // The batch still waiting comes back unapplied at once; the one being applied
+        // keeps `stopAndWait` waiting.
+        #expect(await eventually { results.all == [nil] })
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(!stopped.withLock { $0 })
+        gate.open()
+        #expect(await eventually { stopped.withLock { $0 } })
+        // Returned: the batch was applied, observed and answered, and nothing follows.
+        #expect(results.all == [nil, 1])
+        #expect(observed.all == [1])
+        #expect(loop.emit(.add(3)) == .stopped)
+        observation.cancel()
+    }
+
     @Test func makeLoop_QueuesEvents_UntilStart() async {
         let seen = Recorder<Int>()
         let spin = Spin(initialState: 0, feedbacks: [

@@ -107,9 +107,12 @@ extension APIRouter {
 
     /// Why a failing feed refuses events: its storage fails (503 `storage_unavailable`),
     /// or its Spin goes back from a transition that did not encode (500
-    /// `encoding_failed`); nil while it does not fail.
+    /// `encoding_failed`); nil while it does not fail. A feed that ended (this cluster
+    /// node stopped serving the Spin, `SpinFeeds.retire`) refuses them as stopped
+    /// (`spinStopped`, reroutable): they follow the Spin to its owner.
     static func refusal(of feed: SpinFeed, _ spin: String, retryAfter: Int) -> APIError? {
         guard let failure = feed.failure else { return nil }
+        if feed.hasEnded { return .spinStopped(spin, applying: false) }
         if case .encodingFailed = failure { return failure }
         return .storageUnavailable(spin: spin, "writes fail", retryAfter: retryAfter)
     }

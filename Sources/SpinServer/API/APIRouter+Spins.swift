@@ -54,12 +54,12 @@ extension APIRouter {
 
     /// `POST /v1/spins/{name}/resume` (`resume(_:_:from:respond:)`): refused while the
     /// Spin is unrecoverable, or held because its storage fails (it goes on by itself
-    /// once the storage works).
+    /// once the storage works); sent on when it moved meanwhile.
     func resumeSpin(_ call: RouteCall) {
         guard let spin = host.spin(named: String(call.name)) else { return call.fail(.spinNotFound(String(call.name))) }
         if let problem = spin.unrecoverable { return call.fail(.spinUnrecoverable(spin.name, problem)) }
         if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
-            return call.fail(refusal)
+            return followMove(of: spin.name, .error(refusal), call)
         }
         resume(call.request, spin, from: call.caller.subject) { [self] response in
             followMove(of: spin.name, response, call)

@@ -152,7 +152,15 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// says it is alive) and hands every Spin it serves over at once, then waits up to
     /// `timeout` until another live node serves each of them, while requests about them
     /// wait here and are then sent on to the new owners. `stop` comes after.
+    ///
+    /// Then, if it served any Spin and other nodes live, it goes on taking requests (and
+    /// sending them on) until a renewal interval has passed since it left, within
+    /// `timeout`: another node hears of the leave at once (`ClusterStore.waitForChange`)
+    /// and routes nothing here from then on, but one whose listener lagged still sends
+    /// requests here until its next regular tick reads the rows, and those must not meet
+    /// a closed listener (503 `spin_unavailable` from the relay).
     package func leave(timeout: Duration) {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
         let handed: Set<String> = queue.sync {
             guard !stopped else { return [] }
             let serving = planner.serving
@@ -165,12 +173,16 @@ package final class ClusterCoordinator: @unchecked Sendable {
             tick()
             return serving
         }
-        let deadline = ContinuousClock.now.advanced(by: timeout)
+        // Every other node's timer reads the rows once a renewal interval (its leeway and
+        // the read itself included) after the leave.
+        let seen = min(deadline, ContinuousClock.now.advanced(by: leaseDuration / 3 + .milliseconds(250)))
+        var othersLive = false
         while ContinuousClock.now < deadline {
             let moved = queue.sync { () -> Bool in
                 let now = ContinuousClock.now
                 let others = view.liveNodeNames(now: now, leaseDuration: leaseDuration).filter { $0 != node }
-                guard !others.isEmpty else { return true }
+                othersLive = !others.isEmpty
+                guard othersLive else { return true }
                 return handed.allSatisfy { spin in
                     guard let lease = view.validLease(of: spin, now: now) else { return false }
                     return others.contains(lease.node)
@@ -178,6 +190,10 @@ package final class ClusterCoordinator: @unchecked Sendable {
             }
             if moved { break }
             Thread.sleep(forTimeInterval: 0.01)
+        }
+        // Requests are sent on only to a Spin's owner: a node that served none gets none.
+        if othersLive, !handed.isEmpty, ContinuousClock.now < seen {
+            Thread.sleep(forTimeInterval: ContinuousClock.now.duration(to: seen).seconds)
         }
         if !handed.isEmpty {
             logger.notice("cluster: node \(node) handed over \(handed.count) Spin(s) and leaves the cluster")

@@ -201,6 +201,9 @@ package final class SpinFeed: Sendable {
 
     package var isFailing: Bool { shared.withLock { $0.failure != nil } }
 
+    /// This node no longer serves the Spin (`end`).
+    package var hasEnded: Bool { shared.withLock { $0.ended != nil } }
+
     /// What the feed answers while failing (see `fail`): 503 `storage_unavailable`, or 500
     /// `encoding_failed` while the Spin goes back from a transition that did not encode.
     package var failure: APIError? { shared.withLock { $0.failure } }

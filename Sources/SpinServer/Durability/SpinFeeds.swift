@@ -39,8 +39,16 @@ package final class SpinFeeds: Sendable {
         return feed
     }
 
-    /// The Spins whose storage is failing now.
+    /// A cluster node stops serving Spin `name`: its feed is `end`ed with `error`, and an
+    /// ended feed takes its place until the node serves the Spin again (`replace`), so
+    /// that whatever still reaches the Spin here meanwhile is refused as stopped (see
+    /// `APIRouter.refusal(of:)`) and its stream closes: both follow the Spin to its owner.
+    package func retire(_ name: String, ending error: APIError) {
+        replace(name, ending: error).end(error)
+    }
+
+    /// The Spins whose storage is failing now (not those this node stopped serving).
     package var failing: [String] {
-        feeds.withLock { feeds in feeds.values.filter(\.isFailing).map(\.name).sorted() }
+        feeds.withLock { feeds in feeds.values.filter { $0.isFailing && !$0.hasEnded }.map(\.name).sorted() }
     }
 }

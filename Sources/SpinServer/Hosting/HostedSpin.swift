@@ -173,6 +173,9 @@ package protocol HostedSpin: AnyObject, Sendable {
     func prepare(feedbackBudget: Int)
     func start()
     func stop()
+    /// Stops the loop and returns once it applies nothing more (`SpinLoop.stopAndWait`):
+    /// every event it took was applied, observed and answered, or came back unapplied.
+    func stopAndWait()
     var status: SpinStatus { get }
     /// Suspends the Spin (see `SpinLoop`); false if it already is, or is stopped.
     @discardableResult func suspend(reason: String) -> Bool
@@ -309,6 +312,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func start() { running.start() }
     /// Stops the loop, if it was ever made (a Spin a cluster node never served has none).
     func stop() { loop.withLock { $0 }?.stop() }
+    func stopAndWait() { loop.withLock { $0 }?.stopAndWait() }
     var isPrepared: Bool { loop.withLock { $0 != nil } }
     func fresh() -> any HostedSpin {
         HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema, isDone: isDone,

@@ -94,6 +94,7 @@ final class UnrecoverableSpin: HostedSpin {
     func prepare(feedbackBudget: Int) {}
     func start() {}
     func stop() {}
+    func stopAndWait() {}
     func suspend(reason: String) -> Bool { false }
     func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool { false }
     /// The Spin as hosted: a cluster node recovers it afresh when it serves it.

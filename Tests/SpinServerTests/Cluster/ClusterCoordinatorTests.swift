@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 import SpinCore
@@ -97,12 +98,57 @@ import Testing
         #expect(Set(ledger.owners.values) == ["a"])
     }
 
-    /// Nodes a and b with a 60 s lease, each serving its share.
-    func settledPair() -> (MemoryClusterStore, Ledger, ClusterCoordinator, ClusterCoordinator) {
+    @Test func leave_GoesOnTakingRequests_UntilTheOthersHaveReadTheRowsAgain_WithinItsTimeout() throws {
+        // A 3 s lease: every node's timer reads the rows once a second.
+        let (store, ledger, a, b) = settledPair(leaseSeconds: 3)
+        let began = ContinuousClock.now
+        let left = Protected<Duration?>(nil)
+        DispatchQueue.global().async {
+            b.leave(timeout: .seconds(3))
+            left.withLock { $0 = ContinuousClock.now - began }
+        }
+        // Once b gave its Spins back, a takes them at once, and b sees it: the hand-over
+        // is done in moments.
+        func given(_ spin: String) -> Bool { store.lease(of: spin).map { $0.node == "a" || $0.expiresAt <= Date() } ?? true }
+        while !Self.spins.allSatisfy(given) { Thread.sleep(forTimeInterval: 0.001) }
+        a.tickNow()
+        b.tickNow()
+        #expect(ledger.spins(of: "a") == Self.spins.sorted())
+        // b still listens: a node whose listener lagged may still send requests there
+        // until its timer's next look, a second (and its leeway) after the leave.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(left.withLock { $0 } == nil)
+        while left.withLock({ $0 }) == nil { Thread.sleep(forTimeInterval: 0.01) }
+        let took = try #require(left.withLock { $0 })
+        #expect(took >= .seconds(1) && took < .seconds(3), "\(took)")
+    }
+
+    @Test func leave_OfANodeThatServesNothing_EndsAtOnce() {
+        let (store, ledger, _, _) = settledPair(leaseSeconds: 3)
+        // c joins; its share is still with a and b: no request is ever sent to it.
+        let c = coordinator("c", store: store, ledger: ledger, leaseSeconds: 3)
+        c.tickNow()
+        #expect(c.servingSpins.isEmpty)
+        let began = ContinuousClock.now
+        c.leave(timeout: .seconds(3))
+        #expect(ContinuousClock.now - began < .milliseconds(500))
+    }
+
+    @Test func leave_OfTheLastNode_EndsAtOnce() {
+        let store = MemoryClusterStore()
+        let a = coordinator("a", store: store, ledger: Ledger(), leaseSeconds: 3)
+        a.tickNow()
+        let began = ContinuousClock.now
+        a.leave(timeout: .seconds(3))
+        #expect(ContinuousClock.now - began < .milliseconds(500))
+    }
+
+    /// Nodes a and b with a `leaseSeconds` lease (60 s unless given), each serving its share.
+    func settledPair(leaseSeconds: Int = 60) -> (MemoryClusterStore, Ledger, ClusterCoordinator, ClusterCoordinator) {
         let store = MemoryClusterStore()
         let ledger = Ledger()
-        let a = coordinator("a", store: store, ledger: ledger, leaseSeconds: 60)
-        let b = coordinator("b", store: store, ledger: ledger, leaseSeconds: 60)
+        let a = coordinator("a", store: store, ledger: ledger, leaseSeconds: leaseSeconds)
+        let b = coordinator("b", store: store, ledger: ledger, leaseSeconds: leaseSeconds)
         a.tickNow(); b.tickNow(); a.tickNow(); b.tickNow()
         return (store, ledger, a, b)
     }

@@ -1,0 +1,87 @@
+import Logging
+import SpinCore
+import SpinStorage
+
+/// The Spins a cluster node serves, each for a term: from the moment the lease loop
+/// gives it the Spin's lease (`serve`: recovered from what is durable, observed,
+/// started) to the moment the lease goes (`retire`: stopped, committed, its requests
+/// answered or sent on). What `ClusterCoordinator.Serving` does on a `LoopServer` node.
+package final class ServedSpins: Sendable {
+    private let host: SpinHost
+    private let feeds: SpinFeeds
+    private let journal: Journal
+    private let fence: LeaseFence
+    private let feedbackBudget: Int
+    private let logger: Logger
+    /// Sees every event a Spin applies, from before it starts (`LoopServer.observe`: the
+    /// feed, the journal, the metrics, the suspensions).
+    private let observe: @Sendable (any HostedSpin, SpinFeed) -> [SpinSubscription]
+    /// Each served Spin's observations, cancelled when the node stops serving it.
+    private let terms = Protected<[String: [SpinSubscription]]>([:])
+
+    package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, feedbackBudget: Int,
+                 logger: Logger, observe: @escaping @Sendable (any HostedSpin, SpinFeed) -> [SpinSubscription]) {
+        self.host = host
+        self.feeds = feeds
+        self.journal = journal
+        self.fence = fence
+        self.feedbackBudget = feedbackBudget
+        self.logger = logger
+        self.observe = observe
+    }
+
+    /// What the lease loop calls when this node gets or loses a Spin.
+    package var serving: ClusterCoordinator.Serving {
+        .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch) },
+              stop: { [self] spin, _, _ in retire(spin) })
+    }
+
+    /// This node got `spin`'s lease under `epoch`: a fresh instance of the Spin, recovered
+    /// from everything durable (what the previous owner wrote), observed and started.
+    package func serve(_ spin: String, epoch: UInt64) throws {
+        let began = ContinuousClock.now
+        fence.serve(spin: spin, epoch: epoch)
+        guard let hosted = host.replace(named: spin) else { return }
+        let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+        let sequence: UInt64
+        do {
+            sequence = try journal.adopt(hosted, feed: feed)
+        } catch {
+            fence.stopServing(spin: spin)
+            host.replace(named: spin)
+            feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+            throw error
+        }
+        hosted.prepare(feedbackBudget: feedbackBudget)
+        let markers = SuspensionMarker(store: journal.store)
+        terms.withLock { $0[spin] = observe(hosted, feed) }
+        if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
+        hosted.start()
+        let took = (ContinuousClock.now - began).components
+        logger.info("recovered \(spin) at sequence \(sequence) in \(took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000) ms")
+    }
+
+    /// This node no longer serves `spin` (its lease goes: a hand-over, a node leaving, or
+    /// a lease lost). In this order, so that a planned move refuses nothing:
+    /// 1. The loop stops, and this waits until it applies nothing more: events it had
+    ///    taken and not applied come back unapplied, and their requests follow the Spin
+    ///    to its next owner (`APIRouter.followMove`); a batch it was applying is applied
+    ///    whole and observed (so journaled) first.
+    /// 2. What it applied is committed while the lease allows it, and every request that
+    ///    waits for it is acknowledged then. Only a commit the store refuses (the lease
+    ///    was taken over: the fence; or the storage fails) leaves acknowledgements
+    ///    waiting: they get 503 `spin_unavailable` (nothing of it is durable; the new
+    ///    owner recovers without it).
+    /// 3. The feed ends: streams close (their clients resume at the new owner), and until
+    ///    this node serves the Spin again, events that still reach it are refused as
+    ///    stopped, so they follow the move too.
+    /// 4. A fresh, unmade instance takes the Spin's place.
+    package func retire(_ spin: String) {
+        host.spin(named: spin)?.stopAndWait()
+        for subscription in terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
+        journal.retire(spin: spin)
+        fence.stopServing(spin: spin)
+        feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+        host.replace(named: spin)
+    }
+}
