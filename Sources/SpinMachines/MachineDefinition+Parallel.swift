@@ -178,6 +178,7 @@ extension MachineDefinition {
                 // A target is entered by default (its initial actions run), a history state's
                 // restored states are not (XState v5's statesForDefaultEntry).
                 if nodes[target]?.kind != .history { entry.byDefault.insert(target) }
+                if let parent = parentEnteredByDefault(viaHistory: target, history: history) { entry.byDefault.insert(parent) }
                 for effective in effectiveTargets(target, history: history) {
                     addDescendants(effective, to: &entry, history: history)
                     for length in stride(from: transition.domain.count + 1, to: effective.count, by: 1) {
@@ -248,11 +249,22 @@ extension MachineDefinition {
         return leaves
     }
 
+    /// The parent of the history state at `path` when entering it takes the parent's
+    /// initial transition (no record, no `target` of its own): the parent is then entered
+    /// by default and its initial actions run (XState v5's `statesForDefaultEntry`).
+    private func parentEnteredByDefault(viaHistory path: [String], history: [String: [String]]) -> [String]? {
+        guard let node = nodes[path], node.historyTakesParentInitial else { return nil }
+        let parent = Array(path.dropLast())
+        if let recorded = history[parent.joined(separator: ".")], isRecordedLeaf(recorded, below: parent) { return nil }
+        return parent
+    }
+
     /// Adds `path` and what entering it enters: a compound state's initial child, every
     /// region of a parallel state, a history state's recorded or default states.
     private func addDescendants(_ path: [String], to entry: inout EntrySet, history: [String: [String]]) {
         guard let node = nodes[path] else { return }
         if node.kind == .history {
+            if let parent = parentEnteredByDefault(viaHistory: path, history: history) { entry.byDefault.insert(parent) }
             let parent = path.count - 1
             for effective in effectiveTargets(path, history: history) {
                 addDescendants(effective, to: &entry, history: history)

@@ -261,7 +261,8 @@ extension MachineDefinition {
                 after: node.after.map { AfterEntry(delay: $0.delay, transitions: $0.transitions.map { plan($0, from: path) }) },
                 entry: node.entry, exit: node.exit, onDone: node.onDone.map { plan($0, from: path) },
                 always: node.always.map { plan($0, from: path) },
-                history: node.historyDefault.map { (node.historyDeep, $0) }, recordsHistory: node.recordsHistory,
+                history: node.historyDefault.map { (node.historyDeep, $0) },
+                historyTakesParentInitial: node.historyTakesParentInitial, recordsHistory: node.recordsHistory,
                 restingShape: shape, regions: node.regions, initialActions: node.initialActions,
                 inParallelRoot: parsed[[]]?.kind == .parallel)
         }

@@ -208,6 +208,10 @@ final class StateNode: Sendable {
     /// no record (its `target`, else the parent's initial child).
     let historyDeep: Bool
     let historyDefault: [String]?
+    /// A history state without a `target` in a compound state with an `initial`: its
+    /// default is the parent's initial transition, so entering it by default enters the
+    /// parent by default (the parent's initial actions run), as XState v5 does.
+    let historyTakesParentInitial: Bool
     /// A compound state with a history child: leaving it records the active leaf.
     let recordsHistory: Bool
     /// The shape of a state whose leaf this is, made by a transition that enters
@@ -216,13 +220,15 @@ final class StateNode: Sendable {
 
     init(path: [String], kind: Kind, initial: String?, on: [String: [TransitionSpec]], after: [AfterEntry],
          entry: [MachineAction], exit: [MachineAction], onDone: [TransitionSpec] = [], always: [TransitionSpec] = [],
-         history: (deep: Bool, defaultTarget: [String])? = nil, recordsHistory: Bool = false,
+         history: (deep: Bool, defaultTarget: [String])? = nil, historyTakesParentInitial: Bool = false,
+         recordsHistory: Bool = false,
          restingShape: MachineState.Shape? = nil, regions: [String] = [], initialActions: [MachineAction] = [],
          inParallelRoot: Bool = false) {
         self.regions = regions
         self.initialActions = initialActions
         self.historyDeep = history?.deep ?? false
         self.historyDefault = history?.defaultTarget
+        self.historyTakesParentInitial = historyTakesParentInitial
         self.recordsHistory = recordsHistory
         self.onDone = onDone
         self.always = always

@@ -233,6 +233,7 @@ struct MachineParser {
         }
         // A parallel state's history enters every region (its `regions`) when it has no record.
         var target = parent.initial.map { parent.path + [$0] } ?? (parent.kind == .parallel ? parent.path : nil)
+        let takesParentInitial = members["target"] == nil && parent.initial != nil
         if let value = members["target"], let name = string(value, at: at.key("target")) {
             target = resolve(name, from: statePath, at: at.key("target"))
             if let resolved = target, !(resolved.count > parent.path.count && resolved.starts(with: parent.path)) {
@@ -240,7 +241,7 @@ struct MachineParser {
             }
         }
         return StateNode(path: statePath, kind: .history, initial: nil, on: [:], after: [], entry: [], exit: [],
-                         history: target.map { (deep, $0) })
+                         history: target.map { (deep, $0) }, historyTakesParentInitial: takesParentInitial)
     }
 
     /// `"initial": "a"`, or XState v5's initial transition `{"target": "a", "actions": [..]}`

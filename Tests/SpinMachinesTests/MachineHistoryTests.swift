@@ -100,4 +100,27 @@ import Testing
                 #"test.json: states.top.type: bad value: a history state belongs to a compound state, not to the machine's root"#,
             ])
     }
+
+    /// XState v5 (stateUtils.ts, addDescendantStatesToEnter): a history state without a
+    /// record or `target` takes its parent's initial transition, whose actions then run;
+    /// with a record, or with a `target` of its own, they do not.
+    @Test func withoutARecordOrTarget_TheParentsInitialActionsRun() throws {
+        let json = #"""
+            { "initial": "b", "context": { "n": 0 },
+              "states": {
+                "a": { "initial": { "target": "x", "actions": [ { "type": "assign", "set": { "n": { "add": 1 } } } ] },
+                       "states": { "x": { "on": { "NEXT": "y" } }, "y": {}, "h": { "type": "history" }, "t": { "type": "history", "target": "x" } },
+                       "on": { "OUT": "b" } },
+                "b": { "on": { "BACK": "a.h", "TARGETED": "a.t" } } } }
+            """#
+        let machine = try makeMachine(json)
+        let back = try #require(machine.transition(machine.initialState, event("BACK")))
+        #expect(back.value == ["a", "x"] && back.context["n"] == 1)
+        let targeted = try #require(machine.transition(machine.initialState, event("TARGETED")))
+        #expect(targeted.value == ["a", "x"] && targeted.context["n"] == 0)
+        var state = try #require(machine.transition(back, event("NEXT")))
+        state = try #require(machine.transition(state, event("OUT")))
+        let restored = try #require(machine.transition(state, event("BACK")))
+        #expect(restored.value == ["a", "y"] && restored.context["n"] == 1)
+    }
 }
