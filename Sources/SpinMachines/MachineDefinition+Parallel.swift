@@ -216,7 +216,7 @@ extension MachineDefinition {
                 node.historyDeep ? restored(parent + [region], below: parent.count, history: history) : [parent + [region]]
             }
         }
-        if let recorded = history[parent.joined(separator: ".")], isRecordedLeaf(recorded, below: parent) {
+        if let recorded = recordedLeaf(of: parent, in: history) {
             return node.historyDeep ? restored(recorded, below: parent.count, history: history) : [Array(recorded.prefix(parent.count + 1))]
         }
         return node.historyDefault.map { [$0] } ?? []
@@ -230,7 +230,7 @@ extension MachineDefinition {
     /// what that region recorded.
     private func restored(_ leaf: [String], below depth: Int, history: [String: [String]]) -> [[String]] {
         if leaf.count == depth + 1, nodes[Array(leaf.dropLast())]?.kind == .parallel {
-            guard let recorded = history[leaf.joined(separator: ".")], isRecordedLeaf(recorded, below: leaf) else { return [leaf] }
+            guard let recorded = recordedLeaf(of: leaf, in: history) else { return [leaf] }
             return restored(recorded, below: leaf.count, history: history)
         }
         var leaves = [leaf]
@@ -239,7 +239,7 @@ extension MachineDefinition {
             guard let node = nodes[path], node.kind == .parallel else { continue }
             for region in node.regions where region != leaf[length] {
                 let regionPath = path + [region]
-                if let recorded = history[regionPath.joined(separator: ".")], isRecordedLeaf(recorded, below: regionPath) {
+                if let recorded = recordedLeaf(of: regionPath, in: history) {
                     leaves += restored(recorded, below: regionPath.count, history: history)
                 } else {
                     leaves.append(regionPath)
@@ -253,9 +253,8 @@ extension MachineDefinition {
     /// initial transition (no record, no `target` of its own): the parent is then entered
     /// by default and its initial actions run (XState v5's `statesForDefaultEntry`).
     private func parentEnteredByDefault(viaHistory path: [String], history: [String: [String]]) -> [String]? {
-        guard let node = nodes[path], node.historyTakesParentInitial else { return nil }
         let parent = Array(path.dropLast())
-        if let recorded = history[parent.joined(separator: ".")], isRecordedLeaf(recorded, below: parent) { return nil }
+        guard let node = nodes[path], node.historyTakesParentInitial, recordedLeaf(of: parent, in: history) == nil else { return nil }
         return parent
     }
 

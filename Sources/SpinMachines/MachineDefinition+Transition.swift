@@ -130,9 +130,8 @@ extension MachineDefinition {
             return (MachineState(shape: shape(resting: leafNode, state.value, run), context: run.context, history: state.history),
                     run.raised)
         }
-        if let history = chosen.history, let recorded = state.history[history.parent.joined(separator: ".")],
-           let remembered = historyPlan(domain: plan.domain, parent: history.parent, deep: history.deep, recorded: recorded) {
-            plan = remembered
+        if let history = chosen.history, let recorded = recordedLeaf(of: history.parent, in: state.history) {
+            plan = historyPlan(domain: plan.domain, parent: history.parent, deep: history.deep, recorded: recorded)
         }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
         let depth = leafNode.path.count
@@ -295,22 +294,22 @@ extension MachineDefinition {
 
     /// The plan of a transition to a history state whose parent recorded `recorded` (the
     /// leaf active when it was last left): deep, that leaf; shallow, the child of the
-    /// parent it was in, entered as targeting it would. Nil when the record names no
-    /// leaf of this machine under that parent (a state decoded from elsewhere).
-    private func historyPlan(domain: Int, parent: [String], deep: Bool, recorded: [String]) -> TargetPlan? {
-        guard isRecordedLeaf(recorded, below: parent) else { return nil }
+    /// parent it was in, entered as targeting it would (`recordedLeaf(of:in:)`).
+    private func historyPlan(domain: Int, parent: [String], deep: Bool, recorded: [String]) -> TargetPlan {
         var leaf = deep ? recorded : Array(recorded.prefix(parent.count + 1))
         while let initial = nodes[leaf]?.initial { leaf.append(initial) }
         return Self.targetPlan(domain: domain, leaf: leaf, node: { nodes[$0] }, resting: { nodes[$0]?.restingShape })
     }
 
-    /// Whether a history record names a leaf (an atomic or final state) of this machine
-    /// below `parent`. A record comes from the state, which a journal or snapshot may
-    /// hold from elsewhere: one that names a history state, or a state with children,
-    /// would send the interpreter round in circles, so it counts as no record.
-    func isRecordedLeaf(_ recorded: [String], below parent: [String]) -> Bool {
-        guard recorded.count > parent.count, recorded.starts(with: parent), let node = nodes[recorded] else { return false }
-        return node.kind == .atomic || node.kind == .final
+    /// The leaf the state at `parent` recorded in `history` when it was last left, if the
+    /// record names a leaf (an atomic or final state) of this machine below `parent`. A
+    /// record comes from the state, which a journal or snapshot may hold from elsewhere:
+    /// one that names no state of this machine, a history state or a state with children
+    /// (which would send the interpreter round in circles) counts as no record.
+    func recordedLeaf(of parent: [String], in history: [String: [String]]) -> [String]? {
+        guard let recorded = history[parent.joined(separator: ".")], recorded.count > parent.count,
+              recorded.starts(with: parent), let node = nodes[recorded], node.kind == .atomic || node.kind == .final else { return nil }
+        return recorded
     }
 
     /// The initial state: the root's initial chain entered, its entry assignments applied
