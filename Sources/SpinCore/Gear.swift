@@ -5,10 +5,26 @@
 /// Delivery is a synchronous fan-out: `propagate` calls every attached handler, in the
 /// order they attached, before it returns. A handler attached to a loop only enqueues an
 /// event on that loop, so propagating never waits for another Spin.
+///
+/// A host may take the fan-out over (`route(through:)`, what the Spin server does to make
+/// Gear delivery durable): `propagate` then hands each event to the host, with what made
+/// it (`GearCause`), and the host hands it on to each catching loop later
+/// (`deliver(_:from:to:receipt:)`).
 public final class Gear<Event: Sendable>: Sendable {
     private struct Subscribers {
         var nextID: UInt64 = 0
-        var handlers: [(id: UInt64, handler: @Sendable (GearDelivery<Event>) -> Void)] = []
+        var handlers: [Handler] = []
+        /// Set by `route(through:)`: takes every propagated event instead of the handlers.
+        var router: (@Sendable (Event, String?, GearCause?) -> Void)?
+    }
+
+    private struct Handler {
+        let id: UInt64
+        /// For a catching feedback, the label of its loop (a hosted Spin's name); nil for
+        /// an observer.
+        let owner: String?
+        let catches: Bool
+        let handle: @Sendable (GearDelivery<Event>, GearReceipt?) -> GearCatch
     }
 
     private let subscribers = Protected(Subscribers())
@@ -21,19 +37,43 @@ public final class Gear<Event: Sendable>: Sendable {
     ///   - source: the label of the Spin it comes from, if known (the server
     ///     names its Spins; the Gear stream shows it).
     public func propagate(_ event: Event, from source: String? = nil) {
-        let handlers = subscribers.withLock { $0.handlers }
+        propagate(event, from: source, cause: nil)
+    }
+
+    /// `propagate(_:from:)` by a feedback of a loop, which says what made the event
+    /// (`GearCause`): a host that routes the Gear (`route(through:)`) gets it.
+    package func propagate(_ event: Event, from source: String?, cause: GearCause?) {
+        let (handlers, router) = subscribers.withLock { ($0.handlers, $0.router) }
+        if let router { return router(event, source, cause) }
         let delivery = GearDelivery(event: event, source: source)
         for entry in handlers {
-            entry.handler(delivery)
+            _ = entry.handle(delivery, nil)
         }
     }
 
     /// Attaches a handler that sees every event propagated from now on, with its source.
     /// Keep the subscription and `cancel()` it to detach.
     public func observe(_ handler: @escaping @Sendable (GearDelivery<Event>) -> Void) -> SpinSubscription {
+        attach(owner: nil, catches: false) { delivery, _ in
+            handler(delivery)
+            return .ignored
+        }
+    }
+
+    /// Attaches a catching feedback of the loop labelled `owner`: `handler` turns a
+    /// delivery into an event of that loop (with the receipt, when the host gave one)
+    /// and says what became of it.
+    package func attachCatcher(
+        owner: String?, _ handler: @escaping @Sendable (GearDelivery<Event>, GearReceipt?) -> GearCatch
+    ) -> SpinSubscription {
+        attach(owner: owner, catches: true, handler)
+    }
+
+    private func attach(owner: String?, catches: Bool,
+                        _ handle: @escaping @Sendable (GearDelivery<Event>, GearReceipt?) -> GearCatch) -> SpinSubscription {
         let id = subscribers.withLock { state -> UInt64 in
             state.nextID += 1
-            state.handlers.append((state.nextID, handler))
+            state.handlers.append(Handler(id: state.nextID, owner: owner, catches: catches, handle: handle))
             return state.nextID
         }
         return SpinSubscription { [weak self] in
@@ -47,10 +87,116 @@ public final class Gear<Event: Sendable>: Sendable {
     public var attachedCount: Int {
         subscribers.withLock { $0.handlers.count }
     }
+
+    // MARK: Routed delivery (a host's)
+
+    /// From now on every propagated event goes to `router` (with its source and cause)
+    /// instead of the attached handlers; `deliver` hands it to a catching loop. A second
+    /// call replaces the first.
+    package func route(through router: @escaping @Sendable (Event, String?, GearCause?) -> Void) {
+        subscribers.withLock { $0.router = router }
+    }
+
+    /// Whether `route(through:)` took the fan-out over.
+    package var isRouted: Bool { subscribers.withLock { $0.router != nil } }
+
+    /// The labels of the loops whose feedbacks catch events of this Gear now.
+    package var catchingOwners: Set<String> {
+        subscribers.withLock { Set($0.handlers.compactMap { $0.catches ? $0.owner : nil }) }
+    }
+
+    /// Whether a feedback of the loop labelled `owner` catches events of this Gear now.
+    package func isCaught(by owner: String) -> Bool {
+        subscribers.withLock { $0.handlers.contains { $0.catches && $0.owner == owner } }
+    }
+
+    /// Hands `event` to the catching feedbacks of the loop labelled `owner` (none to
+    /// observers), with `receipt`: what they made of it, `.ignored` when that loop has no
+    /// catching feedback here or none maps the event.
+    package func deliver(_ event: Event, from source: String?, to owner: String, receipt: GearReceipt?) -> GearCatch {
+        let handlers = subscribers.withLock { $0.handlers.filter { $0.catches && $0.owner == owner } }
+        let delivery = GearDelivery(event: event, source: source)
+        var outcome = GearCatch.ignored
+        for entry in handlers { outcome = outcome.combined(with: entry.handle(delivery, receipt)) }
+        return outcome
+    }
 }
 
 /// A Gear event as observers see it: the event and the Spin that propagated it.
 public struct GearDelivery<Event: Sendable>: Sendable {
     public let event: Event
     public let source: String?
+}
+
+/// What made a loop's feedback propagate a Gear event: the loop was giving its feedbacks
+/// the state at `sequence`, either the one the event at `sequence` just made (`fresh`) or
+/// one it gave again (the state a loop starts from, or runs on from after a suspension).
+/// A host that makes Gear events durable records a fresh one with that transition and
+/// sends nothing for a state given again (it sent it when the state was new).
+package struct GearCause: Sendable, Equatable {
+    package var sequence: UInt64
+    package var fresh: Bool
+
+    package init(sequence: UInt64, fresh: Bool) {
+        self.sequence = sequence
+        self.fresh = fresh
+    }
+}
+
+/// What a catching loop made of a routed delivery (`Gear.deliver`): how many events its
+/// catching feedbacks enqueued (each carries the receipt), and whether one was refused
+/// (the loop takes no event now: suspended or stopped). Neither: no catching feedback of
+/// the loop maps the event.
+package struct GearCatch: Sendable, Equatable {
+    package var enqueued = 0
+    package var refused = false
+
+    package init(enqueued: Int = 0, refused: Bool = false) {
+        self.enqueued = enqueued
+        self.refused = refused
+    }
+
+    /// Nothing enqueued, nothing refused.
+    package static var ignored: GearCatch { GearCatch() }
+    /// One event enqueued.
+    package static var enqueued: GearCatch { GearCatch(enqueued: 1) }
+    /// Refused.
+    package static var refused: GearCatch { GearCatch(refused: true) }
+
+    /// What two catching feedbacks of one loop made of it together.
+    package func combined(with other: GearCatch) -> GearCatch {
+        GearCatch(enqueued: enqueued + other.enqueued, refused: refused || other.refused)
+    }
+}
+
+/// Goes with a Gear event a host delivers to a catching loop (`Gear.deliver`): the event
+/// the loop makes of it carries the receipt (`Transition.gearReceipt`), and the loop
+/// tells it, on its executor, whether it applied that event or its reducer declined it.
+/// An event the loop drops (it suspended or stopped first) tells it nothing.
+package final class GearReceipt: Sendable {
+    /// The Gear's name, the Spin that propagated the event, and the event's position in
+    /// that Spin's outbox.
+    package let gear: String
+    package let source: String
+    package let position: UInt64
+    private let outcome: @Sendable (GearReceiptOutcome) -> Void
+
+    package init(gear: String, source: String, position: UInt64,
+                 outcome: @escaping @Sendable (GearReceiptOutcome) -> Void) {
+        self.gear = gear
+        self.source = source
+        self.position = position
+        self.outcome = outcome
+    }
+
+    /// Called by the loop, on its executor.
+    func tell(_ result: GearReceiptOutcome) { outcome(result) }
+}
+
+/// What a loop did with an event that carried a `GearReceipt`.
+package enum GearReceiptOutcome: Sendable, Equatable {
+    /// Applied, as the event at `sequence`.
+    case applied(sequence: UInt64)
+    /// The reducer declined it in the state at `sequence`.
+    case declined(sequence: UInt64)
 }

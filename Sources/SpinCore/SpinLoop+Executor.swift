@@ -4,8 +4,9 @@ import Dispatch
 /// the states, and putting the loop back to an earlier state.
 extension SpinLoop {
     /// Takes an event of a feedback or Gear: dropped while suspended or stopped; one more
-    /// than the budget waiting suspends the loop.
-    func enqueue(_ pending: Pending) {
+    /// than the budget waiting suspends the loop. False when it was not taken.
+    @discardableResult
+    func enqueue(_ pending: Pending) -> Bool {
         let outcome = shared.withLock { shared -> EnqueueOutcome in
             guard shared.phase != .stopped, shared.suspension == nil else { return .dropped }
             guard shared.pendingFeedback < feedbackBudget else {
@@ -20,9 +21,14 @@ extension SpinLoop {
         // Never at once: a feedback's or a Gear's event arrives on an effect's thread or
         // inside another loop's delivery (a Gear fans out synchronously), where applying
         // it would nest one loop's work in another's.
-        case .queued(let schedule): if schedule { section.schedule { [self] in drain() } }
-        case .dropped: break
-        case .suspended(let dropped): for pending in dropped { pending.onApplied?(nil) }
+        case .queued(let schedule):
+            if schedule { section.schedule { [self] in drain() } }
+            return true
+        case .dropped:
+            return false
+        case .suspended(let dropped):
+            for pending in dropped { pending.onApplied?(nil) }
+            return false
         }
     }
 
@@ -52,7 +58,7 @@ extension SpinLoop {
         var batch: [Pending] = []
         var published: [State] = []
         while true {
-            let (observers, joiners, epoch) = shared.withLock { shared in
+            let (observers, lateObservers, joiners, epoch) = shared.withLock { shared in
                 let joiners = shared.joining
                 shared.joining = []
                 shared.observers += joiners.map { ($0.id, $0.handler) }
@@ -63,7 +69,7 @@ extension SpinLoop {
                     shared.pendingExternal = 0
                     shared.pendingFeedback = 0
                 }
-                return (shared.observers, joiners, interruptions.load(ordering: .relaxed))
+                return (shared.observers, shared.lateObservers, joiners, interruptions.load(ordering: .relaxed))
             }
             for joiner in joiners { joiner.snapshot(currentSequence, current) }
             if batch.isEmpty { return }
@@ -112,7 +118,10 @@ extension SpinLoop {
                     // Nobody needs the state the event leaves (no reply, no table effects):
                     // the step works on `current` itself, with no copy of it. Untallied,
                     // the event has no `onApplied` to tell of a decline.
-                    guard step(&current, pending.event) else { continue }
+                    guard step(&current, pending.event) else {
+                        pending.receipt?.tell(.declined(sequence: currentSequence))
+                        continue
+                    }
                     next = current
                     steppedInPlace = true
                 } else if let step {
@@ -130,6 +139,7 @@ extension SpinLoop {
                         applies = step(&stepped, pending.event)
                     }
                     guard applies else {
+                        pending.receipt?.tell(.declined(sequence: currentSequence))
                         if tallied { tally.decline(index, pending.event, state: current) }
                         if let onApplied = pending.onApplied {
                             publish(&published)
@@ -143,7 +153,7 @@ extension SpinLoop {
                     next = reducer.reduce(current, pending.event)
                 }
                 let transition = Transition(event: pending.event, state: next, sequence: currentSequence + 1,
-                                            endsBatch: endsBatch, origin: pending.origin)
+                                            endsBatch: endsBatch, origin: pending.origin, gearReceipt: pending.receipt)
                 // Told while `current` is still the state the event left.
                 if tallied { tally.apply(transition, from: current, isLastApplied: endsBatch && !pending.endsBatch) }
                 if let transitionRunners {
@@ -152,13 +162,18 @@ extension SpinLoop {
                 if !steppedInPlace { current = next }
                 currentSequence += 1
                 for observer in observers { observer.handler(transition) }
+                pending.receipt?.tell(.applied(sequence: currentSequence))
                 published.append(next)
                 // Whoever is told "applied" must be able to read it back at once.
                 if published.count == Self.publishEvery || pending.onApplied != nil { publish(&published) }
                 if let onApplied = pending.onApplied {
                     onApplied(tally.result(at: index, sequence: currentSequence, state: next, last: transition))
                 }
-                for runner in runners { runner.receive(next) }
+                if !runners.isEmpty {
+                    delivery.cause = GearCause(sequence: currentSequence, fresh: true)
+                    for runner in runners { runner.receive(next) }
+                }
+                for observer in lateObservers { observer.handler(transition) }
             }
             publish(&published)
             batch.removeAll(keepingCapacity: true)

@@ -61,6 +61,24 @@ extension SpinLoop {
         observe(startingWith: { _, _ in }, handler)
     }
 
+    /// Calls `handler` on the loop's executor for every event applied from the next one
+    /// the executor takes on, in order, after the feedbacks were given the new state (so
+    /// after what they do at once with it, such as propagating a Gear event). A host
+    /// journals a transition there with the Gear events its state sent. The handler must
+    /// not block. Register it before the loop starts to see every transition.
+    package func observeAfterFeedbacks(_ handler: @escaping @Sendable (Transition<State, Event>) -> Void) -> SpinSubscription {
+        let id = shared.withLock { shared -> UInt64? in
+            guard shared.phase != .stopped else { return nil }
+            shared.nextID += 1
+            shared.lateObservers.append((shared.nextID, handler))
+            return shared.nextID
+        }
+        guard let id else { return SpinSubscription {} }
+        return SpinSubscription { [weak self] in
+            self?.shared.withLock { $0.lateObservers.removeAll { $0.id == id } }
+        }
+    }
+
     /// Like `observe(_:)`, but first gives `snapshot` the sequence and state the handler's
     /// transitions start from, read on the executor: no transition is missed or seen
     /// twice between the snapshot and the handler (a stream sends exactly this).

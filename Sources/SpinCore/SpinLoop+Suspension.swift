@@ -131,6 +131,7 @@ extension SpinLoop {
         let gives = shared.withLock { $0.phase == .running && $0.suspension == nil }
         guard gives, !feedbacksHaveState else { return }
         feedbacksHaveState = true
+        delivery.cause = GearCause(sequence: currentSequence, fresh: false)
         for runner in runners { runner.receive(current) }
     }
 

@@ -69,6 +69,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var isExternal: Bool
         /// Who sent the event (`Transition.origin`).
         var origin: String? = nil
+        /// For an event a host delivered from a routed Gear: its receipt
+        /// (`Transition.gearReceipt`), told whether the event applied or was declined.
+        var receipt: GearReceipt? = nil
     }
 
     /// Everything shared between `emit`/`state`/`states`/`stop` callers and the executor.
@@ -90,6 +93,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var nextID: UInt64 = 0
         var subscribers: [UInt64: StateChannel<State>] = [:]
         var observers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
+        /// Observers called after the feedbacks were given the transition's state
+        /// (`observeAfterFeedbacks`).
+        var lateObservers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
         /// Observers waiting for the executor to give them their first snapshot.
         var joining: [Joiner] = []
     }
@@ -127,6 +133,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// The runners that also hear each applied event (a transition table's effects).
     let transitionRunners: [any TransitionRunner<State, Event>]
     let relay: Relay<State, Event>
+    /// Which state the feedbacks are being given (`FeedbackHost.delivery`); set in `section`.
+    let delivery = StateDelivery()
     /// The state as the executor last made it; only touched in `section`.
     /// Unchecked exclusivity: only the executor touches it, and the loop's step borrows
     /// it `inout` per event.
@@ -158,7 +166,12 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.shared = Protected(Shared(state: spin.initialState, sequence: sequence))
         let relay = Relay<State, Event>()
         self.relay = relay
-        let host = FeedbackHost<Event>(label: label, runsInline: false) { event, isCurrent in
+        let host = FeedbackHost<Event>(
+            label: label, runsInline: false, delivery: delivery,
+            submitCaught: { event, receipt in
+                relay.loop?.enqueue(Pending(event: event, onApplied: nil, isExternal: false, receipt: receipt)) ?? false
+            }
+        ) { event, isCurrent in
             relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent, isExternal: false))
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
@@ -289,6 +302,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
                 shared.pendingExternal = 0
                 shared.pendingFeedback = 0
                 shared.observers = []
+                shared.lateObservers = []
                 shared.joining = []
                 shared.suspensionHandlers = []
             }

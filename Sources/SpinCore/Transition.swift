@@ -13,14 +13,31 @@ public struct Transition<State: Sendable, Event: Sendable>: Sendable {
     /// the state stream can say who changed the state. Nil for events of feedbacks and
     /// Gears, and for events emitted without one.
     public let origin: String?
+    /// For an event a host delivered from a routed Gear (`Gear.deliver`), its receipt:
+    /// which Spin propagated it and at which position of that Spin's outbox, so that the
+    /// host journals with the transition what the Spin consumed. Nil for every other.
+    package let gearReceipt: GearReceipt?
 
     public init(event: Event, state: State, sequence: UInt64, endsBatch: Bool = true, origin: String? = nil) {
+        self.init(event: event, state: state, sequence: sequence, endsBatch: endsBatch, origin: origin, gearReceipt: nil)
+    }
+
+    package init(event: Event, state: State, sequence: UInt64, endsBatch: Bool, origin: String?,
+                 gearReceipt: GearReceipt?) {
         self.event = event
         self.state = state
         self.sequence = sequence
         self.endsBatch = endsBatch
         self.origin = origin
+        self.gearReceipt = gearReceipt
     }
 }
 
-extension Transition: Equatable where State: Equatable, Event: Equatable {}
+extension Transition: Equatable where State: Equatable, Event: Equatable {
+    /// Equal events, states, sequences, batch ends and origins (the receipt is the host's
+    /// bookkeeping, not part of what happened).
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.event == rhs.event && lhs.state == rhs.state && lhs.sequence == rhs.sequence
+            && lhs.endsBatch == rhs.endsBatch && lhs.origin == rhs.origin
+    }
+}

@@ -40,7 +40,8 @@ extension MachineDefinition {
         }
         let used = gears.filter { self.gears[$0.key] != nil }
         if !used.isEmpty {
-            feedbacks.append(Feedback { context in MachinePropagationRunner(gears: used, label: context.host.label) })
+            feedbacks.append(Feedback { context in MachinePropagationRunner(gears: used, label: context.host.label,
+                                                                            delivery: context.host.delivery) })
         }
         for (name, gear) in used.sorted(by: { $0.key < $1.key }) {
             let catches = self.gears[name] ?? [:]

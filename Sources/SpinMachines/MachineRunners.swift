@@ -142,11 +142,14 @@ final class MachinePropagationRunner: FeedbackRunner {
 
     private let gears: [String: Gear<MachineEvent>]
     private let label: String?
+    /// Which state the loop is giving (the `GearCause` of what is propagated).
+    private let delivery: StateDelivery?
     private let state = Protected((isFirstState: true, stopped: false))
 
-    init(gears: [String: Gear<MachineEvent>], label: String?) {
+    init(gears: [String: Gear<MachineEvent>], label: String?, delivery: StateDelivery?) {
         self.gears = gears
         self.label = label
+        self.delivery = delivery
     }
 
     func start() {}
@@ -157,8 +160,9 @@ final class MachinePropagationRunner: FeedbackRunner {
             return !state.isFirstState && !state.stopped
         }
         guard propagates else { return }
+        let cause = delivery?.cause
         for propagation in machineState.step.propagations {
-            gears[propagation.gear]?.propagate(propagation.event, from: label)
+            gears[propagation.gear]?.propagate(propagation.event, from: label, cause: cause)
         }
     }
 

@@ -4,6 +4,7 @@ import Prometheus
 import SpinCore
 import SpinNet
 import SpinStorage
+import SpinWire
 
 /// The Spin server: hosts the Spins of a `SpinHost` over HTTP, WebSocket and SSE.
 ///
@@ -31,6 +32,8 @@ public final class LoopServer: Sendable {
     private let clustered: Clustered?
     /// Verifies bearer JWTs when `jwt` is configured; `reloadTokenKeys()` re-reads its keys.
     let tokenVerifier: TokenVerifier?
+    /// Delivers the Gear events of the hosted Spins: exactly once, output-gated.
+    package let gearRouter: GearRouter
 
     private struct Clustered: Sendable {
         let fence: LeaseFence
@@ -68,8 +71,12 @@ public final class LoopServer: Sendable {
                       storage: storage, logger: logger)
             : nil
         self.journal = journal
+        let mode: GearRouter.Mode = journal == nil ? .inMemory : clustered != nil ? .cluster : .journaled
+        self.gearRouter = GearRouter(mode: mode, backlog: configuration.limits.gearBacklog, logger: logger,
+                                     recordAlone: { spin, outputs in journal?.record(spin: spin, outbox: outputs) })
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
+        let gearRouter = self.gearRouter
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
                                tokensConfigured: configuration.authenticates)
         let tokenVerifier = configuration.jwt.map { Self.makeTokenVerifier($0, logger: logger) }
@@ -82,7 +89,8 @@ public final class LoopServer: Sendable {
                                echoEndpoint: configuration.testing.echoEndpoint,
                                cluster: ClusterNode(node: configuration.cluster.node,
                                                     advertise: configuration.advertiseURL(port: configuration.port),
-                                                    moveWait: .seconds(configuration.cluster.leaseSeconds)))
+                                                    moveWait: .seconds(configuration.cluster.leaseSeconds)),
+                               gears: gearRouter)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
@@ -160,10 +168,13 @@ public final class LoopServer: Sendable {
         var spins = host.spins
         let markers = journal.map { SuspensionMarker(store: $0.store) }
         var suspended: [(spin: any HostedSpin, reason: String)] = []
+        var recoveredGears: [String: Journal.RecoveredGears] = [:]
+        gearRouter.install(host.gears)
         if let journal, let markers {
             do {
                 try journal.open()
                 let outcome = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
+                recoveredGears = outcome.gears
                 for (name, sequence) in outcome.sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
                     logger.info("recovered \(name) at sequence \(sequence)")
                 }
@@ -188,15 +199,27 @@ public final class LoopServer: Sendable {
                 feeds.feed(spin.name).begin(sequence: sequence, state: state, history: [], epoch: epoch)
             }
         }
+        // Gear delivery: every catching Spin from what it consumed, then every outbox
+        // recovery found (what a Spin has not consumed is delivered again).
+        var consumptions: [String: GearConsumption] = [:]
+        for spin in spins where spin.unrecoverable == nil {
+            let recovered = recoveredGears[spin.name]
+            consumptions[spin.name] = gearRouter.register(spin, consumed: recovered?.consumed ?? [:],
+                                                           durable: spin.snapshot().sequence)
+        }
+        for (name, recovered) in recoveredGears { gearRouter.seed(name, outbox: recovered.outbox) }
         // Observed from the first event, before the Spins start.
-        let subscriptions = spins.flatMap { observe($0, feed: feeds.feed($0.name), journal: journal, markers: markers) }
+        let subscriptions = spins.flatMap {
+            observe($0, feed: feeds.feed($0.name), journal: journal, markers: markers, consumption: consumptions[$0.name])
+        }
         if let journal {
             let host = self.host
             let feeds = self.feeds
+            let router = gearRouter
             let failing = startJournaling(journal)
             // A storage that takes no writes at start-up: the Spins wait before running.
             for name in failing {
-                host.spin(named: name)?.hold { feeds.feed(name).rollback() } then: {}
+                host.spin(named: name)?.hold { Self.rollBack(feeds.feed(name), name, router) } then: {}
             }
         }
         // A Spin suspended when the server stopped stays so: no runaway starts again.
@@ -223,30 +246,76 @@ public final class LoopServer: Sendable {
     /// state (the journal treats it as a failure of that Spin's storage, without waiting
     /// for the storage to work again: the Spin stays suspended until `POST .../resume`),
     /// and every acknowledgement still waiting gets 500 `encoding_failed`.
+    ///
+    /// A Spin on a Gear is observed twice per event: first (its feed, with what it
+    /// consumed of other Spins' outboxes: `consumption`), then once its feedbacks were
+    /// given the new state (its journal, with the Gear events that state propagated: its
+    /// outbox, `GearRouter.sender`).
     private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
-                         markers: SuspensionMarker?) -> [SpinSubscription] {
+                         markers: SuspensionMarker?, consumption: GearConsumption?) -> [SpinSubscription] {
         let name = spin.name
         let metrics = context.metrics
         let applied = metrics.spin(name).applied
         let logger = self.logger
         let host = self.host
+        let router = gearRouter
+        let unencodable: @Sendable (String) -> Void = { reason in
+            // The Spin suspended itself; it goes back to its last durable state, as
+            // when its storage fails, and stays suspended until resumed.
+            let error = APIError.encodingFailed(spin: name, reason)
+            if let journal { return journal.fail(spin: name, error) }
+            feed.fail(error, rolledBack: true)
+            host.spin(named: name)?.hold { Self.rollBack(feed, name, router) } then: { feed.recovered() }
+        }
+        let suspensions = spin.onSuspensionChange { suspension in
+            Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
+        }
+        guard let capture = router.sender(name) else {
+            return [
+                spin.observe({ transition in
+                    var transition = transition
+                    if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
+                    feed.applied(transition)
+                    journal?.record(spin: name, transition)
+                    applied.increment()
+                }, unencodable: unencodable),
+                suspensions,
+            ]
+        }
+        router.onUnencodable(name) { [weak spin] reason in spin?.refuse(unencodable: reason) }
+        // The transition being given to the feedbacks: on the Spin's executor only.
+        let stash = TransitionStash()
         return [
             spin.observe({ transition in
+                var transition = transition
+                if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
                 feed.applied(transition)
-                journal?.record(spin: name, transition)
                 applied.increment()
-            }, unencodable: { reason in
-                // The Spin suspended itself; it goes back to its last durable state, as
-                // when its storage fails, and stays suspended until resumed.
-                let error = APIError.encodingFailed(spin: name, reason)
-                if let journal { return journal.fail(spin: name, error) }
-                feed.fail(error, rolledBack: true)
-                host.spin(named: name)?.hold { feed.rollback() } then: { feed.recovered() }
-            }),
-            spin.onSuspensionChange { suspension in
-                Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
-            },
+                capture.begin(transition.sequence)
+                stash.transition = transition
+            }, afterFeedbacks: { [weak spin] in
+                guard var transition = stash.transition else { return }
+                stash.transition = nil
+                let (outbox, failure) = capture.end()
+                if let failure { return spin?.refuse(unencodable: failure) ?? () }
+                transition.outbox = outbox
+                if let journal {
+                    journal.record(spin: name, transition)
+                } else {
+                    router.sent(name, outbox)
+                }
+            }, unencodable: unencodable),
+            suspensions,
         ]
+    }
+
+    /// The Spin goes back to what its feed holds as durable (its storage failed): what it
+    /// consumed of Gears since is delivered again. On the Spin's executor.
+    private static func rollBack(_ feed: SpinFeed, _ name: String,
+                                 _ router: GearRouter) -> (sequence: UInt64, state: JSONValue, dropped: Int) {
+        let back = feed.rollback()
+        router.rolledBack(name, to: back.sequence)
+        return back
     }
 
     /// Starts journaling: a Spin whose writes fail is rolled back to what is durable and
@@ -255,16 +324,17 @@ public final class LoopServer: Sendable {
     private func startJournaling(_ journal: Journal) -> [String] {
         let host = self.host
         let feeds = self.feeds
+        let router = gearRouter
         return journal.start(onFailure: { name in
             guard let spin = host.spin(named: name) else { return }
             let feed = feeds.feed(name)
-            spin.hold { feed.rollback() } then: {
+            spin.hold { Self.rollBack(feed, name, router) } then: {
                 feed.rolledBack()
                 journal.restored(spin: name)
             }
         }, onRecovery: { name in
             host.spin(named: name)?.release()
-        })
+        }, gears: router)
     }
 
     /// Starts a cluster node: opens the database, starts the lease loop, and from then on
@@ -290,7 +360,8 @@ public final class LoopServer: Sendable {
         cluster.stand(.joining)
         cluster.route { _, _ in .pending }
         let node = configuration.cluster.node
-        let relay = GearOutboxRelay(node: node, store: clustered.store, gears: host.gears, logger: logger)
+        gearRouter.install(host.gears)
+        let relay = GearOutboxRelay(store: clustered.store, router: gearRouter, logger: logger)
         do {
             try relay.start()
         } catch {
@@ -300,9 +371,9 @@ public final class LoopServer: Sendable {
         }
         clustered.gearRelay.withLock { $0 = relay }
         let markers = SuspensionMarker(store: journal.store)
-        let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence,
-                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger) { [self] hosted, feed in
-            observe(hosted, feed: feed, journal: journal, markers: markers)
+        let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
+                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger) { [self] hosted, feed, consumption in
+            observe(hosted, feed: feed, journal: journal, markers: markers, consumption: consumption)
         }
         let startLeases = { [self] (advertise: String) in
             let coordinator = ClusterCoordinator(
@@ -434,4 +505,10 @@ public enum LoopServerError: Error, CustomStringConvertible {
         case .alreadyStarted: "the server is already started"
         }
     }
+}
+
+/// The transition a Spin's first observer made, kept for the observer after its
+/// feedbacks (`LoopServer.observe`): touched only on the Spin's executor.
+private final class TransitionStash: @unchecked Sendable {
+    var transition: HostedTransition?
 }

@@ -43,18 +43,26 @@ package protocol ClusterStore: Sendable {
     /// when one came (spurious wake-ups are allowed).
     func waitForChange(timeout: Duration) throws -> Bool
 
-    /// Appends a Gear event to the outbox (and wakes the nodes that listen); returns
-    /// its position. Positions grow in commit order.
-    func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64
-
-    /// The outbox's events after position `after`, oldest first, at most `limit`.
+    /// The outbox's events after position `after`, oldest first (commit order), at most
+    /// `limit`: every Spin's Gear events, written by the journal commits that made them
+    /// durable (`PostgresSpinStore`).
     func outbox(after: Int64, limit: Int) throws -> [OutboxEvent]
+
+    /// The events on `gears` at positions after `after` and up to `through`, oldest first,
+    /// at most `limit`, leaving out those at or before the sender's position in `consumed`
+    /// (a Spin's consumption: what a Spin that starts on a node has not consumed yet).
+    func outbox(gears: [String], after: Int64, through: Int64, consumed: [String: UInt64], limit: Int) throws -> [OutboxEvent]
 
     /// The newest position in the outbox (0 when empty): where a starting node begins.
     func outboxEnd() throws -> Int64
 
-    /// Waits up to `timeout` for a `publish` by any node; true when one came (spurious
-    /// wake-ups are allowed: the caller reads `outbox(after:limit:)` either way).
+    /// Deletes the events older than `seconds`, but each sender's newest (it holds the
+    /// sender's last position); returns how many went.
+    func trimOutbox(olderThanSeconds seconds: Double) throws -> Int
+
+    /// Waits up to `timeout` for a commit that wrote outbox events, on any node; true
+    /// when one came (spurious wake-ups are allowed: the caller reads `outbox(after:limit:)`
+    /// either way).
     func waitForPublish(timeout: Duration) throws -> Bool
 
     /// Closes its connections.
@@ -101,18 +109,32 @@ package struct ClusterRows: Sendable, Equatable {
     }
 }
 
-/// One Gear event in the outbox: its position, the Gear, the node that published it and
-/// the event's JSON.
+/// One Gear event in the outbox: its position (commit order, across the cluster), the
+/// Gear, the node that wrote it, the event's JSON, and the Spin that propagated it with
+/// its place in that Spin's outbox and the sequence of the transition that did.
 package struct OutboxEvent: Sendable, Equatable {
     package var position: Int64
     package var gear: String
     package var node: String
     package var payload: [UInt8]
+    /// Nil for a row a version-2 node published (never read by this server).
+    package var sender: String?
+    package var senderPosition: UInt64
+    package var cause: UInt64
 
-    package init(position: Int64, gear: String, node: String, payload: [UInt8]) {
+    package init(position: Int64, gear: String, node: String, payload: [UInt8], sender: String? = nil,
+                 senderPosition: UInt64 = 0, cause: UInt64 = 0) {
         self.position = position
         self.gear = gear
         self.node = node
         self.payload = payload
+        self.sender = sender
+        self.senderPosition = senderPosition
+        self.cause = cause
+    }
+
+    /// The sender's outbox record it holds.
+    package var record: OutboxRecord {
+        OutboxRecord(position: senderPosition, gear: gear, cause: cause, event: payload)
     }
 }

@@ -3,7 +3,8 @@
 ///     header: UInt32 LE   bit 31: more records of the same batch follow;
 ///                         bits 0-30: bytes of sequence + payload
 ///     crc32:  UInt32 LE   CRC-32 (IEEE) of sequence + payload
-///     sequence: UInt64 LE the event's sequence in its Spin
+///     sequence: UInt64 LE the event's sequence in its Spin (0: a Gear outbox record,
+///                         `OutboxRecord`, in the batch of the event that produced it)
 ///     payload             the event's JSON
 ///
 /// A batch (`POST` of an array) is journaled all or none: every record but its last has
@@ -99,7 +100,8 @@ package enum JournalRecord {
         /// What the bytes from `offset` on are: a torn tail unless an intact record follows
         /// (see `classify`).
         func damaged(_ reason: String) -> Damage {
-            let last = batch.last?.sequence ?? records.last?.sequence
+            // The last event's sequence (outbox records have sequence 0).
+            let last = batch.last(where: { $0.sequence != 0 })?.sequence ?? records.last(where: { $0.sequence != 0 })?.sequence
             return Damage(kind: classify(bytes, damageAt: offset, after: last), offset: offset,
                           reason: reason, bytesAfter: bytes.count - offset)
         }

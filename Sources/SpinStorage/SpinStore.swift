@@ -5,7 +5,11 @@
 ///
 /// Per Spin a store keeps
 /// - a **journal**: records (`JournalRecord.Record`: sequence, event JSON, batch end),
-///   appended a batch at a time and kept whole batches or nothing;
+///   appended a batch at a time and kept whole batches or nothing; among them the Spin's
+///   **outbox**, the Gear events its transitions propagated (`OutboxRecord`, a record of
+///   sequence 0 beside the record of the event that caused it, in the same batch), which
+///   the file backend keeps in the journal and PostgreSQL in `spin_gear_outbox`, written
+///   in the same transaction;
 /// - a **snapshot**: the host's document of a state and its sequence, which the journal
 ///   continues (opaque here);
 /// - an **epoch**: the name of the Spin's current history (opaque here);
@@ -56,7 +60,8 @@ package protocol SpinStore: AnyObject, Sendable {
 
     // MARK: Writing
 
-    /// Appends one whole batch of records to `spin`'s journal; not durable yet.
+    /// Appends whole batches of records to `spin`'s journal (outbox records among them:
+    /// `OutboxRecord.journalRecord`); not durable yet.
     func append(_ batch: [JournalRecord.Record], spin: String) throws
 
     /// Everything appended to `spin`'s journal counts as durable from now on (what a
@@ -65,8 +70,9 @@ package protocol SpinStore: AnyObject, Sendable {
     func commit(spin: String, sync: Bool) throws
 
     /// Replaces `spin`'s snapshot with `snapshot` and its journal with `records` (the
-    /// ones after the snapshot), so that a crash at any point leaves a snapshot and a
-    /// journal that fit. On failure the journal keeps what was durable.
+    /// ones after the snapshot, and the outbox records still to be kept), so that a crash
+    /// at any point leaves a snapshot and a journal that fit. On failure the journal keeps
+    /// what was durable. (A store that keeps the outbox apart keeps it as it is.)
     func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws
 
     // MARK: Failures
@@ -103,19 +109,48 @@ package protocol SpinStore: AnyObject, Sendable {
 package struct StoredSpin: Sendable {
     /// The snapshot document, or nil before the first compaction.
     package var snapshot: [UInt8]?
-    /// The journal's records of whole batches, in order.
+    /// The journal's records of events, of whole batches, in order (no outbox record).
     package var records: [JournalRecord.Record]
+    /// The outbox records the journal keeps, of whole batches, in the order written: the
+    /// file backend's; a store that keeps the outbox apart (PostgreSQL) gives none.
+    package var outbox: [OutboxRecord] = []
+    /// The highest outbox position the store holds for the Spin (0: none), where its
+    /// next Gear event's position follows (the snapshot may hold a higher one).
+    package var lastOutboxPosition: UInt64 = 0
     /// The stored epoch, or nil when none was stored yet.
     package var epoch: String?
     /// Where the journal stops being readable (a torn tail, or corruption `repair` lets
     /// cut), or nil.
     package var damage: JournalRecord.Damage?
 
-    package init(snapshot: [UInt8]?, records: [JournalRecord.Record], epoch: String?, damage: JournalRecord.Damage?) {
+    package init(snapshot: [UInt8]?, records: [JournalRecord.Record], epoch: String?, damage: JournalRecord.Damage?,
+                 outbox: [OutboxRecord] = [], lastOutboxPosition: UInt64? = nil) {
         self.snapshot = snapshot
         self.records = records
         self.epoch = epoch
         self.damage = damage
+        self.outbox = outbox
+        self.lastOutboxPosition = lastOutboxPosition ?? outbox.map(\.position).max() ?? 0
+    }
+
+    /// What a journal's decoded records hold: the event records and the outbox records
+    /// apart (`OutboxRecord.journalSequence`). Throws `UnreadableOutboxRecord` for an
+    /// outbox record this server cannot read.
+    package static func separating(_ decoded: [JournalRecord.Record], journal: String)
+        throws -> (records: [JournalRecord.Record], outbox: [OutboxRecord]) {
+        guard decoded.contains(where: { $0.sequence == OutboxRecord.journalSequence }) else { return (decoded, []) }
+        var records: [JournalRecord.Record] = []
+        var outbox: [OutboxRecord] = []
+        records.reserveCapacity(decoded.count)
+        for record in decoded {
+            guard record.sequence == OutboxRecord.journalSequence else {
+                records.append(record)
+                continue
+            }
+            guard let entry = OutboxRecord(journalPayload: record.payload) else { throw UnreadableOutboxRecord(journal: journal) }
+            outbox.append(entry)
+        }
+        return (records, outbox)
     }
 }
 

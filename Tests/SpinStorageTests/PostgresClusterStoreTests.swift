@@ -18,6 +18,49 @@ struct PostgresClusterStoreTests {
         return (a, b, url)
     }
 
+    /// Writes outbox rows as a node's journal does (`PostgresSpinStore.commit` of a batch
+    /// holding an outbox record); each call is a batch of one Gear event of `spin`.
+    final class OutboxWriter: @unchecked Sendable {
+        let store: PostgresSpinStore
+        private let lookup: PostgresConnection
+        private var positions: [String: UInt64] = [:]
+        private let lock = NSLock()
+
+        init(url: String, node: String) throws {
+            store = PostgresSpinStore(url: url, ownership: .shared(node: node))
+            _ = try store.open()
+            lookup = try PostgresConnection(url: url)
+        }
+
+        /// Commits one Gear event of `spin` on `gear`; returns its outbox position (commit order).
+        @discardableResult
+        func publish(gear: String, spin: String = "s", payload: [UInt8]) throws -> Int64 {
+            try lock.withLock {
+                if positions[spin] == nil {
+                    positions[spin] = try store.read(spin: spin, repair: false).lastOutboxPosition
+                    try store.startJournal(spin: spin, cuttingAt: nil)
+                }
+                let position = positions[spin]! + 1
+                let record = OutboxRecord(position: position, gear: gear, cause: 0, event: payload)
+                try store.append([record.journalRecord(endsBatch: true)], spin: spin)
+                do {
+                    try store.commit(spin: spin, sync: true)
+                } catch {
+                    store.discardUncommitted(spin: spin)
+                    throw error
+                }
+                positions[spin] = position
+                return try lookup.query("SELECT position FROM spin_gear_outbox WHERE sender = $1 AND sender_position = $2",
+                                        [.text(spin), .int64(Int64(position))]).int(0, 0) ?? -1
+            }
+        }
+
+        func close() {
+            store.close()
+            lookup.close()
+        }
+    }
+
     static func lease(_ spin: String, in store: PostgresClusterStore) throws -> ClusterRows.Lease? {
         try store.readCluster().leases.first { $0.spin == spin }
     }
@@ -130,8 +173,11 @@ struct PostgresClusterStoreTests {
         #expect(throws: PostgresError.self) { _ = try a.waitForPublish(timeout: .seconds(5)) }
         // Reconnected: publishes may have been missed meanwhile, so it reports one.
         #expect(try a.waitForPublish(timeout: .seconds(5)))
-        #expect(throws: PostgresError.self) { _ = try b.publish(gear: "g", node: "b", payload: [1]) }
-        _ = try b.publish(gear: "g", node: "b", payload: [1])
+        #expect(throws: PostgresError.self) { _ = try b.outbox(after: 0, limit: 1) }
+        #expect(try b.outbox(after: 0, limit: 1) == [])
+        let writer = try OutboxWriter(url: url, node: "b")
+        defer { writer.close() }
+        try writer.publish(gear: "g", payload: [1])
         #expect(try a.waitForPublish(timeout: .seconds(5)))
     }
 
@@ -252,7 +298,9 @@ struct PostgresClusterStoreTests {
         try store.open()
         defer { store.close() }
         #expect(try store.outboxEnd() == 0)
-        #expect(try store.publish(gear: "g", node: "a", payload: [1]) == 1)
+        let writer = try OutboxWriter(url: url, node: "a")
+        defer { writer.close() }
+        #expect(try writer.publish(gear: "g", payload: Array(#"{"type":"t"}"#.utf8)) == 1)
         #expect(try admin.query("SELECT max(version)::int8 FROM spin_schema_version").int(0, 0) == Int64(PostgresSchema.currentVersion))
     }
 
@@ -279,9 +327,12 @@ struct PostgresClusterStoreTests {
             }
             reading.signal()
         }
+        let writers = [try OutboxWriter(url: url, node: "a"), try OutboxWriter(url: url, node: "b")]
+        defer { writers.forEach { $0.close() } }
+        _ = stores
         let positions = try Self.onTwoThreads { index in
             try (0..<perNode).map { number in
-                try stores[index].publish(gear: "g\(index)", node: index == 0 ? "a" : "b", payload: Array("\(index):\(number)".utf8))
+                try writers[index].publish(gear: "g\(index)", spin: "spin\(index)", payload: Array("\(index):\(number)".utf8))
             }
         }
         finished.withLock { $0 = true }
@@ -297,12 +348,14 @@ struct PostgresClusterStoreTests {
             #expect(mine.map(\.position) == positions[index])
             #expect(mine.map { String(decoding: $0.payload, as: UTF8.self) } == (0..<perNode).map { "\(index):\($0)" })
             #expect(mine.allSatisfy { $0.node == (index == 0 ? "a" : "b") })
+            #expect(mine.map(\.senderPosition) == (1...UInt64(perNode)).map { $0 })
+            #expect(mine.allSatisfy { $0.sender == "spin\(index)" })
         }
         #expect(try reader.outbox(after: all[9].position, limit: 3) == Array(all[10..<13]))
     }
 
     @Test func leaveAndAnnounce_WakeTheOthersWaitForChange_AndALeftNodeIsNoLongerAlive() throws {
-        let (a, b, _) = try Self.twoNodes()
+        let (a, b, url) = try Self.twoNodes()
         defer { a.close(); b.close() }
         try a.heartbeat(node: "a", advertise: "http://a:8080")
         try b.heartbeat(node: "b", advertise: "http://b:8080")
@@ -310,7 +363,9 @@ struct PostgresClusterStoreTests {
         try b.announce()
         #expect(try a.waitForChange(timeout: .seconds(10)))
         // Publishes on the outbox are not changes of the rows, and the reverse.
-        _ = try b.publish(gear: "g", node: "b", payload: [1])
+        let writer = try OutboxWriter(url: url, node: "b")
+        defer { writer.close() }
+        try writer.publish(gear: "g", payload: [1])
         #expect(try a.waitForChange(timeout: .milliseconds(200)) == false)
 
         let woken = Background { try? a.waitForChange(timeout: .seconds(30)) }
@@ -323,20 +378,23 @@ struct PostgresClusterStoreTests {
         #expect(rows.nodes[0].heartbeatAt != nil)
     }
 
-    @Test func waitForPublish_WakesOnAnotherNodesPublish_TimesOutOtherwise_AndCloseEndsIt() throws {
-        let (a, b, _) = try Self.twoNodes()
+    @Test func waitForPublish_WakesOnAnotherNodesCommit_TimesOutOtherwise_AndCloseEndsIt() throws {
+        let (a, b, url) = try Self.twoNodes()
         defer { b.close() }
+        let writer = try OutboxWriter(url: url, node: "b")
+        defer { writer.close() }
         #expect(try a.waitForPublish(timeout: .milliseconds(200)) == false)
-        let position = try b.publish(gear: "g", node: "b", payload: Array(#"{"type":"tick"}"#.utf8))
+        let position = try writer.publish(gear: "g", spin: "ticker", payload: Array(#"{"type":"tick"}"#.utf8))
         #expect(try a.waitForPublish(timeout: .seconds(10)))
         #expect(try a.outbox(after: 0, limit: 10) == [OutboxEvent(position: position, gear: "g", node: "b",
-                                                                  payload: Array(#"{"type":"tick"}"#.utf8))])
+                                                                  payload: Array(#"{"type":"tick"}"#.utf8),
+                                                                  sender: "ticker", senderPosition: 1, cause: 0)])
         #expect(try a.waitForPublish(timeout: .milliseconds(200)) == false)
 
-        // A publish while it waits wakes it.
+        // A commit while it waits wakes it.
         let woken = Background { try? a.waitForPublish(timeout: .seconds(30)) }
         Thread.sleep(forTimeInterval: 0.2)
-        _ = try b.publish(gear: "g", node: "b", payload: [2])
+        try writer.publish(gear: "g", spin: "ticker", payload: [2])
         #expect(woken.result() == true)
 
         // Close ends a wait under way (which would time out with false), and later calls throw.

@@ -49,6 +49,8 @@ def test_auth_issue_in_feature_makes_router_recheck(start_server):
             _, feature_seen = await recv_until(feature, lambda m: m.get("state", {}).get("status") == "unauthorized")
             assert [m["state"]["status"] for m in feature_seen] == ["loading", "unauthorized"], feature_seen
             traffic = await recv_json(gear, 10)
+            # Its place in the sender's outbox (the server routes Gears durably).
+            assert isinstance(traffic.pop("position"), int)
             assert traffic == {"type": "gear", "gear": "auth", "from": "feature",
                                "event": {"type": "authorizationIssueHappened"}}
             checking, _ = await recv_until(router, route_is("checkingAuthorization"))
@@ -73,6 +75,8 @@ def test_auth_issue_in_feature_makes_router_recheck(start_server):
             # goes home again.
             await post("feature", {"type": "unauthorizedResponse"})
             traffic = await recv_json(gear, 10)
+            # Its place in the sender's outbox (the server routes Gears durably).
+            assert isinstance(traffic.pop("position"), int)
             assert traffic == {"type": "gear", "gear": "auth", "from": "feature",
                                "event": {"type": "authorizationIssueHappened"}}
             checking, _ = await recv_until(router, route_is("checkingAuthorization", 3))

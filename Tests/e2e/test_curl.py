@@ -168,6 +168,7 @@ def test_curl_sse_gear_stream_shows_gear_traffic(server):
         # An unauthorized answer makes the feature propagate on Gear auth.
         assert server.post_events("feature", {"type": "unauthorizedResponse"}).status_code == 202
         seen = reader.data_until(lambda m: m.get("type") == "gear")
+        assert isinstance(seen[-1].pop("position"), int)
         assert seen[-1] == {"type": "gear", "gear": "auth", "from": "feature",
                             "event": {"type": "authorizationIssueHappened"}}
     finally:

@@ -568,6 +568,8 @@ def test_gear_propagate_reaches_the_other_machines_catch(machine_server):
                                             {"type": "unauthorizedResponse"})
             assert reply["state"] == {"value": "unauthorized", "context": {"items": 0}}
             traffic = await recv_json(gear, 10)
+            # Its place in the sender's outbox (the server routes Gears durably).
+            assert isinstance(traffic.pop("position"), int)
             assert traffic == {"type": "gear", "gear": "authMachines", "from": "feature",
                                "event": {"type": "authorizationIssueHappened"}}
             checking, _ = await recv_until(router, lambda m: m.get("state", {}).get("value") == "checkingAuthorization")

@@ -86,10 +86,11 @@ extension Feedback {
         return Feedback<Parent, ParentEvent>(executor: executor, hearsTransitions: hearsTransitions) { context in
             let make = { @Sendable (key: Key) -> any FeedbackRunner<State> in
                 let wrap = embed(key)
-                let parentSubmit = context.host.submit
-                let host = FeedbackHost<Event>(label: context.host.label, runsInline: context.host.runsInline) {
-                    event, stillLatest in parentSubmit(wrap(event), stillLatest)
-                }
+                let parent = context.host
+                let host = FeedbackHost<Event>(
+                    label: parent.label, runsInline: parent.runsInline, delivery: parent.delivery,
+                    submitCaught: { event, receipt in parent.submit(caught: wrap(event), receipt: receipt) }
+                ) { event, stillLatest in parent.submit(wrap(event), stillLatest) }
                 return makeRunner(FeedbackContext(host: host, index: context.index, executor: context.executor))
             }
             guard hearsTransitions else { return ChildrenRunner(children: children, same: same, make: make) }

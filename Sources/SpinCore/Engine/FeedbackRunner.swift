@@ -10,17 +10,44 @@ package struct FeedbackHost<Event: Sendable>: Sendable {
     /// before the event is applied, and the event dropped if it says no
     /// (`ExecutionStrategy.latestStateOnly`: a newer state reached the feedback meanwhile).
     package let submit: @Sendable (Event, (@Sendable () -> Bool)?) -> Void
+    /// Hands an event a Gear delivery made to the driver, with the delivery's receipt
+    /// (a host that routes the Gear gave one): false when the driver takes no event now
+    /// (suspended or stopped). Nil: `submit` takes it.
+    package let submitCaught: (@Sendable (Event, GearReceipt?) -> Bool)?
     /// When true, executors given with `.execute(on:)` are ignored and synchronous
     /// effects run inline, so that a test is deterministic.
     package let runsInline: Bool
     /// The label of the loop (a hosted Spin's name), given to Gears as the source.
     package let label: String?
+    /// Which state the driver is giving its feedbacks now (read in `receive`); nil when
+    /// it does not say.
+    package let delivery: StateDelivery?
 
-    package init(label: String?, runsInline: Bool, submit: @escaping @Sendable (Event, (@Sendable () -> Bool)?) -> Void) {
+    package init(label: String?, runsInline: Bool, delivery: StateDelivery? = nil,
+                 submitCaught: (@Sendable (Event, GearReceipt?) -> Bool)? = nil,
+                 submit: @escaping @Sendable (Event, (@Sendable () -> Bool)?) -> Void) {
         self.label = label
         self.runsInline = runsInline
+        self.delivery = delivery
+        self.submitCaught = submitCaught
         self.submit = submit
     }
+
+    /// Hands over an event a Gear delivery made (see `submitCaught`).
+    package func submit(caught event: Event, receipt: GearReceipt?) -> Bool {
+        if let submitCaught { return submitCaught(event, receipt) }
+        submit(event, nil)
+        return true
+    }
+}
+
+/// Which state a loop is giving its feedbacks, while it does: set by the loop on its
+/// executor right before it calls their `receive`, read there by a feedback that
+/// propagates Gear events (a Gear event's `GearCause`). Confined to the executor.
+package final class StateDelivery: @unchecked Sendable {
+    package var cause = GearCause(sequence: 0, fresh: false)
+
+    package init() {}
 }
 
 /// Everything a feedback is instantiated with when a loop starts.

@@ -17,9 +17,10 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
 
     func start() {
         let transform = self.transform
-        let submit = context.host.submit
-        let token = gear.observe { delivery in
-            if let event = transform(delivery.event) { submit(event, nil) }
+        let host = context.host
+        let token = gear.attachCatcher(owner: host.label) { delivery, receipt in
+            guard let event = transform(delivery.event) else { return .ignored }
+            return host.submit(caught: event, receipt: receipt) ? .enqueued : .refused
         }
         subscription.withLock { $0 = token }
     }
@@ -53,18 +54,21 @@ final class GearPropagateRunner<State: Sendable, Event: Sendable, GearEvent: Sen
 
     func start() {}
 
+    /// What made the event (`GearCause`) is read here, on the loop's executor, also when
+    /// the transform runs on the feedback's own queue.
     func receive(_ state: State) {
         let gear = self.gear
         let transform = self.transform
         let label = context.host.label
         let stopped = self.stopped
+        let cause = context.host.delivery?.cause
         if let queue = context.queue {
             queue.async {
                 guard !stopped.isSet else { return }
-                if let event = transform(state) { gear.propagate(event, from: label) }
+                if let event = transform(state) { gear.propagate(event, from: label, cause: cause) }
             }
         } else if !stopped.isSet, let event = transform(state) {
-            gear.propagate(event, from: label)
+            gear.propagate(event, from: label, cause: cause)
         }
     }
 

@@ -30,7 +30,7 @@ extension APIRouter {
         }
         let owned = cluster.status(hostedSpins: host.spins.map(\.name)).spins(of: cluster.node).count
         return APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                           body: Array(metrics.render(spins: spins, ownedSpins: owned).utf8))
+                           body: Array(metrics.render(spins: spins, ownedSpins: owned, gears: gears?.reading).utf8))
     }
 
     /// `GET /v1/cluster`: the nodes of the cluster and the Spins each owns.

@@ -94,10 +94,15 @@ package struct APIRouter: Sendable {
     let openAPI = OpenAPIDocument.Cache()
     /// This server as a cluster node (`GET /v1/cluster`).
     package let cluster: ClusterNode
+    /// The Gear router (`GET /v1/gears` shows which catching Spins lag; `/metrics` its
+    /// figures); nil for a router without one.
+    package let gears: GearRouter?
 
     package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, origins: OriginPolicy = OriginPolicy(allowed: []),
                  metrics: Metrics, limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
-                 echoEndpoint: Bool = false, cluster: ClusterNode = ClusterNode(node: "localhost", advertise: "")) {
+                 echoEndpoint: Bool = false, cluster: ClusterNode = ClusterNode(node: "localhost", advertise: ""),
+                 gears: GearRouter? = nil) {
+        self.gears = gears
         self.host = host
         self.access = access
         self.hosts = hosts

@@ -11,20 +11,23 @@ package final class ServedSpins: Sendable {
     private let feeds: SpinFeeds
     private let journal: Journal
     private let fence: LeaseFence
+    private let gears: GearRouter
     private let feedbackBudget: Int
     private let logger: Logger
     /// Sees every event a Spin applies, from before it starts (`LoopServer.observe`: the
-    /// feed, the journal, the metrics, the suspensions).
-    private let observe: @Sendable (any HostedSpin, SpinFeed) -> [SpinSubscription]
+    /// feed, the journal, the metrics, the suspensions), with what it consumes of Gears.
+    private let observe: @Sendable (any HostedSpin, SpinFeed, GearConsumption?) -> [SpinSubscription]
     /// Each served Spin's observations, cancelled when the node stops serving it.
     private let terms = Protected<[String: [SpinSubscription]]>([:])
 
-    package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, feedbackBudget: Int,
-                 logger: Logger, observe: @escaping @Sendable (any HostedSpin, SpinFeed) -> [SpinSubscription]) {
+    package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, gears: GearRouter,
+                 feedbackBudget: Int, logger: Logger,
+                 observe: @escaping @Sendable (any HostedSpin, SpinFeed, GearConsumption?) -> [SpinSubscription]) {
         self.host = host
         self.feeds = feeds
         self.journal = journal
         self.fence = fence
+        self.gears = gears
         self.feedbackBudget = feedbackBudget
         self.logger = logger
         self.observe = observe
@@ -44,8 +47,9 @@ package final class ServedSpins: Sendable {
         guard let hosted = host.replace(named: spin) else { return }
         let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
         let sequence: UInt64
+        let recovered: Journal.RecoveredGears?
         do {
-            sequence = try journal.adopt(hosted, feed: feed)
+            (sequence, recovered) = try journal.adopt(hosted, feed: feed)
         } catch {
             fence.stopServing(spin: spin)
             host.replace(named: spin)
@@ -54,7 +58,9 @@ package final class ServedSpins: Sendable {
         }
         hosted.prepare(feedbackBudget: feedbackBudget)
         let markers = SuspensionMarker(store: journal.store)
-        terms.withLock { $0[spin] = observe(hosted, feed) }
+        // It gets what it has not consumed of its Gears (read from the outbox), from now.
+        let consumption = gears.register(hosted, consumed: recovered?.consumed ?? [:], durable: sequence)
+        terms.withLock { $0[spin] = observe(hosted, feed, consumption) }
         if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
         hosted.start()
         let took = (ContinuousClock.now - began).components
@@ -75,11 +81,13 @@ package final class ServedSpins: Sendable {
     /// 3. The feed ends: streams close (their clients resume at the new owner), and until
     ///    this node serves the Spin again, events that still reach it are refused as
     ///    stopped, so they follow the move too.
-    /// 4. A fresh, unmade instance takes the Spin's place.
+    /// 4. A fresh, unmade instance takes the Spin's place; the Gear router forgets it (its
+///    next owner gets from the outbox what it had not consumed).
     package func retire(_ spin: String) {
         host.spin(named: spin)?.stopAndWait()
         for subscription in terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
         journal.retire(spin: spin)
+        gears.unregister(spin)
         fence.stopServing(spin: spin)
         feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
         host.replace(named: spin)

@@ -98,11 +98,17 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         public var pingIntervalSeconds: Int
         /// Seconds a graceful shutdown waits before closing what is left.
         public var shutdownGraceSeconds: Int
+        /// Gear events of one sender kept for a catching Spin that has not consumed them
+        /// (it is suspended, its storage fails, or it does not keep up): past it the oldest
+        /// go, and that Spin is marked lagging (docs/OPERATIONS.md, "Gear delivery"). The
+        /// sender is never held back for it.
+        public var gearBacklog: Int
 
         public init(maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxConnections: Int = 1024,
                     inbox: Int = 1024, feedbackBudget: Int = 100_000, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
                     idleTimeoutSeconds: Int = 120, headerTimeoutSeconds: Int = 10, pingIntervalSeconds: Int = 30,
-                    shutdownGraceSeconds: Int = 5) {
+                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000) {
+            self.gearBacklog = gearBacklog
             self.maxBodyBytes = maxBodyBytes
             self.maxHeaderBytes = maxHeaderBytes
             self.maxConnections = maxConnections

@@ -73,8 +73,16 @@ package final class Journal: @unchecked Sendable {
     /// Transitions recorded and not yet taken by the section (see `record`).
     private let incoming = Protected(Incoming())
     private struct Incoming {
-        var items: [(spin: String, transition: HostedTransition)] = []
+        var items: [(spin: String, item: Item)] = []
         var scheduled = false
+    }
+
+    /// What a Spin hands its journal: an applied transition (with the Gear events its
+    /// state propagated), or Gear events propagated apart from one (a feedback's effect,
+    /// a feedback on its own queue).
+    private enum Item {
+        case transition(HostedTransition)
+        case outbox([GearOutput])
     }
     private var probeScheduled = false
     /// What the host does when a Spin's storage fails and when it works again; set
@@ -106,19 +114,63 @@ package final class Journal: @unchecked Sendable {
         /// storage's: once the Spin is rolled back, journaling goes on at once.
         var goesOnAtOnce = false
 
+        // The Spin's Gear outbox (`OutboxRecord`): positions are given in `writeIncoming`,
+        // in the order its Gear events reach the journal.
+        /// The last position given.
+        var outboxGiven: UInt64
+        /// The last position of a record that is durable.
+        var outboxDurable: UInt64
+        /// The outbox records in `batch`, in order; the first `outboxComplete` of them are
+        /// in its complete batches.
+        var outboxBatch: [OutboxRecord] = []
+        var outboxComplete = 0
+        /// Outbox records written and not yet durable, in order.
+        var outboxWritten: [OutboxRecord] = []
+        /// What the Spin consumed of each sender's outbox, as of its durable records (what
+        /// a compaction's snapshot says), and as of the records written.
+        var consumed: [String: UInt64]
+        var consumedWritten: [String: UInt64]
+        /// The same, of the records in `batch` (complete or not).
+        var consumedBatch: [String: UInt64] = [:]
+        var consumedComplete: [String: UInt64] = [:]
+
         enum Health: Equatable {
             case healthy
             /// Writes failed; `restored` once the host rolled the Spin back.
             case failing(restored: Bool)
         }
 
-        init(name: String, feed: SpinFeed, written: UInt64, records: Int) {
+        init(name: String, feed: SpinFeed, written: UInt64, records: Int, outbox: UInt64, consumed: [String: UInt64]) {
             self.name = name
             self.feed = feed
             self.written = written
             self.records = records
+            self.outboxGiven = outbox
+            self.outboxDurable = outbox
+            self.consumed = consumed
+            self.consumedWritten = consumed
+        }
+
+        /// Back to what is durable (a write or sync failed, or the Spin's transition did
+        /// not encode): nothing waiting is written.
+        func discardPending() {
+            batch.removeAll()
+            complete = 0
+            unsynced = false
+            outboxBatch.removeAll()
+            outboxComplete = 0
+            outboxWritten.removeAll()
+            outboxGiven = outboxDurable
+            consumedBatch = [:]
+            consumedComplete = [:]
+            consumedWritten = consumed
         }
     }
+
+    /// Told when a Spin's journal is durable (the Gear router: which outbox records may
+    /// be sent, and how far a catching Spin's consumption is durable), and asked which
+    /// outbox records a compaction keeps. Set before the Spins start.
+    private weak var gears: (any JournalGearListener)?
 
     package init(store: any SpinStore, storage: SpinServerConfiguration.Storage, logger: Logger) {
         self.store = store
@@ -139,6 +191,19 @@ package final class Journal: @unchecked Sendable {
         package var sequences: [String: UInt64] = [:]
         /// The Spins that could not be recovered (only under `isolate`).
         package var unrecoverable: [String: Unrecoverable] = [:]
+        /// Each recovered Spin's Gear outbox as its journal keeps it (the file backend's;
+        /// none for a store that keeps the outbox apart) and what it consumed of others'.
+        package var gears: [String: RecoveredGears] = [:]
+    }
+
+    /// A recovered Spin's part in Gear delivery.
+    package struct RecoveredGears: Sendable {
+        /// Its outbox records still in the journal, in position order.
+        package var outbox: [OutboxRecord]
+        /// Its last outbox position.
+        package var outboxPosition: UInt64
+        /// What it consumed of each sender's outbox.
+        package var consumed: [String: UInt64]
     }
 
     /// Takes the store (its directory's lock) and notes whether the last server stopped
@@ -205,9 +270,13 @@ package final class Journal: @unchecked Sendable {
                 if storedEpoch != nil { logger.notice("Spin \(name): new epoch \(epoch) (its history may not have only grown)") }
             }
             feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
+            let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition)
             spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
-                                      records: stored.records.count)
+                                      records: stored.records.count + stored.outbox.count, outbox: outboxPosition,
+                                      consumed: recovered.consumed)
             outcome.sequences[name] = recovered.sequence
+            outcome.gears[name] = RecoveredGears(outbox: stored.outbox.sorted { $0.position < $1.position },
+                                                 outboxPosition: outboxPosition, consumed: recovered.consumed)
         }
         return outcome
     }
@@ -216,14 +285,15 @@ package final class Journal: @unchecked Sendable {
     /// store holds now (what the node that served it before made durable), begins its
     /// feed there and journals it from now on. In the journal's section, so that it never
     /// races the writes of other Spins. Returns the recovered sequence.
-    package func adopt(_ spin: any HostedSpin, feed: SpinFeed) throws -> UInt64 {
+    package func adopt(_ spin: any HostedSpin, feed: SpinFeed) throws -> (sequence: UInt64, gears: RecoveredGears?) {
         try section.sync { [self] in
             // A node only adopts a Spin under a lease the database just gave it: the
             // history it reads is the whole durable one, whatever this node saw before.
             let saved = wasClean
             wasClean = true
             defer { wasClean = saved }
-            return try recover([(spin, feed)], isolating: false).sequences[spin.name] ?? 0
+            let outcome = try recover([(spin, feed)], isolating: false)
+            return (outcome.sequences[spin.name] ?? 0, outcome.gears[spin.name])
         }
     }
 
@@ -243,10 +313,10 @@ package final class Journal: @unchecked Sendable {
             do {
                 if journal.complete > 0 {
                     try store.append(Array(journal.batch[..<journal.complete]), spin: spin)
-                    journal.written = journal.completeLast
+                    takeWritten(journal)
                 }
                 try store.commit(spin: spin, sync: true)
-                journal.feed.durable(through: journal.written)
+                markDurable(journal, compacting: false)
             } catch {
                 logger.warning("journal of \(spin): not committed as this node stops serving it (\(error)); nothing of it was acknowledged")
                 store.discardUncommitted(spin: spin)
@@ -264,10 +334,12 @@ package final class Journal: @unchecked Sendable {
     /// disk at start-up), every Spin starts failing: the caller holds them before they
     /// run. Returns the names of the Spins that start failing.
     package func start(onFailure: @escaping @Sendable (String) -> Void,
-                       onRecovery: @escaping @Sendable (String) -> Void) -> [String] {
+                       onRecovery: @escaping @Sendable (String) -> Void,
+                       gears: (any JournalGearListener)? = nil) -> [String] {
         section.sync { [self] in
             self.onFailure = onFailure
             self.onRecovery = onRecovery
+            self.gears = gears
             do {
                 // Until `close`, the store is in use.
                 try store.markInUse()
@@ -295,8 +367,21 @@ package final class Journal: @unchecked Sendable {
     /// `write` per Spin carries many events (and many client batches), instead of one per
     /// event.
     package func record(spin: String, _ transition: HostedTransition) {
+        take(spin, .transition(transition))
+    }
+
+    /// Records Gear events `spin` propagated apart from a transition (an effect's, or a
+    /// feedback's on its own queue): they take the next places in its outbox and are
+    /// written as a batch of their own (or with the client batch still arriving), like
+    /// a transition.
+    package func record(spin: String, outbox: [GearOutput]) {
+        guard !outbox.isEmpty else { return }
+        take(spin, .outbox(outbox))
+    }
+
+    private func take(_ spin: String, _ item: Item) {
         let wakeUp = incoming.withLock { incoming -> Bool in
-            incoming.items.append((spin, transition))
+            incoming.items.append((spin, item))
             guard !incoming.scheduled else { return false }
             incoming.scheduled = true
             return true
@@ -318,15 +403,48 @@ package final class Journal: @unchecked Sendable {
             return incoming.items
         }
         var written: [SpinJournal] = []
-        for (spin, transition) in items {
+        for (spin, item) in items {
             guard let journal = spins[spin], journal.health == .healthy else { continue }
-            journal.batch.append(JournalPayload.record(transition))
-            guard transition.endsBatch else { continue }
+            switch item {
+            case .transition(let transition):
+                var record = JournalPayload.record(transition)
+                if transition.outbox.isEmpty {
+                    journal.batch.append(record)
+                } else {
+                    // The outbox records follow their event's record, in its batch: the
+                    // last of them ends the batch when the event does.
+                    record.endsBatch = false
+                    journal.batch.append(record)
+                    appendOutbox(transition.outbox, to: journal, endingBatch: transition.endsBatch)
+                }
+                for (sender, position) in transition.consumed {
+                    journal.consumedBatch[sender] = max(journal.consumedBatch[sender] ?? 0, position)
+                }
+                guard transition.endsBatch else { continue }
+                journal.completeLast = transition.sequence
+            case .outbox(let outputs):
+                // With a batch still arriving, they go with it (all or none); else they
+                // are a batch of their own.
+                let alone = journal.complete == journal.batch.count
+                appendOutbox(outputs, to: journal, endingBatch: alone)
+                guard alone else { continue }
+            }
             if journal.complete == 0 { written.append(journal) }
             journal.complete = journal.batch.count
-            journal.completeLast = transition.sequence
+            journal.outboxComplete = journal.outboxBatch.count
+            journal.consumedComplete = journal.consumedBatch
         }
         for journal in written where journal.health == .healthy { write(journal) }
+    }
+
+    /// Gives `outputs` the next places in the Spin's outbox and appends their records.
+    private func appendOutbox(_ outputs: [GearOutput], to journal: SpinJournal, endingBatch: Bool) {
+        for (offset, output) in outputs.enumerated() {
+            journal.outboxGiven += 1
+            let entry = OutboxRecord(position: journal.outboxGiven, gear: output.gear, cause: output.cause, event: output.event)
+            journal.outboxBatch.append(entry)
+            journal.batch.append(entry.journalRecord(endsBatch: endingBatch && offset == outputs.count - 1))
+        }
     }
 
     /// Appends a Spin's complete batches and makes them as durable as `policy` says.
@@ -339,9 +457,7 @@ package final class Journal: @unchecked Sendable {
             return fail(journal, error)
         }
         journal.records += complete
-        journal.written = journal.completeLast
-        journal.batch.removeFirst(complete)
-        journal.complete = 0
+        takeWritten(journal)
         switch policy {
         case .always:
             commit(journal, sync: true)
@@ -353,6 +469,26 @@ package final class Journal: @unchecked Sendable {
                 syncScheduled = true
                 runOnQueue { [self] in syncBatch() }
             }
+        }
+    }
+
+    /// The complete batches were appended to the store: what they hold counts as
+    /// written (the records, the outbox records, what the Spin consumed).
+    private func takeWritten(_ journal: SpinJournal) {
+        journal.written = journal.completeLast
+        journal.batch.removeFirst(journal.complete)
+        journal.complete = 0
+        if journal.outboxComplete > 0 {
+            journal.outboxWritten += journal.outboxBatch[..<journal.outboxComplete]
+            journal.outboxBatch.removeFirst(journal.outboxComplete)
+            journal.outboxComplete = 0
+        }
+        if !journal.consumedComplete.isEmpty {
+            journal.consumedWritten.merge(journal.consumedComplete) { max($0, $1) }
+            for (sender, position) in journal.consumedComplete where journal.consumedBatch[sender] == position {
+                journal.consumedBatch[sender] = nil
+            }
+            journal.consumedComplete = [:]
         }
     }
 
@@ -386,9 +522,16 @@ package final class Journal: @unchecked Sendable {
         markDurable(journal)
     }
 
-    private func markDurable(_ journal: SpinJournal) {
+    private func markDurable(_ journal: SpinJournal, compacting: Bool = true) {
         journal.feed.durable(through: journal.written)
-        compactIfDue(journal)
+        journal.consumed = journal.consumedWritten
+        let outbox = journal.outboxWritten
+        if let last = outbox.last {
+            journal.outboxDurable = last.position
+            journal.outboxWritten.removeAll(keepingCapacity: true)
+        }
+        gears?.journalDurable(spin: journal.name, through: journal.written, outbox: outbox)
+        if compacting { compactIfDue(journal) }
     }
 
     // MARK: Compaction
@@ -410,11 +553,22 @@ package final class Journal: @unchecked Sendable {
               let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written else { return }
         let name = journal.name
         do {
-            let document = JSONValue.object([("sequence", .number(String(base.sequence))),
-                                             ("epoch", .string(journal.feed.epoch)), ("state", base.state)])
-            let records = kept.map(JournalPayload.record)
-            try store.compact(spin: name, snapshot: document.bytes, records: records)
-            journal.records = kept.count
+            var members: [(String, JSONValue)] = [("sequence", .number(String(base.sequence))),
+                                                  ("epoch", .string(journal.feed.epoch)), ("state", base.state)]
+            // What it consumed is the newest durable (no record after the snapshot takes
+            // more back); the outbox position, its newest durable one.
+            if !journal.consumed.isEmpty {
+                members.append(("consumed", .object(journal.consumed.sorted { $0.key < $1.key }.map {
+                    ($0.key, .number(String($0.value)))
+                })))
+            }
+            if journal.outboxDurable > 0 { members.append(("outbox", .number(String(journal.outboxDurable)))) }
+            // The outbox records some catching Spin has not consumed yet stay, as a batch.
+            let keep = gears?.outboxToKeep(of: name) ?? []
+            let records = keep.enumerated().map { $0.element.journalRecord(endsBatch: $0.offset == keep.count - 1) }
+                + kept.map(JournalPayload.record)
+            try store.compact(spin: name, snapshot: JSONValue.object(members).bytes, records: records)
+            journal.records = records.count
             logger.debug("journal of \(name): compacted to \(kept.count) records after sequence \(base.sequence)")
         } catch {
             // The old journal is intact unless the rename happened; either way what was
@@ -453,9 +607,7 @@ package final class Journal: @unchecked Sendable {
 
     private func fail(_ journal: SpinJournal, refusing error: APIError) {
         journal.health = .failing(restored: false)
-        journal.batch.removeAll()
-        journal.complete = 0
-        journal.unsynced = false
+        journal.discardPending()
         journal.feed.fail(error)
         store.discardUncommitted(spin: journal.name)
         journal.written = journal.feed.snapshot.sequence
@@ -571,4 +723,15 @@ package final class Journal: @unchecked Sendable {
         }
         if let problem { throw problem }
     }
+}
+
+/// What a `Journal` tells the Gear router (`GearRouter`) and asks of it.
+package protocol JournalGearListener: AnyObject, Sendable {
+    /// `spin`'s journal is durable through `sequence`; `outbox` holds the outbox records
+    /// that became durable with it, in position order. Called in the journal's section:
+    /// must not block.
+    func journalDurable(spin: String, through sequence: UInt64, outbox: [OutboxRecord])
+    /// The outbox records of `spin` a compaction of its journal keeps: those some Spin
+    /// that catches them has not consumed yet (nothing, when the outbox is kept apart).
+    func outboxToKeep(of spin: String) -> [OutboxRecord]
 }

@@ -5,8 +5,12 @@ import SpinWire
 /// The payload of a journal record as the server writes it: the event's JSON, preceded
 /// by the record's metadata when it has any.
 ///
-/// Metadata (today only `sub`, who sent the event: `HostedTransition.origin`) is framed as
-/// an RFC 7464 JSON text sequence: `RS {"sub":"alice"} LF` and then the event's JSON.
+/// Metadata is framed as an RFC 7464 JSON text sequence: `RS {"sub":"alice"} LF` and
+/// then the event's JSON. Its members:
+/// - `sub`: who sent the event (`HostedTransition.origin`);
+/// - `consumed`: what the Spin took of other Spins' Gear outboxes since its previous
+///   record, `{"<sender>": <position>}` (`HostedTransition.consumed`).
+///
 /// A JSON text never starts with RS (0x1E), so a payload without metadata, as every
 /// journal before it was written, reads as before; and a JSON object written by
 /// `JSONValue` never holds a raw LF (strings escape control characters), so the first LF
@@ -16,31 +20,50 @@ package enum JournalPayload {
     static let recordSeparator = UInt8(0x1E)
     static let lineFeed = UInt8(ascii: "\n")
 
-    /// The payload of `transition`: its event's bytes alone when it has no origin.
+    /// The payload of `transition`: its event's bytes alone when it has no metadata.
     package static func encode(_ transition: HostedTransition) -> [UInt8] {
-        guard let origin = transition.origin else { return transition.event.bytes }
+        guard transition.origin != nil || !transition.consumed.isEmpty else { return transition.event.bytes }
+        var members: [(String, JSONValue)] = []
+        if let origin = transition.origin { members.append(("sub", .string(origin))) }
+        if !transition.consumed.isEmpty {
+            members.append(("consumed", .object(transition.consumed.sorted { $0.key < $1.key }.map {
+                ($0.key, .number(String($0.value)))
+            })))
+        }
         var payload: [UInt8] = [recordSeparator]
-        JSONValue.object([("sub", .string(origin))]).write(into: &payload)
+        JSONValue.object(members).write(into: &payload)
         payload.append(lineFeed)
         transition.event.write(into: &payload)
         return payload
     }
 
-    /// The event's JSON and the metadata's `sub` of a stored payload. A payload that
-    /// starts with RS but has no LF, or whose metadata is not an object, is returned
-    /// whole as the event, so that decoding the event fails and names the record.
+    /// What a stored payload holds: the event's JSON and the metadata's members. A
+    /// payload that starts with RS but has no LF, or whose metadata is not an object, is
+    /// returned whole as the event, so that decoding the event fails and names the record.
     package static func decode(_ payload: [UInt8]) -> (origin: String?, event: ArraySlice<UInt8>) {
+        let (metadata, event) = read(payload)
+        return (metadata.sub, event)
+    }
+
+    /// The metadata (empty when there is none) and the event's JSON of a stored payload.
+    package static func read(_ payload: [UInt8]) -> (metadata: Metadata, event: ArraySlice<UInt8>) {
         guard payload.first == recordSeparator, let end = payload.firstIndex(of: lineFeed),
               let metadata = try? JSONDecoder().decode(Metadata.self, from: Data(payload[1..<end])) else {
-            return (nil, payload[...])
+            return (Metadata(), payload[...])
         }
-        return (metadata.sub, payload[(end + 1)...])
+        return (metadata, payload[(end + 1)...])
     }
 
     /// What the metadata holds (keys it does not know are skipped: a later server may
     /// write more).
-    private struct Metadata: Decodable {
-        var sub: String?
+    package struct Metadata: Decodable, Equatable {
+        package var sub: String?
+        package var consumed: [String: UInt64]?
+
+        package init(sub: String? = nil, consumed: [String: UInt64]? = nil) {
+            self.sub = sub
+            self.consumed = consumed
+        }
     }
 
     /// A journal record of `transition`.

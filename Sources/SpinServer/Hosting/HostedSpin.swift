@@ -13,13 +13,40 @@ package struct HostedTransition: Sendable {
     package var endsBatch = true
     /// Who sent the event (`EventBatch.origin`); nil for events of feedbacks and Gears.
     package var origin: String?
+    /// What the Spin consumed of other Spins' Gear outboxes up to this event (the sender's
+    /// name → the position of the last event taken from it), since its previous journaled
+    /// event: the Gear event this one is, and the ones its reducer declined meanwhile.
+    /// Journaled with the event (an idempotent consumer, docs/OPERATIONS.md "Gear delivery").
+    package var consumed: [String: UInt64] = [:]
+    /// The Gear events the feedbacks propagated when given this event's state, in order:
+    /// journaled with it, as the Spin's outbox, and sent once it is durable.
+    package var outbox: [GearOutput] = []
 
-    package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true, origin: String? = nil) {
+    package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true, origin: String? = nil,
+                 consumed: [String: UInt64] = [:]) {
         self.sequence = sequence
         self.event = event
         self.state = state
         self.endsBatch = endsBatch
         self.origin = origin
+        self.consumed = consumed
+    }
+}
+
+/// A Gear event a hosted Spin propagated, before its journal gives it a place in the
+/// Spin's outbox (`OutboxRecord`).
+package struct GearOutput: Sendable, Equatable {
+    /// The hosted Gear's name.
+    package var gear: String
+    /// The event's JSON.
+    package var event: [UInt8]
+    /// The sequence of the transition whose state propagated it (0: none).
+    package var cause: UInt64
+
+    package init(gear: String, event: [UInt8], cause: UInt64) {
+        self.gear = gear
+        self.event = event
+        self.cause = cause
     }
 }
 
@@ -79,6 +106,11 @@ package struct Recovered: Sendable {
     /// The newest replayed transitions (at most what recovery was asked to keep), for the
     /// history streams resume from.
     package var history: [HostedTransition]
+    /// What the Spin consumed of each sender's Gear outbox (the snapshot's, then every
+    /// replayed record's): where redelivery starts.
+    package var consumed: [String: UInt64] = [:]
+    /// The last position of its own outbox the snapshot records (0: none).
+    package var outboxPosition: UInt64 = 0
 }
 
 /// Events decoded from a request, ready to be submitted to the Spin that decoded them.
@@ -155,6 +187,17 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// durable one): nothing unencodable is journaled or streamed, as null or otherwise.
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription
+    /// `observe(_:unencodable:)`, and `afterFeedbacks` is called for each applied event
+    /// once the feedbacks were given its state (after what they do at once with it, such
+    /// as propagating a Gear event), on the Spin's executor, when `handler` was called
+    /// for it: a host journals a transition there with the Gear events its state sent.
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+                 afterFeedbacks: @escaping @Sendable () -> Void,
+                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription
+    /// Something the Spin produced does not encode as JSON (a Gear event it propagated):
+    /// it suspends and goes back as for a transition that does not encode (`observe`'s
+    /// `unencodable` gets `reason`).
+    func refuse(unencodable reason: String)
     var pendingEvents: Int { get }
     /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
     /// and the journaled events after it, replayed through the reducer (no effect runs).
@@ -228,6 +271,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// Set when a transition did not encode, until `hold` puts the Spin back: observers
     /// are handed nothing meanwhile (see `observe`).
     private let unencodable = EncodingFault()
+    /// What `observe` was told to call when something does not encode (`refuse`).
+    private let refusal = Protected<(@Sendable (String) -> Void)?>(nil)
     /// Whether each decoded event is encoded before it is submitted: not for a
     /// `TypeTaggedEvent` whose decoding checks what its encoding does (its table passed
     /// the round-trip check when hosted); an event that still fails is caught by
@@ -339,12 +384,15 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
         var state = spin.initialState
         var sequence: UInt64 = 0
+        var consumed: [String: UInt64] = [:]
+        var outboxPosition: UInt64 = 0
         if let snapshot {
             guard let document = try? JSONSerialization.jsonObject(with: Data(snapshot)) as? [String: Any],
                   let number = document["sequence"] as? NSNumber, let stateJSON = document["state"],
                   let stateData = try? JSONSerialization.data(withJSONObject: stateJSON, options: [.fragmentsAllowed]) else {
                 throw RecoveryError(spin: name, problem: "the snapshot is not {\"sequence\":N,\"state\":..}")
             }
+            (consumed, outboxPosition) = try Self.gearPositions(in: document, spin: name)
             do {
                 state = try JSONDecoder().decode(State.self, from: stateData)
             } catch let error as DecodingError {
@@ -361,7 +409,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                                     sequence: sequence + 1)
             }
             let event: Event
-            let (origin, payload) = JournalPayload.decode(record.payload)
+            let (metadata, payload) = JournalPayload.read(record.payload)
+            let origin = metadata.sub
+            for (sender, position) in metadata.consumed ?? [:] { consumed[sender] = max(consumed[sender] ?? 0, position) }
             do {
                 event = try JSONDecoder().decode(Event.self, from: Data(payload))
             } catch let error as DecodingError {
@@ -374,7 +424,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 do {
                     history.append(HostedTransition(sequence: sequence, event: .raw(try coding.encode(event)),
                                                     state: try Self.encode(state), endsBatch: record.endsBatch,
-                                                    origin: origin))
+                                                    origin: origin, consumed: metadata.consumed ?? [:]))
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
                                         underlying: error, sequence: record.sequence)
@@ -390,7 +440,38 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             throw RecoveryError(spin: name, problem: "the recovered state does not encode: \(Self.describe(error))",
                                 underlying: error)
         }
-        return Recovered(sequence: sequence, state: json, history: history)
+        return Recovered(sequence: sequence, state: json, history: history, consumed: consumed,
+                         outboxPosition: outboxPosition)
+    }
+
+    /// A snapshot's Gear positions: `"consumed": {"<sender>": N}` and `"outbox": N`
+    /// (absent in snapshots written before Gear delivery was durable: none).
+    private static func gearPositions(in document: [String: Any], spin: String) throws
+        -> (consumed: [String: UInt64], outbox: UInt64) {
+        func position(_ value: Any?) -> UInt64? {
+            guard let number = value as? NSNumber, number.int64Value >= 0 else { return nil }
+            return number.uint64Value
+        }
+        var consumed: [String: UInt64] = [:]
+        if let listed = document["consumed"] {
+            guard let map = listed as? [String: Any] else {
+                throw RecoveryError(spin: spin, problem: "the snapshot's \"consumed\" is not an object of positions")
+            }
+            for (sender, value) in map {
+                guard let number = position(value) else {
+                    throw RecoveryError(spin: spin, problem: "the snapshot's \"consumed\".\(sender) is not a position")
+                }
+                consumed[sender] = number
+            }
+        }
+        var outbox: UInt64 = 0
+        if let value = document["outbox"] {
+            guard let number = position(value) else {
+                throw RecoveryError(spin: spin, problem: "the snapshot's \"outbox\" is not a position")
+            }
+            outbox = number
+        }
+        return (consumed, outbox)
     }
 
     /// One pass of `JSONValidator` (syntax, repeated keys, what the top is, where each
@@ -497,8 +578,27 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
+        observe(handler, afterFeedbacks: nil, unencodable: unencodable)
+    }
+
+    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+                 afterFeedbacks: @escaping @Sendable () -> Void,
+                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
+        observe(handler, afterFeedbacks: .some(afterFeedbacks), unencodable: unencodable)
+    }
+
+    func refuse(unencodable reason: String) {
+        unencodable.failed.store(true, ordering: .releasing)
+        running.suspend(reason: reason)
+        refusal.withLock { $0 }?(reason)
+    }
+
+    private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+                         afterFeedbacks: (@Sendable () -> Void)?,
+                         unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
         let (loop, fault, encodeEvent) = (running, self.unencodable, coding.encode)
-        return loop.observe { transition in
+        refusal.withLock { $0 = unencodable }
+        let observation = loop.observe { transition in
             if fault.failed.load(ordering: .acquiring) { return }
             let event: JSONValue, state: JSONValue
             do {
@@ -511,8 +611,19 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             } catch {
                 return refuse("event \(transition.sequence) (\(Event.self))", error)
             }
-            handler(HostedTransition(sequence: transition.sequence, event: event, state: state, endsBatch: transition.endsBatch,
-                                     origin: transition.origin))
+            var hosted = HostedTransition(sequence: transition.sequence, event: event, state: state,
+                                          endsBatch: transition.endsBatch, origin: transition.origin)
+            if let receipt = transition.gearReceipt { hosted.consumed[receipt.source] = receipt.position }
+            handler(hosted)
+        }
+        guard let afterFeedbacks else { return observation }
+        let late = loop.observeAfterFeedbacks { _ in
+            if fault.failed.load(ordering: .acquiring) { return }
+            afterFeedbacks()
+        }
+        return SpinSubscription {
+            observation.cancel()
+            late.cancel()
         }
         /// Suspends the Spin, naming what did not encode, and tells the host.
         @Sendable func refuse(_ what: String, _ error: any Error) {

@@ -113,6 +113,14 @@ public final class SpinHost: Sendable {
     public func host<GearEvent: Codable & Sendable>(
         _ gear: Gear<GearEvent>, named name: String, attachedTo spins: [String]
     ) throws(HostingError) {
+        try host(gear, named: name, attachedTo: spins, members: [])
+    }
+
+    /// Hosts `gear` with the other Gear objects of its name (`members`: Gears of other
+    /// event types joined to it, a JSON bus, by `GearBridge`s), which a server routes with it.
+    package func host<GearEvent: Codable & Sendable>(
+        _ gear: Gear<GearEvent>, named name: String, attachedTo spins: [String], members: [any GearPort]
+    ) throws(HostingError) {
         try Self.validate(name)
         try Self.checkEvents(GearEvent.self)
         try registry.withLock { registry throws(HostingError) in
@@ -121,7 +129,7 @@ public final class SpinHost: Sendable {
             for spin in spins where !registry.spins.contains(where: { $0.name == spin }) {
                 throw .unknownSpin(gear: name, spin: spin)
             }
-            registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear))
+            registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear, members: members))
         }
     }
 

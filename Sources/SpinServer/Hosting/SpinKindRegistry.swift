@@ -82,7 +82,8 @@ public struct SpinKindRegistry: Sendable {
         for gear in configuration.gears {
             guard let made = workshop.gears[gear.name] else { throw HostingError.gearNotMade(gear.name) }
             let attached = configuration.spins.filter { $0.attachedGears.contains(gear.name) }.map(\.name)
-            try made.hostOn(host, gear.name, attached)
+            let members = (workshop.bridged[gear.name] ?? [:]).values.map(\.port)
+            try made.hostOn(host, gear.name, attached, members)
         }
         return host
     }
@@ -96,22 +97,27 @@ public final class SpinKindContext {
         struct MadeGear {
             let gear: Any
             let eventType: Any.Type
-            let hostOn: (SpinHost, String, [String]) throws(HostingError) -> Void
+            let hostOn: (SpinHost, String, [String], [any GearPort]) throws(HostingError) -> Void
             /// Joins this Gear to a JSON bus (`GearBridge`).
             let bridge: (Gear<MachineEvent>) -> Void
+            /// This Gear as a member of a JSON bus's hosted Gear (routed with it).
+            let port: any GearPort
 
             init<GearEvent: Codable & Sendable>(_ gear: Gear<GearEvent>) {
                 self.gear = gear
                 self.eventType = GearEvent.self
-                self.hostOn = { host, name, spins throws(HostingError) in try host.host(gear, named: name, attachedTo: spins) }
+                self.hostOn = { host, name, spins, members throws(HostingError) in
+                    try host.host(gear, named: name, attachedTo: spins, members: members)
+                }
                 self.bridge = { bus in GearBridge.connect(gear, to: bus) }
+                self.port = TypedGearPort(gear)
             }
         }
 
         /// The Gear hosted under each name.
         var gears: [String: MadeGear] = [:]
-        /// Per name, the Gears of each event type joined to its JSON bus.
-        var bridged: [String: [ObjectIdentifier: Any]] = [:]
+        /// Per name, the Gears of each event type joined to its JSON bus, with their ports.
+        var bridged: [String: [ObjectIdentifier: (gear: Any, port: any GearPort)]] = [:]
         var shared: [String: Any] = [:]
 
         /// The one `Gear<GearEvent>` of the Gear `name`: the hosted one while every Spin on
@@ -130,14 +136,14 @@ public final class SpinKindContext {
             } else {
                 bus = Gear<MachineEvent>()
                 made.bridge(bus)
-                bridged[name, default: [:]][ObjectIdentifier(made.eventType)] = made.gear
+                bridged[name, default: [:]][ObjectIdentifier(made.eventType)] = (made.gear, made.port)
                 gears[name] = MadeGear(bus)
             }
             if let gear = bus as? Gear<GearEvent> { return gear }   // JSON events: the bus itself
-            if let gear = bridged[name]?[ObjectIdentifier(GearEvent.self)] as? Gear<GearEvent> { return gear }
+            if let gear = bridged[name]?[ObjectIdentifier(GearEvent.self)]?.gear as? Gear<GearEvent> { return gear }
             let gear = Gear<GearEvent>()
             GearBridge.connect(gear, to: bus)
-            bridged[name, default: [:]][ObjectIdentifier(GearEvent.self)] = gear
+            bridged[name, default: [:]][ObjectIdentifier(GearEvent.self)] = (gear, TypedGearPort(gear))
             return gear
         }
     }

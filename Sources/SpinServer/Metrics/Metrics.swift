@@ -83,6 +83,64 @@ package final class Metrics: Sendable {
     private let openCount = Protected(0)
     private let spins = Protected([String: SpinMetrics]())
     private let requests = Protected([RequestKey: Counter]())
+    /// The Gear metrics by labels, made on first use, and what the counters were last
+    /// told (the router keeps totals).
+    private let gearMetrics = Protected(GearMetrics())
+
+    private struct GearMetrics {
+        var pending: [[String]: Gauge] = [:]
+        var lagging: [[String]: Gauge] = [:]
+        var counters: [[String]: (counter: Counter, told: Int)] = [:]
+    }
+
+    /// The Gear router's figures: `spin_gear_pending{gear,spin}` (events of the Gear that
+    /// Spin catches and has not consumed durably), `spin_gear_lagging{spin,from}` (1 while
+    /// it no longer gets the oldest events of that sender), and the totals
+    /// `spin_gear_redelivered_total{gear}` and `spin_gear_duplicates_dropped_total{gear}`.
+    private func record(_ readings: GearRouter.Readings) {
+        let registry = self.registry
+        gearMetrics.withLock { made in
+            for gauge in made.pending.values { gauge.set(Int64(0)) }
+            for (gear, spins) in readings.pending {
+                for (spin, count) in spins {
+                    let key = [gear, spin]
+                    let gauge = made.pending[key] ?? registry.makeGauge(
+                        descriptor: Self.named("spin_gear_pending", "Gear events a catching Spin has not consumed durably yet."),
+                        labels: [("gear", gear), ("spin", spin)])
+                    made.pending[key] = gauge
+                    gauge.set(Int64(count))
+                }
+            }
+            for gauge in made.lagging.values { gauge.set(Int64(0)) }
+            for (spin, senders) in readings.lagging {
+                for sender in senders.keys {
+                    let key = [spin, sender]
+                    let gauge = made.lagging[key] ?? registry.makeGauge(
+                        descriptor: Self.named("spin_gear_lagging", "1 while a catching Spin no longer gets a sender's oldest Gear events (limits.gearBacklog)."),
+                        labels: [("spin", spin), ("from", sender)])
+                    made.lagging[key] = gauge
+                    gauge.set(Int64(1))
+                }
+            }
+            let totals: [(String, String, [String: Int])] = [
+                ("spin_gear_redelivered_total", "Gear events delivered again (after a restart, a move or a rollback) to a Spin that had not consumed them.", readings.redelivered),
+                ("spin_gear_duplicates_dropped_total", "Gear events read again that a catching Spin had consumed already, dropped by their position.", readings.duplicatesDropped),
+            ]
+            for (name, help, counts) in totals {
+                for (gear, total) in counts {
+                    let key = [name, gear]
+                    var entry = made.counters[key] ?? (registry.makeCounter(descriptor: Self.named(name, help),
+                                                                            labels: [("gear", gear)]), 0)
+                    if total > entry.told {
+                        entry.counter.increment(by: Int64(total - entry.told))
+                        entry.told = total
+                    }
+                    made.counters[key] = entry
+                }
+            }
+        }
+    }
+
     /// `spin_proxied_requests_total` by route, made on first use.
     private let proxied = Protected([String: Counter]())
     private let waitedForMove: Counter
@@ -198,8 +256,9 @@ package final class Metrics: Sendable {
 
     /// The exposition text: the Spins' gauges set from `spins` and the owned-Spins gauge
     /// from `ownedSpins` (read now; nil leaves it), then the whole registry.
-    package func render(spins: [SpinReading], ownedSpins owned: Int? = nil) -> String {
+    package func render(spins: [SpinReading], ownedSpins owned: Int? = nil, gears: GearRouter.Readings? = nil) -> String {
         if let owned { ownedSpins.set(Int64(owned)) }
+        if let gears { record(gears) }
         for reading in spins {
             let metrics = spin(reading.name)
             metrics.sequence.set(Int64(clamping: reading.sequence))

@@ -92,10 +92,23 @@ package enum StreamMessage {
                  ("error", .object([("code", .string(error.code)), ("message", .string(error.message))]))])
     }
 
-    /// `{"type":"gear","gear":..,"from":spin,"event":..}`.
+    /// `{"type":"gear","gear":..,"from":spin,"event":..}`, with `"position"` (the event's
+    /// place in the sender's outbox) when the server routes the Gear and
+    /// `"redelivered":true` when it is sent again; or, for a catching Spin that could not
+    /// take it (its Gear event type does not decode it),
+    /// `{"type":"skipped","gear":..,"from":..,"position":..,"spin":..,"reason":..,"event":..}`.
     package static func gear(_ traffic: GearTraffic) -> JSONValue {
-        .object([("type", .string("gear")), ("gear", .string(traffic.gear)),
-                 ("from", traffic.from.map(JSONValue.string) ?? .null), ("event", traffic.event)])
+        var members: [(String, JSONValue)] = [("type", .string(traffic.skipped == nil ? "gear" : "skipped")),
+                                              ("gear", .string(traffic.gear)),
+                                              ("from", traffic.from.map(JSONValue.string) ?? .null)]
+        if let position = traffic.position { members.append(("position", .number(String(position)))) }
+        if traffic.redelivered { members.append(("redelivered", .bool(true))) }
+        if let skipped = traffic.skipped {
+            members.append(("spin", .string(skipped.spin)))
+            members.append(("reason", .string(skipped.reason)))
+        }
+        members.append(("event", traffic.event))
+        return .object(members)
     }
 
     /// What a client may send on a stream.

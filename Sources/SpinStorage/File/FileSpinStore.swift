@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Files, per Spin:
 /// - `<name>.journal`: append-only records of applied events (`JournalRecord` framing),
-///   every event after the snapshot's sequence, batches whole;
+///   every event after the snapshot's sequence, batches whole, with the Gear events each
+///   batch propagated (`OutboxRecord`, records of sequence 0) in its batch;
 /// - `<name>.snapshot.json`: the host's snapshot document (`{"sequence":N,"epoch":..,"state":..}`),
 ///   the state the journal starts from, rewritten when the journal is compacted;
 /// - `<name>.epoch`: the epoch of the Spin's history;
@@ -91,8 +92,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
                                     intactThrough: decoded.records.last?.sequence)
         }
         let epoch = try DurableFiles.read(epochPath(spin)).map { String(decoding: $0, as: UTF8.self) }
-        return StoredSpin(snapshot: try DurableFiles.read(snapshotPath(spin)), records: decoded.records,
-                          epoch: epoch, damage: decoded.damage)
+        let (records, outbox) = try StoredSpin.separating(decoded.records, journal: journalPath(spin))
+        return StoredSpin(snapshot: try DurableFiles.read(snapshotPath(spin)), records: records,
+                          epoch: epoch, damage: decoded.damage, outbox: outbox)
     }
 
     /// The journal's name is synced into the directory (it may have just been created):

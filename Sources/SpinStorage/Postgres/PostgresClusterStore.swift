@@ -14,16 +14,15 @@ import Glibc
 ///   waiter at a time each); each reconnects the same way, and the first wait after a
 ///   reconnect returns true at once (a notification may have come while it was away).
 /// - Times are the database's `now()` (the transaction's start), read back as `Date`s.
-/// - The outbox keeps an hour of events: `publish` deletes older ones, at most once a
-///   minute per store. A node that falls more than an hour behind misses events.
+/// - The Gear outbox's rows are written by the journal's commits (`PostgresSpinStore`);
+///   here they are read, in commit order, and trimmed (`trimOutbox`).
 package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     private let url: String
     private let connectTimeout: Int
-    // Guarded by `lock`: the statements' connection, the time of the last trim, and
-    // whether `close` was called (and no `open` since).
+    // Guarded by `lock`: the statements' connection, and whether `close` was called (and
+    // no `open` since).
     private let lock = NSLock()
     private var connection: PostgresConnection?
-    private var lastTrim: ContinuousClock.Instant?
     private var closed = false
     /// The listening connections of `waitForPublish` and `waitForChange`.
     private let publishes: Listener
@@ -32,9 +31,6 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
-    /// How long the outbox keeps an event, and how often `publish` deletes older ones.
-    package static let outboxRetention = "1 hour"
-    private static let trimInterval = Duration.seconds(60)
 
     /// - Parameters:
     ///   - url: a libpq connection string, as for `PostgresSpinStore`.
@@ -188,45 +184,63 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
 
     // MARK: Gear outbox
 
-    /// In one transaction: `PostgresSchema.outboxLock` (held to the commit, so the next
-    /// publisher draws its position after this one is visible), the trim when due, the
-    /// insert and the notification (sent at the commit).
-    package func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64 {
-        try withConnection { connection in
-            let trim = lastTrim.map { $0.duration(to: .now) >= Self.trimInterval } ?? true
-            let position = try connection.transaction {
-                _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
-                                         [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.outboxLock))])
-                if trim {
-                    try connection.execute(
-                        "DELETE FROM spin_gear_outbox WHERE published_at < now() - interval '\(Self.outboxRetention)'")
-                }
-                let position = try connection.query("""
-                    INSERT INTO spin_gear_outbox (gear, node, payload) VALUES ($1, $2, $3) RETURNING position
-                    """, [.text(gear), .text(node), .bytea(payload)]).int(0, 0) ?? 0
-                try connection.execute("NOTIFY \(PostgresSchema.outboxChannel)")
-                return position
-            }
-            if trim { lastTrim = .now }
-            return position
-        }
+    /// The columns of an outbox row, in the order `event(_:at:)` reads them.
+    private static let outboxColumns = "position, gear, node, payload, sender, sender_position, cause"
+
+    private static func event(_ rows: PostgresRows, at row: Int) -> OutboxEvent {
+        OutboxEvent(position: rows.int(row, 0) ?? 0, gear: rows.text(row, 1) ?? "", node: rows.text(row, 2) ?? "",
+                    payload: rows.bytes(row, 3) ?? [], sender: rows.text(row, 4),
+                    senderPosition: UInt64(clamping: rows.int(row, 5) ?? 0), cause: UInt64(clamping: rows.int(row, 6) ?? 0))
     }
 
+    /// Rows of Spins' outboxes only (rows a version-2 node published have no sender).
     package func outbox(after: Int64, limit: Int) throws -> [OutboxEvent] {
         try withConnection { connection in
             let rows = try connection.query("""
-                SELECT position, gear, node, payload FROM spin_gear_outbox WHERE position > $1 ORDER BY position LIMIT $2
+                SELECT \(Self.outboxColumns) FROM spin_gear_outbox
+                WHERE position > $1 AND sender IS NOT NULL ORDER BY position LIMIT $2
                 """, [.int64(after), .int64(Int64(max(limit, 0)))])
-            return (0..<rows.count).map { row in
-                OutboxEvent(position: rows.int(row, 0) ?? 0, gear: rows.text(row, 1) ?? "", node: rows.text(row, 2) ?? "",
-                            payload: rows.bytes(row, 3) ?? [])
-            }
+            return (0..<rows.count).map { Self.event(rows, at: $0) }
+        }
+    }
+
+    /// One statement: the consumed positions go in as two arrays, joined by sender.
+    package func outbox(gears: [String], after: Int64, through: Int64, consumed: [String: UInt64],
+                        limit: Int) throws -> [OutboxEvent] {
+        let senders = consumed.keys.sorted()
+        return try withConnection { connection in
+            let rows = try connection.query("""
+                SELECT \(Self.outboxColumns) FROM spin_gear_outbox o
+                WHERE o.gear = ANY($1::text[]) AND o.position > $2 AND o.position <= $3 AND o.sender IS NOT NULL
+                  AND o.sender_position > coalesce((SELECT c.position FROM unnest($4::text[], $5::int8[]) AS c(sender, position)
+                                                    WHERE c.sender = o.sender), 0)
+                ORDER BY o.position LIMIT $6
+                """, [.textArray(gears), .int64(after), .int64(through), .textArray(senders),
+                      .int64Array(senders.map { Int64(clamping: consumed[$0] ?? 0) }), .int64(Int64(max(limit, 0)))])
+            return (0..<rows.count).map { Self.event(rows, at: $0) }
         }
     }
 
     package func outboxEnd() throws -> Int64 {
         try withConnection { connection in
             try connection.query("SELECT coalesce(max(position), 0)::int8 FROM spin_gear_outbox").int(0, 0) ?? 0
+        }
+    }
+
+    /// Keeps every sender's newest row: it holds the sender's last position.
+    package func trimOutbox(olderThanSeconds seconds: Double) throws -> Int {
+        try withConnection { connection in
+            let rows = try connection.query("""
+                WITH trimmed AS (
+                    DELETE FROM spin_gear_outbox o
+                    WHERE o.published_at < now() - $1 * interval '1 second'
+                      AND (o.sender IS NULL OR o.sender_position < (SELECT max(n.sender_position) FROM spin_gear_outbox n
+                                                                   WHERE n.sender = o.sender))
+                    RETURNING 1
+                )
+                SELECT count(*) FROM trimmed
+                """, [.float8(seconds)])
+            return Int(rows.int(0, 0) ?? 0)
         }
     }
 

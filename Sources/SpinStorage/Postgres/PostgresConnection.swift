@@ -270,6 +270,7 @@ package enum PostgresValue {
     case int64Array([Int64])
     case byteaArray([[UInt8]])
     case boolArray([Bool])
+    case textArray([String])
     case null
 
     // Type OIDs (pg_type.oid): int8, float8, bool, bytea, text and their arrays.
@@ -285,6 +286,7 @@ package enum PostgresValue {
         case .int64Array(let values): return (1016, Self.array(of: Self.int8, values.map { Self.bigEndian($0) }))
         case .byteaArray(let values): return (1001, Self.array(of: Self.byteaType, values))
         case .boolArray(let values): return (1000, Self.array(of: Self.boolean, values.map { [$0 ? 1 : 0] }))
+        case .textArray(let values): return (1009, Self.array(of: Self.textType, values.map { Array($0.utf8) }))
         case .null: return (0, nil)
         }
     }

@@ -10,8 +10,8 @@ package enum PostgresSchema {
     package static let migrationLock: Int32 = 1
     /// Held (session-level) by the one server of a database in single-server mode.
     package static let singleServerLock: Int32 = 2
-    /// Held (transaction-level) by each Gear outbox insert until its commit, so that
-    /// outbox positions are handed out in commit order.
+    /// Held (transaction-level) by each journal commit that writes Gear outbox rows,
+    /// until it commits, so that outbox positions are handed out in commit order.
     package static let outboxLock: Int32 = 3
 
     /// The channel a Gear outbox insert notifies (at its commit).
@@ -80,6 +80,19 @@ package enum PostgresSchema {
             valid boolean NOT NULL,
             changed_at timestamptz NOT NULL DEFAULT now()
         );
+        """,
+        // 4: the Gear outbox becomes each Spin's transactional outbox: a row is written in
+        // the transaction of the journal batch whose transition propagated it, with the
+        // sending Spin, its place in that Spin's outbox and the transition's sequence.
+        // Rows of version 2 (no sender) were delivered when they were published; nodes
+        // skip them.
+        """
+        ALTER TABLE spin_gear_outbox
+            ADD COLUMN sender text,
+            ADD COLUMN sender_position bigint,
+            ADD COLUMN cause bigint;
+        CREATE UNIQUE INDEX spin_gear_outbox_sender ON spin_gear_outbox (sender, sender_position);
+        CREATE INDEX spin_gear_outbox_gear ON spin_gear_outbox (gear, position);
         """,
     ]
 

@@ -11,6 +11,9 @@ import Foundation
 ///   with it off (an answer before the flush; a database crash may lose the last
 ///   fraction of a second of commits, never part of one).
 /// - `compact` replaces the snapshot and trims the journal in one transaction.
+/// - Outbox records (`OutboxRecord`, the Gear events a batch propagated) go to
+///   `spin_gear_outbox` in the transaction of their batch, under the outbox's advisory
+///   lock, so that every node reads them in commit order (`PostgresClusterStore`).
 /// - A lost connection fails the write that meets it; `probe` reconnects (and takes the
 ///   server's lock again), `reopen` deletes what an interrupted commit may have stored
 ///   after all (never acknowledged) so the journal resumes at its last known commit.
@@ -187,6 +190,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                 records.append(JournalRecord.Record(sequence: UInt64(bitPattern: rows.int(row, 0) ?? 0),
                                                     payload: rows.bytes(row, 1) ?? [], endsBatch: rows.bool(row, 2) ?? true))
             }
+            let outboxEnd = try connection.query(
+                "SELECT coalesce(max(sender_position), 0)::int8 FROM spin_gear_outbox WHERE sender = $1", [.text(spin)])
+            let lastOutboxPosition = UInt64(clamping: outboxEnd.int(0, 0) ?? 0)
             let whole = (records.lastIndex(where: \.endsBatch) ?? -1) + 1
             var damage: JournalRecord.Damage?
             if whole < records.count {
@@ -196,7 +202,8 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                 records.removeSubrange(whole...)
             }
             return StoredSpin(snapshot: snapshot.count == 1 ? snapshot.bytes(0, 0) : nil, records: records,
-                              epoch: epoch.count == 1 ? epoch.text(0, 0) : nil, damage: damage)
+                              epoch: epoch.count == 1 ? epoch.text(0, 0) : nil, damage: damage,
+                              lastOutboxPosition: lastOutboxPosition)
         }
     }
 
@@ -250,27 +257,85 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 
     /// Inserts everything appended to `spin` since the last commit in one statement: a
     /// lease fence's row check goes into that statement (one round trip, one transaction:
-    /// `insertFenced`), another fence runs in a transaction with it.
+    /// `insertFenced`), another fence runs in a transaction with it. Outbox records among
+    /// them go to `spin_gear_outbox` in the same transaction (`commitWithOutbox`).
     package func commit(spin: String, sync: Bool) throws {
         try locked {
-            guard let journal = journals[spin], let last = journal.pending.last else { return }
+            guard let journal = journals[spin], !journal.pending.isEmpty else { return }
             let connection = try live()
             if synchronousCommit != sync {
                 try connection.execute("SET synchronous_commit TO \(sync ? "on" : "off")")
                 synchronousCommit = sync
             }
-            if let fence, let lease = try fence.lease(of: spin) {
-                try insertFenced(journal.pending, spin: spin, lease: lease, connection)
+            let (events, outbox) = Self.split(journal.pending)
+            if !outbox.isEmpty {
+                try commitWithOutbox(events, outbox, spin: spin, connection)
+            } else if let fence, let lease = try fence.lease(of: spin) {
+                try insertFenced(events, spin: spin, lease: lease, connection)
             } else if let fence {
                 try connection.transaction {
                     try fence.check(spin: spin, connection: connection)
-                    try insert(journal.pending, spin: spin, connection)
+                    try insert(events, spin: spin, connection)
                 }
             } else {
-                try insert(journal.pending, spin: spin, connection)
+                try insert(events, spin: spin, connection)
             }
             journal.pending.removeAll(keepingCapacity: true)
-            journal.committedLast = last.sequence
+            if let last = events.last { journal.committedLast = last.sequence }
+        }
+    }
+
+    /// The event records and the outbox records of appended batches: an event record
+    /// ends its batch when the batch's last record is an outbox record after it.
+    static func split(_ records: [JournalRecord.Record]) -> (events: [JournalRecord.Record], outbox: [OutboxRecord]) {
+        guard records.contains(where: { $0.sequence == OutboxRecord.journalSequence }) else { return (records, []) }
+        var events: [JournalRecord.Record] = []
+        var outbox: [OutboxRecord] = []
+        for record in records {
+            guard record.sequence == OutboxRecord.journalSequence else {
+                events.append(record)
+                continue
+            }
+            // Written by this server (`OutboxRecord.journalRecord`): always readable.
+            if let entry = OutboxRecord(journalPayload: record.payload) { outbox.append(entry) }
+            if record.endsBatch, !events.isEmpty { events[events.count - 1].endsBatch = true }
+        }
+        return (events, outbox)
+    }
+
+    /// One transaction: the outbox's advisory lock (so that outbox rows are numbered in
+    /// commit order, which is the order nodes read them in), the fence, the event records,
+    /// the outbox rows, and the notification that wakes every node's reader at commit.
+    private func commitWithOutbox(_ events: [JournalRecord.Record], _ outbox: [OutboxRecord], spin: String,
+                                  _ connection: PostgresConnection) throws {
+        try connection.transaction {
+            _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+                                     [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.outboxLock))])
+            if let fence {
+                if let lease = try fence.lease(of: spin) {
+                    if events.isEmpty {
+                        let rows = try connection.query("""
+                            SELECT 1 FROM spin_leases WHERE spin = $1 AND node = $2 AND epoch = $3 AND expires_at > now() FOR SHARE
+                            """, [.text(spin), .text(lease.node), .int64(Int64(clamping: lease.epoch))])
+                        guard rows.count == 1 else { throw FencedOut(node: lease.node, spin: spin, epoch: lease.epoch) }
+                    } else {
+                        try insertFenced(events, spin: spin, lease: lease, connection)
+                    }
+                } else {
+                    try fence.check(spin: spin, connection: connection)
+                    if !events.isEmpty { try insert(events, spin: spin, connection) }
+                }
+            } else if !events.isEmpty {
+                try insert(events, spin: spin, connection)
+            }
+            _ = try connection.query("""
+                INSERT INTO spin_gear_outbox (gear, node, payload, sender, sender_position, cause)
+                SELECT o.gear, $2, o.payload, $1, o.sender_position, o.cause
+                FROM unnest($3::text[], $4::bytea[], $5::int8[], $6::int8[]) AS o(gear, payload, sender_position, cause)
+                """, [.text(spin), .text(node), .textArray(outbox.map(\.gear)), .byteaArray(outbox.map(\.event)),
+                      .int64Array(outbox.map { Int64(clamping: $0.position) }),
+                      .int64Array(outbox.map { Int64(clamping: $0.cause) })])
+            _ = try connection.query("SELECT pg_notify($1, '')", [.text(PostgresSchema.outboxChannel)])
         }
     }
 
@@ -309,7 +374,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 
     /// In one transaction: the new snapshot, the journal trimmed to `records` (the ones
     /// already there are kept, not written again).
-    package func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws {
+    package func compact(spin: String, snapshot: [UInt8], records all: [JournalRecord.Record]) throws {
+        // The outbox is `spin_gear_outbox`'s, trimmed by the nodes' readers.
+        let records = all.filter { $0.sequence != OutboxRecord.journalSequence }
         try locked {
             guard let journal = journals[spin] else { return }
             let connection = try live()

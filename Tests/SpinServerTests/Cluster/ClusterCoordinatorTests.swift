@@ -238,19 +238,22 @@ final class MemoryClusterStore: ClusterStore, @unchecked Sendable {
         }
     }
 
-    func publish(gear: String, node: String, payload: [UInt8]) throws -> Int64 {
-        lock.withLock {
-            let position = Int64(events.count + 1)
-            events.append(OutboxEvent(position: position, gear: gear, node: node, payload: payload))
-            return position
-        }
-    }
-
     func outbox(after: Int64, limit: Int) throws -> [OutboxEvent] {
         lock.withLock { Array(events.filter { $0.position > after }.prefix(limit)) }
     }
 
+    func outbox(gears: [String], after: Int64, through: Int64, consumed: [String: UInt64], limit: Int) throws -> [OutboxEvent] {
+        lock.withLock {
+            Array(events.filter { event in
+                gears.contains(event.gear) && event.position > after && event.position <= through
+                    && event.senderPosition > consumed[event.sender ?? "", default: 0]
+            }.prefix(limit))
+        }
+    }
+
     func outboxEnd() throws -> Int64 { lock.withLock { Int64(events.count) } }
+
+    func trimOutbox(olderThanSeconds seconds: Double) throws -> Int { 0 }
 
     func waitForPublish(timeout: Duration) throws -> Bool {
         Thread.sleep(forTimeInterval: 0.01)

@@ -73,7 +73,8 @@ struct ServedSpinsTests {
             _ = journal.start(onFailure: { _ in }, onRecovery: { _ in })
             let feeds = SpinFeeds(retain: 100, immediate: false)
             served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: LeaseFence(node: "a"),
-                                 feedbackBudget: 1000, logger: logger) { hosted, feed in
+                                 gears: GearRouter(mode: .journaled, backlog: 100, logger: logger),
+                                 feedbackBudget: 1000, logger: logger) { hosted, feed, _ in
                 [hosted.observe { transition in
                     feed.applied(transition)
                     journal.record(spin: hosted.name, transition)
