@@ -135,7 +135,11 @@ public final class LoopServer: Sendable {
     /// into closed connections (Autobahn 9.*: 16 MiB messages). The request cycle's
     /// timeouts are `HTTPConnectionLimits`, armed by each connection's handler.
     static func connectionLimits(_ limits: SpinServerConfiguration.Limits) -> ConnectionLimits {
-        ConnectionLimits(maxPendingOutput: max(4 << 20, 2 * limits.maxWebSocketMessageBytes + (64 << 10)))
+        // A state message holds a state (at most maxStateBytes) and an event (at most a
+        // body): two of the largest fit too.
+        let cap = Int.max / 4
+        let message = max(limits.maxWebSocketMessageBytes, min(limits.maxStateBytes, cap) + min(limits.maxBodyBytes, cap))
+        return ConnectionLimits(maxPendingOutput: max(4 << 20, 2 * min(message, cap) + (64 << 10)))
     }
 
     /// Recovers every hosted Spin from storage (when `storage.persists`), starts them,
@@ -259,13 +263,27 @@ public final class LoopServer: Sendable {
         let logger = self.logger
         let host = self.host
         let router = gearRouter
-        let unencodable: @Sendable (String) -> Void = { reason in
-            // The Spin suspended itself; it goes back to its last durable state, as
-            // when its storage fails, and stays suspended until resumed.
-            let error = APIError.encodingFailed(spin: name, reason)
+        // The Spin goes back to its last durable state, as when its storage fails, and
+        // every acknowledgement still waiting gets `error`; then it goes on (a refused
+        // state, `holdBack`) or stays suspended until resumed (something did not encode).
+        let refuse: @Sendable (APIError) -> Void = { error in
             if let journal { return journal.fail(spin: name, error) }
             feed.fail(error, rolledBack: true)
-            host.spin(named: name)?.hold { Self.rollBack(feed, name, router) } then: { feed.recovered() }
+            host.spin(named: name)?.hold { Self.rollBack(feed, name, router) } then: {
+                feed.recovered()
+                host.spin(named: name)?.release()
+            }
+        }
+        let unencodable: @Sendable (String) -> Void = { reason in refuse(.encodingFailed(spin: name, reason)) }
+        let maxState = configuration.limits.maxStateBytes
+        /// Whether `transition`'s state is too large: then the Spin is held back, and the
+        /// transition goes nowhere.
+        let tooLarge: @Sendable (HostedTransition) -> Bool = { [weak spin] transition in
+            let bytes = transition.state.bytes.count
+            guard bytes > maxState, let spin else { return false }
+            spin.holdBack()
+            refuse(.stateTooLarge(spin: name, bytes: bytes, limit: maxState))
+            return true
         }
         let suspensions = spin.onSuspensionChange { suspension in
             Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
@@ -273,6 +291,7 @@ public final class LoopServer: Sendable {
         guard let capture = router.sender(name) else {
             return [
                 spin.observe({ transition in
+                    if tooLarge(transition) { return }
                     var transition = transition
                     if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
                     feed.applied(transition)
@@ -287,6 +306,7 @@ public final class LoopServer: Sendable {
         let stash = TransitionStash()
         return [
             spin.observe({ transition in
+                if tooLarge(transition) { return }
                 var transition = transition
                 if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
                 feed.applied(transition)

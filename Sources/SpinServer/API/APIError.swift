@@ -45,6 +45,10 @@ package enum APIError: Error, Equatable, Sendable {
     case spinSuspended(String)
     /// 413 `batch_too_large`: a batch larger than the inbox.
     case batchTooLarge(count: Int, limit: Int)
+    /// 413 `state_too_large`: the state an event made encodes larger than
+    /// `limits.maxStateBytes`; the Spin went back to its last durable state, nothing of
+    /// the event (nor of what was applied after it) was kept.
+    case stateTooLarge(spin: String, bytes: Int, limit: Int)
     /// 415 `unsupported_media_type`: events not sent as JSON (the `Content-Type` given).
     case unsupportedMediaType(String?)
     /// 422 `invalid_event`: not an event of the Spin.
@@ -111,6 +115,7 @@ package enum APIError: Error, Equatable, Sendable {
         case methodNotAllowed = "method_not_allowed"
         case spinSuspended = "spin_suspended"
         case batchTooLarge = "batch_too_large"
+        case stateTooLarge = "state_too_large"
         case unsupportedMediaType = "unsupported_media_type"
         case invalidEvent = "invalid_event"
         case notAcceptable = "not_acceptable"
@@ -141,7 +146,7 @@ package enum APIError: Error, Equatable, Sendable {
             case .notAcceptable: 406
             case .requestTimeout: 408
             case .spinSuspended: 409
-            case .batchTooLarge: 413
+            case .batchTooLarge, .stateTooLarge: 413
             case .unsupportedMediaType: 415
             case .misdirectedRequest: 421
             case .invalidEvent: 422
@@ -170,6 +175,7 @@ package enum APIError: Error, Equatable, Sendable {
         case .methodNotAllowed: .methodNotAllowed
         case .spinSuspended: .spinSuspended
         case .batchTooLarge: .batchTooLarge
+        case .stateTooLarge: .stateTooLarge
         case .unsupportedMediaType: .unsupportedMediaType
         case .invalidEvent: .invalidEvent
         case .notAcceptable: .notAcceptable
@@ -237,6 +243,8 @@ package enum APIError: Error, Equatable, Sendable {
             "Spin \"\(name)\" is suspended by its runaway guard (limits.feedbackBudget); nothing changed. POST /v1/spins/\(name)/resume runs it again"
         case .batchTooLarge(let count, let limit):
             "a batch of \(count) events is larger than the inbox of \(limit) (limits.inbox); send it in parts"
+        case .stateTooLarge(let spin, let bytes, let limit):
+            "the state of Spin \"\(spin)\" after this event would be \(bytes) bytes of JSON, over limits.maxStateBytes (\(limit)); nothing was applied"
         case .unsupportedMediaType(let contentType):
             "events must be sent as application/json, not \(contentType.map { "\"\($0)\"" } ?? "a body without Content-Type")"
         case .invalidEvent(let spin, let detail): "not an event of Spin \"\(spin)\": \(detail)"

@@ -32,6 +32,7 @@ import Logging
 /// | `limits.pingIntervalSeconds` | int > 0 | `30` | |
 /// | `limits.shutdownGraceSeconds` | int > 0 | `5` | |
 /// | `limits.gearBacklog` | int > 0 | `10000` | |
+/// | `limits.maxStateBytes` | int > 0 | `1048576` | |
 /// | `auth.tokens` | `[{"token": string, "scopes"?: [read\|write\|admin], "subject"?: string, "spin"?: {"read"?, "write"?, "admin"?: [pattern]}, "gear"?: {"read"?: [pattern]}}]` (scopes and/or grants) | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
 /// | `auth.rules` | `[{"subject": pattern, "spin"?: {..}, "gear"?: {..}}]`: grants for the identities whose subject matches | `[]` | |
 /// | `auth.jwt.keys` | `[{"alg": HS256\|RS256\|ES256\|EdDSA, "kid"?: string, "secret"\|"secretEnv"\|"publicKeyFile": string}]` | `[]` | `SPIN_JWT_SECRET` (adds an HS256 key) |
@@ -186,6 +187,7 @@ extension SpinServerConfiguration {
         ("pingIntervalSeconds", \.pingIntervalSeconds),
         ("shutdownGraceSeconds", \.shutdownGraceSeconds),
         ("gearBacklog", \.gearBacklog),
+        ("maxStateBytes", \.maxStateBytes),
     ] }
 
     /// Loads and checks the configuration.

@@ -103,12 +103,18 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// go, and that Spin is marked lagging (docs/OPERATIONS.md, "Gear delivery"). The
         /// sender is never held back for it.
         public var gearBacklog: Int
+        /// Largest state a Spin may hold, as JSON: an event whose state would encode
+        /// larger is refused (413 `state_too_large`) and the Spin goes back to its last
+        /// durable state. 1 MiB keeps a state message (state and event) well inside what
+        /// one connection may have pending, and a Spin's memory bounded.
+        public var maxStateBytes: Int
 
         public init(maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxConnections: Int = 1024,
                     inbox: Int = 1024, feedbackBudget: Int = 100_000, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
                     idleTimeoutSeconds: Int = 120, headerTimeoutSeconds: Int = 10, pingIntervalSeconds: Int = 30,
-                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000) {
+                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000, maxStateBytes: Int = 1 << 20) {
             self.gearBacklog = gearBacklog
+            self.maxStateBytes = maxStateBytes
             self.maxBodyBytes = maxBodyBytes
             self.maxHeaderBytes = maxHeaderBytes
             self.maxConnections = maxConnections

@@ -669,7 +669,7 @@ package final class Journal: @unchecked Sendable {
             journal.feed.recovered()
             if journal.goesOnAtOnce {
                 journal.goesOnAtOnce = false
-                logger.notice("journal of \(journal.name) goes on from sequence \(journal.written); the Spin stays suspended until resumed")
+                logger.notice("journal of \(journal.name) goes on from sequence \(journal.written)")
             } else {
                 logger.notice("storage of \(journal.name) works again: the Spin goes on from sequence \(journal.written)")
             }

@@ -198,6 +198,10 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// it suspends and goes back as for a transition that does not encode (`observe`'s
     /// `unencodable` gets `reason`).
     func refuse(unencodable reason: String)
+    /// A transition was refused by the host (its state is over `limits.maxStateBytes`):
+    /// observers get no transition until `hold` puts the Spin back, and the Spin is
+    /// suspended as for failing storage (`storageHoldReason`), so `release` lets it go on.
+    func holdBack()
     var pendingEvents: Int { get }
     /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
     /// and the journaled events after it, replayed through the reducer (no effect runs).
@@ -591,6 +595,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         unencodable.failed.store(true, ordering: .releasing)
         running.suspend(reason: reason)
         refusal.withLock { $0 }?(reason)
+    }
+
+    func holdBack() {
+        unencodable.failed.store(true, ordering: .releasing)
+        running.suspend(reason: storageHoldReason)
     }
 
     private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,

@@ -85,6 +85,7 @@ final class UnrecoverableSpin: HostedSpin {
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void, afterFeedbacks: @escaping @Sendable () -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription { SpinSubscription {} }
     func refuse(unencodable reason: String) {}
+    func holdBack() {}
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription { SpinSubscription {} }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {

@@ -39,6 +39,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// The spans of the request being answered, when the process traces.
     private var trace: RequestTrace?
     private var requestCounting = RequestCounting()
+    /// The part of a large response not yet handed to the connection (written a piece at
+    /// a time as its output drains: `send`), and what follows once it is.
+    private var unsent: ArraySlice<UInt8> = []
+    private var afterUnsent: (() -> Void)?
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
@@ -64,6 +68,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didBecomeWritable(_ connection: Connection) {
+        if afterUnsent != nil { return sendUnsent() }
         relay?.clientWritable()
     }
 
@@ -227,9 +232,44 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                   keepAlive: keepAlive)
         let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
-        _ = connection.write(bytes)
         record(request, status: response.status, bytes: bytes.count, started: started)
-        run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now))
+        send(bytes) { [self] in run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now)) }
+    }
+
+    /// Writes `bytes`, then calls `then`: at once when they fit below the connection's
+    /// high watermark (every response but a large one), else a piece at a time as the
+    /// output drains, so that a response of any size is sent whole (never cut at
+    /// `maxPendingOutput`) and the next pipelined response waits for it.
+    private func send(_ bytes: [UInt8], then: @escaping () -> Void) {
+        guard bytes.count > Self.piece else {
+            _ = connection.write(bytes)
+            return then()
+        }
+        unsent = bytes[...]
+        afterUnsent = then
+        sendUnsent()
+    }
+
+    /// The largest piece of a response written at once: a fraction of SpinNet's high
+    /// watermark, so that the pending output stays far below `maxPendingOutput`.
+    private static let piece = 64 << 10
+
+    private func sendUnsent() {
+        while !unsent.isEmpty {
+            let piece = unsent.prefix(Self.piece)
+            unsent = unsent.dropFirst(piece.count)
+            switch connection.write(piece) {
+            case .accepted: continue
+            case .aboveHighWatermark: if !unsent.isEmpty { return }   // `didBecomeWritable` goes on
+            case .closed:
+                unsent = []
+                afterUnsent = nil
+                return
+            }
+        }
+        let then = afterUnsent
+        afterUnsent = nil
+        then?()
     }
 
     /// Switches the connection to the stream the router accepted.
