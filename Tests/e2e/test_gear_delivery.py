@@ -22,6 +22,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -30,31 +31,9 @@ from spin_e2e import SpinServer
 
 CYCLES = int(os.environ.get("SPIN_GEAR_CYCLES", "3"))
 
-PINGER = {
-    "id": "pinger", "initial": "on", "context": {"count": 0},
-    "states": {"on": {"on": {"PING": {"actions": [
-        {"type": "assign", "set": {"count": {"add": 1}}},
-        {"type": "gear.propagate", "gear": "pings", "event": {"type": "pinged", "n": {"from": "context.count"}}},
-    ]}}}},
-    "gears": {"pings": {"catch": {}}},
-}
-
-
-def ledger(catch: dict[str, str], gear: str) -> dict:
-    """Catches `catch` ({Gear event type: "pinged"}) on `gear`; counts what arrives in order."""
-    return {
-        "id": "ledger", "initial": "on",
-        "context": {"expected": 1, "received": 0, "duplicates": 0, "gaps": 0, "last": 0},
-        "states": {"on": {"on": {"pinged": [
-            {"guard": {"eq": ["event.n", "context.expected"]},
-             "actions": [{"type": "assign", "set": {"received": {"add": 1}, "expected": {"add": 1},
-                                                     "last": {"from": "event.n"}}}]},
-            {"guard": {"lt": ["event.n", "context.expected"]},
-             "actions": [{"type": "assign", "set": {"duplicates": {"add": 1}}}]},
-            {"actions": [{"type": "assign", "set": {"gaps": {"add": 1}, "last": {"from": "event.n"}}}]},
-        ]}}},
-        "gears": {gear: {"catch": catch}},
-    }
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "machines"
+PINGER = json.loads((FIXTURES / "pinger.json").read_text())
+LEDGER = json.loads((FIXTURES / "ledger.json").read_text())
 
 
 # A ledger of a Swift sender's events: `authorizationIssueHappened` has no number, so the
@@ -169,7 +148,7 @@ def run_cycles(make, how: str, sender: str, event: dict, sent, caught, also=None
 @pytest.mark.parametrize("how,fsync", [("kill", "batch"), ("kill", "always"), ("term", "batch")])
 def test_a_gear_event_is_caught_once_in_order_and_never_before_its_cause_is_durable(server_bin, tmp_path, how, fsync):
     storage = tmp_path / "storage"
-    machines = {"pinger.json": PINGER, "ledger.json": ledger({"pinged": "pinged"}, "pings")}
+    machines = {"pinger.json": PINGER, "ledger.json": LEDGER}
     spins = [{"name": "pinger", "machine": "machines/pinger.json"}, {"name": "ledger", "machine": "machines/ledger.json"}]
 
     def make(name):

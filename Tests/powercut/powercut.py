@@ -286,6 +286,7 @@ class Server:
 
 EVENTS = {
     "counter": [{"type": "increase"}],
+    "pinger": [{"type": "PING"}],
     "levels": [{"type": "increaseLeft"}, {"type": "decreaseRight"}, {"type": "increaseRight"},
                {"type": "set", "left": 3, "right": 40}],
 }
@@ -334,11 +335,15 @@ class Summary:
     starts: int = 0
     failures: list[str] = field(default_factory=list)
     torn_files: int = 0
+    # Gear events: PINGs the pinger holds after the cuts, and what the ledger made of them.
+    pings: int = 0
+    gear_problems: int = 0
 
     def line(self) -> str:
         return (f"fsync={self.fsync}{' torn' if self.torn else ''}: {self.cuts} cuts, {self.acknowledged} events "
                 f"acknowledged, {self.cuts_with_loss} cuts lost some ({self.lost} sequences), "
                 f"{self.starts}/{self.cuts} starts, {self.torn_files} files with torn sectors, "
+                f"{self.pings} Gear events caught once each ({self.gear_problems} problems), "
                 f"{len(self.failures)} failures")
 
 
@@ -351,6 +356,12 @@ def prepare(workdir: Path, fsync: str) -> None:
     shutil.copytree(REPO / "Config", config)
     document = json.loads((config / "spin-server.json").read_text())
     document["storage"].update({"fsync": fsync, "retainEvents": 20})
+    # The Gear pair of the e2e tests: pinger numbers each PING on Gear pings, the ledger
+    # checks they arrive 1, 2, 3, ... (docs/OPERATIONS.md, "Gear delivery").
+    for machine in ("pinger", "ledger"):
+        shutil.copy(REPO / "Tests" / "e2e" / "fixtures" / "machines" / f"{machine}.json", config / "machines")
+        document["spins"].append({"name": machine, "machine": f"machines/{machine}.json"})
+    document["gears"].append({"name": "pings"})
     (config / "spin-server.json").write_text(json.dumps(document, indent=2))
 
 
@@ -435,11 +446,39 @@ def run(binary: Path, workdir: Path, *, fsync: str, torn: bool, cuts: int, clien
             if spin == "levels" and not (isinstance(state.get("left"), int) and isinstance(state.get("right"), int)):
                 summary.failures.append(f"cut {cut}: levels has no readable state: {found}")
         summary.cuts_with_loss += summary.lost > lost_before
+        for problem in check_gear(http, again):
+            summary.gear_problems += 1
+            if fsync != "none":
+                summary.failures.append(f"cut {cut}: {problem}")
+                say(summary.failures[-1])
+        summary.pings = http.get(f"{again.url}/v1/spins/pinger", timeout=5).json()["state"]["context"]["count"]
         code = again.stop()
         if code != 0:
             summary.failures.append(f"cut {cut}: the restarted server exited with {code}: {again.log_tail()}")
         say(f"cut {cut}: acknowledged {acknowledged}, restored {restored}")
     return summary
+
+
+def check_gear(http: requests.Session, server: Server, timeout: float = 10) -> list[str]:
+    """The ledger never stands ahead of the pinger (it caught nothing whose cause the cut
+    took back), never saw a PING twice or out of order, and catches up with every PING the
+    pinger holds (what it had not consumed is delivered again)."""
+    def context(spin: str) -> dict:
+        return http.get(f"{server.url}/v1/spins/{spin}", timeout=5).json()["state"]["context"]
+
+    problems = []
+    count, ledger = context("pinger")["count"], context("ledger")
+    if ledger["last"] > count:
+        problems.append(f"the ledger caught PING {ledger['last']}, but the pinger holds {count}")
+    deadline = time.monotonic() + timeout
+    while ledger["received"] < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+        ledger = context("ledger")
+    if ledger["duplicates"] or ledger["gaps"]:
+        problems.append(f"the ledger saw {ledger['duplicates']} duplicates and {ledger['gaps']} gaps")
+    if ledger["received"] != count:
+        problems.append(f"the ledger caught {ledger['received']} of the pinger's {count} PINGs")
+    return problems
 
 
 def main() -> int:
