@@ -214,7 +214,8 @@ public final class LoopServer: Sendable {
         for (name, recovered) in recoveredGears { gearRouter.seed(name, outbox: recovered.outbox) }
         // Observed from the first event, before the Spins start.
         let subscriptions = spins.flatMap {
-            observe($0, feed: feeds.feed($0.name), journal: journal, markers: markers, consumption: consumptions[$0.name])
+            observe($0, feed: feeds.feed($0.name), journal: journal, markers: markers, consumption: consumptions[$0.name],
+                    outboxPosition: recoveredGears[$0.name]?.outboxPosition ?? 0)
         }
         if let journal {
             let host = self.host
@@ -256,7 +257,8 @@ public final class LoopServer: Sendable {
     /// given the new state (its journal, with the Gear events that state propagated: its
     /// outbox, `GearRouter.sender`).
     private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
-                         markers: SuspensionMarker?, consumption: GearConsumption?) -> [SpinSubscription] {
+                         markers: SuspensionMarker?, consumption: GearConsumption?,
+                         outboxPosition: UInt64) -> [SpinSubscription] {
         let name = spin.name
         let metrics = context.metrics
         let applied = metrics.spin(name).applied
@@ -285,10 +287,14 @@ public final class LoopServer: Sendable {
             refuse(.stateTooLarge(spin: name, bytes: bytes, limit: maxState))
             return true
         }
+        // A Spin without history sends what its initial state propagates (until it
+        // suspends: a state given again after that is not new).
+        let capture = router.sender(name, initial: spin.snapshot().sequence == 0 && outboxPosition == 0)
         let suspensions = spin.onSuspensionChange { suspension in
+            if suspension != nil { capture?.endInitial() }
             Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
         }
-        guard let capture = router.sender(name) else {
+        guard let capture else {
             return [
                 spin.observe({ transition in
                     if tooLarge(transition) { return }
@@ -392,8 +398,9 @@ public final class LoopServer: Sendable {
         clustered.gearRelay.withLock { $0 = relay }
         let markers = SuspensionMarker(store: journal.store)
         let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
-                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger) { [self] hosted, feed, consumption in
-            observe(hosted, feed: feed, journal: journal, markers: markers, consumption: consumption)
+                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger) { [self] hosted, feed, served in
+            observe(hosted, feed: feed, journal: journal, markers: markers, consumption: served.consumption,
+                    outboxPosition: served.outboxPosition)
         }
         let startLeases = { [self] (advertise: String) in
             let coordinator = ClusterCoordinator(

@@ -16,13 +16,20 @@ package final class ServedSpins: Sendable {
     private let logger: Logger
     /// Sees every event a Spin applies, from before it starts (`LoopServer.observe`: the
     /// feed, the journal, the metrics, the suspensions), with what it consumes of Gears.
-    private let observe: @Sendable (any HostedSpin, SpinFeed, GearConsumption?) -> [SpinSubscription]
+    private let observe: @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]
+
+    /// What a Spin starting here brings to Gear delivery: what it journals with each event
+    /// (nil on no Gear), and its outbox's last position.
+    package struct Served {
+        package var consumption: GearConsumption?
+        package var outboxPosition: UInt64
+    }
     /// Each served Spin's observations, cancelled when the node stops serving it.
     private let terms = Protected<[String: [SpinSubscription]]>([:])
 
     package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, gears: GearRouter,
                  feedbackBudget: Int, logger: Logger,
-                 observe: @escaping @Sendable (any HostedSpin, SpinFeed, GearConsumption?) -> [SpinSubscription]) {
+                 observe: @escaping @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]) {
         self.host = host
         self.feeds = feeds
         self.journal = journal
@@ -60,7 +67,8 @@ package final class ServedSpins: Sendable {
         let markers = SuspensionMarker(store: journal.store)
         // It gets what it has not consumed of its Gears (read from the outbox), from now.
         let consumption = gears.register(hosted, consumed: recovered?.consumed ?? [:], durable: sequence)
-        terms.withLock { $0[spin] = observe(hosted, feed, consumption) }
+        let served = Served(consumption: consumption, outboxPosition: recovered?.outboxPosition ?? 0)
+        terms.withLock { $0[spin] = observe(hosted, feed, served) }
         if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }
         hosted.start()
         let took = (ContinuousClock.now - began).components

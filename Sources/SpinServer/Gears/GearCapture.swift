@@ -10,9 +10,12 @@ import SpinCore
 /// transition (`add`); any other is not (the router records it on its own).
 package final class GearCapture: Sendable {
     package let spin: String
-    private let state = Protected(State())
+    private let state: Protected<State>
 
     private struct State {
+        /// The Spin has no history yet: what its feedbacks propagate for its initial
+        /// state is sent, once (until its first transition).
+        var initial: Bool
         /// The sequence whose state the feedbacks are being given, between `begin` and `end`.
         var delivering: UInt64?
         var outputs: [GearOutput] = []
@@ -20,10 +23,30 @@ package final class GearCapture: Sendable {
         var failure: String?
     }
 
-    package init(spin: String) { self.spin = spin }
+    /// - Parameter initial: the Spin has no history (sequence 0, nothing in its outbox):
+    ///   the Gear events of its initial state are sent (`takesInitial`).
+    package init(spin: String, initial: Bool = false) {
+        self.spin = spin
+        state = Protected(State(initial: initial))
+    }
+
+    /// Whether a Gear event of the state given again at `cause` is the initial state's of a
+    /// Spin without history: sent (once) rather than dropped.
+    func takesInitial(_ cause: GearCause) -> Bool {
+        state.withLock { state in
+            guard state.initial, cause.sequence == 0, state.delivering == nil else { return false }
+            return true
+        }
+    }
+
+    /// The Spin suspended: a state it is given again from now on is not its first.
+    func endInitial() {
+        state.withLock { $0.initial = false }
+    }
 
     func begin(_ sequence: UInt64) {
         state.withLock { state in
+            state.initial = false
             state.delivering = sequence
             state.outputs.removeAll(keepingCapacity: true)
             state.failure = nil

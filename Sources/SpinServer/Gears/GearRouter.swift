@@ -200,9 +200,12 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
 
     /// The capture of `spin`'s Gear events (it is attached to a Gear); from now on what it
     /// propagates is routed as its outbox. Nil for a Spin on no Gear.
-    package func sender(_ spin: String) -> GearCapture? {
+    ///
+    /// - Parameter initial: the Spin has no history (sequence 0, nothing in its outbox):
+    ///   what its feedbacks propagate for its initial state is sent, once.
+    package func sender(_ spin: String, initial: Bool = false) -> GearCapture? {
         guard !gearNames(of: spin).isEmpty else { return nil }
-        let capture = GearCapture(spin: spin)
+        let capture = GearCapture(spin: spin, initial: initial)
         captures.withLock { $0[spin] = capture }
         return capture
     }
@@ -219,8 +222,9 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             section.run { [self] in untracked(gear: gear, event: bytes, from: source) }
             return
         }
-        // A state given again (a start, a resume) sent its events when it was new.
-        if let cause, !cause.fresh { return }
+        // A state given again (a start, a resume) sent its events when it was new; but
+        // the initial state of a Spin without history is new.
+        if let cause, !cause.fresh, !capture.takesInitial(cause) { return }
         switch json {
         case .failure(let error):
             let reason = "a Gear event it propagated on \(gear) does not encode as JSON: \(HostedLoop<Int, Int>.describe(error))"

@@ -193,7 +193,21 @@ enum OpenAPIComponents {
             "type": .string("object"), "required": .strings(["gears"]),
             "properties": .members(["gears": .members(["type": .string("array"), "items": .members([
                 "type": .string("object"), "required": .strings(["name", "attached"]),
-                "properties": .members(["name": text, "attached": .members(["type": .string("array"), "items": text])]),
+                "properties": .members([
+                    "name": text, "attached": .members(["type": .string("array"), "items": text]),
+                    "pending": .members([
+                        "type": .string("object"), "additionalProperties": .members(["type": .string("integer"), "minimum": .number("0")]),
+                        "description": .string("Per catching Spin served here: the Gear's events it has not consumed durably yet."),
+                    ]),
+                    "lagging": .members([
+                        "type": .string("array"),
+                        "description": .string("Catching Spins that no longer get a sender's oldest events (limits.gearBacklog)."),
+                        "items": .members([
+                            "type": .string("object"), "required": .strings(["spin", "from", "reason"]),
+                            "properties": .members(["spin": text, "from": text, "reason": text]),
+                        ]),
+                    ]),
+                ]),
             ])])]),
         ])),
         ("Cluster", .members([
@@ -214,7 +228,7 @@ enum OpenAPIComponents {
         ])),
         ("StreamEvent", .members([
             "type": .string("object"), "required": .strings(["data"]),
-            "description": .string("One server-sent event (OpenAPI 3.1: the schema of each event of the stream): data is one JSON message of the stream (a snapshot, state or gear message); a state message has id: its sequence."),
+            "description": .string("One server-sent event (OpenAPI 3.1: the schema of each event of the stream): data is one JSON message of the stream (a snapshot, state, gear or skipped message); a state message has id: its sequence."),
             "properties": .members([
                 "event": text,
                 "id": .members(["type": .string("string"), "pattern": .string("^[0-9]+$")]),

@@ -221,3 +221,60 @@ struct GearRouterTests {
         try await setup.waitFor([9])
     }
 }
+
+/// A `LoopServer` routing a Gear between two Swift Spins, on real storage: what a Spin's
+/// initial state propagates is sent once, not again at a restart; what an event's state
+/// propagates leaves once it is durable.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct LoopServerGearTests {
+    /// A sender whose every state s propagates Ping(s + 100) (its initial state too).
+    static func host() throws -> (SpinHost, Gear<GearRouterTests.Ping>) {
+        let host = SpinHost()
+        let gear = Gear<GearRouterTests.Ping>()
+        // Its events are objects too: {"n": 5} sets its state to 5.
+        try host.host(Spin(initialState: 0, feedbacks: [
+            Feedback<Int, GearRouterTests.Ping>(attachedTo: gear, propagating: { (state: Int) -> GearRouterTests.Ping? in
+                GearRouterTests.Ping(n: state + 100)
+            }),
+        ], reducer: Reducer { (_: Int, event: GearRouterTests.Ping) in event.n }), named: "sender")
+        try host.host(GearRouterTests.catcher(gear), named: "receiver")
+        try host.host(gear, named: "g", attachedTo: ["sender", "receiver"])
+        return (host, gear)
+    }
+
+    static func start(_ storage: String?) throws -> (LoopServer, Int) {
+        var configuration = SpinServerConfiguration(port: 0)
+        if let storage { configuration.storage = .init(directory: storage, fsync: .batch, persists: true) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let server = LoopServer(configuration: configuration, host: try host().0, logger: logger)
+        return (server, try server.start())
+    }
+
+    static func caught(_ server: LoopServer) -> [Int] {
+        guard let spin = server.host.spin(named: "receiver") else { return [] }
+        return (try? JSONDecoder().decode([Int].self, from: Data(spin.snapshot().state.bytes))) ?? []
+    }
+
+    static func waitFor(_ expected: [Int], _ server: LoopServer) async throws {
+        for _ in 0..<300 where caught(server) != expected { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(caught(server) == expected)
+    }
+
+    @Test(arguments: [true, false])
+    func theInitialStatesGearEvent_IsSentOnce_AndARestartSendsNothingAgain(persists: Bool) async throws {
+        let storage = persists ? JournalOutboxTests.directory() : nil
+        let (first, port) = try Self.start(storage)
+        try await Self.waitFor([100], first)
+        #expect(try LiveServerTests.post(port, "/v1/spins/sender/events", #"{"n":5}"#).status == 202)
+        try await Self.waitFor([100, 105], first)
+        await first.shutdown()
+        guard persists else { return }
+        let (second, again) = try Self.start(storage)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(Self.caught(second) == [100, 105], "the state it started from sent nothing again")
+        #expect(try LiveServerTests.post(again, "/v1/spins/sender/events", #"{"n":7}"#).status == 202)
+        try await Self.waitFor([100, 105, 107], second)
+        await second.shutdown()
+    }
+}
