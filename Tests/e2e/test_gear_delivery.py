@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from spin_e2e import SpinServer
+from spin_e2e import SpinServer, metric_value
 
 CYCLES = int(os.environ.get("SPIN_GEAR_CYCLES", "3"))
 
@@ -169,6 +169,8 @@ def test_a_gear_event_is_caught_once_in_order_and_never_before_its_cause_is_dura
         # The Gear stream and the metrics agree: nothing pending, nothing lagging.
         gears = final.get("/v1/gears").json()["gears"]
         assert gears == [{"name": "pings", "attached": ["pinger", "ledger"], "pending": {"ledger": 0}}], gears
+        metrics = final.metrics()
+        assert metric_value(metrics, "spin_gear_pending", gear="pings", spin="ledger") == 0
     finally:
         assert final.terminate() == 0, final.log_tail()
 

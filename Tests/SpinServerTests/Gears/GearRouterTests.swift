@@ -121,6 +121,24 @@ struct GearRouterTests {
         #expect(reading.duplicatesDropped["g"] ?? 0 == consumed)
     }
 
+    @Test func eventsSentAgainAfterARestart_AreMarkedRedelivered_OnTheGearStream() async throws {
+        let setup = try Setup(consumed: ["sender": 1], start: false)
+        defer { setup.host.stop() }
+        let shown = Protected<[GearTraffic]>([])
+        let observation = try #require(setup.host.gear(named: "g")).observe { traffic in shown.withLock { $0.append(traffic) } }
+        defer { observation.cancel() }
+        setup.router.seed("sender", outbox: Self.records(1...2))
+        setup.host.start()
+        try await setup.waitFor([2])
+        setup.router.journalDurable(spin: "sender", through: 3, outbox: Self.records(3...3))
+        try await setup.waitFor([2, 3])
+        let traffic = shown.withLock { $0 }
+        #expect(traffic.map(\.position) == [2, 3], "the consumed one is not shown again")
+        #expect(traffic.map(\.redelivered) == [true, false])
+        #expect(String(decoding: StreamMessage.gear(traffic[0]).bytes, as: UTF8.self)
+                == #"{"type":"gear","gear":"g","from":"sender","position":2,"redelivered":true,"event":{"n":2}}"#)
+    }
+
     @Test func whatACatchingSpinDeclined_IsConsumed_AndJournaledWithItsNextEvent() async throws {
         let setup = try Setup()
         defer { setup.host.stop() }
@@ -259,6 +277,51 @@ struct LoopServerGearTests {
     static func waitFor(_ expected: [Int], _ server: LoopServer) async throws {
         for _ in 0..<300 where caught(server) != expected { try await Task.sleep(for: .milliseconds(10)) }
         #expect(caught(server) == expected)
+    }
+
+    /// A Gear event whose `encode(to:)` throws for 13.
+    struct Fragile: Codable, Sendable {
+        var n: Int
+        func encode(to encoder: any Encoder) throws {
+            guard n != 13 else {
+                throw EncodingError.invalidValue(n, .init(codingPath: [], debugDescription: "13 does not encode"))
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(n, forKey: .n)
+        }
+    }
+
+    @Test func aGearEventThatDoesNotEncode_SuspendsItsSender_WhichGoesBack_AndNothingIsSent() async throws {
+        let host = SpinHost()
+        let gear = Gear<Fragile>()
+        try host.host(Spin(initialState: 0, feedbacks: [
+            Feedback<Int, GearRouterTests.Ping>(attachedTo: gear, propagating: { (state: Int) -> Fragile? in
+                state > 0 ? Fragile(n: state) : nil
+            }),
+        ], reducer: Reducer { (_: Int, event: GearRouterTests.Ping) in event.n }), named: "sender")
+        let caught = Protected<[Int]>([])
+        try host.host(Spin(initialState: 0, feedbacks: [
+            Feedback<Int, Int>(attachedTo: gear, propagating: { (event: Fragile) -> Int? in
+                caught.withLock { $0.append(event.n) }
+                return nil
+            }),
+        ], reducer: Reducer { (state: Int, n: Int) in state + n }), named: "receiver")
+        try host.host(gear, named: "g", attachedTo: ["sender", "receiver"])
+        var configuration = SpinServerConfiguration(port: 0)
+        configuration.storage = .init(directory: JournalOutboxTests.directory(), fsync: .batch, persists: true)
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let server = LoopServer(configuration: configuration, host: host, logger: logger)
+        let port = try server.start()
+        #expect(try LiveServerTests.post(port, "/v1/spins/sender/events", #"{"n":5}"#).status == 202)
+        let refused = try LiveServerTests.post(port, "/v1/spins/sender/events", #"{"n":13}"#)
+        #expect(refused.status == 500 && refused.body.contains("encoding_failed") && refused.body.contains("13 does not encode"))
+        let sender = try #require(host.spin(named: "sender"))
+        for _ in 0..<300 where sender.snapshot().sequence != 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(sender.snapshot().sequence == 1 && sender.status == .suspended)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(caught.withLock { $0 } == [5], "13 was never sent")
+        await server.shutdown()
     }
 
     @Test(arguments: [true, false])
