@@ -104,7 +104,6 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// A catching Spin served here. Confined to `section`.
     private final class Receiver: @unchecked Sendable {
         let name: String
-        let spin: any HostedSpin
         let consumption: GearConsumption
         /// The Gears it catches (some feedback of its loop catches events of them).
         var caught: Set<String>
@@ -126,10 +125,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         var lagging: [String: String] = [:]
         var subscription: SpinSubscription?
 
-        init(name: String, spin: any HostedSpin, consumption: GearConsumption, caught: Set<String>,
-             consumed: [String: UInt64], durable: UInt64) {
+        init(name: String, consumption: GearConsumption, caught: Set<String>, consumed: [String: UInt64], durable: UInt64) {
             self.name = name
-            self.spin = spin
             self.consumption = consumption
             self.caught = caught
             self.consumed = consumed
@@ -287,8 +284,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         let name = spin.name
         consumptions.withLock { $0[name] = consumption }
         let caught = Set(names.filter { gear in gears[gear]?.ports.contains { $0.isCaught(by: name) } ?? false })
-        let receiver = Receiver(name: name, spin: spin, consumption: consumption, caught: caught,
-                                consumed: consumed, durable: mode == .inMemory ? .max : durable)
+        let receiver = Receiver(name: name, consumption: consumption, caught: caught, consumed: consumed,
+                                durable: mode == .inMemory ? .max : durable)
         receiver.catchingUp = mode == .cluster && !caught.isEmpty
         receiver.subscription = spin.onSuspensionChange { [weak self] suspension in
             self?.section.run { [self] in self?.suspensionChanged(name, suspended: suspension != nil) }
