@@ -74,26 +74,37 @@ class Connection:
     """One kept-alive HTTP connection: POST a PING, read the 202."""
 
     def __init__(self, port: int):
-        self.socket = socket.create_connection(("127.0.0.1", port))
-        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.port = port
         body = b'{"type":"PING"}'
         self.request = (b"POST /v1/spins/pinger/events HTTP/1.1\r\nHost: localhost\r\n"
                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.connect()
+
+    def connect(self) -> None:
+        self.socket = socket.create_connection(("127.0.0.1", self.port))
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buffer = b""
 
     def ping(self) -> int:
-        """POSTs, returns the sequence the 202 acknowledges."""
+        """POSTs, returns the sequence the 202 acknowledges. A server closes a kept-alive
+        connection after its 1000th request (`Connection: close`): a new one follows."""
         self.socket.sendall(self.request)
         while True:
             head, separator, rest = self.buffer.partition(b"\r\n\r\n")
             if separator:
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
+                lines = head.lower().split(b"\r\n")
+                length = int(next(line.split(b":")[1] for line in lines if line.startswith(b"content-length")))
                 if len(rest) >= length:
                     self.buffer = rest[length:]
                     assert head.startswith(b"HTTP/1.1 202"), head
+                    if b"connection: close" in lines:
+                        self.socket.close()
+                        self.connect()
                     return json.loads(rest[:length])["sequence"]
-            self.buffer += self.socket.recv(65536)
+            chunk = self.socket.recv(65536)
+            if not chunk:
+                raise ConnectionError("the server closed the connection before answering")
+            self.buffer += chunk
 
 
 class Stream:
@@ -113,7 +124,10 @@ class Stream:
 
     def _read(self, count: int) -> bytes:
         while len(self.buffer) < count:
-            self.buffer += self.socket.recv(65536)
+            chunk = self.socket.recv(65536)
+            if not chunk:
+                raise ConnectionError("the server closed the stream")
+            self.buffer += chunk
         data, self.buffer = self.buffer[:count], self.buffer[count:]
         return data
 

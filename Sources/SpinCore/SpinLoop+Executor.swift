@@ -58,7 +58,7 @@ extension SpinLoop {
         var batch: [Pending] = []
         var published: [State] = []
         while true {
-            let (observers, lateObservers, joiners, epoch) = shared.withLock { shared in
+            let (observers, late, joiners, epoch) = shared.withLock { shared in
                 let joiners = shared.joining
                 shared.joining = []
                 shared.observers += joiners.map { ($0.id, $0.handler) }
@@ -73,6 +73,9 @@ extension SpinLoop {
             }
             for joiner in joiners { joiner.snapshot(currentSequence, current) }
             if batch.isEmpty { return }
+            // Asked once per batch: iterating even an empty generic array per event costs
+            // a type look-up each time.
+            let lateObservers = late.isEmpty ? nil : late
             var interrupted = false
             // Whether the event belongs to a client batch that gets a reply or spans
             // several events (only those are tallied: a feedback's event costs nothing).
@@ -169,11 +172,13 @@ extension SpinLoop {
                 if let onApplied = pending.onApplied {
                     onApplied(tally.result(at: index, sequence: currentSequence, state: next, last: transition))
                 }
-                if !runners.isEmpty {
+                if hasRunners {
                     delivery.cause = GearCause(sequence: currentSequence, fresh: true)
                     for runner in runners { runner.receive(next) }
                 }
-                for observer in lateObservers { observer.handler(transition) }
+                if let lateObservers {
+                    for observer in lateObservers { observer.handler(transition) }
+                }
             }
             publish(&published)
             batch.removeAll(keepingCapacity: true)

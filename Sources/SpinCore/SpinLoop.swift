@@ -130,6 +130,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     let interruptions = Atomic<UInt64>(0)
     let reducer: Reducer<State, Event>
     let runners: [any FeedbackRunner<State>]
+    /// `!runners.isEmpty`, once: asking the array of existentials per event looks its
+    /// type up every time.
+    let hasRunners: Bool
     /// The runners that also hear each applied event (a transition table's effects).
     let transitionRunners: [any TransitionRunner<State, Event>]
     let relay: Relay<State, Event>
@@ -178,6 +181,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
         }
         self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
+        self.hasRunners = !runners.isEmpty
         relay.loop = self
         // Gear subscriptions and raw streams open before any state is delivered (lifted
         // feedbacks make their children's runs from the initial state for that).
