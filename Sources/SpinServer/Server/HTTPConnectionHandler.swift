@@ -84,6 +84,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didClose(_ connection: Connection, reason: CloseReason) {
+        // A large response cut short: its bytes, and the continuation that holds this
+        // handler, go with the connection.
+        unsent = []
+        afterUnsent = nil
         endRelay()
         machine.closed()
         context.metrics.connectionClosed()
