@@ -173,6 +173,12 @@ package struct GearCatch: Sendable, Equatable {
 /// the loop makes of it carries the receipt (`Transition.gearReceipt`), and the loop
 /// tells it, on its executor, whether it applied that event or its reducer declined it.
 /// An event the loop drops (it suspended or stopped first) tells it nothing.
+///
+/// A receipt made `collecting` gathers the events the catching feedbacks make of one
+/// delivery (several when a loop has several catching feedbacks on the Gear, or lifted
+/// children that catch), and `commit()` enqueues them into their loop together, as one
+/// batch: applied all or none, never cut by a suspension, journaled in one write. A host
+/// that records the delivery as consumed with those events needs that.
 package final class GearReceipt: Sendable {
     /// The Gear's name, the Spin that propagated the event, and the event's position in
     /// that Spin's outbox.
@@ -180,17 +186,52 @@ package final class GearReceipt: Sendable {
     package let source: String
     package let position: UInt64
     private let outcome: @Sendable (GearReceiptOutcome) -> Void
+    /// While collecting: the events caught so far, per loop (nil: enqueued as they come).
+    private let collected: Protected<[ObjectIdentifier: any CaughtEvents]>?
 
-    package init(gear: String, source: String, position: UInt64,
+    package init(gear: String, source: String, position: UInt64, collecting: Bool = false,
                  outcome: @escaping @Sendable (GearReceiptOutcome) -> Void) {
         self.gear = gear
         self.source = source
         self.position = position
         self.outcome = outcome
+        self.collected = collecting ? Protected([:]) : nil
     }
 
     /// Called by the loop, on its executor.
     func tell(_ result: GearReceiptOutcome) { outcome(result) }
+
+    /// Whether events made with this receipt wait for `commit()`.
+    var isCollecting: Bool { collected != nil }
+
+    /// Adds an event to the batch of the loop `key` (`make` starts it).
+    func collect<Batch: CaughtEvents>(in key: ObjectIdentifier, make: () -> Batch, _ add: (Batch) -> Void) {
+        collected?.withLock { batches in
+            if let batch = batches[key] as? Batch { return add(batch) }
+            let batch = make()
+            add(batch)
+            batches[key] = batch
+        }
+    }
+
+    /// Enqueues what was collected, each loop's events as one batch. False when a loop
+    /// refused them (it is suspended or stopped): then none of that loop's were taken.
+    package func commit() -> Bool {
+        guard let collected else { return true }
+        let batches = collected.withLock { batches in
+            defer { batches = [:] }
+            return Array(batches.values)
+        }
+        var taken = true
+        for batch in batches where !batch.enqueue() { taken = false }
+        return taken
+    }
+}
+
+/// The events one loop's catching feedbacks made of one delivery (`GearReceipt.collect`).
+protocol CaughtEvents: AnyObject, Sendable {
+    /// Enqueues them as one batch; false when the loop took none.
+    func enqueue() -> Bool
 }
 
 /// What a loop did with an event that carried a `GearReceipt`.

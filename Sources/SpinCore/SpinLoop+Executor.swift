@@ -32,6 +32,49 @@ extension SpinLoop {
         }
     }
 
+    /// Takes the events one Gear delivery made (`GearReceipt.commit`) as one batch: all
+    /// or none (dropped while suspended or stopped; past the budget the loop suspends).
+    func enqueue(batch: [Pending]) -> Bool {
+        guard batch.count > 1 else { return batch.first.map { enqueue($0) } ?? true }
+        let outcome = shared.withLock { shared -> EnqueueOutcome in
+            guard shared.phase != .stopped, shared.suspension == nil else { return .dropped }
+            guard shared.pendingFeedback + batch.count <= feedbackBudget else {
+                return .suspended(suspendLocked(&shared, .feedbackBudget(feedbackBudget)) ?? [])
+            }
+            for (offset, var pending) in batch.enumerated() {
+                pending.startsBatch = offset == 0
+                pending.endsBatch = offset == batch.count - 1
+                shared.pending.append(pending)
+            }
+            shared.pendingFeedback += batch.count
+            defer { shared.draining = true }
+            return .queued(schedule: !shared.draining)
+        }
+        switch outcome {
+        case .queued(let schedule):
+            if schedule { section.schedule { [self] in drain() } }
+            return true
+        case .dropped:
+            return false
+        case .suspended(let dropped):
+            for pending in dropped { pending.onApplied?(nil) }
+            return false
+        }
+    }
+
+    /// The events of one Gear delivery to this loop, gathered by its receipt.
+    final class CaughtBatch: CaughtEvents, @unchecked Sendable {
+        // @unchecked: filled under the receipt's lock, read once by `enqueue`.
+        private weak var loop: SpinLoop?
+        private var pendings: [Pending] = []
+
+        init(_ loop: SpinLoop) { self.loop = loop }
+
+        func add(_ pending: Pending) { pendings.append(pending) }
+
+        func enqueue() -> Bool { loop?.enqueue(batch: pendings) ?? false }
+    }
+
     /// Has the pending events applied (`drain`): at the end of this thread's turn when it
     /// runs an event loop, in the section (at once when it is free, else by the thread
     /// in it), so that one pass applies what every request of the turn brought; else on
@@ -107,7 +150,8 @@ extension SpinLoop {
                 // Feedback semantics (SpinCore.docc, Feedbacks): an effect cancelled by a newer state since it
                 // produced this event does not get it applied.
                 if let isCurrent = pending.isCurrent, !isCurrent() { continue }
-                guard isWithinBudget(external: pending.isExternal) else {
+                // Counted per batch: a Gear delivery's events are applied all or none.
+                guard !pending.startsBatch || isWithinBudget(external: pending.isExternal) else {
                     // Whoever reads "suspended" reads the state the loop stopped at.
                     publish(&published)
                     _ = suspend(.feedbackBudget(feedbackBudget))

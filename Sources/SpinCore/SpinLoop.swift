@@ -172,7 +172,11 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         let host = FeedbackHost<Event>(
             label: label, runsInline: false, delivery: delivery,
             submitCaught: { event, receipt in
-                relay.loop?.enqueue(Pending(event: event, onApplied: nil, isExternal: false, receipt: receipt)) ?? false
+                guard let loop = relay.loop else { return false }
+                let pending = Pending(event: event, onApplied: nil, isExternal: false, receipt: receipt)
+                guard let receipt, receipt.isCollecting else { return loop.enqueue(pending) }
+                receipt.collect(in: ObjectIdentifier(loop), make: { CaughtBatch(loop) }) { $0.add(pending) }
+                return true
             }
         ) { event, isCurrent in
             relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent, isExternal: false))

@@ -96,6 +96,40 @@ struct GearRoutingTests {
         other.stop()
     }
 
+    @Test func aCollectingReceipt_EnqueuesWhatEveryCatchingFeedbackMade_AsOneBatch_AllOrNone() async {
+        let gear = Gear<Signal>()
+        gear.route { _, _, _ in }
+        // Two catching feedbacks: one delivery makes two events.
+        let catcher = Feedback<Int, Step>(attachedTo: gear, propagating: { (signal: Signal) -> Step? in
+            if case .ping(let n) = signal { return .add(n) }
+            return nil
+        })
+        let receiver = Spin(initialState: 0, feedbacks: [catcher, catcher], reducer: Reducer(sum)).makeLoop(label: "receiver")
+        let observed = Recorder<String>()
+        let observation = receiver.observe { transition in
+            observed.append("\(transition.sequence)\(transition.endsBatch ? "." : "…") \(transition.gearReceipt?.position ?? 0)")
+        }
+        receiver.start()
+        let outcomes = Recorder<GearReceiptOutcome>()
+        let first = GearReceipt(gear: "g", source: "s", position: 1, collecting: true) { outcomes.append($0) }
+        #expect(gear.deliver(.ping(3), from: "s", to: "receiver", receipt: first) == GearCatch(enqueued: 2))
+        #expect(receiver.state == 0, "nothing is enqueued before the commit")
+        #expect(first.commit())
+        #expect(await receiver.emitAndWait(.marker)?.state == 6)
+        #expect(observed.all == ["1… 1", "2. 1", "3. 0"], "one batch: the first does not end it")
+        #expect(outcomes.all == [.applied(sequence: 1), .applied(sequence: 2)])
+        // Suspended: the commit is refused and neither event is taken.
+        receiver.suspend(reason: "test")
+        let second = GearReceipt(gear: "g", source: "s", position: 2, collecting: true) { outcomes.append($0) }
+        #expect(gear.deliver(.ping(5), from: "s", to: "receiver", receipt: second) == GearCatch(enqueued: 2))
+        #expect(!second.commit())
+        receiver.resume()
+        #expect(await receiver.emitAndWait(.marker)?.state == 6)
+        #expect(outcomes.all.count == 2)
+        observation.cancel()
+        receiver.stop()
+    }
+
     @Test func observeAfterFeedbacks_SeesEachTransition_AfterItsStatesPropagation() async {
         let gear = Gear<Signal>()
         let order = Recorder<String>()
