@@ -289,7 +289,10 @@ public final class LoopServer: Sendable {
         }
         // A Spin without history sends what its initial state propagates (until it
         // suspends: a state given again after that is not new).
-        let capture = router.sender(name, initial: spin.snapshot().sequence == 0 && outboxPosition == 0)
+        let start = spin.snapshot().sequence
+        let capture = router.sender(name, initial: start == 0 && outboxPosition == 0, recorded: start) { [weak spin] in
+            spin?.isFaulted ?? true
+        }
         let suspensions = spin.onSuspensionChange { suspension in
             if suspension != nil { capture?.endInitial() }
             Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
@@ -322,14 +325,17 @@ public final class LoopServer: Sendable {
             }, afterFeedbacks: { [weak spin] in
                 guard var transition = stash.transition else { return }
                 stash.transition = nil
-                let (outbox, failure) = capture.end()
-                if let failure { return spin?.refuse(unencodable: failure) ?? () }
-                transition.outbox = outbox
-                if let journal {
-                    journal.record(spin: name, transition)
-                } else {
-                    router.sent(name, outbox)
+                var failed: String?
+                capture.end { outbox, failure in
+                    if let failure { return failed = failure }
+                    transition.outbox = outbox
+                    if let journal {
+                        journal.record(spin: name, transition)
+                    } else {
+                        router.sent(name, outbox)
+                    }
                 }
+                if let failed { spin?.refuse(unencodable: failed) }
             }, unencodable: unencodable),
             suspensions,
         ]

@@ -99,7 +99,7 @@ package final class GearOutboxRelay: @unchecked Sendable {
                 after = last.position
             }
             requests.withLock { _ = $0.removeFirst() }
-            router.caughtUp(request.spin)
+            router.caughtUp(request.spin, registration: request.registration)
         }
     }
 

@@ -7,10 +7,26 @@ import SpinCore
 /// `begin(sequence)` runs when the Spin applied the event at `sequence` (before its
 /// feedbacks get the new state), `end()` after they got it, both on the Spin's executor.
 /// A Gear event whose cause is that state, propagated in between, is kept for the
-/// transition (`add`); any other is not (the router records it on its own).
+/// transition (`add`); one whose cause was recorded before is not (the router records it
+/// on its own, after its cause); one whose cause was never recorded (a state the server
+/// refused: too large, or not encodable), or propagated while the Spin is faulted (going
+/// back to its durable state), is dropped: no Spin may catch an event whose cause is
+/// taken back.
 package final class GearCapture: Sendable {
     package let spin: String
     private let state: Protected<State>
+    /// Whether the Spin refused a state and is going back to its durable one.
+    private let faulted: @Sendable () -> Bool
+
+    /// What becomes of a propagated Gear event.
+    enum Disposition: Equatable {
+        /// Kept for the transition being delivered (journaled with it).
+        case kept
+        /// Its cause was recorded before: recorded on its own.
+        case alone
+        /// Its cause will never be recorded: dropped.
+        case dropped
+    }
 
     private struct State {
         /// The Spin has no history yet: what its feedbacks propagate for its initial
@@ -21,14 +37,26 @@ package final class GearCapture: Sendable {
         var outputs: [GearOutput] = []
         /// Why a Gear event of the transition being delivered did not encode.
         var failure: String?
+        /// The last sequence whose transition was handed on (to the journal), or that the
+        /// Spin went back to.
+        var recorded: UInt64
     }
 
-    /// - Parameter initial: the Spin has no history (sequence 0, nothing in its outbox):
-    ///   the Gear events of its initial state are sent (`takesInitial`).
-    package init(spin: String, initial: Bool = false) {
+    /// - Parameters:
+    ///   - initial: the Spin has no history (sequence 0, nothing in its outbox): the Gear
+    ///     events of its initial state are sent (`takesInitial`).
+    ///   - recorded: the sequence the Spin starts from.
+    ///   - faulted: whether the Spin refused a state and is going back (`HostedSpin.isFaulted`).
+    package init(spin: String, initial: Bool = false, recorded: UInt64 = 0,
+                 faulted: @escaping @Sendable () -> Bool = { false }) {
         self.spin = spin
-        state = Protected(State(initial: initial))
+        self.faulted = faulted
+        state = Protected(State(initial: initial, recorded: recorded))
     }
+
+    /// Whether the Spin refused a state and is going back to its durable one: what it
+    /// propagates meanwhile is dropped.
+    var isFaulted: Bool { faulted() }
 
     /// Whether a Gear event of the state given again at `cause` is the initial state's of a
     /// Spin without history: sent (once) rather than dropped.
@@ -53,36 +81,62 @@ package final class GearCapture: Sendable {
         }
     }
 
-    /// The Gear events the transition's state propagated, and whether one failed to
-    /// encode (then the transition must not be journaled: the Spin goes back).
-    func end() -> (outputs: [GearOutput], failure: String?) {
+    /// Ends the delivery of the transition begun: `handOn` gets the Gear events its state
+    /// propagated, or why one did not encode (then the transition must not be journaled:
+    /// the Spin goes back). `handOn` runs under the capture's lock, so that an event
+    /// propagated meanwhile for this state is recorded after the transition, never before.
+    func end(_ handOn: ([GearOutput], _ failure: String?) -> Void) {
         state.withLock { state in
             defer {
                 state.delivering = nil
                 state.outputs = []
                 state.failure = nil
             }
-            return (state.outputs, state.failure)
+            if state.failure == nil, let delivering = state.delivering { state.recorded = delivering }
+            handOn(state.outputs, state.failure)
         }
     }
 
-    /// Keeps `output` for the transition at `cause.sequence` if its state is being given
-    /// now; false otherwise.
-    func add(_ output: GearOutput, cause: GearCause) -> Bool {
+    /// The Spin went back to its durable state at `sequence`: the transitions after it
+    /// were not recorded.
+    func rolledBack(to sequence: UInt64) {
         state.withLock { state in
-            guard cause.fresh, state.delivering == cause.sequence else { return false }
-            state.outputs.append(output)
-            return true
+            state.recorded = min(state.recorded, sequence)
+            if let delivering = state.delivering, delivering > sequence {
+                state.delivering = nil
+                state.outputs = []
+                state.failure = nil
+            }
         }
     }
 
-    /// A Gear event of the state being given now did not encode: true when it belongs to
-    /// the transition being delivered (which then fails), false otherwise.
-    func fail(_ reason: String, cause: GearCause?) -> Bool {
-        state.withLock { state in
-            guard let cause, cause.fresh, state.delivering == cause.sequence else { return false }
-            state.failure = state.failure ?? reason
-            return true
+    /// What becomes of `output`, propagated for the state at `cause.sequence`: kept for
+    /// the transition whose state is being given now, dropped when its cause will never be
+    /// recorded (or the Spin is faulted), else recorded on its own.
+    func add(_ output: GearOutput, cause: GearCause) -> Disposition {
+        if faulted() { return .dropped }
+        return state.withLock { state in
+            guard cause.fresh else { return .alone }
+            if state.delivering == cause.sequence {
+                state.outputs.append(output)
+                return .kept
+            }
+            return cause.sequence > state.recorded ? .dropped : .alone
+        }
+    }
+
+    /// A Gear event propagated for the state at `cause` did not encode: `.kept` when it
+    /// belongs to the transition being delivered (which then fails), `.dropped` when its
+    /// cause will never be recorded, `.alone` otherwise (the Spin is suspended for it).
+    func fail(_ reason: String, cause: GearCause?) -> Disposition {
+        if faulted() { return .dropped }
+        return state.withLock { state in
+            guard let cause, cause.fresh else { return .alone }
+            if state.delivering == cause.sequence {
+                state.failure = state.failure ?? reason
+                return .kept
+            }
+            return cause.sequence > state.recorded ? .dropped : .alone
         }
     }
 }

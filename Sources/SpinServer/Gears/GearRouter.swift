@@ -124,6 +124,11 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         /// Why it no longer gets some sender's oldest events (`backlog`), per sender.
         var lagging: [String: String] = [:]
         var subscription: SpinSubscription?
+        /// Whether its loop stopped (then an event no feedback catches waits for the
+        /// Spin's next start rather than being consumed).
+        var stopped: @Sendable () -> Bool = { false }
+        /// Its registration's number (`CatchUp.registration`).
+        var registration: UInt64 = 0
 
         init(name: String, consumption: GearConsumption, caught: Set<String>, consumed: [String: UInt64], durable: UInt64) {
             self.name = name
@@ -158,7 +163,13 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         package var spin: String
         package var gears: [String]
         package var consumed: [String: UInt64]
+        /// Which registration of the Spin asked (`caughtUp` from an earlier one, which
+        /// read from other positions, is ignored).
+        package var registration: UInt64 = 0
     }
+
+    /// Numbers registrations (in `section`).
+    private var registrations: UInt64 = 0
 
     package init(mode: Mode, backlog: Int, window: Int = 256, logger: Logger,
                  recordAlone: @escaping @Sendable (String, [GearOutput]) -> Void = { _, _ in }) {
@@ -198,11 +209,16 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// The capture of `spin`'s Gear events (it is attached to a Gear); from now on what it
     /// propagates is routed as its outbox. Nil for a Spin on no Gear.
     ///
-    /// - Parameter initial: the Spin has no history (sequence 0, nothing in its outbox):
-    ///   what its feedbacks propagate for its initial state is sent, once.
-    package func sender(_ spin: String, initial: Bool = false) -> GearCapture? {
+    /// - Parameters:
+    ///   - initial: the Spin has no history (sequence 0, nothing in its outbox): what its
+    ///     feedbacks propagate for its initial state is sent, once.
+    ///   - recorded: the sequence it starts from.
+    ///   - faulted: whether it refused a state and is going back (`HostedSpin.isFaulted`):
+    ///     what it propagates meanwhile is dropped, as its state will be.
+    package func sender(_ spin: String, initial: Bool = false, recorded: UInt64 = 0,
+                        faulted: @escaping @Sendable () -> Bool = { false }) -> GearCapture? {
         guard !gearNames(of: spin).isEmpty else { return nil }
-        let capture = GearCapture(spin: spin, initial: initial)
+        let capture = GearCapture(spin: spin, initial: initial, recorded: recorded, faulted: faulted)
         captures.withLock { $0[spin] = capture }
         return capture
     }
@@ -227,10 +243,17 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             let reason = "a Gear event it propagated on \(gear) does not encode as JSON: \(HostedLoop<Int, Int>.describe(error))"
             // In a transition's delivery the transition fails (`GearCapture.end`); apart
             // from one the Spin is suspended all the same.
-            if !capture.fail(reason, cause: cause) { refuseUnencodable(source, reason) }
+            if capture.fail(reason, cause: cause) == .alone { refuseUnencodable(source, reason) }
         case .success(let bytes):
             let output = GearOutput(gear: gear, event: bytes, cause: cause?.sequence ?? 0)
-            if let cause, capture.add(output, cause: cause) { return }
+            if let cause {
+                switch capture.add(output, cause: cause) {
+                case .kept, .dropped: return
+                case .alone: break
+                }
+            } else if capture.isFaulted {
+                return
+            }
             alone(source, [output])
         }
     }
@@ -287,10 +310,13 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         let receiver = Receiver(name: name, consumption: consumption, caught: caught, consumed: consumed,
                                 durable: mode == .inMemory ? .max : durable)
         receiver.catchingUp = mode == .cluster && !caught.isEmpty
+        receiver.stopped = { [weak spin] in spin?.isStopped ?? true }
         receiver.subscription = spin.onSuspensionChange { [weak self] suspension in
             self?.section.run { [self] in self?.suspensionChanged(name, suspended: suspension != nil) }
         }
         section.sync { [self] in
+            registrations += 1
+            receiver.registration = registrations
             receivers[name]?.subscription?.cancel()
             receivers[name] = receiver
             for gear in caught { catchers[gear, default: []].insert(name) }
@@ -299,7 +325,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             finish()
         }
         if receiver.catchingUp, let catchUp = catchUp.withLock({ $0 }) {
-            catchUp(CatchUp(spin: name, gears: caught.sorted(), consumed: consumed))
+            catchUp(CatchUp(spin: name, gears: caught.sorted(), consumed: consumed, registration: receiver.registration))
         }
         return consumption
     }
@@ -321,6 +347,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// transition of it did not encode): what it took after that is delivered again. On
     /// the Spin's executor, as it goes back.
     package func rolledBack(_ spin: String, to sequence: UInt64) {
+        captures.withLock { $0[spin] }?.rolledBack(to: sequence)
         receiverConsumption(spin)?.forget()
         section.run { [self] in
             guard let receiver = receivers[spin] else { return }
@@ -331,7 +358,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
                 receiver.dirty.insert(sender)
             }
             if handedBack > 0 { receiver.generation += 1 }
-            receiver.durable = min(receiver.durable, sequence)
+            // In memory every take is settled at once (`durable` stays at the top).
+            if mode != .inMemory { receiver.durable = min(receiver.durable, sequence) }
             pump(receiver)
             finish()
         }
@@ -422,9 +450,9 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// The relay has read what `spin` had not consumed (its catch-up): delivery starts.
-    package func caughtUp(_ spin: String) {
+    package func caughtUp(_ spin: String, registration: UInt64 = 0) {
         section.run { [self] in
-            guard let receiver = receivers[spin] else { return }
+            guard let receiver = receivers[spin], registration == 0 || receiver.registration == registration else { return }
             receiver.catchingUp = false
             receiver.dirty.formUnion(outboxes.keys)
             pump(receiver)
@@ -507,7 +535,9 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         guard let gear = gears[entry.gear] else { return .ignored }
         let (name, generation, consumption) = (receiver.name, receiver.generation, receiver.consumption)
         let position = entry.position
-        let receipt = GearReceipt(gear: entry.gear, source: sender, position: position) { [weak self] outcome in
+        // Collecting: the events the Spin makes of it (one per catching feedback) go into
+        // its loop together, applied and journaled all or none with the position.
+        let receipt = GearReceipt(gear: entry.gear, source: sender, position: position, collecting: true) { [weak self] outcome in
             // On the catching Spin's executor.
             if case .declined = outcome { consumption.note(sender, position) }
             self?.section.run { [self] in self?.took(name, generation, sender, position, outcome) }
@@ -522,8 +552,11 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             case .undecodable(let reason): undecodable.append(reason)
             }
         }
-        // It caught this Gear when it registered: its loop has stopped since.
-        if catching == 0 { return .refused }
+        // It caught this Gear when it registered: its loop has stopped since (the event
+        // waits for its next start), or the feedbacks that caught it are gone (lifted
+        // children of a state it left): nothing of it catches the event.
+        if catching == 0 { return receiver.stopped() ? .refused : .ignored }
+        if caught.enqueued > 0, !receipt.commit() { caught = .refused }
         if caught.enqueued > 0 && redelivered { bump(\.redelivered, entry.gear) }
         if caught.enqueued == 0, !caught.refused, let reason = undecodable.first {
             gear.publish(GearTraffic(gear: entry.gear, from: sender, event: .raw(entry.event), position: position,
@@ -560,6 +593,9 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         }
         guard moved else { return }
         for sender in Array(outboxes.keys) { collect(sender) }
+        // Delivery may have stopped at a gap in a sender's positions (events this Spin
+        // does not catch, or trimmed) until what it held settled.
+        pump(receiver)
     }
 
     /// The outbox no longer holds `sender`'s events up to `position - 1` for `receiver`.

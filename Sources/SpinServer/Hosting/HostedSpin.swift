@@ -202,6 +202,11 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// observers get no transition until `hold` puts the Spin back, and the Spin is
     /// suspended as for failing storage (`storageHoldReason`), so `release` lets it go on.
     func holdBack()
+    /// Whether the Spin refused a state (too large, or not encodable) and is going back to
+    /// its durable one: what its feedbacks make meanwhile is not to be sent.
+    var isFaulted: Bool { get }
+    /// Whether its loop was made and has stopped (it applies nothing more).
+    var isStopped: Bool { get }
     var pendingEvents: Int { get }
     /// Before `prepare`: restores the state from a snapshot (`{"sequence":N,"state":..}`)
     /// and the journaled events after it, replayed through the reducer (no effect runs).
@@ -601,6 +606,10 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         unencodable.failed.store(true, ordering: .releasing)
         running.suspend(reason: storageHoldReason)
     }
+
+    var isFaulted: Bool { unencodable.failed.load(ordering: .acquiring) }
+
+    var isStopped: Bool { loop.withLock { $0?.isStopped ?? false } }
 
     private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                          afterFeedbacks: (@Sendable () -> Void)?,

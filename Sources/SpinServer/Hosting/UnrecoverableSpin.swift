@@ -86,6 +86,8 @@ final class UnrecoverableSpin: HostedSpin {
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription { SpinSubscription {} }
     func refuse(unencodable reason: String) {}
     func holdBack() {}
+    var isFaulted: Bool { false }
+    var isStopped: Bool { true }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription { SpinSubscription {} }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {

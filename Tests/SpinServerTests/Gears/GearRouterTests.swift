@@ -93,7 +93,7 @@ struct GearRouterTests {
         let sender = try #require(setup.host.spin(named: "sender"))
         let stash = Protected<[GearOutput]>([])
         let first = sender.observe({ transition in capture.begin(transition.sequence) },
-                                   afterFeedbacks: { stash.withLock { $0 += capture.end().outputs } },
+                                   afterFeedbacks: { capture.end { outputs, _ in stash.withLock { $0 += outputs } } },
                                    unencodable: { _ in })
         setup.host.start()
         let batch = try sender.decodeEvents(json: Array("[4, 5]".utf8))
@@ -229,6 +229,35 @@ struct GearRouterTests {
         setup.router.sent("sender", [GearOutput(gear: "g", event: Array(#"{"n":8}"#.utf8), cause: 2)])
         try await setup.waitFor([7, 8])
         setup.router.settleDown()
+        #expect(setup.router.reading.pending["g"]?["receiver"] == 0)
+    }
+
+    @Test func inMemory_ARollBack_DoesNotStopLaterEventsFromSettling() async throws {
+        let setup = try Setup(mode: .inMemory)
+        defer { setup.host.stop() }
+        setup.router.sent("sender", [GearOutput(gear: "g", event: Array(#"{"n":7}"#.utf8), cause: 1)])
+        try await setup.waitFor([7])
+        // A refused state of the receiver (too large) sends it back to 1.
+        setup.router.rolledBack("receiver", to: 1)
+        setup.router.sent("sender", [GearOutput(gear: "g", event: Array(#"{"n":8}"#.utf8), cause: 2)])
+        try await setup.waitFor([7, 8])
+        setup.router.settleDown()
+        #expect(setup.router.reading.pending["g"]?["receiver"] == 0, "in memory, what is taken is settled")
+    }
+
+    @Test func aGapInASendersPositions_DoesNotStallDelivery_OnceWhatWasTakenSettles() async throws {
+        let setup = try Setup()
+        defer { setup.host.stop() }
+        // Position 2 went on a Gear no Spin here catches: the outbox has 1 and 3.
+        let records = Self.records(1...3).filter { $0.position != 2 }
+        setup.router.journalDurable(spin: "sender", through: 3, outbox: records)
+        try await setup.waitFor([1])
+        setup.router.settleDown()
+        #expect(setup.caught == [1], "3 waits: the receiver's take of 1 is not durable yet")
+        // The receiver's journal catches up: 1 settles, and 3 follows without another event.
+        setup.receiverDurable()
+        try await setup.waitFor([1, 3])
+        setup.receiverDurable()
         #expect(setup.router.reading.pending["g"]?["receiver"] == 0)
     }
 
