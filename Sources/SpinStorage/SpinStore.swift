@@ -85,7 +85,12 @@ package protocol SpinStore: AnyObject, Sendable {
     func probe() throws
 
     /// Readies `spin`'s journal for appending again after a failure, at its last commit.
-    func reopen(spin: String) throws
+    /// Returns the last Gear outbox position the storage holds of `spin` when a commit
+    /// whose outcome was not known may have put some there (a shared database: its rows
+    /// were seen; those positions are not given again); nil when nothing uncommitted was
+    /// ever seen (files).
+    @discardableResult
+    func reopen(spin: String) throws -> UInt64?
 
     // MARK: Closing
 

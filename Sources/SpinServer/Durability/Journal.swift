@@ -654,7 +654,12 @@ package final class Journal: @unchecked Sendable {
         }
         for journal in waiting {
             do {
-                try store.reopen(spin: journal.name)
+                if let stored = try store.reopen(spin: journal.name), stored > journal.outboxDurable {
+                    // Positions a commit in doubt took in the shared database.
+                    logger.warning("journal of \(journal.name): Gear outbox positions \(journal.outboxDurable + 1)–\(stored) were taken by a commit whose outcome was lost; the next event gets \(stored + 1)")
+                    journal.outboxDurable = stored
+                    journal.outboxGiven = max(journal.outboxGiven, stored)
+                }
             } catch {
                 // Storage works but this journal does not: said once at error level (a
                 // database that lost commits holds the Spin until a restart).

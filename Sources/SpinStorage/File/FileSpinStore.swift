@@ -192,8 +192,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         try DurableFiles.probe(directory: directory)
     }
 
-    package func reopen(spin: String) throws {
-        guard let journal = journals[spin] else { return }
+    @discardableResult
+    package func reopen(spin: String) throws -> UInt64? {
+        guard let journal = journals[spin] else { return nil }
         let file = try AppendOnlyFile(path: journalPath(spin))
         if journal.stale {
             // The file at the path is what the compaction wrote (renamed in whole and
@@ -206,6 +207,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         try file.sync()
         journal.file = file
         journal.length = journal.committedLength
+        return nil
     }
 
     // MARK: Closing

@@ -453,11 +453,21 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// locked in the same transaction: a node that lost the Spin meanwhile must not
     /// delete what the new owner committed after its last commit (it throws the
     /// fence's `FencedOut` and deletes nothing).
-    package func reopen(spin: String) throws {
+    @discardableResult
+    package func reopen(spin: String) throws -> UInt64? {
         try locked {
-            guard let journal = journals[spin] else { return }
+            guard let journal = journals[spin] else { return nil }
             journal.pending.removeAll()
             let connection = try live()
+            // A commit whose answer was lost may have landed: its journal rows go (the
+            // Spin went back before them), but its outbox rows were announced and may have
+            // been read already. They stay, and their positions are not given again (a
+            // catching Spin that consumed one would drop a new event at that position).
+            let outboxEnd = {
+                UInt64(clamping: try connection.query(
+                    "SELECT coalesce(max(sender_position), 0)::int8 FROM spin_gear_outbox WHERE sender = $1",
+                    [.text(spin)]).int(0, 0) ?? 0)
+            }
             let cut = { [self] in
                 if let expected = journal.committedLast {
                     let found = try connection.query("SELECT max(sequence) FROM spin_journal WHERE spin = $1", [.text(spin)])
@@ -469,11 +479,15 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                 }
                 try deleteRecords(of: spin, after: journal.committedLast, connection)
             }
-            guard let fence else { return try cut() }
+            guard let fence else {
+                try cut()
+                return try outboxEnd()
+            }
             try connection.transaction {
                 try fence.check(spin: spin, connection: connection)
                 try cut()
             }
+            return try outboxEnd()
         }
     }
 
