@@ -87,6 +87,29 @@ public struct SpinSnapshot<State: Decodable>: Decodable {
     public var state: State
 }
 
+/// One page of `GET /v1/spins`: Spins in name order, and where the next page starts.
+public struct SpinPage: Decodable, Sendable, Hashable {
+    /// A Spin as the list shows it (the state is not in the list: ask `state(of:as:)`).
+    public struct Entry: Decodable, Sendable, Hashable {
+        /// The Spin's name.
+        public var name: String
+        /// What made it: `machine`, `swift` or a registered kind.
+        public var kind: String
+        /// `running`, `suspended`, `done`, `unrecoverable`, or `remote` (another cluster
+        /// node runs it: `node`).
+        public var status: SpinStatus
+        /// The number of events it applied; nil for a Spin another node runs.
+        public var sequence: UInt64?
+        /// The node that runs it, for a `remote` Spin.
+        public var node: String?
+    }
+
+    /// The Spins of this page.
+    public var spins: [Entry]
+    /// The name to list `after` for the next page; nil on the last page.
+    public var next: String?
+}
+
 extension SpinSnapshot: Sendable where State: Sendable {}
 extension SpinSnapshot: Equatable where State: Equatable {}
 

@@ -89,6 +89,27 @@ public struct SpinClient: Sendable {
         return try await perform(request, expecting: 200)
     }
 
+    /// A page of the Spins the token may read, in name order (UTF-8 bytes): those whose
+    /// names start with `prefix` and sort after `after` (the `next` of the page before),
+    /// at most `limit` (1 to 1000; the server's default, 100, when nil).
+    ///
+    /// ```swift
+    /// var after: String?
+    /// repeat {
+    ///     let page = try await client.spins(prefix: "door-", after: after)
+    ///     for spin in page.spins { print(spin.name, spin.status) }
+    ///     after = page.next
+    /// } while after != nil
+    /// ```
+    public func spins(prefix: String = "", after: String? = nil, limit: Int? = nil) async throws -> SpinPage {
+        var query: [URLQueryItem] = []
+        if !prefix.isEmpty { query.append(URLQueryItem(name: "prefix", value: prefix)) }
+        if let after { query.append(URLQueryItem(name: "after", value: after)) }
+        if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
+        let request = try await makeRequest(path: ["v1", "spins"], query: query)
+        return try await perform(request, expecting: 200)
+    }
+
     private func send<Event: Encodable, Answer: Decodable>(
         _ events: [Event], to spin: String, wait: Bool, expecting status: Int
     ) async throws -> Answer {

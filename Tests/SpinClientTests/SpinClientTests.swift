@@ -32,6 +32,29 @@ struct SpinClientTests {
         await live.shutdown()
     }
 
+    @Test func spins_AreListedAPageAtATime_InNameOrder() async throws {
+        let live = try LiveServer.start()
+        let client = live.client()
+        let first = try await client.spins(limit: 1)
+        #expect(first.spins.map(\.name) == ["shelf"])
+        #expect(first.spins.first?.status == .running)
+        #expect(first.spins.first?.sequence == 0)
+        #expect(first.next == "shelf")
+        let second = try await client.spins(after: first.next, limit: 1)
+        #expect(second.spins.map(\.name) == ["tally"])
+        #expect(second.next == nil)
+        #expect(try await client.spins(prefix: "ta").spins.map(\.name) == ["tally"])
+        #expect(try await client.spins(prefix: "x").spins.isEmpty)
+        do {
+            _ = try await client.spins(limit: 0)
+            Issue.record("a limit of 0 was taken")
+        } catch let error as SpinClientError {
+            #expect(error.status == 400)
+            #expect(error.code == "bad_request")
+        }
+        await live.shutdown()
+    }
+
     @Test func anUnknownSpin_ThrowsSpinNotFound() async throws {
         let live = try LiveServer.start()
         await #expect(throws: SpinClientError.self) {

@@ -50,9 +50,10 @@ import Testing
         let host = try makeExampleHost()
         defer { host.stop() }
         let router = makeRouter(host)
-        let spins = router.spinList(for: try Self.permissions("counter-reader")).object["spins"] as? [[String: Any]]
+        let list = makeRequest("GET", "/v1/spins")
+        let spins = try #require(router.spinList(list, for: try Self.permissions("counter-reader")).success).object["spins"] as? [[String: Any]]
         #expect(spins?.map { $0["name"] as? String } == ["counter"])
-        #expect(router.spinList(for: .everything).object["spins"].map { ($0 as? [Any])?.count } == 4)
+        #expect(try #require(router.spinList(list, for: .everything).success).object["spins"].map { ($0 as? [Any])?.count } == 4)
         let gears = router.gearList(for: try Self.permissions("gear-reader")).object["gears"] as? [[String: Any]]
         #expect(gears?.map { $0["name"] as? String } == ["auth"])
         #expect((router.gearList(for: try Self.permissions("counter-reader")).object["gears"] as? [Any])?.isEmpty == true)

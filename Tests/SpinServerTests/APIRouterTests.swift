@@ -123,15 +123,68 @@ struct APIRouterTests {
         #expect(await router.respond("GET", "/readyz").status == 503)
     }
 
-    @Test func spins_AreListedInOrderWithSequenceAndKind() async throws {
+    @Test func spins_AreListedInNameOrderWithSequenceAndKind() async throws {
         let host = try makeExampleHost()
         let router = makeRouter(host)
         _ = await waitForState(router, "counter") { $0["value"] as? Int == 10 }
-        let spins = await router.respond("GET", "/v1/spins").object["spins"] as? [[String: Any]] ?? []
-        #expect(spins.map { $0["name"] as? String } == ["counter", "levels", "feature", "router"])
-        #expect(spins.map { $0["kind"] as? String } == ["counter", "levels", "feature", "router"])
+        let list = await router.respond("GET", "/v1/spins")
+        let spins = list.object["spins"] as? [[String: Any]] ?? []
+        #expect(spins.map { $0["name"] as? String } == ["counter", "feature", "levels", "router"])
+        #expect(spins.map { $0["kind"] as? String } == ["counter", "feature", "levels", "router"])
         #expect(spins.first?["sequence"] as? Int == 10)
+        #expect(list.object["next"] is NSNull)
         host.stop()
+    }
+
+    @Test func spins_AreListedAPageAtATime_ByPrefixAndAfter() async throws {
+        let host = SpinHost()
+        // Hosted out of order, and names that sort by their bytes: "B" before "a", "a-" before "a0".
+        let names = (0..<250).map { "door-" + String(1000 + $0).dropFirst() } + ["a0", "B", "a-", "doors", "door"]
+        for name in names.shuffled() {
+            try host.host(Spin(initialState: 0, feedbacks: [], reducer: Reducer { (state: Int, _: Int) in state }), named: name)
+        }
+        host.start()
+        defer { host.stop() }
+        let router = makeRouter(host)
+        func page(_ query: String) async -> (names: [String], next: String?) {
+            let object = await router.respond("GET", "/v1/spins" + query).object
+            return ((object["spins"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }, object["next"] as? String)
+        }
+        let sorted = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        #expect(sorted.prefix(4) == ["B", "a-", "a0", "door"])
+        // The default page is 100; walking `next` lists every Spin once, in order.
+        var walked: [String] = []
+        var query = ""
+        var pages = 0
+        while true {
+            let (names, next) = await page(query)
+            walked += names
+            pages += 1
+            #expect(names.count <= 100)
+            guard let next else { break }
+            #expect(next == names.last)
+            query = "?after=" + next
+        }
+        #expect(walked == sorted)
+        #expect(pages == 3)
+        #expect(await page("?prefix=door-&limit=1000").names.count == 250)
+        #expect(await page("?prefix=door-&limit=2") == (["door-000", "door-001"], "door-001"))
+        #expect(await page("?prefix=door-&after=door-248&limit=2") == (["door-249"], nil))
+        #expect(await page("?prefix=door&limit=3").names == ["door", "door-000", "door-001"])
+        #expect(await page("?after=door-249&limit=1000").names == ["doors"])
+        #expect(await page("?after=zzz").names == [])
+        #expect(await page("?prefix=nothing").names == [])
+        #expect(await page("?prefix=&after=&limit=2") == (["B", "a-"], "a-"), "empty: none")
+        // An `after` that names no Spin starts after where it would be.
+        #expect(await page("?after=door-0995&prefix=door-&limit=2").names == ["door-100", "door-101"])
+        for bad in ["?limit=0", "?limit=1001", "?limit=ten", "?limit=-1", "?limit=", "?after=a%2Fb",
+                    "?prefix=%20", "?prefix=" + String(repeating: "a", count: 65)] {
+            let response = await router.respond("GET", "/v1/spins" + bad)
+            #expect(response.status == 400, "\(bad)")
+            #expect(response.errorCode == "bad_request")
+            let message = response.errorMessage
+            #expect(["limit", "after", "prefix"].contains { message.contains("query parameter \($0)") }, "\(message)")
+        }
     }
 
     @Test func aSpin_IsReadWithItsSequenceAndStateJSON() async throws {

@@ -537,6 +537,48 @@ def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
         finishing.stop()
 
 
+def test_many_spins_are_shown_a_page_at_a_time_and_found_by_name(driver, server, workdir):
+    """With more Spins than a page (100), the dashboard shows the first page, loads the
+    next one on "More Spins", and a name prefix typed in the filter shows just those Spins
+    (their cards live), asking the server for that prefix rather than for every Spin."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with other Spins")
+    machine = {"initial": "idle", "states": {"idle": {"on": {"GO": "busy"}}, "busy": {"on": {"STOP": "idle"}}}}
+    (workdir / "lamp.json").write_text(json.dumps(machine))
+    config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
+    config["spins"] = [{"name": f"lamp-{i:03d}", "machine": str(workdir / "lamp.json")} for i in range(130)]
+    config["gears"] = []
+    config_path = workdir / "lamps-config.json"
+    config_path.write_text(json.dumps(config))
+    lamps = Server(free_port(), workdir / "lamps-storage", {"SPIN_CONFIG": str(config_path)})
+    try:
+        driver.get(lamps.url + "/")
+        cards = lambda d: [c.get_attribute("data-spin") for c in d.find_elements(By.CSS_SELECTOR, "#spins .spin")]
+        wait_for(driver, lambda d: len(cards(d)) == 100, "the first page of 100 Spins",
+                 on_timeout=lambda d: len(cards(d)))
+        assert cards(driver) == [f"lamp-{i:03d}" for i in range(100)]
+        more = driver.find_element(By.ID, "spins-more")
+        assert more.is_displayed()
+        assert driver.find_element(By.ID, "spin-count").text == "(100+)"
+        more.click()
+        wait_for(driver, lambda d: len(cards(d)) == 130, "the second page", on_timeout=lambda d: len(cards(d)))
+        wait_for(driver, lambda d: not d.find_element(By.ID, "spins-more").is_displayed(), "no more pages")
+        assert driver.find_element(By.ID, "spin-count").text == "(130)"
+        driver.find_element(By.ID, "spin-filter").send_keys("lamp-12")
+        wait_for(driver, lambda d: cards(d) == [f"lamp-{i}" for i in range(120, 130)], "the Spins named lamp-12…",
+                 on_timeout=cards)
+        assert post_event(lamps.url, "lamp-125", {"type": "GO"}) == 202
+        wait_for(driver, lambda d: spin_view(d, "lamp-125") == (1, {"value": "busy", "context": {}}),
+                 "lamp-125's live state", on_timeout=lambda d: spin_view(d, "lamp-125"))
+        filter_box = driver.find_element(By.ID, "spin-filter")
+        filter_box.clear()
+        filter_box.send_keys("nothing")
+        wait_for(driver, lambda d: cards(d) == [] and "No Spin's name starts with" in d.find_element(By.ID, "spins").text,
+                 "no Spin matches", on_timeout=lambda d: d.find_element(By.ID, "spins").text)
+    finally:
+        lamps.stop()
+
+
 def sorted_lit_states(spin):
     """What `spin`'s chart lights, in path order, as a probe for wait_for."""
     return lambda d: sorted(lit_states(d, spin))

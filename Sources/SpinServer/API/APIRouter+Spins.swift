@@ -2,12 +2,18 @@ import SpinWire
 
 /// The Spin routes: the list, one Spin, its schema, its events, its resumption and its stream.
 extension APIRouter {
-    /// `GET /v1/spins`: the Spins the caller may read. A Spin another cluster node runs
-    /// shows as `remote` with its node: the owner has the sequence (`GET /v1/spins/{name}`
-    /// through any node asks it).
-    func spinList(for permissions: Permissions) -> APIResponse {
-        let owners = cluster.status(hostedSpins: host.spins.map(\.name)).owners
-        let list = host.spins.filter { permissions.allows(.read, spin: $0.name) }.map { spin -> JSONValue in
+    /// `GET /v1/spins?prefix=&after=&limit=`: a page of the Spins the caller may read, in
+    /// name order, with the name to ask `after` for the next page (`"next"`, null on the
+    /// last). A Spin another cluster node runs shows as `remote` with its node: the owner
+    /// has the sequence (`GET /v1/spins/{name}` through any node asks it).
+    func spinList(_ request: HTTPRequest, for permissions: Permissions) -> Result<APIResponse, APIError> {
+        let query: SpinListQuery
+        do { query = try SpinListQuery(request.target) } catch { return .failure(error) }
+        let (page, more) = host.spins(prefix: query.prefix, after: query.after, limit: query.limit) {
+            permissions.allows(.read, spin: $0)
+        }
+        let owners = page.contains { !$0.isPrepared } ? cluster.status(hostedSpins: page.map(\.name)).owners : [:]
+        let list = page.map { spin -> JSONValue in
             guard spin.isPrepared else {
                 return .object([("name", .string(spin.name)),
                                 ("status", .string("remote")), ("kind", .string(spin.kind)),
@@ -18,7 +24,8 @@ extension APIRouter {
                             ("status", .string(spin.status.rawValue)),
                             ("kind", .string(spin.kind))])
         }
-        return .json(200, .object([("spins", .array(list))]))
+        let next: JSONValue = more ? page.last.map { .string($0.name) } ?? .null : .null
+        return .success(.json(200, .object([("spins", .array(list)), ("next", next)])))
     }
 
     /// `GET /v1/spins/{name}`: the Spin's sequence, status and state; a declarative

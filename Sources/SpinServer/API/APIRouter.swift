@@ -158,7 +158,7 @@ package struct APIRouter: Sendable {
         case .openAPI: call.reply(openAPIDocument())
         case .metrics: call.reply(metricsPage())
         case .cluster: call.reply(clusterStatus())
-        case .spins: call.reply(spinList(for: call.caller.permissions))
+        case .spins: call.answer(spinList(call.request, for: call.caller.permissions))
         case .spin: call.answer(spinDetail(call.name))
         case .spinSchema: call.answer(spinSchema(call.name))
         case .spinEvents: postEvents(call)

@@ -18,7 +18,14 @@ import SpinWire
 /// subscriptions exist) and only then started, so no Gear event is lost at start-up.
 public final class SpinHost: Sendable {
     private struct Registry {
+        /// In the order they were hosted.
         var spins: [any HostedSpin] = []
+        /// Where each Spin is in `spins`, by name: a request finds its Spin in constant
+        /// time, however many are hosted.
+        var index: [String: Int] = [:]
+        /// Every name, sorted (UTF-8 byte order), made on the first listing: names only
+        /// change before `start()`.
+        var sortedNames: [String]?
         var gears: [any HostedGear] = []
         var started = false
         var stopped = false
@@ -126,7 +133,7 @@ public final class SpinHost: Sendable {
         try registry.withLock { registry throws(HostingError) in
             guard !registry.started else { throw .alreadyStarted }
             guard !registry.gears.contains(where: { $0.name == name }) else { throw .duplicateName(name) }
-            for spin in spins where !registry.spins.contains(where: { $0.name == spin }) {
+            for spin in spins where registry.index[spin] == nil {
                 throw .unknownSpin(gear: name, spin: spin)
             }
             registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear, members: members))
@@ -155,8 +162,10 @@ public final class SpinHost: Sendable {
         try Self.validate(spin.name)
         try registry.withLock { registry throws(HostingError) in
             guard !registry.started else { throw .alreadyStarted }
-            guard !registry.spins.contains(where: { $0.name == spin.name }) else { throw .duplicateName(spin.name) }
+            guard registry.index[spin.name] == nil else { throw .duplicateName(spin.name) }
+            registry.index[spin.name] = registry.spins.count
             registry.spins.append(spin)
+            registry.sortedNames = nil
         }
     }
 
@@ -190,7 +199,7 @@ public final class SpinHost: Sendable {
     @discardableResult
     package func replace(named name: String) -> (any HostedSpin)? {
         registry.withLock { registry in
-            guard let index = registry.spins.firstIndex(where: { $0.name == name }) else { return nil }
+            guard let index = registry.index[name] else { return nil }
             let fresh = registry.spins[index].fresh()
             registry.spins[index] = fresh
             return fresh
@@ -201,7 +210,7 @@ public final class SpinHost: Sendable {
     /// listed and reported, and runs nothing.
     package func isolate(named name: String, _ unrecoverable: Unrecoverable) {
         registry.withLock { registry in
-            guard let index = registry.spins.firstIndex(where: { $0.name == name }) else { return }
+            guard let index = registry.index[name] else { return }
             registry.spins[index] = UnrecoverableSpin(registry.spins[index], unrecoverable)
         }
     }
@@ -225,7 +234,58 @@ public final class SpinHost: Sendable {
     package var gears: [any HostedGear] { registry.withLock { $0.gears } }
 
     package func spin(named name: String) -> (any HostedSpin)? {
-        registry.withLock { $0.spins.first { $0.name == name } }
+        registry.withLock { registry in registry.index[name].map { registry.spins[$0] } }
+    }
+
+    /// Up to `limit` Spins in name order (UTF-8 byte order), after `after` (when given) and
+    /// starting with `prefix`, that `include` takes; and whether more of them follow. Costs
+    /// a binary search and the page: the Spins not listed are not looked at, except those
+    /// `include` refuses on the way.
+    package func spins(prefix: String, after: String?, limit: Int,
+                       where include: (String) -> Bool = { _ in true }) -> (page: [any HostedSpin], more: Bool) {
+        let names = registry.withLock { registry -> [String] in
+            if let sorted = registry.sortedNames { return sorted }
+            let sorted = registry.spins.map(\.name).sorted(by: Self.byteOrder)
+            registry.sortedNames = sorted
+            return sorted
+        }
+        let start = max(after.map { Self.firstIndex(in: names, above: $0) } ?? 0,
+                        Self.firstIndex(in: names, notBelow: prefix))
+        var page: [any HostedSpin] = []
+        var index = start
+        while index < names.count, names[index].utf8.starts(with: prefix.utf8) {
+            let name = names[index]
+            index += 1
+            guard include(name), let spin = spin(named: name) else { continue }
+            if page.count == limit { return (page, true) }
+            page.append(spin)
+        }
+        return (page, false)
+    }
+
+    /// Names compare by their UTF-8 bytes, as clients in any language can reproduce.
+    static func byteOrder(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+
+    /// The index of the first name not before `bound` (`notBelow`) or after it (`above`).
+    private static func firstIndex(in names: [String], notBelow bound: String) -> Int {
+        partition(names) { byteOrder($0, bound) }
+    }
+
+    private static func firstIndex(in names: [String], above bound: String) -> Int {
+        partition(names) { !byteOrder(bound, $0) }
+    }
+
+    /// The first index whose name `isBefore` is false for (names sorted, `isBefore` true
+    /// for a prefix of them).
+    private static func partition(_ names: [String], _ isBefore: (String) -> Bool) -> Int {
+        var low = 0, high = names.count
+        while low < high {
+            let middle = (low + high) / 2
+            if isBefore(names[middle]) { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     package func gear(named name: String) -> (any HostedGear)? {
@@ -234,11 +294,16 @@ public final class SpinHost: Sendable {
 
     /// Names appear in URL paths: keep them to characters that need no escaping.
     static func validate(_ name: String) throws(HostingError) {
-        let allowed = name.utf8.allSatisfy { byte in
+        guard !name.isEmpty, isNameText(name) else { throw .invalidName(name) }
+    }
+
+    /// Whether `text` has at most 64 bytes, each a letter, digit, `-`, `_` or `.` (what a
+    /// name is made of; a name is not empty too).
+    static func isNameText(_ text: String) -> Bool {
+        text.utf8.count <= 64 && text.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
         }
-        guard !name.isEmpty, name.utf8.count <= 64, allowed else { throw .invalidName(name) }
     }
 }
 

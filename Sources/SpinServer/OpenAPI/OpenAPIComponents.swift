@@ -35,7 +35,7 @@ enum OpenAPIComponents {
     static let errors: [ErrorAnswer] = [
         ErrorAnswer(status: 400, codes: [
             ("malformed_json", "the body is not JSON, or repeats a key within one object."),
-            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID)."),
+            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID, prefix, after, limit)."),
             ("bad_websocket_handshake", "a stream request that asks for a WebSocket with a handshake RFC 6455 refuses."),
             ("invalid_request_line", "and the HTTP parser's other codes: the request is not valid HTTP/1.1 (the connection closes)."),
         ]),
@@ -138,11 +138,21 @@ enum OpenAPIComponents {
             ]),
         ])),
         ("SpinList", .members([
-            "type": .string("object"), "required": .strings(["spins"]),
-            "properties": .members(["spins": .members(["type": .string("array"), "items": .members([
-                "type": .string("object"), "required": .strings(["name", "sequence", "kind"]),
-                "properties": .members(["name": text, "sequence": sequence, "status": .ref("SpinStatus"), "kind": text]),
-            ])])]),
+            "type": .string("object"), "required": .strings(["spins", "next"]),
+            "properties": .members([
+                "spins": .members(["type": .string("array"), "items": .members([
+                    "type": .string("object"), "required": .strings(["name", "status", "kind"]),
+                    "properties": .members(["name": text, "sequence": sequence, "kind": text,
+                                            "status": .members(["anyOf": .array([.ref("SpinStatus"), .members([
+                                                "const": .string("remote"),
+                                                "description": .string("Another cluster node runs it (node); ask GET /v1/spins/{name} through any node for its sequence."),
+                                            ])])]),
+                                            "node": .members(["type": .array([.string("string"), .string("null")]),
+                                                              "description": .string("remote: the node that runs it.")])]),
+                ])]),
+                "next": .members(["type": .array([.string("string"), .string("null")]),
+                                  "description": .string("The last name of this page when more follow (give it as after), null on the last page.")]),
+            ]),
         ])),
         ("SpinStatus", .members([
             "type": .string("string"), "enum": .strings(["running", "suspended", "done", "unrecoverable"]),

@@ -33,7 +33,7 @@ extension Route {
         case .readyz: "Readiness: every Spin recovered and running"
         case .openAPI: "This document"
         case .metrics: "Prometheus metrics"
-        case .spins: "List the hosted Spins"
+        case .spins: "A page of the hosted Spins the caller may read, sorted by name (UTF-8 byte order); ask for the next page with after=<next>"
         case .spin: "A Spin's sequence and state, the path of its schemas (and a machine Spin's definition)"
         case .spinEvents: "Send one event or an array of events (applied in order, all or none)"
         case .spinResume: "Run a Spin suspended by its runaway guard (limits.feedbackBudget) again; admin scope. A running Spin stays running"
@@ -62,6 +62,7 @@ extension Route {
         switch self {
         case .readyz: statuses.insert(503)
         case .spinEvents, .spinResume: statuses.formUnion([400, 409, 413, 415, 422, 429, 500, 503])
+        case .spins: statuses.insert(400)
         case .spinStream: statuses.formUnion([400, 406, 426, 503])
         case .gearStream: statuses.formUnion([400, 406, 426])
         case .echo: statuses.formUnion([400, 426])
@@ -90,6 +91,20 @@ extension Route {
                 .members(["name": .string("Last-Event-ID"), "in": .string("header"), "required": .bool(false),
                           "description": .string("SSE resume: the id (sequence) of the last message received; since wins when both are given, but a malformed header is refused (400) all the same."),
                           "schema": .members(["type": .string("string"), "pattern": .string("^[0-9]{1,19}$")])]),
+            ]
+        case .spins:
+            let name: JSONValue = .members(["type": .string("string"), "pattern": .string("^[A-Za-z0-9._-]{0,64}$")])
+            return [
+                .members(["name": .string("prefix"), "in": .string("query"), "required": .bool(false),
+                          "description": .string("Only the Spins whose names start with it."), "schema": name]),
+                .members(["name": .string("after"), "in": .string("query"), "required": .bool(false),
+                          "description": .string("Only the Spins whose names sort after it: the next of the page before (empty: from the first)."),
+                          "schema": name]),
+                .members(["name": .string("limit"), "in": .string("query"), "required": .bool(false),
+                          "description": .string("At most this many Spins (default \(SpinListQuery.defaultLimit))."),
+                          "schema": .members(["type": .string("integer"), "minimum": .number("1"),
+                                              "maximum": .number(String(SpinListQuery.maximumLimit)),
+                                              "default": .number(String(SpinListQuery.defaultLimit))])]),
             ]
         case .gearStream:
             var name: [(key: String, value: JSONValue)] = [("type", .string("string"))]

@@ -60,7 +60,7 @@ struct APIRouterPermissionTests {
         #expect(names(await router.respond("GET", "/v1/spins", headers: Self.bearer("counter-reader")), "spins") == ["counter"])
         #expect(names(await router.respond("GET", "/v1/spins", headers: Self.bearer("gear-reader")), "spins") == [])
         #expect(names(await router.respond("GET", "/v1/spins", headers: Self.bearer("admin")), "spins")
-                == ["counter", "levels", "feature", "router"])
+                == ["counter", "feature", "levels", "router"])
         #expect(names(await router.respond("GET", "/v1/gears", headers: Self.bearer("counter-reader")), "gears") == [])
         #expect(names(await router.respond("GET", "/v1/gears", headers: Self.bearer("gear-reader")), "gears") == ["auth"])
         // Still 401 without credentials.
