@@ -4,7 +4,8 @@ import ServiceLifecycle
 
 /// `LoopServer` as a swift-service-lifecycle `Service`, to run in a `ServiceGroup` beside
 /// an application's other services; the group turns SIGTERM and SIGINT into a graceful
-/// shutdown (and, with JWT configured, SIGHUP into `reloadTokenKeys()`):
+/// shutdown; SIGHUP re-reads the JWT keys (`reloadTokenKeys()`) when JWT is configured,
+/// and never ends the process:
 ///
 /// ```swift
 /// let server = LoopServer(configuration: configuration, host: host, logger: logger)
@@ -21,14 +22,16 @@ extension LoopServer: Service {
     public func run() async throws {
         let port = try start()
         logger.info("listening on \(configuration.url(port: port))")
-        // With JWT configured, SIGHUP re-reads the keys (instead of ending the process).
-        let reloadSignal = tokenVerifier.map { verifier in
-            ReloadSignal(SIGHUP) { [logger] in
-                logger.info("SIGHUP: reloading the JWT keys")
-                verifier.reload()
+        // SIGHUP re-reads what can be re-read (the JWT keys), and never ends the process
+        // (its default action): a SIGHUP sent to "reload" must not take the server down.
+        let reloadSignal = ReloadSignal(SIGHUP) { [logger, tokenVerifier] in
+            guard let tokenVerifier else {
+                return logger.notice("SIGHUP: nothing to reload (the configuration file is read at start-up: restart to apply a change to it)")
             }
+            logger.info("SIGHUP: reloading the JWT keys")
+            tokenVerifier.reload()
         }
-        defer { reloadSignal?.cancel() }
+        defer { reloadSignal.cancel() }
         // Returns on graceful shutdown; throws CancellationError on cancellation: both stop.
         try? await gracefulShutdown()
         logger.info("shutting down (up to \(configuration.limits.shutdownGraceSeconds) s)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -55,6 +56,20 @@ def test_sigint_also_stops_cleanly(start_server):
     server = start_server(name="sigint")
     server.send_signal(signal.SIGINT)
     assert server.terminate() == 0, server.log_tail()
+
+
+def test_sighup_without_jwt_keeps_the_server_running(start_server):
+    # A reload signal sent by habit (systemctl reload, kill -HUP) must not end the server:
+    # without JWT there is nothing to re-read, and the log says so.
+    server = start_server(name="sighup")
+    server.process.send_signal(signal.SIGHUP)  # not send_signal: the fixture's SIGTERM must follow
+    deadline = time.monotonic() + 5
+    while "SIGHUP: nothing to reload" not in server.log():
+        assert server.process.poll() is None, "SIGHUP ended the server:\n" + server.log_tail()
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.05)
+    assert server.process.poll() is None
+    assert server.get("/healthz").json() == {"status": "ok"}
 
 
 def test_state_survives_a_restart(start_server, tmp_path):

@@ -148,7 +148,7 @@ extension SpinServerConfiguration.Builder {
         // A Gear no Spin attaches to is most likely a typo in a Spin's `gear`.
         for (index, gear) in configuration.gears.enumerated()
         where !configuration.spins.contains(where: { $0.attachedGears.contains(gear.name) }) {
-            throw reader.error("gears[\(index)].name", "no Spin attaches to Gear \"\(gear.name)\" (set \"gear\": \"\(gear.name)\" on a Spin, or remove it)")
+            throw reader.error("gears[\(index)].name", "no Spin attaches to Gear \"\(gear.name)\" (set \"gear\": \"\(gear.name)\" on a Swift Spin's entry, declare it in a machine file's \"gears\", or remove it)")
         }
     }
 }
@@ -321,7 +321,13 @@ fileprivate extension SpinServerConfiguration.Builder {
         do {
             source = try .load(path: file, configFile: reader.source, hostGears: Set(gears.map(\.name)), readFile: readFile)
         } catch {
-            throw reader.error("\(path).machine", error.issues.map(\.description).joined(separator: "; "))
+            // A Gear the machine declares and the config does not list: say the line to add.
+            let issues = error.issues.map { issue -> String in
+                guard case .unknownGear(let gear) = issue.kind else { return issue.description }
+                let listed = gears.isEmpty ? "gears is empty" : "listed: \(gears.map(\.name).joined(separator: ", "))"
+                return "\(issue.file): \(issue.path): Gear \"\(gear)\" is not listed in the config's gears (\(listed)): add {\"name\": \"\(gear)\"} to \"gears\" in \(reader.source)"
+            }
+            throw reader.error("\(path).machine", issues.joined(separator: "; "))
         }
         return SpinEntry(name: name, kind: SpinServerConfiguration.machineKind, machine: source)
     }

@@ -41,7 +41,9 @@ import Testing
 
     @Test(arguments: [
         (#"{ "spins": [ { "name": "door", "machine": "machines/door.json" } ] }"#,
-         #"Config/spin-server.json: spins[0].machine: machines/door.json: gears.doors: unknown gear "doors": the host provides no such gear"#),
+         #"Config/spin-server.json: spins[0].machine: machines/door.json: gears.doors: Gear "doors" is not listed in the config's gears (gears is empty): add {"name": "doors"} to "gears" in Config/spin-server.json"#),
+        (#"{ "spins": [ { "name": "door", "machine": "machines/door.json" }, { "name": "c", "kind": "counter" } ], "gears": [ ] }"#,
+         #"Config/spin-server.json: spins[0].machine: machines/door.json: gears.doors: Gear "doors" is not listed in the config's gears (gears is empty): add {"name": "doors"} to "gears" in Config/spin-server.json"#),
         (#"{ "spins": [ { "name": "door", "machine": "machines/nope.json" } ] }"#,
          "Config/spin-server.json: spins[0].machine: machines/nope.json: cannot read the file: Config/machines/nope.json: No such file or directory"),
         (#"{ "spins": [ { "name": "door", "kind": "counter", "machine": "machines/door.json" } ] }"#,
