@@ -14,6 +14,9 @@ public final class Gear<Event: Sendable>: Sendable {
     private struct Subscribers {
         var nextID: UInt64 = 0
         var handlers: [Handler] = []
+        /// The catching handlers of each labelled loop, in attach order: a host's delivery
+        /// to one loop looks at its own, however many loops share the Gear.
+        var catchers: [String: [Handler]] = [:]
         /// Set by `route(through:)`: takes every propagated event instead of the handlers.
         var router: (@Sendable (Event, String?, GearCause?) -> Void)?
     }
@@ -73,12 +76,17 @@ public final class Gear<Event: Sendable>: Sendable {
                         _ handle: @escaping @Sendable (GearDelivery<Event>, GearReceipt?) -> GearCatch) -> SpinSubscription {
         let id = subscribers.withLock { state -> UInt64 in
             state.nextID += 1
-            state.handlers.append(Handler(id: state.nextID, owner: owner, catches: catches, handle: handle))
+            let handler = Handler(id: state.nextID, owner: owner, catches: catches, handle: handle)
+            state.handlers.append(handler)
+            if catches, let owner { state.catchers[owner, default: []].append(handler) }
             return state.nextID
         }
         return SpinSubscription { [weak self] in
             self?.subscribers.withLock { state in
                 state.handlers.removeAll { $0.id == id }
+                guard catches, let owner else { return }
+                state.catchers[owner]?.removeAll { $0.id == id }
+                if state.catchers[owner]?.isEmpty == true { state.catchers[owner] = nil }
             }
         }
     }
@@ -102,19 +110,19 @@ public final class Gear<Event: Sendable>: Sendable {
 
     /// The labels of the loops whose feedbacks catch events of this Gear now.
     package var catchingOwners: Set<String> {
-        subscribers.withLock { Set($0.handlers.compactMap { $0.catches ? $0.owner : nil }) }
+        subscribers.withLock { Set($0.catchers.keys) }
     }
 
     /// Whether a feedback of the loop labelled `owner` catches events of this Gear now.
     package func isCaught(by owner: String) -> Bool {
-        subscribers.withLock { $0.handlers.contains { $0.catches && $0.owner == owner } }
+        subscribers.withLock { $0.catchers[owner] != nil }
     }
 
     /// Hands `event` to the catching feedbacks of the loop labelled `owner` (none to
     /// observers), with `receipt`: what they made of it, `.ignored` when that loop has no
     /// catching feedback here or none maps the event.
     package func deliver(_ event: Event, from source: String?, to owner: String, receipt: GearReceipt?) -> GearCatch {
-        let handlers = subscribers.withLock { $0.handlers.filter { $0.catches && $0.owner == owner } }
+        let handlers = subscribers.withLock { $0.catchers[owner] ?? [] }
         let delivery = GearDelivery(event: event, source: source)
         var outcome = GearCatch.ignored
         for entry in handlers { outcome = outcome.combined(with: entry.handle(delivery, receipt)) }
