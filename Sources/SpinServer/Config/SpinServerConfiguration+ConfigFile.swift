@@ -269,17 +269,22 @@ fileprivate extension SpinServerConfiguration.Builder {
     static func spins(_ values: [ConfigValue], gears: [GearEntry], kinds: SpinKinds,
                       reader: FileReader, readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
         var spins: [SpinEntry] = []
+        // Where each name was listed, and each machine file read: a config of thousands of
+        // Spins of one machine loads in time linear in its length.
+        var listed: [String: Int] = [:]
+        var machines: [String: SpinServerConfiguration.MachineSource] = [:]
         for (index, value) in values.enumerated() {
             let path = "spins[\(index)]"
             let entry = try reader.object(value, at: path, known: ["name", "kind", "gear", "machine"])
             let name = try reader.string(try reader.required(entry["name"], at: "\(path).name"), at: "\(path).name")
             try Self.name(name, reader: reader, at: "\(path).name")
-            if let first = spins.firstIndex(where: { $0.name == name }) {
+            if let first = listed[name] {
                 throw reader.error("\(path).name", "Spin \"\(name)\" is already listed at spins[\(first)]")
             }
+            listed[name] = index
             if let value = entry["machine"], value != .null {
                 spins.append(try machine(named: name, file: try reader.string(value, at: "\(path).machine"), entry: entry,
-                                         at: path, gears: gears, reader: reader, readFile: readFile))
+                                         at: path, gears: gears, reader: reader, loaded: &machines, readFile: readFile))
                 continue
             }
             let kind = try reader.string(try reader.required(entry["kind"], at: "\(path).kind"), at: "\(path).kind")
@@ -310,6 +315,7 @@ fileprivate extension SpinServerConfiguration.Builder {
     /// the config file, loaded and validated against the Gears listed in `gears`.
     static func machine(named name: String, file: String, entry: [String: ConfigValue], at path: String,
                         gears: [GearEntry], reader: FileReader,
+                        loaded: inout [String: SpinServerConfiguration.MachineSource],
                         readFile: (String) throws -> Data) throws(ConfigurationError) -> SpinEntry {
         if let kind = entry["kind"], kind != .null {
             throw reader.error("\(path).kind", "an entry with \"machine\" has no kind: remove \"kind\"")
@@ -317,9 +323,13 @@ fileprivate extension SpinServerConfiguration.Builder {
         if let gear = entry["gear"], gear != .null {
             throw reader.error("\(path).gear", "a machine names its Gears in its own file (\"gears\"): remove \"gear\"")
         }
+        if let source = loaded[file] {
+            return SpinEntry(name: name, kind: SpinServerConfiguration.machineKind, machine: source)
+        }
         let source: SpinServerConfiguration.MachineSource
         do {
             source = try .load(path: file, configFile: reader.source, hostGears: Set(gears.map(\.name)), readFile: readFile)
+            loaded[file] = source
         } catch {
             // A Gear the machine declares and the config does not list: say the line to add.
             let issues = error.issues.map { issue -> String in
