@@ -137,7 +137,7 @@ def test_the_readme_tls_and_token_walkthrough(start_server, tmp_path):
     result = run(curl.replace("localhost:8080", f"localhost:{server.port}"), tmp_path)
     assert result.returncode == 0, result.stderr
     names = [spin["name"] for spin in json.loads(result.stdout)["spins"]]
-    assert names == ["counter", "levels", "feature", "router", "session"]
+    assert names == ["counter", "feature", "levels", "router", "session"]  # by name
     anonymous = run(f"curl -s -o /dev/null -w '%{{http_code}}' --cacert cert.pem https://localhost:{server.port}/v1/spins",
                     tmp_path)
     assert anonymous.stdout == "401"
