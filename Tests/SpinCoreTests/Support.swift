@@ -95,7 +95,9 @@ extension SpinLoop where State == Int, Event == Step {
 
 /// Polls `condition` until it holds or `timeout` passes (for effects of work already
 /// queued elsewhere, like a task finishing after cancellation). Returns the last value.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+/// 20 s: under the thread sanitizer, with the suites in parallel on two cores, a task can
+/// wait seconds for a cooperative thread (a 5 s wait failed about once in ten runs).
+func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now.advanced(by: timeout)
     while !condition() {
         if ContinuousClock.now >= deadline { return false }
