@@ -249,7 +249,9 @@ extension JSONEncoder {
 
 /// Whether `condition` holds within five seconds (real time; a passing test only yields).
 func waitUntil(_ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(5)
+    // 20 s: with every suite in parallel on two cores, a task can wait seconds for a
+    // cooperative thread (5 s failed once in a full run).
+    let deadline = ContinuousClock.now + .seconds(20)
     while ContinuousClock.now < deadline {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(1))
