@@ -7,13 +7,34 @@ extension SpinLoop {
     /// than the budget waiting suspends the loop. False when it was not taken.
     @discardableResult
     func enqueue(_ pending: Pending) -> Bool {
+        takeFeedback(count: 1) { $0.append(pending) }
+    }
+
+    /// Takes the events one Gear delivery made (`GearReceipt.commit`) as one batch: all
+    /// or none (dropped while suspended or stopped; past the budget the loop suspends).
+    func enqueue(batch: [Pending]) -> Bool {
+        guard batch.count > 1 else { return batch.first.map { enqueue($0) } ?? true }
+        return takeFeedback(count: batch.count) { pending in
+            for (offset, var event) in batch.enumerated() {
+                event.startsBatch = offset == 0
+                event.endsBatch = offset == batch.count - 1
+                pending.append(event)
+            }
+        }
+    }
+
+    /// Puts `count` events of feedbacks or Gears in the pending list (`append`), unless
+    /// the loop is suspended or stopped, or they would take it past its budget (then it
+    /// suspends); has them applied. False when none was taken.
+    @inline(__always)
+    private func takeFeedback(count: Int, _ append: (inout [Pending]) -> Void) -> Bool {
         let outcome = shared.withLock { shared -> EnqueueOutcome in
             guard shared.phase != .stopped, shared.suspension == nil else { return .dropped }
-            guard shared.pendingFeedback < feedbackBudget else {
+            guard shared.pendingFeedback + count <= feedbackBudget else {
                 return .suspended(suspendLocked(&shared, .feedbackBudget(feedbackBudget)) ?? [])
             }
-            shared.pending.append(pending)
-            shared.pendingFeedback += 1
+            append(&shared.pending)
+            shared.pendingFeedback += count
             defer { shared.draining = true }
             return .queued(schedule: !shared.draining)
         }
@@ -21,36 +42,6 @@ extension SpinLoop {
         // Never at once: a feedback's or a Gear's event arrives on an effect's thread or
         // inside another loop's delivery (a Gear fans out synchronously), where applying
         // it would nest one loop's work in another's.
-        case .queued(let schedule):
-            if schedule { section.schedule { [self] in drain() } }
-            return true
-        case .dropped:
-            return false
-        case .suspended(let dropped):
-            for pending in dropped { pending.onApplied?(nil) }
-            return false
-        }
-    }
-
-    /// Takes the events one Gear delivery made (`GearReceipt.commit`) as one batch: all
-    /// or none (dropped while suspended or stopped; past the budget the loop suspends).
-    func enqueue(batch: [Pending]) -> Bool {
-        guard batch.count > 1 else { return batch.first.map { enqueue($0) } ?? true }
-        let outcome = shared.withLock { shared -> EnqueueOutcome in
-            guard shared.phase != .stopped, shared.suspension == nil else { return .dropped }
-            guard shared.pendingFeedback + batch.count <= feedbackBudget else {
-                return .suspended(suspendLocked(&shared, .feedbackBudget(feedbackBudget)) ?? [])
-            }
-            for (offset, var pending) in batch.enumerated() {
-                pending.startsBatch = offset == 0
-                pending.endsBatch = offset == batch.count - 1
-                shared.pending.append(pending)
-            }
-            shared.pendingFeedback += batch.count
-            defer { shared.draining = true }
-            return .queued(schedule: !shared.draining)
-        }
-        switch outcome {
         case .queued(let schedule):
             if schedule { section.schedule { [self] in drain() } }
             return true
