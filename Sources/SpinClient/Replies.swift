@@ -87,6 +87,32 @@ public struct SpinSnapshot<State: Decodable>: Decodable {
     public var state: State
 }
 
+/// What `SpinClient.create(_:kind:)` and `delete(_:)` answered.
+public struct SpinMade: Decodable, Sendable, Hashable {
+    /// What happened.
+    public enum Outcome: String, Sendable, Hashable {
+        /// Made now (201).
+        case created
+        /// It existed with that kind already (200).
+        case existed
+        /// Deleted, with its history.
+        case deleted
+    }
+
+    /// The Spin's name.
+    public var name: String
+    /// Its configured kind.
+    public var kind: String
+    /// Its sequence: 0 when made, the last one when deleted.
+    public var sequence: UInt64
+    /// `running`, or `deleted`.
+    public var status: SpinStatus
+    /// What happened (set by the client from the answer's status).
+    public var outcome: Outcome = .created
+
+    private enum CodingKeys: String, CodingKey { case name, kind, sequence, status }
+}
+
 /// One page of `GET /v1/spins`: Spins in name order, and where the next page starts.
 public struct SpinPage: Decodable, Sendable, Hashable {
     /// A Spin as the list shows it (the state is not in the list: ask `state(of:as:)`).

@@ -110,6 +110,38 @@ public struct SpinClient: Sendable {
         return try await perform(request, expecting: 200)
     }
 
+    /// Makes the Spin named `spin` of the configured kind `kind` (`PUT /v1/spins/{name}`,
+    /// `admin` on the name): `.created` the first time, `.existed` when it exists with that
+    /// kind already; throws `SpinClientError.server` with `spin_exists` when it exists with
+    /// another kind (or is configured), `kind_not_found` for a kind the server does not have.
+    ///
+    /// ```swift
+    /// let made = try await client.create("feature-42", kind: "feature")
+    /// print(made.outcome, made.sequence)   // created 0
+    /// ```
+    public func create(_ spin: String, kind: String) async throws -> SpinMade {
+        var request = try await makeRequest(path: ["v1", "spins", spin], query: [])
+        request.httpMethod = "PUT"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try? JSONEncoder().encode(["kind": kind])
+        let (data, status) = try await exchange(request, expecting: [201, 200])
+        var made: SpinMade = try decode(data)
+        made.outcome = status == 201 ? .created : .existed
+        return made
+    }
+
+    /// Deletes the Spin named `spin`, made at run time, with its history (`DELETE
+    /// /v1/spins/{name}`, `admin`): its streams close with 4004. Returns the sequence it
+    /// had. Throws `spin_not_found` when there is none, `spin_exists` for a configured Spin.
+    @discardableResult
+    public func delete(_ spin: String) async throws -> SpinMade {
+        var request = try await makeRequest(path: ["v1", "spins", spin], query: [])
+        request.httpMethod = "DELETE"
+        var deleted: SpinMade = try await perform(request, expecting: 200)
+        deleted.outcome = .deleted
+        return deleted
+    }
+
     private func send<Event: Encodable, Answer: Decodable>(
         _ events: [Event], to spin: String, wait: Bool, expecting status: Int
     ) async throws -> Answer {
@@ -142,6 +174,11 @@ public struct SpinClient: Sendable {
     }
 
     private func perform<Answer: Decodable>(_ request: URLRequest, expecting expected: Int) async throws -> Answer {
+        try decode(try await exchange(request, expecting: [expected]).data)
+    }
+
+    /// The body of the answer to `request`, when its status is one of `expected`.
+    private func exchange(_ request: URLRequest, expecting expected: Set<Int>) async throws -> (data: Data, status: Int) {
         let data: Data
         let response: URLResponse
         do {
@@ -152,10 +189,14 @@ public struct SpinClient: Sendable {
         guard let http = response as? HTTPURLResponse else {
             throw SpinClientError.unexpectedResponse(status: 0, detail: "not an HTTP response")
         }
-        guard http.statusCode == expected else {
+        guard expected.contains(http.statusCode) else {
             throw SpinClientError.from(status: http.statusCode, body: Array(data),
                                        retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
         }
+        return (data, http.statusCode)
+    }
+
+    private func decode<Answer: Decodable>(_ data: Data) throws -> Answer {
         do {
             return try JSONDecoder().decode(Answer.self, from: data)
         } catch {

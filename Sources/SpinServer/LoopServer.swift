@@ -34,6 +34,8 @@ public final class LoopServer: Sendable {
     let tokenVerifier: TokenVerifier?
     /// Delivers the Gear events of the hosted Spins: exactly once, output-gated.
     package let gearRouter: GearRouter
+    /// Makes and deletes Spins while the server runs (`PUT`/`DELETE /v1/spins/{name}`).
+    package let runtimeSpins: RuntimeSpins
 
     private struct Clustered: Sendable {
         let fence: LeaseFence
@@ -77,6 +79,10 @@ public final class LoopServer: Sendable {
         let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
         self.feeds = feeds
         let gearRouter = self.gearRouter
+        let metrics = Metrics(registry: metricsRegistry)
+        let runtimeSpins = RuntimeSpins(host: host, feeds: feeds, journal: journal, gears: gearRouter, metrics: metrics,
+                                        maxSpins: configuration.limits.maxSpins, logger: logger)
+        self.runtimeSpins = runtimeSpins
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
                                tokensConfigured: configuration.authenticates)
         let tokenVerifier = configuration.jwt.map { Self.makeTokenVerifier($0, logger: logger) }
@@ -85,12 +91,12 @@ public final class LoopServer: Sendable {
                                                                          verifier: tokenVerifier),
                                hosts: hosts,
                                origins: OriginPolicy(allowed: configuration.allowedOrigins),
-                               metrics: Metrics(registry: metricsRegistry), limits: limits, feeds: feeds,
+                               metrics: metrics, limits: limits, feeds: feeds,
                                echoEndpoint: configuration.testing.echoEndpoint,
                                cluster: ClusterNode(node: configuration.cluster.node,
                                                     advertise: configuration.advertiseURL(port: configuration.port),
                                                     moveWait: .seconds(configuration.cluster.leaseSeconds)),
-                               gears: gearRouter)
+                               gears: gearRouter, runtimeSpins: runtimeSpins)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
     }
 
@@ -173,10 +179,13 @@ public final class LoopServer: Sendable {
         let markers = journal.map { SuspensionMarker(store: $0.store) }
         var suspended: [(spin: any HostedSpin, reason: String)] = []
         var recoveredGears: [String: Journal.RecoveredGears] = [:]
+        var made: [String: MadeSpin] = [:]
         gearRouter.install(host.gears)
         if let journal, let markers {
             do {
                 try journal.open()
+                made = try hostMadeSpins(journal)
+                spins = host.spins
                 let outcome = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
                 recoveredGears = outcome.gears
                 for (name, sequence) in outcome.sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
@@ -208,14 +217,23 @@ public final class LoopServer: Sendable {
         var consumptions: [String: GearConsumption] = [:]
         for spin in spins where spin.unrecoverable == nil {
             let recovered = recoveredGears[spin.name]
-            consumptions[spin.name] = gearRouter.register(spin, consumed: recovered?.consumed ?? [:],
-                                                           durable: spin.snapshot().sequence)
+            let consumed = (recovered?.consumed ?? [:]).merging(made[spin.name]?.joined ?? [:]) { max($0, $1) }
+            consumptions[spin.name] = gearRouter.register(spin, consumed: consumed, durable: spin.snapshot().sequence)
         }
         for (name, recovered) in recoveredGears { gearRouter.seed(name, outbox: recovered.outbox) }
-        // Observed from the first event, before the Spins start.
-        let subscriptions = spins.flatMap {
-            observe($0, feed: feeds.feed($0.name), journal: journal, markers: markers, consumption: consumptions[$0.name],
-                    outboxPosition: recoveredGears[$0.name]?.outboxPosition ?? 0)
+        // Observed from the first event, before the Spins start; a Spin made at run time's
+        // observations are deleted with it.
+        var subscriptions: [SpinSubscription] = []
+        for spin in spins {
+            let base = made[spin.name]?.outboxBase ?? 0
+            let terms = observe(spin, feed: feeds.feed(spin.name), journal: journal, markers: markers,
+                                consumption: consumptions[spin.name],
+                                outboxPosition: recoveredGears[spin.name]?.outboxPosition ?? base, outboxBase: base)
+            if let record = made[spin.name] {
+                runtimeSpins.adopt(spin.name, record, terms: terms)
+            } else {
+                subscriptions += terms
+            }
         }
         if let journal {
             let host = self.host
@@ -240,8 +258,63 @@ public final class LoopServer: Sendable {
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
         }
         context.router.cluster.bind(advertise: configuration.advertiseURL(port: address.port))
+        runtimeSpins.serve(bringUp: { [self] spin, made in try bringUp(spin, made) })
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: subscriptions) }
         return address.port
+    }
+
+    /// The Spins made at run time that the store holds, hosted (before recovery) with
+    /// what their kinds make. Refuses a Spin whose kind the config no longer has, or whose
+    /// name the config now lists, naming the way forward.
+    private func hostMadeSpins(_ journal: Journal) throws -> [String: MadeSpin] {
+        let made = try journal.madeSpins()
+        guard !made.isEmpty else { return [:] }
+        let factory = host.factory
+        for name in made.keys.sorted() {
+            guard let record = made[name] else { continue }
+            let configured = factory.map { $0.configured.contains(name) } ?? (host.spin(named: name) != nil)
+            if configured {
+                throw RecoveryError(spin: name, problem: "Spin \(name) was made at run time (kind \(record.kind)) and the config's spins now list it too: remove it from spins, or start the previous config and DELETE /v1/spins/\(name) first", underlying: nil)
+            }
+            guard let factory, let kind = factory.kind(named: record.kind) else {
+                let count = made.values.filter { $0.kind == record.kind }.count
+                throw RecoveryError(spin: name, problem: "\(count) Spin(s) of kind \(record.kind) were made at run time (\(name) among them) and the config has no kind \(record.kind) now: add it back to kinds (then DELETE /v1/spins/{name} the ones to drop)", underlying: nil)
+            }
+            let spin: SpinFactory.Made
+            do {
+                spin = try factory.make(name, of: kind)
+            } catch {
+                throw RecoveryError(spin: name, problem: "Spin \(name) of kind \(record.kind) cannot be made with the kind as configured now: \(error.message)", underlying: nil)
+            }
+            runtimeSpins.attach(spin)
+            try host.add(spin.spin)
+        }
+        journal.setOutboxFloors(made.mapValues(\.outboxBase))
+        logger.info("\(made.count) Spin(s) made at run time are stored")
+        return made
+    }
+
+    /// A Spin made now (`RuntimeSpins`): its (empty) storage read, registered with the Gear
+    /// router where it joins its Gears, observed and started. Returns its observations.
+    private func bringUp(_ spin: any HostedSpin, _ made: MadeSpin) throws -> [SpinSubscription] {
+        let feed = feeds.replace(spin.name, ending: .spinDeleted(spin.name))
+        var sequence: UInt64 = 0
+        var recovered: Journal.RecoveredGears?
+        if let journal { (sequence, recovered) = try journal.begin(spin, feed: feed) }
+        spin.prepare(feedbackBudget: configuration.limits.feedbackBudget)
+        if journal == nil {
+            let (start, state) = spin.snapshot()
+            feed.begin(sequence: start, state: state, history: [], epoch: Journal.makeEpoch())
+            gearRouter.startOutbox(spin.name, at: made.outboxBase)
+        }
+        let consumed = (recovered?.consumed ?? [:]).merging(made.joined) { max($0, $1) }
+        let consumption = gearRouter.register(spin, consumed: consumed, durable: sequence)
+        let markers = journal.map { SuspensionMarker(store: $0.store) }
+        let terms = observe(spin, feed: feed, journal: journal, markers: markers, consumption: consumption,
+                            outboxPosition: recovered?.outboxPosition ?? made.outboxBase, outboxBase: made.outboxBase)
+        if let reason = try? markers?.read(spin: spin.name) { spin.suspend(reason: reason) }
+        spin.start()
+        return terms
     }
 
     /// Sees every event `spin` applies, before it starts: the feed first (it must hold a
@@ -258,7 +331,7 @@ public final class LoopServer: Sendable {
     /// outbox, `GearRouter.sender`).
     private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
                          markers: SuspensionMarker?, consumption: GearConsumption?,
-                         outboxPosition: UInt64) -> [SpinSubscription] {
+                         outboxPosition: UInt64, outboxBase: UInt64 = 0) -> [SpinSubscription] {
         let name = spin.name
         let metrics = context.metrics
         let applied = metrics.spin(name).applied
@@ -290,7 +363,7 @@ public final class LoopServer: Sendable {
         // A Spin without history sends what its initial state propagates (until it
         // suspends: a state given again after that is not new).
         let start = spin.snapshot().sequence
-        let capture = router.sender(name, initial: start == 0 && outboxPosition == 0, recorded: start) { [weak spin] in
+        let capture = router.sender(name, initial: start == 0 && outboxPosition == outboxBase, recorded: start) { [weak spin] in
             spin?.isFaulted ?? true
         }
         let suspensions = spin.onSuspensionChange { suspension in
@@ -437,6 +510,7 @@ public final class LoopServer: Sendable {
         cluster.bind(advertise: advertise)
         if configuration.port == 0 { startLeases(advertise) }
         host.startWithoutLoops()
+        runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release: on PostgreSQL it comes with per-partition leases"))
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: []) }
         return address.port
     }
@@ -478,6 +552,7 @@ public final class LoopServer: Sendable {
             clustered.coordinator.withLock { $0 }?.stop()
             clustered.gearRelay.withLock { $0 }?.stop()
         }
+        runtimeSpins.stop()
         host.stop()
         for subscription in running.subscriptions { subscription.cancel() }
         defer { clustered?.store.close() }

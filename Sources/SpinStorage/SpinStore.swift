@@ -100,6 +100,23 @@ package protocol SpinStore: AnyObject, Sendable {
     /// Releases the store (for another server) and what it holds open. Idempotent.
     func close()
 
+    // MARK: Spins made at run time
+
+    /// The Spins made at run time that exist (`make`, not `delete`d), by name. Called once,
+    /// after `open`: it finishes a deletion a crash interrupted (removes what is left of a
+    /// deleted Spin). Throws when the catalog is corrupt (unless `repair`).
+    func madeSpins(repair: Bool) throws -> [String: MadeSpin]
+
+    /// Records that Spin `name` exists, of `spin.kind`, with no history yet: durable on
+    /// return (a crash after it keeps the Spin, at sequence 0).
+    func make(_ name: String, _ spin: MadeSpin) throws
+
+    /// Removes Spin `name` and everything stored of it (journal, snapshot, epoch,
+    /// suspension): durable on return. A crash in the middle leaves it either whole or
+    /// gone (what is left of it is removed by the next `madeSpins`). Its journal must not
+    /// be written after this.
+    func delete(_ name: String) throws
+
     // MARK: Suspensions
 
     /// The suspension document stored for `spin`, or nil when it is not suspended.

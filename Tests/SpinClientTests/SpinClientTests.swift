@@ -1,5 +1,6 @@
 import Foundation
 @testable import SpinClient
+import Logging
 import SpinServer
 import Testing
 
@@ -116,5 +117,45 @@ struct SpinClientTests {
             #expect(error.isRetryable)
             #expect(error.status == nil)
         }
+    }
+}
+
+/// `create(_:kind:)` and `delete(_:)` against a server with kind `tally` (`tally-*`).
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SpinClientCreationTests {
+    static func start() throws -> LoopServer {
+        var configuration = SpinServerConfiguration(port: 0)
+        configuration.kinds = [.init(name: "tally", kind: "tally", names: .init("tally-*"))]
+        var kinds = SpinKindRegistry()
+        kinds.register("tally") { context in try context.host(Tally.spin()) }
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return LoopServer(configuration: configuration, host: try kinds.makeHost(configuration), logger: logger)
+    }
+
+    @Test func create_MakesTheSpin_ThenSaysItExisted_AndDeleteRemovesIt() async throws {
+        let server = try Self.start()
+        let port = try server.start()
+        let client = SpinClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        let made = try await client.create("tally-1", kind: "tally")
+        #expect(made.outcome == .created && made.name == "tally-1" && made.kind == "tally" && made.sequence == 0)
+        #expect(try await client.post([Tally.Event(amount: 2)], to: "tally-1").sequence == 1)
+        let again = try await client.create("tally-1", kind: "tally")
+        #expect(again.outcome == .existed && again.sequence == 1)
+        do {
+            _ = try await client.create("tally-2", kind: "nope")
+            Issue.record("an unknown kind made a Spin")
+        } catch let error as SpinClientError {
+            #expect(error.status == 404 && error.code == "kind_not_found")
+        }
+        let deleted = try await client.delete("tally-1")
+        #expect(deleted.outcome == .deleted && deleted.sequence == 1 && deleted.status.rawValue == "deleted")
+        do {
+            try await client.delete("tally-1")
+            Issue.record("a deleted Spin was deleted again")
+        } catch let error as SpinClientError {
+            #expect(error.status == 404 && error.code == "spin_not_found")
+        }
+        await server.shutdown()
     }
 }

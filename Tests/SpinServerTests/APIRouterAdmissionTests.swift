@@ -57,7 +57,13 @@ import Testing
         let put = Self.request("PUT", "/v1/spins/counter/events")
         #expect(router.resolve(put, matched: Route.match("/v1/spins/counter/events")).failure
             == .methodNotAllowed("PUT", allowed: ["POST"]))
-        #expect(Route.spin.allowedMethods == [.get, .head])
+        // A Spin's path also takes PUT (create) and DELETE: each its own route.
+        #expect(Route.spin.allowedMethods == [.get, .head, .put, .delete])
+        let delete = Self.request("DELETE", "/v1/spins/counter")
+        #expect(router.resolve(delete, matched: Route.match("/v1/spins/counter")).success?.route == .spinDelete)
+        let patch = Self.request("PATCH", "/v1/spins/counter")
+        #expect(router.resolve(patch, matched: Route.match("/v1/spins/counter")).failure
+            == .methodNotAllowed("PATCH", allowed: ["GET", "HEAD", "PUT", "DELETE"]))
         #expect(Route.spinEvents.method == .post)
     }
 

@@ -346,9 +346,9 @@ struct APIRouterTests {
 
     @Test func aWrongMethod_Is405WithAllow() async throws {
         let router = makeRouter(try makeExampleHost())
-        let response = await router.respond("DELETE", "/v1/spins/counter")
+        let response = await router.respond("PATCH", "/v1/spins/counter")
         #expect(response.status == 405)
-        #expect(response.header("Allow") == "GET, HEAD")
+        #expect(response.header("Allow") == "GET, HEAD, PUT, DELETE")
         let get = await router.respond("GET", "/v1/spins/counter/events")
         #expect(get.status == 405)
         #expect(get.header("Allow") == "POST")
@@ -506,17 +506,18 @@ struct APIRouterTests {
         let spins = ["counter", "levels", "feature", "router"]
         let perSpin = ["", "/events", "/resume", "/schema", "/stream"]
         #expect(paths == Set(["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/gears",
-                              "/v1/gears/{name}/stream", "/v1/cluster"]
+                              "/v1/gears/{name}/stream", "/v1/cluster", "/v1/spins/{name}"]
                              + spins.flatMap { spin in perSpin.map { "/v1/spins/\(spin)\($0)" } }))
         // The route table and the document agree: every route but the test-only echo,
         // with the route's method (GET routes that do not stream list HEAD too); a route
-        // of one Spin is listed once per hosted Spin.
+        // of one Spin is listed once per hosted Spin; making and deleting one, on the
+        // template path.
         let documented = document["paths"] as? [String: [String: Any]] ?? [:]
         for route in Route.allCases where route != .echo {
-            let listed = route.template.hasPrefix("/v1/spins/{name}")
+            let listed = route.isPerSpin
                 ? spins.map { route.template.replacingOccurrences(of: "{name}", with: $0) } : [route.template]
             for path in listed {
-                let methods = Set((documented[path] ?? [:]).keys.filter { ["get", "head", "post"].contains($0) })
+                let methods = Set((documented[path] ?? [:]).keys.filter { ["get", "head", "post", "put", "delete"].contains($0) })
                 #expect(methods.contains(route.method.rawValue.lowercased()), "\(path)")
             }
         }

@@ -62,6 +62,16 @@ package enum APIError: Error, Equatable, Sendable {
     case badWebSocketHandshake(WebSocketHandshakeError)
     /// 429 `inbox_full` with `Retry-After`.
     case inboxFull(spin: String, retryAfter: Int)
+    /// 409 `spin_exists`: `PUT /v1/spins/{name}` for a Spin that exists with another kind
+    /// (`kind`), or is a configured one (`kind` nil); `DELETE` of a configured Spin.
+    case spinExists(String, kind: String?, deleting: Bool = false)
+    /// 404 `kind_not_found`: no configured kind has this name.
+    case kindNotFound(String, known: [String])
+    /// 409 `too_many_spins`: the server hosts `limits.maxSpins` Spins already.
+    case tooManySpins(limit: Int)
+    /// 410-like end of a Spin that was deleted while a request waited for it (404
+    /// `spin_not_found` to the client; streams close with 4004).
+    case spinDeleted(String)
 
     // MARK: 5xx: the server
     /// 500 `encoding_failed`: the Spin's event or state does not encode as JSON (a bug in
@@ -69,6 +79,8 @@ package enum APIError: Error, Equatable, Sendable {
     case encodingFailed(spin: String, String)
     /// 500 `internal`.
     case `internal`(String)
+    /// 501 `not_implemented`: this server cannot do what the request asks, in this setup.
+    case notImplemented(String)
     /// 502 `proxy_tls_unsupported`: the Spin's owner advertises https://.
     case proxyTLSUnsupported(spin: String)
     /// 502 `proxy_outcome_unknown`: the owner got the request and gave no answer; it may
@@ -124,6 +136,7 @@ package enum APIError: Error, Equatable, Sendable {
         case inboxFull = "inbox_full"
         case encodingFailed = "encoding_failed"
         case `internal`
+        case notImplemented = "not_implemented"
         case proxyTLSUnsupported = "proxy_tls_unsupported"
         case proxyOutcomeUnknown = "proxy_outcome_unknown"
         case proxyBadResponse = "proxy_bad_response"
@@ -133,6 +146,9 @@ package enum APIError: Error, Equatable, Sendable {
         case storageUnavailable = "storage_unavailable"
         case notReady = "not_ready"
         case spinUnrecoverable = "spin_unrecoverable"
+        case spinExists = "spin_exists"
+        case kindNotFound = "kind_not_found"
+        case tooManySpins = "too_many_spins"
 
         /// The HTTP status every error of this code is answered with (a WebSocket
         /// handshake's has its own: ``APIError/status``).
@@ -141,11 +157,11 @@ package enum APIError: Error, Equatable, Sendable {
             case .malformedJSON, .badRequest, .badWebSocketHandshake: 400
             case .unauthorized: 401
             case .forbidden: 403
-            case .spinNotFound, .gearNotFound, .notFound: 404
+            case .spinNotFound, .gearNotFound, .notFound, .kindNotFound: 404
             case .methodNotAllowed: 405
             case .notAcceptable: 406
             case .requestTimeout: 408
-            case .spinSuspended: 409
+            case .spinSuspended, .spinExists, .tooManySpins: 409
             case .batchTooLarge, .stateTooLarge: 413
             case .unsupportedMediaType: 415
             case .misdirectedRequest: 421
@@ -153,6 +169,7 @@ package enum APIError: Error, Equatable, Sendable {
             case .upgradeRequired: 426
             case .inboxFull: 429
             case .encodingFailed, .internal: 500
+            case .notImplemented: 501
             case .proxyTLSUnsupported, .proxyOutcomeUnknown, .proxyBadResponse, .proxyResponseTooLarge: 502
             case .unavailable, .spinUnavailable, .storageUnavailable, .notReady, .spinUnrecoverable: 503
             }
@@ -169,7 +186,10 @@ package enum APIError: Error, Equatable, Sendable {
         case .unauthorized: .unauthorized
         case .forbidden, .forbiddenOnSpin, .forbiddenGear, .forbiddenEverywhere, .originNotAllowed: .forbidden
         case .misdirectedRequest: .misdirectedRequest
-        case .spinNotFound: .spinNotFound
+        case .spinNotFound, .spinDeleted: .spinNotFound
+        case .spinExists: .spinExists
+        case .kindNotFound: .kindNotFound
+        case .tooManySpins: .tooManySpins
         case .gearNotFound: .gearNotFound
         case .routeNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
@@ -184,6 +204,7 @@ package enum APIError: Error, Equatable, Sendable {
         case .inboxFull: .inboxFull
         case .encodingFailed: .encodingFailed
         case .internal: .internal
+        case .notImplemented: .notImplemented
         case .proxyTLSUnsupported: .proxyTLSUnsupported
         case .proxyOutcomeUnknown: .proxyOutcomeUnknown
         case .proxyBadResponse: .proxyBadResponse
@@ -216,7 +237,7 @@ package enum APIError: Error, Equatable, Sendable {
         switch self {
         case .malformedJSON(let detail): "the body is not valid JSON: \(detail)"
         case .badRequest(let message), .unauthorized(let message), .forbidden(let message), .internal(let message),
-             .unavailable(let message, _):
+             .unavailable(let message, _), .notImplemented(let message):
             message
         case .malformedRequest(let error, let limit):
             switch (error, limit) {
@@ -235,6 +256,15 @@ package enum APIError: Error, Equatable, Sendable {
         case .misdirectedRequest(let host):
             "this server does not answer for Host \"\(host)\": without tokens it serves only its listen address, localhost and the names in listen.allowedHosts"
         case .spinNotFound(let name): "no Spin named \"\(name)\" is hosted here"
+        case .spinDeleted(let name): "Spin \"\(name)\" was deleted"
+        case .spinExists(let name, let kind?, _): "Spin \"\(name)\" exists already, of kind \"\(kind)\"; nothing changed"
+        case .spinExists(let name, nil, let deleting):
+            deleting ? "Spin \"\(name)\" is listed in the config's spins, and only Spins made at run time can be deleted; nothing changed"
+                : "Spin \"\(name)\" is listed in the config's spins; nothing changed"
+        case .kindNotFound(let kind, let known):
+            "no kind named \"\(kind)\" is configured (kinds: \(known.isEmpty ? "none; add them to the config's \"kinds\"" : known.joined(separator: ", ")))"
+        case .tooManySpins(let limit):
+            "the server hosts \(limit) Spins, limits.maxSpins; delete some or raise the limit; nothing changed"
         case .gearNotFound(let name): "no Gear named \"\(name)\" is hosted here"
         case .routeNotFound(let path): "no route for \(path)"
         case .methodNotAllowed(let method, let allowed):
@@ -306,7 +336,7 @@ package enum APIError: Error, Equatable, Sendable {
         switch needed {
         case .read: "read"
         case .write: "send events to"
-        case .admin: "resume"
+        case .admin: "resume, create or delete"
         }
     }
 }

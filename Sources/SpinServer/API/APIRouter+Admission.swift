@@ -29,9 +29,10 @@ extension APIRouter {
     /// GET routes answer HEAD too, but streams.
     func resolve(_ request: HTTPRequest, matched: (route: Route, name: Substring)?)
         -> Result<(route: Route, name: Substring), APIError> {
-        guard let (route, name) = matched, route != .echo || echoEndpoint else {
+        guard var (route, name) = matched, route != .echo || echoEndpoint else {
             return .failure(.routeNotFound(request.target.path))
         }
+        if let answering = route.answering(request.method) { route = answering }
         let method = request.method == .head && !route.streams ? .get : request.method
         guard method == route.method else {
             return .failure(.methodNotAllowed(request.method.rawValue, allowed: route.allowedMethods.map(\.rawValue)))

@@ -73,6 +73,63 @@ extension APIRouter {
         }
     }
 
+    /// `PUT /v1/spins/{name}` `{"kind": k}`: makes the Spin of kind `k` (201), or says it
+    /// exists with that kind (200); 409 `spin_exists` with another kind or for a configured
+    /// Spin, 404 `kind_not_found`, 400 for a bad name or body.
+    func createSpin(_ call: RouteCall) {
+        let name = String(call.name)
+        let kind: String
+        switch Self.creation(call.request) {
+        case .success(let requested): kind = requested
+        case .failure(let error): return call.fail(error)
+        }
+        guard let runtimeSpins else {
+            if let spin = host.spin(named: name) { return call.fail(.spinExists(name, kind: spin.kind)) }
+            return call.fail(.kindNotFound(kind, known: []))
+        }
+        runtimeSpins.create(name, kind: kind) { call.answer($0) }
+    }
+
+    /// The body of a `PUT`: `{"kind": "<name>"}` and nothing else, as JSON.
+    static func creation(_ request: HTTPRequest) -> Result<String, APIError> {
+        let contentType = request.headers["Content-Type"]
+        guard isJSON(contentType) else { return .failure(.unsupportedMediaType(contentType)) }
+        let bytes = Array(request.body)
+        if let problem = JSONValidator.firstProblem(in: bytes) { return .failure(.malformedJSON(problem.located(in: bytes))) }
+        guard case .object(let members)? = try? JSONValue(parsing: bytes) else {
+            return .failure(.badRequest("the body must be a JSON object {\"kind\": \"<a configured kind>\"}"))
+        }
+        guard let kindValue = members.first(where: { $0.key == "kind" })?.value, case .string(let kind) = kindValue else {
+            return .failure(.badRequest("the body must name the kind: {\"kind\": \"<a configured kind>\"}"))
+        }
+        if let extra = members.first(where: { $0.key != "kind" }) {
+            return .failure(.badRequest("unknown member \"\(extra.key)\": the body is {\"kind\": \"<a configured kind>\"}"))
+        }
+        return .success(kind)
+    }
+
+    /// `DELETE /v1/spins/{name}`: removes a Spin made at run time and its history (200);
+    /// 409 `spin_exists` for a configured Spin.
+    func deleteSpin(_ call: RouteCall) {
+        let name = String(call.name)
+        guard let runtimeSpins else {
+            if host.spin(named: name) != nil { return call.fail(.spinExists(name, kind: nil, deleting: true)) }
+            return call.fail(.spinNotFound(name))
+        }
+        runtimeSpins.delete(name) { call.answer($0) }
+    }
+
+    /// An event or stream for an unknown Spin whose name an `onEvent` kind matches makes
+    /// it first; then (or at once) `route` runs.
+    func makingOnEvent(_ call: RouteCall, then route: @escaping @Sendable (RouteCall) -> Void) {
+        let name = String(call.name)
+        guard host.spin(named: name) == nil, let runtimeSpins, runtimeSpins.makesOnEvent(name) else { return route(call) }
+        runtimeSpins.createOnEvent(name) { error in
+            if let error { return call.fail(error) }
+            route(call)
+        }
+    }
+
     /// `GET /v1/spins/{name}/stream`: the Spin's states from `?since` (or `Last-Event-ID`),
     /// whole or as JSON Patches (`?delta=json-patch`).
     func spinStream(_ call: RouteCall) -> RouteOutcome {

@@ -97,12 +97,16 @@ package struct APIRouter: Sendable {
     /// The Gear router (`GET /v1/gears` shows which catching Spins lag; `/metrics` its
     /// figures); nil for a router without one.
     package let gears: GearRouter?
+    /// Makes and deletes Spins while the server runs; nil for a router without (every
+    /// `PUT` and `DELETE` on a Spin is then 404 `kind_not_found` or 409).
+    package let runtimeSpins: RuntimeSpins?
 
     package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, origins: OriginPolicy = OriginPolicy(allowed: []),
                  metrics: Metrics, limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
                  echoEndpoint: Bool = false, cluster: ClusterNode = ClusterNode(node: "localhost", advertise: ""),
-                 gears: GearRouter? = nil) {
+                 gears: GearRouter? = nil, runtimeSpins: RuntimeSpins? = nil) {
         self.gears = gears
+        self.runtimeSpins = runtimeSpins
         self.host = host
         self.access = access
         self.hosts = hosts
@@ -160,10 +164,12 @@ package struct APIRouter: Sendable {
         case .cluster: call.reply(clusterStatus())
         case .spins: call.answer(spinList(call.request, for: call.caller.permissions))
         case .spin: call.answer(spinDetail(call.name))
+        case .spinCreate: createSpin(call)
+        case .spinDelete: deleteSpin(call)
         case .spinSchema: call.answer(spinSchema(call.name))
-        case .spinEvents: postEvents(call)
+        case .spinEvents: makingOnEvent(call) { postEvents($0) }
         case .spinResume: resumeSpin(call)
-        case .spinStream: call.respond(spinStream(call))
+        case .spinStream: makingOnEvent(call) { $0.respond(spinStream($0)) }
         case .gears: call.reply(gearList(for: call.caller.permissions))
         case .gearStream: call.respond(gearStream(call))
         case .echo: call.respond(openStream(call.request, .echo, identity: call.caller))

@@ -5,32 +5,69 @@ import SpinWire
 ///
 /// A path is matched once per request, on its UTF-8 bytes, without splitting it into
 /// strings; the `{name}` segment comes back as a substring of the path.
-package enum Route: String, CaseIterable, Sendable {
-    case dashboard = "/"
-    case healthz = "/healthz"
-    case readyz = "/readyz"
-    case openAPI = "/openapi.json"
-    case metrics = "/metrics"
-    case spins = "/v1/spins"
-    case spin = "/v1/spins/{name}"
-    case spinEvents = "/v1/spins/{name}/events"
-    case spinResume = "/v1/spins/{name}/resume"
-    case spinStream = "/v1/spins/{name}/stream"
-    case spinSchema = "/v1/spins/{name}/schema"
-    case gears = "/v1/gears"
-    case gearStream = "/v1/gears/{name}/stream"
+package enum Route: CaseIterable, Sendable {
+    case dashboard
+    case healthz
+    case readyz
+    case openAPI
+    case metrics
+    case spins
+    case spin
+    /// `PUT` on a Spin's path: makes the Spin, of a configured kind.
+    case spinCreate
+    /// `DELETE` on a Spin's path: removes the Spin and its history.
+    case spinDelete
+    case spinEvents
+    case spinResume
+    case spinStream
+    case spinSchema
+    case gears
+    case gearStream
     /// The nodes of the cluster and the Spins each owns.
-    case cluster = "/v1/cluster"
+    case cluster
     /// Only with `testing.echoEndpoint`; not in the OpenAPI document.
-    case echo = "/v1/echo"
+    case echo
 
-    /// The path template, as metrics label requests and the OpenAPI document lists it.
-    package var template: String { rawValue }
+    /// The path template, as metrics label requests and the OpenAPI document lists it
+    /// (the routes of one path and different methods share it).
+    package var template: String {
+        switch self {
+        case .dashboard: "/"
+        case .healthz: "/healthz"
+        case .readyz: "/readyz"
+        case .openAPI: "/openapi.json"
+        case .metrics: "/metrics"
+        case .spins: "/v1/spins"
+        case .spin, .spinCreate, .spinDelete: "/v1/spins/{name}"
+        case .spinEvents: "/v1/spins/{name}/events"
+        case .spinResume: "/v1/spins/{name}/resume"
+        case .spinStream: "/v1/spins/{name}/stream"
+        case .spinSchema: "/v1/spins/{name}/schema"
+        case .gears: "/v1/gears"
+        case .gearStream: "/v1/gears/{name}/stream"
+        case .cluster: "/v1/cluster"
+        case .echo: "/v1/echo"
+        }
+    }
+
+    /// The route of the same path answering `method`, when another one does (`PUT` and
+    /// `DELETE` on a Spin's path); nil otherwise.
+    package func answering(_ method: HTTPMethod) -> Route? {
+        guard self == .spin || self == .spinCreate || self == .spinDelete else { return nil }
+        switch method {
+        case .put: return .spinCreate
+        case .delete: return .spinDelete
+        case .get, .head: return .spin
+        default: return nil
+        }
+    }
 
     /// The one method the route answers (GET routes answer HEAD too, but streams).
     package var method: HTTPMethod {
         switch self {
         case .spinEvents, .spinResume: .post
+        case .spinCreate: .put
+        case .spinDelete: .delete
         default: .get
         }
     }
@@ -58,7 +95,7 @@ package enum Route: String, CaseIterable, Sendable {
         case .spins, .gears: .listing
         case .spin, .spinStream, .spinSchema: .spin(.read)
         case .spinEvents: .spin(.write)
-        case .spinResume: .spin(.admin)
+        case .spinResume, .spinCreate, .spinDelete: .spin(.admin)
         case .gearStream: .gear
         }
     }
@@ -82,7 +119,8 @@ package enum Route: String, CaseIterable, Sendable {
 
     /// The methods an `Allow` header lists for the route.
     package var allowedMethods: [HTTPMethod] {
-        method == .get && !streams ? [.get, .head] : [method]
+        if answering(.get) != nil { return [.get, .head, .put, .delete] }
+        return method == .get && !streams ? [.get, .head] : [method]
     }
 
     /// The route of `path` and its `{name}` segment (empty for routes without one); nil
@@ -117,7 +155,7 @@ package enum Route: String, CaseIterable, Sendable {
     /// The route, with the byte range of the name.
     private static func match(_ path: UnsafeBufferPointer<UInt8>) -> (route: Route, name: Range<Int>)? {
         // Fixed paths first: one comparison each.
-        for route in fixed where path.count == route.rawValue.utf8.count && path.elementsEqual(route.rawValue.utf8) {
+        for route in fixed where path.count == route.template.utf8.count && path.elementsEqual(route.template.utf8) {
             return (route, 0..<0)
         }
         for (prefix, routes) in named where hasPrefix(path, prefix) {

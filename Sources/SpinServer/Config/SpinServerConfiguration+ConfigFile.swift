@@ -24,7 +24,7 @@ extension SpinServerConfiguration.Builder {
         let reader = FileReader(source: file)
         // `$schema` names Config/spin-server.schema.json for editors; the server ignores it.
         let top = try reader.object(root, at: "", known: ["$schema", "listen", "tls", "limits", "auth", "storage", "log", "spins",
-                                                          "gears", "testing", "cluster"])
+                                                          "kinds", "gears", "testing", "cluster"])
 
         if let listen = try reader.optionalObject(top["listen"], at: "listen", known: ["host", "port", "allowedHosts"]) {
             if let value = listen["host"], value != .null {
@@ -141,20 +141,25 @@ extension SpinServerConfiguration.Builder {
         if let gears = try reader.optionalArray(top["gears"], at: "gears") {
             configuration.gears = try Self.gears(gears, reader: reader)
         }
+        var machines: [String: SpinServerConfiguration.MachineSource] = [:]
         if let spins = try reader.optionalArray(top["spins"], at: "spins") {
             configuration.spins = try Self.spins(spins, gears: configuration.gears, kinds: kinds, reader: reader,
-                                                 readFile: readFile)
+                                                 loaded: &machines, readFile: readFile)
+        }
+        if let entries = try reader.optionalArray(top["kinds"], at: "kinds") {
+            configuration.kinds = try Self.kinds(entries, kinds: kinds, reader: reader, loaded: &machines, readFile: readFile)
         }
         // A Gear no Spin attaches to is most likely a typo in a Spin's `gear`.
+        let kindGears = Set(configuration.kinds.flatMap { $0.fixedGears })
         for (index, gear) in configuration.gears.enumerated()
-        where !configuration.spins.contains(where: { $0.attachedGears.contains(gear.name) }) {
+        where !kindGears.contains(gear.name) && !configuration.spins.contains(where: { $0.attachedGears.contains(gear.name) }) {
             throw reader.error("gears[\(index)].name", "no Spin attaches to Gear \"\(gear.name)\" (set \"gear\": \"\(gear.name)\" on a Swift Spin's entry, declare it in a machine file's \"gears\", or remove it)")
         }
     }
 }
 
 /// The config file's sections, checked with the key path of every value.
-fileprivate extension SpinServerConfiguration.Builder {
+extension SpinServerConfiguration.Builder {
     static func tokens(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
         var tokens: [AccessToken] = []
         for (index, value) in values.enumerated() {
@@ -267,12 +272,12 @@ fileprivate extension SpinServerConfiguration.Builder {
     }
 
     static func spins(_ values: [ConfigValue], gears: [GearEntry], kinds: SpinKinds,
-                      reader: FileReader, readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
+                      reader: FileReader, loaded machines: inout [String: SpinServerConfiguration.MachineSource],
+                      readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
         var spins: [SpinEntry] = []
         // Where each name was listed, and each machine file read: a config of thousands of
         // Spins of one machine loads in time linear in its length.
         var listed: [String: Int] = [:]
-        var machines: [String: SpinServerConfiguration.MachineSource] = [:]
         for (index, value) in values.enumerated() {
             let path = "spins[\(index)]"
             let entry = try reader.object(value, at: path, known: ["name", "kind", "gear", "machine"])
@@ -423,6 +428,13 @@ struct FileReader {
     func optionalObject(_ value: ConfigValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue]? {
         guard let value, value != .null else { return nil }
         return try object(value, at: path, known: known)
+    }
+
+    /// An object whose keys are the caller's to check (a map of names).
+    func optionalMembers(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [String: ConfigValue]? {
+        guard let value, value != .null else { return nil }
+        guard case .object(let members) = value else { throw error(path, "must be an object, got \(value.typeName)") }
+        return members
     }
 
     func array(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> [ConfigValue] {

@@ -32,7 +32,9 @@ extension SpinServerConfiguration {
         case (true, let jwt?): "JWT (\(jwt.summary))"
         case (false, let jwt?): "\(staticText) and JWT (\(jwt.summary))"
         }
+        let kindList = kinds.map { kind in kind.names.map { "\(kind.name) (\($0))" } ?? kind.name }
         return "\(spins.count) spin\(spins.count == 1 ? "" : "s") (\(spinList.joined(separator: ", "))), "
+            + (kinds.isEmpty ? "" : "\(kinds.count) kind\(kinds.count == 1 ? "" : "s") (\(kindList.joined(separator: ", "))), ")
             + "\(gears.count) gear\(gears.count == 1 ? "" : "s") (\(gearList.joined(separator: ", "))), "
             + "\(url(port: port)), storage \(storageSummary) (fsync \(storage.fsync.rawValue)), \(tokenText)"
             + (testing.echoEndpoint ? ", WebSocket echo on /v1/echo (testing.echoEndpoint)" : "")

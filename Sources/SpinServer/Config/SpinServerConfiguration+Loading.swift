@@ -33,6 +33,7 @@ import Logging
 /// | `limits.shutdownGraceSeconds` | int > 0 | `5` | |
 /// | `limits.gearBacklog` | int > 0 | `10000` | |
 /// | `limits.maxStateBytes` | int > 0 | `1048576` | |
+/// | `limits.maxSpins` | int > 0 | `1000000` | |
 /// | `auth.tokens` | `[{"token": string, "scopes"?: [read\|write\|admin], "subject"?: string, "spin"?: {"read"?, "write"?, "admin"?: [pattern]}, "gear"?: {"read"?: [pattern]}}]` (scopes and/or grants) | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
 /// | `auth.rules` | `[{"subject": pattern, "spin"?: {..}, "gear"?: {..}}]`: grants for the identities whose subject matches | `[]` | |
 /// | `auth.jwt.keys` | `[{"alg": HS256\|RS256\|ES256\|EdDSA, "kid"?: string, "secret"\|"secretEnv"\|"publicKeyFile": string}]` | `[]` | `SPIN_JWT_SECRET` (adds an HS256 key) |
@@ -50,6 +51,7 @@ import Logging
 /// | `log.level` | trace\|debug\|info\|notice\|warning\|error\|critical | `"info"` | `--log-level` / `SPIN_LOG_LEVEL` |
 /// | `log.format` | `text` \| `json` | `"text"` | `--log-format` / `SPIN_LOG_FORMAT` |
 /// | `spins` | `[{"name": string, "kind": string, "gear"?: string}]` or `{"name": string, "machine": string}` (a JSON machine file, relative to the config file) | `[]` | |
+/// | `kinds` | `[{"name": string, "machine": string \| "kind": string, "names"?: pattern with at most one `*`, "gears"?: {declared: "name-{key}"}, "gear"?: string, "create"?: `explicit`\|`onEvent`}]`: Spins made at run time (`PUT /v1/spins/{name}`) | `[]` | |
 /// | `gears` | `[{"name": string}]` | `[]` | |
 /// | `testing.echoEndpoint` | bool | `false` | `--echo-endpoint` / `SPIN_ECHO_ENDPOINT` (`true`\|`false`\|`1`\|`0`) |
 /// | `cluster.node` | string, 1 to 253 of `[A-Za-z0-9._-]` | the host name | `--node` / `SPIN_NODE` |
@@ -188,6 +190,7 @@ extension SpinServerConfiguration {
         ("shutdownGraceSeconds", \.shutdownGraceSeconds),
         ("gearBacklog", \.gearBacklog),
         ("maxStateBytes", \.maxStateBytes),
+        ("maxSpins", \.maxSpins),
     ] }
 
     /// Loads and checks the configuration.
@@ -242,8 +245,12 @@ extension SpinServerConfiguration {
         for name in unknown {
             warnings.append("\(name) is set but \(program) does not read it (it reads \(environmentVariables.joined(separator: ", ")))")
         }
-        if builder.configuration.spins.isEmpty {
+        if builder.configuration.spins.isEmpty, builder.configuration.kinds.isEmpty {
             warnings.append("\(configFile): spins: no Spins are configured, so the server hosts nothing")
+        }
+        if builder.configuration.storage.persists, builder.configuration.storage.backend == .postgres,
+           !builder.configuration.kinds.isEmpty {
+            warnings.append("\(configFile): kinds: with storage.backend postgres, Spins are not made at run time in this release (PUT and DELETE /v1/spins/{name} answer 501 not_implemented)")
         }
         if builder.configuration.storage.backend == .file, builder.configuration.storage.url != nil {
             warnings.append("\(builder.urlSource): storage.url is set but storage.backend is file, so the database is not used (set storage.backend, SPIN_STORAGE_BACKEND or --storage-backend to postgres)")

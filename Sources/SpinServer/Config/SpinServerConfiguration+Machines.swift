@@ -28,7 +28,7 @@ extension SpinServerConfiguration {
         /// JSON as the server reads it (RFC 8259, no key twice in one object): a syntax
         /// error is reported at its line and column.
         /// - Throws: the validation issues, one per line, or why the file cannot be read.
-        static func load(path: String, configFile: String, hostGears: Set<String>,
+        static func load(path: String, configFile: String, hostGears: Set<String>?,
                          readFile: (String) throws -> Data) throws(MachineValidationError) -> MachineSource {
             let resolved = SpinServerConfiguration.resolve(path, relativeTo: configFile)
             let data: Data

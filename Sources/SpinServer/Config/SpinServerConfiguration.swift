@@ -29,6 +29,9 @@ public struct SpinServerConfiguration: Sendable, Equatable {
     public var log: Log
     /// The Spins to host, in order.
     public var spins: [SpinEntry]
+    /// The templates of Spins made at run time (`PUT /v1/spins/{name}`, or an event for a
+    /// name a kind with `create: onEvent` matches).
+    public var kinds: [KindEntry]
     /// The Gears to host.
     public var gears: [GearEntry]
     public var testing: Testing
@@ -39,7 +42,9 @@ public struct SpinServerConfiguration: Sendable, Equatable {
                 limits: Limits = Limits(), tokens: [AccessToken] = [], accessRules: [AccessRule] = [],
                 allowedOrigins: [String] = [],
                 storage: Storage = Storage(), log: Log = Log(), spins: [SpinEntry] = [], gears: [GearEntry] = [],
-                testing: Testing = Testing(), cluster: Cluster = Cluster(), jwt: JWTConfiguration? = nil) {
+                testing: Testing = Testing(), cluster: Cluster = Cluster(), jwt: JWTConfiguration? = nil,
+                kinds: [KindEntry] = []) {
+        self.kinds = kinds
         self.host = host
         self.port = port
         self.allowedHosts = allowedHosts
@@ -108,11 +113,15 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// durable state. 1 MiB keeps a state message (state and event) well inside what
         /// one connection may have pending, and a Spin's memory bounded.
         public var maxStateBytes: Int
+        /// Spins a server hosts at most, configured and made at run time: past it
+        /// `PUT /v1/spins/{name}` answers 409 `too_many_spins`.
+        public var maxSpins: Int
 
         public init(maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxConnections: Int = 1024,
                     inbox: Int = 1024, feedbackBudget: Int = 100_000, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
                     idleTimeoutSeconds: Int = 120, headerTimeoutSeconds: Int = 10, pingIntervalSeconds: Int = 30,
-                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000, maxStateBytes: Int = 1 << 20) {
+                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000, maxStateBytes: Int = 1 << 20, maxSpins: Int = 1_000_000) {
+            self.maxSpins = maxSpins
             self.gearBacklog = gearBacklog
             self.maxStateBytes = maxStateBytes
             self.maxBodyBytes = maxBodyBytes

@@ -69,6 +69,9 @@ package final class Journal: @unchecked Sendable {
     /// The previous server stopped cleanly (`.clean` was there).
     private var wasClean = true
     private var spins: [String: SpinJournal] = [:]
+    /// Where the Gear outbox positions of a Spin made at run time start (`MadeSpin.outboxBase`):
+    /// above any an earlier Spin of its name gave.
+    private var outboxFloors: [String: UInt64] = [:]
     private var syncScheduled = false
     /// Transitions recorded and not yet taken by the section (see `record`).
     private let incoming = Protected(Incoming())
@@ -270,7 +273,7 @@ package final class Journal: @unchecked Sendable {
                 if storedEpoch != nil { logger.notice("Spin \(name): new epoch \(epoch) (its history may not have only grown)") }
             }
             feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
-            let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition)
+            let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition, outboxFloors[name] ?? 0)
             spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
                                       records: stored.records.count + stored.outbox.count, outbox: outboxPosition,
                                       consumed: recovered.consumed)
@@ -321,6 +324,49 @@ package final class Journal: @unchecked Sendable {
                 logger.warning("journal of \(spin): not committed as this node stops serving it (\(error)); nothing of it was acknowledged")
                 store.discardUncommitted(spin: spin)
             }
+        }
+    }
+
+    // MARK: Spins made at run time
+
+    /// The Spins made at run time that the store holds (`SpinStore.madeSpins`), after `open`
+    /// and before `recover`.
+    package func madeSpins() throws -> [String: MadeSpin] {
+        do {
+            return try store.madeSpins(repair: repair)
+        } catch {
+            throw RecoveryError(spin: nil, problem: "\(error)", underlying: error)
+        }
+    }
+
+    /// Records that Spin `name` exists (durable on return), in the journal's section.
+    package func make(_ name: String, _ spin: MadeSpin) throws {
+        try section.sync { [self] in
+            try store.make(name, spin)
+            outboxFloors[name] = spin.outboxBase
+        }
+    }
+
+    /// Where the outbox positions of the Spins made at run time start (before `recover`).
+    package func setOutboxFloors(_ floors: [String: UInt64]) {
+        section.sync { [self] in outboxFloors.merge(floors) { $1 } }
+    }
+
+    /// Makes the new Spin `spin` journaled from now on, at sequence 0 under a fresh epoch
+    /// (its storage is empty: `make` recorded it, nothing else).
+    package func begin(_ spin: any HostedSpin, feed: SpinFeed) throws -> (sequence: UInt64, gears: RecoveredGears?) {
+        try adopt(spin, feed: feed)
+    }
+
+    /// Removes Spin `name` and its history (durable on return), and nothing it records
+    /// later is written. Its loop is stopped. Throws when nothing was removed (the store
+    /// could not record the deletion): the Spin's journal goes on as it was.
+    package func delete(_ name: String) throws {
+        try section.sync { [self] in
+            writeIncoming()
+            try store.delete(name)
+            spins[name] = nil
+            outboxFloors[name] = nil
         }
     }
 

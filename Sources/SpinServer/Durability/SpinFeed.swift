@@ -204,6 +204,9 @@ package final class SpinFeed: Sendable {
     /// This node no longer serves the Spin (`end`).
     package var hasEnded: Bool { shared.withLock { $0.ended != nil } }
 
+    /// Why the feed ended (`end`): the Spin moved away, or was deleted (`spinDeleted`).
+    package var endedBy: APIError? { shared.withLock { $0.ended } }
+
     /// What the feed answers while failing (see `fail`): 503 `storage_unavailable`, or 500
     /// `encoding_failed` while the Spin goes back from a transition that did not encode.
     package var failure: APIError? { shared.withLock { $0.failure } }

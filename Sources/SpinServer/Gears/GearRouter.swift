@@ -52,7 +52,9 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private let catchUp = Protected<(@Sendable (CatchUp) -> Void)?>(nil)
 
     // Set by `install`, before any Spin starts; read-only after.
-    private var gears: [String: any HostedGear] = [:]
+    /// The hosted Gears by name, and the Gears each Spin is attached to (Spins and Gears
+    /// made at run time join them).
+    private let hosted = Protected<(gears: [String: any HostedGear], bySpin: [String: Set<String>])>(([:], [:]))
 
     // Confined to `section`.
     private var outboxes: [String: SenderOutbox] = [:]
@@ -170,6 +172,22 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
 
     /// Numbers registrations (in `section`).
     private var registrations: UInt64 = 0
+    /// Per Gear, the last position of each sender the router was given (in `section`):
+    /// where a Spin made now joins it (`joinPositions`).
+    private var seen: [String: [String: UInt64]] = [:]
+
+    /// Where a Spin made now joins the Gears `gears`: per sender on them, the last position
+    /// given to the router (it never takes what was sent before it existed). Costs the
+    /// senders that sent on those Gears.
+    package func joinPositions(gears: [String]) -> [String: UInt64] {
+        section.sync { [self] in
+            var joined: [String: UInt64] = [:]
+            for gear in gears {
+                for (sender, position) in seen[gear] ?? [:] { joined[sender] = max(joined[sender] ?? 0, position) }
+            }
+            return joined
+        }
+    }
 
     package init(mode: Mode, backlog: Int, window: Int = 256, logger: Logger,
                  recordAlone: @escaping @Sendable (String, [GearOutput]) -> Void = { _, _ in }) {
@@ -181,17 +199,83 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         self.section = SerialSection(queue: DispatchQueue(label: "spin.gear-router"))
     }
 
-    /// Routes every Gear object of `gears` through the router. Once, before any Spin starts.
+    /// Routes every Gear object of `gears` through the router: before any Spin starts, or
+    /// a Gear made at run time before the Spins on it register.
     package func install(_ gears: [any HostedGear]) {
-        for gear in gears {
-            self.gears[gear.name] = gear
-            let name = gear.name
-            for port in gear.ports {
-                port.route { [weak self] json, source, cause in
-                    self?.propagated(gear: name, json, from: source, cause: cause)
-                }
+        hosted.withLock { hosted in
+            for gear in gears {
+                hosted.gears[gear.name] = gear
+                for spin in gear.attached { hosted.bySpin[spin, default: []].insert(gear.name) }
             }
         }
+        for gear in gears {
+            for port in gear.ports { route(port, of: gear.name) }
+        }
+    }
+
+    /// Routes `port`, a Gear object of the hosted Gear `name`.
+    private func route(_ port: any GearPort, of name: String) {
+        port.route { [weak self] json, source, cause in
+            self?.propagated(gear: name, json, from: source, cause: cause)
+        }
+    }
+
+    /// A Spin made at run time attaches to the hosted Gear `gear` (installed), with the Gear
+    /// objects it brought (`ports`, new to the Gear). Before it registers.
+    package func attach(_ spin: String, to gear: String, ports: [any GearPort]) {
+        guard let hostedGear = hosted.withLock({ hosted -> (any HostedGear)? in
+            hosted.bySpin[spin, default: []].insert(gear)
+            return hosted.gears[gear]
+        }) else { return }
+        hostedGear.attach(spin)
+        for port in ports {
+            hostedGear.add(port: port)
+            route(port, of: gear)
+        }
+    }
+
+    /// A Spin removed at run time leaves its Gears (after `unregister`). Returns the Gears
+    /// no Spin is attached to any more.
+    package func detach(_ spin: String) -> [String] {
+        let gears = hosted.withLock { hosted -> [any HostedGear] in
+            let names = hosted.bySpin.removeValue(forKey: spin) ?? []
+            return names.compactMap { hosted.gears[$0] }
+        }
+        return gears.filter { $0.detach(spin) == 0 }.map(\.name)
+    }
+
+    /// Forgets the Gears `names` (no Spin is attached to them any more, and nothing will
+    /// attach to them again under these objects).
+    package func uninstall(_ names: [String]) {
+        guard !names.isEmpty else { return }
+        hosted.withLock { hosted in for name in names { hosted.gears[name] = nil } }
+        section.sync { [self] in
+            for name in names {
+                catchers[name] = nil
+                seen[name] = nil
+            }
+        }
+    }
+
+    /// In memory: `spin`'s outbox positions go on from `base` (a Spin made at run time).
+    package func startOutbox(_ spin: String, at base: UInt64) {
+        section.sync { [self] in memoryPositions[spin] = max(memoryPositions[spin] ?? 0, base) }
+    }
+
+    /// A deleted Spin's outbox goes (nobody delivers it again); what others consumed of it
+    /// is forgotten with them.
+    package func forgetSender(_ spin: String) {
+        captures.withLock { _ = $0.removeValue(forKey: spin) }
+        section.sync { [self] in
+            outboxes[spin] = nil
+            memoryPositions[spin] = nil
+            for gear in seen.keys { seen[gear]?[spin] = nil }
+        }
+    }
+
+    /// The hosted Gear `name`.
+    private func gear(named name: String) -> (any HostedGear)? {
+        hosted.withLock { $0.gears[name] }
     }
 
     /// Where a cluster's catch-ups go (`GearOutboxRelay`).
@@ -201,7 +285,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
 
     /// The names of the Gears hosted, and those `spin` is attached to.
     package func gearNames(of spin: String) -> [String] {
-        gears.values.filter { $0.attached.contains(spin) }.map(\.name).sorted()
+        hosted.withLock { $0.bySpin[spin].map { $0.sorted() } ?? [] }
     }
 
     // MARK: Senders
@@ -306,7 +390,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         let consumption = GearConsumption()
         let name = spin.name
         consumptions.withLock { $0[name] = consumption }
-        let caught = Set(names.filter { gear in gears[gear]?.ports.contains { $0.isCaught(by: name) } ?? false })
+        let caught = Set(names.filter { gear in self.gear(named: gear)?.ports.contains { $0.isCaught(by: name) } ?? false })
         let receiver = Receiver(name: name, consumption: consumption, caught: caught, consumed: consumed,
                                 durable: mode == .inMemory ? .max : durable)
         receiver.catchingUp = mode == .cluster && !caught.isEmpty
@@ -468,6 +552,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         var outbox = outboxes[sender] ?? SenderOutbox()
         var wanted: [OutboxRecord] = []
         for record in records {
+            if record.position > seen[record.gear, default: [:]][sender] ?? 0 { seen[record.gear, default: [:]][sender] = record.position }
             // Kept while a Spin served here that catches it has not had it (the others
             // are not served here: in a cluster the table keeps it for them).
             let holders = (catchers[record.gear] ?? []).compactMap { receivers[$0] }
@@ -532,7 +617,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// Hands one event to the Spin's catching feedbacks (each Gear object of its Gear the
     /// Spin catches through).
     private func deliver(_ entry: OutboxRecord, from sender: String, to receiver: Receiver, redelivered: Bool) -> GearCatch {
-        guard let gear = gears[entry.gear] else { return .ignored }
+        guard let gear = gear(named: entry.gear) else { return .ignored }
         let (name, generation, consumption) = (receiver.name, receiver.generation, receiver.consumption)
         let position = entry.position
         // Collecting: the events the Spin makes of it (one per catching feedback) go into
@@ -645,7 +730,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// An event propagated on a hosted Gear from outside the server's Spins: to every
     /// Spin here that catches it, now, without a receipt.
     private func untracked(gear name: String, event: [UInt8], from source: String?) {
-        guard let gear = gears[name] else { return }
+        guard let gear = gear(named: name) else { return }
         gear.publish(GearTraffic(gear: name, from: source, event: .raw(event)))
         for spin in (catchers[name] ?? []).sorted() {
             for port in gear.ports where port.isCaught(by: spin) {
@@ -655,7 +740,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     private func show(_ record: OutboxRecord, from sender: String, redelivered: Bool) {
-        gears[record.gear]?.publish(GearTraffic(gear: record.gear, from: sender, event: .raw(record.event),
+        gear(named: record.gear)?.publish(GearTraffic(gear: record.gear, from: sender, event: .raw(record.event),
                                                 position: record.position, redelivered: redelivered))
     }
 

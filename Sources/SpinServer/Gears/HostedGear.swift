@@ -31,8 +31,16 @@ package struct GearTraffic: Sendable {
 /// A Gear hosted by name: the server lists it, streams its traffic and routes it.
 package protocol HostedGear: AnyObject, Sendable {
     var name: String { get }
-    /// The Spins whose feedbacks attach to it, as the host was told.
+    /// The Spins whose feedbacks attach to it, as the host was told (and as Spins made at
+    /// run time attach and leave).
     var attached: [String] { get }
+    /// A Spin made at run time attaches to it.
+    func attach(_ spin: String)
+    /// A Spin removed at run time leaves it; returns how many Spins remain attached.
+    func detach(_ spin: String) -> Int
+    /// Adds a Gear object of another event type joined to it (`GearBridge`): what a Spin
+    /// made at run time brought.
+    func add(port: any GearPort)
     /// Sees each event crossing the Gear: as it is propagated, or, once the server routes
     /// the Gear (`ports`), as the router sends it on (`publish`).
     func observe(_ handler: @escaping @Sendable (GearTraffic) -> Void) -> SpinSubscription
@@ -45,8 +53,9 @@ package protocol HostedGear: AnyObject, Sendable {
 
 final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
     let name: String
-    let attached: [String]
-    let ports: [any GearPort]
+    private let members: Protected<(attached: [String], ports: [any GearPort])>
+    var attached: [String] { members.withLock { $0.attached } }
+    var ports: [any GearPort] { members.withLock { $0.ports } }
     private let observers = Protected<(next: UInt64, handlers: [(id: UInt64, handler: @Sendable (GearTraffic) -> Void)])>((0, []))
     private let fanOut: SpinSubscription
 
@@ -54,8 +63,7 @@ final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
     ///   bus, by `GearBridge`s), routed with it.
     init(name: String, attached: [String], gear: Gear<GearEvent>, members: [any GearPort] = []) {
         self.name = name
-        self.attached = attached
-        self.ports = [TypedGearPort(gear)] + members
+        self.members = Protected((attached, [TypedGearPort(gear)] + members))
         let observers = self.observers
         // What the Gear fans out itself (not routed): every event once, as propagated.
         fanOut = gear.observe { delivery in
@@ -66,6 +74,21 @@ final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
     }
 
     deinit { fanOut.cancel() }
+
+    func attach(_ spin: String) {
+        members.withLock { if !$0.attached.contains(spin) { $0.attached.append(spin) } }
+    }
+
+    func detach(_ spin: String) -> Int {
+        members.withLock { members in
+            members.attached.removeAll { $0 == spin }
+            return members.attached.count
+        }
+    }
+
+    func add(port: any GearPort) {
+        members.withLock { $0.ports.append(port) }
+    }
 
     func observe(_ handler: @escaping @Sendable (GearTraffic) -> Void) -> SpinSubscription {
         let id = observers.withLock { state -> UInt64 in

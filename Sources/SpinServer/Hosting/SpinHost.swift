@@ -27,13 +27,23 @@ public final class SpinHost: Sendable {
         /// change before `start()`.
         var sortedNames: [String]?
         var gears: [any HostedGear] = []
+        /// Where each Gear is in `gears`, by name.
+        var gearIndex: [String: Int] = [:]
         var started = false
         var stopped = false
     }
 
     private let registry = Protected(Registry())
+    private let madeBy = Protected<SpinFactory?>(nil)
 
     public init() {}
+
+    /// What makes Spins of the configured kinds while the host runs (`SpinKindRegistry.makeHost`
+    /// sets it); nil for a host built Spin by Spin.
+    package var factory: SpinFactory? {
+        get { madeBy.withLock { $0 } }
+        set { madeBy.withLock { $0 = newValue } }
+    }
 
     /// Hosts `spin` under `name` (letters, digits, `-`, `_` and `.`; unique). A
     /// `TypeTaggedEvent` whose table does not round-trip is refused (`checkEvents`).
@@ -97,10 +107,17 @@ public final class SpinHost: Sendable {
     /// - Parameter gears: the Gears its `gears` section names, as for `MachineDefinition.spin(gears:)`.
     public func host(machine: MachineDefinition, gears: [String: Gear<MachineEvent>] = [:],
                      named name: String) throws(HostingError) {
+        try add(Self.machineLoop(machine, gears: gears, named: name, kind: SpinServerConfiguration.machineKind))
+    }
+
+    /// The hosted Spin of a declarative machine (`host(machine:gears:named:)`), under
+    /// `kind`: `machine`, or the configured kind a Spin made at run time is of.
+    static func machineLoop(_ machine: MachineDefinition, gears: [String: Gear<MachineEvent>], named name: String,
+                            kind: String) -> any HostedSpin {
         // The file parsed, but Foundation lets through what RFC 8259 does not (a byte
         // order mark): only a strictly valid text goes out verbatim.
         let definition: JSONValue? = JSONValidator.firstProblem(in: machine.source) == nil ? .raw(Self.compact(machine.source)) : nil
-        try add(HostedLoop(name: name, kind: SpinServerConfiguration.machineKind, spin: machine.spin(gears: gears),
+        return HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears),
                            machineDefinition: definition,
                            schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                            isDone: { machine.isDone($0) },
@@ -111,7 +128,7 @@ public final class SpinHost: Sendable {
                            refusesPosted: { event in
                                guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
                                return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
-                           }))
+                           })
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
@@ -132,10 +149,11 @@ public final class SpinHost: Sendable {
         try Self.checkEvents(GearEvent.self)
         try registry.withLock { registry throws(HostingError) in
             guard !registry.started else { throw .alreadyStarted }
-            guard !registry.gears.contains(where: { $0.name == name }) else { throw .duplicateName(name) }
+            guard registry.gearIndex[name] == nil else { throw .duplicateName(name) }
             for spin in spins where registry.index[spin] == nil {
                 throw .unknownSpin(gear: name, spin: spin)
             }
+            registry.gearIndex[name] = registry.gears.count
             registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear, members: members))
         }
     }
@@ -289,7 +307,69 @@ public final class SpinHost: Sendable {
     }
 
     package func gear(named name: String) -> (any HostedGear)? {
-        registry.withLock { $0.gears.first { $0.name == name } }
+        registry.withLock { registry in registry.gearIndex[name].map { registry.gears[$0] } }
+    }
+
+    // MARK: Spins made and removed while the host runs
+
+    /// How many Spins are hosted.
+    package var count: Int { registry.withLock { $0.spins.count } }
+
+    /// Hosts `spin`, made while the host runs (`PUT /v1/spins/{name}`): listed and found at
+    /// once; the caller recovers, observes and starts it. The sorted names take it in place
+    /// (a binary search and a move of the names after it).
+    package func insert(_ spin: any HostedSpin) throws(HostingError) {
+        try Self.validate(spin.name)
+        try registry.withLock { registry throws(HostingError) in
+            guard registry.index[spin.name] == nil else { throw .duplicateName(spin.name) }
+            registry.index[spin.name] = registry.spins.count
+            registry.spins.append(spin)
+            if registry.sortedNames != nil {
+                let at = Self.firstIndex(in: registry.sortedNames!, notBelow: spin.name)
+                registry.sortedNames!.insert(spin.name, at: at)
+            }
+        }
+    }
+
+    /// Stops hosting Spin `name` (deleted): it is no longer listed or found. The last Spin
+    /// takes its place in hosting order. Returns it.
+    @discardableResult
+    package func remove(named name: String) -> (any HostedSpin)? {
+        registry.withLock { registry in
+            guard let index = registry.index.removeValue(forKey: name) else { return nil }
+            let removed = registry.spins[index]
+            let last = registry.spins.removeLast()
+            if index < registry.spins.count {
+                registry.spins[index] = last
+                registry.index[last.name] = index
+            }
+            if registry.sortedNames != nil {
+                let at = Self.firstIndex(in: registry.sortedNames!, notBelow: name)
+                if at < registry.sortedNames!.count, registry.sortedNames![at] == name { registry.sortedNames!.remove(at: at) }
+            }
+            return removed
+        }
+    }
+
+    /// Hosts `gear`, made while the host runs (for a Spin made then).
+    package func insert(gear: any HostedGear) {
+        registry.withLock { registry in
+            guard registry.gearIndex[gear.name] == nil else { return }
+            registry.gearIndex[gear.name] = registry.gears.count
+            registry.gears.append(gear)
+        }
+    }
+
+    /// Stops hosting the Gear `name` (its last Spin was deleted).
+    package func removeGear(named name: String) {
+        registry.withLock { registry in
+            guard let index = registry.gearIndex.removeValue(forKey: name) else { return }
+            let last = registry.gears.removeLast()
+            if index < registry.gears.count {
+                registry.gears[index] = last
+                registry.gearIndex[last.name] = index
+            }
+        }
     }
 
     /// Names appear in URL paths: keep them to characters that need no escaping.

@@ -67,6 +67,11 @@ public struct SpinKindRegistry: Sendable {
         where configuration.spins.contains(where: { $0.machine != nil && $0.attachedGears.contains(gear.name) }) {
             workshop.gears[gear.name] = .init(Gear<MachineEvent>())
         }
+        defer {
+            host.factory = SpinFactory(table: table.mapValues { $0.make }, kinds: configuration.kinds,
+                                       configured: configuration.spins.map(\.name), storage: configuration.storage,
+                                       workshop: workshop)
+        }
         for entry in configuration.spins {
             if let machine = entry.machine {
                 var gears: [String: Gear<MachineEvent>] = [:]
@@ -77,9 +82,17 @@ public struct SpinKindRegistry: Sendable {
             guard let kind = table[entry.kind] else {
                 throw HostingError.unknownKind(entry.kind, known: table.keys.sorted())
             }
-            try kind.make(SpinKindContext(entry: entry, storage: configuration.storage, host: host, workshop: workshop))
+            try kind.make(SpinKindContext(entry: entry, storage: configuration.storage, workshop: workshop) { spin throws(HostingError) in
+                try host.add(spin)
+            })
         }
-        for gear in configuration.gears {
+        // A Gear of a kind is a bus of JSON events from the start: Spins of any kind, made
+        // at any time, join it (`SpinFactory`).
+        let kindGears = Set(configuration.kinds.flatMap(\.fixedGears))
+        for name in kindGears.sorted() { _ = workshop.gear(named: name, of: MachineEvent.self) }
+        let hosted = configuration.gears.map(\.name) + kindGears.subtracting(configuration.gears.map(\.name)).sorted()
+        for name in hosted {
+            let gear = SpinServerConfiguration.GearEntry(name: name)
             guard let made = workshop.gears[gear.name] else { throw HostingError.gearNotMade(gear.name) }
             let attached = configuration.spins.filter { $0.attachedGears.contains(gear.name) }.map(\.name)
             let members = (workshop.bridged[gear.name] ?? [:]).values.map(\.port)
@@ -92,7 +105,8 @@ public struct SpinKindRegistry: Sendable {
 /// What a kind's `make` gets for one config entry: its name, its Gear, where the server
 /// keeps its Spins, a logger, and where to host.
 public final class SpinKindContext {
-    /// The Gears made so far and the values shared per Gear, for one `makeHost`.
+    /// The Gears made so far and the values shared per Gear, for one `makeHost` and then
+    /// for the Spins made at run time (`SpinFactory`, which locks it).
     final class Workshop {
         struct MadeGear {
             let gear: Any
@@ -160,16 +174,17 @@ public final class SpinKindContext {
     /// `LoopServer.bootstrap(log:)` (which `SpinServerProgram` calls before hosting), it
     /// writes in the configured `log.format` at `log.level`.
     public let logger: Logger
-    private let spinHost: SpinHost
     private let workshop: Workshop
+    /// Where `host(_:schema:)` puts the Spin: the host, or a Spin made at run time.
+    private let receive: (any HostedSpin) throws(HostingError) -> Void
 
-    init(entry: SpinServerConfiguration.SpinEntry, storage: SpinServerConfiguration.Storage, host: SpinHost,
-         workshop: Workshop) {
+    init(entry: SpinServerConfiguration.SpinEntry, storage: SpinServerConfiguration.Storage, workshop: Workshop,
+         receive: @escaping (any HostedSpin) throws(HostingError) -> Void) {
         self.entry = entry
         self.storage = storage
         self.logger = Logger(label: entry.name)
-        self.spinHost = host
         self.workshop = workshop
+        self.receive = receive
     }
 
     /// The name the Spin is hosted under.
@@ -180,7 +195,8 @@ public final class SpinKindContext {
     ///   types describe (`SpinSchema.of`).
     public func host<State: Codable & Sendable, Event: Codable & Sendable>(_ spin: Spin<State, Event>,
                                                                            schema: SpinSchema? = nil) throws(HostingError) {
-        try spinHost.host(spin, named: entry.name, kind: entry.kind, schema: schema)
+        try SpinHost.checkEvents(Event.self)
+        try receive(HostedLoop(name: entry.name, kind: entry.kind, spin: spin, schema: schema))
     }
 
     /// The Gear the entry names, as a `Gear<GearEvent>`: one per Gear name and event

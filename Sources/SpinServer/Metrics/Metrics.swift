@@ -203,6 +203,11 @@ package final class Metrics: Sendable {
         }
     }
 
+    /// A deleted Spin's series go (a Spin made again with its name starts from zero).
+    package func forget(spin: String) {
+        _ = spins.withLock { $0.removeValue(forKey: spin) }
+    }
+
     package func spinSuspended(spin: String) {
         self.spin(spin).suspensions.increment()
     }

@@ -20,18 +20,25 @@ enum OpenAPIDocument {
     /// its `{name}` parameter stands for them.
     static func document(spins: [(name: String, schema: SpinSchema)], gears: [String]) -> JSONValue {
         var paths: [(key: String, value: JSONValue)] = []
+        /// The routes of one path and several methods share its path item.
+        func append(_ path: String, _ members: [(key: String, value: JSONValue)]) {
+            guard let index = paths.firstIndex(where: { $0.key == path }), case .object(let existing) = paths[index].value else {
+                return paths.append((path, .object(members)))
+            }
+            paths[index].value = .object(existing + members.filter { member in !existing.contains { $0.key == member.key } })
+        }
         for route in Route.allCases where route.isDocumented {
             let method = route.method.rawValue.lowercased()
             if route.isPerSpin, !spins.isEmpty {
                 for spin in spins {
-                    paths.append((route.template.replacingOccurrences(of: "{name}", with: spin.name),
-                                  .object([(method, route.openAPIOperation(spin: spin.name))])))
+                    append(route.template.replacingOccurrences(of: "{name}", with: spin.name),
+                           [(method, route.openAPIOperation(spin: spin.name))])
                 }
-            } else if route.isPerSpin {
-                paths.append((route.template, .object([("parameters", .array([.ref("SpinName", in: "parameters")])),
-                                                       (method, route.openAPIOperation())])))
+            } else if route.template.contains("/v1/spins/{name}") {
+                append(route.template, [("parameters", .array([.ref("SpinName", in: "parameters")])),
+                                        (method, route.openAPIOperation())])
             } else {
-                paths.append((route.template, .object([(method, route.openAPIOperation(gears: gears))])))
+                append(route.template, [(method, route.openAPIOperation(gears: gears))])
             }
         }
         let spinSchemas = spins.flatMap { spin -> [(key: String, value: JSONValue)] in

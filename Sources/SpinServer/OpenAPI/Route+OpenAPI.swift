@@ -9,7 +9,7 @@ extension Route {
     var isDocumented: Bool { self != .echo }
 
     /// Whether the route's path names a Spin: the document lists it once per hosted Spin.
-    var isPerSpin: Bool { template.hasPrefix("/v1/spins/{name}") }
+    var isPerSpin: Bool { template.hasPrefix("/v1/spins/{name}") && self != .spinCreate && self != .spinDelete }
 
     /// The operation of the route for the Spin `spin` (nil: the route's template, with
     /// its `{name}` parameter); `gears`: the names a Gear route's `{name}` takes.
@@ -35,6 +35,8 @@ extension Route {
         case .metrics: "Prometheus metrics"
         case .spins: "A page of the hosted Spins the caller may read, sorted by name (UTF-8 byte order); ask for the next page with after=<next>"
         case .spin: "A Spin's sequence and state, the path of its schemas (and a machine Spin's definition)"
+        case .spinCreate: "Make a Spin of a configured kind (admin): 201 when made, 200 when it exists with that kind"
+        case .spinDelete: "Delete a Spin made at run time, with its history (admin); its streams close with 4004"
         case .spinEvents: "Send one event or an array of events (applied in order, all or none)"
         case .spinResume: "Run a Spin suspended by its runaway guard (limits.feedbackBudget) again; admin scope. A running Spin stays running"
         case .spinStream: "State stream: server-sent events, or a WebSocket (" + Self.webSocketHandshake + ")"
@@ -63,6 +65,8 @@ extension Route {
         case .readyz: statuses.insert(503)
         case .spinEvents, .spinResume: statuses.formUnion([400, 409, 413, 415, 422, 429, 500, 503])
         case .spins: statuses.insert(400)
+        case .spinCreate: statuses.formUnion([400, 409, 415, 501, 503])
+        case .spinDelete: statuses.formUnion([409, 501, 503])
         case .spinStream: statuses.formUnion([400, 406, 426, 503])
         case .gearStream: statuses.formUnion([400, 406, 426])
         case .echo: statuses.formUnion([400, 426])
@@ -126,6 +130,8 @@ extension Route {
         switch self {
         case .spinEvents:
             return .members(["required": .bool(true), "content": .members(["application/json": events])])
+        case .spinCreate:
+            return .members(["required": .bool(true), "content": .members(["application/json": .members(["schema": .ref("SpinCreation")])])])
         case .spinResume:
             return .members([
                 "required": .bool(false),
@@ -157,6 +163,10 @@ extension Route {
         case .metrics: return [("200", answer("Prometheus text format 0.0.4.", .members(["type": .string("string")]), "text/plain"))]
         case .spins: return [("200", answer("The Spins.", .ref("SpinList")))]
         case .spin: return [("200", answer("The Spin.", withState("SpinState")))]
+        case .spinCreate:
+            return [("201", answer("Made: sequence 0, running.", .ref("SpinCreated"))),
+                    ("200", answer("It exists with that kind already: its current sequence and status.", .ref("SpinCreated")))]
+        case .spinDelete: return [("200", answer("Deleted, with its history.", .ref("SpinCreated")))]
         case .spinEvents:
             return [
                 ("200", answer("With wait=true: applied and durable; one reply per event, in order. An event the Spin has no transition for from the state it met is ignored: not journaled, sequence not advanced.",

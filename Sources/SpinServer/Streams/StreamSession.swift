@@ -108,8 +108,12 @@ final class StreamSession: @unchecked Sendable {
             }, live: { [self] transition, message, patch in
                 post(.state(transition, message: message, patch: patch), hop: true)
             }, ended: { [self] in
-                // This node stopped serving the Spin: close as a restarting server does
-                // (1001), so that the client reconnects to the node serving it now.
+                // The Spin was deleted: 4004. Else this node stopped serving it: close as
+                // a restarting server does (1001), so that the client reconnects to the
+                // node serving it now.
+                if case .spinDeleted? = feed.endedBy {
+                    return connection.executeLater { self.fail(.spinDeleted, reason: "spin deleted") }
+                }
                 connection.executeLater { self.shutdown() }
             })
         case .gear(let gear):

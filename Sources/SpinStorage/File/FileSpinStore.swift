@@ -11,8 +11,9 @@ import Foundation
 /// - `<name>.epoch`: the epoch of the Spin's history;
 /// - `<name>.suspended`: the host's suspension document, while the Spin is suspended;
 ///
-/// and for the directory: `.lock` (one server per directory, `flock`), and `.clean`,
-/// present only while no server runs and the last one stopped cleanly.
+/// and for the directory: `.lock` (one server per directory, `flock`), `.clean`,
+/// present only while no server runs and the last one stopped cleanly, and
+/// `spins.catalog`, the Spins made at run time (`SpinCatalogFile`).
 ///
 /// Durability: `commit(sync: true)` is `fdatasync`; snapshots, epochs and compacted
 /// journals are written beside the old file, synced and renamed over it
@@ -27,6 +28,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package var writesLocally: Bool { true }
     private var lock: DirectoryLock?
     private var journals: [String: JournalFile] = [:]
+    private var catalog: SpinCatalogFile?
 
     /// One Spin's open journal.
     private final class JournalFile {
@@ -220,6 +222,42 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         journals = [:]
         lock?.unlock()
         lock = nil
+    }
+
+    // MARK: Spins made at run time
+
+    package func madeSpins(repair: Bool) throws -> [String: MadeSpin] {
+        let catalog = SpinCatalogFile(directory: directory)
+        try catalog.open(repair: repair)
+        self.catalog = catalog
+        // A deletion a crash cut short: its record is durable, so is the removal now.
+        for name in catalog.deleted.sorted() { try removeFiles(of: name) }
+        try catalog.cleaned()
+        return catalog.made
+    }
+
+    package func make(_ name: String, _ spin: MadeSpin) throws {
+        guard let catalog else { throw FileError(path: "\(directory)/spins.catalog", call: "open", errno: EBADF) }
+        try catalog.record(made: name, spin)
+    }
+
+    /// The catalog's record first (synced): from then on the Spin is gone, whatever the
+    /// files say; then its files, each removal synced into the directory. Throws only
+    /// when the record could not be written (nothing changed); files that could not be
+    /// removed are removed by the next `madeSpins`.
+    package func delete(_ name: String) throws {
+        guard let catalog else { throw FileError(path: "\(directory)/spins.catalog", call: "open", errno: EBADF) }
+        try catalog.record(deleted: name)
+        journals[name] = nil
+        if (try? removeFiles(of: name)) != nil { try? catalog.cleaned() }
+    }
+
+    private func removeFiles(of name: String) throws {
+        for path in [journalPath(name), snapshotPath(name), epochPath(name), suspensionPath(name)]
+        where DurableFiles.exists(path) || DurableFiles.exists(path + ".tmp") {
+            try? DurableFiles.remove(path + ".tmp")
+            try DurableFiles.remove(path)
+        }
     }
 
     // MARK: Suspensions

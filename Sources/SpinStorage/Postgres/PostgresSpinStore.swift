@@ -24,6 +24,20 @@ import Foundation
 /// and decides ownership per Spin instead, checking it with a `fence` in the transaction
 /// of each append.
 package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
+    // MARK: Spins made at run time
+
+    // A cluster makes Spins at run time once its leases are per partition: until then a
+    // PostgreSQL store holds none (`LoopServer` refuses to make them).
+    package func madeSpins(repair: Bool) throws -> [String: MadeSpin] { [:] }
+
+    package func make(_ name: String, _ spin: MadeSpin) throws {
+        throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not make Spins at run time yet")
+    }
+
+    package func delete(_ name: String) throws {
+        throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not delete Spins yet")
+    }
+
     /// Every write is a round trip to the database: on the journal's queue.
     package var writesLocally: Bool { false }
 
@@ -573,4 +587,5 @@ extension JournalFence {
 package struct FenceLease: Sendable, Equatable {
     package var node: String
     package var epoch: UInt64
+
 }

@@ -11,6 +11,8 @@ package struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomS
     /// 4001 (the private range, RFC 6455 §7.4.2): the credentials the stream was opened
     /// with expired and the client did not refresh them; connect again with new ones.
     package static let credentialsExpired = WebSocketCloseCode(4001)
+    /// 4004 (the private range): the stream's Spin was deleted (`DELETE /v1/spins/{name}`).
+    package static let spinDeleted = WebSocketCloseCode(4004)
     /// 1000: the purpose of the connection is fulfilled.
     package static let normalClosure = WebSocketCloseCode(1000)
     /// 1001: the server goes down or a browser navigates away.

@@ -48,7 +48,7 @@ struct APIRouterPermissionTests {
         // write implies read; resume needs admin.
         #expect(await router.respond("GET", "/v1/spins/counter", headers: Self.bearer("counter-writer")).status == 200)
         let resume = await router.respond("POST", "/v1/spins/counter/resume", headers: Self.bearer("counter-writer"))
-        #expect(resume.errorMessage == #"the credentials may not resume Spin "counter": that needs the admin permission on it"#)
+        #expect(resume.errorMessage == #"the credentials may not resume, create or delete Spin "counter": that needs the admin permission on it"#)
         #expect(await router.respond("POST", "/v1/spins/counter/resume", headers: Self.bearer("admin")).status == 200)
     }
 

@@ -1,0 +1,254 @@
+import Dispatch
+import Logging
+import SpinCore
+import SpinStorage
+import SpinWire
+
+/// The Spins made and deleted while the server runs: `PUT /v1/spins/{name}` (and the
+/// first event or stream for a name of an `onEvent` kind) and `DELETE /v1/spins/{name}`.
+///
+/// One change at a time, on its own queue (never a network thread: each waits for the
+/// disk), so a `PUT` racing a `DELETE` of the same name is one after the other. A Spin
+/// is made in this order, so that a crash at any point leaves it whole or gone:
+/// 1. made by its kind (`SpinFactory`), its Gears hosted;
+/// 2. recorded in the store's catalog with its kind, where it joins its Gears (the
+///    positions of their senders now: it never takes what they sent before it existed)
+///    and where its own Gear outbox starts (`MadeSpin`), synced: from here it exists;
+/// 3. hosted, recovered from its (empty) storage, observed and started: answered 201.
+///
+/// A Spin is deleted in this order: its loop stops (what it took is applied and
+/// answered, or comes back unapplied), the catalog records it gone (synced: from here it
+/// is gone), its files are removed, its feed ends (streams close with 4004, waiting
+/// acknowledgements get 404) and it is no longer hosted: answered 200. A Gear no Spin is
+/// attached to any more goes with its last Spin, unless the config names it.
+package final class RuntimeSpins: Sendable {
+    /// What the server does for a Spin it hosts now: recovers it from its storage,
+    /// registers it with the Gear router (`joined`: where it joins its Gears), observes
+    /// and starts it. Returns its observations.
+    package typealias BringUp = @Sendable (_ spin: any HostedSpin, _ made: MadeSpin) throws -> [SpinSubscription]
+
+    private let host: SpinHost
+    private let feeds: SpinFeeds
+    private let journal: Journal?
+    private let gears: GearRouter
+    private let metrics: Metrics
+    private let maxSpins: Int
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "spin.runtime-spins")
+    private let state = Protected(State())
+
+    private struct State {
+        var bringUp: BringUp?
+        /// Why this server makes no Spins now (a cluster node), when it does not.
+        var refusal: APIError?
+        /// Each made Spin's observations, cancelled when it is deleted.
+        var terms: [String: [SpinSubscription]] = [:]
+        /// What the catalog says of each made Spin (for a restart after a failed deletion).
+        var records: [String: MadeSpin] = [:]
+    }
+
+    package init(host: SpinHost, feeds: SpinFeeds, journal: Journal?, gears: GearRouter, metrics: Metrics,
+                 maxSpins: Int, logger: Logger) {
+        self.host = host
+        self.feeds = feeds
+        self.journal = journal
+        self.gears = gears
+        self.metrics = metrics
+        self.maxSpins = maxSpins
+        self.logger = logger
+    }
+
+    /// The server runs: from now on Spins are made with `bringUp`; or never, saying why.
+    package func serve(bringUp: BringUp?, refusal: APIError? = nil) {
+        state.withLock {
+            $0.bringUp = bringUp
+            $0.refusal = refusal
+        }
+    }
+
+    /// The server stops: nothing more is made or deleted (what is under way finishes
+    /// first), and the made Spins' observations end.
+    package func stop() {
+        let terms = queue.sync {
+            state.withLock { state -> [SpinSubscription] in
+                state.bringUp = nil
+                state.refusal = .unavailable("the server is shutting down", retryAfter: 1)
+                defer { state.terms = [:] }
+                return state.terms.values.flatMap { $0 }
+            }
+        }
+        for subscription in terms { subscription.cancel() }
+    }
+
+    /// Keeps the observations of a Spin made at run time and recovered at start-up.
+    package func adopt(_ name: String, _ record: MadeSpin, terms: [SpinSubscription]) {
+        state.withLock {
+            $0.terms[name] = terms
+            $0.records[name] = record
+        }
+    }
+
+    /// Whether an event or stream for the unknown Spin `name` makes it (an `onEvent` kind
+    /// matches it).
+    package func makesOnEvent(_ name: String) -> Bool {
+        host.factory?.kindMadeOnEvent(for: name) != nil
+    }
+
+    /// What `PUT` and `DELETE` answer: `{"name","kind","sequence","status"}`.
+    package struct Outcome: Sendable, Equatable {
+        package var status: Int
+        package var name: String
+        package var kind: String
+        package var sequence: UInt64
+        package var spinStatus: String
+
+        var response: APIResponse {
+            .json(status, .object([("name", .string(name)), ("kind", .string(kind)),
+                                   ("sequence", .number(String(sequence))), ("status", .string(spinStatus))]))
+        }
+    }
+
+    /// Makes Spin `name` of `kind` (see the type's notes); `respond` gets 201, or 200 when
+    /// it exists with that kind, or the error.
+    package func create(_ name: String, kind: String, respond: @escaping @Sendable (Result<APIResponse, APIError>) -> Void) {
+        queue.async { [self] in respond(createNow(name, kind: kind).map(\.response)) }
+    }
+
+    /// Makes Spin `name` of the `onEvent` kind its name matches, unless it exists;
+    /// `then` gets nil once it is hosted, or why not.
+    package func createOnEvent(_ name: String, then: @escaping @Sendable (APIError?) -> Void) {
+        queue.async { [self] in
+            guard host.spin(named: name) == nil else { return then(nil) }
+            guard let kind = host.factory?.kindMadeOnEvent(for: name) else { return then(.spinNotFound(name)) }
+            switch createNow(name, kind: kind.name) {
+            case .success: then(nil)
+            case .failure(let error): then(error)
+            }
+        }
+    }
+
+    /// Deletes Spin `name` (see the type's notes); `respond` gets 200 or the error.
+    package func delete(_ name: String, respond: @escaping @Sendable (Result<APIResponse, APIError>) -> Void) {
+        queue.async { [self] in respond(deleteNow(name).map(\.response)) }
+    }
+
+    // MARK: On the queue
+
+    private func createNow(_ name: String, kind kindName: String) -> Result<Outcome, APIError> {
+        guard let factory = host.factory, let kind = factory.kind(named: kindName) else {
+            return .failure(.kindNotFound(kindName, known: host.factory?.kindNames ?? []))
+        }
+        guard SpinHost.isNameText(name), !name.isEmpty else {
+            return .failure(.badRequest("\"\(name)\" is not a valid Spin name: use 1 to 64 letters, digits, '-', '_' or '.'"))
+        }
+        if factory.configured.contains(name) { return .failure(.spinExists(name, kind: nil)) }
+        if let existing = host.spin(named: name) {
+            guard existing.kind == kindName else { return .failure(.spinExists(name, kind: existing.kind)) }
+            return .success(Outcome(status: 200, name: name, kind: kindName, sequence: existing.snapshot().sequence,
+                                    spinStatus: existing.status.rawValue))
+        }
+        let (bringUp, refusal) = state.withLock { ($0.bringUp, $0.refusal) }
+        if let refusal { return .failure(refusal) }
+        guard let bringUp else { return .failure(.unavailable("the server is not running", retryAfter: 1)) }
+        guard host.count < maxSpins else { return .failure(.tooManySpins(limit: maxSpins)) }
+        let made: SpinFactory.Made
+        do { made = try factory.make(name, of: kind) } catch { return .failure(error) }
+        attach(made)
+        let record = MadeSpin(kind: kindName, joined: gears.joinPositions(gears: made.gears.map(\.name)),
+                              outboxBase: MadeSpin.outboxBaseNow())
+        do {
+            try journal?.make(name, record)
+        } catch {
+            detach(name)
+            logger.error("Spin \(name) of kind \(kindName) was not made: its storage failed: \(error)")
+            return .failure(.storageUnavailable(spin: name, "\(error)"))
+        }
+        do {
+            try host.insert(made.spin)
+            let terms = try bringUp(made.spin, record)
+            state.withLock {
+                $0.terms[name] = terms
+                $0.records[name] = record
+            }
+        } catch {
+            // Recorded, not started: taken back if the storage lets it (else the next start
+            // recovers it, at sequence 0).
+            logger.error("Spin \(name) of kind \(kindName) could not start: \(error)")
+            made.spin.stop()
+            for subscription in state.withLock({ $0.terms.removeValue(forKey: name) ?? [] }) { subscription.cancel() }
+            gears.unregister(name)
+            if (try? journal?.delete(name)) != nil {
+                feeds.retire(name, ending: .spinDeleted(name))
+                host.remove(named: name)
+                detach(name)
+            }
+            if let error = error as? APIError { return .failure(error) }
+            return .failure(.storageUnavailable(spin: name, "\(error)"))
+        }
+        logger.info("Spin \(name) of kind \(kindName) made")
+        return .success(Outcome(status: 201, name: name, kind: kindName, sequence: 0, spinStatus: made.spin.status.rawValue))
+    }
+
+    private func deleteNow(_ name: String) -> Result<Outcome, APIError> {
+        guard let spin = host.spin(named: name) else { return .failure(.spinNotFound(name)) }
+        if host.factory?.configured.contains(name) ?? true { return .failure(.spinExists(name, kind: nil, deleting: true)) }
+        if let refusal = state.withLock({ $0.refusal }) { return .failure(refusal) }
+        spin.stopAndWait()
+        let sequence = spin.snapshot().sequence
+        do {
+            try journal?.delete(name)
+        } catch {
+            // Nothing was removed: the Spin runs again from what is durable.
+            logger.error("Spin \(name) was not deleted: its storage failed: \(error)")
+            restart(name)
+            return .failure(.storageUnavailable(spin: name, "\(error)"))
+        }
+        let terms = state.withLock { state -> [SpinSubscription] in
+            state.records[name] = nil
+            return state.terms.removeValue(forKey: name) ?? []
+        }
+        for subscription in terms { subscription.cancel() }
+        gears.unregister(name)
+        gears.forgetSender(name)
+        feeds.retire(name, ending: .spinDeleted(name))
+        host.remove(named: name)
+        detach(name)
+        metrics.forget(spin: name)
+        logger.info("Spin \(name) of kind \(spin.kind) deleted at sequence \(sequence)")
+        return .success(Outcome(status: 200, name: name, kind: spin.kind, sequence: sequence, spinStatus: "deleted"))
+    }
+
+    /// Hosts the Gears `made` brings and attaches it to them (before it registers).
+    package func attach(_ made: SpinFactory.Made) {
+        for gear in made.gears {
+            if let new = gear.new {
+                host.insert(gear: new)
+                gears.install([new])
+            }
+            gears.attach(made.spin.name, to: gear.name, ports: gear.ports)
+        }
+    }
+
+    /// `name` leaves its Gears; those left without a Spin go, unless the config names them.
+    private func detach(_ name: String) {
+        let emptied = gears.detach(name)
+        let gone = host.factory?.forget(emptied) ?? []
+        gears.uninstall(gone)
+        for gear in gone { host.removeGear(named: gear) }
+    }
+
+    /// A Spin whose deletion failed before anything was removed runs again.
+    private func restart(_ name: String) {
+        guard let bringUp = state.withLock({ $0.bringUp }), let kind = host.spin(named: name)?.kind else { return }
+        let (terms, record) = state.withLock { ($0.terms.removeValue(forKey: name) ?? [], $0.records[name]) }
+        for subscription in terms { subscription.cancel() }
+        gears.unregister(name)
+        guard let fresh = host.replace(named: name) else { return }
+        do {
+            let terms = try bringUp(fresh, record ?? MadeSpin(kind: kind))
+            state.withLock { $0.terms[name] = terms }
+        } catch {
+            logger.error("Spin \(name) could not run again after a failed deletion: \(error)")
+        }
+    }
+}

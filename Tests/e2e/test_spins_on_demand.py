@@ -1,0 +1,151 @@
+"""Spins made at run time (docs/PROTOCOL.md, "Spins on demand"), with the default config's
+kinds: `door` (the door machine, `door-*`, Gear `doors-{key}`, made by its first event),
+`feature` and `router` (the auth-routing pair per user: `feature-42` and `router-42` on
+Gear `auth-42`). Driven with Python requests, websockets and a raw SSE read; a kill -9
+in the middle of the work must leave every Spin that was answered 201 whole, and every
+one answered 200 to DELETE gone.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+
+import pytest
+import websockets
+
+from spin_e2e import assert_error
+
+JSON = {"Content-Type": "application/json"}
+
+
+def put(server, name: str, kind: str):
+    return server.request("PUT", f"/v1/spins/{name}", data=json.dumps({"kind": kind}), headers=JSON)
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out")
+
+
+def test_the_auth_routing_pair_runs_per_user(start_server):
+    server = start_server()
+    for user in ("42", "7"):
+        made = put(server, f"feature-{user}", "feature")
+        assert made.status_code == 201, made.text
+        assert made.json() == {"name": f"feature-{user}", "kind": "feature", "sequence": 0, "status": "running"}
+        assert put(server, f"router-{user}", "router").status_code == 201
+    gears = {gear["name"]: sorted(gear["attached"]) for gear in server.get("/v1/gears").json()["gears"]}
+    assert gears["auth-42"] == ["feature-42", "router-42"]
+    assert gears["auth-7"] == ["feature-7", "router-7"]
+    # User 42 logs out and loads: only router-42 hears feature-42's authorization issue.
+    assert server.post_events("router-42", {"type": "logout"}).status_code == 202
+    assert server.post_events("feature-42", {"type": "load"}).status_code == 202
+    wait_for(lambda: server.spin("router-42")["state"]["route"] == "login")
+    assert server.spin("feature-42")["state"]["status"] == "unauthorized"
+    # User 7's session is its own: its feature loads.
+    assert server.post_events("feature-7", {"type": "load"}).status_code == 202
+    wait_for(lambda: server.spin("feature-7")["state"]["status"] == "loaded")
+    assert server.spin("router-7")["state"]["route"] == "home"
+    # The configured pair is untouched.
+    assert server.spin("router")["state"]["route"] == "home"
+
+
+def test_an_event_makes_a_door_and_bad_requests_make_nothing(start_server):
+    server = start_server()
+    posted = server.post_events("door-3", {"type": "OPEN"}, wait=True)
+    assert posted.status_code == 200, posted.text
+    assert posted.json()["state"]["value"] == "opened"
+    assert_error(put(server, "door-3", "feature"), 409, "spin_exists", message_contains='of kind "door"')
+    assert_error(put(server, "counter", "door"), 409, "spin_exists")
+    assert_error(put(server, "door-4", "nope"), 404, "kind_not_found", message_contains="door, feature, router")
+    assert_error(put(server, "window-1", "door"), 400, "bad_request", message_contains='"door-*"')
+    assert_error(server.request("PUT", "/v1/spins/door-4", data="{", headers=JSON), 400, "malformed_json")
+    assert_error(server.request("PUT", "/v1/spins/door-4", data='{"kind":"door"}'), 415, "unsupported_media_type")
+    assert_error(server.request("PUT", "/v1/spins/door-4", data='{"kind":"door","x":1}', headers=JSON), 400, "bad_request")
+    assert_error(server.request("DELETE", "/v1/spins/counter"), 409, "spin_exists")
+    assert_error(server.request("DELETE", "/v1/spins/door-4"), 404, "spin_not_found")
+    # An explicit kind's name is not made by an event.
+    assert_error(server.post_events("feature-9", {"type": "load"}), 404, "spin_not_found")
+    names = [spin["name"] for spin in server.get("/v1/spins").json()["spins"]]
+    assert names == ["counter", "door-3", "feature", "levels", "router", "session"]
+
+
+def test_delete_closes_websocket_4004_ends_sse_and_the_name_starts_again(start_server):
+    server = start_server()
+    assert put(server, "door-5", "door").status_code == 201
+    assert server.post_events("door-5", {"type": "LOCK"}, wait=True).status_code == 200
+
+    sse = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sse.sendall(b"GET /v1/spins/door-5/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+    head = b""
+    while b"data:" not in head:
+        head += sse.recv(4096)
+
+    async def watch():
+        async with websockets.connect(f"{server.ws_base}/v1/spins/door-5/stream") as ws:
+            first = json.loads(await ws.recv())
+            assert first["type"] == "snapshot" and first["sequence"] == 1
+            deleted = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: server.request("DELETE", "/v1/spins/door-5"))
+            assert deleted.status_code == 200
+            assert deleted.json() == {"name": "door-5", "kind": "door", "sequence": 1, "status": "deleted"}
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 10)
+            assert closed.value.rcvd.code == 4004
+            return first["epoch"]
+
+    epoch = asyncio.run(watch())
+    # The SSE response ends (chunked: the last chunk).
+    rest = b""
+    while not rest.endswith(b"0\r\n\r\n"):
+        chunk = sse.recv(4096)
+        assert chunk, "the SSE stream closed without its last chunk"
+        rest += chunk
+    sse.close()
+    assert_error(server.get("/v1/spins/door-5"), 404, "spin_not_found")
+    assert not (server.storage / "door-5.journal").exists()
+    # Made again: sequence 0, a new epoch.
+    assert put(server, "door-5", "door").status_code == 201
+
+    async def fresh():
+        async with websockets.connect(f"{server.ws_base}/v1/spins/door-5/stream") as ws:
+            return json.loads(await ws.recv())
+
+    snapshot = asyncio.run(fresh())
+    assert snapshot["sequence"] == 0 and snapshot["epoch"] != epoch
+
+
+def test_what_was_answered_survives_kill_9(start_server, tmp_path):
+    storage = tmp_path / "storage"
+    server = start_server(storage=storage)
+    made, deleted = [], []
+    for index in range(40):
+        assert put(server, f"door-{index}", "door").status_code == 201
+        made.append(f"door-{index}")
+    for index in range(0, 40, 3):
+        assert server.request("DELETE", f"/v1/spins/door-{index}").status_code == 200
+        deleted.append(f"door-{index}")
+    for index in range(1, 40, 3):
+        assert server.post_events(f"door-{index}", {"type": "LOCK"}, wait=True).status_code == 200
+    server.kill()
+    again = start_server(storage=storage)
+    listed = []
+    after = ""
+    while True:
+        page = again.get(f"/v1/spins?prefix=door-&limit=7&after={after}").json()
+        listed += [spin["name"] for spin in page["spins"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert sorted(listed) == sorted(set(made) - set(deleted))
+    for index in range(1, 40, 3):
+        spin = again.spin(f"door-{index}")
+        assert spin["sequence"] == 1 and spin["state"]["value"] == "locked"
