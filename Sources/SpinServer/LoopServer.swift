@@ -253,12 +253,13 @@ public final class LoopServer: Sendable {
             address = try socketServer.start()
         } catch {
             for subscription in subscriptions { subscription.cancel() }
+            runtimeSpins.stop()
             host.stop()
             try? journal?.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
         }
         context.router.cluster.bind(advertise: configuration.advertiseURL(port: address.port))
-        runtimeSpins.serve(bringUp: { [self] spin, made in try bringUp(spin, made) })
+        runtimeSpins.serve(bringUp: { [self] spin, made, keepFeed in try bringUp(spin, made, keepFeed: keepFeed) })
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: subscriptions) }
         return address.port
     }
@@ -296,8 +297,8 @@ public final class LoopServer: Sendable {
 
     /// A Spin made now (`RuntimeSpins`): its (empty) storage read, registered with the Gear
     /// router where it joins its Gears, observed and started. Returns its observations.
-    private func bringUp(_ spin: any HostedSpin, _ made: MadeSpin) throws -> [SpinSubscription] {
-        let feed = feeds.replace(spin.name, ending: .spinDeleted(spin.name))
+    private func bringUp(_ spin: any HostedSpin, _ made: MadeSpin, keepFeed: Bool) throws -> [SpinSubscription] {
+        let feed = keepFeed ? feeds.feed(spin.name) : feeds.replace(spin.name, ending: .spinDeleted(spin.name))
         var sequence: UInt64 = 0
         var recovered: Journal.RecoveredGears?
         if let journal { (sequence, recovered) = try journal.begin(spin, feed: feed) }

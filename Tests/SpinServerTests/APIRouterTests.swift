@@ -506,12 +506,11 @@ struct APIRouterTests {
         let spins = ["counter", "levels", "feature", "router"]
         let perSpin = ["", "/events", "/resume", "/schema", "/stream"]
         #expect(paths == Set(["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/gears",
-                              "/v1/gears/{name}/stream", "/v1/cluster", "/v1/spins/{name}"]
+                              "/v1/gears/{name}/stream", "/v1/cluster"]
                              + spins.flatMap { spin in perSpin.map { "/v1/spins/\(spin)\($0)" } }))
         // The route table and the document agree: every route but the test-only echo,
         // with the route's method (GET routes that do not stream list HEAD too); a route
-        // of one Spin is listed once per hosted Spin; making and deleting one, on the
-        // template path.
+        // of one Spin is listed once per hosted Spin.
         let documented = document["paths"] as? [String: [String: Any]] ?? [:]
         for route in Route.allCases where route != .echo {
             let listed = route.isPerSpin

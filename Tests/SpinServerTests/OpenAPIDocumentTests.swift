@@ -1,5 +1,6 @@
 import Foundation
 import SpinCore
+import SpinExamples
 @testable import SpinServer
 import SpinWire
 import Testing
@@ -150,5 +151,35 @@ struct OpenAPIDocumentTests {
         // The most specific range decides: events refused by name, whatever */* says.
         let refused = await router.respond("GET", "/v1/spins/levels/stream", headers: [("Accept", "text/event-stream;q=0, */*")])
         #expect(refused.status == 406)
+    }
+}
+
+/// A server with kinds documents each kind once, on a path with its names' pattern
+/// (`/v1/spins/tally-{key}`), with the kind's schemas, not each Spin made of it.
+@Suite struct OpenAPIKindsTests {
+    @Test func eachKind_HasItsPaths_WithItsSchemas_AndMadeSpinsAreNotListed() async throws {
+        var configuration = SpinServerConfiguration(port: 0)
+        configuration.spins = [.init(name: "counter", kind: "counter")]
+        configuration.kinds = [.init(name: "tally", kind: "counter", names: .init("tally-*"))]
+        var kinds = SpinKindRegistry()
+        kinds.register("counter") { context in try context.host(Counter.spin()) }
+        let host = try kinds.makeHost(configuration)
+        let bytes = OpenAPIDocument.Cache().document(of: host)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let paths = document["paths"] as? [String: [String: Any]] ?? [:]
+        for suffix in ["", "/events", "/resume", "/schema", "/stream"] {
+            #expect(paths["/v1/spins/tally-{key}\(suffix)"] != nil, "tally-{key}\(suffix)")
+            #expect(paths["/v1/spins/counter\(suffix)"] != nil)
+            #expect(paths["/v1/spins/{name}\(suffix)"] == nil)
+        }
+        let item = try #require(paths["/v1/spins/tally-{key}"])
+        #expect(Set(item.keys) == ["parameters", "get", "put", "delete"])
+        let events = try #require((paths["/v1/spins/tally-{key}/events"]?["post"] as? [String: Any])?["requestBody"])
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: events), as: UTF8.self)
+        #expect(text.contains(#"Kind.tally.Event"#))
+        let schemas = (document["components"] as? [String: Any])?["schemas"] as? [String: Any] ?? [:]
+        #expect(schemas["Kind.tally.Event"] != nil && schemas["Kind.tally.State"] != nil)
+        let put = try #require((item["put"] as? [String: Any])?["requestBody"])
+        #expect(String(decoding: try JSONSerialization.data(withJSONObject: put), as: UTF8.self).contains(#""const":"tally""#))
     }
 }

@@ -59,6 +59,20 @@ import Testing
         again.close()
     }
 
+    @Test func aNameMadeAgain_NeverFindsWhatADeletionLeft() throws {
+        let directory = Store.temporaryDirectory()
+        let (store, _) = try Self.open(directory)
+        try store.make("door-1", MadeSpin(kind: "door"))
+        try store.delete("door-1")
+        // Files a removal could not take (written back here as if it had failed).
+        var bytes: [UInt8] = []
+        JournalRecord.append(sequence: 1, payload: Array(#"{"type":"OPEN"}"#.utf8), continues: false, to: &bytes)
+        FileManager.default.createFile(atPath: "\(directory)/door-1.journal", contents: Data(bytes))
+        try store.make("door-1", MadeSpin(kind: "door"))
+        #expect(try store.read(spin: "door-1", repair: false).records.isEmpty)
+        store.close()
+    }
+
     @Test func aTornTail_IsCut_AndCorruption_IsRefusedNamingTheFileAndOffset() throws {
         let directory = Store.temporaryDirectory()
         let (store, _) = try Self.open(directory)

@@ -196,7 +196,7 @@ def test_unknown_gear_and_route_are_404(server):
 
 
 @pytest.mark.parametrize("method,path,allowed", [
-    ("DELETE", "/v1/spins/levels", "GET"),
+    ("PATCH", "/v1/spins/levels", "GET"),
     ("PUT", "/v1/spins/levels/events", "POST"),
     ("GET", "/v1/spins/levels/events", "POST"),
     ("POST", "/healthz", "GET"),

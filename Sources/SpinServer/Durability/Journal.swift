@@ -341,7 +341,7 @@ package final class Journal: @unchecked Sendable {
 
     /// Records that Spin `name` exists (durable on return), in the journal's section.
     package func make(_ name: String, _ spin: MadeSpin) throws {
-        try section.sync { [self] in
+        try syncOnQueue { [self] in
             try store.make(name, spin)
             outboxFloors[name] = spin.outboxBase
         }
@@ -355,14 +355,35 @@ package final class Journal: @unchecked Sendable {
     /// Makes the new Spin `spin` journaled from now on, at sequence 0 under a fresh epoch
     /// (its storage is empty: `make` recorded it, nothing else).
     package func begin(_ spin: any HostedSpin, feed: SpinFeed) throws -> (sequence: UInt64, gears: RecoveredGears?) {
-        try adopt(spin, feed: feed)
+        try syncOnQueue { [self] in
+            // What an earlier Spin of the name recorded is written (or dropped) first.
+            writeIncoming()
+            let saved = wasClean
+            wasClean = true
+            defer { wasClean = saved }
+            let outcome = try recover([(spin, feed)], isolating: false)
+            return (outcome.sequences[spin.name] ?? 0, outcome.gears[spin.name])
+        }
+    }
+
+    /// Runs `body` in the section on the journal's queue, never on a network thread (it
+    /// waits for the disk), and waits for it.
+    private func syncOnQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        let result = Protected<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        runOnQueue {
+            result.withLock { $0 = Result { try body() } }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
     }
 
     /// Removes Spin `name` and its history (durable on return), and nothing it records
     /// later is written. Its loop is stopped. Throws when nothing was removed (the store
     /// could not record the deletion): the Spin's journal goes on as it was.
     package func delete(_ name: String) throws {
-        try section.sync { [self] in
+        try syncOnQueue { [self] in
             writeIncoming()
             try store.delete(name)
             spins[name] = nil

@@ -67,13 +67,21 @@ package final class SpinFeed: Sendable {
     }
 
     /// Where the feed starts: the recovered (or initial) sequence and state, the history
-    /// recovery replayed, and the epoch of this history. Before the Spin starts.
+    /// recovery replayed, and the epoch of this history. Before the Spin starts. A feed
+    /// that goes on (its Spin was recovered again, its streams kept) keeps the history it
+    /// has and takes only what follows it.
     package func begin(sequence: UInt64, state: JSONValue, history: [HostedTransition], epoch: String) {
         shared.withLock { shared in
+            let held = shared.epoch == epoch ? shared.sequence : 0
+            if shared.epoch != epoch, !shared.epoch.isEmpty {
+                shared.history = TransitionRing(capacity: shared.history.capacity)
+            }
             shared.sequence = sequence
             shared.state = state
             shared.epoch = epoch
-            for transition in history where transition.sequence <= sequence { shared.history.append(transition) }
+            for transition in history where transition.sequence <= sequence && transition.sequence > held {
+                shared.history.append(transition)
+            }
         }
     }
 

@@ -47,6 +47,12 @@ package final class SpinFeeds: Sendable {
         replace(name, ending: error).end(error)
     }
 
+    /// Spin `name` is deleted: its feed is `end`ed with `error` and forgotten (a Spin made
+    /// again with the name gets a new one).
+    package func remove(_ name: String, ending error: APIError) {
+        feeds.withLock { $0.removeValue(forKey: name) }?.end(error)
+    }
+
     /// The Spins whose storage is failing now (not those this node stopped serving).
     package var failing: [String] {
         feeds.withLock { feeds in feeds.values.filter { $0.isFailing && !$0.hasEnded }.map(\.name).sorted() }

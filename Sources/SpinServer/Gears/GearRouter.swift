@@ -176,15 +176,22 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// where a Spin made now joins it (`joinPositions`).
     private var seen: [String: [String: UInt64]] = [:]
 
-    /// Where a Spin made now joins the Gears `gears`: per sender on them, the last position
-    /// given to the router (it never takes what was sent before it existed). Costs the
-    /// senders that sent on those Gears.
-    package func joinPositions(gears: [String]) -> [String: UInt64] {
+    /// Spin `spin`, made now, joins the Gears `gears`: returns where (per sender on them,
+    /// the last position given to the router: it never takes what was sent before), and
+    /// from this moment the router keeps what those senders send next for it, waiting
+    /// (as a cluster's catch-up waits) until the Spin registers and is handed it. Costs
+    /// the senders that sent on those Gears. `unregister` undoes it.
+    package func join(_ spin: String, gears: [String]) -> [String: UInt64] {
         section.sync { [self] in
             var joined: [String: UInt64] = [:]
             for gear in gears {
                 for (sender, position) in seen[gear] ?? [:] { joined[sender] = max(joined[sender] ?? 0, position) }
             }
+            let waiting = Receiver(name: spin, consumption: GearConsumption(), caught: Set(gears), consumed: joined,
+                                   durable: 0)
+            waiting.catchingUp = true
+            receivers[spin] = waiting
+            for gear in gears { catchers[gear, default: []].insert(spin) }
             return joined
         }
     }
@@ -262,14 +269,14 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         section.sync { [self] in memoryPositions[spin] = max(memoryPositions[spin] ?? 0, base) }
     }
 
-    /// A deleted Spin's outbox goes (nobody delivers it again); what others consumed of it
-    /// is forgotten with them.
-    package func forgetSender(_ spin: String) {
+    /// A Spin is deleted: what it sent and the Spins catching it have not taken yet is
+    /// still delivered (from memory: its journal is gone, so a restart before that loses
+    /// it); it is no longer where a Spin made later joins.
+    package func forgetSender(_ spin: String, gears: [String]) {
         captures.withLock { _ = $0.removeValue(forKey: spin) }
         section.sync { [self] in
-            outboxes[spin] = nil
             memoryPositions[spin] = nil
-            for gear in seen.keys { seen[gear]?[spin] = nil }
+            for gear in gears { seen[gear]?[spin] = nil }
         }
     }
 
@@ -401,7 +408,10 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         section.sync { [self] in
             registrations += 1
             receiver.registration = registrations
-            receivers[name]?.subscription?.cancel()
+            if let earlier = receivers[name] {
+                earlier.subscription?.cancel()
+                for gear in earlier.caught { catchers[gear]?.remove(name) }
+            }
             receivers[name] = receiver
             for gear in caught { catchers[gear, default: []].insert(name) }
             receiver.dirty = Set(outboxes.keys).union(consumed.keys)

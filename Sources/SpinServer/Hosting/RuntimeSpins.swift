@@ -25,7 +25,9 @@ package final class RuntimeSpins: Sendable {
     /// What the server does for a Spin it hosts now: recovers it from its storage,
     /// registers it with the Gear router (`joined`: where it joins its Gears), observes
     /// and starts it. Returns its observations.
-    package typealias BringUp = @Sendable (_ spin: any HostedSpin, _ made: MadeSpin) throws -> [SpinSubscription]
+    /// `keepFeed`: the Spin's feed goes on (its streams stay open), else a new one takes
+    /// its place.
+    package typealias BringUp = @Sendable (_ spin: any HostedSpin, _ made: MadeSpin, _ keepFeed: Bool) throws -> [SpinSubscription]
 
     private let host: SpinHost
     private let feeds: SpinFeeds
@@ -154,34 +156,39 @@ package final class RuntimeSpins: Sendable {
         let made: SpinFactory.Made
         do { made = try factory.make(name, of: kind) } catch { return .failure(error) }
         attach(made)
-        let record = MadeSpin(kind: kindName, joined: gears.joinPositions(gears: made.gears.map(\.name)),
+        // From here the Gears keep what their senders send next for it.
+        let record = MadeSpin(kind: kindName, joined: gears.join(name, gears: made.gears.map(\.name)),
                               outboxBase: MadeSpin.outboxBaseNow())
         do {
             try journal?.make(name, record)
         } catch {
+            gears.unregister(name)
             detach(name)
             logger.error("Spin \(name) of kind \(kindName) was not made: its storage failed: \(error)")
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
         do {
+            // Hosted (found by requests) once it runs.
+            let terms = try bringUp(made.spin, record, false)
             try host.insert(made.spin)
-            let terms = try bringUp(made.spin, record)
             state.withLock {
                 $0.terms[name] = terms
                 $0.records[name] = record
             }
         } catch {
             // Recorded, not started: taken back if the storage lets it (else the next start
-            // recovers it, at sequence 0).
+            // recovers it, at sequence 0, or the next PUT makes it again).
             logger.error("Spin \(name) of kind \(kindName) could not start: \(error)")
-            made.spin.stop()
+            made.spin.stopAndWait()
             for subscription in state.withLock({ $0.terms.removeValue(forKey: name) ?? [] }) { subscription.cancel() }
             gears.unregister(name)
-            if (try? journal?.delete(name)) != nil {
-                feeds.retire(name, ending: .spinDeleted(name))
-                host.remove(named: name)
-                detach(name)
+            do {
+                try journal?.delete(name)
+            } catch {
+                journal?.retire(spin: name)
             }
+            feeds.remove(name, ending: .spinDeleted(name))
+            detach(name)
             if let error = error as? APIError { return .failure(error) }
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
@@ -195,6 +202,10 @@ package final class RuntimeSpins: Sendable {
         if let refusal = state.withLock({ $0.refusal }) { return .failure(refusal) }
         spin.stopAndWait()
         let sequence = spin.snapshot().sequence
+        let terms = state.withLock { state -> [SpinSubscription] in state.terms.removeValue(forKey: name) ?? [] }
+        for subscription in terms { subscription.cancel() }
+        // Nothing of it reaches the router (nor its journal, below) from now on.
+        gears.unregister(name)
         do {
             try journal?.delete(name)
         } catch {
@@ -203,14 +214,9 @@ package final class RuntimeSpins: Sendable {
             restart(name)
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
-        let terms = state.withLock { state -> [SpinSubscription] in
-            state.records[name] = nil
-            return state.terms.removeValue(forKey: name) ?? []
-        }
-        for subscription in terms { subscription.cancel() }
-        gears.unregister(name)
-        gears.forgetSender(name)
-        feeds.retire(name, ending: .spinDeleted(name))
+        state.withLock { _ = $0.records.removeValue(forKey: name) }
+        gears.forgetSender(name, gears: gears.gearNames(of: name))
+        feeds.remove(name, ending: .spinDeleted(name))
         host.remove(named: name)
         detach(name)
         metrics.forget(spin: name)
@@ -240,12 +246,10 @@ package final class RuntimeSpins: Sendable {
     /// A Spin whose deletion failed before anything was removed runs again.
     private func restart(_ name: String) {
         guard let bringUp = state.withLock({ $0.bringUp }), let kind = host.spin(named: name)?.kind else { return }
-        let (terms, record) = state.withLock { ($0.terms.removeValue(forKey: name) ?? [], $0.records[name]) }
-        for subscription in terms { subscription.cancel() }
-        gears.unregister(name)
+        let record = state.withLock { $0.records[name] }
         guard let fresh = host.replace(named: name) else { return }
         do {
-            let terms = try bringUp(fresh, record ?? MadeSpin(kind: kind))
+            let terms = try bringUp(fresh, record ?? MadeSpin(kind: kind), true)
             state.withLock { $0.terms[name] = terms }
         } catch {
             logger.error("Spin \(name) could not run again after a failed deletion: \(error)")

@@ -10,9 +10,7 @@ import SpinMachines
 /// Each Gear a kind uses is a bus of JSON events (`Gear<MachineEvent>`), made with the
 /// first Spin that uses it (or at start-up, for a name without `{key}`); a Swift kind's
 /// Spin joins it through a Gear of its own event type (`GearBridge`).
-package final class SpinFactory: @unchecked Sendable {
-    // `workshop` is touched under `lock` only (after `makeHost` returned).
-    private let lock = NSLock()
+package final class SpinFactory: Sendable {
     private let table: [String: @Sendable (SpinKindContext) throws -> Void]
     private let kinds: [String: SpinServerConfiguration.KindEntry]
     /// The kinds whose instances an event makes, in config order.
@@ -23,7 +21,9 @@ package final class SpinFactory: @unchecked Sendable {
     /// kinds' Gears without `{key}`.
     private let lasting: Set<String>
     private let storage: SpinServerConfiguration.Storage
-    private let workshop: SpinKindContext.Workshop
+    private let documented = Protected<[OpenAPIDocument.DocumentedKind]?>(nil)
+    /// The Gears and shared values made so far: touched under its lock only.
+    private let workshop: Protected<SpinKindContext.Workshop>
 
     init(table: [String: @Sendable (SpinKindContext) throws -> Void], kinds: [SpinServerConfiguration.KindEntry],
          configured: [String], storage: SpinServerConfiguration.Storage, workshop: SpinKindContext.Workshop) {
@@ -35,7 +35,38 @@ package final class SpinFactory: @unchecked Sendable {
         self.configured = Set(configured)
         self.lasting = Set(workshop.gears.keys)
         self.storage = storage
-        self.workshop = workshop
+        self.workshop = Protected(workshop)
+    }
+
+    /// The kinds as the OpenAPI document lists them, with their Spins' schemas: a
+    /// machine's from its definition, a Swift kind's from a Spin made for the purpose (in a
+    /// scratch workshop, with in-memory storage: nothing of it is hosted or kept). Made on
+    /// first use.
+    var documentedKinds: [OpenAPIDocument.DocumentedKind] {
+        if let made = documented.withLock({ $0 }) { return made }
+        var list: [OpenAPIDocument.DocumentedKind] = []
+        for name in kindNames {
+            guard let kind = kinds[name] else { continue }
+            var schema: SpinSchema?
+            if let machine = kind.machine?.definition {
+                schema = SpinSchema(event: machine.eventSchema, state: machine.stateSchema)
+            } else if let make = table[kind.kind] {
+                let entry = SpinServerConfiguration.SpinEntry(name: "schema", kind: kind.name,
+                                                              gear: kind.gears.values.first.map { _ in "schema" })
+                let scratch = SpinKindContext.Workshop()
+                try? make(SpinKindContext(entry: entry, storage: SpinServerConfiguration.Storage(), workshop: scratch) { spin throws(HostingError) in
+                    schema = spin.schema
+                })
+            }
+            if let schema { list.append(.init(name: kind.name, names: kind.names, schema: schema)) }
+        }
+        documented.withLock { $0 = list }
+        return list
+    }
+
+    /// Whether some kind's Gears have a `{key}`: Gears come and go with Spins.
+    package var makesGearsPerKey: Bool {
+        kinds.values.contains { kind in kind.gears.values.contains { $0.contains(SpinServerConfiguration.NamePattern.keyPlaceholder) } }
     }
 
     /// The configured kinds' names, sorted.
@@ -66,8 +97,14 @@ package final class SpinFactory: @unchecked Sendable {
         for (declared, gear) in gearNames.sorted(by: { $0.key < $1.key }) where gear.isEmpty || !SpinHost.isNameText(gear) {
             throw .badRequest("Spin \"\(name)\" of kind \"\(kind.name)\" would attach to Gear \"\(gear)\" (for \(declared)), which is not a valid name")
         }
-        lock.lock()
-        defer { lock.unlock() }
+        return try workshop.withLock { (workshop: inout SpinKindContext.Workshop) throws(APIError) -> Made in
+            try make(name, of: kind, gearNames: gearNames, in: workshop)
+        }
+    }
+
+    /// `make`, with the workshop's lock held.
+    private func make(_ name: String, of kind: SpinServerConfiguration.KindEntry, gearNames: [String: String],
+                      in workshop: SpinKindContext.Workshop) throws(APIError) -> Made {
         let hosted = Set(gearNames.values)
         var fresh: Set<String> = []
         var bridgedBefore: [String: Set<ObjectIdentifier>] = [:]
@@ -91,11 +128,11 @@ package final class SpinFactory: @unchecked Sendable {
                 })
             }
         } catch {
-            forgetLocked(fresh)
+            rollBack(fresh, bridgedBefore, in: workshop)
             throw .internal("kind \"\(kind.name)\" could not make Spin \"\(name)\": \(error)")
         }
         guard let spin = made else {
-            forgetLocked(fresh)
+            rollBack(fresh, bridgedBefore, in: workshop)
             throw .internal("kind \"\(kind.name)\" made no Spin for \"\(name)\" (its make must call context.host)")
         }
         var gears: [(name: String, new: (any HostedGear)?, ports: [any GearPort])] = []
@@ -117,14 +154,22 @@ package final class SpinFactory: @unchecked Sendable {
     /// afresh. Returns the names forgotten.
     @discardableResult
     package func forget(_ names: some Sequence<String>) -> [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return forgetLocked(names)
+        workshop.withLock { workshop in forgetLocked(names, in: workshop) }
+    }
+
+    /// A make that failed: the Gears it made go, and so do the bridges it added to the
+    /// others (a later make adds and routes its own). With the lock held.
+    private func rollBack(_ fresh: Set<String>, _ bridgedBefore: [String: Set<ObjectIdentifier>],
+                          in workshop: SpinKindContext.Workshop) {
+        forgetLocked(fresh, in: workshop)
+        for (gear, before) in bridgedBefore where !fresh.contains(gear) {
+            workshop.bridged[gear] = workshop.bridged[gear]?.filter { before.contains($0.key) }
+        }
     }
 
     /// `forget`, with the lock held.
     @discardableResult
-    private func forgetLocked(_ names: some Sequence<String>) -> [String] {
+    private func forgetLocked(_ names: some Sequence<String>, in workshop: SpinKindContext.Workshop) -> [String] {
         let gone = names.filter { !lasting.contains($0) }
         for name in gone {
             workshop.gears[name] = nil

@@ -9,17 +9,19 @@ extension Route {
     var isDocumented: Bool { self != .echo }
 
     /// Whether the route's path names a Spin: the document lists it once per hosted Spin.
-    var isPerSpin: Bool { template.hasPrefix("/v1/spins/{name}") && self != .spinCreate && self != .spinDelete }
+    var isPerSpin: Bool { template.hasPrefix("/v1/spins/{name}") }
 
-    /// The operation of the route for the Spin `spin` (nil: the route's template, with
-    /// its `{name}` parameter); `gears`: the names a Gear route's `{name}` takes.
-    func openAPIOperation(spin: String? = nil, gears: [String] = []) -> JSONValue {
+    /// The operation of the route for the Spins whose schemas are `schemas` in
+    /// `components.schemas` (`Spin.counter` for a configured Spin: `Spin.counter.Event`,
+    /// `Spin.counter.State`; `Kind.door` for a kind's; nil: any Spin's); `kind`: the kind
+    /// a `PUT` on the path makes; `gears`: the names a Gear route's `{name}` takes.
+    func openAPIOperation(schemas: String? = nil, kind: String? = nil, gears: [String] = []) -> JSONValue {
         var members: [(key: String, value: JSONValue)] = [("summary", .string(summary))]
         if access == .open { members.append(("security", .array([]))) }
         let parameters = openAPIParameters(gears: gears)
         if !parameters.isEmpty { members.append(("parameters", .array(parameters))) }
-        if let body = requestBody(spin: spin) { members.append(("requestBody", body)) }
-        var responses = successes(spin: spin)
+        if let body = requestBody(spin: schemas, kind: kind) { members.append(("requestBody", body)) }
+        var responses = successes(spin: schemas)
         responses += errorStatuses.map { (String($0), OpenAPIComponents.errorResponse($0)) }
         members.append(("responses", .object(responses)))
         return .object(members)
@@ -122,8 +124,8 @@ extension Route {
 
     /// The body of the routes that take events: one event of the Spin (any Spin's, for the
     /// template) or an array of them.
-    private func requestBody(spin: String?) -> JSONValue? {
-        let event: JSONValue = .ref(spin.map { "Spin.\($0).Event" } ?? "Event")
+    private func requestBody(spin: String?, kind: String?) -> JSONValue? {
+        let event: JSONValue = .ref(spin.map { "\($0).Event" } ?? "Event")
         let events: JSONValue = .members(["schema": .members(["oneOf": .array([
             event, .members(["type": .string("array"), "minItems": .number("1"), "items": event]),
         ])])])
@@ -131,7 +133,11 @@ extension Route {
         case .spinEvents:
             return .members(["required": .bool(true), "content": .members(["application/json": events])])
         case .spinCreate:
-            return .members(["required": .bool(true), "content": .members(["application/json": .members(["schema": .ref("SpinCreation")])])])
+            let schema: JSONValue = kind.map { kind in
+                .members(["type": .string("object"), "required": .strings(["kind"]), "additionalProperties": .bool(false),
+                          "properties": .members(["kind": .members(["const": .string(kind)])])])
+            } ?? .ref("SpinCreation")
+            return .members(["required": .bool(true), "content": .members(["application/json": .members(["schema": schema])])])
         case .spinResume:
             return .members([
                 "required": .bool(false),
@@ -151,7 +157,7 @@ extension Route {
         /// `base` with the Spin's own state schema for its `state` member.
         func withState(_ base: String) -> JSONValue {
             guard let spin else { return .ref(base) }
-            return .members(["allOf": .array([.ref(base), .members(["properties": .members(["state": .ref("Spin.\(spin).State")])])])])
+            return .members(["allOf": .array([.ref(base), .members(["properties": .members(["state": .ref("\(spin).State")])])])])
         }
         let eventStream = answer("Server-sent events, to a request whose Accept takes text/event-stream (or that has none): each event's data is one message of the stream, as a WebSocket text frame carries it.",
                                  .ref("StreamEvent"), "text/event-stream")

@@ -122,7 +122,7 @@ extension DurableFiles {
     }
 
     /// The directory `path` is in.
-    static func directory(of path: String) -> String {
+    package static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

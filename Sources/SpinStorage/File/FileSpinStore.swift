@@ -29,6 +29,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     private var lock: DirectoryLock?
     private var journals: [String: JournalFile] = [:]
     private var catalog: SpinCatalogFile?
+    /// Deleted Spins whose files could not all be removed yet (tried again at each
+    /// deletion and at the next start); the catalog is not rewritten while there are some.
+    private var leftovers: Set<String> = []
 
     /// One Spin's open journal.
     private final class JournalFile {
@@ -236,8 +239,12 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         return catalog.made
     }
 
+    /// A Spin of this name deleted before may have left files (a removal that failed):
+    /// they go first, or nothing is made.
     package func make(_ name: String, _ spin: MadeSpin) throws {
         guard let catalog else { throw FileError(path: "\(directory)/spins.catalog", call: "open", errno: EBADF) }
+        try removeFiles(of: name)
+        leftovers.remove(name)
         try catalog.record(made: name, spin)
     }
 
@@ -249,7 +256,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         guard let catalog else { throw FileError(path: "\(directory)/spins.catalog", call: "open", errno: EBADF) }
         try catalog.record(deleted: name)
         journals[name] = nil
-        if (try? removeFiles(of: name)) != nil { try? catalog.cleaned() }
+        leftovers.insert(name)
+        for spin in leftovers.sorted() where (try? removeFiles(of: spin)) != nil { leftovers.remove(spin) }
+        if leftovers.isEmpty { try? catalog.cleaned() }
     }
 
     private func removeFiles(of name: String) throws {

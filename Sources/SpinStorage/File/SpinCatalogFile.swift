@@ -65,6 +65,9 @@ package final class SpinCatalogFile {
             try file.truncate(to: damage.offset)
             try file.sync()
         }
+        // Its name may have just been made: synced into the directory before anything
+        // recorded in it counts.
+        try DurableFiles.fsyncDirectory(DurableFiles.directory(of: path))
         self.file = file
     }
 
@@ -114,6 +117,9 @@ package final class SpinCatalogFile {
             next += 1
             JournalRecord.append(sequence: next, payload: Array(try Self.payload(name, spin)), continues: false, to: &bytes)
         }
+        // Once the new file is in place the old handle writes nowhere: nothing more is
+        // appended until the new one is open.
+        file = nil
         try DurableFiles.replace(path, with: bytes)
         file = try AppendOnlyFile(path: path)
         records = made.count

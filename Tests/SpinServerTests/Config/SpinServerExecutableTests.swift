@@ -124,7 +124,8 @@ import Testing
         guard let run = try Self.run(["--check-config", "--storage", storage.path], in: Self.packageRoot) else { return }
         #expect(run.status == 0, "stderr: \(run.standardError)")
         #expect(run.standardOutput.hasPrefix(
-            "spin-server: configuration OK (Config/spin-server.json): 5 spins (counter, levels, feature@auth, router@auth, session), 1 gear (auth), http://127.0.0.1:8080"))
+            "spin-server: configuration OK (Config/spin-server.json): 5 spins (counter, levels, feature@auth, router@auth, session), "
+            + "3 kinds (door (door-*), feature (feature-*), router (router-*)), 1 gear (auth), http://127.0.0.1:8080"))
     }
 
     @Test func nonLoopbackHostWithoutTokens_IsWarnedAboutLoudly() throws {
