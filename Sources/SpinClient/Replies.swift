@@ -71,6 +71,8 @@ public struct SpinStatus: RawRepresentable, Decodable, Sendable, Hashable, Custo
     public static let running = SpinStatus(rawValue: "running")
     /// The runaway guard stopped it: events get 409 until it is resumed.
     public static let suspended = SpinStatus(rawValue: "suspended")
+    /// Made at run time and idle: listed without its state; any request wakes it.
+    public static let asleep = SpinStatus(rawValue: "asleep")
     /// The raw value.
     public var description: String { rawValue }
 }

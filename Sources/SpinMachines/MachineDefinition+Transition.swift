@@ -38,6 +38,16 @@ extension MachineDefinition {
         return leafNode(of: state)?.completesMachine ?? false
     }
 
+    /// Whether the machine waits for time in `state`: an `after` timer of an active state
+    /// is running, or a delayed `raise` is still to be sent. A host keeps such a machine
+    /// awake (its timers are its own feedbacks), and lets it sleep once it waits for
+    /// nothing but events.
+    public func awaitsTime(in state: MachineState) -> Bool {
+        guard !isDone(state) else { return false }
+        if !state.scheduled.isEmpty { return true }
+        return state.activePaths.contains { nodes[$0]?.after.isEmpty == false }
+    }
+
     /// The most microsteps one event may cause: the event's own transition, the `always`
     /// transitions and `onDone` transitions after it. Past it the machine stops where it
     /// is and its step says `unsettled` (a host suspends it, as for a runaway loop).

@@ -81,7 +81,8 @@ public final class LoopServer: Sendable {
         let gearRouter = self.gearRouter
         let metrics = Metrics(registry: metricsRegistry)
         let runtimeSpins = RuntimeSpins(host: host, feeds: feeds, journal: journal, gears: gearRouter, metrics: metrics,
-                                        maxSpins: configuration.limits.maxSpins, logger: logger)
+                                        maxSpins: configuration.limits.maxSpins,
+                                        idleSeconds: configuration.limits.idleSpinSeconds, logger: logger)
         self.runtimeSpins = runtimeSpins
         let hosts = HostPolicy(listenHost: configuration.host, allowedHosts: configuration.allowedHosts,
                                tokensConfigured: configuration.authenticates)
@@ -230,7 +231,7 @@ public final class LoopServer: Sendable {
                                 consumption: consumptions[spin.name],
                                 outboxPosition: recoveredGears[spin.name]?.outboxPosition ?? base, outboxBase: base)
             if let record = made[spin.name] {
-                runtimeSpins.adopt(spin.name, record, terms: terms)
+                runtimeSpins.adopt(spin, record, terms: terms)
             } else {
                 subscriptions += terms
             }

@@ -100,6 +100,11 @@ package protocol SpinStore: AnyObject, Sendable {
     /// Releases the store (for another server) and what it holds open. Idempotent.
     func close()
 
+    /// The host no longer journals `spin` here (it sleeps, or another node serves it):
+    /// whatever the store holds open for it is closed. `read` and `startJournal` open it
+    /// again.
+    func release(spin: String)
+
     // MARK: Spins made at run time
 
     /// The Spins made at run time that exist (`make`, not `delete`d), by name. Called once,

@@ -149,3 +149,43 @@ def test_what_was_answered_survives_kill_9(start_server, tmp_path):
     for index in range(1, 40, 3):
         spin = again.spin(f"door-{index}")
         assert spin["sequence"] == 1 and spin["state"]["value"] == "locked"
+
+
+def test_an_idle_spin_sleeps_and_wakes_for_a_request_a_stream_event_or_a_gear_event(start_server):
+    server = start_server(config_patch={"limits": {"idleSpinSeconds": 1}})
+    assert put(server, "feature-5", "feature").status_code == 201
+    assert put(server, "router-5", "router").status_code == 201
+
+    def status(name):
+        return next(spin for spin in server.get(f"/v1/spins?prefix={name}").json()["spins"] if spin["name"] == name)
+
+    wait_for(lambda: status("feature-5")["status"] == "asleep" and status("router-5")["status"] == "asleep")
+    assert status("router-5")["sequence"] == 2          # launching → checkingAuthorization → home
+
+    async def scenario():
+        async with websockets.connect(f"{server.ws_base}/v1/spins/router-5/stream") as ws:
+            first = json.loads(await ws.recv())          # opening the stream woke router-5
+            assert first["type"] == "snapshot" and first["state"]["route"] == "home"
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: wait_for(lambda: status("router-5")["status"] == "asleep"))
+            # An event on the stream wakes it; the stream, open all along, gets the states.
+            await ws.send(json.dumps({"type": "event", "id": "c1", "event": {"type": "logout"}}))
+            routes = []
+            while "login" not in routes:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if message["type"] == "state":
+                    routes.append(message["state"]["route"])
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: wait_for(lambda: status("router-5")["status"] == "asleep"
+                                       and status("feature-5")["status"] == "asleep"))
+            # feature-5 wakes for a POST; its authorization issue wakes router-5 through
+            # Gear auth-5, which checks again: the stream sees it.
+            assert server.post_events("feature-5", {"type": "load"}).status_code == 202
+            checks = None
+            while checks != 2:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                if message["type"] == "state":
+                    checks = message["state"]["authorizationChecks"]
+
+    asyncio.run(scenario())
+    assert server.spin("feature-5")["state"]["status"] == "unauthorized"

@@ -60,8 +60,19 @@ extension APIRouter {
     /// Answers `response`, unless its Spin stopped here before applying the request's
     /// events because it moves to another node (`APIError.reroutable`): then the request
     /// waits for the move and goes where the Spin runs next.
+    ///
+    /// On a single server the same happens when a Spin made at run time fell asleep while
+    /// the events waited: it is woken and the request handled again.
     func followMove(of spin: String, _ response: APIResponse, _ call: RouteCall) {
-        guard response.error?.reroutable == true, cluster.routes else { return call.reply(response) }
+        guard response.error?.reroutable == true else { return call.reply(response) }
+        guard cluster.routes else {
+            guard let runtimeSpins, runtimeSpins.isMade(spin) else { return call.reply(response) }
+            return runtimeSpins.wake(spin) { [self] woke in
+                guard case .success(true) = woke else { return call.reply(response) }
+                handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: call.moveDeadline,
+                       respond: call.respond)
+            }
+        }
         awaitMove(of: spin, call)
     }
 }

@@ -130,6 +130,16 @@ extension APIRouter {
         }
     }
 
+    /// A request about a sleeping Spin wakes it first, transparently; then (or at once)
+    /// `route` runs.
+    func waking(_ call: RouteCall, then route: @escaping @Sendable (RouteCall) -> Void) {
+        guard let runtimeSpins, runtimeSpins.sleeps(String(call.name)) else { return route(call) }
+        runtimeSpins.wake(String(call.name)) { woke in
+            if case .failure(let error) = woke { return call.fail(error) }
+            route(call)
+        }
+    }
+
     /// `GET /v1/spins/{name}/stream`: the Spin's states from `?since` (or `Last-Event-ID`),
     /// whole or as JSON Patches (`?delta=json-patch`).
     func spinStream(_ call: RouteCall) -> RouteOutcome {

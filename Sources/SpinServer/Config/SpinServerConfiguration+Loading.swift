@@ -34,6 +34,7 @@ import Logging
 /// | `limits.gearBacklog` | int > 0 | `10000` | |
 /// | `limits.maxStateBytes` | int > 0 | `1048576` | |
 /// | `limits.maxSpins` | int > 0 | `1000000` | |
+/// | `limits.idleSpinSeconds` | int > 0 | `60` | |
 /// | `auth.tokens` | `[{"token": string, "scopes"?: [read\|write\|admin], "subject"?: string, "spin"?: {"read"?, "write"?, "admin"?: [pattern]}, "gear"?: {"read"?: [pattern]}}]` (scopes and/or grants) | `[]` (no auth) | `SPIN_TOKENS="tok:read+write,other:admin"` |
 /// | `auth.rules` | `[{"subject": pattern, "spin"?: {..}, "gear"?: {..}}]`: grants for the identities whose subject matches | `[]` | |
 /// | `auth.jwt.keys` | `[{"alg": HS256\|RS256\|ES256\|EdDSA, "kid"?: string, "secret"\|"secretEnv"\|"publicKeyFile": string}]` | `[]` | `SPIN_JWT_SECRET` (adds an HS256 key) |
@@ -191,6 +192,7 @@ extension SpinServerConfiguration {
         ("gearBacklog", \.gearBacklog),
         ("maxStateBytes", \.maxStateBytes),
         ("maxSpins", \.maxSpins),
+        ("idleSpinSeconds", \.idleSpinSeconds),
     ] }
 
     /// Loads and checks the configuration.

@@ -116,12 +116,18 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// Spins a server hosts at most, configured and made at run time: past it
         /// `PUT /v1/spins/{name}` answers 409 `too_many_spins`.
         public var maxSpins: Int
+        /// Seconds a Spin made at run time stays awake with no event, no Gear event in
+        /// flight and no timer of its own to wait for; then it sleeps: its state is
+        /// durable, its loop and memory released, and any request or Gear event wakes it.
+        public var idleSpinSeconds: Int
 
         public init(maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxConnections: Int = 1024,
                     inbox: Int = 1024, feedbackBudget: Int = 100_000, maxWebSocketMessageBytes: Int = 1 << 20, streamQueue: Int = 64,
                     idleTimeoutSeconds: Int = 120, headerTimeoutSeconds: Int = 10, pingIntervalSeconds: Int = 30,
-                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000, maxStateBytes: Int = 1 << 20, maxSpins: Int = 1_000_000) {
+                    shutdownGraceSeconds: Int = 5, gearBacklog: Int = 10_000, maxStateBytes: Int = 1 << 20, maxSpins: Int = 1_000_000,
+                    idleSpinSeconds: Int = 60) {
             self.maxSpins = maxSpins
+            self.idleSpinSeconds = idleSpinSeconds
             self.gearBacklog = gearBacklog
             self.maxStateBytes = maxStateBytes
             self.maxBodyBytes = maxBodyBytes

@@ -306,24 +306,34 @@ package final class Journal: @unchecked Sendable {
     /// lease was taken over: the fence) is logged and dropped: it was never acknowledged.
     /// Transitions recorded after this are ignored.
     package func retire(spin: String) {
-        section.sync { [self] in
-            writeIncoming()
-            guard let journal = spins.removeValue(forKey: spin) else { return }
-            guard journal.health == .healthy else {
-                store.discardUncommitted(spin: spin)
-                return
+        section.sync { [self] in retireNow(spin: spin) }
+    }
+
+    /// A Spin made at run time goes to sleep (its loop is stopped): what it applied is
+    /// committed and synced, and its journal closed (`retire`), on the journal's queue.
+    package func sleep(spin: String) {
+        _ = try? syncOnQueue { [self] in retireNow(spin: spin) }
+    }
+
+    /// `retire`, in the section.
+    private func retireNow(spin: String) {
+        writeIncoming()
+        guard let journal = spins.removeValue(forKey: spin) else { return }
+        defer { store.release(spin: spin) }
+        guard journal.health == .healthy else {
+            store.discardUncommitted(spin: spin)
+            return
+        }
+        do {
+            if journal.complete > 0 {
+                try store.append(Array(journal.batch[..<journal.complete]), spin: spin)
+                takeWritten(journal)
             }
-            do {
-                if journal.complete > 0 {
-                    try store.append(Array(journal.batch[..<journal.complete]), spin: spin)
-                    takeWritten(journal)
-                }
-                try store.commit(spin: spin, sync: true)
-                markDurable(journal, compacting: false)
-            } catch {
-                logger.warning("journal of \(spin): not committed as this node stops serving it (\(error)); nothing of it was acknowledged")
-                store.discardUncommitted(spin: spin)
-            }
+            try store.commit(spin: spin, sync: true)
+            markDurable(journal, compacting: false)
+        } catch {
+            logger.warning("journal of \(spin): not committed as this node stops serving it (\(error)); nothing of it was acknowledged")
+            store.discardUncommitted(spin: spin)
         }
     }
 

@@ -212,6 +212,9 @@ package final class SpinFeed: Sendable {
     /// This node no longer serves the Spin (`end`).
     package var hasEnded: Bool { shared.withLock { $0.ended != nil } }
 
+    /// Whether a stream is subscribed, or an acknowledgement waits.
+    package var isWatched: Bool { shared.withLock { !$0.subscribers.isEmpty || !$0.waiters.isEmpty } }
+
     /// Why the feed ended (`end`): the Spin moved away, or was deleted (`spinDeleted`).
     package var endedBy: APIError? { shared.withLock { $0.ended } }
 

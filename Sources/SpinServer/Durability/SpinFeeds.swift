@@ -53,6 +53,14 @@ package final class SpinFeeds: Sendable {
         feeds.withLock { $0.removeValue(forKey: name) }?.end(error)
     }
 
+    /// Spin `name` sleeps: its feed is forgotten unless a stream watches it (the stream
+    /// stays open, and the feed goes on when the Spin wakes).
+    package func dropUnwatched(_ name: String) {
+        feeds.withLock { feeds in
+            if let feed = feeds[name], !feed.isWatched { feeds[name] = nil }
+        }
+    }
+
     /// The Spins whose storage is failing now (not those this node stopped serving).
     package var failing: [String] {
         feeds.withLock { feeds in feeds.values.filter { $0.isFailing && !$0.hasEnded }.map(\.name).sorted() }

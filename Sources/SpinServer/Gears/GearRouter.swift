@@ -131,6 +131,10 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         var stopped: @Sendable () -> Bool = { false }
         /// Its registration's number (`CatchUp.registration`).
         var registration: UInt64 = 0
+        /// The Spin sleeps (`park`): what it catches is kept for it, and the first event
+        /// that arrives for it wakes it (`onParkedEvent`), once (`wakeAsked`).
+        var parked = false
+        var wakeAsked = false
 
         init(name: String, consumption: GearConsumption, caught: Set<String>, consumed: [String: UInt64], durable: UInt64) {
             self.name = name
@@ -175,6 +179,39 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// Per Gear, the last position of each sender the router was given (in `section`):
     /// where a Spin made now joins it (`joinPositions`).
     private var seen: [String: [String: UInt64]] = [:]
+
+    /// What wakes a sleeping Spin when an event arrives for it (`park`).
+    private let parkedEvent = Protected<(@Sendable (String) -> Void)?>(nil)
+
+    /// Where the router says that a sleeping Spin has an event waiting (once per sleep).
+    package func onParkedEvent(_ handler: @escaping @Sendable (String) -> Void) {
+        parkedEvent.withLock { $0 = handler }
+    }
+
+    /// Spin `spin` goes to sleep (its loop stopped, what it consumed durable): its receiver
+    /// stays, holding what it settled of each sender, and keeps what they send for it;
+    /// the first such event asks for it to be woken (`onParkedEvent`). `register` (when it
+    /// wakes) takes over from there.
+    package func park(_ spin: String) {
+        captures.withLock { _ = $0.removeValue(forKey: spin) }
+        consumptions.withLock { _ = $0.removeValue(forKey: spin) }
+        section.sync { [self] in
+            guard let awake = receivers[spin] else { return }
+            awake.subscription?.cancel()
+            var consumed = awake.consumed
+            for (sender, inbox) in awake.inboxes { consumed[sender] = max(consumed[sender] ?? 0, inbox.settled) }
+            let parked = Receiver(name: spin, consumption: GearConsumption(), caught: awake.caught, consumed: consumed,
+                                  durable: 0)
+            parked.catchingUp = true
+            parked.parked = true
+            parked.lagging = awake.lagging
+            parked.registration = awake.registration
+            parked.dirty = Set(outboxes.keys)
+            receivers[spin] = parked
+            pump(parked)
+            finish()
+        }
+    }
 
     /// Spin `spin`, made now, joins the Gears `gears`: returns where (per sender on them,
     /// the last position given to the router: it never takes what was sent before), and
@@ -587,7 +624,14 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// Hands `receiver` what it has not been handed of the senders marked dirty, in
     /// position order per sender, up to `window` in flight.
     private func pump(_ receiver: Receiver) {
-        guard !receiver.blocked, !receiver.catchingUp else { return }
+        guard !receiver.blocked, !receiver.catchingUp else {
+            if receiver.parked, !receiver.wakeAsked, waits(receiver) {
+                receiver.wakeAsked = true
+                let name = receiver.name
+                if let wake = parkedEvent.withLock({ $0 }) { DispatchQueue.global().async { wake(name) } }
+            }
+            return
+        }
         var inFlight = receiver.inFlight
         for sender in receiver.dirty.sorted() {
             guard inFlight < window else { return }
@@ -691,6 +735,22 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         // Delivery may have stopped at a gap in a sender's positions (events this Spin
         // does not catch, or trimmed) until what it held settled.
         pump(receiver)
+    }
+
+    /// Whether a sender's outbox holds an event of a Gear `receiver` catches that it was not
+    /// handed yet.
+    private func waits(_ receiver: Receiver) -> Bool {
+        for sender in receiver.dirty {
+            guard let outbox = outboxes[sender] else { continue }
+            let from = outbox.index(after: receiver.inbox(sender).delivered)
+            if outbox.entries[from...].contains(where: { receiver.caught.contains($0.gear) }) { return true }
+        }
+        return false
+    }
+
+    /// Whether `spin` has nothing in flight: every Gear event it was handed is settled.
+    package func isSettled(_ spin: String) -> Bool {
+        section.sync { [self] in (receivers[spin]?.inFlight ?? 0) == 0 }
     }
 
     /// The outbox no longer holds `sender`'s events up to `position - 1` for `receiver`.

@@ -155,6 +155,9 @@ package enum SpinStatus: String, Sendable, Equatable {
     /// Its stored history could not be replayed and `storage.onCorruption` is `isolate`:
     /// it never runs in this process (`UnrecoverableSpin`).
     case unrecoverable
+    /// Made at run time and idle for `limits.idleSpinSeconds`: its state is durable, its
+    /// loop released (`SleepingSpin`); any request or Gear event wakes it.
+    case asleep
 }
 
 /// Why a Spin is suspended while its storage fails (`HostedSpin.hold`): a host tells
@@ -253,6 +256,9 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Why the Spin could not be recovered, for one hosted in its place by
     /// `storage.onCorruption: "isolate"` (`UnrecoverableSpin`); nil for every other.
     var unrecoverable: Unrecoverable? { get }
+    /// Whether it waits for time now (a machine's running `after` timer or delayed
+    /// `raise`): a Spin made at run time does not sleep while it does.
+    var awaitsTime: Bool { get }
 }
 
 extension HostedSpin {
@@ -295,6 +301,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// Whether a state is final for the whole Spin (a machine's top-level final state);
     /// nil for a Spin that never completes.
     private let isDone: (@Sendable (State) -> Bool)?
+    /// Whether the Spin waits for time in this state (a machine's `after` timer or delayed
+    /// `raise`): it does not sleep then.
+    private let keepsAwake: (@Sendable (State) -> Bool)?
     /// Why a state the reducer made means the Spin must stop applying events (a machine
     /// whose event set off more microsteps than it allows); nil for a state that is fine.
     private let suspendsAt: (@Sendable (State) -> String?)?
@@ -304,8 +313,10 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil,
          schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
+         keepsAwake: (@Sendable (State) -> Bool)? = nil,
          suspendsAt: (@Sendable (State) -> String?)? = nil, refusesPosted: (@Sendable (Event) -> String?)? = nil) {
         self.isDone = isDone
+        self.keepsAwake = keepsAwake
         self.suspendsAt = suspendsAt
         self.refusesPosted = refusesPosted
         self.name = name
@@ -368,9 +379,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func stop() { loop.withLock { $0 }?.stop() }
     func stopAndWait() { loop.withLock { $0 }?.stopAndWait() }
     var isPrepared: Bool { loop.withLock { $0 != nil } }
+    var awaitsTime: Bool {
+        guard let keepsAwake, let loop = loop.withLock({ $0 }) else { return false }
+        return keepsAwake(loop.snapshot.state)
+    }
     func fresh() -> any HostedSpin {
         HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema, isDone: isDone,
-                   suspendsAt: suspendsAt, refusesPosted: refusesPosted)
+                   keepsAwake: keepsAwake, suspendsAt: suspendsAt, refusesPosted: refusesPosted)
     }
     var pendingEvents: Int { running.pendingEvents }
     var status: SpinStatus {

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import Logging
 import SpinCore
 import SpinStorage
@@ -31,6 +32,8 @@ package final class RuntimeSpins: Sendable {
 
     private let host: SpinHost
     private let feeds: SpinFeeds
+    /// Seconds of idleness before a made Spin sleeps (`limits.idleSpinSeconds`).
+    private let idleSeconds: Int
     private let journal: Journal?
     private let gears: GearRouter
     private let metrics: Metrics
@@ -45,12 +48,28 @@ package final class RuntimeSpins: Sendable {
         var refusal: APIError?
         /// Each made Spin's observations, cancelled when it is deleted.
         var terms: [String: [SpinSubscription]] = [:]
-        /// What the catalog says of each made Spin (for a restart after a failed deletion).
+        /// What the catalog says of each made Spin (where it joined its Gears, where its
+        /// outbox starts): for a wake, or a restart after a failed deletion.
         var records: [String: MadeSpin] = [:]
+        /// The made Spins awake, with when each last applied an event.
+        var awake: [String: Activity] = [:]
+        var sweeper: DispatchSourceTimer?
+    }
+
+    /// When a made Spin last applied an event (or woke).
+    final class Activity: Sendable {
+        private let last = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
+        func touch() { last.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
+        var idleNanoseconds: UInt64 {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let then = last.load(ordering: .relaxed)
+            return now > then ? now - then : 0
+        }
     }
 
     package init(host: SpinHost, feeds: SpinFeeds, journal: Journal?, gears: GearRouter, metrics: Metrics,
-                 maxSpins: Int, logger: Logger) {
+                 maxSpins: Int, idleSeconds: Int = SpinServerConfiguration.Limits().idleSpinSeconds, logger: Logger) {
+        self.idleSeconds = max(1, idleSeconds)
         self.host = host
         self.feeds = feeds
         self.journal = journal
@@ -66,6 +85,15 @@ package final class RuntimeSpins: Sendable {
             $0.bringUp = bringUp
             $0.refusal = refusal
         }
+        // Sleep needs a journal: a Spin kept in memory only would lose its state.
+        guard bringUp != nil, journal != nil else { return }
+        gears.onParkedEvent { [weak self] name in self?.wake(name) { _ in } }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let interval = DispatchTimeInterval.milliseconds(max(250, idleSeconds * 1000 / 4))
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+        timer.setEventHandler { [weak self] in self?.sweep() }
+        state.withLock { $0.sweeper = timer }
+        timer.resume()
     }
 
     /// The server stops: nothing more is made or deleted (what is under way finishes
@@ -73,6 +101,9 @@ package final class RuntimeSpins: Sendable {
     package func stop() {
         let terms = queue.sync {
             state.withLock { state -> [SpinSubscription] in
+                state.sweeper?.cancel()
+                state.sweeper = nil
+                state.awake = [:]
                 state.bringUp = nil
                 state.refusal = .unavailable("the server is shutting down", retryAfter: 1)
                 defer { state.terms = [:] }
@@ -83,10 +114,13 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// Keeps the observations of a Spin made at run time and recovered at start-up.
-    package func adopt(_ name: String, _ record: MadeSpin, terms: [SpinSubscription]) {
+    package func adopt(_ spin: any HostedSpin, _ record: MadeSpin, terms: [SpinSubscription]) {
+        let activity = Activity()
+        let watch = spin.observe { _ in activity.touch() }
         state.withLock {
-            $0.terms[name] = terms
-            $0.records[name] = record
+            $0.terms[spin.name] = terms + [watch]
+            $0.records[spin.name] = record
+            $0.awake[spin.name] = activity
         }
     }
 
@@ -171,10 +205,7 @@ package final class RuntimeSpins: Sendable {
             // Hosted (found by requests) once it runs.
             let terms = try bringUp(made.spin, record, false)
             try host.insert(made.spin)
-            state.withLock {
-                $0.terms[name] = terms
-                $0.records[name] = record
-            }
+            adopt(made.spin, record, terms: terms)
         } catch {
             // Recorded, not started: taken back if the storage lets it (else the next start
             // recovers it, at sequence 0, or the next PUT makes it again).
@@ -214,7 +245,10 @@ package final class RuntimeSpins: Sendable {
             restart(name)
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
-        state.withLock { _ = $0.records.removeValue(forKey: name) }
+        state.withLock {
+            $0.records[name] = nil
+            $0.awake[name] = nil
+        }
         gears.forgetSender(name, gears: gears.gearNames(of: name))
         feeds.remove(name, ending: .spinDeleted(name))
         host.remove(named: name)
@@ -222,6 +256,76 @@ package final class RuntimeSpins: Sendable {
         metrics.forget(spin: name)
         logger.info("Spin \(name) of kind \(spin.kind) deleted at sequence \(sequence)")
         return .success(Outcome(status: 200, name: name, kind: spin.kind, sequence: sequence, spinStatus: "deleted"))
+    }
+
+    // MARK: Sleep and wake
+
+    /// Wakes Spin `name` when it sleeps (else does nothing); `then` gets whether it woke
+    /// now, or why it could not.
+    package func wake(_ name: String, then: @escaping @Sendable (Result<Bool, APIError>) -> Void) {
+        queue.async { [self] in then(wakeNow(name)) }
+    }
+
+    /// Whether Spin `name` sleeps now.
+    package func sleeps(_ name: String) -> Bool { host.spin(named: name) is SleepingSpin }
+
+    /// Whether Spin `name` was made at run time.
+    package func isMade(_ name: String) -> Bool { state.withLock { $0.records[name] != nil } }
+
+    private func wakeNow(_ name: String) -> Result<Bool, APIError> {
+        guard let sleeping = host.spin(named: name) as? SleepingSpin else { return .success(false) }
+        guard let bringUp = state.withLock({ $0.bringUp }), let factory = host.factory,
+              let kind = factory.kind(named: sleeping.kind) else {
+            return .failure(.unavailable("the server is shutting down", retryAfter: 1))
+        }
+        let record = state.withLock { $0.records[name] } ?? MadeSpin(kind: sleeping.kind)
+        let made: SpinFactory.Made
+        do { made = try factory.make(name, of: kind) } catch { return .failure(error) }
+        attach(made)
+        do {
+            let terms = try bringUp(made.spin, record, true)
+            host.replace(with: made.spin)
+            adopt(made.spin, record, terms: terms)
+        } catch {
+            logger.error("Spin \(name) could not wake: \(error)")
+            return .failure(.storageUnavailable(spin: name, "it could not be read back: \(error)"))
+        }
+        logger.debug("Spin \(name) woke at sequence \(sleeping.sequence)")
+        return .success(true)
+    }
+
+    /// Puts to sleep the made Spins idle for `idleSeconds`: no event applied since, nothing
+    /// waiting in their inbox or for the disk, no Gear event in flight, no timer of their
+    /// own running. On the queue.
+    private func sweep() {
+        let limit = UInt64(idleSeconds) * 1_000_000_000
+        let idle = state.withLock { $0.awake.filter { $0.value.idleNanoseconds >= limit }.map(\.key) }
+        for name in idle.sorted() {
+            guard let spin = host.spin(named: name), !(spin is SleepingSpin), spin.pendingEvents == 0, !spin.awaitsTime,
+                  feeds.feed(name).pendingCount == 0, gears.isSettled(name) else { continue }
+            sleep(spin)
+        }
+    }
+
+    /// `spin` sleeps: its loop stops, what it applied is synced and its journal closed, its
+    /// Gear receiver keeps what it is sent, its feed stays only for the streams that watch
+    /// it, and a `SleepingSpin` takes its place. Events it took and did not apply come back
+    /// to their requests, which wake it again (`APIRouter.followMove`).
+    private func sleep(_ spin: any HostedSpin) {
+        let name = spin.name
+        spin.stopAndWait()
+        let terms = state.withLock { state -> [SpinSubscription] in
+            state.awake[name] = nil
+            return state.terms.removeValue(forKey: name) ?? []
+        }
+        for subscription in terms { subscription.cancel() }
+        gears.park(name)
+        journal?.sleep(spin: name)
+        let sequence = spin.snapshot().sequence
+        host.replace(with: SleepingSpin(name: name, kind: spin.kind, sequence: sequence, schema: spin.schema))
+        feeds.dropUnwatched(name)
+        metrics.forget(spin: name)
+        logger.debug("Spin \(name) sleeps at sequence \(sequence)")
     }
 
     /// Hosts the Gears `made` brings and attaches it to them (before it registers).
@@ -250,7 +354,7 @@ package final class RuntimeSpins: Sendable {
         guard let fresh = host.replace(named: name) else { return }
         do {
             let terms = try bringUp(fresh, record ?? MadeSpin(kind: kind), true)
-            state.withLock { $0.terms[name] = terms }
+            adopt(fresh, record ?? MadeSpin(kind: kind), terms: terms)
         } catch {
             logger.error("Spin \(name) could not run again after a failed deletion: \(error)")
         }

@@ -121,6 +121,7 @@ public final class SpinHost: Sendable {
                            machineDefinition: definition,
                            schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                            isDone: { machine.isDone($0) },
+                           keepsAwake: { machine.awaitsTime(in: $0) },
                            suspendsAt: { state in
                                if state.step.unsettled { return Self.unsettledReason }
                                return state.step.overScheduled ? Self.overScheduledReason : nil
@@ -221,6 +222,17 @@ public final class SpinHost: Sendable {
             let fresh = registry.spins[index].fresh()
             registry.spins[index] = fresh
             return fresh
+        }
+    }
+
+    /// Puts `spin` in place of the Spin of its name (one falls asleep or wakes); false when
+    /// no Spin has the name.
+    @discardableResult
+    package func replace(with spin: any HostedSpin) -> Bool {
+        registry.withLock { registry in
+            guard let index = registry.index[spin.name] else { return false }
+            registry.spins[index] = spin
+            return true
         }
     }
 

@@ -44,7 +44,7 @@ package struct Unrecoverable: Sendable, Equatable, CustomStringConvertible {
 /// no loop. It applies nothing (no client event, no Gear event: its feedbacks are never
 /// attached), streams nothing and writes nothing, so its storage stays as it was for the
 /// operator; every other Spin runs.
-final class UnrecoverableSpin: HostedSpin {
+final class UnrecoverableSpin: LooplessSpin {
     let name: String
     let kind: String
     let problem: Unrecoverable
@@ -62,17 +62,11 @@ final class UnrecoverableSpin: HostedSpin {
     var schema: SpinSchema { original.schema }
     var status: SpinStatus { .unrecoverable }
     var unrecoverable: Unrecoverable? { problem }
-    var pendingEvents: Int { 0 }
-    /// Listed and reported by this server (it is not another node's).
-    var isPrepared: Bool { true }
 
     func decodeEvents(json: [UInt8]) throws(APIError) -> EventBatch {
         throw .spinUnrecoverable(name, problem)
     }
 
-    /// Unreachable: every batch is decoded by the Spin it goes to, and this one decodes none.
-    func submit(_ batch: EventBatch, inboxLimit: Int, withState: Bool,
-                onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> SubmitResult { .stopped }
 
     /// The sequence of the last record that could be read before the fault (0 when
     /// unknown), and no state.
@@ -80,29 +74,11 @@ final class UnrecoverableSpin: HostedSpin {
         (max(problem.sequence ?? 1, 1) - 1, .null)
     }
 
-    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
-                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription { SpinSubscription {} }
-    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void, afterFeedbacks: @escaping @Sendable () -> Void,
-                 unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription { SpinSubscription {} }
-    func refuse(unencodable reason: String) {}
-    func holdBack() {}
-    var isFaulted: Bool { false }
-    var isStopped: Bool { true }
-    func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription { SpinSubscription {} }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
         throw RecoveryError(spin: name, problem: "\(problem)", sequence: problem.sequence)
     }
 
-    func hold(rollback: @escaping @Sendable () -> (sequence: UInt64, state: JSONValue, dropped: Int),
-              then: @escaping @Sendable () -> Void) { then() }
-    func release() {}
-    func prepare(feedbackBudget: Int) {}
-    func start() {}
-    func stop() {}
-    func stopAndWait() {}
-    func suspend(reason: String) -> Bool { false }
-    func resume(applying batch: EventBatch?, onApplied: @escaping @Sendable (AppliedEvent?) -> Void) -> Bool { false }
     /// The Spin as hosted: a cluster node recovers it afresh when it serves it.
     func fresh() -> any HostedSpin { original.fresh() }
 }

@@ -159,8 +159,8 @@ enum OpenAPIComponents {
             ]),
         ])),
         ("SpinStatus", .members([
-            "type": .string("string"), "enum": .strings(["running", "suspended", "done", "unrecoverable"]),
-            "description": .string("suspended: the runaway guard (limits.feedbackBudget) stopped the Spin's feedbacks (or a machine's event set off more microsteps than it allows); its state stays readable and streamed, events get 409 until POST /v1/spins/{name}/resume. done: a declarative machine reached a top-level final state; each later event is answered {\"applied\":false,\"reason\":\"done\"} and not journaled. unrecoverable: its stored history could not be replayed at start-up and storage.onCorruption is isolate; state is null, unrecoverable says where and why, events and streams get 503 spin_unrecoverable."),
+            "type": .string("string"), "enum": .strings(["running", "suspended", "done", "unrecoverable", "asleep"]),
+            "description": .string("suspended: the runaway guard (limits.feedbackBudget) stopped the Spin's feedbacks (or a machine's event set off more microsteps than it allows); its state stays readable and streamed, events get 409 until POST /v1/spins/{name}/resume. done: a declarative machine reached a top-level final state; each later event is answered {\"applied\":false,\"reason\":\"done\"} and not journaled. unrecoverable: its stored history could not be replayed at start-up and storage.onCorruption is isolate; state is null, unrecoverable says where and why, events and streams get 503 spin_unrecoverable. asleep (in the list only): a Spin made at run time, idle for limits.idleSpinSeconds, with its sequence; any request about it wakes it."),
         ])),
         ("SpinState", .members([
             "type": .string("object"), "required": .strings(["name", "sequence", "status", "state", "schema"]),

@@ -265,8 +265,25 @@ final class StreamSession: @unchecked Sendable {
 
     /// A client's event: decoded for its Spin and submitted; the ack or error comes back
     /// through the mailbox, behind the state message of the event.
+    /// The Spin is looked up by name for each event: one made at run time may have slept
+    /// and woken since the stream opened (a sleeping one is woken first).
     private func submit(_ event: [UInt8], id: JSONValue) {
-        guard case .state(let spin, _, _, _) = source else { return }
+        guard case .state(let opened, _, _, _) = source else { return }
+        let name = opened.name
+        let router = context.router
+        guard let runtimeSpins = router.runtimeSpins, runtimeSpins.sleeps(name) else {
+            return submit(event, id: id, to: router.host.spin(named: name) ?? opened)
+        }
+        runtimeSpins.wake(name) { [self] woke in
+            // Back on the connection's event loop, where the stream's state lives.
+            connection.executeLater { [self] in
+                if case .failure(let error) = woke { return post(.control(StreamMessage.error(id: id, error).bytes), hop: false) }
+                submit(event, id: id, to: router.host.spin(named: name) ?? opened)
+            }
+        }
+    }
+
+    private func submit(_ event: [UInt8], id: JSONValue, to spin: any HostedSpin) {
         var batch: EventBatch
         do {
             batch = try spin.decodeEvents(json: event)

@@ -227,6 +227,11 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         lock = nil
     }
 
+    /// Closes the journal's file (a sleeping Spin holds no descriptor).
+    package func release(spin: String) {
+        journals[spin] = nil
+    }
+
     // MARK: Spins made at run time
 
     package func madeSpins(repair: Bool) throws -> [String: MadeSpin] {

@@ -24,6 +24,9 @@ import Foundation
 /// and decides ownership per Spin instead, checking it with a `fence` in the transaction
 /// of each append.
 package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
+    /// Nothing is held open per Spin.
+    package func release(spin: String) {}
+
     // MARK: Spins made at run time
 
     // A cluster makes Spins at run time once its leases are per partition: until then a

@@ -25,8 +25,9 @@ struct RuntimeSpinsTests {
     /// A configuration with kind `door` (machine, `door-*`, Gear `doors-{key}`, made on
     /// events), kind `twin` (the same machine, `twin-*`, on the same Gears: `twin-x` hears
     /// `door-x`), kind `tally` (a Swift counter, explicit) and the configured Spin `counter`.
-    static func configuration(storage: String?, maxSpins: Int = 1_000_000) throws -> SpinServerConfiguration {
+    static func configuration(storage: String?, maxSpins: Int = 1_000_000, idleSeconds: Int = 60) throws -> SpinServerConfiguration {
         var configuration = SpinServerConfiguration(port: 0)
+        configuration.limits.idleSpinSeconds = idleSeconds
         if let storage { configuration.storage = .init(directory: storage, fsync: .batch, persists: true) }
         configuration.limits.maxSpins = maxSpins
         configuration.spins = [.init(name: "counter", kind: "counter")]
@@ -43,10 +44,10 @@ struct RuntimeSpinsTests {
         return configuration
     }
 
-    static func start(storage: String?, maxSpins: Int = 1_000_000) throws -> (LoopServer, Int) {
+    static func start(storage: String?, maxSpins: Int = 1_000_000, idleSeconds: Int = 60) throws -> (LoopServer, Int) {
         var kinds = SpinKindRegistry()
         kinds.register("counter") { context in try context.host(Counter.spin()) }
-        let configuration = try configuration(storage: storage, maxSpins: maxSpins)
+        let configuration = try configuration(storage: storage, maxSpins: maxSpins, idleSeconds: idleSeconds)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let server = LoopServer(configuration: configuration, host: try kinds.makeHost(configuration), logger: logger)
@@ -242,5 +243,92 @@ struct RuntimeSpinsTests {
         #expect(try await Self.alarms(secondPort, "twin-x", atSequence: 2) == 2)
         #expect(try Self.request(secondPort, "GET", "/v1/spins/twin-x").json["sequence"] as? Int == 2)
         await again.shutdown()
+    }
+
+    // MARK: Sleep and wake
+
+    /// The status and sequence `GET /v1/spins` lists for `name` (which wakes nobody).
+    static func listed(_ port: Int, _ name: String) throws -> (status: String?, sequence: Int?) {
+        let spins = try request(port, "GET", "/v1/spins?prefix=\(name)&limit=1").json["spins"] as? [[String: Any]]
+        let entry = spins?.first { $0["name"] as? String == name }
+        return (entry?["status"] as? String, entry?["sequence"] as? Int)
+    }
+
+    static func waitUntilAsleep(_ port: Int, _ name: String) async throws -> Bool {
+        for _ in 0..<100 {
+            if try listed(port, name).status == "asleep" { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// The open descriptors of this process on `name`'s journal.
+    static func openJournals(of name: String) -> Int {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)"))?
+            .hasSuffix("/\(name).journal") == true }.count
+    }
+
+    @Test func anIdleSpin_Sleeps_IsListedAsleepWithoutWaking_AndARequestWakesItTransparently() async throws {
+        let directory = Self.temporaryDirectory()
+        let (server, port) = try Self.start(storage: directory, idleSeconds: 1)
+        #expect(try Self.put(port, "door-1", kind: "door").status == 201)
+        #expect(try Self.request(port, "POST", "/v1/spins/door-1/events?wait=true", #"{"type":"OPEN"}"#).status == 200)
+        #expect(try await Self.alarms(port, "door-1", atSequence: 2) == 1)
+        #expect(Self.openJournals(of: "door-1") == 1)
+        #expect(try await Self.waitUntilAsleep(port, "door-1"))
+        #expect(try Self.listed(port, "door-1").sequence == 2)
+        // Asleep: no loop, no open journal.
+        #expect(Self.openJournals(of: "door-1") == 0)
+        // Configured Spins never sleep.
+        #expect(try Self.listed(port, "counter").status == "running")
+        // Any request wakes it, transparently: its state is where it was.
+        let woken = try Self.request(port, "GET", "/v1/spins/door-1").json
+        #expect(woken["status"] as? String == "running" && woken["sequence"] as? Int == 2)
+        #expect(((woken["state"] as? [String: Any])?["context"] as? [String: Any])?["opens"] as? Int == 1)
+        #expect(try await Self.waitUntilAsleep(port, "door-1"))
+        let posted = try Self.request(port, "POST", "/v1/spins/door-1/events?wait=true", #"{"type":"CLOSE"}"#)
+        #expect(posted.status == 200 && posted.json["sequence"] as? Int == 3)
+        await server.shutdown()
+    }
+
+    @Test func aStream_StaysOpenWhileItsSpinSleeps_AndGoesOnWhenItWakes() async throws {
+        let directory = Self.temporaryDirectory()
+        let (server, port) = try Self.start(storage: directory, idleSeconds: 1)
+        #expect(try Self.put(port, "door-2", kind: "door").status == 201)
+        let client = try RawClient(port: port)
+        #expect(client.upgrade("/v1/spins/door-2/stream")?.status == 101)
+        var session = WebSocketSession(role: .client)
+        #expect(client.readMessages(&session, count: 1).messages.first?.jsonObject["sequence"] as? Int == 0)
+        #expect(try await Self.waitUntilAsleep(port, "door-2"))
+        // An event from another client wakes it; the stream gets its state message.
+        #expect(try Self.request(port, "POST", "/v1/spins/door-2/events", #"{"type":"OPEN"}"#).status == 202)
+        let next = client.readMessages(&session, count: 1).messages.first?.jsonObject
+        #expect(next?["type"] as? String == "state" && next?["sequence"] as? Int == 1)
+        // Asleep again, an event sent on the stream itself wakes it too.
+        #expect(try await Self.waitUntilAsleep(port, "door-2"))
+        client.sendText(#"{"type":"event","id":"c1","event":{"type":"CLOSE"}}"#, on: &session)
+        let answers = client.readJSON(&session) { $0["type"] as? String == "ack" }
+        #expect(answers.last?["sequence"] as? Int ?? 0 >= 3)
+        await server.shutdown()
+    }
+
+    @Test func aGearEvent_WakesTheSleepingSpinThatCatchesIt_AndItIsCaughtOnce() async throws {
+        let directory = Self.temporaryDirectory()
+        let (server, port) = try Self.start(storage: directory, idleSeconds: 1)
+        #expect(try Self.put(port, "door-y", kind: "door").status == 201)
+        #expect(try Self.put(port, "twin-y", kind: "twin").status == 201)
+        #expect(try await Self.waitUntilAsleep(port, "door-y"))
+        #expect(try await Self.waitUntilAsleep(port, "twin-y"))
+        // door-y wakes for the event; its doorOpened wakes twin-y, which catches it once.
+        #expect(try Self.request(port, "POST", "/v1/spins/door-y/events", #"{"type":"OPEN"}"#).status == 202)
+        var twin: (status: String?, sequence: Int?) = (nil, nil)
+        for _ in 0..<200 where twin.sequence != 1 {
+            twin = try Self.listed(port, "twin-y")
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(twin.sequence == 1)
+        #expect(try await Self.alarms(port, "twin-y", atSequence: 1) == 1)
+        await server.shutdown()
     }
 }
