@@ -23,6 +23,12 @@ extension SpinLoop {
         shared.withLock { $0.pending.count }
     }
 
+    /// Effects its feedbacks started and that have not finished (a request in flight, a
+    /// timer running, a stream open): a host that lets idle loops go waits for none.
+    package var runningEffects: Int {
+        runners.reduce(0) { $0 + $1.runningEffects }
+    }
+
     /// `states` sequences subscribed now.
     public var subscriberCount: Int {
         shared.withLock { $0.subscribers.count }

@@ -68,7 +68,11 @@ extension APIRouter {
         guard cluster.routes else {
             guard let runtimeSpins, runtimeSpins.isMade(spin) else { return call.reply(response) }
             return runtimeSpins.wake(spin) { [self] woke in
-                guard case .success(true) = woke else { return call.reply(response) }
+                // Awake now (woken by this request or another): handled again. Still
+                // stopped (the server stops, or it was deleted): answered as it was.
+                guard case .success = woke, let current = host.spin(named: spin), !current.isStopped else {
+                    return call.reply(response)
+                }
                 handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: call.moveDeadline,
                        respond: call.respond)
             }

@@ -132,10 +132,18 @@ extension APIRouter {
 
     /// A request about a sleeping Spin wakes it first, transparently; then (or at once)
     /// `route` runs.
-    func waking(_ call: RouteCall, then route: @escaping @Sendable (RouteCall) -> Void) {
-        guard let runtimeSpins, runtimeSpins.sleeps(String(call.name)) else { return route(call) }
-        runtimeSpins.wake(String(call.name)) { woke in
+    /// A request counts as activity: a Spin read often does not fall asleep in between.
+    func waking(_ call: RouteCall, attempts: Int = 3, then route: @escaping @Sendable (RouteCall) -> Void) {
+        guard let runtimeSpins else { return route(call) }
+        let name = String(call.name)
+        guard runtimeSpins.sleeps(name) else {
+            runtimeSpins.touch(name)
+            return route(call)
+        }
+        runtimeSpins.wake(name) { [self] woke in
             if case .failure(let error) = woke { return call.fail(error) }
+            // Asleep again already (it slept between the wake and now): once more.
+            if runtimeSpins.sleeps(name), attempts > 1 { return waking(call, attempts: attempts - 1, then: route) }
             route(call)
         }
     }

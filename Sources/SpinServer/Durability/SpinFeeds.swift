@@ -55,10 +55,15 @@ package final class SpinFeeds: Sendable {
 
     /// Spin `name` sleeps: its feed is forgotten unless a stream watches it (the stream
     /// stays open, and the feed goes on when the Spin wakes).
+    /// A stream that took the feed before and subscribes after finds it ended and closes
+    /// (1001): its client opens it again, on the Spin woken.
     package func dropUnwatched(_ name: String) {
-        feeds.withLock { feeds in
-            if let feed = feeds[name], !feed.isWatched { feeds[name] = nil }
+        let dropped = feeds.withLock { feeds -> SpinFeed? in
+            guard let feed = feeds[name], !feed.isWatched else { return nil }
+            feeds[name] = nil
+            return feed
         }
+        dropped?.end(.spinStopped(name, applying: false))
     }
 
     /// The Spins whose storage is failing now (not those this node stopped serving).

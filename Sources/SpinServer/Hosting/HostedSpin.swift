@@ -256,8 +256,9 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Why the Spin could not be recovered, for one hosted in its place by
     /// `storage.onCorruption: "isolate"` (`UnrecoverableSpin`); nil for every other.
     var unrecoverable: Unrecoverable? { get }
-    /// Whether it waits for time now (a machine's running `after` timer or delayed
-    /// `raise`): a Spin made at run time does not sleep while it does.
+    /// Whether it waits for something now: an effect of its feedbacks running (a request,
+    /// a timer), or a machine's `after` timer or delayed `raise` due: a Spin made at run
+    /// time does not sleep while it does.
     var awaitsTime: Bool { get }
 }
 
@@ -380,7 +381,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func stopAndWait() { loop.withLock { $0 }?.stopAndWait() }
     var isPrepared: Bool { loop.withLock { $0 != nil } }
     var awaitsTime: Bool {
-        guard let keepsAwake, let loop = loop.withLock({ $0 }) else { return false }
+        guard let loop = loop.withLock({ $0 }) else { return false }
+        if loop.runningEffects > 0 { return true }
+        guard let keepsAwake else { return false }
         return keepsAwake(loop.snapshot.state)
     }
     func fresh() -> any HostedSpin {

@@ -87,7 +87,7 @@ package final class RuntimeSpins: Sendable {
         }
         // Sleep needs a journal: a Spin kept in memory only would lose its state.
         guard bringUp != nil, journal != nil else { return }
-        gears.onParkedEvent { [weak self] name in self?.wake(name) { _ in } }
+        gears.onParkedEvent { [weak self] name in self?.wakeForGear(name, delay: 1) }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let interval = DispatchTimeInterval.milliseconds(max(250, idleSeconds * 1000 / 4))
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
@@ -231,20 +231,28 @@ package final class RuntimeSpins: Sendable {
         guard let spin = host.spin(named: name) else { return .failure(.spinNotFound(name)) }
         if host.factory?.configured.contains(name) ?? true { return .failure(.spinExists(name, kind: nil, deleting: true)) }
         if let refusal = state.withLock({ $0.refusal }) { return .failure(refusal) }
+        let asleep = spin is SleepingSpin
         spin.stopAndWait()
         let sequence = spin.snapshot().sequence
-        let terms = state.withLock { state -> [SpinSubscription] in state.terms.removeValue(forKey: name) ?? [] }
-        for subscription in terms { subscription.cancel() }
-        // Nothing of it reaches the router (nor its journal, below) from now on.
-        gears.unregister(name)
+        if !asleep {
+            let terms = state.withLock { state -> [SpinSubscription] in
+                state.awake[name] = nil
+                return state.terms.removeValue(forKey: name) ?? []
+            }
+            for subscription in terms { subscription.cancel() }
+            // Nothing of it reaches the router (nor its journal, below) from now on.
+            gears.unregister(name)
+        }
         do {
             try journal?.delete(name)
         } catch {
-            // Nothing was removed: the Spin runs again from what is durable.
+            // Nothing was removed: the Spin runs again from what is durable (one asleep
+            // sleeps on, its Gear receiver parked as it was).
             logger.error("Spin \(name) was not deleted: its storage failed: \(error)")
-            restart(name)
+            if !asleep { restart(name) }
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
+        if asleep { gears.unregister(name) }
         state.withLock {
             $0.records[name] = nil
             $0.awake[name] = nil
@@ -264,6 +272,22 @@ package final class RuntimeSpins: Sendable {
     /// now, or why it could not.
     package func wake(_ name: String, then: @escaping @Sendable (Result<Bool, APIError>) -> Void) {
         queue.async { [self] in then(wakeNow(name)) }
+    }
+
+    /// A request about Spin `name`: it counts as activity.
+    package func touch(_ name: String) {
+        state.withLock { $0.awake[name] }?.touch()
+    }
+
+    /// A Gear event waits for sleeping Spin `name`: woken, and, when that fails (its
+    /// storage cannot be read now), tried again after `delay` seconds, doubling up to 30.
+    private func wakeForGear(_ name: String, delay: Int) {
+        wake(name) { [weak self] woke in
+            guard case .failure = woke, let self, state.withLock({ $0.records[name] != nil && $0.bringUp != nil }) else { return }
+            queue.asyncAfter(deadline: .now() + .seconds(delay)) { [weak self] in
+                self?.wakeForGear(name, delay: min(30, delay * 2))
+            }
+        }
     }
 
     /// Whether Spin `name` sleeps now.
@@ -297,13 +321,18 @@ package final class RuntimeSpins: Sendable {
     /// Puts to sleep the made Spins idle for `idleSeconds`: no event applied since, nothing
     /// waiting in their inbox or for the disk, no Gear event in flight, no timer of their
     /// own running. On the queue.
-    private func sweep() {
+    /// At most `chunk` Spins sleep in one go: the rest are taken after what the queue holds
+    /// meanwhile (a wake, a make), so that none waits for a whole sweep.
+    private func sweep(chunk: Int = 32) {
         let limit = UInt64(idleSeconds) * 1_000_000_000
         let idle = state.withLock { $0.awake.filter { $0.value.idleNanoseconds >= limit }.map(\.key) }
-        for name in idle.sorted() {
+        var slept = 0
+        for name in idle {
             guard let spin = host.spin(named: name), !(spin is SleepingSpin), spin.pendingEvents == 0, !spin.awaitsTime,
-                  feeds.feed(name).pendingCount == 0, gears.isSettled(name) else { continue }
+                  !feeds.feed(name).isFailing, feeds.feed(name).pendingCount == 0, gears.isSettled(name) else { continue }
+            if slept == chunk { return queue.async { [weak self] in self?.sweep(chunk: chunk) } }
             sleep(spin)
+            slept += 1
         }
     }
 
@@ -322,7 +351,7 @@ package final class RuntimeSpins: Sendable {
         gears.park(name)
         journal?.sleep(spin: name)
         let sequence = spin.snapshot().sequence
-        host.replace(with: SleepingSpin(name: name, kind: spin.kind, sequence: sequence, schema: spin.schema))
+        host.replace(with: SleepingSpin(name: name, kind: spin.kind, sequence: sequence))
         feeds.dropUnwatched(name)
         metrics.forget(spin: name)
         logger.debug("Spin \(name) sleeps at sequence \(sequence)")

@@ -13,14 +13,15 @@ final class SleepingSpin: LooplessSpin {
     let kind: String
     /// The sequence it fell asleep at.
     let sequence: UInt64
-    let schema: SpinSchema
 
-    init(name: String, kind: String, sequence: UInt64, schema: SpinSchema) {
+    init(name: String, kind: String, sequence: UInt64) {
         self.name = name
         self.kind = kind
         self.sequence = sequence
-        self.schema = schema
     }
+
+    /// Not kept while it sleeps (its schema route wakes it first): any event, any state.
+    var schema: SpinSchema { .init(event: SpinSchema.anyEvent, state: .any) }
 
     var machineDefinition: JSONValue? { nil }
     var status: SpinStatus { .asleep }

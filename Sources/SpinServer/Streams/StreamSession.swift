@@ -77,6 +77,12 @@ final class StreamSession: @unchecked Sendable {
     /// Who the client is: its permissions, and when its credentials expire (the stream
     /// then closes, 4001, unless a `refresh` message brought new ones).
     private var identity: Identity
+    /// A client event, and whether it was sent once already (it came back from a Spin
+    /// that stopped to sleep).
+    typealias WaitingEvent = (event: [UInt8], id: JSONValue, retried: Bool)
+    /// Events waiting for the stream's Spin to wake, in the order they came (nil: no wake
+    /// under way). On the connection's event loop.
+    private var waitingForWake: [WaitingEvent]?
     /// When the next ping is due (the connection's one alarm also serves the expiry).
     private var nextPing: ContinuousClock.Instant = .now
 
@@ -266,24 +272,42 @@ final class StreamSession: @unchecked Sendable {
     /// A client's event: decoded for its Spin and submitted; the ack or error comes back
     /// through the mailbox, behind the state message of the event.
     /// The Spin is looked up by name for each event: one made at run time may have slept
-    /// and woken since the stream opened (a sleeping one is woken first).
+    /// and woken since the stream opened. A sleeping one is woken first; the stream's later
+    /// events wait behind the wake, so they are submitted in the order they came.
     private func submit(_ event: [UInt8], id: JSONValue) {
         guard case .state(let opened, _, _, _) = source else { return }
-        let name = opened.name
-        let router = context.router
-        guard let runtimeSpins = router.runtimeSpins, runtimeSpins.sleeps(name) else {
-            return submit(event, id: id, to: router.host.spin(named: name) ?? opened)
+        if waitingForWake != nil {
+            waitingForWake?.append((event, id, false))
+            return
         }
-        runtimeSpins.wake(name) { [self] woke in
+        let router = context.router
+        guard let runtimeSpins = router.runtimeSpins, runtimeSpins.sleeps(opened.name) else {
+            return submit(event, id: id, to: router.host.spin(named: opened.name) ?? opened)
+        }
+        wakeThenSubmit([(event, id, false)], runtimeSpins)
+    }
+
+    /// Wakes the stream's Spin, then submits `events` and what came meanwhile, in order.
+    private func wakeThenSubmit(_ events: [WaitingEvent], _ runtimeSpins: RuntimeSpins) {
+        guard case .state(let opened, _, _, _) = source else { return }
+        waitingForWake = events
+        runtimeSpins.wake(opened.name) { [self] woke in
             // Back on the connection's event loop, where the stream's state lives.
             connection.executeLater { [self] in
-                if case .failure(let error) = woke { return post(.control(StreamMessage.error(id: id, error).bytes), hop: false) }
-                submit(event, id: id, to: router.host.spin(named: name) ?? opened)
+                let waiting = waitingForWake ?? []
+                waitingForWake = nil
+                for (event, id, retried) in waiting {
+                    if case .failure(let error) = woke {
+                        post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
+                        continue
+                    }
+                    submit(event, id: id, to: context.router.host.spin(named: opened.name) ?? opened, retried: retried)
+                }
             }
         }
     }
 
-    private func submit(_ event: [UInt8], id: JSONValue, to spin: any HostedSpin) {
+    private func submit(_ event: [UInt8], id: JSONValue, to spin: any HostedSpin, retried: Bool = false) {
         var batch: EventBatch
         do {
             batch = try spin.decodeEvents(json: event)
@@ -294,6 +318,16 @@ final class StreamSession: @unchecked Sendable {
         context.router.submit(batch, to: spin) { [self] result in
             switch result {
             case .success(let applied): post(.control(StreamMessage.ack(id: id, applied).bytes), hop: false)
+            case .failure(let error) where error.reroutable && context.router.runtimeSpins?.isMade(spin.name) == true && !retried:
+                // It stopped to sleep as the event came: sent again once it is awake.
+                connection.executeLater { [self] in
+                    guard let runtimeSpins = context.router.runtimeSpins else { return }
+                    if waitingForWake != nil {
+                        waitingForWake?.insert((event, id, true), at: 0)
+                        return
+                    }
+                    wakeThenSubmit([(event, id, true)], runtimeSpins)
+                }
             case .failure(let error): post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
             }
         }
