@@ -51,6 +51,7 @@ class Server:
     def __init__(self, binary: str, config: Path, storage: Path):
         self.log_path = storage.with_suffix(".log")
         self.log = open(self.log_path, "a")
+        self.log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.began = time.monotonic()
         self.process = subprocess.Popen([binary, "--config", str(config), "--storage", str(storage), "--port", "0",
                                          "--log-level", "info"], stdout=self.log, stderr=subprocess.STDOUT)
@@ -58,7 +59,7 @@ class Server:
         while self.port is None:
             if self.process.poll() is not None:
                 raise SystemExit(f"{binary} exited {self.process.returncode}:\n{self.log_path.read_text()[-2000:]}")
-            match = re.search(r"listening on http://[^:]+:(\d+)", self.log_path.read_text())
+            match = re.search(r"listening on http://[^:]+:(\d+)", self.log_path.read_text()[self.log_start:])
             self.port = int(match.group(1)) if match else None
             time.sleep(0.01)
         while self.request("GET", "/readyz")[0] != 200:
