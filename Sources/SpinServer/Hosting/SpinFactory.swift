@@ -22,6 +22,8 @@ package final class SpinFactory: Sendable {
     private let lasting: Set<String>
     private let storage: SpinServerConfiguration.Storage
     private let documented = Protected<[OpenAPIDocument.DocumentedKind]?>(nil)
+    /// Each machine kind's schemas, built once: every Spin of the kind shares them.
+    private let machineSchemas: [String: SpinSchema]
     /// The Gears and shared values made so far: touched under its lock only.
     private let workshop: Protected<SpinKindContext.Workshop>
 
@@ -32,6 +34,12 @@ package final class SpinFactory: Sendable {
         for kind in kinds { byName[kind.name] = kind }
         self.kinds = byName
         self.onEvent = kinds.filter { $0.create == .onEvent }
+        var schemas: [String: SpinSchema] = [:]
+        for kind in kinds {
+            guard let machine = kind.machine?.definition else { continue }
+            schemas[kind.name] = SpinSchema(event: machine.eventSchema, state: machine.stateSchema)
+        }
+        self.machineSchemas = schemas
         self.configured = Set(configured)
         self.lasting = Set(workshop.gears.keys)
         self.storage = storage
@@ -48,8 +56,8 @@ package final class SpinFactory: Sendable {
         for name in kindNames {
             guard let kind = kinds[name] else { continue }
             var schema: SpinSchema?
-            if let machine = kind.machine?.definition {
-                schema = SpinSchema(event: machine.eventSchema, state: machine.stateSchema)
+            if kind.machine != nil {
+                schema = machineSchemas[kind.name]
             } else if let make = table[kind.kind] {
                 let entry = SpinServerConfiguration.SpinEntry(name: "schema", kind: kind.name,
                                                               gear: kind.gears.values.first.map { _ in "schema" })
@@ -120,7 +128,8 @@ package final class SpinFactory: Sendable {
             if let machine = kind.machine {
                 var gears: [String: Gear<MachineEvent>] = [:]
                 for (declared, gear) in gearNames { gears[declared] = workshop.gear(named: gear, of: MachineEvent.self) }
-                made = SpinHost.machineLoop(machine.definition, gears: gears, named: name, kind: kind.name)
+                made = SpinHost.machineLoop(machine.definition, gears: gears, named: name, kind: kind.name,
+                                            schema: machineSchemas[kind.name])
             } else if let make = table[kind.kind] {
                 let entry = SpinServerConfiguration.SpinEntry(name: name, kind: kind.name, gear: gearNames.values.first)
                 try make(SpinKindContext(entry: entry, storage: storage, workshop: workshop) { spin throws(HostingError) in

@@ -112,14 +112,16 @@ public final class SpinHost: Sendable {
 
     /// The hosted Spin of a declarative machine (`host(machine:gears:named:)`), under
     /// `kind`: `machine`, or the configured kind a Spin made at run time is of.
+    /// - Parameter schema: the machine's schemas when the caller has them already (a kind's
+    ///   Spins share one); built from the definition otherwise.
     static func machineLoop(_ machine: MachineDefinition, gears: [String: Gear<MachineEvent>], named name: String,
-                            kind: String) -> any HostedSpin {
+                            kind: String, schema: SpinSchema? = nil) -> any HostedSpin {
         // The file parsed, but Foundation lets through what RFC 8259 does not (a byte
         // order mark): only a strictly valid text goes out verbatim.
         let definition: JSONValue? = JSONValidator.firstProblem(in: machine.source) == nil ? .raw(Self.compact(machine.source)) : nil
         return HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears),
                            machineDefinition: definition,
-                           schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
+                           schema: schema ?? SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                            isDone: { machine.isDone($0) },
                            keepsAwake: { machine.awaitsTime(in: $0) },
                            suspendsAt: { state in
