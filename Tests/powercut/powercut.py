@@ -315,10 +315,52 @@ def load(server: Server, clients: int, stop: threading.Event, rng_seed: int) -> 
                     acknowledged[spin] = max(acknowledged.get(spin, 0), response.json()["sequence"])
                     counts[spin] += len(events)
 
+    # Spins made and deleted at run time (kind `door`): what was answered 201 must exist
+    # after the cut unless its deletion was answered 200, which must hold too.
+    made: dict[str, int] = {}       # name → acknowledged sequence (0: made, no event yet)
+    deleted: set[str] = set()
+
+    def maker() -> None:
+        rng = random.Random(rng_seed * 1000 + 999)
+        http = session()
+        number = 0
+        while not stop.is_set():
+            try:
+                if made and rng.random() < 0.25:
+                    name = rng.choice(sorted(made))
+                    if rng.random() < 0.5:
+                        # Until it is answered the deletion may or may not have happened:
+                        # the Spin is checked neither way.
+                        with guard:
+                            sequence = made.pop(name)
+                        response = http.delete(f"{server.url}/v1/spins/{name}", timeout=5)
+                        with guard:
+                            if response.status_code == 200:
+                                deleted.add(name)
+                            else:
+                                made[name] = sequence
+                    else:
+                        response = http.post(f"{server.url}/v1/spins/{name}/events", data='{"type":"LOCK"}', timeout=5,
+                                             headers={"Content-Type": "application/json"})
+                        if response.status_code == 202:
+                            with guard:
+                                made[name] = max(made.get(name, 0), response.json()["sequence"])
+                    continue
+                number += 1
+                name = f"door-s{rng_seed}-{number}"
+                response = http.put(f"{server.url}/v1/spins/{name}", data='{"kind":"door"}', timeout=5,
+                                    headers={"Content-Type": "application/json"})
+                if response.status_code == 201:
+                    with guard:
+                        made[name] = 0
+            except requests.RequestException:
+                return
+
     threads = [threading.Thread(target=client, args=(number,), daemon=True) for number in range(clients)]
+    threads.append(threading.Thread(target=maker, daemon=True))
     for thread in threads:
         thread.start()
-    result = {"threads": threads, "acknowledged": acknowledged, "counts": counts}
+    result = {"threads": threads, "acknowledged": acknowledged, "counts": counts, "made": made, "deleted": deleted}
     return result
 
 
@@ -338,12 +380,15 @@ class Summary:
     # Gear events: PINGs the pinger holds after the cuts, and what the ledger made of them.
     pings: int = 0
     gear_problems: int = 0
+    # Spins made (201) at run time, each then found (or, deleted with a 200, not found).
+    made: int = 0
 
     def line(self) -> str:
         return (f"fsync={self.fsync}{' torn' if self.torn else ''}: {self.cuts} cuts, {self.acknowledged} events "
                 f"acknowledged, {self.cuts_with_loss} cuts lost some ({self.lost} sequences), "
                 f"{self.starts}/{self.cuts} starts, {self.torn_files} files with torn sectors, "
                 f"{self.pings} Gear events caught once each ({self.gear_problems} problems), "
+                f"{self.made} Spins made and checked, "
                 f"{len(self.failures)} failures")
 
 
@@ -446,6 +491,10 @@ def run(binary: Path, workdir: Path, *, fsync: str, torn: bool, cuts: int, clien
             if spin == "levels" and not (isinstance(state.get("left"), int) and isinstance(state.get("right"), int)):
                 summary.failures.append(f"cut {cut}: levels has no readable state: {found}")
         summary.cuts_with_loss += summary.lost > lost_before
+        for problem in check_made(http, again, clients_state["made"], clients_state["deleted"], events=fsync != "none"):
+            summary.failures.append(f"cut {cut}: {problem}")
+            say(summary.failures[-1])
+        summary.made += len(clients_state["made"]) + len(clients_state["deleted"])
         for problem in check_gear(http, again):
             summary.gear_problems += 1
             if fsync != "none":
@@ -457,6 +506,30 @@ def run(binary: Path, workdir: Path, *, fsync: str, torn: bool, cuts: int, clien
             summary.failures.append(f"cut {cut}: the restarted server exited with {code}: {again.log_tail()}")
         say(f"cut {cut}: acknowledged {acknowledged}, restored {restored}")
     return summary
+
+
+def check_made(http: requests.Session, server: Server, made: dict[str, int], deleted: set[str],
+               events: bool) -> list[str]:
+    """Every Spin whose make was acknowledged (201) is there (its catalog record is synced
+    under every fsync policy), at its acknowledged sequence or later (`events`: not for
+    `none`), unless its deletion was acknowledged (200): then it is gone."""
+    present, after = {}, ""
+    while True:
+        page = http.get(f"{server.url}/v1/spins?prefix=door-&limit=1000&after={after}", timeout=10).json()
+        present.update({spin["name"]: spin for spin in page["spins"]})
+        if page["next"] is None:
+            break
+        after = page["next"]
+    problems = []
+    for name, sequence in sorted(made.items()):
+        if name not in present:
+            problems.append(f"{name} was made (201) and is gone")
+        elif events and present[name].get("sequence", 0) < sequence:
+            problems.append(f"{name} recovered to {present[name].get('sequence')}, {sequence} was acknowledged")
+    for name in sorted(deleted):
+        if name in present:
+            problems.append(f"{name} was deleted (200) and is back")
+    return problems
 
 
 def check_gear(http: requests.Session, server: Server, timeout: float = 10) -> list[str]:
