@@ -328,7 +328,8 @@ package final class RuntimeSpins: Sendable {
         let idle = state.withLock { $0.awake.filter { $0.value.idleNanoseconds >= limit }.map(\.key) }
         var slept = 0
         for name in idle {
-            guard let spin = host.spin(named: name), !(spin is SleepingSpin), spin.pendingEvents == 0, !spin.awaitsTime,
+            guard let spin = host.spin(named: name), !(spin is SleepingSpin), spin.unrecoverable == nil,
+                  spin.pendingEvents == 0, !spin.awaitsTime,
                   !feeds.feed(name).isFailing, feeds.feed(name).pendingCount == 0, gears.isSettled(name) else { continue }
             if slept == chunk { return queue.async { [weak self] in self?.sweep(chunk: chunk) } }
             sleep(spin)
