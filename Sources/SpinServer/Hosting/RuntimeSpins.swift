@@ -349,8 +349,10 @@ package final class RuntimeSpins: Sendable {
             return state.terms.removeValue(forKey: name) ?? []
         }
         for subscription in terms { subscription.cancel() }
-        gears.park(name)
+        // Synced first: what it took of its Gears is settled before its receiver is
+        // parked with what it settled (else it would ask to be woken for them at once).
         journal?.sleep(spin: name)
+        gears.park(name)
         let sequence = spin.snapshot().sequence
         host.replace(with: SleepingSpin(name: name, kind: spin.kind, sequence: sequence))
         feeds.dropUnwatched(name)
