@@ -119,31 +119,29 @@ extension APIRouter {
         runtimeSpins.delete(name) { call.answer($0) }
     }
 
-    /// An event or stream for an unknown Spin whose name an `onEvent` kind matches makes
-    /// it first; then (or at once) `route` runs.
-    func makingOnEvent(_ call: RouteCall, then route: @escaping @Sendable (RouteCall) -> Void) {
-        let name = String(call.name)
-        guard host.spin(named: name) == nil, let runtimeSpins, runtimeSpins.makesOnEvent(name) else { return route(call) }
-        runtimeSpins.createOnEvent(name) { error in
-            if let error { return call.fail(error) }
-            route(call)
-        }
-    }
-
-    /// A request about a sleeping Spin wakes it first, transparently; then (or at once)
-    /// `route` runs.
-    /// A request counts as activity: a Spin read often does not fall asleep in between.
-    func waking(_ call: RouteCall, attempts: Int = 3, then route: @escaping @Sendable (RouteCall) -> Void) {
+    /// A request about one Spin, made ready first: one made at run time that sleeps is
+    /// woken, transparently (again if it fell asleep in between); with `makes`, an event
+    /// or stream for an unknown Spin whose name an `onEvent` kind matches makes it. Then (or
+    /// at once) `route` runs. A request counts as activity: a Spin read often does not
+    /// fall asleep in between.
+    func ready(_ call: RouteCall, makes: Bool = false, attempts: Int = 3, then route: @escaping @Sendable (RouteCall) -> Void) {
         guard let runtimeSpins else { return route(call) }
         let name = String(call.name)
-        guard runtimeSpins.sleeps(name) else {
+        switch host.spin(named: name) {
+        case nil:
+            guard makes, runtimeSpins.makesOnEvent(name) else { return route(call) }
+            runtimeSpins.createOnEvent(name) { error in
+                if let error { return call.fail(error) }
+                route(call)
+            }
+        case is SleepingSpin:
+            runtimeSpins.wake(name) { [self] woke in
+                if case .failure(let error) = woke { return call.fail(error) }
+                guard attempts > 1, runtimeSpins.sleeps(name) else { return route(call) }
+                ready(call, attempts: attempts - 1, then: route)
+            }
+        default:
             runtimeSpins.touch(name)
-            return route(call)
-        }
-        runtimeSpins.wake(name) { [self] woke in
-            if case .failure(let error) = woke { return call.fail(error) }
-            // Asleep again already (it slept between the wake and now): once more.
-            if runtimeSpins.sleeps(name), attempts > 1 { return waking(call, attempts: attempts - 1, then: route) }
             route(call)
         }
     }

@@ -163,13 +163,13 @@ package struct APIRouter: Sendable {
         case .metrics: call.reply(metricsPage())
         case .cluster: call.reply(clusterStatus())
         case .spins: call.answer(spinList(call.request, for: call.caller.permissions))
-        case .spin: waking(call) { $0.answer(spinDetail($0.name)) }
+        case .spin: ready(call) { $0.answer(spinDetail($0.name)) }
         case .spinCreate: createSpin(call)
         case .spinDelete: deleteSpin(call)
-        case .spinSchema: waking(call) { $0.answer(spinSchema($0.name)) }
-        case .spinEvents: makingOnEvent(call) { call in waking(call) { postEvents($0) } }
-        case .spinResume: waking(call) { resumeSpin($0) }
-        case .spinStream: makingOnEvent(call) { call in waking(call) { $0.respond(spinStream($0)) } }
+        case .spinSchema: ready(call) { $0.answer(spinSchema($0.name)) }
+        case .spinEvents: ready(call, makes: true) { postEvents($0) }
+        case .spinResume: ready(call) { resumeSpin($0) }
+        case .spinStream: ready(call, makes: true) { $0.respond(spinStream($0)) }
         case .gears: call.reply(gearList(for: call.caller.permissions))
         case .gearStream: call.respond(gearStream(call))
         case .echo: call.respond(openStream(call.request, .echo, identity: call.caller))

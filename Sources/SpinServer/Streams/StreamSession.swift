@@ -281,8 +281,9 @@ final class StreamSession: @unchecked Sendable {
             return
         }
         let router = context.router
-        guard let runtimeSpins = router.runtimeSpins, runtimeSpins.sleeps(opened.name) else {
-            return submit(event, id: id, to: router.host.spin(named: opened.name) ?? opened)
+        let current = router.runtimeSpins == nil ? opened : router.host.spin(named: opened.name) ?? opened
+        guard current is SleepingSpin, let runtimeSpins = router.runtimeSpins else {
+            return submit(event, id: id, to: current)
         }
         wakeThenSubmit([(event, id, false)], runtimeSpins)
     }
