@@ -75,9 +75,17 @@ package final class SerialSection: Sendable {
 
     /// Runs `body` in the section and waits until it has run. Never from inside it.
     package func sync<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
+        try Self.wait(for: body, submittedBy: schedule)
+    }
+
+    /// Hands `body` to `submit` (which runs it once, on another thread) and waits until it
+    /// has run: `sync`, for submitters of a section's owner (a journal that keeps some of
+    /// its work off network threads).
+    package static func wait<T: Sendable>(for body: @escaping @Sendable () throws -> T,
+                                          submittedBy submit: (@escaping @Sendable () -> Void) -> Void) throws -> T {
         let result = Protected<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        schedule {
+        submit {
             result.withLock { $0 = Result { try body() } }
             done.signal()
         }

@@ -289,15 +289,19 @@ package final class Journal: @unchecked Sendable {
     /// feed there and journals it from now on. In the journal's section, so that it never
     /// races the writes of other Spins. Returns the recovered sequence.
     package func adopt(_ spin: any HostedSpin, feed: SpinFeed) throws -> (sequence: UInt64, gears: RecoveredGears?) {
-        try section.sync { [self] in
-            // A node only adopts a Spin under a lease the database just gave it: the
-            // history it reads is the whole durable one, whatever this node saw before.
-            let saved = wasClean
-            wasClean = true
-            defer { wasClean = saved }
-            let outcome = try recover([(spin, feed)], isolating: false)
-            return (outcome.sequences[spin.name] ?? 0, outcome.gears[spin.name])
-        }
+        // A node only adopts a Spin under a lease the database just gave it: the history it
+        // reads is the whole durable one, whatever this node saw before.
+        try section.sync { [self] in try recoverAlone(spin, feed: feed) }
+    }
+
+    /// Recovers `spin` alone from what its storage holds now, as from a clean stop (its
+    /// history is whole: nothing the process lost can be in it). In the section.
+    private func recoverAlone(_ spin: any HostedSpin, feed: SpinFeed) throws -> (sequence: UInt64, gears: RecoveredGears?) {
+        let saved = wasClean
+        wasClean = true
+        defer { wasClean = saved }
+        let outcome = try recover([(spin, feed)], isolating: false)
+        return (outcome.sequences[spin.name] ?? 0, outcome.gears[spin.name])
     }
 
     /// A cluster node stops serving `spin` (its loop is stopped): what it applied and
@@ -368,25 +372,14 @@ package final class Journal: @unchecked Sendable {
         try syncOnQueue { [self] in
             // What an earlier Spin of the name recorded is written (or dropped) first.
             writeIncoming()
-            let saved = wasClean
-            wasClean = true
-            defer { wasClean = saved }
-            let outcome = try recover([(spin, feed)], isolating: false)
-            return (outcome.sequences[spin.name] ?? 0, outcome.gears[spin.name])
+            return try recoverAlone(spin, feed: feed)
         }
     }
 
     /// Runs `body` in the section on the journal's queue, never on a network thread (it
     /// waits for the disk), and waits for it.
     private func syncOnQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let result = Protected<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        runOnQueue {
-            result.withLock { $0 = Result { try body() } }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
+        try SerialSection.wait(for: body, submittedBy: runOnQueue)
     }
 
     /// Removes Spin `name` and its history (durable on return), and nothing it records

@@ -177,7 +177,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// Numbers registrations (in `section`).
     private var registrations: UInt64 = 0
     /// Per Gear, the last position of each sender the router was given (in `section`):
-    /// where a Spin made now joins it (`joinPositions`).
+    /// where a Spin made now joins it (`join`).
     private var seen: [String: [String: UInt64]] = [:]
 
     /// What wakes a sleeping Spin when an event arrives for it (`park`).
@@ -200,9 +200,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             awake.subscription?.cancel()
             var consumed = awake.consumed
             for (sender, inbox) in awake.inboxes { consumed[sender] = max(consumed[sender] ?? 0, inbox.settled) }
-            let parked = Receiver(name: spin, consumption: GearConsumption(), caught: awake.caught, consumed: consumed,
-                                  durable: 0)
-            parked.catchingUp = true
+            let parked = waiting(spin, caught: awake.caught, consumed: consumed)
             parked.parked = true
             parked.lagging = awake.lagging
             parked.registration = awake.registration
@@ -211,6 +209,15 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             pump(parked)
             finish()
         }
+    }
+
+    /// A receiver for `spin` that is handed nothing (as while a cluster catches it up), and
+    /// for which what its senders send after `consumed` is kept: a Spin not running yet, or
+    /// asleep. `register` takes its place.
+    private func waiting(_ spin: String, caught: Set<String>, consumed: [String: UInt64]) -> Receiver {
+        let receiver = Receiver(name: spin, consumption: GearConsumption(), caught: caught, consumed: consumed, durable: 0)
+        receiver.catchingUp = true
+        return receiver
     }
 
     /// Spin `spin`, made now, joins the Gears `gears`: returns where (per sender on them,
@@ -224,10 +231,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             for gear in gears {
                 for (sender, position) in seen[gear] ?? [:] { joined[sender] = max(joined[sender] ?? 0, position) }
             }
-            let waiting = Receiver(name: spin, consumption: GearConsumption(), caught: Set(gears), consumed: joined,
-                                   durable: 0)
-            waiting.catchingUp = true
-            receivers[spin] = waiting
+            receivers[spin] = waiting(spin, caught: Set(gears), consumed: joined)
             for gear in gears { catchers[gear, default: []].insert(spin) }
             return joined
         }

@@ -211,7 +211,7 @@ package final class RuntimeSpins: Sendable {
             // recovers it, at sequence 0, or the next PUT makes it again).
             logger.error("Spin \(name) of kind \(kindName) could not start: \(error)")
             made.spin.stopAndWait()
-            for subscription in state.withLock({ $0.terms.removeValue(forKey: name) ?? [] }) { subscription.cancel() }
+            endTerm(of: name)
             gears.unregister(name)
             do {
                 try journal?.delete(name)
@@ -235,11 +235,7 @@ package final class RuntimeSpins: Sendable {
         spin.stopAndWait()
         let sequence = spin.snapshot().sequence
         if !asleep {
-            let terms = state.withLock { state -> [SpinSubscription] in
-                state.awake[name] = nil
-                return state.terms.removeValue(forKey: name) ?? []
-            }
-            for subscription in terms { subscription.cancel() }
+            endTerm(of: name)
             // Nothing of it reaches the router (nor its journal, below) from now on.
             gears.unregister(name)
         }
@@ -253,10 +249,7 @@ package final class RuntimeSpins: Sendable {
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
         if asleep { gears.unregister(name) }
-        state.withLock {
-            $0.records[name] = nil
-            $0.awake[name] = nil
-        }
+        state.withLock { _ = $0.records.removeValue(forKey: name) }
         gears.forgetSender(name, gears: gears.gearNames(of: name))
         feeds.remove(name, ending: .spinDeleted(name))
         host.remove(named: name)
@@ -344,11 +337,7 @@ package final class RuntimeSpins: Sendable {
     private func sleep(_ spin: any HostedSpin) {
         let name = spin.name
         spin.stopAndWait()
-        let terms = state.withLock { state -> [SpinSubscription] in
-            state.awake[name] = nil
-            return state.terms.removeValue(forKey: name) ?? []
-        }
-        for subscription in terms { subscription.cancel() }
+        endTerm(of: name)
         // Synced first: what it took of its Gears is settled before its receiver is
         // parked with what it settled (else it would ask to be woken for them at once).
         journal?.sleep(spin: name)
@@ -358,6 +347,16 @@ package final class RuntimeSpins: Sendable {
         feeds.dropUnwatched(name)
         metrics.forget(spin: name)
         logger.debug("Spin \(name) sleeps at sequence \(sequence)")
+    }
+
+    /// Spin `name` no longer runs here (deleted, asleep, or not started): its observations
+    /// end and it is no longer watched for idleness.
+    private func endTerm(of name: String) {
+        let terms = state.withLock { state -> [SpinSubscription] in
+            state.awake[name] = nil
+            return state.terms.removeValue(forKey: name) ?? []
+        }
+        for subscription in terms { subscription.cancel() }
     }
 
     /// Hosts the Gears `made` brings and attaches it to them (before it registers).
