@@ -13,11 +13,11 @@
 ARG SWIFT_VERSION=6.3
 FROM swift:${SWIFT_VERSION}-bookworm AS build
 
-# Headers of the system libraries behind the CZlib, COpenSSL and CPostgres shim targets. Versions are
+# Headers of the system libraries behind the CZlib, COpenSSL, CPostgres and CSQLite shim targets. Versions are
 # not pinned (DL3008): bookworm's archive keeps only the current security release of each.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev libpq-dev \
+    && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev libpq-dev libsqlite3-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -34,6 +34,7 @@ RUN swift build -c release --static-swift-stdlib --product spin-server \
 # Runtime stage: what `ldd` of the static-stdlib binary lists, nothing more:
 #   libssl.so.3, libcrypto.so.3 -> libssl3; libz.so.1 -> zlib1g; libpq.so.5 -> libpq5
 #   (the PostgreSQL client; it brings its own dependencies: GSSAPI, LDAP);
+#   libsqlite3.so.0 -> libsqlite3-0 (the database of the Spins made at run time);
 #   libstdc++.so.6 -> libstdc++6; libgcc_s.so.1 -> libgcc-s1; libc, libm -> libc6 (base).
 # No libcurl: the server does not import FoundationNetworking. ICU is linked statically.
 # ca-certificates for outbound TLS verification by anything the operator adds.
@@ -41,7 +42,7 @@ FROM debian:bookworm-slim AS runtime
 
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 zlib1g libpq5 libstdc++6 libgcc-s1 ca-certificates \
+    && apt-get install -y --no-install-recommends libssl3 zlib1g libpq5 libsqlite3-0 libstdc++6 libgcc-s1 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 spin \
     && useradd --system --uid 10001 --gid spin --home-dir /app --no-create-home --shell /usr/sbin/nologin spin \

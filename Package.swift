@@ -48,6 +48,8 @@ let package = Package(
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // libpq, PostgreSQL's client library (Debian libpq-dev), for the postgres storage backend.
         .target(name: "CPostgres", linkerSettings: [.linkedLibrary("pq")]),
+        // SQLite (Debian libsqlite3-dev), where the file backend keeps the Spins made at run time.
+        .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
         // epoll, eventfd, thread names and CPU affinity (Linux), for SpinNet's event loops.
         .target(name: "CLinux"),
 
@@ -56,7 +58,7 @@ let package = Package(
         .target(name: "SpinNet", dependencies: ["COpenSSL", "CLinux", "SpinCore"]),
         // Journals and snapshots behind one protocol (`SpinStore`): the file backend and
         // PostgreSQL (through libpq). Knows no HTTP and no other target of this package.
-        .target(name: "SpinStorage", dependencies: ["CPostgres"]),
+        .target(name: "SpinStorage", dependencies: ["CPostgres", "CSQLite"]),
         .target(name: "SpinServer", dependencies: [
             "SpinCore", "SpinWire", "SpinNet", "SpinStorage", "SpinMachines", .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

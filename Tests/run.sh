@@ -15,7 +15,7 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${SPIN_TESTS_AS_USER:-}" ]; then
     bash Tests/setup.sh || exit 1
 else
     missing=()
-    for pkg in libssl-dev zlib1g-dev libpq-dev postgresql curl openssl chromium chromium-driver testssl.sh slowhttptest; do
+    for pkg in libssl-dev zlib1g-dev libpq-dev libsqlite3-dev postgresql curl openssl chromium chromium-driver testssl.sh slowhttptest; do
         dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("Debian package $pkg")
     done
     # The import names of the packages of Tests/*/requirements.txt.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where hosted Spins keep their journals and snapshots: the one protocol a storage
 /// backend implements (`FileSpinStore`, files in a directory, first). It speaks of
 /// Spins, records and documents, not of how a backend keeps them: no paths, no file
@@ -112,9 +114,10 @@ package protocol SpinStore: AnyObject, Sendable {
     /// deleted Spin). Throws when the catalog is corrupt (unless `repair`).
     func madeSpins(repair: Bool) throws -> [String: MadeSpin]
 
-    /// Records that Spin `name` exists, of `spin.kind`, with no history yet: durable on
-    /// return (a crash after it keeps the Spin, at sequence 0).
-    func make(_ name: String, _ spin: MadeSpin) throws
+    /// Records that each Spin exists, of its `spin.kind`, with `epoch` and no history yet:
+    /// all durable on return, or none (a crash after it keeps them, at sequence 0). One
+    /// call for many makes them share one sync.
+    func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws
 
     /// Removes Spin `name` and everything stored of it (journal, snapshot, epoch,
     /// suspension): durable on return. A crash in the middle leaves it either whole or
@@ -130,6 +133,30 @@ package protocol SpinStore: AnyObject, Sendable {
     func storeSuspension(_ document: [UInt8], of spin: String) throws
     /// Removes `spin`'s suspension, if any.
     func removeSuspension(of spin: String)
+}
+
+/// A Spin made at run time, as a store keeps it: its kind, and where it joined each
+/// sender's Gear outbox (the positions it never takes events at or before, so that a
+/// Spin made today is not handed what its Gears carried before it existed).
+package struct MadeSpin: Sendable, Equatable {
+    package var kind: String
+    package var joined: [String: UInt64]
+    /// Where its Gear outbox positions start: above every position an earlier Spin of the
+    /// same name gave, so that the Spins that consumed those drop none of this one's as a
+    /// duplicate. The microseconds since 1970 when it was made: a Spin never sends more
+    /// than one Gear event per microsecond of its life.
+    package var outboxBase: UInt64
+
+    package init(kind: String, joined: [String: UInt64] = [:], outboxBase: UInt64 = 0) {
+        self.kind = kind
+        self.joined = joined
+        self.outboxBase = outboxBase
+    }
+
+    /// The `outboxBase` of a Spin made now.
+    package static func outboxBaseNow() -> UInt64 {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+    }
 }
 
 /// What a store holds of one Spin (`SpinStore.read`).

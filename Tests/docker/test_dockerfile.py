@@ -79,7 +79,7 @@ def runtime_packages():
 
 
 def test_runtime_packages_are_the_documented_set():
-    assert runtime_packages() == {"libssl3", "zlib1g", "libpq5", "libstdc++6", "libgcc-s1", "ca-certificates"}
+    assert runtime_packages() == {"libssl3", "zlib1g", "libpq5", "libsqlite3-0", "libstdc++6", "libgcc-s1", "ca-certificates"}
     assert not any("curl" in p for p in runtime_packages())
 
 

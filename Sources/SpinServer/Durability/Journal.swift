@@ -347,17 +347,22 @@ package final class Journal: @unchecked Sendable {
     /// and before `recover`.
     package func madeSpins() throws -> [String: MadeSpin] {
         do {
-            return try store.madeSpins(repair: repair)
+            let made = try store.madeSpins(repair: repair)
+            if let moved = (store as? FileSpinStore)?.migratedSpins, moved > 0 {
+                logger.notice("\(store.location): moved \(moved) Spins made at run time from their files (spins.catalog) into \(SpinDatabase.fileName)")
+            }
+            return made
         } catch {
             throw RecoveryError(spin: nil, problem: "\(error)", underlying: error)
         }
     }
 
-    /// Records that Spin `name` exists (durable on return), in the journal's section.
-    package func make(_ name: String, _ spin: MadeSpin) throws {
+    /// Records that the Spins exist, each under a fresh epoch (all durable on return, with
+    /// one sync, or none), in the journal's section.
+    package func make(_ spins: [(name: String, spin: MadeSpin)]) throws {
         try syncOnQueue { [self] in
-            try store.make(name, spin)
-            outboxFloors[name] = spin.outboxBase
+            try store.make(spins.map { ($0.name, $0.spin, Self.makeEpoch()) })
+            for (name, spin) in spins { outboxFloors[name] = spin.outboxBase }
         }
     }
 

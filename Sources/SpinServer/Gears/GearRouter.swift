@@ -820,7 +820,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
 
     /// The counters of `Readings`, kept in `section`.
     private var counts = Readings()
-    /// A reading is taken at most every `readingInterval` (it looks at every outbox).
+    /// A reading is taken at most every `readingInterval` (it looks at every receiver and
+    /// every event kept).
     private var readingScheduled = false
     private static let readingInterval = DispatchTimeInterval.milliseconds(100)
 
@@ -841,23 +842,32 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private func takeReading() {
         readingScheduled = false
         var reading = Readings(redelivered: counts.redelivered, duplicatesDropped: counts.duplicatesDropped)
-        for receiver in receivers.values {
-            var pending: [String: Int] = [:]
-            for gear in receiver.caught { pending[gear] = 0 }
-            for (sender, outbox) in outboxes {
-                let settled = receiver.inbox(sender).settled
-                for entry in outbox.entries[outbox.index(after: settled)...] where receiver.caught.contains(entry.gear) {
-                    pending[entry.gear, default: 0] += 1
+        for receiver in receivers.values where !receiver.lagging.isEmpty { reading.lagging[receiver.name] = receiver.lagging }
+        // From the events kept, to the Spins that catch them: what no Spin holds back
+        // costs nothing (not each receiver times each sender). The Spins with nothing
+        // pending are filled in when the reading is read (`reading`).
+        for (sender, outbox) in outboxes where !outbox.entries.isEmpty {
+            for entry in outbox.entries {
+                for name in catchers[entry.gear] ?? [] {
+                    guard let receiver = receivers[name], entry.position > receiver.inbox(sender).settled else { continue }
+                    reading.pending[entry.gear, default: [:]][name, default: 0] += 1
                 }
             }
-            for (gear, count) in pending { reading.pending[gear, default: [:]][receiver.name] = count }
-            if !receiver.lagging.isEmpty { reading.lagging[receiver.name] = receiver.lagging }
         }
         readings.withLock { $0 = reading }
     }
 
-    /// What the router reports now.
-    package var reading: Readings { readings.withLock { $0 } }
+    /// What the router reports now: the last reading, with a 0 for each catching Spin
+    /// served here that has nothing pending.
+    package var reading: Readings {
+        section.sync { [self] in
+            var reading = readings.withLock { $0 }
+            for (gear, names) in catchers {
+                for name in names where receivers[name] != nil { reading.pending[gear, default: [:]][name, default: 0] += 0 }
+            }
+            return reading
+        }
+    }
 
     /// Waits until the router has done what it was given, and takes a reading (tests).
     package func settleDown() {

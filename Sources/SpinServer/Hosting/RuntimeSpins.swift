@@ -9,17 +9,18 @@ import SpinWire
 /// first event or stream for a name of an `onEvent` kind) and `DELETE /v1/spins/{name}`.
 ///
 /// One change at a time, on its own queue (never a network thread: each waits for the
-/// disk), so a `PUT` racing a `DELETE` of the same name is one after the other. A Spin
-/// is made in this order, so that a crash at any point leaves it whole or gone:
+/// disk), so a `PUT` racing a `DELETE` of the same name is one after the other; the makes
+/// asked for meanwhile are taken together and share one sync. A Spin is made in this
+/// order, so that a crash at any point leaves it whole or gone:
 /// 1. made by its kind (`SpinFactory`), its Gears hosted;
-/// 2. recorded in the store's catalog with its kind, where it joins its Gears (the
-///    positions of their senders now: it never takes what they sent before it existed)
-///    and where its own Gear outbox starts (`MadeSpin`), synced: from here it exists;
+/// 2. recorded in the store with its kind, where it joins its Gears (the positions of
+///    their senders now: it never takes what they sent before it existed), where its own
+///    Gear outbox starts (`MadeSpin`) and its epoch, synced: from here it exists;
 /// 3. hosted, recovered from its (empty) storage, observed and started: answered 201.
 ///
 /// A Spin is deleted in this order: its loop stops (what it took is applied and
-/// answered, or comes back unapplied), the catalog records it gone (synced: from here it
-/// is gone), its files are removed, its feed ends (streams close with 4004, waiting
+/// answered, or comes back unapplied), the store removes it with its history (synced:
+/// from here it is gone), its feed ends (streams close with 4004, waiting
 /// acknowledgements get 404) and it is no longer hosted: answered 200. A Gear no Spin is
 /// attached to any more goes with its last Spin, unless the config names it.
 package final class RuntimeSpins: Sendable {
@@ -54,6 +55,18 @@ package final class RuntimeSpins: Sendable {
         /// The made Spins awake, with when each last applied an event.
         var awake: [String: Activity] = [:]
         var sweeper: DispatchSourceTimer?
+        /// Makes asked for and not taken by the queue yet (see `drain`).
+        var pending: [Request] = []
+        var draining = false
+    }
+
+    /// A make asked for: `PUT` (answered with the outcome), or an event or stream for a
+    /// name of an `onEvent` kind (`onEvent`: a Spin of that name, of any kind, will do).
+    private struct Request {
+        var name: String
+        var kind: String
+        var onEvent: Bool
+        var respond: @Sendable (Result<Outcome, APIError>) -> Void
     }
 
     /// When a made Spin last applied an event (or woke).
@@ -147,20 +160,29 @@ package final class RuntimeSpins: Sendable {
     /// Makes Spin `name` of `kind` (see the type's notes); `respond` gets 201, or 200 when
     /// it exists with that kind, or the error.
     package func create(_ name: String, kind: String, respond: @escaping @Sendable (Result<APIResponse, APIError>) -> Void) {
-        queue.async { [self] in respond(createNow(name, kind: kind).map(\.response)) }
+        enqueue(Request(name: name, kind: kind, onEvent: false) { respond($0.map(\.response)) })
     }
 
     /// Makes Spin `name` of the `onEvent` kind its name matches, unless it exists;
     /// `then` gets nil once it is hosted, or why not.
     package func createOnEvent(_ name: String, then: @escaping @Sendable (APIError?) -> Void) {
-        queue.async { [self] in
-            guard host.spin(named: name) == nil else { return then(nil) }
-            guard let kind = host.factory?.kindMadeOnEvent(for: name) else { return then(.spinNotFound(name)) }
-            switch createNow(name, kind: kind.name) {
-            case .success: then(nil)
-            case .failure(let error): then(error)
-            }
+        guard let kind = host.factory?.kindMadeOnEvent(for: name) else { return then(.spinNotFound(name)) }
+        enqueue(Request(name: name, kind: kind.name, onEvent: true) { result in
+            if case .failure(let error) = result { return then(error) }
+            then(nil)
+        })
+    }
+
+    /// Makes wait here until the queue takes all of them at once: the records of every
+    /// Spin made in one go share one sync (group commit), so a thousand clients making
+    /// Spins at once do not wait for a thousand syncs one after the other.
+    private func enqueue(_ request: Request) {
+        let schedule = state.withLock { state -> Bool in
+            state.pending.append(request)
+            defer { state.draining = true }
+            return !state.draining
         }
+        if schedule { queue.async { [self] in drain() } }
     }
 
     /// Deletes Spin `name` (see the type's notes); `respond` gets 200 or the error.
@@ -170,36 +192,95 @@ package final class RuntimeSpins: Sendable {
 
     // MARK: On the queue
 
-    private func createNow(_ name: String, kind kindName: String) -> Result<Outcome, APIError> {
+    /// Makes the Spins asked for since the last time: each checked and made by its kind
+    /// (`prepare`), all recorded with one sync, then each started and answered (`finish`).
+    /// A second make of a name in the same go waits for the next.
+    private func drain() {
+        let requests = state.withLock { state -> [Request] in
+            state.draining = false
+            defer { state.pending = [] }
+            return state.pending
+        }
+        var made: [(request: Request, made: SpinFactory.Made, record: MadeSpin)] = []
+        var names = Set<String>()
+        var later: [Request] = []
+        for request in requests {
+            guard !names.contains(request.name) else {
+                later.append(request)
+                continue
+            }
+            switch prepare(request, making: made.count) {
+            case .answered(let outcome): request.respond(outcome)
+            case .made(let spin, let record):
+                made.append((request, spin, record))
+                names.insert(request.name)
+            }
+        }
+        if !made.isEmpty {
+            do {
+                try journal?.make(made.map { ($0.request.name, $0.record) })
+                for (request, spin, record) in made { request.respond(finish(spin, record)) }
+            } catch {
+                for (request, spin, _) in made {
+                    gears.unregister(request.name)
+                    detach(request.name)
+                    logger.error("Spin \(request.name) of kind \(spin.spin.kind) was not made: its storage failed: \(error)")
+                    request.respond(.failure(.storageUnavailable(spin: request.name, "\(error)")))
+                }
+            }
+        }
+        guard !later.isEmpty else { return }
+        state.withLock { $0.pending.insert(contentsOf: later, at: 0) }
+        drain()
+    }
+
+    /// What `prepare` came to: an answer already, or a Spin made and joined to its Gears,
+    /// to record.
+    private enum Prepared {
+        case answered(Result<Outcome, APIError>)
+        case made(SpinFactory.Made, MadeSpin)
+    }
+
+    /// Checks a make (`making`: how many are being made in this go besides) and makes the
+    /// Spin by its kind, its Gears hosted and joined.
+    private func prepare(_ request: Request, making: Int) -> Prepared {
+        let (name, kindName) = (request.name, request.kind)
+        if request.onEvent, let existing = host.spin(named: name) {
+            // Made meanwhile (by another event, or a PUT): the event goes to it.
+            return .answered(.success(Outcome(status: 200, name: name, kind: existing.kind, sequence: existing.snapshot().sequence,
+                                              spinStatus: existing.status.rawValue)))
+        }
         guard let factory = host.factory, let kind = factory.kind(named: kindName) else {
-            return .failure(.kindNotFound(kindName, known: host.factory?.kindNames ?? []))
+            return .answered(.failure(.kindNotFound(kindName, known: host.factory?.kindNames ?? [])))
         }
         guard SpinHost.isNameText(name), !name.isEmpty else {
-            return .failure(.badRequest("\"\(name)\" is not a valid Spin name: use 1 to 64 letters, digits, '-', '_' or '.'"))
+            return .answered(.failure(.badRequest("\"\(name)\" is not a valid Spin name: use 1 to 64 letters, digits, '-', '_' or '.'")))
         }
-        if factory.configured.contains(name) { return .failure(.spinExists(name, kind: nil)) }
+        if factory.configured.contains(name) { return .answered(.failure(.spinExists(name, kind: nil))) }
         if let existing = host.spin(named: name) {
-            guard existing.kind == kindName else { return .failure(.spinExists(name, kind: existing.kind)) }
-            return .success(Outcome(status: 200, name: name, kind: kindName, sequence: existing.snapshot().sequence,
-                                    spinStatus: existing.status.rawValue))
+            guard existing.kind == kindName else { return .answered(.failure(.spinExists(name, kind: existing.kind))) }
+            return .answered(.success(Outcome(status: 200, name: name, kind: kindName, sequence: existing.snapshot().sequence,
+                                              spinStatus: existing.status.rawValue)))
         }
-        let (bringUp, refusal) = state.withLock { ($0.bringUp, $0.refusal) }
-        if let refusal { return .failure(refusal) }
-        guard let bringUp else { return .failure(.unavailable("the server is not running", retryAfter: 1)) }
-        guard host.count < maxSpins else { return .failure(.tooManySpins(limit: maxSpins)) }
+        let (running, refusal) = state.withLock { ($0.bringUp != nil, $0.refusal) }
+        if let refusal { return .answered(.failure(refusal)) }
+        guard running else { return .answered(.failure(.unavailable("the server is not running", retryAfter: 1))) }
+        guard host.count + making < maxSpins else { return .answered(.failure(.tooManySpins(limit: maxSpins))) }
         let made: SpinFactory.Made
-        do { made = try factory.make(name, of: kind) } catch { return .failure(error) }
+        do { made = try factory.make(name, of: kind) } catch { return .answered(.failure(error)) }
         attach(made)
         // From here the Gears keep what their senders send next for it.
         let record = MadeSpin(kind: kindName, joined: gears.join(name, gears: made.gears.map(\.name)),
                               outboxBase: MadeSpin.outboxBaseNow())
-        do {
-            try journal?.make(name, record)
-        } catch {
-            gears.unregister(name)
-            detach(name)
-            logger.error("Spin \(name) of kind \(kindName) was not made: its storage failed: \(error)")
-            return .failure(.storageUnavailable(spin: name, "\(error)"))
+        return .made(made, record)
+    }
+
+    /// Starts a Spin whose record is durable: hosted, recovered from its (empty) storage,
+    /// observed and started: 201.
+    private func finish(_ made: SpinFactory.Made, _ record: MadeSpin) -> Result<Outcome, APIError> {
+        let name = made.spin.name
+        guard let bringUp = state.withLock({ $0.bringUp }) else {
+            return abandon(made, record, because: APIError.unavailable("the server is shutting down", retryAfter: 1))
         }
         do {
             // Hosted (found by requests) once it runs.
@@ -207,24 +288,29 @@ package final class RuntimeSpins: Sendable {
             try host.insert(made.spin)
             adopt(made.spin, record, terms: terms)
         } catch {
-            // Recorded, not started: taken back if the storage lets it (else the next start
-            // recovers it, at sequence 0, or the next PUT makes it again).
-            logger.error("Spin \(name) of kind \(kindName) could not start: \(error)")
-            made.spin.stopAndWait()
-            endTerm(of: name)
-            gears.unregister(name)
-            do {
-                try journal?.delete(name)
-            } catch {
-                journal?.retire(spin: name)
-            }
-            feeds.remove(name, ending: .spinDeleted(name))
-            detach(name)
-            if let error = error as? APIError { return .failure(error) }
-            return .failure(.storageUnavailable(spin: name, "\(error)"))
+            return abandon(made, record, because: error)
         }
-        logger.info("Spin \(name) of kind \(kindName) made")
-        return .success(Outcome(status: 201, name: name, kind: kindName, sequence: 0, spinStatus: made.spin.status.rawValue))
+        logger.info("Spin \(name) of kind \(record.kind) made")
+        return .success(Outcome(status: 201, name: name, kind: record.kind, sequence: 0, spinStatus: made.spin.status.rawValue))
+    }
+
+    /// A Spin recorded and not started is taken back if the storage lets it (else the next
+    /// start recovers it, at sequence 0, or the next PUT makes it again).
+    private func abandon(_ made: SpinFactory.Made, _ record: MadeSpin, because error: any Error) -> Result<Outcome, APIError> {
+        let name = made.spin.name
+        logger.error("Spin \(name) of kind \(record.kind) could not start: \(error)")
+        made.spin.stopAndWait()
+        endTerm(of: name)
+        gears.unregister(name)
+        do {
+            try journal?.delete(name)
+        } catch {
+            journal?.retire(spin: name)
+        }
+        feeds.remove(name, ending: .spinDeleted(name))
+        detach(name)
+        if let error = error as? APIError { return .failure(error) }
+        return .failure(.storageUnavailable(spin: name, "\(error)"))
     }
 
     private func deleteNow(_ name: String) -> Result<Outcome, APIError> {

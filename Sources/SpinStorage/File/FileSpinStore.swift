@@ -2,7 +2,10 @@ import Foundation
 
 /// The embedded storage backend: one directory of files (docs/OPERATIONS.md, "Durability").
 ///
-/// Files, per Spin:
+/// The Spins made at run time, however many, live in one database beside the files,
+/// `spins.db` (`SpinDatabase`: SQLite, in write-ahead-log mode, one sync per turn for all
+/// of them). The configured Spins, a few that the config lists, each have files of their
+/// own. Files, per configured Spin:
 /// - `<name>.journal`: append-only records of applied events (`JournalRecord` framing),
 ///   every event after the snapshot's sequence, batches whole, with the Gear events each
 ///   batch propagated (`OutboxRecord`, records of sequence 0) in its batch;
@@ -12,8 +15,10 @@ import Foundation
 /// - `<name>.suspended`: the host's suspension document, while the Spin is suspended;
 ///
 /// and for the directory: `.lock` (one server per directory, `flock`), `.clean`,
-/// present only while no server runs and the last one stopped cleanly, and
-/// `spins.catalog`, the Spins made at run time (`SpinCatalogFile`).
+/// present only while no server runs and the last one stopped cleanly, and `spins.db`
+/// (with `spins.db-wal`, its log). A directory of the release before kept the made Spins
+/// in files too, listed in `spins.catalog` (`SpinCatalogFile`): the first start moves
+/// them into the database (`madeSpins`).
 ///
 /// Durability: `commit(sync: true)` is `fdatasync`; snapshots, epochs and compacted
 /// journals are written beside the old file, synced and renamed over it
@@ -28,10 +33,13 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package var writesLocally: Bool { true }
     private var lock: DirectoryLock?
     private var journals: [String: JournalFile] = [:]
-    private var catalog: SpinCatalogFile?
-    /// Deleted Spins whose files could not all be removed yet (tried again at each
-    /// deletion and at the next start); the catalog is not rewritten while there are some.
-    private var leftovers: Set<String> = []
+    /// The Spins made at run time.
+    private let database: SpinDatabase
+    /// Reused for the bytes of each row appended to the database.
+    private var rowBuffer: [UInt8] = []
+    /// How many made Spins the last `madeSpins` moved from the files of an older release
+    /// into the database (for the log).
+    package private(set) var migratedSpins = 0
 
     /// One Spin's open journal.
     private final class JournalFile {
@@ -55,14 +63,17 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     package init(directory: String) {
         self.directory = directory
+        self.database = SpinDatabase(directory: directory)
     }
 
     package var location: String { "storage directory \(directory)" }
 
     private func journalPath(_ spin: String) -> String { "\(directory)/\(spin).journal" }
 
-    /// The journal file's path.
-    package func journalName(of spin: String) -> String { journalPath(spin) }
+    /// The journal file's path, or where the database keeps the journal of a made Spin.
+    package func journalName(of spin: String) -> String {
+        database.holds(spin) ? database.journalName(of: spin) : journalPath(spin)
+    }
     private func snapshotPath(_ spin: String) -> String { "\(directory)/\(spin).snapshot.json" }
     private func epochPath(_ spin: String) -> String { "\(directory)/\(spin).epoch" }
     private func suspensionPath(_ spin: String) -> String { "\(directory)/\(spin).suspended" }
@@ -71,13 +82,20 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // MARK: Opening and recovery
 
     /// Creates the directory if missing (each level synced into its parent), takes its
-    /// lock and tells whether `.clean` was there.
+    /// lock, opens the made Spins' database and tells whether `.clean` was there.
     package func open() throws -> Bool {
         try DurableFiles.createDirectories(directory)
         do {
             lock = try DirectoryLock(directory: directory)
         } catch {
             throw OpenFailure(directory: directory, reason: error)
+        }
+        do {
+            try database.open()
+        } catch {
+            lock?.unlock()
+            lock = nil
+            throw error
         }
         return DurableFiles.exists(cleanPath)
     }
@@ -91,6 +109,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     }
 
     package func read(spin: String, repair: Bool) throws -> StoredSpin {
+        if database.holds(spin) { return try database.read(spin: spin, repair: repair) }
         let decoded = JournalRecord.decode(try DurableFiles.read(journalPath(spin)) ?? [])
         if let damage = decoded.damage, damage.kind == .corruption, !repair {
             throw JournalCorruption(spin: spin, journal: journalPath(spin), damage: damage,
@@ -105,6 +124,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     /// The journal's name is synced into the directory (it may have just been created):
     /// syncing its records later would not make a name that vanished survive.
     package func startJournal(spin: String, cuttingAt damage: JournalRecord.Damage?) throws {
+        if database.holds(spin) { return try database.startJournal(spin: spin, cuttingAt: damage) }
         let file = try AppendOnlyFile(path: journalPath(spin))
         if let damage {
             try file.truncate(to: damage.offset)
@@ -115,6 +135,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     }
 
     package func writeEpoch(_ epoch: String, spin: String) throws {
+        if database.holds(spin) { return try database.writeEpoch(epoch, spin: spin) }
         try DurableFiles.replace(epochPath(spin), with: Array(epoch.utf8))
     }
 
@@ -126,7 +147,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // MARK: Writing
 
     package func append(_ batch: [JournalRecord.Record], spin: String) throws {
-        guard let journal = journals[spin] else { return }
+        guard let journal = journals[spin] else { return try database.append(batch, spin: spin, buffer: &rowBuffer) }
         if journal.stale { throw StaleJournal(path: journalPath(spin)) }
         journal.buffer.removeAll(keepingCapacity: true)
         Self.frame(batch, to: &journal.buffer)
@@ -143,7 +164,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     }
 
     package func commit(spin: String, sync: Bool) throws {
-        guard let journal = journals[spin] else { return }
+        guard let journal = journals[spin] else { return try database.commit(spin: spin, sync: sync) }
         if journal.stale { throw StaleJournal(path: journalPath(spin)) }
         if sync { try journal.file.sync() }
         journal.committedLength = journal.length
@@ -152,7 +173,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     /// Both are written beside the old files and renamed over them; recovery skips records
     /// the snapshot covers, so a crash between the two renames is harmless.
     package func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws {
-        guard let journal = journals[spin] else { return }
+        guard let journal = journals[spin] else { return try database.compact(spin: spin, snapshot: snapshot, records: records) }
         do {
             try DurableFiles.replace(snapshotPath(spin), with: snapshot)
             var bytes: [UInt8] = []
@@ -187,7 +208,8 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // MARK: Failures
 
     package func discardUncommitted(spin: String) {
-        guard let journal = journals[spin], !journal.stale else { return }
+        guard let journal = journals[spin] else { return database.discardUncommitted(spin: spin) }
+        guard !journal.stale else { return }
         try? journal.file.truncate(to: journal.committedLength)
         journal.length = journal.committedLength
     }
@@ -199,7 +221,10 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     @discardableResult
     package func reopen(spin: String) throws -> UInt64? {
-        guard let journal = journals[spin] else { return nil }
+        guard let journal = journals[spin] else {
+            try database.reopen(spin: spin)
+            return nil
+        }
         let file = try AppendOnlyFile(path: journalPath(spin))
         if journal.stale {
             // The file at the path is what the compaction wrote (renamed in whole and
@@ -218,54 +243,67 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // MARK: Closing
 
     package func markClean() throws {
+        try database.sync()
         try DurableFiles.replace(cleanPath, with: Array("clean\n".utf8))
     }
 
     package func close() {
         journals = [:]
+        try? database.close()
         lock?.unlock()
         lock = nil
     }
 
-    /// Closes the journal's file (a sleeping Spin holds no descriptor).
+    /// Closes the journal's file (a sleeping Spin holds no descriptor), or forgets the
+    /// made Spin's open journal.
     package func release(spin: String) {
-        journals[spin] = nil
+        if journals.removeValue(forKey: spin) == nil { database.release(spin: spin) }
     }
 
     // MARK: Spins made at run time
 
+    /// The made Spins in the database. A directory of the release before (`spins.catalog`
+    /// and files per made Spin) is moved in first: every Spin the catalog lists, with its
+    /// snapshot, epoch, suspension and the whole batches of its journal (a torn tail is
+    /// cut, corruption refuses unless `repair`, as at recovery), in one transaction,
+    /// synced; then its files and the catalog are removed. A crash in the middle leaves
+    /// the files, and the next start moves what the database does not hold yet.
     package func madeSpins(repair: Bool) throws -> [String: MadeSpin] {
-        let catalog = SpinCatalogFile(directory: directory)
-        try catalog.open(repair: repair)
-        self.catalog = catalog
-        // A deletion a crash cut short: its record is durable, so is the removal now.
-        for name in catalog.deleted.sorted() { try removeFiles(of: name) }
-        try catalog.cleaned()
-        return catalog.made
+        migratedSpins = 0
+        let catalogPath = "\(directory)/spins.catalog"
+        if DurableFiles.exists(catalogPath) {
+            let catalog = try SpinCatalogFile(directory: directory, repair: repair)
+            for (name, spin) in catalog.made.sorted(by: { $0.key < $1.key }) where !database.holds(name) {
+                let decoded = JournalRecord.decode(try DurableFiles.read(journalPath(name)) ?? [])
+                if let damage = decoded.damage, damage.kind == .corruption, !repair {
+                    throw JournalCorruption(spin: name, journal: journalPath(name), damage: damage,
+                                            intactThrough: decoded.records.last?.sequence)
+                }
+                let epoch = try DurableFiles.read(epochPath(name)).map { String(decoding: $0, as: UTF8.self) }
+                try database.importSpin(name, spin, epoch: epoch ?? String(UInt64.random(in: 1...UInt64.max), radix: 36),
+                                        snapshot: try DurableFiles.read(snapshotPath(name)), records: decoded.records,
+                                        suspension: try DurableFiles.read(suspensionPath(name)))
+                migratedSpins += 1
+            }
+            try database.sync()
+            for name in catalog.made.keys.sorted() + catalog.deleted.sorted() { try removeFiles(of: name) }
+            try DurableFiles.remove(catalogPath)
+            try? DurableFiles.remove(catalogPath + ".tmp")
+        }
+        return try database.madeSpins()
     }
 
-    /// A Spin of this name deleted before may have left files (a removal that failed):
-    /// they go first, or nothing is made.
-    package func make(_ name: String, _ spin: MadeSpin) throws {
-        guard let catalog else { throw FileError(path: "\(directory)/spins.catalog", call: "open", errno: EBADF) }
-        try removeFiles(of: name)
-        leftovers.remove(name)
-        try catalog.record(made: name, spin)
+    /// Records the Spins in the database, each with its epoch: durable on return, all or none.
+    package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
+        try database.make(spins)
     }
 
-    /// The catalog's record first (synced): from then on the Spin is gone, whatever the
-    /// files say; then its files, each removal synced into the directory. Throws only
-    /// when the record could not be written (nothing changed); files that could not be
-    /// removed are removed by the next `madeSpins`.
+    /// Removes the Spin's row and journal from the database: durable on return.
     package func delete(_ name: String) throws {
-        guard let catalog else { throw FileError(path: "\(directory)/spins.catalog", call: "open", errno: EBADF) }
-        try catalog.record(deleted: name)
-        journals[name] = nil
-        leftovers.insert(name)
-        for spin in leftovers.sorted() where (try? removeFiles(of: spin)) != nil { leftovers.remove(spin) }
-        if leftovers.isEmpty { try? catalog.cleaned() }
+        try database.delete(name)
     }
 
+    /// The files a made Spin of an older release had.
     private func removeFiles(of name: String) throws {
         for path in [journalPath(name), snapshotPath(name), epochPath(name), suspensionPath(name)]
         where DurableFiles.exists(path) || DurableFiles.exists(path + ".tmp") {
@@ -277,14 +315,17 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // MARK: Suspensions
 
     package func suspension(of spin: String) throws -> [UInt8]? {
-        try DurableFiles.read(suspensionPath(spin))
+        if database.holds(spin) { return try database.suspension(of: spin) }
+        return try DurableFiles.read(suspensionPath(spin))
     }
 
     package func storeSuspension(_ document: [UInt8], of spin: String) throws {
+        if database.holds(spin) { return try database.storeSuspension(document, of: spin) }
         try DurableFiles.replace(suspensionPath(spin), with: document)
     }
 
     package func removeSuspension(of spin: String) {
+        if database.holds(spin) { return (try? database.storeSuspension(nil, of: spin)) ?? () }
         try? DurableFiles.remove(suspensionPath(spin))
     }
 }

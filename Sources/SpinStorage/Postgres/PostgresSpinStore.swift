@@ -33,7 +33,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     // PostgreSQL store holds none (`LoopServer` refuses to make them).
     package func madeSpins(repair: Bool) throws -> [String: MadeSpin] { [:] }
 
-    package func make(_ name: String, _ spin: MadeSpin) throws {
+    package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
         throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not make Spins at run time yet")
     }
 
