@@ -186,7 +186,7 @@ public final class LoopServer: Sendable {
             do {
                 try journal.open()
                 made = try hostMadeSpins(journal)
-                spins = host.spins
+                spins = host.spins.filter { !($0 is SleepingSpin) }
                 let outcome = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
                 recoveredGears = outcome.gears
                 for (name, sequence) in outcome.sequences.sorted(by: { $0.key < $1.key }) where sequence > 0 {
@@ -202,8 +202,9 @@ public final class LoopServer: Sendable {
                 throw LoopServerError.cannotRecover(underlying: error)
             }
         }
-        // The loops are made here, from what was recovered, with the runaway guard.
-        spins = host.spins
+        // The loops are made here, from what was recovered, with the runaway guard (the
+        // Spins hosted asleep have none until they wake).
+        spins = host.spins.filter { !($0 is SleepingSpin) }
         host.prepare(feedbackBudget: limits.feedbackBudget)
         if journal == nil {
             // In memory: every start is a new history.
@@ -282,6 +283,20 @@ public final class LoopServer: Sendable {
                 let count = made.values.filter { $0.kind == record.kind }.count
                 throw RecoveryError(spin: name, problem: "\(count) Spin(s) of kind \(record.kind) were made at run time (\(name) among them) and the config has no kind \(record.kind) now: add it back to kinds (then DELETE /v1/spins/{name} the ones to drop)", underlying: nil)
             }
+            if let resting = record.resting {
+                // Asleep with nothing of its own to deliver: hosted asleep, its journal not
+                // read until something wakes it (`RuntimeSpins.wake`).
+                let gears: [String: String]
+                do {
+                    gears = try factory.gears(of: name, kind: kind)
+                } catch {
+                    throw RecoveryError(spin: name, problem: "Spin \(name) of kind \(record.kind) cannot be made with the kind as configured now: \(error.message)", underlying: nil)
+                }
+                gearRouter.rest(name, gears: Array(Set(gears.values)), consumed: resting.consumed.merging(record.joined) { max($0, $1) })
+                runtimeSpins.rest(name, record)
+                try host.add(SleepingSpin(name: name, kind: record.kind, sequence: resting.sequence))
+                continue
+            }
             let spin: SpinFactory.Made
             do {
                 spin = try factory.make(name, of: kind)
@@ -292,7 +307,8 @@ public final class LoopServer: Sendable {
             try host.add(spin.spin)
         }
         journal.setOutboxFloors(made.mapValues(\.outboxBase))
-        logger.info("\(made.count) Spin(s) made at run time are stored")
+        let resting = made.values.filter { $0.resting != nil }.count
+        logger.info("\(made.count) Spin(s) made at run time are stored (\(resting) asleep, read when something wakes them)")
         return made
     }
 

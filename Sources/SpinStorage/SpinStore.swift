@@ -119,6 +119,12 @@ package protocol SpinStore: AnyObject, Sendable {
     /// call for many makes them share one sync.
     func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws
 
+    /// Spin `spin` sleeps with nothing of its own left to deliver: the next start hosts it
+    /// asleep at `sequence`, its receiver waiting after `consumed`, without reading its
+    /// journal (`MadeSpin.resting`) — until `startJournal` readies its journal again.
+    /// Durable on return. A store that reads every Spin at start-up ignores it.
+    func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws
+
     /// Removes Spin `name` and everything stored of it (journal, snapshot, epoch,
     /// suspension): durable on return. A crash in the middle leaves it either whole or
     /// gone (what is left of it is removed by the next `madeSpins`). Its journal must not
@@ -146,11 +152,27 @@ package struct MadeSpin: Sendable, Equatable {
     /// duplicate. The microseconds since 1970 when it was made: a Spin never sends more
     /// than one Gear event per microsecond of its life.
     package var outboxBase: UInt64
+    /// Set while the Spin rests: it went to sleep with nothing of its own left to deliver
+    /// (or was made asleep), so a start hosts it asleep without reading its journal.
+    package var resting: Resting?
 
-    package init(kind: String, joined: [String: UInt64] = [:], outboxBase: UInt64 = 0) {
+    /// A resting Spin: the sequence it sleeps at, and what it consumed of each sender's
+    /// Gear outbox (its receiver waits from there).
+    package struct Resting: Sendable, Equatable {
+        package var sequence: UInt64
+        package var consumed: [String: UInt64]
+
+        package init(sequence: UInt64, consumed: [String: UInt64]) {
+            self.sequence = sequence
+            self.consumed = consumed
+        }
+    }
+
+    package init(kind: String, joined: [String: UInt64] = [:], outboxBase: UInt64 = 0, resting: Resting? = nil) {
         self.kind = kind
         self.joined = joined
         self.outboxBase = outboxBase
+        self.resting = resting
     }
 
     /// The `outboxBase` of a Spin made now.

@@ -56,7 +56,7 @@ extension SpinServerConfiguration {
         /// them by (`{key}` replaced); nil when `name` is not one of the kind's names.
         public func gears(of name: String) -> [String: String]? {
             guard let key = key(of: name) else { return nil }
-            return (machine != nil ? declaredGears : gears).mapValues { $0.replacingOccurrences(of: NamePattern.keyPlaceholder, with: key) }
+            return (machine != nil ? declaredGears : gears).mapValues { NamePattern.filling($0, with: key) }
         }
 
         /// The Gears every instance shares: the kind's Gears whose names have no `{key}`.
@@ -113,6 +113,26 @@ extension SpinServerConfiguration {
         }
 
         public func matches(_ name: String) -> Bool { key(of: name) != nil }
+
+        /// `template` with every `{key}` replaced by `key` (on each make: bytes, not
+        /// Foundation's string search).
+        static func filling(_ template: String, with key: String) -> String {
+            let placeholder = Array(keyPlaceholder.utf8)
+            let bytes = Array(template.utf8)
+            var filled: [UInt8] = []
+            filled.reserveCapacity(bytes.count + key.utf8.count)
+            var index = 0
+            while index < bytes.count {
+                if index + placeholder.count <= bytes.count, bytes[index..<(index + placeholder.count)].elementsEqual(placeholder) {
+                    filled += key.utf8
+                    index += placeholder.count
+                } else {
+                    filled.append(bytes[index])
+                    index += 1
+                }
+            }
+            return String(decoding: filled, as: UTF8.self)
+        }
 
         /// Whether some name matches both patterns.
         public func overlaps(_ other: NamePattern) -> Bool {

@@ -315,18 +315,28 @@ package final class Journal: @unchecked Sendable {
 
     /// A Spin made at run time goes to sleep (its loop is stopped): what it applied is
     /// committed and synced, and its journal closed (`retire`), on the journal's queue.
+    /// When every Spin that catches its Gear events has consumed them, it rests
+    /// (`SpinStore.rest`): the next start hosts it asleep without reading its journal.
     package func sleep(spin: String) {
-        _ = try? syncOnQueue { [self] in retireNow(spin: spin) }
+        _ = try? syncOnQueue { [self] in
+            guard let journal = spins[spin], retireNow(spin: spin), gears?.outboxToKeep(of: spin).isEmpty ?? true else { return }
+            do {
+                try store.rest(spin, sequence: journal.written, consumed: journal.consumed)
+            } catch {
+                logger.warning("Spin \(spin) sleeps, not resting (the next start reads its journal): \(error)")
+            }
+        }
     }
 
-    /// `retire`, in the section.
-    private func retireNow(spin: String) {
+    /// `retire`, in the section. Returns whether what it applied is committed.
+    @discardableResult
+    private func retireNow(spin: String) -> Bool {
         writeIncoming()
-        guard let journal = spins.removeValue(forKey: spin) else { return }
+        guard let journal = spins.removeValue(forKey: spin) else { return false }
         defer { store.release(spin: spin) }
         guard journal.health == .healthy else {
             store.discardUncommitted(spin: spin)
-            return
+            return false
         }
         do {
             if journal.complete > 0 {
@@ -335,9 +345,11 @@ package final class Journal: @unchecked Sendable {
             }
             try store.commit(spin: spin, sync: true)
             markDurable(journal, compacting: false)
+            return true
         } catch {
             logger.warning("journal of \(spin): not committed as this node stops serving it (\(error)); nothing of it was acknowledged")
             store.discardUncommitted(spin: spin)
+            return false
         }
     }
 

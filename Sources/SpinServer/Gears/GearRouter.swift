@@ -225,16 +225,30 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// from this moment the router keeps what those senders send next for it, waiting
     /// (as a cluster's catch-up waits) until the Spin registers and is handed it. Costs
     /// the senders that sent on those Gears. `unregister` undoes it.
-    package func join(_ spin: String, gears: [String]) -> [String: UInt64] {
+    /// `parked`: the Spin is made asleep, its receiver parked at once (see `park`).
+    package func join(_ spin: String, gears: [String], parked: Bool = false) -> [String: UInt64] {
         section.sync { [self] in
             var joined: [String: UInt64] = [:]
             for gear in gears {
                 for (sender, position) in seen[gear] ?? [:] { joined[sender] = max(joined[sender] ?? 0, position) }
             }
-            receivers[spin] = waiting(spin, caught: Set(gears), consumed: joined)
-            for gear in gears { catchers[gear, default: []].insert(spin) }
+            receive(spin, gears: gears, consumed: joined, parked: parked)
             return joined
         }
+    }
+
+    /// A Spin that rests (`MadeSpin.resting`) is hosted asleep at start-up: its receiver
+    /// is parked, waiting after `consumed`; the first event for it asks for it to be woken.
+    package func rest(_ spin: String, gears: [String], consumed: [String: UInt64]) {
+        section.sync { [self] in receive(spin, gears: gears, consumed: consumed, parked: true) }
+    }
+
+    /// A waiting receiver for `spin`, catching `gears`. In the section.
+    private func receive(_ spin: String, gears: [String], consumed: [String: UInt64], parked: Bool) {
+        let receiver = waiting(spin, caught: Set(gears), consumed: consumed)
+        receiver.parked = parked
+        receivers[spin] = receiver
+        for gear in gears { catchers[gear, default: []].insert(spin) }
     }
 
     package init(mode: Mode, backlog: Int, window: Int = 256, logger: Logger,

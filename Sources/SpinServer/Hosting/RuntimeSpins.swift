@@ -137,6 +137,11 @@ package final class RuntimeSpins: Sendable {
         }
     }
 
+    /// Keeps the record of a Spin made at run time that rests (hosted asleep at start-up).
+    package func rest(_ name: String, _ record: MadeSpin) {
+        state.withLock { $0.records[name] = record }
+    }
+
     /// Whether an event or stream for the unknown Spin `name` makes it (an `onEvent` kind
     /// matches it).
     package func makesOnEvent(_ name: String) -> Bool {
@@ -201,7 +206,7 @@ package final class RuntimeSpins: Sendable {
             defer { state.pending = [] }
             return state.pending
         }
-        var made: [(request: Request, made: SpinFactory.Made, record: MadeSpin)] = []
+        var made: [(request: Request, made: SpinFactory.Made?, record: MadeSpin)] = []
         var names = Set<String>()
         var later: [Request] = []
         for request in requests {
@@ -219,12 +224,12 @@ package final class RuntimeSpins: Sendable {
         if !made.isEmpty {
             do {
                 try journal?.make(made.map { ($0.request.name, $0.record) })
-                for (request, spin, record) in made { request.respond(finish(spin, record)) }
+                for (request, spin, record) in made { request.respond(finish(request.name, spin, record)) }
             } catch {
-                for (request, spin, _) in made {
+                for (request, _, record) in made {
                     gears.unregister(request.name)
                     detach(request.name)
-                    logger.error("Spin \(request.name) of kind \(spin.spin.kind) was not made: its storage failed: \(error)")
+                    logger.error("Spin \(request.name) of kind \(record.kind) was not made: its storage failed: \(error)")
                     request.respond(.failure(.storageUnavailable(spin: request.name, "\(error)")))
                 }
             }
@@ -235,10 +240,10 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// What `prepare` came to: an answer already, or a Spin made and joined to its Gears,
-    /// to record.
+    /// to record (none made for a Spin made asleep: only its record and Gear receiver).
     private enum Prepared {
         case answered(Result<Outcome, APIError>)
-        case made(SpinFactory.Made, MadeSpin)
+        case made(SpinFactory.Made?, MadeSpin)
     }
 
     /// Checks a make (`making`: how many are being made in this go besides) and makes the
@@ -266,6 +271,15 @@ package final class RuntimeSpins: Sendable {
         if let refusal { return .answered(.failure(refusal)) }
         guard running else { return .answered(.failure(.unavailable("the server is not running", retryAfter: 1))) }
         guard host.count + making < maxSpins else { return .answered(.failure(.tooManySpins(limit: maxSpins))) }
+        if factory.startsAsleep(kindName), journal != nil {
+            // Nothing runs until its first event: no loop made now (see `finish`).
+            let gearNames: [String: String]
+            do { gearNames = try factory.gears(of: name, kind: kind) } catch { return .answered(.failure(error)) }
+            let joined = gears.join(name, gears: Array(Set(gearNames.values)), parked: true)
+            let record = MadeSpin(kind: kindName, joined: joined, outboxBase: MadeSpin.outboxBaseNow(),
+                                  resting: .init(sequence: 0, consumed: joined))
+            return .made(nil, record)
+        }
         let made: SpinFactory.Made
         do { made = try factory.make(name, of: kind) } catch { return .answered(.failure(error)) }
         attach(made)
@@ -276,11 +290,23 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// Starts a Spin whose record is durable: hosted, recovered from its (empty) storage,
-    /// observed and started: 201.
-    private func finish(_ made: SpinFactory.Made, _ record: MadeSpin) -> Result<Outcome, APIError> {
-        let name = made.spin.name
+    /// observed and started: 201. A Spin of a kind that does nothing until its first
+    /// event (`SpinFactory.startsAsleep`, `made` nil) is hosted asleep instead, its Gear
+    /// receiver parked: its first request or Gear event starts it as a wake does. Either
+    /// way it takes events now: 201 says `running`.
+    private func finish(_ name: String, _ made: SpinFactory.Made?, _ record: MadeSpin) -> Result<Outcome, APIError> {
         guard let bringUp = state.withLock({ $0.bringUp }) else {
-            return abandon(made, record, because: APIError.unavailable("the server is shutting down", retryAfter: 1))
+            return abandon(name, made, record, because: APIError.unavailable("the server is shutting down", retryAfter: 1))
+        }
+        guard let made else {
+            do {
+                try host.insert(SleepingSpin(name: name, kind: record.kind, sequence: 0))
+            } catch {
+                return abandon(name, nil, record, because: error)
+            }
+            state.withLock { $0.records[name] = record }
+            logger.info("Spin \(name) of kind \(record.kind) made (asleep until its first event)")
+            return .success(Outcome(status: 201, name: name, kind: record.kind, sequence: 0, spinStatus: SpinStatus.running.rawValue))
         }
         do {
             // Hosted (found by requests) once it runs.
@@ -288,7 +314,7 @@ package final class RuntimeSpins: Sendable {
             try host.insert(made.spin)
             adopt(made.spin, record, terms: terms)
         } catch {
-            return abandon(made, record, because: error)
+            return abandon(name, made, record, because: error)
         }
         logger.info("Spin \(name) of kind \(record.kind) made")
         return .success(Outcome(status: 201, name: name, kind: record.kind, sequence: 0, spinStatus: made.spin.status.rawValue))
@@ -296,10 +322,10 @@ package final class RuntimeSpins: Sendable {
 
     /// A Spin recorded and not started is taken back if the storage lets it (else the next
     /// start recovers it, at sequence 0, or the next PUT makes it again).
-    private func abandon(_ made: SpinFactory.Made, _ record: MadeSpin, because error: any Error) -> Result<Outcome, APIError> {
-        let name = made.spin.name
+    private func abandon(_ name: String, _ made: SpinFactory.Made?, _ record: MadeSpin,
+                         because error: any Error) -> Result<Outcome, APIError> {
         logger.error("Spin \(name) of kind \(record.kind) could not start: \(error)")
-        made.spin.stopAndWait()
+        made?.spin.stopAndWait()
         endTerm(of: name)
         gears.unregister(name)
         do {

@@ -24,6 +24,8 @@ package final class SpinFactory: Sendable {
     private let documented = Protected<[OpenAPIDocument.DocumentedKind]?>(nil)
     /// Each machine kind's schemas, built once: every Spin of the kind shares them.
     private let machineSchemas: [String: SpinSchema]
+    /// The kinds whose Spins are made asleep (`startsAsleep`).
+    private let restingKinds: Set<String>
     /// The Gears and shared values made so far: touched under its lock only.
     private let workshop: Protected<SpinKindContext.Workshop>
 
@@ -35,11 +37,14 @@ package final class SpinFactory: Sendable {
         self.kinds = byName
         self.onEvent = kinds.filter { $0.create == .onEvent }
         var schemas: [String: SpinSchema] = [:]
+        var resting: Set<String> = []
         for kind in kinds {
             guard let machine = kind.machine?.definition else { continue }
             schemas[kind.name] = SpinSchema(event: machine.eventSchema, state: machine.stateSchema)
+            if !machine.awaitsTime(in: machine.initialState) { resting.insert(kind.name) }
         }
         self.machineSchemas = schemas
+        self.restingKinds = resting
         self.configured = Set(configured)
         self.lasting = Set(workshop.gears.keys)
         self.storage = storage
@@ -82,6 +87,12 @@ package final class SpinFactory: Sendable {
 
     package func kind(named name: String) -> SpinServerConfiguration.KindEntry? { kinds[name] }
 
+    /// Whether a Spin of `kind` is made asleep: a machine whose initial state waits for
+    /// no time (no `after` timer, no delayed `raise`). Started, such a Spin would do
+    /// nothing until its first event (a loop that starts propagates nothing), so it
+    /// costs no loop until then: its first request or Gear event wakes it.
+    package func startsAsleep(_ kind: String) -> Bool { restingKinds.contains(kind) }
+
     /// The kind an event for the unknown Spin `name` makes it of, if any.
     package func kindMadeOnEvent(for name: String) -> SpinServerConfiguration.KindEntry? {
         onEvent.first { $0.names?.matches(name) == true }
@@ -99,15 +110,23 @@ package final class SpinFactory: Sendable {
     /// - Throws: 400 `bad_request` when `name` is not one of the kind's names or makes a
     ///   Gear name that is not one; 500 for what the kind's `make` throws.
     package func make(_ name: String, of kind: SpinServerConfiguration.KindEntry) throws(APIError) -> Made {
+        let gearNames = try gears(of: name, kind: kind)
+        return try workshop.withLock { (workshop: inout SpinKindContext.Workshop) throws(APIError) -> Made in
+            try make(name, of: kind, gearNames: gearNames, in: workshop)
+        }
+    }
+
+    /// The Gears a Spin `name` of `kind` is on: each the machine declares, by its hosted
+    /// name. Throws what `make` does for a name that is not the kind's or a Gear name that
+    /// is not one.
+    package func gears(of name: String, kind: SpinServerConfiguration.KindEntry) throws(APIError) -> [String: String] {
         guard let gearNames = kind.gears(of: name) else {
             throw .badRequest("Spin name \"\(name)\" is not one of kind \"\(kind.name)\"'s names (\"\(kind.names?.pattern ?? "")\")")
         }
         for (declared, gear) in gearNames.sorted(by: { $0.key < $1.key }) where gear.isEmpty || !SpinHost.isNameText(gear) {
             throw .badRequest("Spin \"\(name)\" of kind \"\(kind.name)\" would attach to Gear \"\(gear)\" (for \(declared)), which is not a valid name")
         }
-        return try workshop.withLock { (workshop: inout SpinKindContext.Workshop) throws(APIError) -> Made in
-            try make(name, of: kind, gearNames: gearNames, in: workshop)
-        }
+        return gearNames
     }
 
     /// `make`, with the workshop's lock held.

@@ -298,6 +298,11 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         try database.make(spins)
     }
 
+    /// Marks the made Spin resting in the database (configured Spins never sleep).
+    package func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws {
+        try database.rest(spin, sequence: sequence, consumed: consumed)
+    }
+
     /// Removes the Spin's row and journal from the database: durable on return.
     package func delete(_ name: String) throws {
         try database.delete(name)

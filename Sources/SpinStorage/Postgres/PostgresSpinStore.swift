@@ -41,6 +41,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not delete Spins yet")
     }
 
+    /// A cluster makes no Spins at run time yet (see above): none rests.
+    package func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws {}
+
     /// Every write is a round trip to the database: on the journal's queue.
     package var writesLocally: Bool { false }
 

@@ -8,7 +8,9 @@ import Glibc
 /// `spins.db`, in write-ahead-log mode, however many Spins there are (`FileSpinStore`
 /// keeps the configured Spins in files of their own beside it). Two tables:
 /// - `spins`: a row per Spin made (`name`, `kind`, `joined`, `outbox_base`: its
-///   `MadeSpin`; its `epoch`, `snapshot` and `suspension` documents);
+///   `MadeSpin`; its `epoch`, `snapshot` and `suspension` documents; `resting`, with the
+///   `sequence` and `consumed` positions it rests at, while it sleeps and a start may
+///   host it asleep without reading its journal);
 /// - `batches`: a Spin's journal, a row per append (`spin`, `n` counting 1, 2, …;
 ///   `records`: whole batches in `JournalRecord` framing, outbox records among them, so
 ///   that a row whose checksum fails is found and named like a damaged journal file).
@@ -56,7 +58,7 @@ package final class SpinDatabase: @unchecked Sendable {
 
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let insertSpin, selectSpins, selectSpin, holds, deleteSpin: SQLiteStatement
+        let insertSpin, selectSpins, selectSpin, holds, deleteSpin, setResting, wakeSpin: SQLiteStatement
         let setEpoch, setSnapshot, setSuspension, selectSuspension: SQLiteStatement
         let insertBatch, selectBatches, lastBatch, deleteBatches, deleteBatchesAfter, updateBatch: SQLiteStatement
 
@@ -65,9 +67,12 @@ package final class SpinDatabase: @unchecked Sendable {
             commit = try db.prepare("COMMIT")
             rollback = try db.prepare("ROLLBACK")
             insertSpin = try db.prepare("""
-                INSERT OR REPLACE INTO spins(name, kind, joined, outbox_base, epoch) VALUES (?, ?, ?, ?, ?)
+                INSERT OR REPLACE INTO spins(name, kind, joined, outbox_base, epoch, resting, sequence, consumed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            selectSpins = try db.prepare("SELECT name, kind, joined, outbox_base FROM spins")
+            selectSpins = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins")
+            setResting = try db.prepare("UPDATE spins SET resting = 1, sequence = ?, consumed = ? WHERE name = ?")
+            wakeSpin = try db.prepare("UPDATE spins SET resting = 0 WHERE name = ? AND resting = 1")
             selectSpin = try db.prepare("SELECT epoch, snapshot FROM spins WHERE name = ?")
             holds = try db.prepare("SELECT 1 FROM spins WHERE name = ?")
             deleteSpin = try db.prepare("DELETE FROM spins WHERE name = ?")
@@ -116,7 +121,9 @@ package final class SpinDatabase: @unchecked Sendable {
                         BEGIN;
                         CREATE TABLE IF NOT EXISTS spins(
                             name TEXT PRIMARY KEY, kind TEXT NOT NULL, joined TEXT NOT NULL,
-                            outbox_base INTEGER NOT NULL, epoch TEXT NOT NULL, snapshot BLOB, suspension BLOB
+                            outbox_base INTEGER NOT NULL, epoch TEXT NOT NULL, snapshot BLOB, suspension BLOB,
+                            resting INTEGER NOT NULL DEFAULT 0, sequence INTEGER NOT NULL DEFAULT 0,
+                            consumed TEXT NOT NULL DEFAULT ''
                         ) WITHOUT ROWID;
                         CREATE TABLE IF NOT EXISTS batches(
                             spin TEXT NOT NULL, n INTEGER NOT NULL, records BLOB NOT NULL, PRIMARY KEY (spin, n)
@@ -164,8 +171,10 @@ package final class SpinDatabase: @unchecked Sendable {
             while try statements.selectSpins.step() {
                 let select = statements.selectSpins
                 guard let name = select.text(0), let kind = select.text(1) else { continue }
+                let resting = select.integer(4) == 0 ? nil
+                    : MadeSpin.Resting(sequence: UInt64(max(0, select.integer(5))), consumed: Self.joined(from: select.text(6) ?? ""))
                 made[name] = MadeSpin(kind: kind, joined: Self.joined(from: select.text(2) ?? ""),
-                                      outboxBase: UInt64(max(0, select.integer(3))))
+                                      outboxBase: UInt64(max(0, select.integer(3))), resting: resting)
             }
             return made
         }
@@ -188,9 +197,26 @@ package final class SpinDatabase: @unchecked Sendable {
             try writing {
                 for (name, spin, epoch) in spins {
                     try statements.deleteBatches.bind(.text(name)).run()
-                    try statements.insertSpin.bind(.text(name), .text(spin.kind), .text(Self.text(of: spin.joined)),
-                                                   .integer(Int64(clamping: spin.outboxBase)), .text(epoch)).run()
+                    try insert(name, spin, epoch: epoch, statements)
                 }
+            }
+            try commitNow(sync: true)
+        }
+    }
+
+    private func insert(_ name: String, _ spin: MadeSpin, epoch: String, _ statements: Statements) throws {
+        try statements.insertSpin.bind(.text(name), .text(spin.kind), .text(Self.text(of: spin.joined)),
+                                       .integer(Int64(clamping: spin.outboxBase)), .text(epoch),
+                                       .integer(spin.resting == nil ? 0 : 1), .integer(Int64(clamping: spin.resting?.sequence ?? 0)),
+                                       .text(Self.text(of: spin.resting?.consumed ?? [:]))).run()
+    }
+
+    /// Spin `name` rests (see `SpinStore.rest`): durable on return.
+    package func rest(_ name: String, sequence: UInt64, consumed: [String: UInt64]) throws {
+        try lock.withLock {
+            let statements = try ready()
+            try writing {
+                try statements.setResting.bind(.integer(Int64(clamping: sequence)), .text(Self.text(of: consumed)), .text(name)).run()
             }
             try commitNow(sync: true)
         }
@@ -219,8 +245,7 @@ package final class SpinDatabase: @unchecked Sendable {
             let statements = try ready()
             try writing {
                 try statements.deleteBatches.bind(.text(name)).run()
-                try statements.insertSpin.bind(.text(name), .text(spin.kind), .text(Self.text(of: spin.joined)),
-                                               .integer(Int64(clamping: spin.outboxBase)), .text(epoch)).run()
+                try insert(name, spin, epoch: epoch, statements)
                 try statements.setSnapshot.bind(snapshot.map { .blob($0) } ?? .null, .text(name)).run()
                 try statements.setSuspension.bind(suspension.map { .blob($0) } ?? .null, .text(name)).run()
                 if !records.isEmpty {
@@ -326,6 +351,8 @@ package final class SpinDatabase: @unchecked Sendable {
             try statements.lastBatch.bind(.text(spin))
             let last = try statements.lastBatch.step() ? statements.lastBatch.integer(0) : 0
             statements.lastBatch.reset()
+            // Awake from here: what it writes next counts only with this (same transaction).
+            try writing { try statements.wakeSpin.bind(.text(spin)).run() }
             journals[spin] = Rows(next: last + 1, durable: last)
         }
     }

@@ -295,6 +295,32 @@ struct RuntimeSpinsTests {
         await server.shutdown()
     }
 
+    @Test func aSpinMadeAsleep_AndOneThatFellAsleep_StartAsleepAfterARestart_AndWakeWithTheirState() async throws {
+        let directory = Self.temporaryDirectory()
+        do {
+            let (server, port) = try Self.start(storage: directory, idleSeconds: 1)
+            // A door waits for nothing until its first event: made asleep, yet it takes events.
+            let made = try Self.put(port, "door-1", kind: "door")
+            #expect(made.status == 201 && made.json["status"] as? String == "running")
+            #expect(try Self.listed(port, "door-1").status == "asleep")
+            #expect(try Self.put(port, "door-2", kind: "door").status == 201)
+            #expect(try Self.request(port, "POST", "/v1/spins/door-1/events?wait=true", #"{"type":"OPEN"}"#).status == 200)
+            #expect(try await Self.alarms(port, "door-1", atSequence: 2) == 1)
+            #expect(try await Self.waitUntilAsleep(port, "door-1"))
+            await server.shutdown()
+        }
+        let (server, port) = try Self.start(storage: directory, idleSeconds: 60)
+        // Hosted asleep at their sequences: nothing read until something wakes them.
+        #expect(try Self.listed(port, "door-1") == ("asleep", 2))
+        #expect(try Self.listed(port, "door-2") == ("asleep", 0))
+        let woken = try Self.request(port, "GET", "/v1/spins/door-1").json
+        #expect(woken["status"] as? String == "running" && woken["sequence"] as? Int == 2)
+        #expect(((woken["state"] as? [String: Any])?["context"] as? [String: Any])?["alarms"] as? Int == 1)
+        let posted = try Self.request(port, "POST", "/v1/spins/door-2/events?wait=true", #"{"type":"OPEN"}"#)
+        #expect(posted.status == 200 && posted.json["sequence"] as? Int == 1)
+        await server.shutdown()
+    }
+
     @Test func aStream_StaysOpenWhileItsSpinSleeps_AndGoesOnWhenItWakes() async throws {
         let directory = Self.temporaryDirectory()
         let (server, port) = try Self.start(storage: directory, idleSeconds: 1)
