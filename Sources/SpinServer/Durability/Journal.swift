@@ -73,6 +73,9 @@ package final class Journal: @unchecked Sendable {
     /// above any an earlier Spin of its name gave.
     private var outboxFloors: [String: UInt64] = [:]
     private var syncScheduled = false
+    /// The journals written since the last group commit (`unsynced`), in order: what
+    /// `syncBatch` commits, without looking at every Spin's journal.
+    private var awaitingSync: [SpinJournal] = []
     /// Transitions recorded and not yet taken by the section (see `record`).
     private let incoming = Protected(Incoming())
     private struct Incoming {
@@ -551,7 +554,10 @@ package final class Journal: @unchecked Sendable {
         case .none:
             commit(journal, sync: false)
         case .batch:
-            journal.unsynced = true
+            if !journal.unsynced {
+                journal.unsynced = true
+                awaitingSync.append(journal)
+            }
             if !syncScheduled {
                 syncScheduled = true
                 runOnQueue { [self] in syncBatch() }
@@ -595,7 +601,10 @@ package final class Journal: @unchecked Sendable {
     /// Group commit: one sync per Spin written since the last one began. In `section`.
     private func syncBatch() {
         syncScheduled = false
-        for journal in spins.values where journal.unsynced { commit(journal, sync: true) }
+        let written = awaitingSync
+        awaitingSync.removeAll(keepingCapacity: true)
+        // A journal retired or failed meanwhile is no longer unsynced (or no longer here).
+        for journal in written where journal.unsynced && spins[journal.name] === journal { commit(journal, sync: true) }
     }
 
     private func commit(_ journal: SpinJournal, sync: Bool) {

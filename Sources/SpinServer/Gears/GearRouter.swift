@@ -635,7 +635,13 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             show(record, from: sender, redelivered: redelivered)
             for name in catchers[record.gear] ?? [] { receivers[name]?.dirty.insert(sender) }
         }
-        for receiver in receivers.values where receiver.dirty.contains(sender) { pump(receiver) }
+        // The Spins that catch these Gears, not every receiver: a cost of what is sent.
+        var pumped: Set<String> = []
+        for gear in Set(records.map(\.gear)) {
+            for name in catchers[gear] ?? [] where pumped.insert(name).inserted {
+                if let receiver = receivers[name], receiver.dirty.contains(sender) { pump(receiver) }
+            }
+        }
         collect(sender)
     }
 
