@@ -8,10 +8,10 @@
 # A server with kind `door` made on its first event (`onEvent`), `fsync: batch`,
 # `limits.idleSpinSeconds` 3600, pinned to CPU 0; wrk on CPU 1 (2 threads, 64
 # connections), each request `[{"type":"OPEN"},{"type":"CLOSE"}]` (two events applied).
-# First every door is made and woken, once each (Benchmarks/wrk/post-doors-in-order.lua),
-# then for `seconds` each: POSTs to doors drawn uniformly from all of them, and POSTs to
-# door-1 alone (Benchmarks/wrk/post-doors.lua). Prints requests/s, p50/p99, the server's
-# CPU µs per request and RSS after each phase, and the ratio spread / one.
+# First every door is made and woken, once each, then for `seconds` each: POSTs to doors
+# drawn uniformly from all of them, and POSTs to door-1 alone (Benchmarks/wrk/post-doors.lua).
+# Prints requests/s, p50/p99, the server's CPU µs per request and RSS after each phase,
+# and the ratio spread / one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=${1:?usage: post-spread.sh BINARY [SPINS] [SECONDS]}
@@ -33,7 +33,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 
 phase() { # label script spins seconds
     local before; before=$(cpu)
-    SPINS=$3 START=${START:-0} taskset -c 1 wrk -t2 -c64 -d"$4s" -s "$2" "http://127.0.0.1:$port" >"$work/$1.wrk"
+    SPINS=$3 START=${START:-0} ORDER=${ORDER:-0} taskset -c 1 wrk -t2 -c64 -d"$4s" -s "$2" "http://127.0.0.1:$port" >"$work/$1.wrk"
     local after; after=$(cpu)
     local requests; requests=$(awk '/requests in/ {print $1}' "$work/$1.wrk")
     local rate; rate=$(awk '/Requests\/sec/ {print $2}' "$work/$1.wrk")
@@ -48,7 +48,7 @@ phase() { # label script spins seconds
 # Every door made and woken: rounds of 5 s, each starting where the last one stopped.
 done_requests=0
 while [ "$done_requests" -lt "$spins" ]; do
-    START=$done_requests phase warm Benchmarks/wrk/post-doors-in-order.lua "$spins" 5
+    ORDER=1 START=$done_requests phase warm Benchmarks/wrk/post-doors.lua "$spins" 5
     done_requests=$((done_requests + $(awk '/requests in/ {print $1}' "$work/warm.wrk")))
 done
 phase spread Benchmarks/wrk/post-doors.lua "$spins" "$seconds"
