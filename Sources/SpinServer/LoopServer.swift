@@ -273,6 +273,7 @@ public final class LoopServer: Sendable {
         let made = try journal.madeSpins()
         guard !made.isEmpty else { return [:] }
         let factory = host.factory
+        var resting: [(name: String, gears: [String], consumed: [String: UInt64])] = []
         for name in made.keys.sorted() {
             guard let record = made[name] else { continue }
             let configured = factory.map { $0.configured.contains(name) } ?? (host.spin(named: name) != nil)
@@ -283,7 +284,7 @@ public final class LoopServer: Sendable {
                 let count = made.values.filter { $0.kind == record.kind }.count
                 throw RecoveryError(spin: name, problem: "\(count) Spin(s) of kind \(record.kind) were made at run time (\(name) among them) and the config has no kind \(record.kind) now: add it back to kinds (then DELETE /v1/spins/{name} the ones to drop)", underlying: nil)
             }
-            if let resting = record.resting {
+            if let rest = record.resting {
                 // Asleep with nothing of its own to deliver: hosted asleep, its journal not
                 // read until something wakes it (`RuntimeSpins.wake`).
                 let gears: [String: String]
@@ -292,9 +293,9 @@ public final class LoopServer: Sendable {
                 } catch {
                     throw RecoveryError(spin: name, problem: "Spin \(name) of kind \(record.kind) cannot be made with the kind as configured now: \(error.message)", underlying: nil)
                 }
-                gearRouter.rest(name, gears: Array(Set(gears.values)), consumed: resting.consumed.merging(record.joined) { max($0, $1) })
+                resting.append((name, Array(Set(gears.values)), rest.consumed.merging(record.joined) { max($0, $1) }))
                 runtimeSpins.rest(name, record)
-                try host.add(SleepingSpin(name: name, kind: record.kind, sequence: resting.sequence))
+                try host.add(SleepingSpin(name: name, kind: record.kind, sequence: rest.sequence))
                 continue
             }
             let spin: SpinFactory.Made
@@ -306,9 +307,9 @@ public final class LoopServer: Sendable {
             runtimeSpins.attach(spin)
             try host.add(spin.spin)
         }
-        journal.setOutboxFloors(made.mapValues(\.outboxBase))
-        let resting = made.values.filter { $0.resting != nil }.count
-        logger.info("\(made.count) Spin(s) made at run time are stored (\(resting) asleep, read when something wakes them)")
+        gearRouter.rest(resting)
+        journal.setOutboxFloors(made.filter { $0.value.resting == nil }.mapValues(\.outboxBase))
+        logger.info("\(made.count) Spin(s) made at run time are stored (\(resting.count) asleep, read when something wakes them)")
         return made
     }
 
@@ -318,7 +319,7 @@ public final class LoopServer: Sendable {
         let feed = keepFeed ? feeds.feed(spin.name) : feeds.replace(spin.name, ending: .spinDeleted(spin.name))
         var sequence: UInt64 = 0
         var recovered: Journal.RecoveredGears?
-        if let journal { (sequence, recovered) = try journal.begin(spin, feed: feed) }
+        if let journal { (sequence, recovered) = try journal.begin(spin, feed: feed, outboxFloor: made.outboxBase) }
         spin.prepare(feedbackBudget: configuration.limits.feedbackBudget)
         if journal == nil {
             let (start, state) = spin.snapshot()

@@ -69,8 +69,9 @@ package final class Journal: @unchecked Sendable {
     /// The previous server stopped cleanly (`.clean` was there).
     private var wasClean = true
     private var spins: [String: SpinJournal] = [:]
-    /// Where the Gear outbox positions of a Spin made at run time start (`MadeSpin.outboxBase`):
-    /// above any an earlier Spin of its name gave.
+    /// Where the Gear outbox positions of a Spin made at run time start (`MadeSpin.outboxBase`:
+    /// above any an earlier Spin of its name gave), while it is being recovered; then its
+    /// journal's position carries it.
     private var outboxFloors: [String: UInt64] = [:]
     private var syncScheduled = false
     /// The journals written since the last group commit (`unsynced`), in order: what
@@ -276,7 +277,8 @@ package final class Journal: @unchecked Sendable {
                 if storedEpoch != nil { logger.notice("Spin \(name): new epoch \(epoch) (its history may not have only grown)") }
             }
             feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
-            let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition, outboxFloors[name] ?? 0)
+            // The floor is in the position from here on: no longer kept apart.
+            let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition, outboxFloors.removeValue(forKey: name) ?? 0)
             spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
                                       records: stored.records.count + stored.outbox.count, outbox: outboxPosition,
                                       consumed: recovered.consumed)
@@ -377,21 +379,24 @@ package final class Journal: @unchecked Sendable {
     package func make(_ spins: [(name: String, spin: MadeSpin)]) throws {
         try syncOnQueue { [self] in
             try store.make(spins.map { ($0.name, $0.spin, Self.makeEpoch()) })
-            for (name, spin) in spins { outboxFloors[name] = spin.outboxBase }
         }
     }
 
-    /// Where the outbox positions of the Spins made at run time start (before `recover`).
+    /// Where the outbox positions of the Spins made at run time that `recover` reads at
+    /// start-up start (before it; each is dropped once its Spin is recovered).
     package func setOutboxFloors(_ floors: [String: UInt64]) {
         section.sync { [self] in outboxFloors.merge(floors) { $1 } }
     }
 
-    /// Makes the new Spin `spin` journaled from now on, at sequence 0 under a fresh epoch
-    /// (its storage is empty: `make` recorded it, nothing else).
-    package func begin(_ spin: any HostedSpin, feed: SpinFeed) throws -> (sequence: UInt64, gears: RecoveredGears?) {
+    /// Makes the Spin `spin` made at run time journaled from now on, recovered from what
+    /// its storage holds (nothing but its record and epoch when it is new; its history when
+    /// it wakes), its Gear outbox positions above `outboxFloor` (`MadeSpin.outboxBase`).
+    package func begin(_ spin: any HostedSpin, feed: SpinFeed, outboxFloor: UInt64) throws -> (sequence: UInt64, gears: RecoveredGears?) {
         try syncOnQueue { [self] in
             // What an earlier Spin of the name recorded is written (or dropped) first.
             writeIncoming()
+            outboxFloors[spin.name] = outboxFloor
+            defer { outboxFloors[spin.name] = nil }
             return try recoverAlone(spin, feed: feed)
         }
     }

@@ -237,10 +237,14 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         }
     }
 
-    /// A Spin that rests (`MadeSpin.resting`) is hosted asleep at start-up: its receiver
-    /// is parked, waiting after `consumed`; the first event for it asks for it to be woken.
-    package func rest(_ spin: String, gears: [String], consumed: [String: UInt64]) {
-        section.sync { [self] in receive(spin, gears: gears, consumed: consumed, parked: true) }
+    /// The Spins that rest (`MadeSpin.resting`) are hosted asleep at start-up: each one's
+    /// receiver is parked, waiting after `consumed`; the first event for it asks for it to
+    /// be woken. All in one piece of the section's work.
+    package func rest(_ spins: [(name: String, gears: [String], consumed: [String: UInt64])]) {
+        guard !spins.isEmpty else { return }
+        section.sync { [self] in
+            for spin in spins { receive(spin.name, gears: spin.gears, consumed: spin.consumed, parked: true) }
+        }
     }
 
     /// A waiting receiver for `spin`, catching `gears`. In the section.
@@ -808,6 +812,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
                     ? "it is suspended, and more than limits.gearBacklog (\(backlog)) of \(sender)'s Gear events waited for it"
                     : "it fell more than limits.gearBacklog (\(backlog)) Gear events of \(sender) behind"
                 receiver.lagging[sender] = reason
+                laggingReceivers.insert(receiver.name)
                 logger.warning("Spin \(receiver.name) is LAGGING on Gear \(entry.gear): \(reason); the oldest are no longer kept for it")
             }
             drop += 1
@@ -838,6 +843,9 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
                                                 position: record.position, redelivered: redelivered))
     }
 
+    /// The receivers ever marked lagging (a reading looks at these, not at every receiver;
+    /// one registered again, or gone, leaves at the next reading).
+    private var laggingReceivers: Set<String> = []
     /// The counters of `Readings`, kept in `section`.
     private var counts = Readings()
     /// A reading is taken at most every `readingInterval` (it looks at every receiver and
@@ -862,7 +870,13 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private func takeReading() {
         readingScheduled = false
         var reading = Readings(redelivered: counts.redelivered, duplicatesDropped: counts.duplicatesDropped)
-        for receiver in receivers.values where !receiver.lagging.isEmpty { reading.lagging[receiver.name] = receiver.lagging }
+        for name in laggingReceivers {
+            guard let receiver = receivers[name], !receiver.lagging.isEmpty else {
+                laggingReceivers.remove(name)
+                continue
+            }
+            reading.lagging[name] = receiver.lagging
+        }
         // From the events kept, to the Spins that catch them: what no Spin holds back
         // costs nothing (not each receiver times each sender). The Spins with nothing
         // pending are filled in when the reading is read (`reading`).
