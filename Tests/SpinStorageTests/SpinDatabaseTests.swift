@@ -158,6 +158,24 @@ import Testing
         damaged.close()
     }
 
+    @Test func aRestingSpin_IsListedWithWhereItRests_AndNoLongerOnceWoken_WhateverIsTakenBackLater() throws {
+        let directory = Store.temporaryDirectory()
+        let (store, _) = try Self.open(directory)
+        try store.make([("a", MadeSpin(kind: "door", resting: .init(sequence: 0, consumed: [:])), "ea"),
+                        ("b", MadeSpin(kind: "door"), "eb")])
+        _ = try Self.start(store, "b")
+        try store.rest("b", sequence: 4, consumed: ["a": 2])
+        // a wakes; then a shared transaction is taken back: a stays awake all the same.
+        _ = try Self.start(store, "a")
+        try store.append([Store.record(1)], spin: "a")
+        store.discardUncommitted(spin: "a")
+        store.close()
+        let (again, made) = try Self.open(directory)
+        #expect(made["a"]?.resting == nil)
+        #expect(made["b"]?.resting == MadeSpin.Resting(sequence: 4, consumed: ["a": 2]))
+        again.close()
+    }
+
     @Test func aSuspension_IsKeptInTheDatabase_UntilRemoved() throws {
         let directory = Store.temporaryDirectory()
         let (store, _) = try Self.open(directory)

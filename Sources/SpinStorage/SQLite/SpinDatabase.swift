@@ -351,8 +351,11 @@ package final class SpinDatabase: @unchecked Sendable {
             try statements.lastBatch.bind(.text(spin))
             let last = try statements.lastBatch.step() ? statements.lastBatch.integer(0) : 0
             statements.lastBatch.reset()
-            // Awake from here: what it writes next counts only with this (same transaction).
+            // Awake from here, committed now (synced with the next sync, before anything it
+            // writes is acknowledged): a rollback of a later shared transaction must not
+            // leave it marked resting while it runs.
             try writing { try statements.wakeSpin.bind(.text(spin)).run() }
+            try commitTransaction()
             journals[spin] = Rows(next: last + 1, durable: last)
         }
     }
