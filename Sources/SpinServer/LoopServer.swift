@@ -287,13 +287,13 @@ public final class LoopServer: Sendable {
             if let rest = record.resting {
                 // Asleep with nothing of its own to deliver: hosted asleep, its journal not
                 // read until something wakes it (`RuntimeSpins.wake`).
-                let gears: [String: String]
+                let gears: [String]
                 do {
-                    gears = try factory.gears(of: name, kind: kind)
+                    gears = try factory.hostedGears(of: name, kind: kind)
                 } catch {
                     throw RecoveryError(spin: name, problem: "Spin \(name) of kind \(record.kind) cannot be made with the kind as configured now: \(error.message)", underlying: nil)
                 }
-                resting.append((name, Array(Set(gears.values)), rest.consumed.merging(record.joined) { max($0, $1) }))
+                resting.append((name, gears, rest.consumed.merging(record.joined) { max($0, $1) }))
                 runtimeSpins.rest(name, record)
                 try host.add(SleepingSpin(name: name, kind: record.kind, sequence: rest.sequence))
                 continue

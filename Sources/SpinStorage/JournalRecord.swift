@@ -29,6 +29,14 @@ package enum JournalRecord {
         return record
     }
 
+    /// Appends `records` to `bytes`, each marked as continuing its batch unless it ends it
+    /// (what a journal file and a database row hold).
+    package static func append(_ records: [Record], to bytes: inout [UInt8]) {
+        for record in records {
+            append(sequence: record.sequence, payload: record.payload, continues: !record.endsBatch, to: &bytes)
+        }
+    }
+
     /// Appends one record to `bytes` (a batch is written with one `write`).
     package static func append(sequence: UInt64, payload: [UInt8], continues: Bool, to bytes: inout [UInt8]) {
         let start = bytes.count

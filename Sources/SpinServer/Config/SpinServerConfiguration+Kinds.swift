@@ -263,7 +263,7 @@ extension SpinServerConfiguration.Builder {
         if hasKey, names?.hasWildcard != true {
             throw reader.error(path, "\(NamePattern.keyPlaceholder) is what the '*' of \"names\" matched: give the kind \"names\" with a '*'")
         }
-        let sample = template.replacingOccurrences(of: NamePattern.keyPlaceholder, with: "k")
+        let sample = NamePattern.filling(template, with: "k")
         guard !sample.isEmpty, SpinHost.isNameText(sample) else {
             throw reader.error(path, "\"\(template)\" is not a Gear name: use letters, digits, '.', '_' or '-', and {key} for the instance's key")
         }

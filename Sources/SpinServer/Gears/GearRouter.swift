@@ -848,8 +848,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private var laggingReceivers: Set<String> = []
     /// The counters of `Readings`, kept in `section`.
     private var counts = Readings()
-    /// A reading is taken at most every `readingInterval` (it looks at every receiver and
-    /// every event kept).
+    /// A reading is taken at most every `readingInterval` (it looks at every event kept and
+    /// at the receivers marked lagging).
     private var readingScheduled = false
     private static let readingInterval = DispatchTimeInterval.milliseconds(100)
 

@@ -273,9 +273,9 @@ package final class RuntimeSpins: Sendable {
         guard host.count + making < maxSpins else { return .answered(.failure(.tooManySpins(limit: maxSpins))) }
         if factory.startsAsleep(kindName), journal != nil {
             // Nothing runs until its first event: no loop made now (see `finish`).
-            let gearNames: [String: String]
-            do { gearNames = try factory.gears(of: name, kind: kind) } catch { return .answered(.failure(error)) }
-            let joined = gears.join(name, gears: Array(Set(gearNames.values)), parked: true)
+            let gearNames: [String]
+            do { gearNames = try factory.hostedGears(of: name, kind: kind) } catch { return .answered(.failure(error)) }
+            let joined = gears.join(name, gears: gearNames, parked: true)
             let record = MadeSpin(kind: kindName, joined: joined, outboxBase: MadeSpin.outboxBaseNow(),
                                   resting: .init(sequence: 0, consumed: joined))
             return .made(nil, record)

@@ -119,7 +119,7 @@ package final class SpinFactory: Sendable {
     /// The Gears a Spin `name` of `kind` is on: each the machine declares, by its hosted
     /// name. Throws what `make` does for a name that is not the kind's or a Gear name that
     /// is not one.
-    package func gears(of name: String, kind: SpinServerConfiguration.KindEntry) throws(APIError) -> [String: String] {
+    private func gears(of name: String, kind: SpinServerConfiguration.KindEntry) throws(APIError) -> [String: String] {
         guard let gearNames = kind.gears(of: name) else {
             throw .badRequest("Spin name \"\(name)\" is not one of kind \"\(kind.name)\"'s names (\"\(kind.names?.pattern ?? "")\")")
         }
@@ -127,6 +127,12 @@ package final class SpinFactory: Sendable {
             throw .badRequest("Spin \"\(name)\" of kind \"\(kind.name)\" would attach to Gear \"\(gear)\" (for \(declared)), which is not a valid name")
         }
         return gearNames
+    }
+
+    /// The hosted Gears a Spin `name` of `kind` is on, each once: what its Gear receiver
+    /// catches when it is made or hosted asleep, without making it. Throws as `gears` does.
+    package func hostedGears(of name: String, kind: SpinServerConfiguration.KindEntry) throws(APIError) -> [String] {
+        Set(try gears(of: name, kind: kind).values).sorted()
     }
 
     /// `make`, with the workshop's lock held.

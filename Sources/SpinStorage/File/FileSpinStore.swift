@@ -150,17 +150,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         guard let journal = journals[spin] else { return try database.append(batch, spin: spin, buffer: &rowBuffer) }
         if journal.stale { throw StaleJournal(path: journalPath(spin)) }
         journal.buffer.removeAll(keepingCapacity: true)
-        Self.frame(batch, to: &journal.buffer)
+        JournalRecord.append(batch, to: &journal.buffer)
         try journal.file.append(journal.buffer)
         journal.length += journal.buffer.count
-    }
-
-    /// Appends `records` in `JournalRecord` framing to `bytes`.
-    private static func frame(_ records: [JournalRecord.Record], to bytes: inout [UInt8]) {
-        for record in records {
-            JournalRecord.append(sequence: record.sequence, payload: record.payload,
-                                 continues: !record.endsBatch, to: &bytes)
-        }
     }
 
     package func commit(spin: String, sync: Bool) throws {
@@ -177,7 +169,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         do {
             try DurableFiles.replace(snapshotPath(spin), with: snapshot)
             var bytes: [UInt8] = []
-            Self.frame(records, to: &bytes)
+            JournalRecord.append(records, to: &bytes)
             try DurableFiles.replace(journalPath(spin), with: bytes)
             journal.file = try AppendOnlyFile(path: journalPath(spin))
             journal.length = bytes.count

@@ -58,12 +58,6 @@ package final class SQLiteConnection {
         return sqlite3_get_autocommit(handle) == 0
     }
 
-    /// The rows the last statement changed.
-    package var changes: Int {
-        guard let handle else { return 0 }
-        return Int(sqlite3_changes(handle))
-    }
-
     func error(_ code: Int32, _ sql: String?) -> SQLiteError {
         let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
         return SQLiteError(path: path, code: code, message: message, statement: sql)
@@ -165,12 +159,6 @@ package struct SQLiteError: Error, CustomStringConvertible {
     package let code: Int32
     package let message: String
     package let statement: String?
-
-    /// The database is damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`).
-    package var isCorruption: Bool {
-        let primary = code & 0xff
-        return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB
-    }
 
     package var description: String {
         "\(path): \(message) (SQLite error \(code))"

@@ -250,7 +250,7 @@ package final class SpinDatabase: @unchecked Sendable {
                 try statements.setSuspension.bind(suspension.map { .blob($0) } ?? .null, .text(name)).run()
                 if !records.isEmpty {
                     var bytes: [UInt8] = []
-                    Self.frame(records, to: &bytes)
+                    JournalRecord.append(records, to: &bytes)
                     try statements.insertBatch.bind(.text(name), .integer(1), .blob(bytes)).run()
                 }
             }
@@ -375,7 +375,7 @@ package final class SpinDatabase: @unchecked Sendable {
             guard var rows = journals[spin] else { return }
             let statements = try ready()
             buffer.removeAll(keepingCapacity: true)
-            Self.frame(batch, to: &buffer)
+            JournalRecord.append(batch, to: &buffer)
             try writing {
                 try statements.insertBatch.bind(.text(spin), .integer(rows.next), .blob(buffer)).run()
             }
@@ -402,7 +402,7 @@ package final class SpinDatabase: @unchecked Sendable {
             guard var rows = journals[spin] else { return }
             let statements = try ready()
             var bytes: [UInt8] = []
-            Self.frame(records, to: &bytes)
+            JournalRecord.append(records, to: &bytes)
             try writing {
                 try statements.deleteBatches.bind(.text(spin)).run()
                 try statements.setSnapshot.bind(.blob(snapshot), .text(spin)).run()
@@ -546,12 +546,6 @@ package final class SpinDatabase: @unchecked Sendable {
     }
 
     // MARK: Encoding
-
-    private static func frame(_ records: [JournalRecord.Record], to bytes: inout [UInt8]) {
-        for record in records {
-            JournalRecord.append(sequence: record.sequence, payload: record.payload, continues: !record.endsBatch, to: &bytes)
-        }
-    }
 
     /// `joined` as stored: `sender=position` pairs, comma-separated (Spin names hold
     /// neither `=` nor `,`).
