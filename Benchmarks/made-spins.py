@@ -3,11 +3,12 @@
 sleeping one costs, how fast one wakes, and what a restart with them on disk takes.
 
     swift build -c release --product spin-server
-    python3 Benchmarks/made-spins.py .build/release/spin-server [count ...]
+    python3 Benchmarks/made-spins.py .build/release/spin-server [--wrk] [count ...]
 
 For each count (default 2000 and 10000): a server with kind `door` (Config/machines/door.json,
 names `door-*`, Gear `doors-{key}`) and `limits.idleSpinSeconds` 2, `fsync: batch`, on an
-empty storage directory. It makes `count` doors over HTTP from 8 keep-alive clients
+empty storage directory. It makes `count` doors over HTTP from 8 keep-alive clients, or
+with `--wrk` from wrk on CPU 1, the server on CPU 0 (Benchmarks/wrk/make-doors.lua)
 (creates/s), waits until every one sleeps, reads the server's RSS and open descriptors and
 the storage directory's size, wakes 200 of them one after the other with `GET` (the wake
 latency's p50 and p99, each GET a new Spin), then restarts the server on that directory
@@ -59,7 +60,9 @@ class Server:
         while self.port is None:
             if self.process.poll() is not None:
                 raise SystemExit(f"{binary} exited {self.process.returncode}:\n{self.log_path.read_text()[-2000:]}")
-            match = re.search(r"listening on http://[^:]+:(\d+)", self.log_path.read_text()[self.log_start:])
+            with open(self.log_path, "rb") as log:      # this run's lines only: the log grows with every make
+                log.seek(self.log_start)
+                match = re.search(rb"listening on http://[^:]+:(\d+)", log.read())
             self.port = int(match.group(1)) if match else None
             time.sleep(0.01)
         while self.request("GET", "/readyz")[0] != 200:
@@ -117,8 +120,39 @@ def make(server: Server, count: int, clients: int = 8) -> float:
     return count / took
 
 
+def on_disk(server: Server) -> int | None:
+    """`spin_spins_on_disk`, when the server reports it."""
+    status, body = server.request("GET", "/metrics")
+    match = re.search(rb"^spin_spins_on_disk (\d+)", body, re.M)
+    return int(match.group(1)) if status == 200 and match else None
+
+
+def make_with_wrk(server: Server, count: int) -> float:
+    """Makes the doors with wrk (pinned to CPU 1, the server to CPU 0): creates/s up to
+    the moment the server reports all of them on disk."""
+    subprocess.run(["taskset", "-apc", "0", str(server.process.pid)], capture_output=True, check=True)
+    env = dict(os.environ, COUNT=str(count), THREADS="2")
+    began = time.monotonic()
+    wrk = subprocess.Popen(["taskset", "-c", "1", "wrk", "-t2", "-c64", f"-d{int(count / 2000) + 30}s",
+                            "-s", str(ROOT / "Benchmarks" / "wrk" / "make-doors.lua"), f"http://127.0.0.1:{server.port}"],
+                           env=env, stdout=subprocess.DEVNULL)
+    try:
+        while (on_disk(server) or 0) < count:
+            if wrk.poll() is not None:
+                raise SystemExit(f"wrk ended with {on_disk(server)} of {count} made")
+            time.sleep(0.2)
+        return count / (time.monotonic() - began)
+    finally:
+        wrk.terminate()
+        wrk.wait()
+
+
 def all_asleep(server: Server, count: int, timeout: float = 600) -> float:
     began = time.monotonic()
+    while on_disk(server) is not None and time.monotonic() - began < timeout:
+        if on_disk(server) == count:
+            return time.monotonic() - began
+        time.sleep(0.5)
     while time.monotonic() - began < timeout:
         asleep, after = 0, ""
         while True:
@@ -146,8 +180,10 @@ def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    binary = sys.argv[1]
-    counts = [int(arg) for arg in sys.argv[2:]] or [2000, 10000]
+    use_wrk = "--wrk" in sys.argv
+    arguments = [arg for arg in sys.argv[1:] if arg != "--wrk"]
+    binary = arguments[0]
+    counts = [int(arg) for arg in arguments[1:]] or [2000, 10000]
     rows = []
     for count in counts:
         with tempfile.TemporaryDirectory(prefix="spin-made-") as scratch:
@@ -156,7 +192,7 @@ def main() -> int:
             storage = work / "data"
             server = Server(binary, config, storage)
             idle_rss = server.rss_mib()
-            rate = make(server, count)
+            rate = make_with_wrk(server, count) if use_wrk else make(server, count)
             all_asleep(server, count)
             time.sleep(1)
             rss, fds = server.rss_mib(), server.fds()

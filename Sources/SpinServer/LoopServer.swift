@@ -266,12 +266,18 @@ public final class LoopServer: Sendable {
         return address.port
     }
 
-    /// The Spins made at run time that the store holds, hosted (before recovery) with
-    /// what their kinds make. Refuses a Spin whose kind the config no longer has, or whose
-    /// name the config now lists, naming the way forward.
+    /// The Spins made at run time that the store holds and a start needs, hosted (before
+    /// recovery) with what their kinds make: those that do not rest, and every Spin of a
+    /// kind whose Spins share a Gear; then, asleep, the resting ones on their Gears. The
+    /// other resting Spins stay on disk (however many: a start does not read them) until
+    /// something asks for them (`RuntimeSpins`). Refuses a Spin whose kind the config no
+    /// longer has, or whose name the config now lists, naming the way forward.
     private func hostMadeSpins(_ journal: Journal) throws -> [String: MadeSpin] {
-        let made = try journal.madeSpins()
-        guard !made.isEmpty else { return [:] }
+        let made = try journal.madeSpins(including: host.factory?.sharingKinds ?? [])
+        guard !made.isEmpty else {
+            try runtimeSpins.hostPeers(of: host.spins.map(\.name))
+            return [:]
+        }
         let factory = host.factory
         var resting: [(name: String, gears: [String], consumed: [String: UInt64])] = []
         for name in made.keys.sorted() {
@@ -308,8 +314,9 @@ public final class LoopServer: Sendable {
             try host.add(spin.spin)
         }
         gearRouter.rest(resting)
+        try runtimeSpins.hostPeers(of: host.spins.map(\.name))
         journal.setOutboxFloors(made.filter { $0.value.resting == nil }.mapValues(\.outboxBase))
-        logger.info("\(made.count) Spin(s) made at run time are stored (\(resting.count) asleep, read when something wakes them)")
+        logger.info("\(made.count) Spin(s) made at run time read at start (\(resting.count) of them asleep); the others rest on disk until something asks for them")
         return made
     }
 

@@ -109,10 +109,25 @@ package protocol SpinStore: AnyObject, Sendable {
 
     // MARK: Spins made at run time
 
-    /// The Spins made at run time that exist (`make`, not `delete`d), by name. Called once,
-    /// after `open`: it finishes a deletion a crash interrupted (removes what is left of a
-    /// deleted Spin). Throws when the catalog is corrupt (unless `repair`).
-    func madeSpins(repair: Bool) throws -> [String: MadeSpin]
+    /// The Spins made at run time that exist (`make`, not `delete`d) and do not rest
+    /// (`MadeSpin.resting`), with every one of `kinds` resting or not, by name: what a
+    /// start hosts. Called once, after `open`: it finishes a deletion a crash interrupted
+    /// (removes what is left of a deleted Spin). Throws when the catalog is corrupt (unless
+    /// `repair`). The others are found by name when something asks for them
+    /// (`madeSpin(named:)`).
+    func madeSpins(repair: Bool, including kinds: Set<String>) throws -> [String: MadeSpin]
+
+    /// The Spin made at run time of that name, resting or not; nil when none exists.
+    /// From any thread.
+    func madeSpin(named name: String) throws -> MadeSpin?
+
+    /// How many Spins made at run time exist, by kind. From any thread.
+    func madeSpinCounts() throws -> [String: Int]
+
+    /// Up to `limit` Spins made at run time in name order (UTF-8 byte order), whose names
+    /// start with `prefix`, after `after` when given: each one's name, kind and the
+    /// sequence it rests at. From any thread.
+    func madeSpins(prefix: String, after: String?, limit: Int) throws -> [(name: String, kind: String, sequence: UInt64)]
 
     /// Records that each Spin exists, of its `spin.kind`, with `epoch` and no history yet:
     /// all durable on return, or none (a crash after it keeps them, at sequence 0). One

@@ -158,7 +158,7 @@ import Testing
         damaged.close()
     }
 
-    @Test func aRestingSpin_IsListedWithWhereItRests_AndNoLongerOnceWoken_WhateverIsTakenBackLater() throws {
+    @Test func aRestingSpin_IsLeftOnDisk_AtStart_AndFoundByName_WithWhereItRests_UntilWoken_WhateverIsTakenBackLater() throws {
         let directory = Store.temporaryDirectory()
         let (store, _) = try Self.open(directory)
         try store.make([("a", MadeSpin(kind: "door", resting: .init(sequence: 0, consumed: [:])), "ea"),
@@ -171,9 +171,31 @@ import Testing
         store.discardUncommitted(spin: "a")
         store.close()
         let (again, made) = try Self.open(directory)
+        // A start reads the Spins that do not rest: b stays on disk, found by name.
+        #expect(made.keys.sorted() == ["a"])
         #expect(made["a"]?.resting == nil)
-        #expect(made["b"]?.resting == MadeSpin.Resting(sequence: 4, consumed: ["a": 2]))
+        #expect(try again.madeSpin(named: "b")?.resting == MadeSpin.Resting(sequence: 4, consumed: ["a": 2]))
+        #expect(try again.madeSpin(named: "c") == nil)
+        // Unless its kind's Spins share a Gear: then it is read, resting.
+        #expect(try again.madeSpins(repair: false, including: ["door"])["b"]?.resting == MadeSpin.Resting(sequence: 4, consumed: ["a": 2]))
         again.close()
+    }
+
+    @Test func madeSpins_AreCounted_AndPagedByName_InByteOrder_WithinAPrefix() throws {
+        let directory = Store.temporaryDirectory()
+        let (store, _) = try Self.open(directory)
+        let names = ["door-b", "door-a", "door-Z", "lamp-1", "door-c", "doo"]
+        try store.make(names.map { ($0, MadeSpin(kind: "door", resting: .init(sequence: 3, consumed: [:])), "e") })
+        #expect(try store.madeSpinCounts() == ["door": 6])
+        let first = try store.madeSpins(prefix: "door-", after: nil, limit: 2)
+        #expect(first.map(\.name) == ["door-Z", "door-a"])
+        #expect(first.map(\.sequence) == [3, 3])
+        #expect(try store.madeSpins(prefix: "door-", after: "door-a", limit: 5).map(\.name) == ["door-b", "door-c"])
+        #expect(try store.madeSpins(prefix: "", after: "door-c", limit: 5).map(\.name) == ["lamp-1"])
+        #expect(try store.madeSpins(prefix: "x", after: nil, limit: 5).isEmpty)
+        try store.delete("door-a")
+        #expect(try store.madeSpinCounts() == ["door": 5])
+        store.close()
     }
 
     @Test func aSuspension_IsKeptInTheDatabase_UntilRemoved() throws {

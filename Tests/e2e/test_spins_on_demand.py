@@ -11,11 +11,12 @@ import asyncio
 import json
 import socket
 import time
+from pathlib import Path
 
 import pytest
 import websockets
 
-from spin_e2e import assert_error
+from spin_e2e import assert_error, metric_value
 
 JSON = {"Content-Type": "application/json"}
 
@@ -189,3 +190,76 @@ def test_an_idle_spin_sleeps_and_wakes_for_a_request_a_stream_event_or_a_gear_ev
 
     asyncio.run(scenario())
     assert server.spin("feature-5")["state"]["status"] == "unauthorized"
+
+
+def test_sleeping_spins_leave_memory_and_are_found_again_by_name(start_server, tmp_path):
+    """A sleeping Spin made at run time is only on disk: listed, counted, made (200),
+    woken, deleted and restarted without being kept in memory, and a Gear event still
+    reaches one that sleeps on disk. The Swift auth pair, whose session service is a
+    value in memory shared on their Gear, stays in memory."""
+    storage = tmp_path / "storage"
+    kinds = json.loads((Path(__file__).parents[2] / "Config" / "spin-server.json").read_text())["kinds"]
+    kinds += [{"name": "mfeature", "machine": "machines/auth-feature.json", "names": "mfeature-*",
+               "gears": {"authMachines": "mauth-{key}"}},
+              {"name": "mrouter", "machine": "machines/auth-router.json", "names": "mrouter-*",
+               "gears": {"authMachines": "mauth-{key}"}}]
+    patch = {"limits": {"idleSpinSeconds": 1}, "kinds": kinds}
+    server = start_server(storage=storage, config_patch=patch)
+
+    def residency(instance):
+        text = instance.metrics()
+        return metric_value(text, "spin_spins_in_memory"), metric_value(text, "spin_spins_on_disk")
+
+    base, on_disk = residency(server)
+    assert on_disk == 0
+    for index in range(120):
+        assert put(server, f"door-{index:03}", "door").status_code == 201
+    # Made asleep, and nothing keeps them in memory.
+    assert residency(server) == (base, 120)
+    listed, after = [], ""
+    while True:
+        page = server.get(f"/v1/spins?prefix=door-&limit=25&after={after}").json()
+        assert all(spin["status"] == "asleep" and spin["kind"] == "door" for spin in page["spins"])
+        listed += [spin["name"] for spin in page["spins"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert listed == [f"door-{index:03}" for index in range(120)]
+    assert residency(server) == (base, 120)      # listing woke nobody
+
+    # An event wakes one from disk; idle again, it goes back to disk.
+    assert server.post_events("door-007", {"type": "LOCK"}, wait=True).status_code == 200
+    assert residency(server) == (base + 1, 119)
+    wait_for(lambda: residency(server) == (base, 120))
+    again = put(server, "door-007", "door")
+    assert again.status_code == 200 and again.json() == {"name": "door-007", "kind": "door", "sequence": 1, "status": "asleep"}
+    assert_error(put(server, "door-007", "feature"), 409, "spin_exists")
+    assert server.request("DELETE", "/v1/spins/door-008").status_code == 200
+    assert server.request("GET", "/v1/spins/door-008").status_code == 404
+    assert residency(server) == (base, 119)
+
+    # The machine auth pair of user 9 sleeps on disk; the feature's authorization issue,
+    # sent on Gear mauth-9, wakes the router from disk.
+    assert put(server, "mfeature-9", "mfeature").status_code == 201
+    assert put(server, "mrouter-9", "mrouter").status_code == 201
+    wait_for(lambda: server.spin("mrouter-9")["state"]["value"] == "checkingAuthorization")
+    assert server.post_events("mrouter-9", {"type": "authorized"}, wait=True).status_code == 200
+    wait_for(lambda: residency(server) == (base, 121), timeout=15)
+    assert server.post_events("mfeature-9", [{"type": "load"}, {"type": "unauthorizedResponse"}], wait=True).status_code == 200
+    router = wait_for(lambda: (lambda spin: spin if spin["state"]["value"] == "checkingAuthorization" else None)(server.spin("mrouter-9")))
+    assert router["state"]["context"]["authorizationChecks"] == 2
+
+    # The Swift pair shares a session service in memory: kept there while they sleep.
+    assert put(server, "feature-3", "feature").status_code == 201
+    assert put(server, "router-3", "router").status_code == 201
+    wait_for(lambda: residency(server) == (base + 2, 121), timeout=15)
+    assert server.get("/v1/spins?prefix=router-3").json()["spins"][0]["status"] == "asleep"
+
+    # A restart reads none of the resting Spins; they are found by name.
+    assert server.terminate() == 0
+    restarted = start_server(storage=storage, config_patch=patch)
+    assert residency(restarted) == (base, 123)
+    spin = restarted.spin("door-007")
+    assert spin["sequence"] == 1 and spin["state"]["value"] == "locked"
+    assert restarted.spin("mrouter-9")["state"]["context"]["authorizationChecks"] == 2
+    assert restarted.request("GET", "/v1/spins/door-008").status_code == 404

@@ -28,9 +28,11 @@ extension APIRouter {
                                        durable: feed.snapshot.sequence, storageFailing: failing,
                                        unrecoverable: spin.unrecoverable != nil)
         }
-        let owned = cluster.status(hostedSpins: host.spins.map(\.name)).spins(of: cluster.node).count
+        let onDisk = runtimeSpins?.onDiskOnly ?? 0
+        let owned = cluster.status(hostedSpins: host.spins.map(\.name)).spins(of: cluster.node).count + onDisk
         return APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                           body: Array(metrics.render(spins: spins, ownedSpins: owned, gears: gears?.reading).utf8))
+                           body: Array(metrics.render(spins: spins, ownedSpins: owned, gears: gears?.reading,
+                                                      residency: (host.count, onDisk)).utf8))
     }
 
     /// `GET /v1/cluster`: the nodes of the cluster and the Spins each owns.

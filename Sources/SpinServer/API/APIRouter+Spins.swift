@@ -6,26 +6,56 @@ extension APIRouter {
     /// name order, with the name to ask `after` for the next page (`"next"`, null on the
     /// last). A Spin another cluster node runs shows as `remote` with its node: the owner
     /// has the sequence (`GET /v1/spins/{name}` through any node asks it).
+    func spinList(_ call: RouteCall) {
+        guard let runtimeSpins, runtimeSpins.listsStored else {
+            return call.answer(spinList(call.request, for: call.caller.permissions))
+        }
+        let query: SpinListQuery
+        do { query = try SpinListQuery(call.request.target) } catch { return call.fail(error) }
+        let permissions = call.caller.permissions
+        // Spins made at run time that sleep may be on disk only: the page is read off
+        // this thread.
+        runtimeSpins.list(prefix: query.prefix, after: query.after, limit: query.limit,
+                          include: { permissions.allows(.read, spin: $0) }) { [self] listed in
+            call.answer(listed.map { spinList($0.page, more: $0.more) })
+        }
+    }
+
+    /// `spinList` of the Spins in memory only.
     func spinList(_ request: HTTPRequest, for permissions: Permissions) -> Result<APIResponse, APIError> {
         let query: SpinListQuery
         do { query = try SpinListQuery(request.target) } catch { return .failure(error) }
         let (page, more) = host.spins(prefix: query.prefix, after: query.after, limit: query.limit) {
             permissions.allows(.read, spin: $0)
         }
-        let owners = page.contains { !$0.isPrepared } ? cluster.status(hostedSpins: page.map(\.name)).owners : [:]
-        let list = page.map { spin -> JSONValue in
-            guard spin.isPrepared else {
+        return .success(spinList(page.map(RuntimeSpins.Listed.hosted), more: more))
+    }
+
+    /// The body of `GET /v1/spins`: `{"spins": [...], "next": name | null}`.
+    private func spinList(_ page: [RuntimeSpins.Listed], more: Bool) -> APIResponse {
+        let remote = page.compactMap { listed -> String? in
+            guard case .hosted(let spin) = listed, !spin.isPrepared else { return nil }
+            return spin.name
+        }
+        let owners = remote.isEmpty ? [:] : cluster.status(hostedSpins: remote).owners
+        let list = page.map { listed -> JSONValue in
+            switch listed {
+            case .stored(let name, let kind, let sequence):
+                return .object([("name", .string(name)), ("sequence", .number(String(sequence))),
+                                ("status", .string(SpinStatus.asleep.rawValue)), ("kind", .string(kind))])
+            case .hosted(let spin) where !spin.isPrepared:
                 return .object([("name", .string(spin.name)),
                                 ("status", .string("remote")), ("kind", .string(spin.kind)),
                                 ("node", owners[spin.name].map(JSONValue.string) ?? .null)])
+            case .hosted(let spin):
+                return .object([("name", .string(spin.name)),
+                                ("sequence", .number(String(spin.snapshot().sequence))),
+                                ("status", .string(spin.status.rawValue)),
+                                ("kind", .string(spin.kind))])
             }
-            return .object([("name", .string(spin.name)),
-                            ("sequence", .number(String(spin.snapshot().sequence))),
-                            ("status", .string(spin.status.rawValue)),
-                            ("kind", .string(spin.kind))])
         }
         let next: JSONValue = more ? page.last.map { .string($0.name) } ?? .null : .null
-        return .success(.json(200, .object([("spins", .array(list)), ("next", next)])))
+        return .json(200, .object([("spins", .array(list)), ("next", next)]))
     }
 
     /// `GET /v1/spins/{name}`: the Spin's sequence, status and state; a declarative
@@ -127,22 +157,32 @@ extension APIRouter {
     func ready(_ call: RouteCall, makes: Bool = false, attempts: Int = 3, then route: @escaping @Sendable (RouteCall) -> Void) {
         guard let runtimeSpins else { return route(call) }
         let name = String(call.name)
-        switch host.spin(named: name) {
-        case nil:
-            guard makes, runtimeSpins.makesOnEvent(name) else { return route(call) }
-            runtimeSpins.createOnEvent(name) { error in
-                if let error { return call.fail(error) }
-                route(call)
-            }
-        case is SleepingSpin:
-            runtimeSpins.wake(name) { [self] woke in
-                if case .failure(let error) = woke { return call.fail(error) }
-                guard attempts > 1, runtimeSpins.sleeps(name) else { return route(call) }
-                ready(call, attempts: attempts - 1, then: route)
-            }
-        default:
+        let hosted = host.spin(named: name)
+        if let hosted, !(hosted is SleepingSpin) {
             runtimeSpins.touch(name)
-            route(call)
+            return route(call)
+        }
+        guard attempts > 0 else { return route(call) }
+        guard hosted != nil || runtimeSpins.mayBeStored(name) else {
+            guard makes, runtimeSpins.makesOnEvent(name) else { return route(call) }
+            return make(call, attempts: attempts, then: route)
+        }
+        // Asleep, in memory or only on disk (then looked for in the store).
+        runtimeSpins.wake(name) { [self] woke in
+            if case .failure(let error) = woke { return call.fail(error) }
+            if host.spin(named: name) == nil, makes, runtimeSpins.makesOnEvent(name) {
+                return make(call, attempts: attempts, then: route)
+            }
+            ready(call, attempts: attempts - 1, then: route)
+        }
+    }
+
+    /// `ready` for an event or stream whose Spin an `onEvent` kind makes.
+    private func make(_ call: RouteCall, attempts: Int, then route: @escaping @Sendable (RouteCall) -> Void) {
+        guard let runtimeSpins else { return route(call) }
+        runtimeSpins.createOnEvent(String(call.name)) { [self] error in
+            if let error { return call.fail(error) }
+            ready(call, attempts: attempts - 1, then: route)
         }
     }
 

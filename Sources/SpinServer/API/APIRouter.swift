@@ -162,7 +162,7 @@ package struct APIRouter: Sendable {
         case .openAPI: call.reply(openAPIDocument())
         case .metrics: call.reply(metricsPage())
         case .cluster: call.reply(clusterStatus())
-        case .spins: call.answer(spinList(call.request, for: call.caller.permissions))
+        case .spins: spinList(call)
         case .spin: ready(call) { $0.answer(spinDetail($0.name)) }
         case .spinCreate: createSpin(call)
         case .spinDelete: deleteSpin(call)

@@ -114,6 +114,13 @@ extension SpinServerConfiguration {
 
         public func matches(_ name: String) -> Bool { key(of: name) != nil }
 
+        /// The name whose key is `key` (`door-*`, `7`: `door-7`); for a pattern without `*`,
+        /// the pattern when `key` is empty, else nil.
+        public func name(key: String) -> String? {
+            guard let suffix else { return key.isEmpty ? prefix : nil }
+            return prefix + key + suffix
+        }
+
         /// `template` with every `{key}` replaced by `key` (on each make: bytes, not
         /// Foundation's string search).
         static func filling(_ template: String, with key: String) -> String {

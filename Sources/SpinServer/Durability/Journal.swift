@@ -322,15 +322,19 @@ package final class Journal: @unchecked Sendable {
     /// committed and synced, and its journal closed (`retire`), on the journal's queue.
     /// When every Spin that catches its Gear events has consumed them, it rests
     /// (`SpinStore.rest`): the next start hosts it asleep without reading its journal.
-    package func sleep(spin: String) {
-        _ = try? syncOnQueue { [self] in
-            guard let journal = spins[spin], retireNow(spin: spin), gears?.outboxToKeep(of: spin).isEmpty ?? true else { return }
+    /// Returns whether the Spin rests (durably marked so: nothing of it is needed in memory).
+    @discardableResult
+    package func sleep(spin: String) -> Bool {
+        (try? syncOnQueue { [self] () -> Bool in
+            guard let journal = spins[spin], retireNow(spin: spin), gears?.outboxToKeep(of: spin).isEmpty ?? true else { return false }
             do {
                 try store.rest(spin, sequence: journal.written, consumed: journal.consumed)
+                return true
             } catch {
                 logger.warning("Spin \(spin) sleeps, not resting (the next start reads its journal): \(error)")
+                return false
             }
-        }
+        }) ?? false
     }
 
     /// `retire`, in the section. Returns whether what it applied is committed.
@@ -362,9 +366,9 @@ package final class Journal: @unchecked Sendable {
 
     /// The Spins made at run time that the store holds (`SpinStore.madeSpins`), after `open`
     /// and before `recover`.
-    package func madeSpins() throws -> [String: MadeSpin] {
+    package func madeSpins(including kinds: Set<String> = []) throws -> [String: MadeSpin] {
         do {
-            let made = try store.madeSpins(repair: repair)
+            let made = try store.madeSpins(repair: repair, including: kinds)
             if let moved = (store as? FileSpinStore)?.migratedSpins, moved > 0 {
                 logger.notice("\(store.location): moved \(moved) Spins made at run time from their files (spins.catalog) into \(SpinDatabase.fileName)")
             }
@@ -372,6 +376,18 @@ package final class Journal: @unchecked Sendable {
         } catch {
             throw RecoveryError(spin: nil, problem: "\(error)", underlying: error)
         }
+    }
+
+    /// The Spin made at run time of that name, resting or not (nil: none). Straight from
+    /// the store, off the journal's queue (the store's own lock orders it).
+    package func storedSpin(named name: String) throws -> MadeSpin? { try store.madeSpin(named: name) }
+
+    /// How many Spins made at run time the store holds, by kind.
+    package func storedSpinCounts() throws -> [String: Int] { try store.madeSpinCounts() }
+
+    /// A page of the Spins made at run time the store holds (see `SpinStore.madeSpins(prefix:after:limit:)`).
+    package func storedSpins(prefix: String, after: String?, limit: Int) throws -> [(name: String, kind: String, sequence: UInt64)] {
+        try store.madeSpins(prefix: prefix, after: after, limit: limit)
     }
 
     /// Records that the Spins exist, each under a fresh epoch (all durable on return, with

@@ -66,6 +66,11 @@ package final class SpinFeeds: Sendable {
         dropped?.end(.spinStopped(name, applying: false))
     }
 
+    /// Whether a stream watches Spin `name`'s feed now.
+    package func isWatched(_ name: String) -> Bool {
+        feeds.withLock { $0[name]?.isWatched ?? false }
+    }
+
     /// The Spins whose storage is failing now (not those this node stopped serving).
     package var failing: [String] {
         feeds.withLock { feeds in feeds.values.filter { $0.isFailing && !$0.hasEnded }.map(\.name).sorted() }

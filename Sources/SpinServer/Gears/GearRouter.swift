@@ -237,6 +237,18 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         }
     }
 
+    /// Where a Spin made now joins the Gears `gears`, as `join` says, without a receiver:
+    /// a Spin made on disk only, with no sender on those Gears in memory.
+    package func positions(on gears: [String]) -> [String: UInt64] {
+        section.sync { [self] in
+            var joined: [String: UInt64] = [:]
+            for gear in gears {
+                for (sender, position) in seen[gear] ?? [:] { joined[sender] = max(joined[sender] ?? 0, position) }
+            }
+            return joined
+        }
+    }
+
     /// The Spins that rest (`MadeSpin.resting`) are hosted asleep at start-up: each one's
     /// receiver is parked, waiting after `consumed`; the first event for it asks for it to
     /// be woken. All in one piece of the section's work.
@@ -244,6 +256,32 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         guard !spins.isEmpty else { return }
         section.sync { [self] in
             for spin in spins { receive(spin.name, gears: spin.gears, consumed: spin.consumed, parked: true) }
+        }
+    }
+
+    /// The sleeping Spins `spins` are let go of (they rest on disk, `RuntimeSpins`): their
+    /// parked receivers go, with nothing kept for them, once nothing waits for any of
+    /// them or in their outboxes. All or none: false (and nothing changed) when some
+    /// receiver is not parked, was handed something it has not settled, or has an event
+    /// waiting, or some outbox holds events.
+    package func release(_ spins: [String]) -> Bool {
+        section.sync { [self] in
+            for name in spins {
+                if let entries = outboxes[name]?.entries, !entries.isEmpty { return false }
+                guard let receiver = receivers[name] else { continue }
+                guard receiver.parked, !receiver.wakeAsked, receiver.inFlight == 0, !waits(receiver) else { return false }
+            }
+            for name in spins {
+                outboxes[name] = nil
+                guard let receiver = receivers.removeValue(forKey: name) else { continue }
+                receiver.subscription?.cancel()
+                for gear in receiver.caught {
+                    catchers[gear]?.remove(name)
+                    if catchers[gear]?.isEmpty == true { catchers[gear] = nil }
+                }
+                laggingReceivers.remove(name)
+            }
+            return true
         }
     }
 

@@ -41,6 +41,8 @@ package final class RuntimeSpins: Sendable {
     private let maxSpins: Int
     private let logger: Logger
     private let queue = DispatchQueue(label: "spin.runtime-spins")
+    /// Where `GET /v1/spins` pages are read from the store: not behind makes and wakes.
+    private let listing = DispatchQueue(label: "spin.runtime-spins.listing")
     private let state = Protected(State())
 
     private struct State {
@@ -55,6 +57,14 @@ package final class RuntimeSpins: Sendable {
         /// The made Spins awake, with when each last applied an event.
         var awake: [String: Activity] = [:]
         var sweeper: DispatchSourceTimer?
+        /// How many made Spins the store holds (counted once the server runs; nil before).
+        var stored: Int?
+        /// The made Spins hosted asleep that may be let go of (`release`): looked at again
+        /// by each sweep while something keeps them (a stream, a Spin on their Gears awake).
+        var lingering: Set<String> = []
+        /// Of the sleeping Spins hosted, those the store holds as resting (durably): nothing
+        /// of them is needed in memory.
+        var resting: Set<String> = []
         /// Makes asked for and not taken by the queue yet (see `drain`).
         var pending: [Request] = []
         var draining = false
@@ -107,6 +117,21 @@ package final class RuntimeSpins: Sendable {
         timer.setEventHandler { [weak self] in self?.sweep() }
         state.withLock { $0.sweeper = timer }
         timer.resume()
+        // The count `limits.maxSpins` is held to: the one read of the whole table, on the
+        // queue (before any make), not before `/readyz`. Spins of a kind the config no
+        // longer has are said here (a start reads only the Spins it needs, so it cannot).
+        queue.async { [self] in
+            var counts: [String: Int] = [:]
+            do {
+                counts = try journal?.storedSpinCounts() ?? [:]
+            } catch {
+                logger.error("the Spins made at run time could not be counted: \(error)")
+            }
+            state.withLock { $0.stored = counts.values.reduce(0, +) }
+            for (kind, count) in counts.sorted(by: { $0.key < $1.key }) where host.factory?.kind(named: kind) == nil {
+                logger.error("\(count) Spin(s) of kind \(kind) made at run time are stored and the config has no kind \(kind): they are not found (404) until it is added back to kinds (then DELETE /v1/spins/{name} the ones to drop)")
+            }
+        }
     }
 
     /// The server stops: nothing more is made or deleted (what is under way finishes
@@ -137,10 +162,31 @@ package final class RuntimeSpins: Sendable {
         }
     }
 
-    /// Keeps the record of a Spin made at run time that rests (hosted asleep at start-up).
+    /// Keeps the record of a Spin made at run time that rests (hosted asleep at start-up:
+    /// one of a kind whose Spins share a Gear, never let go of).
     package func rest(_ name: String, _ record: MadeSpin) {
         state.withLock { $0.records[name] = record }
     }
+
+    /// At start-up, before the Spins start: hosts asleep the stored Spins that share a Gear
+    /// with `names` (see `hostPeers`). Throws when the store cannot be read.
+    package func hostPeers(of names: [String]) throws(APIError) {
+        let result = queue.sync { () -> Result<Void, APIError> in
+            do throws(APIError) { try hostPeers(of: names, gears: nil) } catch { return .failure(error) }
+            return .success(())
+        }
+        try result.get()
+    }
+
+    /// Whether Spin `name`, not hosted, may be one the store holds (asleep, not in memory):
+    /// a request for it asks the store (`wake`).
+    package func mayBeStored(_ name: String) -> Bool {
+        guard journal != nil, state.withLock({ $0.bringUp != nil }) else { return false }
+        return host.factory?.mayBeMade(name) ?? false
+    }
+
+    /// Whether `GET /v1/spins` lists Spins the store holds that are not in memory (`list`).
+    package var listsStored: Bool { journal != nil && state.withLock { $0.bringUp != nil } }
 
     /// Whether an event or stream for the unknown Spin `name` makes it (an `onEvent` kind
     /// matches it).
@@ -206,7 +252,7 @@ package final class RuntimeSpins: Sendable {
             defer { state.pending = [] }
             return state.pending
         }
-        var made: [(request: Request, made: SpinFactory.Made?, record: MadeSpin)] = []
+        var made: [(request: Request, made: SpinFactory.Made?, record: MadeSpin, hosted: Bool)] = []
         var names = Set<String>()
         var later: [Request] = []
         for request in requests {
@@ -216,17 +262,18 @@ package final class RuntimeSpins: Sendable {
             }
             switch prepare(request, making: made.count) {
             case .answered(let outcome): request.respond(outcome)
-            case .made(let spin, let record):
-                made.append((request, spin, record))
+            case .made(let spin, let record, let hosted):
+                made.append((request, spin, record, hosted))
                 names.insert(request.name)
             }
         }
         if !made.isEmpty {
             do {
                 try journal?.make(made.map { ($0.request.name, $0.record) })
-                for (request, spin, record) in made { request.respond(finish(request.name, spin, record)) }
+                state.withLock { $0.stored? += made.count }
+                for (request, spin, record, hosted) in made { request.respond(finish(request.name, spin, record, hosted: hosted)) }
             } catch {
-                for (request, _, record) in made {
+                for (request, _, record, _) in made {
                     gears.unregister(request.name)
                     detach(request.name)
                     logger.error("Spin \(request.name) of kind \(record.kind) was not made: its storage failed: \(error)")
@@ -240,16 +287,19 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// What `prepare` came to: an answer already, or a Spin made and joined to its Gears,
-    /// to record (none made for a Spin made asleep: only its record and Gear receiver).
+    /// to record (none made for a Spin made asleep: only its record, and its Gear receiver
+    /// when it is `hosted` in memory).
     private enum Prepared {
         case answered(Result<Outcome, APIError>)
-        case made(SpinFactory.Made?, MadeSpin)
+        case made(SpinFactory.Made?, MadeSpin, hosted: Bool)
     }
 
     /// Checks a make (`making`: how many are being made in this go besides) and makes the
     /// Spin by its kind, its Gears hosted and joined.
     private func prepare(_ request: Request, making: Int) -> Prepared {
         let (name, kindName) = (request.name, request.kind)
+        // One the store holds and memory does not is hosted asleep first: it exists.
+        do { _ = try load(name) } catch { return .answered(.failure(error)) }
         if request.onEvent, let existing = host.spin(named: name) {
             // Made meanwhile (by another event, or a PUT): the event goes to it.
             return .answered(.success(Outcome(status: 200, name: name, kind: existing.kind, sequence: existing.snapshot().sequence,
@@ -263,6 +313,8 @@ package final class RuntimeSpins: Sendable {
         }
         if factory.configured.contains(name) { return .answered(.failure(.spinExists(name, kind: nil))) }
         if let existing = host.spin(named: name) {
+            // Found on disk for this answer only: back to disk (unless something keeps it).
+            defer { if existing is SleepingSpin { release(name) } }
             guard existing.kind == kindName else { return .answered(.failure(.spinExists(name, kind: existing.kind))) }
             return .answered(.success(Outcome(status: 200, name: name, kind: kindName, sequence: existing.snapshot().sequence,
                                               spinStatus: existing.status.rawValue)))
@@ -270,15 +322,23 @@ package final class RuntimeSpins: Sendable {
         let (running, refusal) = state.withLock { ($0.bringUp != nil, $0.refusal) }
         if let refusal { return .answered(.failure(refusal)) }
         guard running else { return .answered(.failure(.unavailable("the server is not running", retryAfter: 1))) }
-        guard host.count + making < maxSpins else { return .answered(.failure(.tooManySpins(limit: maxSpins))) }
+        guard spinCount + making < maxSpins else { return .answered(.failure(.tooManySpins(limit: maxSpins))) }
+        let gearNames: [String]
+        do { gearNames = try factory.hostedGears(of: name, kind: kind) } catch { return .answered(.failure(error)) }
+        // The Spins on its Gears are in memory before it joins them.
+        do { try hostPeers(of: [name], gears: [name: gearNames]) } catch { return .answered(.failure(error)) }
         if factory.startsAsleep(kindName), journal != nil {
-            // Nothing runs until its first event: no loop made now (see `finish`).
-            let gearNames: [String]
-            do { gearNames = try factory.hostedGears(of: name, kind: kind) } catch { return .answered(.failure(error)) }
-            let joined = gears.join(name, gears: gearNames, parked: true)
+            // Nothing runs until its first event: no loop made now (see `finish`). With no
+            // Spin on its Gears in memory, nothing of it is kept there either: it is made
+            // on disk only (`release`).
+            let alone = !factory.sharesGears(kindName) && gearNames.allSatisfy { gear in
+                !factory.lasts(gear) && !factory.holdsShared(on: gear)
+                    && factory.peers(on: gear).allSatisfy { $0 == name || host.spin(named: $0) == nil }
+            }
+            let joined = alone ? gears.positions(on: gearNames) : gears.join(name, gears: gearNames, parked: true)
             let record = MadeSpin(kind: kindName, joined: joined, outboxBase: MadeSpin.outboxBaseNow(),
                                   resting: .init(sequence: 0, consumed: joined))
-            return .made(nil, record)
+            return .made(nil, record, hosted: !alone)
         }
         let made: SpinFactory.Made
         do { made = try factory.make(name, of: kind) } catch { return .answered(.failure(error)) }
@@ -286,26 +346,36 @@ package final class RuntimeSpins: Sendable {
         // From here the Gears keep what their senders send next for it.
         let record = MadeSpin(kind: kindName, joined: gears.join(name, gears: made.gears.map(\.name)),
                               outboxBase: MadeSpin.outboxBaseNow())
-        return .made(made, record)
+        return .made(made, record, hosted: true)
     }
 
     /// Starts a Spin whose record is durable: hosted, recovered from its (empty) storage,
     /// observed and started: 201. A Spin of a kind that does nothing until its first
     /// event (`SpinFactory.startsAsleep`, `made` nil) is hosted asleep instead, its Gear
     /// receiver parked: its first request or Gear event starts it as a wake does. Either
-    /// way it takes events now: 201 says `running`.
-    private func finish(_ name: String, _ made: SpinFactory.Made?, _ record: MadeSpin) -> Result<Outcome, APIError> {
+    /// way it takes events now: 201 says `running`. One not `hosted` is on disk only: its
+    /// first request or Gear event finds it there.
+    private func finish(_ name: String, _ made: SpinFactory.Made?, _ record: MadeSpin, hosted: Bool) -> Result<Outcome, APIError> {
         guard let bringUp = state.withLock({ $0.bringUp }) else {
             return abandon(name, made, record, because: APIError.unavailable("the server is shutting down", retryAfter: 1))
         }
         guard let made else {
+            guard hosted else {
+                logger.info("Spin \(name) of kind \(record.kind) made (on disk until its first event)")
+                return .success(Outcome(status: 201, name: name, kind: record.kind, sequence: 0, spinStatus: SpinStatus.running.rawValue))
+            }
             do {
                 try host.insert(SleepingSpin(name: name, kind: record.kind, sequence: 0))
             } catch {
                 return abandon(name, nil, record, because: error)
             }
-            state.withLock { $0.records[name] = record }
+            state.withLock {
+                $0.records[name] = record
+                $0.resting.insert(name)
+            }
             logger.info("Spin \(name) of kind \(record.kind) made (asleep until its first event)")
+            // On disk only, unless a Spin on its Gears is in memory.
+            release(name)
             return .success(Outcome(status: 201, name: name, kind: record.kind, sequence: 0, spinStatus: SpinStatus.running.rawValue))
         }
         do {
@@ -340,6 +410,7 @@ package final class RuntimeSpins: Sendable {
     }
 
     private func deleteNow(_ name: String) -> Result<Outcome, APIError> {
+        do { _ = try load(name) } catch { return .failure(error) }
         guard let spin = host.spin(named: name) else { return .failure(.spinNotFound(name)) }
         if host.factory?.configured.contains(name) ?? true { return .failure(.spinExists(name, kind: nil, deleting: true)) }
         if let refusal = state.withLock({ $0.refusal }) { return .failure(refusal) }
@@ -361,20 +432,32 @@ package final class RuntimeSpins: Sendable {
             return .failure(.storageUnavailable(spin: name, "\(error)"))
         }
         if asleep { gears.unregister(name) }
-        state.withLock { _ = $0.records.removeValue(forKey: name) }
+        state.withLock {
+            $0.records[name] = nil
+            $0.resting.remove(name)
+            $0.lingering.remove(name)
+            $0.stored? -= 1
+        }
         gears.forgetSender(name, gears: gears.gearNames(of: name))
         feeds.remove(name, ending: .spinDeleted(name))
         host.remove(named: name)
         detach(name)
         metrics.forget(spin: name)
         logger.info("Spin \(name) of kind \(spin.kind) deleted at sequence \(sequence)")
+        // The Spins it shared Gears with may go from memory now.
+        if let kind = host.factory?.kind(named: spin.kind), let gearNames = try? host.factory?.hostedGears(of: name, kind: kind) {
+            for peer in Set(gearNames.flatMap { host.factory?.peers(on: $0) ?? [] }) where host.spin(named: peer) is SleepingSpin {
+                release(peer)
+            }
+        }
         return .success(Outcome(status: 200, name: name, kind: spin.kind, sequence: sequence, spinStatus: "deleted"))
     }
 
     // MARK: Sleep and wake
 
-    /// Wakes Spin `name` when it sleeps (else does nothing); `then` gets whether it woke
-    /// now, or why it could not.
+    /// Wakes Spin `name` when it sleeps, in memory or only on disk (else does nothing);
+    /// `then` gets whether it woke now (false: it was awake, or no Spin has the name), or
+    /// why it could not.
     package func wake(_ name: String, then: @escaping @Sendable (Result<Bool, APIError>) -> Void) {
         queue.async { [self] in then(wakeNow(name)) }
     }
@@ -398,10 +481,18 @@ package final class RuntimeSpins: Sendable {
     /// Whether Spin `name` sleeps now.
     package func sleeps(_ name: String) -> Bool { host.spin(named: name) is SleepingSpin }
 
-    /// Whether Spin `name` was made at run time.
-    package func isMade(_ name: String) -> Bool { state.withLock { $0.records[name] != nil } }
+    /// Whether Spin `name` was made at run time (or may be: one not in memory is looked for
+    /// in the store when it is woken).
+    package func isMade(_ name: String) -> Bool {
+        state.withLock { $0.records[name] != nil } || mayBeStored(name)
+    }
 
     private func wakeNow(_ name: String) -> Result<Bool, APIError> {
+        do {
+            guard try load(name) else { return .success(false) }
+        } catch {
+            return .failure(error)
+        }
         guard let sleeping = host.spin(named: name) as? SleepingSpin else { return .success(false) }
         guard let bringUp = state.withLock({ $0.bringUp }), let factory = host.factory,
               let kind = factory.kind(named: sleeping.kind) else {
@@ -415,6 +506,10 @@ package final class RuntimeSpins: Sendable {
             let terms = try bringUp(made.spin, record, true)
             host.replace(with: made.spin)
             adopt(made.spin, record, terms: terms)
+            state.withLock {
+                $0.lingering.remove(name)
+                $0.resting.remove(name)
+            }
         } catch {
             logger.error("Spin \(name) could not wake: \(error)")
             return .failure(.storageUnavailable(spin: name, "it could not be read back: \(error)"))
@@ -440,6 +535,10 @@ package final class RuntimeSpins: Sendable {
             sleep(spin)
             slept += 1
         }
+        // The sleeping Spins kept in memory meanwhile: let go of when nothing keeps them.
+        for name in state.withLock({ $0.lingering }) where host.spin(named: name) is SleepingSpin {
+            release(name)
+        }
     }
 
     /// `spin` sleeps: its loop stops, what it applied is synced and its journal closed, its
@@ -452,13 +551,15 @@ package final class RuntimeSpins: Sendable {
         endTerm(of: name)
         // Synced first: what it took of its Gears is settled before its receiver is
         // parked with what it settled (else it would ask to be woken for them at once).
-        journal?.sleep(spin: name)
+        let rests = journal?.sleep(spin: name) ?? false
         gears.park(name)
         let sequence = spin.snapshot().sequence
         host.replace(with: SleepingSpin(name: name, kind: spin.kind, sequence: sequence))
         feeds.dropUnwatched(name)
         metrics.forget(spin: name)
+        if rests { state.withLock { _ = $0.resting.insert(name) } }
         logger.debug("Spin \(name) sleeps at sequence \(sequence)")
+        release(name)
     }
 
     /// Spin `name` no longer runs here (deleted, asleep, or not started): its observations
@@ -469,6 +570,193 @@ package final class RuntimeSpins: Sendable {
             return state.terms.removeValue(forKey: name) ?? []
         }
         for subscription in terms { subscription.cancel() }
+    }
+
+    // MARK: In memory or on disk
+
+    /// How many Spins are hosted, made ones on disk included (what `limits.maxSpins` holds).
+    /// On the queue.
+    private var spinCount: Int {
+        guard journal != nil else { return host.count }
+        let (loaded, stored) = state.withLock { ($0.records.count, $0.stored ?? 0) }
+        return host.count - loaded + stored
+    }
+
+    /// How many made Spins sleep on disk only (not in memory).
+    package var onDiskOnly: Int {
+        guard journal != nil else { return 0 }
+        return state.withLock { max(0, ($0.stored ?? 0) - $0.records.count) }
+    }
+
+    /// Hosts asleep the Spin `name` the store holds, when memory does not hold it, with the
+    /// Spins it shares Gears with (`hostPeers`). Returns whether it is hosted now (false:
+    /// no Spin has the name). On the queue.
+    private func load(_ name: String) throws(APIError) -> Bool {
+        if host.spin(named: name) != nil { return true }
+        guard let journal, let factory = host.factory, factory.mayBeMade(name) else { return false }
+        let record: MadeSpin?
+        do {
+            record = try journal.storedSpin(named: name)
+        } catch {
+            throw .storageUnavailable(spin: name, "it could not be looked up: \(error)")
+        }
+        guard let record else { return false }
+        let gearNames = try hostAsleep(name, record)
+        try hostPeers(of: [name], gears: [name: gearNames])
+        return true
+    }
+
+    /// Hosts the stored Spin `name` asleep: listed, found, its Gear receiver parked after
+    /// what it consumed (the first Gear event for it wakes it); its journal is read when
+    /// it wakes. Returns the Gears it is on. On the queue (or at start-up).
+    @discardableResult
+    private func hostAsleep(_ name: String, _ record: MadeSpin) throws(APIError) -> [String] {
+        guard let factory = host.factory, let kind = factory.kind(named: record.kind) else {
+            throw .internal("Spin \(name) was made of kind \(record.kind), which the config no longer has: add the kind back to kinds (then DELETE /v1/spins/\(name) if it is to go)")
+        }
+        let gearNames = try factory.hostedGears(of: name, kind: kind)
+        do {
+            try host.insert(SleepingSpin(name: name, kind: record.kind, sequence: record.resting?.sequence ?? 0))
+        } catch {
+            throw .internal("Spin \(name) could not be hosted: \(error)")
+        }
+        state.withLock {
+            $0.records[name] = record
+            $0.lingering.insert(name)
+            if record.resting != nil { $0.resting.insert(name) }
+        }
+        gears.rest([(name, gearNames, (record.resting?.consumed ?? [:]).merging(record.joined) { max($0, $1) })])
+        return gearNames
+    }
+
+    /// Hosts asleep every Spin the store holds that shares a Gear with `names` (through a
+    /// Gear name with `{key}`, `SpinFactory.peers(on:)`), and theirs in turn: whenever a
+    /// Spin is in memory, so is every Spin on its Gears, so that what it sends is kept for
+    /// them and wakes them. `gears`: the Gears of some of `names`, when known. Throws when
+    /// the store cannot be read (or a Spin found there cannot be hosted): then whatever
+    /// needed them does not go on.
+    private func hostPeers(of names: [String], gears known: [String: [String]]?) throws(APIError) {
+        guard let journal, let factory = host.factory else { return }
+        var pending = names
+        var seen = Set(names)
+        while let name = pending.popLast() {
+            var gearNames = known?[name] ?? gears.gearNames(of: name)
+            if gearNames.isEmpty, let spin = host.spin(named: name), let kind = factory.kind(named: spin.kind) {
+                gearNames = (try? factory.hostedGears(of: name, kind: kind)) ?? []
+            }
+            for gear in gearNames {
+                for peer in factory.peers(on: gear) where seen.insert(peer).inserted && host.spin(named: peer) == nil {
+                    let record: MadeSpin?
+                    do {
+                        record = try journal.storedSpin(named: peer)
+                    } catch {
+                        throw .storageUnavailable(spin: name, "Spin \(peer), on Gear \(gear) with it, could not be looked up: \(error)")
+                    }
+                    guard let record else { continue }
+                    try hostAsleep(peer, record)
+                    pending.append(peer)
+                }
+            }
+        }
+    }
+
+    /// Lets go of the sleeping Spin `name`, and of every Spin it shares Gears with, when
+    /// nothing keeps any of them in memory: each sleeps resting (its store holds where it
+    /// rests), no stream watches it, nothing waits for it on its Gears, none of its Gears
+    /// lasts (`SpinFactory.lasts`) or holds values shared in memory (`holdsShared`), and
+    /// its kind's Spins do not all share one. They are
+    /// then only on disk: found again by name (`load`). Else they linger, looked at again
+    /// by each sweep. On the queue.
+    private func release(_ name: String) {
+        guard journal != nil, let factory = host.factory else { return }
+        var group: [String] = []
+        var pending = [name]
+        var seen: Set<String> = [name]
+        var kept = false
+        let resting = state.withLock { $0.resting }
+        while let next = pending.popLast() {
+            guard let spin = host.spin(named: next) else { continue }
+            group.append(next)
+            guard spin is SleepingSpin, resting.contains(next), !factory.sharesGears(spin.kind), !feeds.isWatched(next),
+                  let kind = factory.kind(named: spin.kind), let gearNames = try? factory.hostedGears(of: next, kind: kind) else {
+                kept = true
+                continue
+            }
+            for gear in gearNames {
+                if factory.lasts(gear) || factory.holdsShared(on: gear) { kept = true }
+                for peer in factory.peers(on: gear) where seen.insert(peer).inserted { pending.append(peer) }
+            }
+        }
+        guard !kept, gears.release(group) else {
+            let asleep = group.filter { host.spin(named: $0) is SleepingSpin }
+            state.withLock { $0.lingering.formUnion(asleep) }
+            return
+        }
+        for member in group {
+            host.remove(named: member)
+            detach(member)
+            feeds.dropUnwatched(member)
+            state.withLock {
+                $0.records[member] = nil
+                $0.resting.remove(member)
+                $0.lingering.remove(member)
+            }
+        }
+    }
+
+    /// What `GET /v1/spins` lists: a Spin in memory, or one only on disk (asleep).
+    package enum Listed: Sendable {
+        case hosted(any HostedSpin)
+        case stored(name: String, kind: String, sequence: UInt64)
+
+        package var name: String {
+            switch self {
+            case .hosted(let spin): spin.name
+            case .stored(let name, _, _): name
+            }
+        }
+    }
+
+    /// A page of `GET /v1/spins`: up to `limit` Spins in name order (UTF-8 byte order)
+    /// whose names start with `prefix`, after `after`, that `include` takes, in memory or
+    /// on disk; and whether more follow. Read off the network threads (the store waits for
+    /// its lock); `then` gets the page or why the store could not be read. Costs the page
+    /// (and the Spins `include` refuses on the way), not the Spins on disk.
+    package func list(prefix: String, after: String?, limit: Int, include: @escaping @Sendable (String) -> Bool,
+                      then: @escaping @Sendable (Result<(page: [Listed], more: Bool), APIError>) -> Void) {
+        listing.async { [self] in
+            guard let journal else { return then(.success(([], false))) }
+            let (hosted, _) = host.spins(prefix: prefix, after: after, limit: limit + 1, where: include)
+            var stored: [Listed] = []
+            var cursor = after
+            do {
+                while stored.count <= limit {
+                    let rows = try journal.storedSpins(prefix: prefix, after: cursor, limit: limit + 1)
+                    for row in rows where host.spin(named: row.name) == nil && include(row.name) {
+                        stored.append(.stored(name: row.name, kind: row.kind, sequence: row.sequence))
+                    }
+                    guard rows.count == limit + 1, let last = rows.last else { break }
+                    cursor = last.name
+                }
+            } catch {
+                return then(.failure(.unavailable("the Spins made at run time could not be listed: \(error)", retryAfter: 1)))
+            }
+            var merged: [Listed] = []
+            var names = Set<String>()
+            var (left, right) = (hosted.map(Listed.hosted)[...], stored[...])
+            while merged.count <= limit, let next = Self.first(&left, &right) {
+                if names.insert(next.name).inserted { merged.append(next) }
+            }
+            let more = merged.count > limit
+            then(.success((Array(merged.prefix(limit)), more)))
+        }
+    }
+
+    /// Takes the first (in name order) of the two sorted runs' heads.
+    private static func first(_ left: inout ArraySlice<Listed>, _ right: inout ArraySlice<Listed>) -> Listed? {
+        guard let l = left.first else { return right.popFirst() }
+        guard let r = right.first else { return left.popFirst() }
+        return SpinHost.byteOrder(r.name, l.name) ? right.popFirst() : left.popFirst()
     }
 
     /// Hosts the Gears `made` brings and attaches it to them (before it registers).

@@ -28,6 +28,11 @@ package final class SpinFactory: Sendable {
     private let restingKinds: Set<String>
     /// The Gears and shared values made so far: touched under its lock only.
     private let workshop: Protected<SpinKindContext.Workshop>
+    /// Each kind's Gear templates with `{key}` (hosted names, the key unfilled): how the
+    /// Spins on one Gear are found from its name (`peers(on:)`).
+    private let keyedTemplates: [(kind: SpinServerConfiguration.KindEntry, template: GearTemplate)]
+    /// The kinds whose instances all share a Gear (`sharesGears`).
+    private let sharing: Set<String>
 
     init(table: [String: @Sendable (SpinKindContext) throws -> Void], kinds: [SpinServerConfiguration.KindEntry],
          configured: [String], storage: SpinServerConfiguration.Storage, workshop: SpinKindContext.Workshop) {
@@ -45,6 +50,20 @@ package final class SpinFactory: Sendable {
         }
         self.machineSchemas = schemas
         self.restingKinds = resting
+        var keyed: [(kind: SpinServerConfiguration.KindEntry, template: GearTemplate)] = []
+        var sharing: Set<String> = []
+        for kind in kinds {
+            let templates = Set(kind.machine != nil ? Array(kind.declaredGears.values) : Array(kind.gears.values))
+            for template in templates.sorted() {
+                if template.contains(SpinServerConfiguration.NamePattern.keyPlaceholder), kind.names?.hasWildcard == true {
+                    keyed.append((kind, GearTemplate(template)))
+                } else {
+                    sharing.insert(kind.name)
+                }
+            }
+        }
+        self.keyedTemplates = keyed
+        self.sharing = sharing
         self.configured = Set(configured)
         self.lasting = Set(workshop.gears.keys)
         self.storage = storage
@@ -92,6 +111,96 @@ package final class SpinFactory: Sendable {
     /// nothing until its first event (a loop that starts propagates nothing), so it
     /// costs no loop until then: its first request or Gear event wakes it.
     package func startsAsleep(_ kind: String) -> Bool { restingKinds.contains(kind) }
+
+    /// Whether the instances of kind `kind` are on a Gear whose name their names do not
+    /// give (a Gear name without `{key}`, or `names` without `*`): such Spins are all
+    /// hosted from the start and never let go of (each Gear event must find every Spin it
+    /// is for).
+    package func sharesGears(_ kind: String) -> Bool { sharing.contains(kind) }
+
+    /// The kinds whose instances share a Gear (`sharesGears`).
+    package var sharingKinds: Set<String> { sharing }
+
+    /// Whether Spin `name` may be one made at run time: not a configured Spin, and one of
+    /// some kind's names.
+    package func mayBeMade(_ name: String) -> Bool {
+        !configured.contains(name) && kinds.values.contains { $0.names?.matches(name) ?? true }
+    }
+
+    /// Whether the Gear `gear` stays without Spins (a configured Gear, or a kind's Gear
+    /// without `{key}`): the Spins on it are never let go of.
+    package func lasts(_ gear: String) -> Bool { lasting.contains(gear) }
+
+    /// Whether the Spins on Gear `gear` share values besides it (`SpinKindContext.shared`,
+    /// such as the auth-routing example's session service in memory): what is in them is
+    /// not in any journal, so those Spins are never let go of from memory.
+    package func holdsShared(on gear: String) -> Bool {
+        workshop.withLock { !($0.shared[gear]?.isEmpty ?? true) }
+    }
+
+    /// The names of the Spins a kind would put on the Gear `gear` through a Gear name with
+    /// `{key}` (`doors-{key}`: `doors-7` is door-7's), configured Spins left out: a cost
+    /// of the kinds, not of the Spins.
+    package func peers(on gear: String) -> [String] {
+        var found: [String] = []
+        for (kind, template) in keyedTemplates {
+            guard let key = template.key(in: gear), let name = kind.names?.name(key: key),
+                  SpinHost.isNameText(name), !configured.contains(name), !found.contains(name) else { continue }
+            found.append(name)
+        }
+        return found
+    }
+
+    /// The key that fills `template` to `gear`, or nil when none does.
+    static func key(in gear: String, template: String) -> String? { GearTemplate(template).key(in: gear) }
+
+    /// A Gear name with `{key}`, cut where the key goes: which key gives a Gear name is
+    /// read off its bytes.
+    struct GearTemplate: Sendable {
+        /// The bytes around each `{key}` (one more than the keys).
+        let parts: [[UInt8]]
+        let fixed: Int
+
+        init(_ template: String) {
+            let placeholder = Array(SpinServerConfiguration.NamePattern.keyPlaceholder.utf8)
+            var parts: [[UInt8]] = [[]]
+            let bytes = Array(template.utf8)
+            var index = 0
+            while index < bytes.count {
+                if index + placeholder.count <= bytes.count, bytes[index..<(index + placeholder.count)].elementsEqual(placeholder) {
+                    parts.append([])
+                    index += placeholder.count
+                } else {
+                    parts[parts.count - 1].append(bytes[index])
+                    index += 1
+                }
+            }
+            self.parts = parts
+            self.fixed = parts.reduce(0) { $0 + $1.count }
+        }
+
+        /// The key `gear` has in this template, or nil when the template does not make it.
+        func key(in gear: String) -> String? {
+            let keys = parts.count - 1
+            var bytes: [UInt8] = []
+            bytes.append(contentsOf: gear.utf8)
+            let length = bytes.count - fixed
+            guard keys > 0, length >= 0, length % keys == 0 else { return nil }
+            let width = length / keys
+            var offset = 0
+            var key: ArraySlice<UInt8>?
+            for (index, part) in parts.enumerated() {
+                guard bytes[offset...].starts(with: part) else { return nil }
+                offset += part.count
+                guard index < keys else { break }
+                let run = bytes[offset..<(offset + width)]
+                if let key, !key.elementsEqual(run) { return nil }
+                key = key ?? run
+                offset += width
+            }
+            return offset == bytes.count ? String(decoding: key ?? [], as: UTF8.self) : nil
+        }
+    }
 
     /// The kind an event for the unknown Spin `name` makes it of, if any.
     package func kindMadeOnEvent(for name: String) -> SpinServerConfiguration.KindEntry? {
@@ -208,8 +317,7 @@ package final class SpinFactory: Sendable {
         for name in gone {
             workshop.gears[name] = nil
             workshop.bridged[name] = nil
-            let prefix = "\(name)\u{0}"
-            for key in workshop.shared.keys where key.hasPrefix(prefix) { workshop.shared[key] = nil }
+            workshop.shared[name] = nil
         }
         return gone
     }

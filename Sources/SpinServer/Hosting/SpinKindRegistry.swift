@@ -132,7 +132,8 @@ public final class SpinKindContext {
         var gears: [String: MadeGear] = [:]
         /// Per name, the Gears of each event type joined to its JSON bus, with their ports.
         var bridged: [String: [ObjectIdentifier: (gear: Any, port: any GearPort)]] = [:]
-        var shared: [String: Any] = [:]
+        /// The values shared on each Gear name ("" for Spins without one), by type.
+        var shared: [String: [ObjectIdentifier: Any]] = [:]
 
         /// The one `Gear<GearEvent>` of the Gear `name`: the hosted one while every Spin on
         /// `name` uses `GearEvent`; else one joined to the name's JSON bus, which then
@@ -214,10 +215,10 @@ public final class SpinKindContext {
     /// `make` the first time: for what Spins on one Gear share besides it, such as a
     /// service both call.
     public func shared<Value>(_ make: () -> Value) -> Value {
-        let key = "\(entry.gear ?? "")\u{0}\(ObjectIdentifier(Value.self))"
-        if let value = workshop.shared[key] as? Value { return value }
+        let (gear, type) = (entry.gear ?? "", ObjectIdentifier(Value.self))
+        if let value = workshop.shared[gear]?[type] as? Value { return value }
         let value = make()
-        workshop.shared[key] = value
+        workshop.shared[gear, default: [:]][type] = value
         return value
     }
 }

@@ -24,7 +24,9 @@ import Synchronization
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
 /// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied;
 /// - `spin_cluster_owned_spins`: the Spins this node owns (every hosted one on a single
-///   node; its leased ones in a cluster), read at scrape time.
+///   node; its leased ones in a cluster), read at scrape time;
+/// - `spin_spins_in_memory` and `spin_spins_on_disk`: the Spins hosted in memory (awake,
+///   or asleep and kept), and those made at run time that sleep on disk only.
 ///
 /// Every metric object is made once (per Spin, per route and status) and kept, so the
 /// request path only increments. The per-Spin series are the server's own (`SpinCounter`,
@@ -102,6 +104,8 @@ package final class Metrics: Sendable {
     private let streams: [String: Gauge]
     private let applyLatency: ValueHistogram
     private let ownedSpins: Gauge
+    private let inMemory: Gauge
+    private let onDisk: Gauge
     /// Open connections, also readable (`LoopServer.openConnections`).
     private let openCount = Protected(0)
     private let spins = Protected([String: SpinMetrics]())
@@ -191,6 +195,10 @@ package final class Metrics: Sendable {
             buckets: Self.bounds)
         ownedSpins = registry.makeGauge(descriptor: Self.named(
             "spin_cluster_owned_spins", "Spins this node owns (their lease, in a cluster)."))
+        inMemory = registry.makeGauge(descriptor: Self.named(
+            "spin_spins_in_memory", "Spins hosted in memory: awake, or asleep and kept there."))
+        onDisk = registry.makeGauge(descriptor: Self.named(
+            "spin_spins_on_disk", "Spins made at run time that sleep on disk only."))
     }
 
     /// The metric objects of the Spin `spin`, made on first use.
@@ -267,8 +275,13 @@ package final class Metrics: Sendable {
 
     /// The exposition text: the Spins' gauges set from `spins` and the owned-Spins gauge
     /// from `ownedSpins` (read now; nil leaves it), then the whole registry.
-    package func render(spins: [SpinReading], ownedSpins owned: Int? = nil, gears: GearRouter.Readings? = nil) -> String {
+    package func render(spins: [SpinReading], ownedSpins owned: Int? = nil, gears: GearRouter.Readings? = nil,
+                        residency: (inMemory: Int, onDisk: Int)? = nil) -> String {
         if let owned { ownedSpins.set(Int64(owned)) }
+        if let residency {
+            inMemory.set(Int64(residency.inMemory))
+            onDisk.set(Int64(residency.onDisk))
+        }
         if let gears { record(gears) }
         var text = registry.emitToString()
         let counters = self.spins.withLock { $0 }

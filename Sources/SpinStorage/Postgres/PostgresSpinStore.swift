@@ -31,7 +31,13 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 
     // A cluster makes Spins at run time once its leases are per partition: until then a
     // PostgreSQL store holds none (`LoopServer` refuses to make them).
-    package func madeSpins(repair: Bool) throws -> [String: MadeSpin] { [:] }
+    package func madeSpins(repair: Bool, including kinds: Set<String>) throws -> [String: MadeSpin] { [:] }
+
+    package func madeSpin(named name: String) throws -> MadeSpin? { nil }
+
+    package func madeSpinCounts() throws -> [String: Int] { [:] }
+
+    package func madeSpins(prefix: String, after: String?, limit: Int) throws -> [(name: String, kind: String, sequence: UInt64)] { [] }
 
     package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
         throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not make Spins at run time yet")

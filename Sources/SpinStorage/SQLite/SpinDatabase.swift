@@ -58,7 +58,8 @@ package final class SpinDatabase: @unchecked Sendable {
 
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let insertSpin, selectSpins, selectSpin, holds, deleteSpin, setResting, wakeSpin: SQLiteStatement
+        let insertSpin, selectSpins, selectAwake, selectMade, countSpins, pageSpins: SQLiteStatement
+        let selectSpin, holds, deleteSpin, setResting, wakeSpin: SQLiteStatement
         let setEpoch, setSnapshot, setSuspension, selectSuspension: SQLiteStatement
         let insertBatch, selectBatches, lastBatch, deleteBatches, deleteBatchesAfter, updateBatch: SQLiteStatement
 
@@ -71,6 +72,11 @@ package final class SpinDatabase: @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             selectSpins = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins")
+            // Through the partial index `spins_awake`: the rows not resting, not the table.
+            selectAwake = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins WHERE resting = 0")
+            selectMade = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins WHERE name = ?")
+            countSpins = try db.prepare("SELECT kind, count(*) FROM spins GROUP BY kind")
+            pageSpins = try db.prepare("SELECT name, kind, sequence FROM spins WHERE name >= ?1 AND name > ?2 ORDER BY name LIMIT ?3")
             setResting = try db.prepare("UPDATE spins SET resting = 1, sequence = ?, consumed = ? WHERE name = ?")
             wakeSpin = try db.prepare("UPDATE spins SET resting = 0 WHERE name = ? AND resting = 1")
             selectSpin = try db.prepare("SELECT epoch, snapshot FROM spins WHERE name = ?")
@@ -132,6 +138,9 @@ package final class SpinDatabase: @unchecked Sendable {
                         COMMIT;
                         """)
                 }
+                // The Spins a start reads (`madeSpins`): those not resting, found without
+                // reading the others. Made once on a database of the release before.
+                try db.execute("CREATE INDEX IF NOT EXISTS spins_awake ON spins(name) WHERE resting = 0")
                 statements = try Statements(db)
                 connection = db
                 try syncLog()
@@ -162,22 +171,73 @@ package final class SpinDatabase: @unchecked Sendable {
 
     // MARK: Spins made
 
-    /// Every Spin the database holds, by name.
-    package func madeSpins() throws -> [String: MadeSpin] {
+    /// The Spins the database holds that do not rest, and those of `kinds` whatever they
+    /// do, by name: what a start hosts (the others stay on disk until something asks for
+    /// them, `madeSpin(named:)`). Without `kinds`, through the index of the Spins not
+    /// resting: a cost of those, not of the table.
+    package func madeSpins(including kinds: Set<String> = []) throws -> [String: MadeSpin] {
         try lock.withLock {
             let statements = try ready()
+            let select = kinds.isEmpty ? statements.selectAwake : statements.selectSpins
             var made: [String: MadeSpin] = [:]
-            defer { statements.selectSpins.reset() }
-            while try statements.selectSpins.step() {
-                let select = statements.selectSpins
-                guard let name = select.text(0), let kind = select.text(1) else { continue }
-                let resting = select.integer(4) == 0 ? nil
-                    : MadeSpin.Resting(sequence: UInt64(max(0, select.integer(5))), consumed: Self.joined(from: select.text(6) ?? ""))
-                made[name] = MadeSpin(kind: kind, joined: Self.joined(from: select.text(2) ?? ""),
-                                      outboxBase: UInt64(max(0, select.integer(3))), resting: resting)
+            defer { select.reset() }
+            while try select.step() {
+                guard let (name, spin) = Self.madeSpin(select), spin.resting == nil || kinds.contains(spin.kind) else { continue }
+                made[name] = spin
             }
             return made
         }
+    }
+
+    /// Spin `name` as the database holds it, or nil when it holds none of that name.
+    package func madeSpin(named name: String) throws -> MadeSpin? {
+        try lock.withLock {
+            let statements = try ready()
+            let select = try statements.selectMade.bind(.text(name))
+            defer { select.reset() }
+            guard try select.step() else { return nil }
+            return Self.madeSpin(select)?.1
+        }
+    }
+
+    /// How many Spins of each kind the database holds (a scan of the table: once per start).
+    package func madeSpinCounts() throws -> [String: Int] {
+        try lock.withLock {
+            let statements = try ready()
+            defer { statements.countSpins.reset() }
+            var counts: [String: Int] = [:]
+            while try statements.countSpins.step() {
+                counts[statements.countSpins.text(0) ?? "", default: 0] += Int(statements.countSpins.integer(1))
+            }
+            return counts
+        }
+    }
+
+    /// Up to `limit` Spins in name order (UTF-8 byte order, SQLite's `BINARY`) whose
+    /// names start with `prefix`, after `after` when given: each one's kind and the
+    /// sequence it rests at (0 for one that does not rest). Through the primary key: a
+    /// cost of the page.
+    package func madeSpins(prefix: String, after: String?, limit: Int) throws -> [(name: String, kind: String, sequence: UInt64)] {
+        try lock.withLock {
+            let statements = try ready()
+            let select = try statements.pageSpins.bind(.text(prefix), .text(after ?? ""), .integer(Int64(max(0, limit))))
+            defer { select.reset() }
+            var page: [(name: String, kind: String, sequence: UInt64)] = []
+            while try select.step() {
+                guard let name = select.text(0), name.utf8.starts(with: prefix.utf8) else { break }
+                page.append((name, select.text(1) ?? "", UInt64(max(0, select.integer(2)))))
+            }
+            return page
+        }
+    }
+
+    /// A row of `spins` (`name, kind, joined, outbox_base, resting, sequence, consumed`).
+    private static func madeSpin(_ select: SQLiteStatement) -> (String, MadeSpin)? {
+        guard let name = select.text(0), let kind = select.text(1) else { return nil }
+        let resting = select.integer(4) == 0 ? nil
+            : MadeSpin.Resting(sequence: UInt64(max(0, select.integer(5))), consumed: Self.joined(from: select.text(6) ?? ""))
+        return (name, MadeSpin(kind: kind, joined: Self.joined(from: select.text(2) ?? ""),
+                               outboxBase: UInt64(max(0, select.integer(3))), resting: resting))
     }
 
     /// Whether Spin `name` is one the database holds.

@@ -360,4 +360,59 @@ struct RuntimeSpinsTests {
         #expect(try await Self.alarms(port, "twin-y", atSequence: 1) == 1)
         await server.shutdown()
     }
+
+    @Test func sleepingSpins_AreOnDiskOnly_FoundByNameAndPaged_AndARestartReadsNoneOfThem() async throws {
+        let directory = Self.temporaryDirectory()
+        do {
+            let (server, port) = try Self.start(storage: directory, idleSeconds: 1)
+            let before = server.host.count
+            for index in 0..<30 { #expect(try Self.put(port, "door-\(index)", kind: "door").status == 201) }
+            // Made asleep: nothing of them in memory, yet listed, paged and counted.
+            #expect(server.host.count == before)
+            #expect(server.runtimeSpins.onDiskOnly == 30)
+            let page = try Self.request(port, "GET", "/v1/spins?prefix=door-&limit=4&after=door-1").json
+            #expect((page["spins"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["door-10", "door-11", "door-12", "door-13"])
+            #expect(page["next"] as? String == "door-13")
+            #expect(try Self.listed(port, "door-12") == ("asleep", 0))
+            // An event finds one on disk and wakes it; asleep again, it leaves memory.
+            #expect(try Self.request(port, "POST", "/v1/spins/door-12/events?wait=true", #"{"type":"OPEN"}"#).status == 200)
+            #expect(server.host.count == before + 1)
+            var left = false
+            for _ in 0..<200 where !left {
+                left = server.host.count == before && server.runtimeSpins.onDiskOnly == 30
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            #expect(left)
+            #expect(try Self.put(port, "door-12", kind: "twin").status == 409)
+            #expect(try Self.request(port, "DELETE", "/v1/spins/door-13").status == 200)
+            #expect(try Self.request(port, "GET", "/v1/spins/door-13").status == 404)
+            #expect(server.runtimeSpins.onDiskOnly == 29 && server.host.count == before)
+            await server.shutdown()
+        }
+        let (server, port) = try Self.start(storage: directory, idleSeconds: 60)
+        // Nothing read at start: each is found when asked for.
+        #expect(server.host.spin(named: "door-12") == nil)
+        #expect(try Self.listed(port, "door-12") == ("asleep", 2))
+        let woken = try Self.request(port, "GET", "/v1/spins/door-12").json
+        #expect(((woken["state"] as? [String: Any])?["context"] as? [String: Any])?["opens"] as? Int == 1)
+        #expect(try Self.request(port, "GET", "/v1/spins/door-13").status == 404)
+        await server.shutdown()
+    }
+
+    @Test func theSpinsOnAGear_AreFoundFromItsName_ThroughTheKindsTemplates() throws {
+        #expect(SpinFactory.key(in: "doors-7", template: "doors-{key}") == "7")
+        #expect(SpinFactory.key(in: "a-7-b-7", template: "a-{key}-b-{key}") == "7")
+        #expect(SpinFactory.key(in: "a-7-b-8", template: "a-{key}-b-{key}") == nil)
+        #expect(SpinFactory.key(in: "lamps-7", template: "doors-{key}") == nil)
+        #expect(SpinFactory.key(in: "doors-", template: "doors-{key}") == "")
+        var kinds = SpinKindRegistry()
+        kinds.register("counter") { context in try context.host(Counter.spin()) }
+        let host = try kinds.makeHost(try Self.configuration(storage: nil))
+        let factory = try #require(host.factory)
+        #expect(factory.peers(on: "doors-x").sorted() == ["door-x", "twin-x"])
+        #expect(factory.peers(on: "lamps-x").isEmpty)
+        #expect(factory.mayBeMade("door-9") && factory.mayBeMade("tally-1"))
+        #expect(!factory.mayBeMade("counter") && !factory.mayBeMade("other"))
+        #expect(factory.sharingKinds.isEmpty)
+    }
 }
