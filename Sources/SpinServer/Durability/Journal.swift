@@ -391,11 +391,13 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// Records that the Spins exist, each under a fresh epoch (all durable on return, with
-    /// one sync, or none), in the journal's section.
+    /// one sync, or none). Straight from the caller's thread, not through the journal's
+    /// queue: no journal of these names is open (a Spin is made before its journal begins,
+    /// and a deleted one's journal was closed by `delete`, which waits), and the store's
+    /// own lock orders the write with the journals' (a failure mid-turn leaves their rows
+    /// in doubt, which their next commit reports, as when a commit of theirs fails).
     package func make(_ spins: [(name: String, spin: MadeSpin)]) throws {
-        try syncOnQueue { [self] in
-            try store.make(spins.map { ($0.name, $0.spin, Self.makeEpoch()) })
-        }
+        try store.make(spins.map { ($0.name, $0.spin, Self.makeEpoch()) })
     }
 
     /// Where the outbox positions of the Spins made at run time that `recover` reads at

@@ -237,18 +237,6 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         }
     }
 
-    /// Where a Spin made now joins the Gears `gears`, as `join` says, without a receiver:
-    /// a Spin made on disk only, with no sender on those Gears in memory.
-    package func positions(on gears: [String]) -> [String: UInt64] {
-        section.sync { [self] in
-            var joined: [String: UInt64] = [:]
-            for gear in gears {
-                for (sender, position) in seen[gear] ?? [:] { joined[sender] = max(joined[sender] ?? 0, position) }
-            }
-            return joined
-        }
-    }
-
     /// The Spins that rest (`MadeSpin.resting`) are hosted asleep at start-up: each one's
     /// receiver is parked, waiting after `consumed`; the first event for it asks for it to
     /// be woken. All in one piece of the section's work.

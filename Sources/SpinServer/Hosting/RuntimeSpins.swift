@@ -335,7 +335,9 @@ package final class RuntimeSpins: Sendable {
                 !factory.lasts(gear) && !factory.holdsShared(on: gear)
                     && factory.peers(on: gear).allSatisfy { $0 == name || host.spin(named: $0) == nil }
             }
-            let joined = alone ? gears.positions(on: gearNames) : gears.join(name, gears: gearNames, parked: true)
+            // Alone, nothing sent on its Gears is kept in memory (every Spin that sent on
+            // them rests, its outbox empty): it joins them from the start.
+            let joined = alone ? [:] : gears.join(name, gears: gearNames, parked: true)
             let record = MadeSpin(kind: kindName, joined: joined, outboxBase: MadeSpin.outboxBaseNow(),
                                   resting: .init(sequence: 0, consumed: joined))
             return .made(nil, record, hosted: !alone)

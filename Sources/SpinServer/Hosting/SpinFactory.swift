@@ -33,6 +33,8 @@ package final class SpinFactory: Sendable {
     private let keyedTemplates: [(kind: SpinServerConfiguration.KindEntry, template: GearTemplate)]
     /// The kinds whose instances all share a Gear (`sharesGears`).
     private let sharing: Set<String>
+    /// Each kind's hosted Gear names, `{key}` unfilled, each once, sorted (`hostedGears`).
+    private let hostedTemplates: [String: [String]]
 
     init(table: [String: @Sendable (SpinKindContext) throws -> Void], kinds: [SpinServerConfiguration.KindEntry],
          configured: [String], storage: SpinServerConfiguration.Storage, workshop: SpinKindContext.Workshop) {
@@ -64,6 +66,11 @@ package final class SpinFactory: Sendable {
         }
         self.keyedTemplates = keyed
         self.sharing = sharing
+        var hostedTemplates: [String: [String]] = [:]
+        for kind in kinds {
+            hostedTemplates[kind.name] = Set(kind.machine != nil ? Array(kind.declaredGears.values) : Array(kind.gears.values)).sorted()
+        }
+        self.hostedTemplates = hostedTemplates
         self.configured = Set(configured)
         self.lasting = Set(workshop.gears.keys)
         self.storage = storage
@@ -241,7 +248,19 @@ package final class SpinFactory: Sendable {
     /// The hosted Gears a Spin `name` of `kind` is on, each once: what its Gear receiver
     /// catches when it is made or hosted asleep, without making it. Throws as `gears` does.
     package func hostedGears(of name: String, kind: SpinServerConfiguration.KindEntry) throws(APIError) -> [String] {
-        Set(try gears(of: name, kind: kind).values).sorted()
+        guard let templates = hostedTemplates[kind.name], let key = kind.key(of: name) else {
+            return Set(try gears(of: name, kind: kind).values).sorted()
+        }
+        // The templates filled (each made once per kind); what `gears` would refuse, it
+        // refuses the same way.
+        var names: [String] = []
+        names.reserveCapacity(templates.count)
+        for template in templates {
+            let gear = SpinServerConfiguration.NamePattern.filling(template, with: key)
+            guard !gear.isEmpty, SpinHost.isNameText(gear) else { return Set(try gears(of: name, kind: kind).values).sorted() }
+            names.append(gear)
+        }
+        return Set(names).sorted()
     }
 
     /// `make`, with the workshop's lock held.
