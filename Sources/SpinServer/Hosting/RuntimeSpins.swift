@@ -734,8 +734,11 @@ package final class RuntimeSpins: Sendable {
             do {
                 while stored.count <= limit {
                     let rows = try journal.storedSpins(prefix: prefix, after: cursor, limit: limit + 1)
-                    for row in rows where host.spin(named: row.name) == nil && include(row.name) {
-                        stored.append(.stored(name: row.name, kind: row.kind, sequence: row.sequence))
+                    // A Spin in memory is listed as it is there (it may have been loaded since
+                    // the page of memory was read: the merge keeps one entry per name).
+                    for row in rows where include(row.name) {
+                        stored.append(host.spin(named: row.name).map(Listed.hosted)
+                                      ?? .stored(name: row.name, kind: row.kind, sequence: row.sequence))
                     }
                     guard rows.count == limit + 1, let last = rows.last else { break }
                     cursor = last.name
