@@ -170,7 +170,9 @@ extension APIRouter {
         // Asleep, in memory or only on disk (then looked for in the store).
         runtimeSpins.wake(name) { [self] woke in
             if case .failure(let error) = woke { return call.fail(error) }
-            if host.spin(named: name) == nil, makes, runtimeSpins.makesOnEvent(name) {
+            guard host.spin(named: name) != nil else {
+                // No Spin of that name: made now (an `onEvent` kind's), or not found.
+                guard makes, runtimeSpins.makesOnEvent(name) else { return route(call) }
                 return make(call, attempts: attempts, then: route)
             }
             ready(call, attempts: attempts - 1, then: route)
