@@ -360,3 +360,56 @@ def test_long_resumes_to_clients_that_do_not_read_stall_nobody(start_server):
     assert server.get("/readyz").status_code == 200
     for reader in readers[1:]:
         reader.sock.close()
+
+
+def test_a_full_disk_refuses_makes_and_events_of_made_spins_and_both_work_again(small_disk, start_server):
+    """The same with Spins made at run time, in spins.db: a make on a full disk answers 503
+    and makes nothing, an event for a made Spin answers 503 and applies nothing, and both
+    work again once space is freed; a restart finds what was answered and nothing else."""
+    storage = small_disk / "storage"
+    server = start_server(storage=storage)
+    kind = {"Content-Type": "application/json"}
+    for index in range(20):
+        assert server.request("PUT", f"/v1/spins/door-{index}", data='{"kind":"door"}', headers=kind).status_code == 201
+    assert server.post_events("door-1", {"type": "LOCK"}, wait=True).status_code == 200
+    filler = fill(small_disk)
+
+    made, refused = [], None
+    for index in range(20, 5000):
+        response = server.request("PUT", f"/v1/spins/door-{index}", data='{"kind":"door"}', headers=kind)
+        if response.status_code != 201:
+            refused = (index, response)
+            break
+        made.append(f"door-{index}")
+    assert refused is not None, "the disk never filled"
+    assert_error(refused[1], 503, "storage_unavailable")
+    assert server.request("GET", f"/v1/spins/door-{refused[0]}").status_code == 404
+    # An event for a made Spin: refused, nothing applied.
+    response = server.post_events("door-1", {"type": "UNLOCK", "code": "1234"})
+    assert response.status_code == 503, response.text
+    assert server.spin("door-1")["state"]["value"] == "locked"
+
+    filler.unlink()
+    deadline = time.monotonic() + 15
+    response = None
+    while time.monotonic() < deadline:
+        response = server.post_events("door-1", {"type": "UNLOCK", "code": "1234"}, wait=True)
+        if response.status_code == 200:
+            break
+        time.sleep(0.2)
+    assert response.status_code == 200, response.text
+    assert server.spin("door-1")["state"]["value"] == "closed"
+    again = server.request("PUT", f"/v1/spins/door-{refused[0]}", data='{"kind":"door"}', headers=kind)
+    assert again.status_code == 201, again.text
+    assert server.terminate() == 0
+    restarted = start_server(storage=storage, name="again")
+    listed = []
+    after = ""
+    while True:
+        page = restarted.get(f"/v1/spins?prefix=door-&limit=1000&after={after}").json()
+        listed += [spin["name"] for spin in page["spins"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert sorted(listed) == sorted([f"door-{index}" for index in range(20)] + made + [f"door-{refused[0]}"])
+    assert restarted.spin("door-1")["state"]["value"] == "closed"

@@ -112,26 +112,27 @@ public final class SpinHost: Sendable {
 
     /// The hosted Spin of a declarative machine (`host(machine:gears:named:)`), under
     /// `kind`: `machine`, or the configured kind a Spin made at run time is of.
-    /// - Parameter schema: the machine's schemas when the caller has them already (a kind's
-    ///   Spins share one); built from the definition otherwise.
+    /// - Parameters:
+    ///   - schema: the machine's schemas when the caller has them already (a kind's Spins
+    ///     share one); built from the definition otherwise.
+    ///   - shown: what `GET /v1/spins/{name}` shows of the definition
+    ///     (`machineDocument(of:)`), when the caller has it already (a kind's Spins share
+    ///     one); made from the definition otherwise.
     static func machineLoop(_ machine: MachineDefinition, gears: [String: Gear<MachineEvent>], named name: String,
-                            kind: String, schema: SpinSchema? = nil) -> any HostedSpin {
-        // The file parsed, but Foundation lets through what RFC 8259 does not (a byte
-        // order mark): only a strictly valid text goes out verbatim.
-        let definition: JSONValue? = JSONValidator.firstProblem(in: machine.source) == nil ? .raw(Self.compact(machine.source)) : nil
-        return HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears),
-                           machineDefinition: definition,
-                           schema: schema ?? SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
-                           isDone: { machine.isDone($0) },
-                           keepsAwake: { machine.awaitsTime(in: $0) },
-                           suspendsAt: { state in
-                               if state.step.unsettled { return Self.unsettledReason }
-                               return state.step.overScheduled ? Self.overScheduledReason : nil
-                           },
-                           refusesPosted: { event in
-                               guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
-                               return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
-                           })
+                            kind: String, schema: SpinSchema? = nil, shown: MachineDocument? = nil) -> any HostedSpin {
+        HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears),
+                   machineDefinition: (shown ?? machineDocument(of: machine)).json,
+                   schema: schema ?? SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
+                   isDone: { machine.isDone($0) },
+                   keepsAwake: { machine.awaitsTime(in: $0) },
+                   suspendsAt: { state in
+                       if state.step.unsettled { return Self.unsettledReason }
+                       return state.step.overScheduled ? Self.overScheduledReason : nil
+                   },
+                   refusesPosted: { event in
+                       guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
+                       return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
+                   })
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
@@ -159,6 +160,19 @@ public final class SpinHost: Sendable {
             registry.gearIndex[name] = registry.gears.count
             registry.gears.append(HostedGearOf(name: name, attached: spins, gear: gear, members: members))
         }
+    }
+
+    /// A machine's definition as `GET /v1/spins/{name}` shows it (`json`: nil when its
+    /// text is not strictly valid JSON).
+    struct MachineDocument: Sendable {
+        let json: JSONValue?
+    }
+
+    /// The definition's text, compacted, for `machineDocument`: the file parsed, but
+    /// Foundation lets through what RFC 8259 does not (a byte order mark): only a strictly
+    /// valid text goes out verbatim.
+    static func machineDocument(of machine: MachineDefinition) -> MachineDocument {
+        MachineDocument(json: JSONValidator.firstProblem(in: machine.source) == nil ? .raw(compact(machine.source)) : nil)
     }
 
     /// Valid JSON text without the whitespace between its tokens (strings kept as written).
