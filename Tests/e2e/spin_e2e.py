@@ -243,6 +243,18 @@ class SpinServer:
         assert response.status_code == 200, (response.status_code, response.text)
         return response.json()
 
+    def listed(self, prefix: str = "", limit: int = 1000) -> list[dict]:
+        """Every Spin `GET /v1/spins?prefix=` lists, page after page (`limit` each)."""
+        spins, after = [], ""
+        while True:
+            response = self.get(f"/v1/spins?prefix={prefix}&limit={limit}&after={after}")
+            assert response.status_code == 200, (response.status_code, response.text)
+            page = response.json()
+            spins += page["spins"]
+            if page["next"] is None:
+                return spins
+            after = page["next"]
+
     def sequence(self, name: str, headers: dict | None = None) -> int:
         return self.spin(name, headers)["sequence"]
 

@@ -403,13 +403,6 @@ def test_a_full_disk_refuses_makes_and_events_of_made_spins_and_both_work_again(
     assert again.status_code == 201, again.text
     assert server.terminate() == 0
     restarted = start_server(storage=storage, name="again")
-    listed = []
-    after = ""
-    while True:
-        page = restarted.get(f"/v1/spins?prefix=door-&limit=1000&after={after}").json()
-        listed += [spin["name"] for spin in page["spins"]]
-        if page["next"] is None:
-            break
-        after = page["next"]
+    listed = [spin["name"] for spin in restarted.listed("door-")]
     assert sorted(listed) == sorted([f"door-{index}" for index in range(20)] + made + [f"door-{refused[0]}"])
     assert restarted.spin("door-1")["state"]["value"] == "closed"

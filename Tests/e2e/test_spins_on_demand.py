@@ -138,14 +138,7 @@ def test_what_was_answered_survives_kill_9(start_server, tmp_path):
         assert server.post_events(f"door-{index}", {"type": "LOCK"}, wait=True).status_code == 200
     server.kill()
     again = start_server(storage=storage)
-    listed = []
-    after = ""
-    while True:
-        page = again.get(f"/v1/spins?prefix=door-&limit=7&after={after}").json()
-        listed += [spin["name"] for spin in page["spins"]]
-        if page["next"] is None:
-            break
-        after = page["next"]
+    listed = [spin["name"] for spin in again.listed("door-", limit=7)]
     assert sorted(listed) == sorted(set(made) - set(deleted))
     for index in range(1, 40, 3):
         spin = again.spin(f"door-{index}")
@@ -216,15 +209,9 @@ def test_sleeping_spins_leave_memory_and_are_found_again_by_name(start_server, t
         assert put(server, f"door-{index:03}", "door").status_code == 201
     # Made asleep, and nothing keeps them in memory.
     assert residency(server) == (base, 120)
-    listed, after = [], ""
-    while True:
-        page = server.get(f"/v1/spins?prefix=door-&limit=25&after={after}").json()
-        assert all(spin["status"] == "asleep" and spin["kind"] == "door" for spin in page["spins"])
-        listed += [spin["name"] for spin in page["spins"]]
-        if page["next"] is None:
-            break
-        after = page["next"]
-    assert listed == [f"door-{index:03}" for index in range(120)]
+    listed = server.listed("door-", limit=25)
+    assert all(spin["status"] == "asleep" and spin["kind"] == "door" for spin in listed)
+    assert [spin["name"] for spin in listed] == [f"door-{index:03}" for index in range(120)]
     assert residency(server) == (base, 120)      # listing woke nobody
 
     # An event wakes one from disk; idle again, it goes back to disk.
