@@ -261,7 +261,7 @@ public final class LoopServer: Sendable {
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
         }
         context.router.cluster.bind(advertise: configuration.advertiseURL(port: address.port))
-        runtimeSpins.serve(bringUp: { [self] spin, made, keepFeed in try bringUp(spin, made, keepFeed: keepFeed) })
+        runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) })
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: subscriptions) }
         return address.port
     }
@@ -320,13 +320,37 @@ public final class LoopServer: Sendable {
         return made
     }
 
-    /// A Spin made now (`RuntimeSpins`): its (empty) storage read, registered with the Gear
-    /// router where it joins its Gears, observed and started. Returns its observations.
-    private func bringUp(_ spin: any HostedSpin, _ made: MadeSpin, keepFeed: Bool) throws -> [SpinSubscription] {
-        let feed = keepFeed ? feeds.feed(spin.name) : feeds.replace(spin.name, ending: .spinDeleted(spin.name))
-        var sequence: UInt64 = 0
-        var recovered: Journal.RecoveredGears?
-        if let journal { (sequence, recovered) = try journal.begin(spin, feed: feed, outboxFloor: made.outboxBase) }
+    /// Spins made or woken now (`RuntimeSpins`): their storage read (all in one piece of
+    /// the journal's work), then each registered with the Gear router where it joins its
+    /// Gears, observed and started. Returns each one's observations, or why it could not
+    /// be brought up.
+    private func bringUp(_ rising: [RuntimeSpins.Rising]) -> [Result<[SpinSubscription], any Error>] {
+        let feeds = rising.map { entry in
+            entry.keepFeed ? self.feeds.feed(entry.spin.name) : self.feeds.replace(entry.spin.name, ending: .spinDeleted(entry.spin.name))
+        }
+        let begun = journal?.begin(zip(rising, feeds).map { ($0.spin, $1, $0.made.outboxBase) })
+        return rising.indices.map { index in
+            Result {
+                var sequence: UInt64 = 0
+                var recovered: Journal.RecoveredGears?
+                switch begun?[index] {
+                case .begun(let start, let gears)?: (sequence, recovered) = (start, gears)
+                case .failed(let message)?: throw BringUpFailure(description: message)
+                case nil: break
+                }
+                return bringUp(rising[index].spin, rising[index].made, feed: feeds[index], sequence: sequence, recovered: recovered)
+            }
+        }
+    }
+
+    /// Why a Spin's storage could not be read as it was brought up (the store's message).
+    private struct BringUpFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// `bringUp` of one Spin whose storage was read: `sequence` and `recovered`.
+    private func bringUp(_ spin: any HostedSpin, _ made: MadeSpin, feed: SpinFeed, sequence: UInt64,
+                         recovered: Journal.RecoveredGears?) -> [SpinSubscription] {
         spin.prepare(feedbackBudget: configuration.limits.feedbackBudget)
         if journal == nil {
             let (start, state) = spin.snapshot()

@@ -419,6 +419,35 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
+    /// What `begin(_:)` found for one Spin: where it starts, or why its storage could not
+    /// be read (the error's description).
+    package enum Begun: Sendable {
+        case begun(sequence: UInt64, gears: RecoveredGears?)
+        case failed(String)
+    }
+
+    /// `begin` for several Spins (those woken together), in one piece of the journal's
+    /// work: they wait once behind what the queue is doing (a sync), not once each.
+    package func begin(_ spins: [(spin: any HostedSpin, feed: SpinFeed, outboxFloor: UInt64)]) -> [Begun] {
+        do {
+            return try syncOnQueue { [self] in
+                writeIncoming()
+                return spins.map { entry in
+                    outboxFloors[entry.spin.name] = entry.outboxFloor
+                    defer { outboxFloors[entry.spin.name] = nil }
+                    do {
+                        let (sequence, gears) = try recoverAlone(entry.spin, feed: entry.feed)
+                        return .begun(sequence: sequence, gears: gears)
+                    } catch {
+                        return .failed("\(error)")
+                    }
+                }
+            }
+        } catch {
+            return spins.map { _ in .failed("\(error)") }
+        }
+    }
+
     /// Runs `body` in the section on the journal's queue, never on a network thread (it
     /// waits for the disk), and waits for it.
     private func syncOnQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {

@@ -24,12 +24,19 @@ import SpinWire
 /// acknowledgements get 404) and it is no longer hosted: answered 200. A Gear no Spin is
 /// attached to any more goes with its last Spin, unless the config names it.
 package final class RuntimeSpins: Sendable {
-    /// What the server does for a Spin it hosts now: recovers it from its storage,
-    /// registers it with the Gear router (`joined`: where it joins its Gears), observes
-    /// and starts it. Returns its observations.
-    /// `keepFeed`: the Spin's feed goes on (its streams stay open), else a new one takes
-    /// its place.
-    package typealias BringUp = @Sendable (_ spin: any HostedSpin, _ made: MadeSpin, _ keepFeed: Bool) throws -> [SpinSubscription]
+    /// What the server does for Spins it hosts now: recovers each from its storage (all
+    /// of them in one piece of the journal's work), registers it with the Gear router
+    /// (`made.joined`: where it joins its Gears), observes and starts it. Returns each
+    /// one's observations, or why it could not be brought up.
+    package typealias BringUp = @Sendable (_ spins: [Rising]) -> [Result<[SpinSubscription], any Error>]
+
+    /// A Spin to bring up (`BringUp`). `keepFeed`: its feed goes on (its streams stay
+    /// open), else a new one takes its place.
+    package struct Rising {
+        package var spin: any HostedSpin
+        package var made: MadeSpin
+        package var keepFeed: Bool
+    }
 
     private let host: SpinHost
     private let feeds: SpinFeeds
@@ -65,6 +72,9 @@ package final class RuntimeSpins: Sendable {
         /// Of the sleeping Spins hosted, those the store holds as resting (durably): nothing
         /// of them is needed in memory.
         var resting: Set<String> = []
+        /// Wakes asked for and not taken by the queue yet (see `drainWakes`).
+        var wakes: [Wake] = []
+        var wakeScheduled = false
         /// Makes asked for and not taken by the queue yet (see `drain`).
         var pending: [Request] = []
         var draining = false
@@ -77,6 +87,12 @@ package final class RuntimeSpins: Sendable {
         var kind: String
         var onEvent: Bool
         var respond: @Sendable (Result<Outcome, APIError>) -> Void
+    }
+
+    /// A wake asked for (`wake`).
+    private struct Wake {
+        var name: String
+        var then: @Sendable (Result<Bool, APIError>) -> Void
     }
 
     /// When a made Spin last applied an event (or woke).
@@ -382,7 +398,7 @@ package final class RuntimeSpins: Sendable {
         }
         do {
             // Hosted (found by requests) once it runs.
-            let terms = try bringUp(made.spin, record, false)
+            let terms = try bringUp([Rising(spin: made.spin, made: record, keepFeed: false)])[0].get()
             try host.insert(made.spin)
             adopt(made.spin, record, terms: terms)
         } catch {
@@ -459,9 +475,14 @@ package final class RuntimeSpins: Sendable {
 
     /// Wakes Spin `name` when it sleeps, in memory or only on disk (else does nothing);
     /// `then` gets whether it woke now (false: it was awake, or no Spin has the name), or
-    /// why it could not.
+    /// why it could not. The wakes asked for meanwhile are taken together (`drainWakes`).
     package func wake(_ name: String, then: @escaping @Sendable (Result<Bool, APIError>) -> Void) {
-        queue.async { [self] in then(wakeNow(name)) }
+        let schedule = state.withLock { state -> Bool in
+            state.wakes.append(Wake(name: name, then: then))
+            defer { state.wakeScheduled = true }
+            return !state.wakeScheduled
+        }
+        if schedule { queue.async { [self] in drainWakes() } }
     }
 
     /// A request about Spin `name`: it counts as activity.
@@ -489,35 +510,75 @@ package final class RuntimeSpins: Sendable {
         state.withLock { $0.records[name] != nil } || mayBeStored(name)
     }
 
-    private func wakeNow(_ name: String) -> Result<Bool, APIError> {
-        do {
-            guard try load(name) else { return .success(false) }
-        } catch {
-            return .failure(error)
+    /// Wakes the Spins asked for since the last time (`wake`), together: each found (in
+    /// memory or on disk) and made by its kind, then all brought up with their storage
+    /// read in one piece of the journal's work, so that a burst of first events to
+    /// sleeping Spins waits behind the journal's sync once per go, not once per Spin.
+    /// Each caller gets whether its Spin woke now, or why not.
+    private func drainWakes() {
+        let requests = state.withLock { state -> [Wake] in
+            state.wakeScheduled = false
+            defer { state.wakes = [] }
+            return state.wakes
         }
-        guard let sleeping = host.spin(named: name) as? SleepingSpin else { return .success(false) }
-        guard let bringUp = state.withLock({ $0.bringUp }), let factory = host.factory,
-              let kind = factory.kind(named: sleeping.kind) else {
-            return .failure(.unavailable("the server is shutting down", retryAfter: 1))
+        var outcomes: [String: Result<Bool, APIError>] = [:]
+        var rising: [(name: String, made: SpinFactory.Made, record: MadeSpin, sequence: UInt64)] = []
+        for request in requests where outcomes[request.name] == nil && !rising.contains(where: { $0.name == request.name }) {
+            switch prepareWake(request.name) {
+            case .answered(let outcome): outcomes[request.name] = outcome
+            case .made(let made, let record, let sequence): rising.append((request.name, made, record, sequence))
+            }
+        }
+        if !rising.isEmpty {
+            let results = state.withLock({ $0.bringUp })?(rising.map { Rising(spin: $0.made.spin, made: $0.record, keepFeed: true) })
+            for (index, entry) in rising.enumerated() {
+                guard let result = results?[index] else {
+                    outcomes[entry.name] = .failure(.unavailable("the server is shutting down", retryAfter: 1))
+                    continue
+                }
+                switch result {
+                case .success(let terms):
+                    host.replace(with: entry.made.spin)
+                    adopt(entry.made.spin, entry.record, terms: terms)
+                    state.withLock {
+                        $0.lingering.remove(entry.name)
+                        $0.resting.remove(entry.name)
+                    }
+                    logger.debug("Spin \(entry.name) woke at sequence \(entry.sequence)")
+                    outcomes[entry.name] = .success(true)
+                case .failure(let error):
+                    logger.error("Spin \(entry.name) could not wake: \(error)")
+                    outcomes[entry.name] = .failure(.storageUnavailable(spin: entry.name, "it could not be read back: \(error)"))
+                }
+            }
+        }
+        for request in requests { request.then(outcomes[request.name] ?? .success(false)) }
+    }
+
+    /// What `prepareWake` came to: an answer already, or the Spin made by its kind and
+    /// attached to its Gears, to bring up.
+    private enum PreparedWake {
+        case answered(Result<Bool, APIError>)
+        case made(SpinFactory.Made, MadeSpin, sequence: UInt64)
+    }
+
+    /// Finds Spin `name` (in memory, or on disk: `load`) and, when it sleeps, makes it by
+    /// its kind.
+    private func prepareWake(_ name: String) -> PreparedWake {
+        do {
+            guard try load(name) else { return .answered(.success(false)) }
+        } catch {
+            return .answered(.failure(error))
+        }
+        guard let sleeping = host.spin(named: name) as? SleepingSpin else { return .answered(.success(false)) }
+        guard state.withLock({ $0.bringUp != nil }), let factory = host.factory, let kind = factory.kind(named: sleeping.kind) else {
+            return .answered(.failure(.unavailable("the server is shutting down", retryAfter: 1)))
         }
         let record = state.withLock { $0.records[name] } ?? MadeSpin(kind: sleeping.kind)
         let made: SpinFactory.Made
-        do { made = try factory.make(name, of: kind) } catch { return .failure(error) }
+        do { made = try factory.make(name, of: kind) } catch { return .answered(.failure(error)) }
         attach(made)
-        do {
-            let terms = try bringUp(made.spin, record, true)
-            host.replace(with: made.spin)
-            adopt(made.spin, record, terms: terms)
-            state.withLock {
-                $0.lingering.remove(name)
-                $0.resting.remove(name)
-            }
-        } catch {
-            logger.error("Spin \(name) could not wake: \(error)")
-            return .failure(.storageUnavailable(spin: name, "it could not be read back: \(error)"))
-        }
-        logger.debug("Spin \(name) woke at sequence \(sleeping.sequence)")
-        return .success(true)
+        return .made(made, record, sequence: sleeping.sequence)
     }
 
     /// Puts to sleep the made Spins idle for `idleSeconds`: no event applied since, nothing
@@ -789,7 +850,7 @@ package final class RuntimeSpins: Sendable {
         let record = state.withLock { $0.records[name] }
         guard let fresh = host.replace(named: name) else { return }
         do {
-            let terms = try bringUp(fresh, record ?? MadeSpin(kind: kind), true)
+            let terms = try bringUp([Rising(spin: fresh, made: record ?? MadeSpin(kind: kind), keepFeed: true)])[0].get()
             adopt(fresh, record ?? MadeSpin(kind: kind), terms: terms)
         } catch {
             logger.error("Spin \(name) could not run again after a failed deletion: \(error)")
