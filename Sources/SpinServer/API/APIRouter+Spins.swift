@@ -149,11 +149,12 @@ extension APIRouter {
         runtimeSpins.delete(name) { call.answer($0) }
     }
 
-    /// A request about one Spin, made ready first: one made at run time that sleeps is
-    /// woken, transparently (again if it fell asleep in between); with `makes`, an event
-    /// or stream for an unknown Spin whose name an `onEvent` kind matches makes it. Then (or
-    /// at once) `route` runs. A request counts as activity: a Spin read often does not
-    /// fall asleep in between.
+    /// A request about one Spin, made ready first: one made at run time that sleeps, in
+    /// memory or on disk only (a name some kind's `names` match is looked for in the
+    /// store), is woken, transparently (again if it fell asleep in between); with `makes`,
+    /// an event or stream for an unknown Spin whose name an `onEvent` kind matches makes
+    /// it. Then (or at once) `route` runs. A request counts as activity: a Spin read often
+    /// does not fall asleep in between.
     func ready(_ call: RouteCall, makes: Bool = false, attempts: Int = 3, then route: @escaping @Sendable (RouteCall) -> Void) {
         guard let runtimeSpins else { return route(call) }
         let name = String(call.name)

@@ -406,19 +406,6 @@ package final class Journal: @unchecked Sendable {
         section.sync { [self] in outboxFloors.merge(floors) { $1 } }
     }
 
-    /// Makes the Spin `spin` made at run time journaled from now on, recovered from what
-    /// its storage holds (nothing but its record and epoch when it is new; its history when
-    /// it wakes), its Gear outbox positions above `outboxFloor` (`MadeSpin.outboxBase`).
-    package func begin(_ spin: any HostedSpin, feed: SpinFeed, outboxFloor: UInt64) throws -> (sequence: UInt64, gears: RecoveredGears?) {
-        try syncOnQueue { [self] in
-            // What an earlier Spin of the name recorded is written (or dropped) first.
-            writeIncoming()
-            outboxFloors[spin.name] = outboxFloor
-            defer { outboxFloors[spin.name] = nil }
-            return try recoverAlone(spin, feed: feed)
-        }
-    }
-
     /// What `begin(_:)` found for one Spin: where it starts, or why its storage could not
     /// be read (the error's description).
     package enum Begun: Sendable {
@@ -426,11 +413,15 @@ package final class Journal: @unchecked Sendable {
         case failed(String)
     }
 
-    /// `begin` for several Spins (those woken together), in one piece of the journal's
-    /// work: they wait once behind what the queue is doing (a sync), not once each.
+    /// Makes Spins made at run time journaled from now on, each recovered from what its
+    /// storage holds (nothing but its record and epoch when it is new; its history when it
+    /// wakes), its Gear outbox positions above `outboxFloor` (`MadeSpin.outboxBase`). All
+    /// in one piece of the journal's work (the Spins woken together wait once behind what
+    /// the queue is doing, a sync, not once each).
     package func begin(_ spins: [(spin: any HostedSpin, feed: SpinFeed, outboxFloor: UInt64)]) -> [Begun] {
         do {
             return try syncOnQueue { [self] in
+                // What an earlier Spin of a name recorded is written (or dropped) first.
                 writeIncoming()
                 return spins.map { entry in
                     outboxFloors[entry.spin.name] = entry.outboxFloor

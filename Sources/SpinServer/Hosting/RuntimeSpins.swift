@@ -23,6 +23,12 @@ import SpinWire
 /// from here it is gone), its feed ends (streams close with 4004, waiting
 /// acknowledgements get 404) and it is no longer hosted: answered 200. A Gear no Spin is
 /// attached to any more goes with its last Spin, unless the config names it.
+///
+/// A made Spin idle for `limits.idleSpinSeconds` sleeps; one that rests (nothing of its
+/// own left to deliver) leaves memory with the Spins on its Gears (`release`), and is
+/// found again by name in the store when something asks for it (`load`, through `wake`,
+/// a make or a delete). Whenever a Spin is in memory, so are the Spins on its Gears
+/// (`hostPeers`).
 package final class RuntimeSpins: Sendable {
     /// What the server does for Spins it hosts now: recovers each from its storage (all
     /// of them in one piece of the journal's work), registers it with the Gear router
@@ -500,9 +506,6 @@ package final class RuntimeSpins: Sendable {
             }
         }
     }
-
-    /// Whether Spin `name` sleeps now.
-    package func sleeps(_ name: String) -> Bool { host.spin(named: name) is SleepingSpin }
 
     /// Whether Spin `name` was made at run time (or may be: one not in memory is looked for
     /// in the store when it is woken).
