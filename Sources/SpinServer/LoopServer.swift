@@ -279,7 +279,7 @@ public final class LoopServer: Sendable {
             return [:]
         }
         let factory = host.factory
-        var resting: [(name: String, gears: [String], consumed: [String: UInt64])] = []
+        var resting: [(name: String, record: MadeSpin)] = []
         for name in made.keys.sorted() {
             guard let record = made[name] else { continue }
             let configured = factory.map { $0.configured.contains(name) } ?? (host.spin(named: name) != nil)
@@ -290,18 +290,10 @@ public final class LoopServer: Sendable {
                 let count = made.values.filter { $0.kind == record.kind }.count
                 throw RecoveryError(spin: name, problem: "\(count) Spin(s) of kind \(record.kind) were made at run time (\(name) among them) and the config has no kind \(record.kind) now: add it back to kinds (then DELETE /v1/spins/{name} the ones to drop)", underlying: nil)
             }
-            if let rest = record.resting {
-                // Asleep with nothing of its own to deliver: hosted asleep, its journal not
-                // read until something wakes it (`RuntimeSpins.wake`).
-                let gears: [String]
-                do {
-                    gears = try factory.hostedGears(of: name, kind: kind)
-                } catch {
-                    throw RecoveryError(spin: name, problem: "Spin \(name) of kind \(record.kind) cannot be made with the kind as configured now: \(error.message)", underlying: nil)
-                }
-                resting.append((name, gears, rest.consumed.merging(record.joined) { max($0, $1) }))
-                runtimeSpins.rest(name, record)
-                try host.add(SleepingSpin(name: name, kind: record.kind, sequence: rest.sequence))
+            if record.resting != nil {
+                // Asleep with nothing of its own to deliver: hosted asleep (below), its
+                // journal not read until something wakes it (`RuntimeSpins.wake`).
+                resting.append((name, record))
                 continue
             }
             let spin: SpinFactory.Made
@@ -313,7 +305,11 @@ public final class LoopServer: Sendable {
             runtimeSpins.attach(spin)
             try host.add(spin.spin)
         }
-        gearRouter.rest(resting)
+        do {
+            try runtimeSpins.hostAsleep(atStart: resting)
+        } catch {
+            throw RecoveryError(spin: nil, problem: "a Spin made at run time cannot be made with its kind as configured now: \(error.message)", underlying: nil)
+        }
         try runtimeSpins.hostPeers(of: host.spins.map(\.name))
         journal.setOutboxFloors(made.filter { $0.value.resting == nil }.mapValues(\.outboxBase))
         logger.info("\(made.count) Spin(s) made at run time read at start (\(resting.count) of them asleep); the others rest on disk until something asks for them")

@@ -56,14 +56,20 @@ extension SpinServerConfiguration {
         /// them by (`{key}` replaced); nil when `name` is not one of the kind's names.
         public func gears(of name: String) -> [String: String]? {
             guard let key = key(of: name) else { return nil }
-            return (machine != nil ? declaredGears : gears).mapValues { NamePattern.filling($0, with: key) }
+            return hostedGearTemplates.mapValues { NamePattern.filling($0, with: key) }
         }
 
         /// The Gears every instance shares: the kind's Gears whose names have no `{key}`.
         public var fixedGears: [String] {
-            let all = machine != nil ? Array(declaredGears.values) : Array(gears.values)
-            return Set(all.filter { !$0.contains(NamePattern.keyPlaceholder) }).sorted()
+            gearTemplates.filter { !$0.contains(NamePattern.keyPlaceholder) }
         }
+
+        /// The hosted names of the kind's Gears, `{key}` unfilled, each once, sorted.
+        var gearTemplates: [String] { Set(hostedGearTemplates.values).sorted() }
+
+        /// The Gears instances attach to, by the names the kind knows them by, as hosted
+        /// names with `{key}` unfilled: a machine's declared Gears, a Swift kind's `gears`.
+        private var hostedGearTemplates: [String: String] { machine != nil ? declaredGears : gears }
 
         /// The Gears a machine kind's instances attach to, by the names its machine declares:
         /// a declared Gear without a template keeps its own name (one Gear for all of them).

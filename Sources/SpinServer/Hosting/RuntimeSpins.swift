@@ -174,6 +174,7 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// Keeps the observations of a Spin made at run time and recovered at start-up.
+    /// It is awake: no longer a sleeping Spin to let go of.
     package func adopt(_ spin: any HostedSpin, _ record: MadeSpin, terms: [SpinSubscription]) {
         let activity = Activity()
         let watch = spin.observe { _ in activity.touch() }
@@ -181,20 +182,28 @@ package final class RuntimeSpins: Sendable {
             $0.terms[spin.name] = terms + [watch]
             $0.records[spin.name] = record
             $0.awake[spin.name] = activity
+            $0.lingering.remove(spin.name)
+            $0.resting.remove(spin.name)
         }
     }
 
-    /// Keeps the record of a Spin made at run time that rests (hosted asleep at start-up:
-    /// one of a kind whose Spins share a Gear, never let go of).
-    package func rest(_ name: String, _ record: MadeSpin) {
-        state.withLock { $0.records[name] = record }
+    /// At start-up, before the Spins start: hosts asleep the resting Spins a start reads
+    /// (those of kinds whose Spins share a Gear: kept in memory for good), as `hostAsleep`
+    /// does. Throws what it throws.
+    package func hostAsleep(atStart spins: [(name: String, record: MadeSpin)]) throws(APIError) {
+        try onQueue { () throws(APIError) in try hostAsleep(spins, lingers: false) }
     }
 
     /// At start-up, before the Spins start: hosts asleep the stored Spins that share a Gear
     /// with `names` (see `hostPeers`). Throws when the store cannot be read.
     package func hostPeers(of names: [String]) throws(APIError) {
+        try onQueue { () throws(APIError) in try hostPeers(of: names, gears: nil) }
+    }
+
+    /// Runs `body` on the queue and waits for it.
+    private func onQueue(_ body: () throws(APIError) -> Void) throws(APIError) {
         let result = queue.sync { () -> Result<Void, APIError> in
-            do throws(APIError) { try hostPeers(of: names, gears: nil) } catch { return .failure(error) }
+            do throws(APIError) { try body() } catch { return .failure(error) }
             return .success(())
         }
         try result.get()
@@ -526,7 +535,8 @@ package final class RuntimeSpins: Sendable {
         }
         var outcomes: [String: Result<Bool, APIError>] = [:]
         var rising: [(name: String, made: SpinFactory.Made, record: MadeSpin, sequence: UInt64)] = []
-        for request in requests where outcomes[request.name] == nil && !rising.contains(where: { $0.name == request.name }) {
+        var asked = Set<String>()
+        for request in requests where asked.insert(request.name).inserted {
             switch prepareWake(request.name) {
             case .answered(let outcome): outcomes[request.name] = outcome
             case .made(let made, let record, let sequence): rising.append((request.name, made, record, sequence))
@@ -543,10 +553,6 @@ package final class RuntimeSpins: Sendable {
                 case .success(let terms):
                     host.replace(with: entry.made.spin)
                     adopt(entry.made.spin, entry.record, terms: terms)
-                    state.withLock {
-                        $0.lingering.remove(entry.name)
-                        $0.resting.remove(entry.name)
-                    }
                     logger.debug("Spin \(entry.name) woke at sequence \(entry.sequence)")
                     outcomes[entry.name] = .success(true)
                 case .failure(let error):
@@ -667,32 +673,40 @@ package final class RuntimeSpins: Sendable {
             throw .storageUnavailable(spin: name, "it could not be looked up: \(error)")
         }
         guard let record else { return false }
-        let gearNames = try hostAsleep(name, record)
-        try hostPeers(of: [name], gears: [name: gearNames])
+        let gearNames = try hostAsleep([(name, record)])
+        try hostPeers(of: [name], gears: gearNames)
         return true
     }
 
-    /// Hosts the stored Spin `name` asleep: listed, found, its Gear receiver parked after
-    /// what it consumed (the first Gear event for it wakes it); its journal is read when
-    /// it wakes. Returns the Gears it is on. On the queue (or at start-up).
+    /// Hosts the stored Spins `spins` asleep: listed, found, each one's Gear receiver
+    /// parked after what it consumed (the first Gear event for it wakes it); a journal is
+    /// read when its Spin wakes. `lingers`: each may be let go of again (`release`).
+    /// Returns the Gears each is on. On the queue (or at start-up).
     @discardableResult
-    private func hostAsleep(_ name: String, _ record: MadeSpin) throws(APIError) -> [String] {
-        guard let factory = host.factory, let kind = factory.kind(named: record.kind) else {
-            throw .internal("Spin \(name) was made of kind \(record.kind), which the config no longer has: add the kind back to kinds (then DELETE /v1/spins/\(name) if it is to go)")
+    private func hostAsleep(_ spins: [(name: String, record: MadeSpin)], lingers: Bool = true) throws(APIError) -> [String: [String]] {
+        guard let factory = host.factory else { return [:] }
+        var parked: [(name: String, gears: [String], consumed: [String: UInt64])] = []
+        // The receivers of those hosted, in one piece of the router's work (also when one
+        // after them cannot be hosted).
+        defer { gears.rest(parked) }
+        for (name, record) in spins {
+            guard let kind = factory.kind(named: record.kind) else {
+                throw .internal("Spin \(name) was made of kind \(record.kind), which the config no longer has: add the kind back to kinds (then DELETE /v1/spins/\(name) if it is to go)")
+            }
+            let gearNames = try factory.hostedGears(of: name, kind: kind)
+            do {
+                try host.insert(SleepingSpin(name: name, kind: record.kind, sequence: record.resting?.sequence ?? 0))
+            } catch {
+                throw .internal("Spin \(name) could not be hosted: \(error)")
+            }
+            state.withLock {
+                $0.records[name] = record
+                if lingers { $0.lingering.insert(name) }
+                if record.resting != nil { $0.resting.insert(name) }
+            }
+            parked.append((name, gearNames, (record.resting?.consumed ?? [:]).merging(record.joined) { max($0, $1) }))
         }
-        let gearNames = try factory.hostedGears(of: name, kind: kind)
-        do {
-            try host.insert(SleepingSpin(name: name, kind: record.kind, sequence: record.resting?.sequence ?? 0))
-        } catch {
-            throw .internal("Spin \(name) could not be hosted: \(error)")
-        }
-        state.withLock {
-            $0.records[name] = record
-            $0.lingering.insert(name)
-            if record.resting != nil { $0.resting.insert(name) }
-        }
-        gears.rest([(name, gearNames, (record.resting?.consumed ?? [:]).merging(record.joined) { max($0, $1) })])
-        return gearNames
+        return Dictionary(uniqueKeysWithValues: parked.map { ($0.name, $0.gears) })
     }
 
     /// Hosts asleep every Spin the store holds that shares a Gear with `names` (through a
@@ -719,7 +733,7 @@ package final class RuntimeSpins: Sendable {
                         throw .storageUnavailable(spin: name, "Spin \(peer), on Gear \(gear) with it, could not be looked up: \(error)")
                     }
                     guard let record else { continue }
-                    try hostAsleep(peer, record)
+                    try hostAsleep([(peer, record)])
                     pending.append(peer)
                 }
             }

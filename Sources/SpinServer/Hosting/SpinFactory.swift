@@ -59,9 +59,11 @@ package final class SpinFactory: Sendable {
         self.restingKinds = resting
         var keyed: [(kind: SpinServerConfiguration.KindEntry, template: GearTemplate)] = []
         var sharing: Set<String> = []
+        var hostedTemplates: [String: [String]] = [:]
         for kind in kinds {
-            let templates = Set(kind.machine != nil ? Array(kind.declaredGears.values) : Array(kind.gears.values))
-            for template in templates.sorted() {
+            let templates = kind.gearTemplates
+            hostedTemplates[kind.name] = templates
+            for template in templates {
                 if template.contains(SpinServerConfiguration.NamePattern.keyPlaceholder), kind.names?.hasWildcard == true {
                     keyed.append((kind, GearTemplate(template)))
                 } else {
@@ -71,10 +73,6 @@ package final class SpinFactory: Sendable {
         }
         self.keyedTemplates = keyed
         self.sharing = sharing
-        var hostedTemplates: [String: [String]] = [:]
-        for kind in kinds {
-            hostedTemplates[kind.name] = Set(kind.machine != nil ? Array(kind.declaredGears.values) : Array(kind.gears.values)).sorted()
-        }
         self.hostedTemplates = hostedTemplates
         self.configured = Set(configured)
         self.lasting = Set(workshop.gears.keys)

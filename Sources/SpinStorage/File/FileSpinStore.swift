@@ -254,12 +254,13 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     // MARK: Spins made at run time
 
-    /// The made Spins in the database that do not rest, and those of `kinds`. A directory of the release before (`spins.catalog`
-    /// and files per made Spin) is moved in first: every Spin the catalog lists, with its
-    /// snapshot, epoch, suspension and the whole batches of its journal (a torn tail is
-    /// cut, corruption refuses unless `repair`, as at recovery), in one transaction,
-    /// synced; then its files and the catalog are removed. A crash in the middle leaves
-    /// the files, and the next start moves what the database does not hold yet.
+    /// The made Spins in the database that do not rest, and those of `kinds`. A directory
+    /// of the release before (`spins.catalog` and files per made Spin) is moved in first:
+    /// every Spin the catalog lists, with its snapshot, epoch, suspension and the whole
+    /// batches of its journal (a torn tail is cut, corruption refuses unless `repair`, as
+    /// at recovery), in one transaction, synced; then its files and the catalog are
+    /// removed. A crash in the middle leaves the files, and the next start moves what the
+    /// database does not hold yet.
     package func madeSpins(repair: Bool, including kinds: Set<String> = []) throws -> [String: MadeSpin] {
         migratedSpins = 0
         let catalogPath = "\(directory)/spins.catalog"

@@ -71,10 +71,11 @@ package final class SpinDatabase: @unchecked Sendable {
                 INSERT OR REPLACE INTO spins(name, kind, joined, outbox_base, epoch, resting, sequence, consumed)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            selectSpins = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins")
+            let row = "SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins"
+            selectSpins = try db.prepare(row)
             // Through the partial index `spins_awake`: the rows not resting, not the table.
-            selectAwake = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins WHERE resting = 0")
-            selectMade = try db.prepare("SELECT name, kind, joined, outbox_base, resting, sequence, consumed FROM spins WHERE name = ?")
+            selectAwake = try db.prepare("\(row) WHERE resting = 0")
+            selectMade = try db.prepare("\(row) WHERE name = ?")
             countSpins = try db.prepare("SELECT kind, count(*) FROM spins GROUP BY kind")
             pageSpins = try db.prepare("SELECT name, kind, sequence FROM spins WHERE name >= ?1 AND name > ?2 ORDER BY name LIMIT ?3")
             setResting = try db.prepare("UPDATE spins SET resting = 1, sequence = ?, consumed = ? WHERE name = ?")
@@ -231,7 +232,8 @@ package final class SpinDatabase: @unchecked Sendable {
         }
     }
 
-    /// A row of `spins` (`name, kind, joined, outbox_base, resting, sequence, consumed`).
+    /// A row of `spins` as `selectSpins` reads it (`name, kind, joined, outbox_base,
+    /// resting, sequence, consumed`).
     private static func madeSpin(_ select: SQLiteStatement) -> (String, MadeSpin)? {
         guard let name = select.text(0), let kind = select.text(1) else { return nil }
         let resting = select.integer(4) == 0 ? nil
