@@ -25,7 +25,10 @@ struct RuntimeSpinsTests {
     /// A configuration with kind `door` (machine, `door-*`, Gear `doors-{key}`, made on
     /// events), kind `twin` (the same machine, `twin-*`, on the same Gears: `twin-x` hears
     /// `door-x`), kind `tally` (a Swift counter, explicit) and the configured Spin `counter`.
-    static func configuration(storage: String?, maxSpins: Int = 1_000_000, idleSeconds: Int = 60) throws -> SpinServerConfiguration {
+    /// `sharing`: kind `hall` too (the same machine, `hall-*`, every instance on the one
+    /// Gear `hall`: a kind whose Spins share a Gear).
+    static func configuration(storage: String?, maxSpins: Int = 1_000_000, idleSeconds: Int = 60,
+                              sharing: Bool = false) throws -> SpinServerConfiguration {
         var configuration = SpinServerConfiguration(port: 0)
         configuration.limits.idleSpinSeconds = idleSeconds
         if let storage { configuration.storage = .init(directory: storage, fsync: .batch, persists: true) }
@@ -41,13 +44,19 @@ struct RuntimeSpinsTests {
                   gears: ["doors": "doors-{key}"]),
             .init(name: "tally", kind: "counter", names: .init("tally-*")),
         ]
+        if sharing {
+            configuration.kinds.append(.init(name: "hall", kind: SpinServerConfiguration.machineKind,
+                                             machine: .init(path: "door.json", definition: machine), names: .init("hall-*"),
+                                             gears: ["doors": "hall"]))
+        }
         return configuration
     }
 
-    static func start(storage: String?, maxSpins: Int = 1_000_000, idleSeconds: Int = 60) throws -> (LoopServer, Int) {
+    static func start(storage: String?, maxSpins: Int = 1_000_000, idleSeconds: Int = 60,
+                      sharing: Bool = false) throws -> (LoopServer, Int) {
         var kinds = SpinKindRegistry()
         kinds.register("counter") { context in try context.host(Counter.spin()) }
-        let configuration = try configuration(storage: storage, maxSpins: maxSpins, idleSeconds: idleSeconds)
+        let configuration = try configuration(storage: storage, maxSpins: maxSpins, idleSeconds: idleSeconds, sharing: sharing)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let server = LoopServer(configuration: configuration, host: try kinds.makeHost(configuration), logger: logger)
@@ -254,6 +263,17 @@ struct RuntimeSpinsTests {
         return (entry?["status"] as? String, entry?["sequence"] as? Int)
     }
 
+    /// The sequence `GET /v1/spins` lists for `name` once it is `sequence`, or the last
+    /// one listed after 4 s (listing wakes nobody).
+    static func listedSequence(_ port: Int, _ name: String, reaching sequence: Int) async throws -> Int? {
+        var listed: Int?
+        for _ in 0..<200 where listed != sequence {
+            listed = try Self.listed(port, name).sequence
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return listed
+    }
+
     static func waitUntilAsleep(_ port: Int, _ name: String) async throws -> Bool {
         for _ in 0..<100 {
             if try listed(port, name).status == "asleep" { return true }
@@ -351,12 +371,7 @@ struct RuntimeSpinsTests {
         #expect(try await Self.waitUntilAsleep(port, "twin-y"))
         // door-y wakes for the event; its doorOpened wakes twin-y, which catches it once.
         #expect(try Self.request(port, "POST", "/v1/spins/door-y/events", #"{"type":"OPEN"}"#).status == 202)
-        var twin: (status: String?, sequence: Int?) = (nil, nil)
-        for _ in 0..<200 where twin.sequence != 1 {
-            twin = try Self.listed(port, "twin-y")
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(twin.sequence == 1)
+        #expect(try await Self.listedSequence(port, "twin-y", reaching: 1) == 1)
         #expect(try await Self.alarms(port, "twin-y", atSequence: 1) == 1)
         await server.shutdown()
     }
@@ -414,5 +429,41 @@ struct RuntimeSpinsTests {
         #expect(factory.mayBeMade("door-9") && factory.mayBeMade("tally-1"))
         #expect(!factory.mayBeMade("counter") && !factory.mayBeMade("other"))
         #expect(factory.sharingKinds.isEmpty)
+    }
+
+    @Test func theSpinsOfAKindSharingOneGear_StayInMemoryAsleep_AreReadAtStart_AndCatchWhatTheGearCarries() async throws {
+        let directory = Self.temporaryDirectory()
+        do {
+            let (server, port) = try Self.start(storage: directory, idleSeconds: 1, sharing: true)
+            #expect(try Self.put(port, "hall-1", kind: "hall").status == 201)
+            #expect(try Self.put(port, "hall-2", kind: "hall").status == 201)
+            // Woken by a request, then asleep again.
+            #expect(try Self.request(port, "GET", "/v1/spins/hall-1").json["status"] as? String == "running")
+            #expect(try await Self.waitUntilAsleep(port, "hall-1"))
+            // Asleep, and kept in memory: every Gear event on `hall` must find them.
+            #expect(server.host.spin(named: "hall-1") is SleepingSpin)
+            #expect(server.host.spin(named: "hall-2") is SleepingSpin)
+            #expect(server.runtimeSpins.onDiskOnly == 0)
+            await server.shutdown()
+        }
+        let (server, port) = try Self.start(storage: directory, idleSeconds: 60, sharing: true)
+        // Read at start, resting: hosted asleep before anything asks for them.
+        #expect(server.host.spin(named: "hall-1") is SleepingSpin)
+        #expect(server.host.spin(named: "hall-2") is SleepingSpin)
+        // hall-2's doorOpened, on the shared Gear, wakes hall-1, which catches it once.
+        #expect(try Self.request(port, "POST", "/v1/spins/hall-2/events", #"{"type":"OPEN"}"#).status == 202)
+        #expect(try await Self.listedSequence(port, "hall-1", reaching: 1) == 1)
+        #expect(try await Self.alarms(port, "hall-1", atSequence: 1) == 1)
+        await server.shutdown()
+    }
+
+    @Test func aKindOnAGearWithoutKey_SharesIt_AndItsSpinsAreNotFoundThroughTemplates() throws {
+        var kinds = SpinKindRegistry()
+        kinds.register("counter") { context in try context.host(Counter.spin()) }
+        let host = try kinds.makeHost(try Self.configuration(storage: nil, sharing: true))
+        let factory = try #require(host.factory)
+        #expect(factory.sharingKinds == ["hall"])
+        #expect(factory.lasts("hall") && !factory.lasts("doors-x"))
+        #expect(factory.peers(on: "hall").isEmpty)
     }
 }
