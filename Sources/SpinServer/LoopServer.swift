@@ -64,7 +64,8 @@ public final class LoopServer: Sendable {
         limits.inbox = configuration.limits.inbox
         let storage = configuration.storage
         let clustered = storage.persists && storage.backend == .postgres
-            ? Clustered(fence: LeaseFence(node: configuration.cluster.node),
+            ? Clustered(fence: LeaseFence(node: configuration.cluster.node,
+                                          partitions: SpinPartitions(count: configuration.cluster.partitions)),
                         store: Self.makeClusterStore(url: storage.url ?? ""))
             : nil
         self.clustered = clustered
@@ -498,6 +499,12 @@ public final class LoopServer: Sendable {
         do {
             try journal.open()
             try clustered.store.open()
+            try clustered.store.agree(partitions: configuration.cluster.partitions,
+                                      liveSeconds: Double(configuration.cluster.leaseSeconds))
+        } catch let mismatch as PartitionCountMismatch {
+            journal.abandon()
+            clustered.store.close()
+            throw LoopServerError.cannotJoinCluster(underlying: mismatch)
         } catch {
             journal.abandon()
             clustered.store.close()
@@ -530,7 +537,8 @@ public final class LoopServer: Sendable {
         let startLeases = { [self] (advertise: String) in
             let coordinator = ClusterCoordinator(
                 node: node, advertise: advertise, leaseSeconds: configuration.cluster.leaseSeconds,
-                spins: host.spins.map(\.name), store: clustered.store, serving: served.serving,
+                partitions: clustered.fence.partitions, spins: host.spins.map(\.name), store: clustered.store,
+                serving: served.serving,
                 logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) },
                 onSettled: { cluster.stand(.member) })
             clustered.coordinator.withLock { $0 = coordinator }
@@ -556,7 +564,7 @@ public final class LoopServer: Sendable {
         cluster.bind(advertise: advertise)
         if configuration.port == 0 { startLeases(advertise) }
         host.startWithoutLoops()
-        runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release: on PostgreSQL it comes with per-partition leases"))
+        runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release: the PostgreSQL store has no table of made Spins yet"))
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: []) }
         return address.port
     }
@@ -646,6 +654,9 @@ public enum LoopServerError: Error, CustomStringConvertible {
     case cannotRecover(underlying: any Error)
     /// A cluster node could not read the Gear outbox of the cluster's store.
     case cannotReadGearOutbox(underlying: any Error)
+    /// A cluster node's settings disagree with the cluster's (its `cluster.partitions`
+    /// with the count its database records while other nodes run).
+    case cannotJoinCluster(underlying: any Error)
     /// At shutdown, the journal could not make every applied event durable.
     case cannotPersist(underlying: any Error)
     case alreadyStarted
@@ -655,6 +666,7 @@ public enum LoopServerError: Error, CustomStringConvertible {
         case .cannotListen(let host, let port, let underlying): "cannot serve on \(host):\(port): \(underlying)"
         case .cannotRecover(let underlying): "cannot recover the stored Spins: \(underlying)"
         case .cannotReadGearOutbox(let underlying): "cannot recover the stored Spins: cannot read the Gear outbox: \(underlying)"
+        case .cannotJoinCluster(let underlying): "cannot join the cluster: \(underlying)"
         case .cannotPersist(let underlying): "could not make every applied event durable: \(underlying)"
         case .alreadyStarted: "the server is already started"
         }

@@ -1,13 +1,16 @@
 import Foundation
 
 /// What the nodes of a cluster share besides the journals: who is alive (node rows with
-/// heartbeats), who owns each Spin (lease rows with a fencing epoch), and the Gear events
+/// heartbeats), who owns each partition of the Spins (lease rows with a fencing epoch,
+/// `SpinPartitions`), and the Gear events
 /// that cross nodes (an outbox). The PostgreSQL backend keeps them in its tables
 /// (`PostgresClusterStore`); times are the database's, so that the nodes' own clocks
 /// never decide who owns what.
 ///
 /// Every write is conditional, so that two nodes whose views differ for a moment cannot
-/// both own one Spin under one epoch: see each method.
+/// both own one partition under one epoch: see each method. The number of lease rows is
+/// the number of partitions, whatever the number of Spins, so the work of a lease period
+/// grows with nodes and partitions only.
 package protocol ClusterStore: Sendable {
     /// Connects (and brings the tables up to date); before any other call.
     func open() throws
@@ -18,17 +21,27 @@ package protocol ClusterStore: Sendable {
     /// Records that `node` is alive now and is reached at `advertise` (creates its row).
     func heartbeat(node: String, advertise: String) throws
 
-    /// Takes the lease of `spin` for `node` under `epoch`, for `seconds` from the
+    /// Makes sure every node of the cluster cuts the Spins into the same `partitions`
+    /// (`cluster.partitions`): the first node of a database records its count; a node
+    /// with another count is refused (`PartitionCountMismatch`) while a node whose
+    /// heartbeat is younger than `liveSeconds` is alive, and otherwise changes the count
+    /// (the whole cluster stopped: nobody serves under the old one) and ends every
+    /// lease, so that the next owners take them under new epochs.
+    func agree(partitions: Int, liveSeconds: Double) throws
+
+    /// Takes the lease of `partition` for `node` under `epoch`, for `seconds` from the
     /// database's now, if the row still has `epoch - 1` and has expired or is `node`'s own,
     /// or there is no row and `epoch` is 1. Returns the new expiry, nil when refused.
-    func acquire(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date?
+    func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double) throws -> Date?
 
-    /// Pushes the lease's expiry to `seconds` from the database's now, if the row still
-    /// has `node` and `epoch` and has not expired. Returns the new expiry, nil when refused.
-    func renew(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date?
+    /// Pushes each lease's expiry to `seconds` from the database's now, in one statement,
+    /// where the row still has `node` and the lease's epoch and has not expired. Returns
+    /// the new expiry of each lease renewed; a partition missing from the answer was
+    /// refused.
+    func renew(_ leases: [PartitionLease], node: String, seconds: Double) throws -> [Int: Date]
 
     /// Ends the lease now (keeping its epoch), if the row still has `node` and `epoch`.
-    func release(spin: String, node: String, epoch: UInt64) throws
+    func release(partition: Int, node: String, epoch: UInt64) throws
 
     /// `node` leaves the cluster (a graceful stop): its row no longer says it is alive,
     /// so no node places a Spin on it any more, and every node is told (`announce`).
@@ -84,13 +97,13 @@ package struct ClusterRows: Sendable, Equatable {
     }
 
     package struct Lease: Sendable, Equatable {
-        package var spin: String
+        package var partition: Int
         package var node: String
         package var epoch: UInt64
         package var expiresAt: Date
 
-        package init(spin: String, node: String, epoch: UInt64, expiresAt: Date) {
-            self.spin = spin
+        package init(partition: Int, node: String, epoch: UInt64, expiresAt: Date) {
+            self.partition = partition
             self.node = node
             self.epoch = epoch
             self.expiresAt = expiresAt
@@ -106,6 +119,35 @@ package struct ClusterRows: Sendable, Equatable {
         self.now = now
         self.nodes = nodes
         self.leases = leases
+    }
+}
+
+/// A lease to renew: a partition and the epoch this node holds it under.
+package struct PartitionLease: Sendable, Equatable, Hashable {
+    package var partition: Int
+    package var epoch: UInt64
+
+    package init(partition: Int, epoch: UInt64) {
+        self.partition = partition
+        self.epoch = epoch
+    }
+}
+
+/// A node's `cluster.partitions` differs from the count the cluster's database records
+/// while another node of the cluster is alive.
+package struct PartitionCountMismatch: Error, CustomStringConvertible, Equatable {
+    package let recorded: Int
+    package let configured: Int
+
+    package init(recorded: Int, configured: Int) {
+        self.recorded = recorded
+        self.configured = configured
+    }
+
+    package var description: String {
+        "cluster.partitions is \(configured) here, but the cluster's database records \(recorded) and another node is alive: "
+            + "every node must cut the Spins into the same partitions. Set cluster.partitions (or SPIN_CLUSTER_PARTITIONS) to "
+            + "\(recorded), or stop every node and start them all with the new count"
     }
 }
 

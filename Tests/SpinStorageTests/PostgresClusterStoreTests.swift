@@ -61,9 +61,16 @@ struct PostgresClusterStoreTests {
         }
     }
 
-    static func lease(_ spin: String, in store: PostgresClusterStore) throws -> ClusterRows.Lease? {
-        try store.readCluster().leases.first { $0.spin == spin }
+    static func lease(_ partition: Int, in store: PostgresClusterStore) throws -> ClusterRows.Lease? {
+        try store.readCluster().leases.first { $0.partition == partition }
     }
+
+    /// The partitions of the fences here, and those of the Spins `s` and `t`; `pfresh` is
+    /// another.
+    static let partitions = SpinPartitions(count: 8)
+    static let ps = partitions.partition(of: "s")
+    static let pt = partitions.partition(of: "t")
+    static let pfresh = (ps + 1) % partitions.count
 
     /// Runs `body(0)` and `body(1)` on two threads at once and returns both results.
     static func onTwoThreads<T: Sendable>(_ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
@@ -77,22 +84,22 @@ struct PostgresClusterStoreTests {
 
     // MARK: Leases
 
-    @Test func twoNodesRacingForEpoch1_OneWinsEachSpin_AndTheLoserCannotTakeAnUnexpiredLease() throws {
+    @Test func twoNodesRacingForEpoch1_OneWinsEachPartition_AndTheLoserCannotTakeAnUnexpiredLease() throws {
         let (a, b, _) = try Self.twoNodes()
         defer { a.close(); b.close() }
-        let spins = (0..<20).map { "race-\($0)" }
+        let spins = Array(0..<20)
         let stores = [a, b]
         let won = try Self.onTwoThreads { index in
-            try spins.map { try stores[index].acquire(spin: $0, node: index == 0 ? "a" : "b", epoch: 1, seconds: 30) != nil }
+            try spins.map { try stores[index].acquire(partition: $0, node: index == 0 ? "a" : "b", epoch: 1, seconds: 30) != nil }
         }
         for (index, spin) in spins.enumerated() {
-            #expect(won[0][index] != won[1][index], "exactly one node takes \(spin)")
+            #expect(won[0][index] != won[1][index], "exactly one node takes partition \(spin)")
             let winner = won[0][index] ? "a" : "b", loser = won[0][index] ? "b" : "a"
             let lease = try #require(try Self.lease(spin, in: a))
             #expect(lease.node == winner && lease.epoch == 1)
             // The loser: epoch 1 again (a row exists), or the next epoch of an unexpired foreign lease.
-            #expect(try b.acquire(spin: spin, node: loser, epoch: 1, seconds: 30) == nil)
-            #expect(try b.acquire(spin: spin, node: loser, epoch: 2, seconds: 30) == nil)
+            #expect(try b.acquire(partition: spin, node: loser, epoch: 1, seconds: 30) == nil)
+            #expect(try b.acquire(partition: spin, node: loser, epoch: 2, seconds: 30) == nil)
             #expect(try Self.lease(spin, in: a) == lease)
         }
     }
@@ -100,44 +107,87 @@ struct PostgresClusterStoreTests {
     @Test func aNodeRetakesItsOwnLease_WithTheNextEpoch_AndAStaleOrSkippedEpochIsRefused() throws {
         let (a, b, _) = try Self.twoNodes()
         defer { a.close(); b.close() }
-        let first = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 30))
+        let first = try #require(try a.acquire(partition: Self.ps, node: "a", epoch: 1, seconds: 30))
         // Its own, unexpired: the next epoch is granted (a restarted node taking its Spin back).
-        let second = try #require(try b.acquire(spin: "s", node: "a", epoch: 2, seconds: 60))
+        let second = try #require(try b.acquire(partition: Self.ps, node: "a", epoch: 2, seconds: 60))
         #expect(second > first)
-        #expect(try a.acquire(spin: "s", node: "a", epoch: 2, seconds: 30) == nil)
-        #expect(try a.acquire(spin: "s", node: "a", epoch: 4, seconds: 30) == nil)
+        #expect(try a.acquire(partition: Self.ps, node: "a", epoch: 2, seconds: 30) == nil)
+        #expect(try a.acquire(partition: Self.ps, node: "a", epoch: 4, seconds: 30) == nil)
         // A later epoch where no row exists is refused: epoch 1 starts every lease.
-        #expect(try a.acquire(spin: "fresh", node: "a", epoch: 2, seconds: 30) == nil)
-        #expect(try a.acquire(spin: "fresh", node: "a", epoch: 0, seconds: 30) == nil)
-        let lease = try #require(try Self.lease("s", in: a))
+        #expect(try a.acquire(partition: Self.pfresh, node: "a", epoch: 2, seconds: 30) == nil)
+        #expect(try a.acquire(partition: Self.pfresh, node: "a", epoch: 0, seconds: 30) == nil)
+        let lease = try #require(try Self.lease(Self.ps, in: a))
         #expect(lease.node == "a" && lease.epoch == 2 && lease.expiresAt == second)
-        #expect(try Self.lease("fresh", in: a) == nil)
+        #expect(try Self.lease(Self.pfresh, in: a) == nil)
     }
 
     @Test func anExpiredLease_IsNoLongerRenewed_AndGoesToTheNextEpoch_ThenReleaseEndsIt() throws {
         let (a, b, _) = try Self.twoNodes()
         defer { a.close(); b.close() }
-        let taken = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 0.3))
-        let renewed = try #require(try a.renew(spin: "s", node: "a", epoch: 1, seconds: 0.3))
+        let taken = try #require(try a.acquire(partition: Self.ps, node: "a", epoch: 1, seconds: 0.3))
+        let renewed = try #require(try a.renew([PartitionLease(partition: Self.ps, epoch: 1)], node: "a", seconds: 0.3)[Self.ps])
         #expect(renewed >= taken)
-        #expect(try b.renew(spin: "s", node: "b", epoch: 1, seconds: 30) == nil)
-        #expect(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30) == nil)
+        #expect(try b.renew([PartitionLease(partition: Self.ps, epoch: 1)], node: "b", seconds: 30)[Self.ps] == nil)
+        #expect(try b.acquire(partition: Self.ps, node: "b", epoch: 2, seconds: 30) == nil)
 
         Thread.sleep(forTimeInterval: 0.6)
-        #expect(try a.renew(spin: "s", node: "a", epoch: 1, seconds: 30) == nil)
-        #expect(try b.acquire(spin: "s", node: "b", epoch: 1, seconds: 30) == nil)
-        _ = try #require(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30))
+        #expect(try a.renew([PartitionLease(partition: Self.ps, epoch: 1)], node: "a", seconds: 30)[Self.ps] == nil)
+        #expect(try b.acquire(partition: Self.ps, node: "b", epoch: 1, seconds: 30) == nil)
+        _ = try #require(try b.acquire(partition: Self.ps, node: "b", epoch: 2, seconds: 30))
         // A's release under its old epoch changes nothing.
-        try a.release(spin: "s", node: "a", epoch: 1)
-        #expect(try Self.lease("s", in: a)?.node == "b")
-        #expect(try a.acquire(spin: "s", node: "a", epoch: 3, seconds: 30) == nil)
+        try a.release(partition: Self.ps, node: "a", epoch: 1)
+        #expect(try Self.lease(Self.ps, in: a)?.node == "b")
+        #expect(try a.acquire(partition: Self.ps, node: "a", epoch: 3, seconds: 30) == nil)
 
-        try b.release(spin: "s", node: "b", epoch: 2)
+        try b.release(partition: Self.ps, node: "b", epoch: 2)
         let released = try b.readCluster()
         let lease = try #require(released.leases.first)
         #expect(lease.node == "b" && lease.epoch == 2 && lease.expiresAt <= released.now)
-        #expect(try b.renew(spin: "s", node: "b", epoch: 2, seconds: 30) == nil)
-        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 3, seconds: 30))
+        #expect(try b.renew([PartitionLease(partition: Self.ps, epoch: 2)], node: "b", seconds: 30)[Self.ps] == nil)
+        _ = try #require(try a.acquire(partition: Self.ps, node: "a", epoch: 3, seconds: 30))
+    }
+
+    @Test func oneRenewal_PushesEveryLeaseStillHeld_AndLeavesOutTheRefused() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        for partition in 0..<4 { _ = try #require(try a.acquire(partition: partition, node: "a", epoch: 1, seconds: 0.3)) }
+        // Partition 3 is released and taken by b; partition 2 is asked for under a wrong epoch.
+        try a.release(partition: 3, node: "a", epoch: 1)
+        _ = try #require(try b.acquire(partition: 3, node: "b", epoch: 2, seconds: 30))
+        let renewed = try a.renew((0..<4).map { PartitionLease(partition: $0, epoch: $0 == 2 ? 7 : 1) }, node: "a", seconds: 30)
+        #expect(Set(renewed.keys) == [0, 1])
+        let rows = try a.readCluster()
+        for partition in [0, 1] {
+            let lease = try #require(rows.leases.first { $0.partition == partition })
+            #expect(lease.expiresAt == renewed[partition])
+            #expect(lease.expiresAt > rows.now.addingTimeInterval(20))
+        }
+        #expect(try a.renew([], node: "a", seconds: 30).isEmpty)
+        // Once expired, nothing is renewed.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try a.renew([PartitionLease(partition: 2, epoch: 1)], node: "a", seconds: 30).isEmpty)
+    }
+
+    @Test func thePartitionCount_IsRecordedByTheFirstNode_AndAnotherIsRefusedWhileANodeLives() throws {
+        let (a, b, _) = try Self.twoNodes()
+        defer { a.close(); b.close() }
+        try a.agree(partitions: 16, liveSeconds: 10)
+        try b.agree(partitions: 16, liveSeconds: 10)
+        _ = try #require(try a.acquire(partition: 5, node: "a", epoch: 1, seconds: 30))
+        try a.heartbeat(node: "a", advertise: "http://a")
+        #expect(throws: PartitionCountMismatch(recorded: 16, configured: 32)) {
+            try b.agree(partitions: 32, liveSeconds: 10)
+        }
+        #expect(try b.readCluster().leases.first?.expiresAt ?? .distantPast > Date())
+        // Every node stopped (no heartbeat within liveSeconds): the new count is taken and
+        // every lease of the old one ends, so that none fences a write any more.
+        try a.leave(node: "a")
+        try b.agree(partitions: 32, liveSeconds: 10)
+        let rows = try b.readCluster()
+        #expect(rows.leases.allSatisfy { $0.expiresAt <= rows.now })
+        try a.agree(partitions: 32, liveSeconds: 10)
+        try b.heartbeat(node: "b", advertise: "http://b")
+        #expect(throws: PartitionCountMismatch(recorded: 32, configured: 16)) { try a.agree(partitions: 16, liveSeconds: 10) }
     }
 
     @Test func heartbeats_CreateAndRefreshTheNodeRows() throws {
@@ -186,36 +236,36 @@ struct PostgresClusterStoreTests {
     @Test func theFence_StoresWritesWhileTheLeaseIsHeld_AndNoneAfterATakeover() throws {
         let (a, b, url) = try Self.twoNodes()
         defer { a.close(); b.close() }
-        let fence = LeaseFence(node: "a")
+        let fence = LeaseFence(node: "a", partitions: Self.partitions)
         let store = PostgresSpinStore(url: url, ownership: .shared(node: "a"), fence: fence)
         _ = try FileSpinStoreTests.ready(store, spin: "s")
         defer { store.close() }
 
         // Not served yet: refused, nothing stored.
         try store.append([PostgresSpinStoreTests.record(1)], spin: "s")
-        #expect(throws: FencedOut(node: "a", spin: "s", epoch: nil)) { try store.commit(spin: "s", sync: true) }
+        #expect(throws: FencedOut(node: "a", spin: "s", partition: Self.ps, epoch: nil)) { try store.commit(spin: "s", sync: true) }
         store.discardUncommitted(spin: "s")
 
-        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 0.3))
-        fence.serve(spin: "s", epoch: 1)
+        _ = try #require(try a.acquire(partition: Self.ps, node: "a", epoch: 1, seconds: 0.3))
+        fence.serve(partition: Self.ps, epoch: 1)
         try store.append([PostgresSpinStoreTests.record(1)], spin: "s")
         try store.commit(spin: "s", sync: true)
 
         Thread.sleep(forTimeInterval: 0.6)
-        _ = try #require(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30))
+        _ = try #require(try b.acquire(partition: Self.ps, node: "b", epoch: 2, seconds: 30))
         try store.append([PostgresSpinStoreTests.record(2, endsBatch: false), PostgresSpinStoreTests.record(3)], spin: "s")
         #expect {
             try store.commit(spin: "s", sync: true)
         } throws: { error in
-            "\(error)" == "node a no longer holds the lease of Spin s (epoch 1)"
+            "\(error)" == "node a no longer holds the lease of Spin s's partition \(Self.ps) (epoch 1)"
         }
         store.discardUncommitted(spin: "s")
         #expect(try store.read(spin: "s", repair: false).records == [PostgresSpinStoreTests.record(1)])
 
         // Stopped serving: refused even under a lease it holds.
-        _ = try #require(try a.acquire(spin: "t", node: "a", epoch: 1, seconds: 30))
-        fence.serve(spin: "t", epoch: 1)
-        fence.stopServing(spin: "t")
+        _ = try #require(try a.acquire(partition: Self.pt, node: "a", epoch: 1, seconds: 30))
+        fence.serve(partition: Self.pt, epoch: 1)
+        fence.stopServing(partition: Self.pt)
         try store.startJournal(spin: "t", cuttingAt: nil)
         try store.append([PostgresSpinStoreTests.record(1)], spin: "t")
         #expect(throws: FencedOut.self) { try store.commit(spin: "t", sync: true) }
@@ -224,20 +274,20 @@ struct PostgresClusterStoreTests {
     @Test func aDeposedOwnerReopening_DeletesNothingTheNewOwnerCommitted() throws {
         let (a, b, url) = try Self.twoNodes()
         defer { a.close(); b.close() }
-        let fenceA = LeaseFence(node: "a")
+        let fenceA = LeaseFence(node: "a", partitions: Self.partitions)
         let storeA = PostgresSpinStore(url: url, ownership: .shared(node: "a"), fence: fenceA)
         _ = try FileSpinStoreTests.ready(storeA, spin: "s")
         defer { storeA.close() }
-        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 0.3))
-        fenceA.serve(spin: "s", epoch: 1)
+        _ = try #require(try a.acquire(partition: Self.ps, node: "a", epoch: 1, seconds: 0.3))
+        fenceA.serve(partition: Self.ps, epoch: 1)
         try storeA.append([PostgresSpinStoreTests.record(1)], spin: "s")
         try storeA.commit(spin: "s", sync: true)
 
         // a's lease runs out; b takes the Spin and commits record 2 after a's last commit.
         Thread.sleep(forTimeInterval: 0.6)
-        _ = try #require(try b.acquire(spin: "s", node: "b", epoch: 2, seconds: 30))
-        let fenceB = LeaseFence(node: "b")
-        fenceB.serve(spin: "s", epoch: 2)
+        _ = try #require(try b.acquire(partition: Self.ps, node: "b", epoch: 2, seconds: 30))
+        let fenceB = LeaseFence(node: "b", partitions: Self.partitions)
+        fenceB.serve(partition: Self.ps, epoch: 2)
         let storeB = PostgresSpinStore(url: url, ownership: .shared(node: "b"), fence: fenceB)
         _ = try FileSpinStoreTests.ready(storeB, spin: "s")
         defer { storeB.close() }
@@ -253,9 +303,9 @@ struct PostgresClusterStoreTests {
     @Test func aTakeoverWaits_ForTheWriteThatHoldsTheLeaseRow() throws {
         let (a, b, url) = try Self.twoNodes()
         defer { a.close(); b.close() }
-        let fence = LeaseFence(node: "a")
-        _ = try #require(try a.acquire(spin: "s", node: "a", epoch: 1, seconds: 30))
-        fence.serve(spin: "s", epoch: 1)
+        let fence = LeaseFence(node: "a", partitions: Self.partitions)
+        _ = try #require(try a.acquire(partition: Self.ps, node: "a", epoch: 1, seconds: 30))
+        fence.serve(partition: Self.ps, epoch: 1)
         let writer = try PostgresConnection(url: url)
         let observer = try PostgresConnection(url: url)
         defer { writer.close(); observer.close() }
@@ -263,7 +313,7 @@ struct PostgresClusterStoreTests {
         try writer.execute("BEGIN")
         try fence.check(spin: "s", connection: writer)
         // A (restarted elsewhere) retakes its lease with the next epoch: it must wait.
-        let takeover = Background { try? b.acquire(spin: "s", node: "a", epoch: 2, seconds: 30) }
+        let takeover = Background { try? b.acquire(partition: Self.ps, node: "a", epoch: 2, seconds: 30) }
         // Until the takeover's backend waits for the row lock.
         var waiting = false
         for _ in 0..<500 where !waiting {
@@ -278,7 +328,7 @@ struct PostgresClusterStoreTests {
         #expect(takeover.result() != nil)
         // Its next write is fenced out.
         try writer.execute("BEGIN")
-        #expect(throws: FencedOut(node: "a", spin: "s", epoch: 1)) { try fence.check(spin: "s", connection: writer) }
+        #expect(throws: FencedOut(node: "a", spin: "s", partition: Self.ps, epoch: 1)) { try fence.check(spin: "s", connection: writer) }
         try writer.execute("ROLLBACK")
     }
 

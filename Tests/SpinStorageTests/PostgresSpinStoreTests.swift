@@ -184,7 +184,7 @@ struct PostgresSpinStoreTests {
         struct Refuse: JournalFence, Error {
             func check(spin: String, connection: PostgresConnection) throws {
                 // The fence runs in the append's transaction: what it writes is undone too.
-                _ = try connection.query("INSERT INTO spin_leases VALUES ($1, 'other', 2, now())", [.text(spin)])
+                _ = try connection.query("INSERT INTO spin_partitions VALUES (0, $1, 2, now())", [.text(spin)])
                 throw Refuse()
             }
         }
@@ -194,7 +194,7 @@ struct PostgresSpinStoreTests {
         #expect(throws: Refuse.self) { try store.commit(spin: "counter", sync: true) }
         let admin = try PostgresConnection(url: url)
         #expect(try admin.query("SELECT count(*) FROM spin_journal").int(0, 0) == 0)
-        #expect(try admin.query("SELECT count(*) FROM spin_leases").int(0, 0) == 0)
+        #expect(try admin.query("SELECT count(*) FROM spin_partitions").int(0, 0) == 0)
         store.close()
         admin.close()
     }
@@ -204,9 +204,13 @@ struct PostgresSpinStoreTests {
         let admin = try PostgresConnection(url: url)
         #expect(try PostgresSchema.migrate(admin) == 0)
         #expect(try PostgresSchema.migrate(admin) == PostgresSchema.currentVersion)
-        for table in ["spin_journal", "spin_snapshots", "spin_epochs", "spin_suspensions", "spin_leases", "spin_nodes"] {
+        for table in ["spin_journal", "spin_snapshots", "spin_epochs", "spin_suspensions", "spin_partitions", "spin_nodes",
+                      "spin_cluster_settings"] {
             #expect(try admin.query("SELECT to_regclass($1) IS NOT NULL", [.text(table)]).bool(0, 0) == true, "\(table)")
         }
+        // The per-Spin leases of releases before 5 are gone: a node of such a release
+        // can neither renew nor pass its fence against this database.
+        #expect(try admin.query("SELECT to_regclass('spin_leases') IS NULL").bool(0, 0) == true)
         _ = try admin.query("INSERT INTO spin_schema_version (version) VALUES ($1::int4)", [.int64(Int64(PostgresSchema.currentVersion + 1))])
         #expect {
             _ = try PostgresSpinStore(url: url).open()

@@ -200,7 +200,8 @@ class Database:
         return [(int(sequence), json.loads(event_json(bytes.fromhex(event)))) for sequence, event in rows]
 
     def lease_epochs(self) -> dict[str, int]:
-        return {spin: int(epoch) for spin, epoch in self.query("SELECT spin, epoch FROM spin_leases")}
+        """The epoch of each partition's lease (`spin_partitions`): each take after the first is a move."""
+        return {partition: int(epoch) for partition, epoch in self.query("SELECT partition, epoch FROM spin_partitions")}
 
 
 class JournalTap:

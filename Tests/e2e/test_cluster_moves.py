@@ -16,7 +16,7 @@ import requests
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from test_cluster_nodes import LEASE_SECONDS, Cluster, database  # noqa: F401 (the fixture)
+from test_cluster_nodes import LEASE_SECONDS, Cluster, database, partition_of  # noqa: F401 (the fixture)
 from test_postgres import _have_postgres, rows
 
 pytestmark = pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not installed (Debian package postgresql)")
@@ -176,7 +176,7 @@ def test_nodes_starting_one_after_another_refuse_nothing(database, start_server)
     assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
     # The counter moved at least once if n2 or n3 owns it now.
     if owners["counter"] != "n1":
-        assert int(rows(cluster.url, "SELECT epoch FROM spin_leases WHERE spin = 'counter'")) >= 2
+        assert int(rows(cluster.url, f"SELECT epoch FROM spin_partitions WHERE partition = {partition_of('counter')}")) >= 2
 
 
 def test_a_node_stopped_with_sigterm_hands_its_spins_over_and_refuses_nothing(database, start_server):  # noqa: F811

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -16,7 +17,7 @@ import pytest
 import requests
 from websockets.asyncio.client import connect
 
-from spin_e2e import recv_json, recv_until, run_async
+from spin_e2e import REPO, recv_json, recv_until, run_async
 from test_postgres import Database, _have_postgres, postgres_env, rows
 
 pytestmark = pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not installed (Debian package postgresql)")
@@ -51,9 +52,20 @@ def fmix64(k: int) -> int:
     return k
 
 
+PARTITIONS = 64  # cluster.partitions' default
+
+
+def partition_of(spin: str, partitions: int = PARTITIONS) -> int:
+    return fmix64(fnv1a64(spin.encode())) % partitions
+
+
 def owner_of(spin: str, nodes: list[str]) -> str:
+    """The node owning the Spin's partition: rendezvous hashing of the partition's
+    number in decimal over the node names."""
+    key = str(partition_of(spin)).encode()
+
     def weight(node: str) -> int:
-        return fmix64(fnv1a64(node.encode() + b"\x00" + spin.encode()))
+        return fmix64(fnv1a64(node.encode() + b"\x00" + key))
     return sorted(nodes, key=lambda node: (-weight(node), node))[0]
 
 
@@ -113,6 +125,12 @@ def test_three_nodes_share_the_spins_and_answer_for_each_other(database, start_s
     assert all(node["live"] for node in view["nodes"])
     listed = sorted(spin for node in view["nodes"] for spin in node["spins"])
     assert listed == sorted(owners), view
+    # Ownership is by partition: the 64 partitions are shared out, each held once, each
+    # node listing the configured Spins of its own.
+    held = sorted(partition for node in view["nodes"] for partition in node["partitions"])
+    assert held == list(range(PARTITIONS)), view
+    for node in view["nodes"]:
+        assert all(partition_of(spin) in node["partitions"] for spin in node["spins"]), node
 
     base = cluster.nodes["n1"].spin("counter")["sequence"]
     for round_ in range(3):
@@ -126,7 +144,7 @@ def test_three_nodes_share_the_spins_and_answer_for_each_other(database, start_s
     waited = post(cluster.nodes["n3"], "counter", {"type": "increase"}, params={"wait": "true"})
     assert waited.status_code == 200, waited.text
     assert waited.json()["sequence"] == base + 10
-    assert rows(cluster.url, "SELECT node FROM spin_leases WHERE spin = 'counter'") == owners["counter"]
+    assert rows(cluster.url, f"SELECT node FROM spin_partitions WHERE partition = {partition_of('counter')}") == owners["counter"]
     # The list shows where each Spin runs.
     listed = {spin["name"]: spin for spin in cluster.nodes["n1"].get("/v1/spins").json()["spins"]}
     for spin, owner in owners.items():
@@ -293,7 +311,7 @@ def test_a_killed_owner_loses_no_acknowledged_event_and_its_spins_move(database,
     while time.monotonic() < deadline and cluster.owners(survivors[0]).get("counter") not in survivors:
         time.sleep(0.2)
     assert cluster.owners(survivors[0]).get("counter") in survivors
-    epochs = int(rows(cluster.url, "SELECT epoch FROM spin_leases WHERE spin = 'counter'"))
+    epochs = int(rows(cluster.url, f"SELECT epoch FROM spin_partitions WHERE partition = {partition_of('counter')}"))
     assert epochs >= 2
     assert rows(cluster.url, "SELECT count(*) - count(DISTINCT sequence) FROM spin_journal WHERE spin = 'counter'") == "0"
 
@@ -378,3 +396,19 @@ def test_the_database_going_away_and_back(database, start_server):
         time.sleep(0.3)
     assert response.status_code == 202, response.text
     assert entry.spin("counter")["sequence"] == base + accepted
+
+
+def test_a_node_with_another_partition_count_is_refused_while_the_cluster_runs(database, start_server, server_bin,
+                                                                                tmp_path):
+    # The partition count decides who owns every Spin: every node must use the same one.
+    url = database.fresh()
+    start_server(env=postgres_env(url) | {"SPIN_NODE": "n1", "SPIN_CLUSTER_LEASE_SECONDS": str(LEASE_SECONDS)},
+                 name="counted")
+    config = REPO / "Config" / "spin-server.json"
+    result = subprocess.run([str(server_bin), "--config", str(config), "--port", "0", "--storage", str(tmp_path / "s"),
+                             "--storage-backend", "postgres", "--database-url", url, "--node", "n2"],
+                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, cwd=tmp_path,
+                            env=os.environ | {"SPIN_CLUSTER_PARTITIONS": "32"})
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "cluster.partitions is 32 here, but the cluster's database records 64 and another node is alive" in output, output

@@ -7,14 +7,18 @@ import SpinStorage
 /// The lease loop of one cluster node: every third of `cluster.leaseSeconds`, and at
 /// once whenever another node announces a change (it took or gave back a lease, joined
 /// or left: `ClusterStore.waitForChange`), it reads the shared rows (`ClusterStore`),
-/// lets `LeasePlanner` decide, carries the decisions out against the database, announces
-/// its own changes, and starts or stops serving Spins through `Serving`. It also answers
-/// where a request about a Spin is served (`routing`), from what it last read.
+/// lets `LeasePlanner` decide, carries the decisions out against the database (every
+/// renewal of a tick in one statement), announces its own changes, and starts or stops
+/// serving partitions through `Serving`. It also answers where a request about a Spin
+/// is served (`routing`: where the Spin's partition is), from what it last read.
+///
+/// Leases are per partition (`SpinPartitions`), so an idle node's work per tick is a
+/// read of the rows, a heartbeat and one renewal, whatever the number of Spins.
 ///
 /// A planned move therefore takes a few database round trips, not a tick: the old owner
-/// stops serving (requests about the Spin wait, `ClusterRouting.pending`), commits and
-/// gives the lease back, and announces it; the new owner takes the lease at once,
-/// recovers and announces; every node then routes the waiting requests to it.
+/// stops serving the partition (requests about its Spins wait, `ClusterRouting.pending`),
+/// commits and gives the lease back, and announces it; the new owner takes the lease at
+/// once, recovers and announces; every node then routes the waiting requests to it.
 ///
 /// Times: the database's clock decides leases. Each read maps the database's timestamps
 /// onto this process's `ContinuousClock` by the offset between the two at the read, so
@@ -22,29 +26,33 @@ import SpinStorage
 ///
 /// Everything mutable is confined to `queue`, but what `routing` reads (`Published`).
 package final class ClusterCoordinator: @unchecked Sendable {
-    /// What the node does when it gets or loses a Spin.
+    /// What the node does when it gets or loses a partition.
     package struct Serving: Sendable {
-        /// Recover `spin` from the journal and run it, writing under `epoch`. Throwing
-        /// gives the lease back.
-        package var start: @Sendable (_ spin: String, _ epoch: UInt64) throws -> Void
-        /// Stop applying and writing events of `spin`.
-        package var stop: @Sendable (_ spin: String, _ epoch: UInt64, _ reason: LeasePlanner<ContinuousClock.Instant>.StopReason) -> Void
+        /// Serve the Spins of `partition`, writing under `epoch`. Throwing gives the
+        /// lease back.
+        package var start: @Sendable (_ partition: Int, _ epoch: UInt64) throws -> Void
+        /// Stop applying and writing events of the Spins of `partition`.
+        package var stop: @Sendable (_ partition: Int, _ epoch: UInt64, _ reason: LeasePlanner<ContinuousClock.Instant>.StopReason) -> Void
 
-        package init(start: @escaping @Sendable (String, UInt64) throws -> Void,
-                     stop: @escaping @Sendable (String, UInt64, LeasePlanner<ContinuousClock.Instant>.StopReason) -> Void) {
+        package init(start: @escaping @Sendable (Int, UInt64) throws -> Void,
+                     stop: @escaping @Sendable (Int, UInt64, LeasePlanner<ContinuousClock.Instant>.StopReason) -> Void) {
             self.start = start
             self.stop = stop
         }
     }
 
-    /// What the routing of requests reads: the newest view and the Spins running here.
+    /// What the routing of requests reads: the newest view and the partitions served here.
     private struct Published: Sendable {
         var view = ClusterView<ContinuousClock.Instant>()
-        var running: Set<String> = []
+        var running: Set<Int> = []
     }
 
     package let node: String
     private let store: any ClusterStore
+    /// How the cluster cuts Spins into partitions (`cluster.partitions`).
+    package let partitions: SpinPartitions
+    /// The Spins that always exist (the config's `spins`): `GET /v1/cluster` names their
+    /// owners; Spins made at run time are found through their partition.
     private let spins: [String]
     private let serving: Serving
     private let logger: Logger
@@ -61,7 +69,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
 
     /// Called when the database stops or starts answering the loop (nil: it answers).
     private let onProblem: @Sendable (String?) -> Void
-    /// Called once, when placement first settled (every hosted Spin held by the node
+    /// Called once, when placement first settled (every partition held by the node
     /// placement gives it to, this node serving its share), or a lease after the start.
     private let onSettled: @Sendable () -> Void
     private var settled = false
@@ -75,7 +83,8 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// False once `stop` was called: the thread that waits for announcements ends.
     private let listening = Protected(true)
 
-    package init(node: String, advertise: String, leaseSeconds: Int, spins: [String], store: any ClusterStore,
+    package init(node: String, advertise: String, leaseSeconds: Int, partitions: SpinPartitions, spins: [String],
+                 store: any ClusterStore,
                  serving: Serving, logger: Logger, onStatus: @escaping @Sendable (ClusterStatus) -> Void = { _ in },
                  onProblem: @escaping @Sendable (String?) -> Void = { _ in },
                  onSettled: @escaping @Sendable () -> Void = {}) {
@@ -84,6 +93,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
         self.node = node
         self.advertise = advertise
         self.store = store
+        self.partitions = partitions
         self.spins = spins
         self.serving = serving
         self.logger = logger
@@ -149,11 +159,11 @@ package final class ClusterCoordinator: @unchecked Sendable {
     }
 
     /// A graceful stop's first half: this node leaves the cluster (its row no longer
-    /// says it is alive) and hands every Spin it serves over at once, then waits up to
-    /// `timeout` until another live node serves each of them, while requests about them
-    /// wait here and are then sent on to the new owners. `stop` comes after.
+    /// says it is alive) and hands every partition it serves over at once, then waits up
+    /// to `timeout` until another live node serves each of them, while requests about
+    /// their Spins wait here and are then sent on to the new owners. `stop` comes after.
     ///
-    /// Then, if it served any Spin and other nodes live, it goes on taking requests (and
+    /// Then, if it served any partition and other nodes live, it goes on taking requests (and
     /// sending them on) until a renewal interval has passed since it left, within
     /// `timeout`: another node hears of the leave at once (`ClusterStore.waitForChange`)
     /// and routes nothing here from then on, but one whose listener lagged still sends
@@ -161,7 +171,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// a closed listener (503 `spin_unavailable` from the relay).
     package func leave(timeout: Duration) {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        let handed: Set<String> = queue.sync {
+        let handed: Set<Int> = queue.sync {
             guard !stopped else { return [] }
             let serving = planner.serving
             planner.leaving = true
@@ -183,26 +193,26 @@ package final class ClusterCoordinator: @unchecked Sendable {
                 let others = view.liveNodeNames(now: now, leaseDuration: leaseDuration).filter { $0 != node }
                 othersLive = !others.isEmpty
                 guard othersLive else { return true }
-                return handed.allSatisfy { spin in
-                    guard let lease = view.validLease(of: spin, now: now) else { return false }
+                return handed.allSatisfy { partition in
+                    guard let lease = view.validLease(of: partition, now: now) else { return false }
                     return others.contains(lease.node)
                 }
             }
             if moved { break }
             Thread.sleep(forTimeInterval: 0.01)
         }
-        // Requests are sent on only to a Spin's owner: a node that served none gets none.
+        // Requests are sent on only to a partition's owner: a node that served none gets none.
         if othersLive, !handed.isEmpty, ContinuousClock.now < seen {
             Thread.sleep(forTimeInterval: ContinuousClock.now.duration(to: seen).seconds)
         }
         if !handed.isEmpty {
-            logger.notice("cluster: node \(node) handed over \(handed.count) Spin(s) and leaves the cluster")
+            logger.notice("cluster: node \(node) handed over \(handed.count) partition(s) and leaves the cluster")
         }
     }
 
-    /// Stops the loop and stops serving every Spin, giving each lease back (and telling
-    /// the other nodes) so that the Spins move at once instead of after the lease runs
-    /// out. After `leave` nothing is left to give back.
+    /// Stops the loop and stops serving every partition, giving each lease back (and
+    /// telling the other nodes) so that the partitions move at once instead of after the
+    /// lease runs out. After `leave` nothing is left to give back.
     package func stop() {
         queue.sync {
             guard !stopped else { return }
@@ -211,30 +221,37 @@ package final class ClusterCoordinator: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             var released = false
-            for spin in planner.serving.sorted() {
-                guard let epoch = planner.held[spin]?.epoch else { continue }
-                published.withLock { _ = $0.running.remove(spin) }
-                serving.stop(spin, epoch, .handedOver)
+            for partition in planner.serving.sorted() {
+                guard let epoch = planner.held[partition]?.epoch else { continue }
+                published.withLock { _ = $0.running.remove(partition) }
+                serving.stop(partition, epoch, .handedOver)
                 do {
-                    try store.release(spin: spin, node: node, epoch: epoch)
+                    try store.release(partition: partition, node: node, epoch: epoch)
                     released = true
                 } catch {
-                    logger.warning("cluster: could not give back the lease of \(spin): \(error); it moves when the lease runs out")
+                    logger.warning("cluster: could not give back the lease of partition \(partition): \(error); it moves when the lease runs out")
                 }
             }
             if released { try? store.announce() }
         }
     }
 
-    /// Where a request about `spin` is served, from the newest view.
+    /// Where a request about `spin` is served (where its partition is), from the newest view.
     package func routing(of spin: String, hops: Int) -> ClusterRouting {
+        let partition = partitions.partition(of: spin)
         let (view, running) = published.withLock { ($0.view, $0.running) }
-        return ClusterRouting.decide(spin: spin, now: ContinuousClock.now, serving: running, view: view, node: node,
-                                     leaseDuration: leaseDuration, hops: hops)
+        return ClusterRouting.decide(partition: partition, now: ContinuousClock.now, serving: running, view: view,
+                                     node: node, leaseDuration: leaseDuration, hops: hops)
     }
 
-    /// The Spins this node runs now.
-    package var servingSpins: Set<String> { published.withLock { $0.running } }
+    /// The partitions this node serves now.
+    package var servingPartitions: Set<Int> { published.withLock { $0.running } }
+
+    /// Whether this node serves `spin` now (its partition's lease is here).
+    package func serves(_ spin: String) -> Bool {
+        let partition = partitions.partition(of: spin)
+        return published.withLock { $0.running.contains(partition) }
+    }
 
     // MARK: The loop (on `queue`)
 
@@ -251,7 +268,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
             note("cannot read the cluster's rows: \(error)")
         }
         changed = false
-        run(planner.tick(now: now, view: view, spins: spins))
+        run(planner.tick(now: now, view: view, partitions: partitions.all))
         if changed {
             do {
                 try store.announce()
@@ -271,11 +288,11 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// When the next takeover tick is scheduled (`scheduleTakeover`).
     private var takeoverAt: ContinuousClock.Instant?
 
-    /// A dead node's Spins are taken the moment its lease and heartbeat run out
+    /// A dead node's partitions are taken the moment its lease and heartbeat run out
     /// (`LeasePlanner.nextTakeover`), not at the next regular tick.
     private func scheduleTakeover() {
         let now = ContinuousClock.now
-        guard let at = planner.nextTakeover(now: now, view: view, spins: spins),
+        guard let at = planner.nextTakeover(now: now, view: view, partitions: partitions.all),
               now.duration(to: at) < planner.renewalInterval,
               takeoverAt.map({ at < $0 || $0 <= now }) ?? true else { return }
         takeoverAt = at
@@ -287,15 +304,15 @@ package final class ClusterCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Every hosted Spin is held by the live node placement gives it to, and those of
+    /// Every partition is held by the live node placement gives it to, and those of
     /// this node are served here.
     private func placementSettled(now: ContinuousClock.Instant) -> Bool {
         let live = Set(view.liveNodeNames(now: now, leaseDuration: leaseDuration)).union([node])
         let serving = planner.serving
-        return spins.allSatisfy { spin in
-            guard let owner = Placement.owner(of: spin, among: live),
-                  view.validLease(of: spin, now: now)?.node == owner else { return false }
-            return owner != node || serving.contains(spin)
+        return partitions.all.allSatisfy { partition in
+            guard let owner = Placement.owner(of: partition, among: live),
+                  view.validLease(of: partition, now: now)?.node == owner else { return false }
+            return owner != node || serving.contains(partition)
         }
     }
 
@@ -308,6 +325,12 @@ package final class ClusterCoordinator: @unchecked Sendable {
 
     private func run(_ actions: [LeasePlanner<ContinuousClock.Instant>.Action]) {
         let seconds = Double(leaseDuration.components.seconds)
+        // A tick's renewals go to the database together, where the first of them stood.
+        let renewals = actions.compactMap { action -> PartitionLease? in
+            if case .renew(let partition, let epoch) = action { return PartitionLease(partition: partition, epoch: epoch) }
+            return nil
+        }
+        var renewed = false
         for action in actions {
             switch action {
             case .heartbeat:
@@ -324,63 +347,76 @@ package final class ClusterCoordinator: @unchecked Sendable {
                 } catch {
                     note("cannot write this node's heartbeat: \(error)")
                 }
-            case .acquire(let spin, let epoch):
+            case .acquire(let partition, let epoch):
                 do {
-                    if let expires = try store.acquire(spin: spin, node: node, epoch: epoch, seconds: seconds) {
+                    if let expires = try store.acquire(partition: partition, node: node, epoch: epoch, seconds: seconds) {
                         changed = true
-                        view.leases[spin] = .init(spin: spin, node: node, epoch: epoch, expiresAt: local(expires))
-                        // Routing sees the lease at once: while the Spin recovers, requests
-                        // about it wait here instead of going to its previous owner.
+                        view.leases[partition] = .init(partition: partition, node: node, epoch: epoch, expiresAt: local(expires))
+                        // Routing sees the lease at once: while the partition's Spins recover,
+                        // requests about them wait here instead of going to the previous owner.
                         published.withLock { $0.view = view }
-                        run(planner.record(.acquired(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
+                        run(planner.record(.acquired(partition: partition, epoch: epoch, expiresAt: local(expires)), now: .now))
                     } else {
-                        run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
+                        run(planner.record(.refused(partition: partition, epoch: epoch), now: .now))
                     }
                 } catch {
-                    note("cannot take the lease of \(spin): \(error)")
+                    note("cannot take the lease of partition \(partition): \(error)")
                 }
-            case .renew(let spin, let epoch):
+            case .renew:
+                guard !renewed else { continue }
+                renewed = true
+                renew(renewals, seconds: seconds)
+            case .release(let partition, let epoch):
                 do {
-                    if let expires = try store.renew(spin: spin, node: node, epoch: epoch, seconds: seconds) {
-                        view.leases[spin]?.expiresAt = local(expires)
-                        run(planner.record(.renewed(spin: spin, epoch: epoch, expiresAt: local(expires)), now: .now))
-                    } else {
-                        run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
-                    }
-                } catch {
-                    // Tried again at the next tick; the lease runs out if none succeeds.
-                    note("cannot renew the lease of \(spin): \(error)")
-                }
-            case .release(let spin, let epoch):
-                do {
-                    try store.release(spin: spin, node: node, epoch: epoch)
+                    try store.release(partition: partition, node: node, epoch: epoch)
                     changed = true
-                    if view.leases[spin]?.node == node { view.leases[spin]?.expiresAt = .now }
+                    if view.leases[partition]?.node == node { view.leases[partition]?.expiresAt = .now }
                     published.withLock { $0.view = view }
                 } catch {
-                    note("cannot give back the lease of \(spin): \(error)")
+                    note("cannot give back the lease of partition \(partition): \(error)")
                 }
-            case .startServing(let spin, let epoch):
+            case .startServing(let partition, let epoch):
                 do {
-                    try serving.start(spin, epoch)
-                    published.withLock { _ = $0.running.insert(spin) }
-                    logger.notice("cluster: node \(node) serves \(spin) (epoch \(epoch))")
+                    try serving.start(partition, epoch)
+                    published.withLock { _ = $0.running.insert(partition) }
+                    logger.info("cluster: node \(node) serves partition \(partition) (epoch \(epoch))")
                 } catch {
-                    logger.error("cluster: cannot serve \(spin): \(error); giving its lease back")
-                    run(planner.record(.refused(spin: spin, epoch: epoch), now: .now))
-                    if (try? store.release(spin: spin, node: node, epoch: epoch)) != nil { changed = true }
+                    logger.error("cluster: cannot serve partition \(partition): \(error); giving its lease back")
+                    run(planner.record(.refused(partition: partition, epoch: epoch), now: .now))
+                    if (try? store.release(partition: partition, node: node, epoch: epoch)) != nil { changed = true }
                 }
-            case .stopServing(let spin, let epoch, let reason):
-                published.withLock { _ = $0.running.remove(spin) }
-                serving.stop(spin, epoch, reason)
-                logger.notice("cluster: node \(node) stops serving \(spin) (epoch \(epoch)): \(reason.rawValue)")
+            case .stopServing(let partition, let epoch, let reason):
+                published.withLock { _ = $0.running.remove(partition) }
+                serving.stop(partition, epoch, reason)
+                logger.notice("cluster: node \(node) stops serving partition \(partition) (epoch \(epoch)): \(reason.rawValue)")
             }
+        }
+    }
+
+    /// Renews `leases` in one statement; a lease missing from the answer was refused
+    /// (taken over), and the node stops serving its partition.
+    private func renew(_ leases: [PartitionLease], seconds: Double) {
+        do {
+            let expiries = try store.renew(leases, node: node, seconds: seconds)
+            for lease in leases {
+                if let expires = expiries[lease.partition] {
+                    view.leases[lease.partition]?.expiresAt = local(expires)
+                    run(planner.record(.renewed(partition: lease.partition, epoch: lease.epoch, expiresAt: local(expires)),
+                                       now: .now))
+                } else {
+                    run(planner.record(.refused(partition: lease.partition, epoch: lease.epoch), now: .now))
+                }
+            }
+        } catch {
+            // Tried again at the next tick; a lease runs out if none succeeds.
+            note("cannot renew the leases of \(leases.count) partition(s): \(error)")
         }
     }
 
     private func publish() {
         published.withLock { $0.view = view }
-        onStatus(ClusterStatus.shared(view: view, now: .now, leaseDuration: leaseDuration, selfNode: node))
+        onStatus(ClusterStatus.shared(view: view, now: .now, leaseDuration: leaseDuration, selfNode: node,
+                                      partitions: partitions, spins: spins))
     }
 
     /// Logs a problem once, and when it clears.
@@ -402,7 +438,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
         databaseBase = (rows.now, now)
         return ClusterView(
             nodes: rows.nodes.map { .init(name: $0.name, advertise: $0.advertise, heartbeatAt: $0.heartbeatAt.map(local)) },
-            leases: rows.leases.map { .init(spin: $0.spin, node: $0.node, epoch: $0.epoch, expiresAt: local($0.expiresAt)) })
+            leases: rows.leases.map { .init(partition: $0.partition, node: $0.node, epoch: $0.epoch, expiresAt: local($0.expiresAt)) })
     }
 
     /// The database's time and the local instant of the last read.

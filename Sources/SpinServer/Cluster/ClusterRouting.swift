@@ -1,4 +1,5 @@
-/// Where a request about one Spin is served in a cluster: here, by the owner (this
+/// Where a request about one Spin is served in a cluster, from the lease of the Spin's
+/// partition (`SpinPartitions`): here, by the owner (this
 /// node proxies the request, streams included, since a browser's WebSocket does not
 /// follow redirects), later (a move is under way: the request waits for it to end), or
 /// nowhere for now (503 `spin_unavailable` with `Retry-After`: the owner stopped
@@ -23,23 +24,23 @@ package enum ClusterRouting: Sendable, Equatable {
     /// further, so that nodes whose views differ for a moment cannot pass it around.
     package static let maxHops = 2
 
-    /// The decision for a request about `spin`, at `now`.
+    /// The decision for a request about a Spin of `partition`, at `now`.
     ///
     /// - Parameters:
-    ///   - serving: the Spins this node serves (`LeasePlanner.serving`).
+    ///   - serving: the partitions this node serves (`LeasePlanner.serving`).
     ///   - view: the newest view of the database this node read.
     ///   - node: this node's name.
     ///   - leaseDuration: `cluster.leaseSeconds`.
     ///   - hops: how many nodes sent the request on already (`ProxiedRequest.hops`); at
     ///     `maxHops` it is served here or waits until it can be, never sent on again.
     package static func decide<Instant: InstantProtocol>(
-        spin: String, now: Instant, serving: Set<String>, view: ClusterView<Instant>, node: String,
+        partition: Int, now: Instant, serving: Set<Int>, view: ClusterView<Instant>, node: String,
         leaseDuration: Duration, hops: Int = 0
     ) -> ClusterRouting where Instant.Duration == Duration {
-        if serving.contains(spin) { return .local }
+        if serving.contains(partition) { return .local }
         if hops >= maxHops { return .pending }
         // Free or expired: the placed node takes it at once (it is told of the release).
-        guard let lease = view.validLease(of: spin, now: now) else { return .pending }
+        guard let lease = view.validLease(of: partition, now: now) else { return .pending }
         // Acquired and recovering from the journal, or being handed over from here.
         if lease.node == node { return .pending }
         guard let owner = view.node(named: lease.node), !owner.advertise.isEmpty else {

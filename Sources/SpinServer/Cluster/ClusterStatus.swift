@@ -1,22 +1,28 @@
+import SpinStorage
 import SpinWire
 
-/// The answer of `GET /v1/cluster`: the nodes, whether each is alive, the Spins each
-/// owns, and which node answered:
-/// `{"nodes":[{"node":..,"advertise":..,"live":true,"spins":[..]}],"self":..}`.
+/// The answer of `GET /v1/cluster`: the nodes, whether each is alive, the configured
+/// Spins each owns, the partitions each holds, and which node answered:
+/// `{"nodes":[{"node":..,"advertise":..,"live":true,"spins":[..],"partitions":[..]}],"self":..}`.
+/// Spins made at run time are not listed (there may be millions): each is owned with
+/// its partition (`SpinPartitions`).
 package struct ClusterStatus: Sendable, Equatable {
-    /// One node and the Spins whose lease it holds.
+    /// One node, the configured Spins it owns and the partitions whose lease it holds.
     package struct Node: Sendable, Equatable {
         package var node: String
         package var advertise: String
         package var live: Bool
         /// Sorted by name.
         package var spins: [String]
+        /// Sorted; nil for a server that does not share its Spins.
+        package var partitions: [Int]?
 
-        package init(node: String, advertise: String, live: Bool, spins: [String]) {
+        package init(node: String, advertise: String, live: Bool, spins: [String], partitions: [Int]? = nil) {
             self.node = node
             self.advertise = advertise
             self.live = live
             self.spins = spins
+            self.partitions = partitions
         }
     }
 
@@ -36,17 +42,25 @@ package struct ClusterStatus: Sendable, Equatable {
         ClusterStatus(nodes: [Node(node: node, advertise: advertise, live: true, spins: spins.sorted())], selfNode: node)
     }
 
-    /// The cluster as `view` shows it at `now`: every node row, and for each the Spins
-    /// whose lease it holds and that has not run out.
+    /// The cluster as `view` shows it at `now`: every node row, and for each the
+    /// partitions whose lease it holds and that has not run out, with the configured
+    /// `spins` in them.
     package static func shared<Instant: InstantProtocol>(view: ClusterView<Instant>, now: Instant, leaseDuration: Duration,
-                                                        selfNode: String) -> ClusterStatus where Instant.Duration == Duration {
-        var owned: [String: [String]] = [:]
-        for lease in view.leases.values where lease.isValid(now: now) {
-            owned[lease.node, default: []].append(lease.spin)
+                                                        selfNode: String, partitions: SpinPartitions,
+                                                        spins: [String]) -> ClusterStatus where Instant.Duration == Duration {
+        var owned: [String: [Int]] = [:]
+        var ownerOf: [Int: String] = [:]
+        for lease in view.leases.values where lease.isValid(now: now) && partitions.all.contains(lease.partition) {
+            owned[lease.node, default: []].append(lease.partition)
+            ownerOf[lease.partition] = lease.node
+        }
+        var spinsOf: [String: [String]] = [:]
+        for spin in spins {
+            if let owner = ownerOf[partitions.partition(of: spin)] { spinsOf[owner, default: []].append(spin) }
         }
         let nodes = view.nodes.sorted { $0.name < $1.name }.map { row in
             Node(node: row.name, advertise: row.advertise, live: row.isLive(now: now, leaseDuration: leaseDuration),
-                 spins: (owned[row.name] ?? []).sorted())
+                 spins: (spinsOf[row.name] ?? []).sorted(), partitions: (owned[row.name] ?? []).sorted())
         }
         return ClusterStatus(nodes: nodes, selfNode: selfNode)
     }
@@ -66,8 +80,14 @@ package struct ClusterStatus: Sendable, Equatable {
     /// The response body.
     package var json: JSONValue {
         let list = nodes.map { node -> JSONValue in
-            .object([("node", .string(node.node)), ("advertise", .string(node.advertise)), ("live", .bool(node.live)),
-                     ("spins", .array(node.spins.map(JSONValue.string)))])
+            var members: [(String, JSONValue)] = [
+                ("node", .string(node.node)), ("advertise", .string(node.advertise)), ("live", .bool(node.live)),
+                ("spins", .array(node.spins.map(JSONValue.string))),
+            ]
+            if let partitions = node.partitions {
+                members.append(("partitions", .array(partitions.map { .number(String($0)) })))
+            }
+            return .object(members)
         }
         return .object([("nodes", .array(list)), ("self", .string(selfNode))])
     }

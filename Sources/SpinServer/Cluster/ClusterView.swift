@@ -1,5 +1,5 @@
 /// What the shared database says of the cluster at one moment: the node rows
-/// (`spin_nodes`) and the lease rows (`spin_leases`), with times as instants of the
+/// (`spin_nodes`) and the lease rows of the partitions (`spin_partitions`), with times as instants of the
 /// clock the caller decides with (a test's manual clock; in a server, the database's
 /// timestamps mapped onto the local clock).
 package struct ClusterView<Instant: InstantProtocol>: Sendable, Equatable where Instant.Duration == Duration {
@@ -25,16 +25,17 @@ package struct ClusterView<Instant: InstantProtocol>: Sendable, Equatable where 
         }
     }
 
-    /// A lease row: `node` owns `spin` under fencing `epoch` until `expiresAt`.
+    /// A lease row: `node` owns the Spins of `partition` under fencing `epoch` until
+    /// `expiresAt`.
     package struct Lease: Sendable, Equatable {
-        package var spin: String
+        package var partition: Int
         package var node: String
         /// Grows by one at every change of owner; the journal refuses writes of an older one.
         package var epoch: UInt64
         package var expiresAt: Instant
 
-        package init(spin: String, node: String, epoch: UInt64, expiresAt: Instant) {
-            self.spin = spin
+        package init(partition: Int, node: String, epoch: UInt64, expiresAt: Instant) {
+            self.partition = partition
             self.node = node
             self.epoch = epoch
             self.expiresAt = expiresAt
@@ -45,12 +46,12 @@ package struct ClusterView<Instant: InstantProtocol>: Sendable, Equatable where 
     }
 
     package var nodes: [Node]
-    /// The lease rows by Spin name.
-    package var leases: [String: Lease]
+    /// The lease rows by partition.
+    package var leases: [Int: Lease]
 
     package init(nodes: [Node] = [], leases: [Lease] = []) {
         self.nodes = nodes
-        self.leases = Dictionary(leases.map { ($0.spin, $0) }, uniquingKeysWith: { _, last in last })
+        self.leases = Dictionary(leases.map { ($0.partition, $0) }, uniquingKeysWith: { _, last in last })
     }
 
     /// The node row named `name`.
@@ -63,8 +64,8 @@ package struct ClusterView<Instant: InstantProtocol>: Sendable, Equatable where 
         nodes.filter { $0.isLive(now: now, leaseDuration: leaseDuration) }.map(\.name).sorted()
     }
 
-    /// The lease of `spin` that is in force at `now`, if any.
-    package func validLease(of spin: String, now: Instant) -> Lease? {
-        leases[spin].flatMap { $0.isValid(now: now) ? $0 : nil }
+    /// The lease of `partition` that is in force at `now`, if any.
+    package func validLease(of partition: Int, now: Instant) -> Lease? {
+        leases[partition].flatMap { $0.isValid(now: now) ? $0 : nil }
     }
 }

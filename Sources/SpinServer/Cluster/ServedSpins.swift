@@ -3,9 +3,11 @@ import SpinCore
 import SpinStorage
 
 /// The Spins a cluster node serves, each for a term: from the moment the lease loop
-/// gives it the Spin's lease (`serve`: recovered from what is durable, observed,
-/// started) to the moment the lease goes (`retire`: stopped, committed, its requests
-/// answered or sent on). What `ClusterCoordinator.Serving` does on a `LoopServer` node.
+/// gives it the lease of the Spin's partition (`serve`: recovered from what is durable,
+/// observed, started) to the moment the lease goes (`retire`: stopped, committed, its
+/// requests answered or sent on). What `ClusterCoordinator.Serving` does on a
+/// `LoopServer` node: `servePartition` and `retirePartition` do it for every Spin of a
+/// partition.
 package final class ServedSpins: Sendable {
     private let host: SpinHost
     private let feeds: SpinFeeds
@@ -14,6 +16,8 @@ package final class ServedSpins: Sendable {
     private let gears: GearRouter
     private let feedbackBudget: Int
     private let logger: Logger
+    /// The hosted Spins of each partition (`SpinPartitions`).
+    private let members: [Int: [String]]
     /// Sees every event a Spin applies, from before it starts (`LoopServer.observe`: the
     /// feed, the journal, the metrics, the suspensions), with what it consumes of Gears.
     private let observe: @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]
@@ -30,6 +34,9 @@ package final class ServedSpins: Sendable {
     package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, gears: GearRouter,
                  feedbackBudget: Int, logger: Logger,
                  observe: @escaping @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]) {
+        var members: [Int: [String]] = [:]
+        for spin in host.spins.map(\.name).sorted() { members[fence.partitions.partition(of: spin), default: []].append(spin) }
+        self.members = members
         self.host = host
         self.feeds = feeds
         self.journal = journal
@@ -40,17 +47,40 @@ package final class ServedSpins: Sendable {
         self.observe = observe
     }
 
-    /// What the lease loop calls when this node gets or loses a Spin.
+    /// What the lease loop calls when this node gets or loses a partition.
     package var serving: ClusterCoordinator.Serving {
-        .init(start: { [self] spin, epoch in try serve(spin, epoch: epoch) },
-              stop: { [self] spin, _, _ in retire(spin) })
+        .init(start: { [self] partition, epoch in try servePartition(partition, epoch: epoch) },
+              stop: { [self] partition, _, _ in retirePartition(partition) })
     }
 
-    /// This node got `spin`'s lease under `epoch`: a fresh instance of the Spin, recovered
+    /// This node got `partition`'s lease under `epoch`: its writes pass the fence from
+    /// now, and each hosted Spin of the partition is served (`serve`). One that cannot
+    /// be recovered retires those served before it and throws: the lease goes back.
+    package func servePartition(_ partition: Int, epoch: UInt64) throws {
+        fence.serve(partition: partition, epoch: epoch)
+        let spins = members[partition] ?? []
+        for (index, spin) in spins.enumerated() {
+            do {
+                try serve(spin)
+            } catch {
+                for served in spins[..<index] { retire(served) }
+                fence.stopServing(partition: partition)
+                throw error
+            }
+        }
+    }
+
+    /// This node no longer serves `partition`: every Spin of it retires (`retire`), and
+    /// from then on the fence refuses their writes.
+    package func retirePartition(_ partition: Int) {
+        for spin in members[partition] ?? [] { retire(spin) }
+        fence.stopServing(partition: partition)
+    }
+
+    /// This node serves `spin`'s partition: a fresh instance of the Spin, recovered
     /// from everything durable (what the previous owner wrote), observed and started.
-    package func serve(_ spin: String, epoch: UInt64) throws {
+    package func serve(_ spin: String) throws {
         let began = ContinuousClock.now
-        fence.serve(spin: spin, epoch: epoch)
         guard let hosted = host.replace(named: spin) else { return }
         let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
         let sequence: UInt64
@@ -58,7 +88,6 @@ package final class ServedSpins: Sendable {
         do {
             (sequence, recovered) = try journal.adopt(hosted, feed: feed)
         } catch {
-            fence.stopServing(spin: spin)
             host.replace(named: spin)
             feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
             throw error
@@ -75,8 +104,8 @@ package final class ServedSpins: Sendable {
         logger.info("recovered \(spin) at sequence \(sequence) in \(took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000) ms")
     }
 
-    /// This node no longer serves `spin` (its lease goes: a hand-over, a node leaving, or
-    /// a lease lost). In this order, so that a planned move refuses nothing:
+    /// This node no longer serves `spin` (its partition's lease goes: a hand-over, a node
+    /// leaving, or a lease lost). In this order, so that a planned move refuses nothing:
     /// 1. The loop stops, and this waits until it applies nothing more: events it had
     ///    taken and not applied come back unapplied, and their requests follow the Spin
     ///    to its next owner (`APIRouter.followMove`); a batch it was applying is applied
@@ -96,7 +125,6 @@ package final class ServedSpins: Sendable {
         for subscription in terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
         journal.retire(spin: spin)
         gears.unregister(spin)
-        fence.stopServing(spin: spin)
         feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
         host.replace(named: spin)
     }

@@ -21,16 +21,28 @@ extension SpinServerConfiguration {
         /// database or a busy network without false takeovers, while keeping a failover
         /// within seconds; leases are renewed every third of it.
         public var leaseSeconds: Int
+        /// How many partitions the Spins are cut into (`cluster.partitions`,
+        /// `SPIN_CLUSTER_PARTITIONS`): a node owns Spins a partition at a time, with one
+        /// lease per partition, so a lease period costs the database the same whatever
+        /// the number of Spins. Every node of a cluster must use the same count (the
+        /// database records it and refuses a node with another one while the cluster
+        /// runs); aim for ten or more per node. Default 64.
+        public var partitions: Int
 
         /// The largest `leaseSeconds` accepted: beyond ten minutes a dead node's Spins
         /// would be unreachable for longer than any operator waits.
         public static let maxLeaseSeconds = 600
 
-        public init(node: String = Cluster.hostName(), advertise: String? = nil, leaseSeconds: Int = 10) {
+        public init(node: String = Cluster.hostName(), advertise: String? = nil, leaseSeconds: Int = 10,
+                    partitions: Int = 64) {
             self.node = node
             self.advertise = advertise
             self.leaseSeconds = leaseSeconds
+            self.partitions = partitions
         }
+
+        /// The largest `partitions` accepted.
+        public static let maxPartitions = 4096
 
         /// This machine's host name (`gethostname`), or `localhost` when it has none.
         public static func hostName() -> String {
@@ -88,10 +100,26 @@ extension SpinServerConfiguration.Builder {
         return number
     }
 
-    /// `SPIN_NODE`, `SPIN_CLUSTER_ADVERTISE`, `SPIN_CLUSTER_LEASE_SECONDS`, or the flags
-    /// `--node`, `--advertise`, `--lease-seconds`: whichever are given.
-    mutating func apply(node: String?, advertise: String?, leaseSeconds: String?,
-                        sources: (node: String, advertise: String, leaseSeconds: String)) throws(ConfigurationError) {
+    /// A partition count: 1 to `Cluster.maxPartitions`, given as text (a variable) or a number.
+    static func partitions(_ text: String, source: String, key: String) throws(ConfigurationError) -> Int {
+        let maximum = SpinServerConfiguration.Cluster.maxPartitions
+        guard let number = Int(text.trimmingCharacters(in: .whitespaces)), (1...maximum).contains(number) else {
+            throw ConfigurationError(source: source, key: key,
+                                     problem: "must be a whole number of partitions from 1 to \(maximum), got \"\(text)\"")
+        }
+        return number
+    }
+
+    /// `SPIN_NODE`, `SPIN_CLUSTER_ADVERTISE`, `SPIN_CLUSTER_LEASE_SECONDS`,
+    /// `SPIN_CLUSTER_PARTITIONS`, or the flags `--node`, `--advertise`, `--lease-seconds`:
+    /// whichever are given.
+    mutating func apply(node: String?, advertise: String?, leaseSeconds: String?, partitions: String? = nil,
+                        sources: (node: String, advertise: String, leaseSeconds: String),
+                        partitionsSource: String = "") throws(ConfigurationError) {
+        if let partitions {
+            configuration.cluster.partitions = try Self.partitions(partitions, source: partitionsSource,
+                                                                   key: "cluster.partitions")
+        }
         if let node {
             configuration.cluster.node = try Self.nodeName(node, source: sources.node, key: "cluster.node")
         }

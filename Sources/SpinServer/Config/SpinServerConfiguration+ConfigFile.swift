@@ -126,7 +126,7 @@ extension SpinServerConfiguration.Builder {
            let value = testing["echoEndpoint"], value != .null {
             configuration.testing.echoEndpoint = try reader.bool(value, at: "testing.echoEndpoint")
         }
-        if let cluster = try reader.optionalObject(top["cluster"], at: "cluster", known: ["node", "advertise", "leaseSeconds"]) {
+        if let cluster = try reader.optionalObject(top["cluster"], at: "cluster", known: ["node", "advertise", "leaseSeconds", "partitions"]) {
             let text = { (name: String) throws(ConfigurationError) -> String? in
                 guard let value = cluster[name], value != .null else { return nil }
                 return try reader.string(value, at: "cluster.\(name)")
@@ -135,8 +135,12 @@ extension SpinServerConfiguration.Builder {
             if let value = cluster["leaseSeconds"], value != .null {
                 leaseSeconds = String(try reader.int(value, at: "cluster.leaseSeconds"))
             }
+            var partitions: String?
+            if let value = cluster["partitions"], value != .null {
+                partitions = String(try reader.int(value, at: "cluster.partitions"))
+            }
             try apply(node: try text("node"), advertise: try text("advertise"), leaseSeconds: leaseSeconds,
-                      sources: (file, file, file))
+                      partitions: partitions, sources: (file, file, file), partitionsSource: file)
         }
         if let gears = try reader.optionalArray(top["gears"], at: "gears") {
             configuration.gears = try Self.gears(gears, reader: reader)

@@ -13,8 +13,9 @@ extension SpinServerConfiguration.Builder {
         try apply(backend: environment["SPIN_STORAGE_BACKEND"], databaseURL: environment["SPIN_DATABASE_URL"],
                   sources: ("SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL"))
         try apply(node: environment["SPIN_NODE"], advertise: environment["SPIN_CLUSTER_ADVERTISE"],
-                  leaseSeconds: environment["SPIN_CLUSTER_LEASE_SECONDS"],
-                  sources: ("SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS"))
+                  leaseSeconds: environment["SPIN_CLUSTER_LEASE_SECONDS"], partitions: environment["SPIN_CLUSTER_PARTITIONS"],
+                  sources: ("SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS"),
+                  partitionsSource: "SPIN_CLUSTER_PARTITIONS")
         if let names = environment["SPIN_ALLOWED_HOSTS"] {
             let entries = names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             configuration.allowedHosts = try entries.map { name throws(ConfigurationError) in

@@ -58,6 +58,7 @@ import Logging
 /// | `cluster.node` | string, 1 to 253 of `[A-Za-z0-9._-]` | the host name | `--node` / `SPIN_NODE` |
 /// | `cluster.advertise` | string (`http(s)://host[:port]`) | `http://<listen host>:<port>` (a wildcard host: the node name) | `--advertise` / `SPIN_CLUSTER_ADVERTISE` |
 /// | `cluster.leaseSeconds` | int 1...600 | `10` | `--lease-seconds` / `SPIN_CLUSTER_LEASE_SECONDS` |
+/// | `cluster.partitions` | int 1...4096, the same on every node | `64` | `SPIN_CLUSTER_PARTITIONS` |
 ///
 /// Relative paths are relative to the working directory, but for the files the config
 /// file names for machines and JWT keys (`spins[].machine`, `auth.jwt.keys[].publicKeyFile`,
@@ -172,7 +173,7 @@ extension SpinServerConfiguration {
         "SPIN_CONFIG", "SPIN_HOST", "SPIN_PORT", "SPIN_STORAGE", "SPIN_LOG_LEVEL", "SPIN_LOG_FORMAT",
         "SPIN_TLS_CERTIFICATE", "SPIN_TLS_KEY", "SPIN_TOKENS", "SPIN_ALLOWED_HOSTS", "SPIN_ECHO_ENDPOINT",
         "SPIN_STORAGE_BACKEND", "SPIN_DATABASE_URL",
-        "SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS",
+        "SPIN_NODE", "SPIN_CLUSTER_ADVERTISE", "SPIN_CLUSTER_LEASE_SECONDS", "SPIN_CLUSTER_PARTITIONS",
         "SPIN_JWT_SECRET", "SPIN_JWT_JWKS_FILE",
     ]
 

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The `JournalFence` of one cluster node: a Spin's records are stored only while this
-/// node serves the Spin under an epoch (`serve`) and the database's lease row still
-/// names this node with that epoch, unexpired.
+/// node serves the Spin's partition (`SpinPartitions`) under an epoch (`serve`) and the
+/// database's lease row of that partition still names this node with that epoch,
+/// unexpired.
 ///
 /// The check locks the lease row `FOR SHARE` until the append's transaction ends, so a
 /// takeover (an `UPDATE` of that row) waits for the commit: a write and a takeover
@@ -10,44 +11,47 @@ import Foundation
 package final class LeaseFence: JournalFence, @unchecked Sendable {
     /// The node whose leases are checked.
     package let node: String
-    // Guarded by `lock`: the epoch of each Spin this node serves.
+    /// How Spins map to the partitions whose leases are checked.
+    package let partitions: SpinPartitions
+    // Guarded by `lock`: the epoch of each partition this node serves.
     private let lock = NSLock()
-    private var epochs: [String: UInt64] = [:]
+    private var epochs: [Int: UInt64] = [:]
 
-    package init(node: String) {
+    package init(node: String, partitions: SpinPartitions) {
         self.node = node
+        self.partitions = partitions
     }
 
-    /// From now on, writes of `spin` are checked against the lease of `epoch`.
-    package func serve(spin: String, epoch: UInt64) {
-        lock.withLock { epochs[spin] = epoch }
+    /// From now on, writes of the Spins of `partition` are checked against the lease of
+    /// `epoch`.
+    package func serve(partition: Int, epoch: UInt64) {
+        lock.withLock { epochs[partition] = epoch }
     }
 
-    /// From now on, every write of `spin` is refused (the Spin is no longer served here).
-    package func stopServing(spin: String) {
-        _ = lock.withLock { epochs.removeValue(forKey: spin) }
+    /// From now on, every write of a Spin of `partition` is refused (the partition is no
+    /// longer served here).
+    package func stopServing(partition: Int) {
+        _ = lock.withLock { epochs.removeValue(forKey: partition) }
     }
 
     /// The lease row a write of `spin` needs (`PostgresSpinStore` checks and locks it in
     /// the statement that inserts the records, as `check` would); throws `FencedOut`
-    /// when this node does not serve `spin`.
+    /// when this node does not serve `spin`'s partition.
     package func lease(of spin: String) throws -> FenceLease? {
-        guard let epoch = lock.withLock({ epochs[spin] }) else {
-            throw FencedOut(node: node, spin: spin, epoch: nil)
+        let partition = partitions.partition(of: spin)
+        guard let epoch = lock.withLock({ epochs[partition] }) else {
+            throw FencedOut(node: node, spin: spin, partition: partition, epoch: nil)
         }
-        return FenceLease(node: node, epoch: epoch)
+        return FenceLease(node: node, partition: partition, epoch: epoch)
     }
 
-    /// Throws `FencedOut` unless this node serves `spin` and holds its lease under the
-    /// served epoch now; locks the lease row until the transaction ends.
+    /// Throws `FencedOut` unless this node serves `spin`'s partition and holds its lease
+    /// under the served epoch now; locks the lease row until the transaction ends.
     package func check(spin: String, connection: PostgresConnection) throws {
-        guard let epoch = lock.withLock({ epochs[spin] }) else {
-            throw FencedOut(node: node, spin: spin, epoch: nil)
-        }
-        let rows = try connection.query("""
-            SELECT 1 FROM spin_leases WHERE spin = $1 AND node = $2 AND epoch = $3 AND expires_at > now() FOR SHARE
-            """, [.text(spin), .text(node), .int64(Int64(clamping: epoch))])
-        guard rows.count == 1 else { throw FencedOut(node: node, spin: spin, epoch: epoch) }
+        guard let lease = try lease(of: spin) else { return }
+        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR SHARE",
+                                        lease.parameters(from: 1))
+        guard rows.count == 1 else { throw FencedOut(node: node, spin: spin, partition: lease.partition, epoch: lease.epoch) }
     }
 }
 
@@ -57,17 +61,22 @@ package struct FencedOut: Error, CustomStringConvertible, Equatable {
     package let node: String
     /// The Spin it tried to write.
     package let spin: String
-    /// The epoch this node served the Spin under; nil when it did not serve it at all.
+    /// The Spin's partition.
+    package let partition: Int
+    /// The epoch this node served the partition under; nil when it did not serve it at all.
     package let epoch: UInt64?
 
-    package init(node: String, spin: String, epoch: UInt64?) {
+    package init(node: String, spin: String, partition: Int, epoch: UInt64?) {
         self.node = node
         self.spin = spin
+        self.partition = partition
         self.epoch = epoch
     }
 
     package var description: String {
-        guard let epoch else { return "node \(node) does not serve Spin \(spin): it holds no lease of it" }
-        return "node \(node) no longer holds the lease of Spin \(spin) (epoch \(epoch))"
+        guard let epoch else {
+            return "node \(node) does not serve Spin \(spin): it holds no lease of its partition \(partition)"
+        }
+        return "node \(node) no longer holds the lease of Spin \(spin)'s partition \(partition) (epoch \(epoch))"
     }
 }

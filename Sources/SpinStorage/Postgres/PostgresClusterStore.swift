@@ -3,9 +3,9 @@ import Foundation
 import Glibc
 #endif
 
-/// The cluster tables of the PostgreSQL backend (`spin_nodes`, `spin_leases`,
-/// `spin_gear_outbox`): leases, heartbeats and the Gear outbox of `ClusterStore`, on
-/// connections of its own (not the journal's).
+/// The cluster tables of the PostgreSQL backend (`spin_nodes`, `spin_partitions`,
+/// `spin_cluster_settings`, `spin_gear_outbox`): heartbeats, the partitions' leases and
+/// the Gear outbox of `ClusterStore`, on connections of its own (not the journal's).
 ///
 /// - One connection runs the lease, heartbeat and outbox statements, one caller at a
 ///   time. A statement that meets a lost connection throws; the next call reconnects.
@@ -104,10 +104,10 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                                      heartbeatAt: nodeRows.double(row, 2).map { Date(timeIntervalSince1970: $0) })
                 }
                 let leaseRows = try connection.query("""
-                    SELECT spin, node, epoch, extract(epoch FROM expires_at)::float8 FROM spin_leases ORDER BY spin
+                    SELECT partition::int8, node, epoch, extract(epoch FROM expires_at)::float8 FROM spin_partitions ORDER BY partition
                     """)
                 let leases = (0..<leaseRows.count).map { row in
-                    ClusterRows.Lease(spin: leaseRows.text(row, 0) ?? "", node: leaseRows.text(row, 1) ?? "",
+                    ClusterRows.Lease(partition: Int(leaseRows.int(row, 0) ?? -1), node: leaseRows.text(row, 1) ?? "",
                                       epoch: UInt64(clamping: leaseRows.int(row, 2) ?? 0),
                                       expiresAt: Date(timeIntervalSince1970: leaseRows.double(row, 3) ?? 0))
                 }
@@ -126,46 +126,86 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
         }
     }
 
+    /// In one transaction: records `partitions` when the database has no count yet;
+    /// with another count, refuses while a node is alive, else records the new count and
+    /// ends every lease (a partition's Spins differ under the new count, so no lease of
+    /// the old one may fence a write any more).
+    package func agree(partitions: Int, liveSeconds: Double) throws {
+        try withConnection { connection in
+            try connection.transaction {
+                _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+                                         [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.migrationLock))])
+                let found = try connection.query("SELECT value FROM spin_cluster_settings WHERE name = 'partitions'")
+                let recorded = found.count == 1 ? found.text(0, 0).flatMap { Int($0) } : nil
+                if recorded == partitions { return }
+                if let recorded {
+                    let live = try connection.query("""
+                        SELECT count(*) FROM spin_nodes WHERE heartbeat_at > now() - $1 * interval '1 second'
+                        """, [.float8(liveSeconds)])
+                    if (live.int(0, 0) ?? 0) > 0 {
+                        throw PartitionCountMismatch(recorded: recorded, configured: partitions)
+                    }
+                    _ = try connection.query("UPDATE spin_partitions SET expires_at = least(expires_at, now())")
+                }
+                _ = try connection.query("""
+                    INSERT INTO spin_cluster_settings (name, value) VALUES ('partitions', $1)
+                    ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                    """, [.text(String(partitions))])
+            }
+        }
+    }
+
     /// One statement either way: epoch 1 inserts a row when there is none; a later epoch
     /// updates the row under its conditions (a concurrent writer of the row makes this
     /// one wait, then the conditions are checked again on what it wrote).
-    package func acquire(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+    package func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
         guard epoch >= 1, epoch <= UInt64(Int64.max) else { return nil }
-        let parameters: [PostgresValue] = [.text(spin), .text(node), .int64(Int64(epoch)), .float8(seconds)]
+        let parameters: [PostgresValue] = [.int64(Int64(partition)), .text(node), .int64(Int64(epoch)), .float8(seconds)]
         return try withConnection { connection in
             if epoch == 1 {
                 return Self.date(try connection.query("""
-                    INSERT INTO spin_leases (spin, node, epoch, expires_at) VALUES ($1, $2, $3, now() + $4 * interval '1 second')
-                    ON CONFLICT (spin) DO NOTHING
+                    INSERT INTO spin_partitions (partition, node, epoch, expires_at)
+                    VALUES ($1::int4, $2, $3, now() + $4 * interval '1 second')
+                    ON CONFLICT (partition) DO NOTHING
                     RETURNING extract(epoch FROM expires_at)::float8
                     """, parameters))
             }
             return Self.date(try connection.query("""
-                UPDATE spin_leases SET node = $2, epoch = $3, expires_at = now() + $4 * interval '1 second'
-                WHERE spin = $1 AND epoch = $3 - 1 AND (expires_at <= now() OR node = $2)
+                UPDATE spin_partitions SET node = $2, epoch = $3, expires_at = now() + $4 * interval '1 second'
+                WHERE partition = $1::int4 AND epoch = $3 - 1 AND (expires_at <= now() OR node = $2)
                 RETURNING extract(epoch FROM expires_at)::float8
                 """, parameters))
         }
     }
 
-    package func renew(spin: String, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
-        guard epoch <= UInt64(Int64.max) else { return nil }
+    /// One `UPDATE` for every lease, whatever their number.
+    package func renew(_ leases: [PartitionLease], node: String, seconds: Double) throws -> [Int: Date] {
+        let leases = leases.filter { $0.epoch <= UInt64(Int64.max) }
+        guard !leases.isEmpty else { return [:] }
         return try withConnection { connection in
-            Self.date(try connection.query("""
-                UPDATE spin_leases SET expires_at = now() + $4 * interval '1 second'
-                WHERE spin = $1 AND node = $2 AND epoch = $3 AND expires_at > now()
-                RETURNING extract(epoch FROM expires_at)::float8
-                """, [.text(spin), .text(node), .int64(Int64(epoch)), .float8(seconds)]))
+            let rows = try connection.query("""
+                UPDATE spin_partitions AS p SET expires_at = now() + $2 * interval '1 second'
+                FROM unnest($3::int8[], $4::int8[]) AS l(partition, epoch)
+                WHERE p.partition = l.partition AND p.epoch = l.epoch AND p.node = $1 AND p.expires_at > now()
+                RETURNING p.partition::int8, extract(epoch FROM p.expires_at)::float8
+                """, [.text(node), .float8(seconds), .int64Array(leases.map { Int64($0.partition) }),
+                      .int64Array(leases.map { Int64($0.epoch) })])
+            var renewed: [Int: Date] = [:]
+            for row in 0..<rows.count {
+                guard let partition = rows.int(row, 0), let expires = rows.double(row, 1) else { continue }
+                renewed[Int(partition)] = Date(timeIntervalSince1970: expires)
+            }
+            return renewed
         }
     }
 
-    package func release(spin: String, node: String, epoch: UInt64) throws {
+    package func release(partition: Int, node: String, epoch: UInt64) throws {
         guard epoch <= UInt64(Int64.max) else { return }
         try withConnection { connection in
             _ = try connection.query("""
-                UPDATE spin_leases SET expires_at = least(expires_at, now())
-                WHERE spin = $1 AND node = $2 AND epoch = $3
-                """, [.text(spin), .text(node), .int64(Int64(epoch))])
+                UPDATE spin_partitions SET expires_at = least(expires_at, now())
+                WHERE partition = $1::int4 AND node = $2 AND epoch = $3
+                """, [.int64(Int64(partition)), .text(node), .int64(Int64(epoch))])
         }
     }
 

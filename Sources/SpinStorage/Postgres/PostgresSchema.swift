@@ -24,7 +24,8 @@ package enum PostgresSchema {
     /// released one: add the next.
     package static let migrations: [String] = [
         // 1: journals, snapshots, epochs, suspensions; and the tables of clusters: the
-        // ownership lease of each Spin (with its fencing epoch) and the live nodes.
+        // ownership lease of each Spin (with its fencing epoch; per partition since 5)
+        // and the live nodes.
         """
         CREATE TABLE spin_journal (
             spin text NOT NULL,
@@ -93,6 +94,26 @@ package enum PostgresSchema {
             ADD COLUMN cause bigint;
         CREATE UNIQUE INDEX spin_gear_outbox_sender ON spin_gear_outbox (sender, sender_position);
         CREATE INDEX spin_gear_outbox_gear ON spin_gear_outbox (gear, position);
+        """,
+        // 5: leases per partition (`SpinPartitions`) instead of per Spin, so that a lease
+        // period's statements grow with nodes and partitions, not with Spins; and the
+        // cluster's settings, of which the partition count every node must agree on.
+        // The per-Spin lease table goes: a node of the previous release still running
+        // against this database can then neither renew a lease nor pass its journal's
+        // fence, so it stops writing at once (it cannot serve a Spin beside a node that
+        // owns the Spin's partition).
+        """
+        CREATE TABLE spin_partitions (
+            partition integer PRIMARY KEY,
+            node text NOT NULL,
+            epoch bigint NOT NULL,
+            expires_at timestamptz NOT NULL
+        );
+        CREATE TABLE spin_cluster_settings (
+            name text PRIMARY KEY,
+            value text NOT NULL
+        );
+        DROP TABLE spin_leases;
         """,
     ]
 

@@ -21,8 +21,8 @@ import Foundation
 /// Ownership: in `.singleServer` mode `open` takes a session-level advisory lock, so a
 /// second server on the same database fails at start-up; a cluster (`.shared`) takes one
 /// such lock per node name (so a second process with the same name fails at start-up)
-/// and decides ownership per Spin instead, checking it with a `fence` in the transaction
-/// of each append.
+/// and decides ownership per partition of the Spins instead (`SpinPartitions`), checking
+/// it with a `fence` in the transaction of each append.
 package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     /// Nothing is held open per Spin.
     package func release(spin: String) {}
@@ -57,8 +57,8 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     package enum Ownership: Sendable {
         /// One server per database: a session advisory lock for as long as it runs.
         case singleServer
-        /// Several servers (nodes) share the database; ownership is decided per Spin
-        /// (leases, checked by the `fence`). The node's name keys its `spin_nodes` row.
+        /// Several servers (nodes) share the database; ownership is decided per
+        /// partition (leases, checked by the `fence`). The node's name keys its `spin_nodes` row.
         case shared(node: String)
     }
 
@@ -177,7 +177,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     }
 
     /// Single-server mode: the session advisory lock, or `InUse` naming who holds it.
-    /// The seam of clusters: `.shared` takes nothing here (leases are per Spin).
+    /// The seam of clusters: `.shared` takes nothing here (leases are per partition).
     private func takeOwnership(_ connection: PostgresConnection) throws {
         if case .shared(let node) = ownership {
             // One process per node name: placement and leases are keyed by it.
@@ -340,10 +340,11 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             if let fence {
                 if let lease = try fence.lease(of: spin) {
                     if events.isEmpty {
-                        let rows = try connection.query("""
-                            SELECT 1 FROM spin_leases WHERE spin = $1 AND node = $2 AND epoch = $3 AND expires_at > now() FOR SHARE
-                            """, [.text(spin), .text(lease.node), .int64(Int64(clamping: lease.epoch))])
-                        guard rows.count == 1 else { throw FencedOut(node: lease.node, spin: spin, epoch: lease.epoch) }
+                        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR SHARE",
+                                                        lease.parameters(from: 1))
+                        guard rows.count == 1 else {
+                            throw FencedOut(node: lease.node, spin: spin, partition: lease.partition, epoch: lease.epoch)
+                        }
                     } else {
                         try insertFenced(events, spin: spin, lease: lease, connection)
                     }
@@ -382,7 +383,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                               _ connection: PostgresConnection) throws {
         let stored = try connection.query("""
             WITH lease AS (
-                SELECT 1 FROM spin_leases WHERE spin = $1 AND node = $5 AND epoch = $6 AND expires_at > now() FOR SHARE
+                SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition(from: 5)) FOR SHARE
             ), stored AS (
                 INSERT INTO spin_journal (spin, sequence, event, batch_end)
                 SELECT $1, r.sequence, r.event, r.batch_end FROM unnest($2::int8[], $3::bytea[], $4::bool[]) AS r(sequence, event, batch_end)
@@ -391,10 +392,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             )
             SELECT count(*) FROM stored
             """, [.text(spin), .int64Array(records.map { Int64(bitPattern: $0.sequence) }),
-                  .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch)),
-                  .text(lease.node), .int64(Int64(clamping: lease.epoch))])
+                  .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch))] + lease.parameters(from: 5))
         guard stored.int(0, 0) == Int64(records.count) else {
-            throw FencedOut(node: lease.node, spin: spin, epoch: lease.epoch)
+            throw FencedOut(node: lease.node, spin: spin, partition: lease.partition, epoch: lease.epoch)
         }
     }
 
@@ -595,9 +595,31 @@ extension JournalFence {
     package func lease(of spin: String) throws -> FenceLease? { nil }
 }
 
-/// A `spin_leases` row a fenced write needs: this node, under this epoch, unexpired.
+/// The `spin_partitions` row a fenced write needs: the Spin's partition, held by this
+/// node under this epoch, unexpired.
 package struct FenceLease: Sendable, Equatable {
     package var node: String
+    package var partition: Int
     package var epoch: UInt64
+
+    package init(node: String, partition: Int, epoch: UInt64) {
+        self.node = node
+        self.partition = partition
+        self.epoch = epoch
+    }
+
+    /// The `WHERE` condition on `spin_partitions`, its parameters numbered from `first`
+    /// (partition, node, epoch: `parameters(from:)`).
+    package static func condition(from first: Int = 1) -> String {
+        "partition = $\(first)::int4 AND node = $\(first + 1) AND epoch = $\(first + 2) AND expires_at > now()"
+    }
+
+    /// `condition(from: 1)`.
+    package static var condition: String { condition(from: 1) }
+
+    /// The parameters of `condition`.
+    package func parameters(from first: Int = 1) -> [PostgresValue] {
+        [.int64(Int64(partition)), .text(node), .int64(Int64(clamping: epoch))]
+    }
 
 }

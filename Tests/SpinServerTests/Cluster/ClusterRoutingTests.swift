@@ -2,24 +2,24 @@ import Testing
 @testable import SpinServer
 
 /// `ClusterRouting.decide`: serve here, proxy to the owner, or 503 while no live node
-/// holds the Spin.
+/// holds the Spin's partition (partition 7 here).
 @Suite struct ClusterRoutingTests {
     static let lease = Duration.seconds(9)
 
-    static func decide(_ spin: String = "counter", at seconds: Double, serving: Set<String> = [],
+    static func decide(_ partition: Int = 7, at seconds: Double, serving: Set<Int> = [],
                        nodes: [View.Node] = [], leases: [View.Lease] = []) -> ClusterRouting {
-        ClusterRouting.decide(spin: spin, now: at(seconds), serving: serving, view: View(nodes: nodes, leases: leases),
+        ClusterRouting.decide(partition: partition, now: at(seconds), serving: serving, view: View(nodes: nodes, leases: leases),
                               node: "a", leaseDuration: lease)
     }
 
     static let nodeB = View.Node(name: "b", advertise: "http://b.internal:8080", heartbeatAt: at(10))
 
     @Test func aSpinServedHere_IsLocal() {
-        #expect(Self.decide(at: 10, serving: ["counter"]) == .local)
+        #expect(Self.decide(at: 10, serving: [7]) == .local)
     }
 
     @Test func aSpinOwnedByALiveNode_IsProxiedToItsAdvertisedURL() {
-        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        let lease = View.Lease(partition: 7, node: "b", epoch: 3, expiresAt: at(18))
         #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease])
             == .proxy(node: "b", advertise: "http://b.internal:8080"))
     }
@@ -29,25 +29,25 @@ import Testing
     }
 
     @Test func anExpiredOrGivenBackLease_IsPending() {
-        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(11))
+        let lease = View.Lease(partition: 7, node: "b", epoch: 3, expiresAt: at(11))
         #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease]) == .pending)
     }
 
     @Test func aLeaseOfANodeThatLeft_IsPending_ItGivesItBackAsItGoes() {
         let left = View.Node(name: "b", advertise: "http://b.internal:8080", heartbeatAt: nil)
-        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        let lease = View.Lease(partition: 7, node: "b", epoch: 3, expiresAt: at(18))
         #expect(Self.decide(at: 12, nodes: [left], leases: [lease]) == .pending)
     }
 
     @Test func anOwnerThatStoppedHeartbeating_IsUnavailable_UntilItsLeaseRunsOut() {
         // b's heartbeat at 10 is older than 9 s at 19.5; its lease runs to 21.
-        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(21))
+        let lease = View.Lease(partition: 7, node: "b", epoch: 3, expiresAt: at(21))
         #expect(Self.decide(at: 19.5, nodes: [Self.nodeB], leases: [lease]) == .unavailable(retryAfterSeconds: 2))
     }
 
     @Test func aLeaseOfThisNode_NotYetServed_IsPending() {
         // Recovering from the journal, or being handed over from here.
-        let lease = View.Lease(spin: "counter", node: "a", epoch: 1, expiresAt: at(20))
+        let lease = View.Lease(partition: 7, node: "a", epoch: 1, expiresAt: at(20))
         #expect(Self.decide(at: 12, leases: [lease]) == .pending)
     }
 
@@ -68,15 +68,15 @@ import Testing
 
 extension ClusterRoutingTests {
     @Test func aForwardedRequest_IsSentOnOnceMore_ThenServedHereOrWaits() {
-        let lease = View.Lease(spin: "counter", node: "b", epoch: 3, expiresAt: at(18))
+        let lease = View.Lease(partition: 7, node: "b", epoch: 3, expiresAt: at(18))
         let view = View(nodes: [Self.nodeB], leases: [lease])
-        func decide(serving: Set<String>, hops: Int) -> ClusterRouting {
-            ClusterRouting.decide(spin: "counter", now: at(12), serving: serving, view: view, node: "a",
+        func decide(serving: Set<Int>, hops: Int) -> ClusterRouting {
+            ClusterRouting.decide(partition: 7, now: at(12), serving: serving, view: view, node: "a",
                                   leaseDuration: Self.lease, hops: hops)
         }
         // The node that forwarded it handed the Spin over meanwhile: on to the new owner.
         #expect(decide(serving: [], hops: 1) == .proxy(node: "b", advertise: "http://b.internal:8080"))
         #expect(decide(serving: [], hops: ClusterRouting.maxHops) == .pending)
-        #expect(decide(serving: ["counter"], hops: ClusterRouting.maxHops) == .local)
+        #expect(decide(serving: [7], hops: ClusterRouting.maxHops) == .local)
     }
 }

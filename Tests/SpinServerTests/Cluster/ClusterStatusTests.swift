@@ -1,3 +1,4 @@
+import SpinStorage
 import SpinWire
 import Testing
 @testable import SpinServer
@@ -10,18 +11,27 @@ import Testing
             == #"{"nodes":[{"node":"n1","advertise":"http://127.0.0.1:8080","live":true,"spins":["counter","levels"]}],"self":"n1"}"#)
     }
 
-    @Test func sharedView_ListsEveryNode_WithTheSpinsItsValidLeasesHold() {
+    @Test func sharedView_ListsEveryNode_WithThePartitionsItsValidLeasesHold_AndTheirConfiguredSpins() {
+        let partitions = SpinPartitions(count: 4)
+        let spins = ["w", "x", "y", "z"]
+        let of = { (spin: String) in partitions.partition(of: spin) }
+        // b holds the partitions of x and w; a's lease of y's partition ran out.
+        let held: Set<Int> = [of("x"), of("w")]
         let view = View(
             nodes: [.init(name: "b", advertise: "http://b:1", heartbeatAt: at(10)),
                     .init(name: "a", advertise: "http://a:1", heartbeatAt: at(1))],
-            leases: [.init(spin: "x", node: "b", epoch: 1, expiresAt: at(15)),
-                     .init(spin: "w", node: "b", epoch: 2, expiresAt: at(15)),
-                     .init(spin: "y", node: "a", epoch: 1, expiresAt: at(9))])
-        let status = ClusterStatus.shared(view: view, now: at(12), leaseDuration: .seconds(9), selfNode: "b")
-        #expect(status == ClusterStatus(nodes: [.init(node: "a", advertise: "http://a:1", live: false, spins: []),
-                                                .init(node: "b", advertise: "http://b:1", live: true, spins: ["w", "x"])],
+            leases: held.map { .init(partition: $0, node: "b", epoch: 1, expiresAt: at(15)) }
+                + (held.contains(of("y")) ? [] : [.init(partition: of("y"), node: "a", epoch: 1, expiresAt: at(9))]))
+        let status = ClusterStatus.shared(view: view, now: at(12), leaseDuration: .seconds(9), selfNode: "b",
+                                          partitions: partitions, spins: spins)
+        let owned = spins.filter { held.contains(of($0)) }
+        #expect(status == ClusterStatus(nodes: [.init(node: "a", advertise: "http://a:1", live: false, spins: [], partitions: []),
+                                                .init(node: "b", advertise: "http://b:1", live: true, spins: owned,
+                                                      partitions: held.sorted())],
                                         selfNode: "b"))
-        #expect(status.spins(of: "b") == ["w", "x"])
+        #expect(status.spins(of: "b") == owned)
+        let json = String(decoding: status.json.bytes, as: UTF8.self)
+        #expect(json.contains(#""partitions":[\#(held.sorted().map(String.init).joined(separator: ","))]"#), "\(json)")
     }
 
     @Test func clusterNode_ShowsTheBoundURL_ThenAPublishedView() {

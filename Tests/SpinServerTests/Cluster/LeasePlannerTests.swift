@@ -5,22 +5,22 @@ import Testing
 /// writes (`FakeLeaseDatabase`), on a manual timeline: lease 9 s, ticks every 3 s.
 @Suite struct LeasePlannerTests {
     static let three = ["a", "b", "c"]
-    static let spins = (0..<30).map { "spin-\($0)" }
+    static let partitions = 0..<30
 
     @Test func aLoneNode_AcquiresEveryHostedSpin_ThenRenewsAtAThird() {
-        var sim = LeaseSimulation(nodes: ["a"], spins: ["counter", "levels"])
-        #expect(sim.tick("a", at: at(0)) == [.heartbeat, .acquire(spin: "counter", epoch: 1), .acquire(spin: "levels", epoch: 1)])
-        #expect(sim.started.map(\.spin) == ["counter", "levels"])
-        #expect(sim.serving("a") == ["counter", "levels"])
+        var sim = LeaseSimulation(nodes: ["a"], partitions: 2)
+        #expect(sim.tick("a", at: at(0)) == [.heartbeat, .acquire(partition: 0, epoch: 1), .acquire(partition: 1, epoch: 1)])
+        #expect(sim.started.map(\.partition) == [0, 1])
+        #expect(sim.serving("a") == [0, 1])
         // Early: nothing to renew yet.
         #expect(sim.tick("a", at: at(1)) == [.heartbeat])
-        #expect(sim.tick("a", at: at(3)) == [.heartbeat, .renew(spin: "counter", epoch: 1), .renew(spin: "levels", epoch: 1)])
-        #expect(sim.database.leases["counter"]?.expiresAt == at(12))
+        #expect(sim.tick("a", at: at(3)) == [.heartbeat, .renew(partition: 0, epoch: 1), .renew(partition: 1, epoch: 1)])
+        #expect(sim.database.leases[0]?.expiresAt == at(12))
         #expect(sim.planners["a"]?.renewalInterval == .seconds(3))
     }
 
     @Test func threeNodes_SettleOnThePlacement() {
-        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        var sim = LeaseSimulation(nodes: Self.three, partitions: Self.partitions.count)
         sim.run(Self.three, from: 0, to: 12)
         let placed = sim.placed(among: Self.three)
         for node in Self.three {
@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func deadNode_ItsSpinsAreTakenOver_AtLeaseExpiry_AndNotBefore() {
-        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        var sim = LeaseSimulation(nodes: Self.three, partitions: Self.partitions.count)
         sim.run(Self.three, from: 0, to: 12)
         let orphans = sim.serving("c")
         #expect(!orphans.isEmpty)
@@ -48,24 +48,24 @@ import Testing
     }
 
     @Test func nextTakeover_IsWhenADeadNodesLeaseAndHeartbeatHaveRunOut() {
-        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        var sim = LeaseSimulation(nodes: Self.three, partitions: Self.partitions.count)
         sim.run(Self.three, from: 0, to: 12)
         // c's last heartbeat and renewal were at 12: from 21 its Spins go to a and b.
         sim.run(["a", "b"], from: 15, to: 15)
         let view = sim.database.view
         for node in ["a", "b"] {
             let planner = sim.planners[node]!
-            #expect(planner.nextTakeover(now: at(15), view: view, spins: Self.spins) == at(21), "\(node)")
+            #expect(planner.nextTakeover(now: at(15), view: view, partitions: Self.partitions) == at(21), "\(node)")
         }
         // A heartbeat younger than the lease keeps the Spins where they are a while longer.
         var fresher = view
         fresher.nodes.removeAll { $0.name == "c" }
         fresher.nodes.append(View.Node(name: "c", advertise: "http://c:8080", heartbeatAt: at(13)))
-        #expect(sim.planners["a"]!.nextTakeover(now: at(15), view: fresher, spins: Self.spins) == at(22))
+        #expect(sim.planners["a"]!.nextTakeover(now: at(15), view: fresher, partitions: Self.partitions) == at(22))
     }
 
     @Test func joiningNode_TakesItsFairShare_ByHandOver() {
-        var sim = LeaseSimulation(nodes: ["a", "b"], spins: Self.spins)
+        var sim = LeaseSimulation(nodes: ["a", "b"], partitions: Self.partitions.count)
         sim.run(["a", "b"], from: 0, to: 12)
         sim.stopped.removeAll()
         // c announces itself at 15; a and b see it at 18 and hand over before c's tick.
@@ -76,12 +76,12 @@ import Testing
         }
         let moved = placed["c"] ?? []
         #expect(moved.count >= 5, "c should take about a third of 30")
-        #expect(Set(sim.stopped.map(\.spin)) == moved)
+        #expect(Set(sim.stopped.map(\.partition)) == moved)
         #expect(sim.stopped.allSatisfy { $0.reason == .handedOver && $0.node != "c" })
     }
 
     @Test func leavingNode_HandsEverySpinOver_AndTheOthersTakeThemAtTheirNextTick() {
-        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        var sim = LeaseSimulation(nodes: Self.three, partitions: Self.partitions.count)
         sim.run(Self.three, from: 0, to: 12)
         sim.stopped.removeAll()
         let leaving = sim.serving("c")
@@ -105,13 +105,13 @@ import Testing
         #expect(sim.tick("c", at: at(14)).isEmpty)
         var planner = LeasePlanner<TestInstant>(node: "c", leaseDuration: .seconds(9))
         planner.leaving = true
-        #expect(planner.record(.acquired(spin: "late", epoch: 4, expiresAt: at(30)), now: at(14))
-            == [.release(spin: "late", epoch: 4)])
+        #expect(planner.record(.acquired(partition: 99, epoch: 4, expiresAt: at(30)), now: at(14))
+            == [.release(partition: 99, epoch: 4)])
         #expect(planner.serving.isEmpty)
     }
 
     @Test func pausedOwner_IsTakenOverWithTheNextEpoch_AndStopsServingWhenItWakes() {
-        var sim = LeaseSimulation(nodes: Self.three, spins: Self.spins)
+        var sim = LeaseSimulation(nodes: Self.three, partitions: Self.partitions.count)
         sim.run(Self.three, from: 0, to: 12)
         let held = sim.planners["b"]!.held
         #expect(!held.isEmpty)
@@ -123,39 +123,39 @@ import Testing
         }
         // b wakes (SIGCONT) at 24: its first decision is to stop serving every one of them.
         let actions = sim.tick("b", at: at(24))
-        let stops = held.keys.sorted().map { Planner.Action.stopServing(spin: $0, epoch: held[$0]!.epoch, reason: .takenOver) }
+        let stops = held.keys.sorted().map { Planner.Action.stopServing(partition: $0, epoch: held[$0]!.epoch, reason: .takenOver) }
         #expect(Array(actions.dropFirst().prefix(stops.count)) == stops)
         #expect(!actions.contains { if case .acquire = $0 { true } else { false } })
         #expect(sim.serving("b").isEmpty)
     }
 
     @Test func loneNodePausedPastItsLease_StopsServing_ThenTakesANewEpoch() {
-        var sim = LeaseSimulation(nodes: ["a"], spins: ["counter"])
+        var sim = LeaseSimulation(nodes: ["a"], partitions: 1)
         sim.tick("a", at: at(0))
-        #expect(sim.tick("a", at: at(12)) == [.heartbeat, .stopServing(spin: "counter", epoch: 1, reason: .expired),
-                                               .acquire(spin: "counter", epoch: 2)])
+        #expect(sim.tick("a", at: at(12)) == [.heartbeat, .stopServing(partition: 0, epoch: 1, reason: .expired),
+                                               .acquire(partition: 0, epoch: 2)])
         #expect(sim.started.map(\.epoch) == [1, 2])
     }
 
     @Test func refusedRenewal_StopsServing() {
         var planner = Planner(node: "a", leaseDuration: .seconds(9))
-        _ = planner.tick(now: at(0), view: View(), spins: ["counter"])
-        #expect(planner.record(.acquired(spin: "counter", epoch: 1, expiresAt: at(9)), now: at(0))
-            == [.startServing(spin: "counter", epoch: 1)])
-        #expect(planner.record(.refused(spin: "counter", epoch: 1), now: at(3))
-            == [.stopServing(spin: "counter", epoch: 1, reason: .takenOver)])
+        _ = planner.tick(now: at(0), view: View(), partitions: 0..<1)
+        #expect(planner.record(.acquired(partition: 0, epoch: 1, expiresAt: at(9)), now: at(0))
+            == [.startServing(partition: 0, epoch: 1)])
+        #expect(planner.record(.refused(partition: 0, epoch: 1), now: at(3))
+            == [.stopServing(partition: 0, epoch: 1, reason: .takenOver)])
         #expect(planner.serving.isEmpty)
         // A refused acquire of a Spin not served changes nothing.
-        #expect(planner.record(.refused(spin: "counter", epoch: 2), now: at(3)) == [])
+        #expect(planner.record(.refused(partition: 0, epoch: 2), now: at(3)) == [])
     }
 
     @Test func aLeaseHeldByALiveNode_IsNotAcquired_EvenWhenPlacedHere() {
         // b holds counter until 9 and is alive; placement among {a, b} may give it to a,
         // but a waits for b to hand it over.
         let view = View(nodes: [.init(name: "b", advertise: "http://b:8080", heartbeatAt: at(0))],
-                        leases: [.init(spin: "counter", node: "b", epoch: 4, expiresAt: at(9))])
+                        leases: [.init(partition: 0, node: "b", epoch: 4, expiresAt: at(9))])
         var planner = Planner(node: "a", leaseDuration: .seconds(9))
-        #expect(planner.tick(now: at(1), view: view, spins: ["counter"]) == [.heartbeat])
+        #expect(planner.tick(now: at(1), view: view, partitions: 0..<1) == [.heartbeat])
     }
 
     /// Random schedules: nodes tick at random moments, pause and wake. Whatever happens,
@@ -165,7 +165,7 @@ import Testing
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func randomSchedules_NeverGiveOneSpinTwoOwners(seed: UInt64) {
         let nodes = ["a", "b", "c", "d"]
-        var sim = LeaseSimulation(nodes: nodes, spins: Array(Self.spins.prefix(16)))
+        var sim = LeaseSimulation(nodes: nodes, partitions: 16)
         var random = SplitMix64(seed: seed)
         var paused: Set<String> = []
         var time = 0.0
@@ -185,14 +185,14 @@ import Testing
                             "\(node) still serves \(spin) at \(time)")
                 }
             }
-            for spin in sim.spins {
+            for spin in sim.partitions {
                 let holders = nodes.filter { (sim.planners[$0]?.held[spin]?.expiresAt).map { $0 > at(time) } ?? false }
                 #expect(holders.count <= 1, "\(spin) at \(time): \(holders)")
             }
         }
         var owners: [String: String] = [:]
         for start in sim.started {
-            let key = "\(start.spin)#\(start.epoch)"
+            let key = "\(start.partition)#\(start.epoch)"
             #expect(owners[key] == nil || owners[key] == start.node, "\(key) served by \(owners[key] ?? "") and \(start.node)")
             owners[key] = start.node
         }

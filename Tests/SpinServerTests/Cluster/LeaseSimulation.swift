@@ -3,11 +3,11 @@
 typealias Planner = LeasePlanner<TestInstant>
 typealias View = ClusterView<TestInstant>
 
-/// The `spin_nodes` and `spin_leases` tables and the conditional writes a database
+/// The `spin_nodes` and `spin_partitions` tables and the conditional writes a database
 /// runs for the planner's actions, in memory: what makes a lease race safe.
 struct FakeLeaseDatabase {
     var nodes: [String: View.Node] = [:]
-    var leases: [String: View.Lease] = [:]
+    var leases: [Int: View.Lease] = [:]
     let leaseDuration: Duration
 
     var view: View { View(nodes: Array(nodes.values), leases: Array(leases.values)) }
@@ -18,21 +18,21 @@ struct FakeLeaseDatabase {
         case .heartbeat:
             nodes[node] = View.Node(name: node, advertise: "http://\(node):8080", heartbeatAt: now)
             return nil
-        case .acquire(let spin, let epoch):
-            let row = leases[spin]
+        case .acquire(let partition, let epoch):
+            let row = leases[partition]
             let matches = row.map { $0.epoch + 1 == epoch && ($0.expiresAt <= now || $0.node == node) } ?? (epoch == 1)
-            guard matches else { return .refused(spin: spin, epoch: epoch) }
+            guard matches else { return .refused(partition: partition, epoch: epoch) }
             let expiresAt = now.advanced(by: leaseDuration)
-            leases[spin] = View.Lease(spin: spin, node: node, epoch: epoch, expiresAt: expiresAt)
-            return .acquired(spin: spin, epoch: epoch, expiresAt: expiresAt)
-        case .renew(let spin, let epoch):
-            guard let row = leases[spin], row.node == node, row.epoch == epoch else {
-                return .refused(spin: spin, epoch: epoch)
+            leases[partition] = View.Lease(partition: partition, node: node, epoch: epoch, expiresAt: expiresAt)
+            return .acquired(partition: partition, epoch: epoch, expiresAt: expiresAt)
+        case .renew(let partition, let epoch):
+            guard let row = leases[partition], row.node == node, row.epoch == epoch else {
+                return .refused(partition: partition, epoch: epoch)
             }
-            leases[spin]?.expiresAt = now.advanced(by: leaseDuration)
-            return .renewed(spin: spin, epoch: epoch, expiresAt: now.advanced(by: leaseDuration))
-        case .release(let spin, let epoch):
-            if let row = leases[spin], row.node == node, row.epoch == epoch { leases[spin]?.expiresAt = now }
+            leases[partition]?.expiresAt = now.advanced(by: leaseDuration)
+            return .renewed(partition: partition, epoch: epoch, expiresAt: now.advanced(by: leaseDuration))
+        case .release(let partition, let epoch):
+            if let row = leases[partition], row.node == node, row.epoch == epoch { leases[partition]?.expiresAt = now }
             return nil
         case .startServing, .stopServing:
             return nil
@@ -47,14 +47,14 @@ struct LeaseSimulation {
 
     var database = FakeLeaseDatabase(leaseDuration: leaseDuration)
     var planners: [String: Planner] = [:]
-    let spins: [String]
-    /// Every `startServing`, in order: (node, spin, epoch).
-    var started: [(node: String, spin: String, epoch: UInt64)] = []
+    let partitions: Range<Int>
+    /// Every `startServing`, in order: (node, partition, epoch).
+    var started: [(node: String, partition: Int, epoch: UInt64)] = []
     /// Every `stopServing`, in order.
-    var stopped: [(node: String, spin: String, epoch: UInt64, reason: Planner.StopReason)] = []
+    var stopped: [(node: String, partition: Int, epoch: UInt64, reason: Planner.StopReason)] = []
 
-    init(nodes: [String], spins: [String]) {
-        self.spins = spins
+    init(nodes: [String], partitions: Int) {
+        self.partitions = 0..<partitions
         for node in nodes { planners[node] = Planner(node: node, leaseDuration: Self.leaseDuration) }
     }
 
@@ -63,13 +63,13 @@ struct LeaseSimulation {
     @discardableResult
     mutating func tick(_ node: String, at now: TestInstant) -> [Planner.Action] {
         if planners[node] == nil { planners[node] = Planner(node: node, leaseDuration: Self.leaseDuration) }
-        let actions = planners[node]!.tick(now: now, view: database.view, spins: spins)
+        let actions = planners[node]!.tick(now: now, view: database.view, partitions: partitions)
         var queue = actions
         while !queue.isEmpty {
             let action = queue.removeFirst()
             switch action {
-            case .startServing(let spin, let epoch): started.append((node, spin, epoch))
-            case .stopServing(let spin, let epoch, let reason): stopped.append((node, spin, epoch, reason))
+            case .startServing(let partition, let epoch): started.append((node, partition, epoch))
+            case .stopServing(let partition, let epoch, let reason): stopped.append((node, partition, epoch, reason))
             default: break
             }
             if let write = database.run(action, by: node, now: now) {
@@ -88,13 +88,13 @@ struct LeaseSimulation {
         }
     }
 
-    /// The Spins `node` serves.
-    func serving(_ node: String) -> Set<String> { planners[node]?.serving ?? [] }
+    /// The partitions `node` serves.
+    func serving(_ node: String) -> Set<Int> { planners[node]?.serving ?? [] }
 
     /// The owners rendezvous hashing gives among `nodes`.
-    func placed(among nodes: [String]) -> [String: Set<String>] {
-        var placed: [String: Set<String>] = [:]
-        for spin in spins { placed[Placement.owner(of: spin, among: nodes)!, default: []].insert(spin) }
+    func placed(among nodes: [String]) -> [String: Set<Int>] {
+        var placed: [String: Set<Int>] = [:]
+        for partition in partitions { placed[Placement.owner(of: partition, among: nodes)!, default: []].insert(partition) }
         return placed
     }
 }

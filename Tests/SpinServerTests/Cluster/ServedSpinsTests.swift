@@ -9,12 +9,16 @@ import Testing
 
 /// A cluster node's Spins as their leases come and go (`ServedSpins`): a planned move
 /// refuses nothing. Without sockets or a database: the journal writes to a directory,
-/// the router is asked directly, and the test plays the lease loop (routing, `retire`).
+/// the router is asked directly, and the test plays the lease loop (routing, `servePartition`, `retirePartition`).
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ServedSpinsTests {
     struct Add: Codable, Sendable {
         var type = "add"
     }
+
+    /// The partitions of the node's fence, and Spin `gate`'s.
+    static let partitions = SpinPartitions(count: 4)
+    static let gate = partitions.partition(of: "gate")
 
     /// Holds the reducer in the first event it applies until `open()`.
     final class Gate: Sendable {
@@ -72,7 +76,7 @@ struct ServedSpinsTests {
             try journal.open()
             _ = journal.start(onFailure: { _ in }, onRecovery: { _ in })
             let feeds = SpinFeeds(retain: 100, immediate: false)
-            served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: LeaseFence(node: "a"),
+            served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: LeaseFence(node: "a", partitions: ServedSpinsTests.partitions),
                                  gears: GearRouter(mode: .journaled, backlog: 100, logger: logger),
                                  feedbackBudget: 1000, logger: logger) { hosted, feed, _ in
                 [hosted.observe { transition in
@@ -141,7 +145,7 @@ struct ServedSpinsTests {
         let gate = Gate()
         let node = try Node(gate: gate)
         defer { node.close() }
-        try node.served.serve("gate", epoch: 1)
+        try node.served.servePartition(Self.gate, epoch: 1)
         let applying = Task { await Self.outcome(of: Self.post, node.router, within: .seconds(10)) }
         await gate.held()
         // A second request waits behind the first, not yet taken by the Spin.
@@ -152,7 +156,7 @@ struct ServedSpinsTests {
         node.routing.withLock { $0 = .pending }
         let retired = Protected(false)
         DispatchQueue.global().async {
-            node.served.retire("gate")
+            node.served.retirePartition(Self.gate)
             retired.withLock { $0 = true }
         }
         // The waiting request came back unapplied and waits for the move.
@@ -178,15 +182,15 @@ struct ServedSpinsTests {
         }
         #expect(proxied.owner.port == 9)
         // What was acknowledged is durable: served here again, the Spin recovers it.
-        try node.served.serve("gate", epoch: 2)
+        try node.served.servePartition(Self.gate, epoch: 2)
         #expect(node.host.spin(named: "gate")?.snapshot().sequence == 1)
     }
 
     @Test func anEventThatReachesASpinNoLongerServedHere_FollowsItToItsOwner() async throws {
         let node = try Node(gate: Gate(open: true))
         defer { node.close() }
-        try node.served.serve("gate", epoch: 1)
-        node.served.retire("gate")
+        try node.served.servePartition(Self.gate, epoch: 1)
+        node.served.retirePartition(Self.gate)
         // The request was routed here just before the node stopped serving the Spin (the
         // routing read before the lease loop changed it), and reaches the instance in its
         // place: refused as stopped, it waits for the move instead of for a loop that
