@@ -7,8 +7,8 @@ function of how many Spins the cluster hosts.
     python3 Benchmarks/cluster-idle.py .build/release/spin-server [--counts 100,1000] [--nodes 3]
         [--seconds 30] [--lease 10] [--settle SECONDS] [--kinds] [--keep]
 
-A node that owns a Spin keeps its lease on the Spin alive, and every node keeps its own
-heartbeat alive, by writing to the database; none of that is traffic anyone asked for, and
+A node keeps the leases of the Spins it owns alive, and its own heartbeat, by writing to
+the database every third of the lease; none of that is traffic anyone asked for, and
 if it grows with the number of Spins it is what limits how many Spins one database can
 carry, long before any load does. This measures it.
 
@@ -16,17 +16,19 @@ It starts a throwaway PostgreSQL (Tests/postgres/pg.sh) with pg_stat_statements 
 (`track = all`), then for each count N: a fresh database, a config of N `door` Spins (a
 machine with no Gears, written next to the config; `--kinds` instead configures kind
 `door` and makes the N Spins with `PUT /v1/spins/door-NNNNNN` once the nodes are up),
-`--nodes` nodes on it (SPIN_STORAGE_BACKEND=postgres, SPIN_CLUSTER_LEASE_SECONDS=`--lease`),
-timed from their start to `GET /readyz` 200 on all of them. After `--settle` seconds
-(default two lease periods: leases taken, placement settled), and then until each node's
-`GET /v1/cluster` shows every node live and all N Spins owned (at most `--settle-max`
-seconds more; a row measured without that is marked "not settled"), it resets the statement
-counters and, `--seconds` later, reads the statements the cluster's database ran
-meanwhile (pg_stat_statements; the harness's own queries run in another database and are
-left out), the transactions it committed or rolled back (pg_stat_database; PostgreSQL
-publishes a connection's counts up to ten seconds late, so short windows are approximate), the eight
-most frequent statements, the nodes' RSS and the CPU the nodes and PostgreSQL used. Then
-it stops the nodes and drops the database before the next count.
+`--nodes` nodes on it (SPIN_STORAGE_BACKEND=postgres,
+SPIN_CLUSTER_LEASE_SECONDS=`--lease`), timed from their start to `GET /readyz` 200 on all
+of them. After `--settle` seconds (default two lease periods: leases taken, placement
+settled), and then until each node's `GET /v1/cluster` shows every node live, the nodes
+agree on the owners, and all N Spins are owned (configured Spins only: Spins made at run
+time are not listed there; at most `--settle-max` seconds more; a row measured without
+that is marked "not settled"), it resets the statement counters and, `--seconds` later,
+reads the statements the cluster's database ran meanwhile (pg_stat_statements; the
+harness's own queries run in another database and are left out), the transactions it
+committed or rolled back (pg_stat_database; PostgreSQL publishes a connection's counts up
+to ten seconds late, so short windows are approximate), the eight most frequent
+statements, the nodes' RSS and the CPU the nodes and PostgreSQL used. Then it stops the
+nodes and drops the database before the next count.
 
 Nothing else should load the machine. Exit code 0 when every count was measured, 2 when
 the harness could not run (no PostgreSQL, a node did not start, `--kinds` against a
@@ -292,19 +294,24 @@ def make_spins(nodes: list[Node], count: int, workers: int = 16) -> float:
     return count / took
 
 
-def cluster_view(node: Node) -> dict[str, tuple[bool, int]] | None:
-    """A node's `GET /v1/cluster`: for each node it knows, (live, Spins owned)."""
+def cluster_view(node: Node) -> dict[str, tuple[bool, int, int | None]] | None:
+    """A node's `GET /v1/cluster`: for each node it knows, (live, configured Spins owned,
+    partitions held when the build owns Spins by partition)."""
     try:
         view = http_session().get(node.base_url + "/v1/cluster", timeout=10).json()
-        return {entry["node"]: (bool(entry.get("live")), len(entry.get("spins", []))) for entry in view["nodes"]}
+        return {entry["node"]: (bool(entry.get("live")), len(entry.get("spins", [])),
+                                len(entry["partitions"]) if isinstance(entry.get("partitions"), list) else None)
+                for entry in view["nodes"]}
     except (requests.RequestException, ValueError, AttributeError, TypeError, KeyError):
         return None
 
 
-def settled(nodes: list[Node], count: int) -> tuple[bool, str]:
-    """Whether every node sees every node live and all `count` Spins owned, and each
-    node's view ("n1: n1 334, n2 333 (not live), ...; n2: ...")."""
-    ok, lines = True, []
+def settled(nodes: list[Node], count: int, kinds: bool) -> tuple[bool, str]:
+    """Whether every node sees every node live and they all agree on who owns what, with
+    all `count` Spins owned (configured Spins; `GET /v1/cluster` does not list Spins made
+    at run time, so with `kinds` the views agreeing is all that is checked), and each
+    node's view ("n1: n1 334 (5 partitions), n2 333 (not live), ...; n2: ...")."""
+    ok, lines, views = True, [], []
     names = {node.name for node in nodes}
     for node in nodes:
         view = cluster_view(node)
@@ -312,10 +319,13 @@ def settled(nodes: list[Node], count: int) -> tuple[bool, str]:
             ok = False
             lines.append(f"{node.name}: ?")
             continue
-        live = {name for name, (is_live, _) in view.items() if is_live}
-        ok = ok and live >= names and sum(owned for _, owned in view.values()) == count
-        lines.append(f"{node.name}: " + ", ".join(f"{name} {owned}" + ("" if is_live else " (not live)")
-                                                  for name, (is_live, owned) in sorted(view.items())))
+        views.append(view)
+        live = {name for name, (is_live, _, _) in view.items() if is_live}
+        ok = ok and live >= names and (kinds or sum(owned for _, owned, _ in view.values()) == count)
+        lines.append(f"{node.name}: " + ", ".join(
+            f"{name} {owned}" + (f" ({held} partitions)" if held is not None else "") + ("" if is_live else " (not live)")
+            for name, (is_live, owned, held) in sorted(view.items())))
+    ok = ok and all(view == views[0] for view in views)
     return ok, "; ".join(lines)
 
 
@@ -381,10 +391,10 @@ def measure(args, binary: Path, database: Database, work: Path, index: int, coun
     # Then until every node sees the others live and every Spin owned (at most --settle-max
     # more seconds): a cluster still taking leases or recovering Spins is not idle.
     deadline = time.monotonic() + args.settle_max
-    is_settled, views = settled(nodes, count)
+    is_settled, views = settled(nodes, count, args.kinds)
     while not is_settled and time.monotonic() < deadline:
         time.sleep(2)
-        is_settled, views = settled(nodes, count)
+        is_settled, views = settled(nodes, count, args.kinds)
     settled_after = time.monotonic() - began if is_settled else None
     if is_settled:
         print(f"  settled after {settled_after:.1f} s from start ({views})", flush=True)
@@ -415,7 +425,7 @@ def measure(args, binary: Path, database: Database, work: Path, index: int, coun
                          f"ORDER BY calls DESC LIMIT 8")
     connections = database.query(f"SELECT count(*) FROM pg_stat_activity WHERE datid = {oid}")[0][0]
     rss = {node.name: rss_mib(node.process.pid) for node in nodes}
-    still_settled, ownership = settled(nodes, count)
+    still_settled, ownership = settled(nodes, count, args.kinds)
 
     statements, top_level = int(rows[0][0]), int(rows[0][1])
     transactions = xact_after - xact_before

@@ -65,7 +65,9 @@ public final class LoopServer: Sendable {
         let storage = configuration.storage
         let clustered = storage.persists && storage.backend == .postgres
             ? Clustered(fence: LeaseFence(node: configuration.cluster.node,
-                                          partitions: SpinPartitions(count: configuration.cluster.partitions)),
+                                          partitions: SpinPartitions(count: configuration.cluster.partitions) { [factory = host.factory] name in
+                                              factory?.groupKey(of: name)
+                                          }),
                         store: Self.makeClusterStore(url: storage.url ?? ""))
             : nil
         self.clustered = clustered
@@ -529,8 +531,16 @@ public final class LoopServer: Sendable {
         }
         clustered.gearRelay.withLock { $0 = relay }
         let markers = SuspensionMarker(store: journal.store)
+        // Spins made at run time: only in the partitions this node serves.
+        let runtimeSpins = self.runtimeSpins
+        let partitions = clustered.fence.partitions
+        runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) },
+                           cluster: .init(partition: { partitions.partition(of: $0) }))
+        let made = ServedSpins.MadeSpins(serve: { runtimeSpins.servePartition($0) },
+                                         retire: { runtimeSpins.retirePartition($0) })
         let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
-                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger) { [self] hosted, feed, served in
+                                 feedbackBudget: configuration.limits.feedbackBudget, logger: logger,
+                                 made: made) { [self] hosted, feed, served in
             observe(hosted, feed: feed, journal: journal, markers: markers, consumption: served.consumption,
                     outboxPosition: served.outboxPosition)
         }
@@ -564,7 +574,6 @@ public final class LoopServer: Sendable {
         cluster.bind(advertise: advertise)
         if configuration.port == 0 { startLeases(advertise) }
         host.startWithoutLoops()
-        runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release: the PostgreSQL store has no table of made Spins yet"))
         running.withLock { $0 = Running(port: address.port, socketServer: socketServer, subscriptions: []) }
         return address.port
     }

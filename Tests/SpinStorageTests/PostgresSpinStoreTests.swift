@@ -247,3 +247,88 @@ struct PostgresSpinStoreTests {
         #expect(!described.contains("secret"))
     }
 }
+
+/// Spins made at run time on PostgreSQL (`spin_made`): made, listed in byte order, counted,
+/// resting, woken, deleted with their history and made again; on a cluster only under the
+/// lease of the name's partition.
+@Suite(.enabled(if: PostgresSpinStoreTests.serverURL != nil,
+                "SPIN_TEST_DATABASE_URL is not set: the PostgreSQL made-Spin tests are skipped (Tests/postgres/pg.sh starts a server)"))
+struct PostgresMadeSpinTests {
+    @Test func madeSpins_AreListedCountedRestedAndDeletedWithTheirHistory() throws {
+        let url = try PostgresSpinStoreTests.freshDatabase()
+        let store = PostgresSpinStore(url: url)
+        _ = try store.open()
+        defer { store.close() }
+        let door = MadeSpin(kind: "door", joined: ["sender": 4], outboxBase: 1000)
+        try store.make([("door-b", door, "e1"), ("door-a", door, "e2"), ("Door-c", MadeSpin(kind: "window"), "e3")])
+        #expect(try store.madeSpin(named: "door-a") == door)
+        #expect(try store.madeSpin(named: "door-z") == nil)
+        #expect(try store.madeSpinCounts() == ["door": 2, "window": 1])
+        // Byte order: "D" sorts before "d".
+        #expect(try store.madeSpins(prefix: "", after: nil, limit: 10).map(\.name) == ["Door-c", "door-a", "door-b"])
+        #expect(try store.madeSpins(prefix: "door-", after: nil, limit: 1).map(\.name) == ["door-a"])
+        #expect(try store.madeSpins(prefix: "door-", after: "door-a", limit: 10).map(\.name) == ["door-b"])
+        #expect(try store.madeSpins(prefix: "door-", after: "a", limit: 10).map(\.name) == ["door-a", "door-b"])
+        #expect(try store.madeSpins(prefix: "x", after: nil, limit: 10).isEmpty)
+        // A start reads the Spins that do not rest, and every one of the kinds asked for.
+        #expect(Set(try store.madeSpins(repair: false, including: []).keys) == ["door-a", "door-b", "Door-c"])
+
+        try store.startJournal(spin: "door-a", cuttingAt: nil)
+        try store.append([PostgresSpinStoreTests.record(1)], spin: "door-a")
+        try store.commit(spin: "door-a", sync: true)
+        try store.rest("door-a", sequence: 1, consumed: ["sender": 6])
+        #expect(try store.madeSpin(named: "door-a")?.resting == MadeSpin.Resting(sequence: 1, consumed: ["sender": 6]))
+        #expect(try store.madeSpins(prefix: "door-a", after: nil, limit: 1).first?.sequence == 1)
+        #expect(Set(try store.madeSpins(repair: false, including: []).keys) == ["door-b", "Door-c"])
+        #expect(Set(try store.madeSpins(repair: false, including: ["door"]).keys) == ["door-a", "door-b", "Door-c"])
+        // Readied again (woken): no longer resting.
+        try store.startJournal(spin: "door-a", cuttingAt: nil)
+        #expect(try store.madeSpin(named: "door-a")?.resting == nil)
+
+        try store.delete("door-a")
+        #expect(try store.madeSpin(named: "door-a") == nil)
+        #expect(try store.read(spin: "door-a", repair: false).records.isEmpty)
+        #expect(try store.read(spin: "door-a", repair: false).epoch == nil)
+        #expect(try store.madeSpinCounts() == ["door": 1, "window": 1])
+        // Made again: a new epoch, no history.
+        try store.make([("door-a", door, "e4")])
+        let again = try store.read(spin: "door-a", repair: false)
+        #expect(again.records.isEmpty && again.epoch == "e4")
+        // A name that exists is not made twice.
+        #expect(throws: PostgresError.self) { try store.make([("door-b", door, "e5")]) }
+        #expect(try store.read(spin: "door-b", repair: false).epoch == "e1")
+    }
+
+    @Test func onACluster_MakeRestAndDelete_NeedTheLeaseOfTheNamesPartition() throws {
+        let url = try PostgresSpinStoreTests.freshDatabase()
+        let cluster = PostgresClusterStore(url: url)
+        try cluster.open()
+        defer { cluster.close() }
+        let partitions = SpinPartitions(count: 8)
+        let fence = LeaseFence(node: "a", partitions: partitions)
+        let store = PostgresSpinStore(url: url, ownership: .shared(node: "a"), fence: fence)
+        _ = try store.open()
+        defer { store.close() }
+        let partition = partitions.partition(of: "door-1")
+        #expect(throws: FencedOut.self) { try store.make([("door-1", MadeSpin(kind: "door"), "e1")]) }
+        #expect(try store.madeSpin(named: "door-1") == nil)
+        _ = try #require(try cluster.acquire(partition: partition, node: "a", epoch: 1, seconds: 30))
+        fence.serve(partition: partition, epoch: 1)
+        try store.make([("door-1", MadeSpin(kind: "door"), "e1")])
+        try store.rest("door-1", sequence: 0, consumed: [:])
+        // Taken over: this node neither rests nor deletes the Spin any more.
+        try cluster.release(partition: partition, node: "a", epoch: 1)
+        _ = try #require(try cluster.acquire(partition: partition, node: "b", epoch: 2, seconds: 30))
+        #expect(throws: FencedOut.self) { try store.delete("door-1") }
+        #expect(try store.madeSpin(named: "door-1")?.resting != nil)
+    }
+
+    @Test func aGroupKey_PutsTheSpinsOfOneGearInOnePartition() {
+        let partitions = SpinPartitions(count: 64) { name in
+            name.hasPrefix("feature-") || name.hasPrefix("router-") ? String(name.split(separator: "-")[1]) : nil
+        }
+        #expect(partitions.partition(of: "feature-42") == partitions.partition(of: "router-42"))
+        #expect(partitions.partition(of: "feature-42") == SpinPartitions(count: 64).partition(of: "42"))
+        #expect(partitions.partition(of: "counter") == SpinPartitions(count: 64).partition(of: "counter"))
+    }
+}

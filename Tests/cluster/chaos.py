@@ -43,7 +43,7 @@ from spin_e2e import clean_environment, free_port, server_binary  # noqa: E402
 PG = REPO / "Tests" / "postgres" / "pg.sh"
 CONFIG = HERE / "chaos-config.json"
 NODE_NAMES = ("n1", "n2", "n3")
-SPINS = ("ledger", "sender", "listener")   # placement (SCALING.md) starts them on n1, n2, n3
+SPINS = ("ledger", "sender", "listener")   # configured; placement (SCALING.md) spreads their partitions
 ACTIONS = ("kill", "term", "stop", "pg_pause", "pg_restart")
 # Actions after which refusals are allowed for a while (a crash, a paused process, a
 # database outage); every other action is a planned move, which must refuse nothing.
@@ -500,33 +500,149 @@ class StreamReaders:
         return last
 
 
+# -- load: Spins made and deleted at run time -------------------------------------------------------
+
+@dataclasses.dataclass(slots=True)
+class MadeOp:
+    """One PUT, DELETE or POST of a `tally-*` Spin and what came of it (outcome as `Post`)."""
+    name: str
+    node: str
+    op: str              # make, delete, add
+    started: float
+    ended: float
+    outcome: str         # done (201/200/202), refused, unknown, hang, unreachable
+    status: int | None = None
+    code: str = ""
+    retry_after: str | None = None
+
+
+class Makers:
+    """Threads making (`PUT`), feeding (`POST {"type":"add"}`) and deleting Spins of kind
+    `tally` through random nodes, thousands of them over a run. Each thread owns its names,
+    so one name's operations never overlap, and knows what each should be at the end:
+    absent, or present with as many adds as were acknowledged since it was last made; a
+    name an unknown outcome touched is left out of that check (counted)."""
+
+    def __init__(self, nodes: list[Node], threads: int, names: int, timeout: float, seed: int) -> None:
+        self.nodes = nodes
+        self.timeout = timeout
+        self.ops: list[MadeOp] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.last_trouble = 0.0
+        # name → ("present", adds acknowledged, adds unknown) | ("absent",) | ("uncertain",)
+        self.expected: dict[str, tuple] = {}
+        self.threads = [threading.Thread(target=self.run, args=(index, names, random.Random(seed * 31 + index)), daemon=True)
+                        for index in range(threads)]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=self.timeout + 5)
+
+    def once(self, http: requests.Session, node: Node, name: str, op: str) -> MadeOp:
+        started = now()
+        record = lambda outcome, **fields: MadeOp(name, node.name, op, started, now(), outcome, **fields)
+        url = f"{node.base_url}/v1/spins/{name}"
+        try:
+            if op == "make":
+                response = http.put(url, json={"kind": "tally"}, timeout=self.timeout)
+            elif op == "delete":
+                response = http.delete(url, timeout=self.timeout)
+            else:
+                response = http.post(url + "/events", json={"type": "add"}, timeout=self.timeout)
+        except requests.exceptions.ConnectTimeout:
+            return record("unreachable")
+        except requests.exceptions.ReadTimeout:
+            return record("hang")
+        except requests.exceptions.ConnectionError as error:
+            refused = "NewConnectionError" in repr(error) or "Connection refused" in str(error)
+            return record("unreachable" if refused else "unknown")
+        status = response.status_code
+        try:
+            code = response.json().get("error", {}).get("code", "")
+        except (ValueError, AttributeError):
+            code = ""
+        if (op, status) in (("make", 201), ("delete", 200), ("add", 202)):
+            return record("done", status=status)
+        outcome = "unknown" if (status, code) == (502, "proxy_outcome_unknown") else "refused"
+        return record(outcome, status=status, code=code, retry_after=response.headers.get("Retry-After"))
+
+    def run(self, index: int, count: int, rng: random.Random) -> None:
+        http = http_session()
+        names = [f"tally-{index}-{number}" for number in range(count)]
+        state: dict[str, tuple] = {name: ("absent",) for name in names}
+        while not self.stopping.is_set():
+            serving = [node for node in self.nodes if node.serving.is_set()]
+            if not serving:
+                time.sleep(0.05)
+                continue
+            node = rng.choice(serving)
+            name = rng.choice(names)
+            current = state[name]
+            if current[0] == "absent":
+                op = "make"
+            elif current[0] == "uncertain":
+                op = rng.choice(("make", "delete"))
+            else:
+                op = "delete" if rng.random() < 0.15 else "add"
+            result = self.once(http, node, name, op)
+            if result.outcome == "done":
+                if op == "make":
+                    state[name] = ("present", 0, 0)
+                elif op == "delete":
+                    state[name] = ("absent",)
+                elif current[0] == "present":
+                    state[name] = ("present", current[1] + 1, current[2])
+            elif result.outcome in ("unknown", "hang"):
+                if op == "add" and current[0] == "present":
+                    state[name] = ("present", current[1], current[2] + 1)
+                else:
+                    state[name] = ("uncertain",)
+            elif result.outcome == "refused" and op == "make" and result.status == 200:
+                state[name] = ("uncertain",)      # existed already: an earlier unknown make landed
+            with self.lock:
+                self.ops.append(result)
+                if result.outcome not in ("done", "unreachable"):
+                    self.last_trouble = result.ended
+            if result.outcome != "done":
+                time.sleep(0.05)
+        with self.lock:
+            self.expected.update(state)
+
+
 class Load:
     """All of the load: POSTs to `ledger` through every node, Gear traffic through the
-    nodes in turn, a `ledger` stream through every node."""
+    nodes in turn, a `ledger` stream through every node, Spins made, fed and deleted."""
 
-    def __init__(self, nodes: list[Node], args: argparse.Namespace) -> None:
+    def __init__(self, nodes: list[Node], args: argparse.Namespace, seed: int = 0) -> None:
         self.nodes = nodes
         ids = itertools.count(1)
         self.ledger = Posters("ledger", "add", [[node] for node in nodes for _ in range(args.posters)], ids,
                               args.pause, args.timeout)
         self.gear = Posters("sender", "send", [nodes], ids, 0.1, args.timeout)
         self.streams = StreamReaders(nodes, "ledger", args.timeout)
+        self.makers = Makers(nodes, args.makers, args.made_names, args.timeout, seed)
 
     def start(self) -> None:
         for node in self.nodes:
             node.serving.set()
-        for part in (self.ledger, self.gear, self.streams):
+        for part in (self.ledger, self.gear, self.streams, self.makers):
             part.start()
 
     def stop(self) -> None:
-        for part in (self.ledger, self.gear, self.streams):
+        for part in (self.ledger, self.gear, self.streams, self.makers):
             part.stop()
 
     def posts(self) -> list[Post]:
         return self.ledger.posts + self.gear.posts
 
     def last_refusal(self) -> float:
-        return max(self.ledger.last_trouble, self.gear.last_trouble, self.streams.last_trouble)
+        return max(self.ledger.last_trouble, self.gear.last_trouble, self.streams.last_trouble, self.makers.last_trouble)
 
 
 # -- the driver ------------------------------------------------------------------------------------
@@ -748,6 +864,7 @@ CHECKS = (
     "final state equal on every node",
     "graceful stops exit 0",
     "nodes run until stopped and start again",
+    "made Spins: every 201 there, every deleted one gone, acknowledged adds exactly once",
 )
 
 
@@ -999,6 +1116,46 @@ def check_final(report: Report, final: dict[str, dict[str, object]], ledger: lis
                         f"{ledger[-1][0] if ledger else 0}")
 
 
+def check_made(report: Report, makers: Makers, node: Node) -> dict:
+    """After the load, through one node: each Spin a maker last made is there with exactly
+    its acknowledged adds (plus at most the unknown ones), each it deleted answers 404; a
+    made-Spin answer other than success is a 503 with Retry-After (or a 404 for a name
+    whose make was refused meanwhile)."""
+    check = "made Spins: every 201 there, every deleted one gone, acknowledged adds exactly once"
+    http = http_session()
+    counts = collections.Counter()
+    for name, expected in sorted(makers.expected.items()):
+        counts[expected[0]] += 1
+        if expected[0] == "uncertain":
+            continue
+        try:
+            response = http.get(f"{node.base_url}/v1/spins/{name}", timeout=30)
+        except requests.RequestException as error:
+            report.fail(check, f"{name}: GET failed: {error!r}")
+            continue
+        if expected[0] == "absent":
+            if response.status_code != 404:
+                report.fail(check, f"{name}: deleted (or never made), yet GET answers {response.status_code}")
+            continue
+        if response.status_code != 200:
+            report.fail(check, f"{name}: made (201), yet GET answers {response.status_code}: {response.text[:200]}")
+            continue
+        tally = response.json()["state"]["context"]["n"]
+        acked, unknown = expected[1], expected[2]
+        if not acked <= tally <= acked + unknown:
+            report.fail(check, f"{name}: {tally} adds applied, {acked} acknowledged (+{unknown} unknown)")
+    for op in makers.ops:
+        if op.outcome in ("done", "unreachable", "unknown"):
+            continue
+        if op.outcome == "hang":
+            report.fail("never a hang", f"{op.op} {op.name} through {op.node} at {op.started:.2f}: no answer")
+        elif op.status != 503 or not op.retry_after:
+            if not (op.op == "add" and op.status == 404) and not (op.op == "make" and op.status == 200):
+                report.fail(check, f"{op.op} {op.name} through {op.node} at {op.started:.2f}: {op.status} {op.code}")
+    outcomes = collections.Counter(f"{op.op}:{op.outcome}" for op in makers.ops)
+    return {"made_ops": dict(outcomes), "made_final": dict(counts)}
+
+
 def check_graceful(report: Report, stops: list[GracefulStop]) -> None:
     for stop in stops:
         if stop.exit_code != 0:
@@ -1019,6 +1176,9 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--posters", type=int, default=2, help="POST threads per node (default 2)")
     parser.add_argument("--pause", type=float, default=0.02, help="seconds each POST thread waits between POSTs")
     parser.add_argument("--timeout", type=float, default=15.0, help="client timeout: no answer by then is a hang")
+    parser.add_argument("--makers", type=int, default=4,
+                        help="threads making, feeding and deleting tally-* Spins (default 4)")
+    parser.add_argument("--made-names", type=int, default=500, help="names each maker thread uses (default 500)")
     parser.add_argument("--lenient-gear", dest="strict_gear", action="store_false",
                         help="only flag a Gear event received for a send refused because its journal write failed "
                              "(it fails the run by default)")
@@ -1084,7 +1244,7 @@ def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Nod
     start_cluster(nodes, timeline)
     start_epochs = database.lease_epochs()
     timeline.log("startup", epochs=sum(start_epochs.values()))
-    load = Load(nodes, args)
+    load = Load(nodes, args, seed)
     tap = JournalTap(database, SPINS)
     driver = Driver(nodes, database, timeline, random.Random(seed), args.lease, args.slack, load.last_refusal)
     load.start()
@@ -1098,10 +1258,12 @@ def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Nod
     timeline.log("load stopped", seconds=f"{loaded:.1f}")
     final = settle(nodes)
     end_epochs = database.lease_epochs()
+    made_report = Report()
+    made_counts = check_made(made_report, load.makers, nodes[0])
     final_stops = stop_all(nodes, timeline)
     tap.stop()
     tap.read()
-    report = Report()
+    report = made_report
     journals, compacted = {}, 0
     for spin in SPINS:
         retained = database.journal(spin)
@@ -1136,6 +1298,7 @@ def run(args: argparse.Namespace, seed: int, database: Database, nodes: list[Nod
         "graceful_stops": graceful_summary(driver.graceful + final_stops),
         "streams": stream_counts | {"closes": len(load.streams.closes), "refused": len(load.streams.refusals)},
         **gear_counts,
+        **made_counts,
         "failed_checks": {check: len(lines) for check, lines in report.failures.items()},
         "passed": report.failed == 0,
     }

@@ -61,22 +61,28 @@ extension APIRouter {
     /// events because it moves to another node (`APIError.reroutable`): then the request
     /// waits for the move and goes where the Spin runs next.
     ///
-    /// On a single server the same happens when a Spin made at run time fell asleep while
-    /// the events waited: it is woken and the request handled again.
+    /// A Spin made at run time that fell asleep while the events waited (on a single
+    /// server, or on the cluster node that serves it) is woken instead, and the request
+    /// handled again. The wake goes through the queue that put it to sleep, so it comes
+    /// after the sleep: handling the request again at once would find the Spin stopped
+    /// again, and again, without end.
     func followMove(of spin: String, _ response: APIResponse, _ call: RouteCall) {
         guard response.error?.reroutable == true else { return call.reply(response) }
-        guard cluster.routes else {
-            guard let runtimeSpins, runtimeSpins.isMade(spin) else { return call.reply(response) }
+        if let runtimeSpins, runtimeSpins.isMade(spin),
+           !cluster.routes || cluster.routing(of: spin, hops: ProxiedRequest.hops(of: call.request)) == .local {
             return runtimeSpins.wake(spin) { [self] woke in
-                // Awake now (woken by this request or another): handled again. Still
-                // stopped (the server stops, or it was deleted): answered as it was.
-                guard case .success = woke, let current = host.spin(named: spin), !current.isStopped else {
-                    return call.reply(response)
+                // Awake now (woken by this request or another): handled again.
+                if case .success = woke, let current = host.spin(named: spin), !current.isStopped {
+                    return handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: call.moveDeadline,
+                                  respond: call.respond)
                 }
-                handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: call.moveDeadline,
-                       respond: call.respond)
+                // Still stopped: the server stops or it was deleted (answered as it was), or
+                // on a cluster its partition moved meanwhile (it follows).
+                guard cluster.routes else { return call.reply(response) }
+                awaitMove(of: spin, call)
             }
         }
+        guard cluster.routes else { return call.reply(response) }
         awaitMove(of: spin, call)
     }
 }

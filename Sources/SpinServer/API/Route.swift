@@ -108,11 +108,12 @@ package enum Route: CaseIterable, Sendable {
         }
     }
 
-    /// Whether the route reads or changes one Spin's live state, so that in a cluster the
-    /// node owning the Spin serves it (its schema is the same on every node).
+    /// Whether the route reads, makes, deletes or changes one Spin, so that in a cluster
+    /// the node owning the Spin's partition serves it (a Spin made at run time is only
+    /// found there, its schema included).
     package var concernsOneSpin: Bool {
         switch self {
-        case .spin, .spinEvents, .spinResume, .spinStream: true
+        case .spin, .spinCreate, .spinDelete, .spinEvents, .spinResume, .spinStream, .spinSchema: true
         default: false
         }
     }

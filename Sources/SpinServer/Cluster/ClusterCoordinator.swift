@@ -247,11 +247,6 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// The partitions this node serves now.
     package var servingPartitions: Set<Int> { published.withLock { $0.running } }
 
-    /// Whether this node serves `spin` now (its partition's lease is here).
-    package func serves(_ spin: String) -> Bool {
-        let partition = partitions.partition(of: spin)
-        return published.withLock { $0.running.contains(partition) }
-    }
 
     // MARK: The loop (on `queue`)
 

@@ -18,6 +18,20 @@ package final class ServedSpins: Sendable {
     private let logger: Logger
     /// The hosted Spins of each partition (`SpinPartitions`).
     private let members: [Int: [String]]
+    /// What becomes of the Spins made at run time of a partition this node gets or loses
+    /// (`RuntimeSpins.servePartition`, `retirePartition`).
+    private let made: MadeSpins?
+
+    /// See `made`.
+    package struct MadeSpins: Sendable {
+        package var serve: @Sendable (_ partition: Int) -> Void
+        package var retire: @Sendable (_ partition: Int) -> Void
+
+        package init(serve: @escaping @Sendable (Int) -> Void, retire: @escaping @Sendable (Int) -> Void) {
+            self.serve = serve
+            self.retire = retire
+        }
+    }
     /// Sees every event a Spin applies, from before it starts (`LoopServer.observe`: the
     /// feed, the journal, the metrics, the suspensions), with what it consumes of Gears.
     private let observe: @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]
@@ -32,8 +46,9 @@ package final class ServedSpins: Sendable {
     private let terms = Protected<[String: [SpinSubscription]]>([:])
 
     package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, gears: GearRouter,
-                 feedbackBudget: Int, logger: Logger,
+                 feedbackBudget: Int, logger: Logger, made: MadeSpins? = nil,
                  observe: @escaping @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]) {
+        self.made = made
         var members: [Int: [String]] = [:]
         for spin in host.spins.map(\.name).sorted() { members[fence.partitions.partition(of: spin), default: []].append(spin) }
         self.members = members
@@ -55,7 +70,8 @@ package final class ServedSpins: Sendable {
 
     /// This node got `partition`'s lease under `epoch`: its writes pass the fence from
     /// now, and each hosted Spin of the partition is served (`serve`). One that cannot
-    /// be recovered retires those served before it and throws: the lease goes back.
+    /// be recovered retires those served before it and throws: the lease goes back. Then
+    /// the Spins made at run time of it that were awake come up (`made`).
     package func servePartition(_ partition: Int, epoch: UInt64) throws {
         fence.serve(partition: partition, epoch: epoch)
         let spins = members[partition] ?? []
@@ -68,12 +84,14 @@ package final class ServedSpins: Sendable {
                 throw error
             }
         }
+        made?.serve(partition)
     }
 
     /// This node no longer serves `partition`: every Spin of it retires (`retire`), and
     /// from then on the fence refuses their writes.
     package func retirePartition(_ partition: Int) {
         for spin in members[partition] ?? [] { retire(spin) }
+        made?.retire(partition)
         fence.stopServing(partition: partition)
     }
 

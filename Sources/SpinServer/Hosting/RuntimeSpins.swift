@@ -29,6 +29,13 @@ import SpinWire
 /// found again by name in the store when something asks for it (`load`, through `wake`,
 /// a make or a delete). Whenever a Spin is in memory, so are the Spins on its Gears
 /// (`hostPeers`).
+///
+/// On a cluster node (`Cluster`) only the Spins of the partitions the node serves are
+/// made, found, woken or deleted here (the others' requests go to their owners); when the
+/// node gets a partition it brings up the made Spins of it that do not rest
+/// (`servePartition`), and when it loses one, every made Spin of it leaves memory, what it
+/// applied committed first (`retirePartition`). The Spins on one Gear share a partition
+/// (`SpinFactory.groupKey`), so a group is always on one node.
 package final class RuntimeSpins: Sendable {
     /// What the server does for Spins it hosts now: recovers each from its storage (all
     /// of them in one piece of the journal's work), registers it with the Gear router
@@ -58,8 +65,25 @@ package final class RuntimeSpins: Sendable {
     private let listing = DispatchQueue(label: "spin.runtime-spins.listing")
     private let state = Protected(State())
 
+    /// How a cluster node cuts Spins into partitions (`serve(bringUp:refusal:cluster:)`).
+    package struct Cluster: Sendable {
+        /// The partition of Spin `name`.
+        package var partition: @Sendable (_ name: String) -> Int
+
+        package init(partition: @escaping @Sendable (String) -> Int) {
+            self.partition = partition
+        }
+    }
+
     private struct State {
         var bringUp: BringUp?
+        /// Set on a cluster node.
+        var cluster: Cluster?
+        /// On a cluster node, the partitions it serves (`servePartition`, `retirePartition`).
+        var partitions: Set<Int> = []
+        /// Partitions served since the queue last brought their Spins up (`bringUpArrived`).
+        var arriving: Set<Int> = []
+        var arrivingScheduled = false
         /// Why this server makes no Spins now (a cluster node), when it does not.
         var refusal: APIError?
         /// Each made Spin's observations, cancelled when it is deleted.
@@ -80,6 +104,8 @@ package final class RuntimeSpins: Sendable {
         var resting: Set<String> = []
         /// Wakes asked for and not taken by the queue yet (see `drainWakes`).
         var wakes: [Wake] = []
+        /// Wakes nobody waits for (the Spins of a partition taken over): taken after `wakes`.
+        var backgroundWakes: [Wake] = []
         var wakeScheduled = false
         /// Makes asked for and not taken by the queue yet (see `drain`).
         var pending: [Request] = []
@@ -125,10 +151,12 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// The server runs: from now on Spins are made with `bringUp`; or never, saying why.
-    package func serve(bringUp: BringUp?, refusal: APIError? = nil) {
+    /// `cluster`: on a cluster node, only in the partitions it serves.
+    package func serve(bringUp: BringUp?, refusal: APIError? = nil, cluster: Cluster? = nil) {
         state.withLock {
             $0.bringUp = bringUp
             $0.refusal = refusal
+            $0.cluster = cluster
         }
         // Sleep needs a journal: a Spin kept in memory only would lose its state.
         guard bringUp != nil, journal != nil else { return }
@@ -490,10 +518,16 @@ package final class RuntimeSpins: Sendable {
 
     /// Wakes Spin `name` when it sleeps, in memory or only on disk (else does nothing);
     /// `then` gets whether it woke now (false: it was awake, or no Spin has the name), or
-    /// why it could not. The wakes asked for meanwhile are taken together (`drainWakes`).
-    package func wake(_ name: String, then: @escaping @Sendable (Result<Bool, APIError>) -> Void) {
+    /// why it could not. The wakes asked for meanwhile are taken together (`drainWakes`);
+    /// `background` ones (nobody waits for them) after the others.
+    package func wake(_ name: String, background: Bool = false,
+                      then: @escaping @Sendable (Result<Bool, APIError>) -> Void) {
         let schedule = state.withLock { state -> Bool in
-            state.wakes.append(Wake(name: name, then: then))
+            if background {
+                state.backgroundWakes.append(Wake(name: name, then: then))
+            } else {
+                state.wakes.append(Wake(name: name, then: then))
+            }
             defer { state.wakeScheduled = true }
             return !state.wakeScheduled
         }
@@ -527,11 +561,25 @@ package final class RuntimeSpins: Sendable {
     /// read in one piece of the journal's work, so that a burst of first events to
     /// sleeping Spins waits behind the journal's sync once per go, not once per Spin.
     /// Each caller gets whether its Spin woke now, or why not.
-    private func drainWakes() {
+    private func drainWakes(chunk: Int = 64) {
+        // At most `chunk` at a time: the rest are taken after what the queue holds
+        // meanwhile (a make, a delete), so that a node taking over many Spins at once does
+        // not keep those waiting for a whole go.
         let requests = state.withLock { state -> [Wake] in
-            state.wakeScheduled = false
-            defer { state.wakes = [] }
-            return state.wakes
+            // Those a request waits for first; then a few of the others, so that a request
+            // that comes meanwhile waits for no more than that.
+            var taken = Array(state.wakes.prefix(chunk))
+            state.wakes.removeFirst(taken.count)
+            if taken.isEmpty {
+                taken = Array(state.backgroundWakes.prefix(chunk / 4))
+                state.backgroundWakes.removeFirst(taken.count)
+            }
+            if state.wakes.isEmpty, state.backgroundWakes.isEmpty {
+                state.wakeScheduled = false
+            } else {
+                queue.async { [weak self] in self?.drainWakes(chunk: chunk) }
+            }
+            return taken
         }
         var outcomes: [String: Result<Bool, APIError>] = [:]
         var rising: [(name: String, made: SpinFactory.Made, record: MadeSpin, sequence: UInt64)] = []
@@ -666,6 +714,8 @@ package final class RuntimeSpins: Sendable {
     private func load(_ name: String) throws(APIError) -> Bool {
         if host.spin(named: name) != nil { return true }
         guard let journal, let factory = host.factory, factory.mayBeMade(name) else { return false }
+        // Its partition moved away since the request was routed here: it goes there again.
+        guard owns(name) else { throw .spinUnavailable(name, retryAfter: 1) }
         let record: MadeSpin?
         do {
             record = try journal.storedSpin(named: name)
@@ -781,6 +831,99 @@ package final class RuntimeSpins: Sendable {
                 $0.resting.remove(member)
                 $0.lingering.remove(member)
             }
+        }
+    }
+
+    // MARK: Partitions (a cluster node)
+
+    /// This node got `partition`: the made Spins of it that a start would host are brought
+    /// up, on the queue (after what it holds): those that do not rest (awake when their
+    /// last owner stopped serving them: woken, as a start recovers them) and those of kinds
+    /// whose Spins share a Gear (hosted asleep, kept). The others stay on disk until
+    /// something asks for them. The partitions a node gets together (a tick's) share one
+    /// read of the store, and their wakes are taken a chunk at a time (`drainWakes`).
+    package func servePartition(_ partition: Int) {
+        let schedule = state.withLock { state -> Bool in
+            state.partitions.insert(partition)
+            state.arriving.insert(partition)
+            defer { state.arrivingScheduled = true }
+            return !state.arrivingScheduled
+        }
+        if schedule { queue.async { [self] in bringUpArrived() } }
+    }
+
+    /// `servePartition` of the partitions that arrived since the last time. On the queue.
+    private func bringUpArrived() {
+        let arrived = state.withLock { state -> Set<Int> in
+            state.arrivingScheduled = false
+            defer { state.arriving = [] }
+            return state.arriving
+        }
+        guard let journal, let factory = host.factory,
+              let cluster = state.withLock({ $0.bringUp == nil ? nil : $0.cluster }) else { return }
+        let made: [String: MadeSpin]
+        do {
+            made = try journal.madeSpins(including: factory.sharingKinds)
+        } catch {
+            return logger.error("the Spins made at run time of partitions \(arrived.sorted()) could not be read: \(error); each wakes when something asks for it")
+        }
+        var kept: [(name: String, record: MadeSpin)] = []
+        var awake: [(name: String, record: MadeSpin)] = []
+        for (name, record) in made.sorted(by: { $0.key < $1.key })
+        where arrived.contains(cluster.partition(name)) && host.spin(named: name) == nil && owns(name) {
+            if record.resting == nil { awake.append((name, record)) } else { kept.append((name, record)) }
+        }
+        do throws(APIError) {
+            let gears = try hostAsleep(kept, lingers: false).merging(try hostAsleep(awake)) { first, _ in first }
+            try hostPeers(of: kept.map(\.name) + awake.map(\.name), gears: gears)
+        } catch {
+            logger.error("the Spins made at run time of partitions \(arrived.sorted()) could not all be hosted: \(error.message); each wakes when something asks for it")
+        }
+        for (name, _) in awake {
+            wake(name, background: true) { [logger] woke in
+                if case .failure(let error) = woke { logger.error("Spin \(name) could not wake on this node: \(error.message)") }
+            }
+        }
+        if !awake.isEmpty {
+            logger.info("partitions \(arrived.sorted()): \(awake.count) Spin(s) made at run time were awake when they moved; waking here")
+        }
+    }
+
+    /// This node no longer serves `partition`: every made Spin of it in memory stops (what
+    /// it applied is committed while the lease allows it, as `ServedSpins.retire` does for
+    /// configured Spins), its streams end (their clients resume at the new owner) and it
+    /// leaves memory. Waits until done (the lease goes back after this).
+    package func retirePartition(_ partition: Int) {
+        state.withLock { _ = $0.partitions.remove(partition) }
+        queue.sync {
+            guard let cluster = state.withLock({ $0.cluster }) else { return }
+            let names = state.withLock { $0.records.keys.filter { cluster.partition($0) == partition } }
+            for name in names.sorted() { retire(name) }
+        }
+    }
+
+    /// Whether this server makes, finds and wakes Spin `name`: always, but on a cluster
+    /// node, whose partitions it serves.
+    private func owns(_ name: String) -> Bool {
+        state.withLock { state in state.cluster.map { state.partitions.contains($0.partition(name)) } ?? true }
+    }
+
+    /// `retirePartition` of one Spin. On the queue.
+    private func retire(_ name: String) {
+        if let spin = host.spin(named: name) {
+            spin.stopAndWait()
+            endTerm(of: name)
+            if !(spin is SleepingSpin) { journal?.retire(spin: name) }
+        }
+        gears.unregister(name)
+        feeds.retire(name, ending: .spinUnavailable(name, retryAfter: 1))
+        host.remove(named: name)
+        detach(name)
+        metrics.forget(spin: name)
+        state.withLock {
+            $0.records[name] = nil
+            $0.resting.remove(name)
+            $0.lingering.remove(name)
         }
     }
 

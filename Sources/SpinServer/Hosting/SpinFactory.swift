@@ -161,6 +161,18 @@ package final class SpinFactory: Sendable {
         return found
     }
 
+    /// What Spin `name` is placed by in a cluster (`SpinPartitions`): for a Spin a kind
+    /// with `{key}` Gears would make, the key its `names` give it, so that the Spins on one
+    /// Gear (`feature-42`, `router-42` on `auth-42`) share a partition; nil for any other
+    /// name (configured Spins, kinds without `{key}` Gears).
+    package func groupKey(of name: String) -> String? {
+        guard !configured.contains(name) else { return nil }
+        for (kind, _) in keyedTemplates {
+            if let key = kind.names?.key(of: name) { return key }
+        }
+        return nil
+    }
+
     /// The key that fills `template` to `gear`, or nil when none does.
     static func key(in gear: String, template: String) -> String? { GearTemplate(template).key(in: gear) }
 

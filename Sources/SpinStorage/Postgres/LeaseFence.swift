@@ -45,6 +45,14 @@ package final class LeaseFence: JournalFence, @unchecked Sendable {
         return FenceLease(node: node, partition: partition, epoch: epoch)
     }
 
+    /// `check` for each partition of `spins`, once each.
+    package func check(spins: [String], connection: PostgresConnection) throws {
+        var checked: Set<Int> = []
+        for spin in spins where checked.insert(partitions.partition(of: spin)).inserted {
+            try check(spin: spin, connection: connection)
+        }
+    }
+
     /// Throws `FencedOut` unless this node serves `spin`'s partition and holds its lease
     /// under the served epoch now; locks the lease row until the transaction ends.
     package func check(spin: String, connection: PostgresConnection) throws {

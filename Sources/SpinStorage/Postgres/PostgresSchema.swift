@@ -96,8 +96,12 @@ package enum PostgresSchema {
         CREATE INDEX spin_gear_outbox_gear ON spin_gear_outbox (gear, position);
         """,
         // 5: leases per partition (`SpinPartitions`) instead of per Spin, so that a lease
-        // period's statements grow with nodes and partitions, not with Spins; and the
-        // cluster's settings, of which the partition count every node must agree on.
+        // period's statements grow with nodes and partitions, not with Spins; the
+        // cluster's settings, of which the partition count every node must agree on; and
+        // the Spins made at run time (`spin_made`: kind, where each joined its Gears, where
+        // its outbox starts, and whether it rests, with the sequence and consumption it
+        // rests at), names in byte order for `GET /v1/spins` pages, with an index of those
+        // that do not rest (what a node serving a partition brings up).
         // The per-Spin lease table goes: a node of the previous release still running
         // against this database can then neither renew a lease nor pass its journal's
         // fence, so it stops writing at once (it cannot serve a Spin beside a node that
@@ -113,6 +117,17 @@ package enum PostgresSchema {
             name text PRIMARY KEY,
             value text NOT NULL
         );
+        CREATE TABLE spin_made (
+            name text COLLATE "C" PRIMARY KEY,
+            kind text NOT NULL,
+            joined text NOT NULL,
+            outbox_base bigint NOT NULL,
+            resting boolean NOT NULL,
+            sequence bigint NOT NULL,
+            consumed text NOT NULL,
+            made_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX spin_made_awake ON spin_made (name) WHERE NOT resting;
         DROP TABLE spin_leases;
         """,
     ]

@@ -29,26 +29,140 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 
     // MARK: Spins made at run time
 
-    // A cluster makes Spins at run time once its leases are per partition: until then a
-    // PostgreSQL store holds none (`LoopServer` refuses to make them).
-    package func madeSpins(repair: Bool, including kinds: Set<String>) throws -> [String: MadeSpin] { [:] }
+    // Each of these is one statement or one transaction of its own (no journal's commit is
+    // part of it), so a lost connection is made again first, as `read` does: a lookup
+    // after the database came back must not fail until some journal probes.
 
-    package func madeSpin(named name: String) throws -> MadeSpin? { nil }
+    /// The columns of a `spin_made` row, in the order `madeSpin(_:at:)` reads them.
+    private static let madeColumns = "name, kind, joined, outbox_base, resting, sequence, consumed"
 
-    package func madeSpinCounts() throws -> [String: Int] { [:] }
+    private static func madeSpin(_ rows: PostgresRows, at row: Int) -> (name: String, spin: MadeSpin) {
+        let resting = rows.bool(row, 4) == true
+            ? MadeSpin.Resting(sequence: UInt64(clamping: rows.int(row, 5) ?? 0),
+                               consumed: SpinDatabase.joined(from: rows.text(row, 6) ?? ""))
+            : nil
+        return (rows.text(row, 0) ?? "",
+                MadeSpin(kind: rows.text(row, 1) ?? "", joined: SpinDatabase.joined(from: rows.text(row, 2) ?? ""),
+                         outboxBase: UInt64(clamping: rows.int(row, 3) ?? 0), resting: resting))
+    }
 
-    package func madeSpins(prefix: String, after: String?, limit: Int) throws -> [(name: String, kind: String, sequence: UInt64)] { [] }
+    /// The Spins that do not rest and those of `kinds`: one indexed read (`spin_made_awake`)
+    /// and one per kind. A deletion is one transaction: none is left half done.
+    package func madeSpins(repair: Bool, including kinds: Set<String>) throws -> [String: MadeSpin] {
+        try locked {
+            try reconnectIfLost()
+            let rows = try live().query("""
+                SELECT \(Self.madeColumns) FROM spin_made WHERE NOT resting OR kind = ANY($1::text[])
+                """, [.textArray(kinds.sorted())])
+            var made: [String: MadeSpin] = [:]
+            for row in 0..<rows.count {
+                let (name, spin) = Self.madeSpin(rows, at: row)
+                made[name] = spin
+            }
+            return made
+        }
+    }
 
+    package func madeSpin(named name: String) throws -> MadeSpin? {
+        try locked {
+            try reconnectIfLost()
+            let rows = try live().query("SELECT \(Self.madeColumns) FROM spin_made WHERE name = $1", [.text(name)])
+            return rows.count == 1 ? Self.madeSpin(rows, at: 0).spin : nil
+        }
+    }
+
+    package func madeSpinCounts() throws -> [String: Int] {
+        try locked {
+            try reconnectIfLost()
+            let rows = try live().query("SELECT kind, count(*) FROM spin_made GROUP BY kind")
+            var counts: [String: Int] = [:]
+            for row in 0..<rows.count { counts[rows.text(row, 0) ?? ""] = Int(rows.int(row, 1) ?? 0) }
+            return counts
+        }
+    }
+
+    /// In byte order (`spin_made.name` is `COLLATE "C"`), from the primary key's index.
+    package func madeSpins(prefix: String, after: String?, limit: Int) throws -> [(name: String, kind: String, sequence: UInt64)] {
+        try locked {
+            try reconnectIfLost()
+            let rows = try live().query("""
+                SELECT name, kind, sequence FROM spin_made
+                WHERE name >= $1 AND starts_with(name, $1) AND ($2::text IS NULL OR name > $2)
+                ORDER BY name LIMIT $3
+                """, [.text(prefix), after.map(PostgresValue.text) ?? .null, .int64(Int64(max(0, limit)))])
+            return (0..<rows.count).map { row in
+                (rows.text(row, 0) ?? "", rows.text(row, 1) ?? "", UInt64(clamping: rows.int(row, 2) ?? 0))
+            }
+        }
+    }
+
+    /// One transaction (synced whatever `storage.fsync` says): what an earlier Spin of
+    /// each name left is deleted, the rows and epochs written; on a cluster under the
+    /// leases of the names' partitions (the fence), so that a node that lost one makes none.
     package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
-        throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not make Spins at run time yet")
+        guard !spins.isEmpty else { return }
+        try locked {
+            try reconnectIfLost()
+            let connection = try live()
+            try connection.transaction {
+                try connection.execute("SET LOCAL synchronous_commit TO on")
+                try fence?.check(spins: spins.map(\.name), connection: connection)
+                let names = spins.map(\.name)
+                try removeHistory(of: names, connection)
+                _ = try connection.query("""
+                    INSERT INTO spin_made (name, kind, joined, outbox_base, resting, sequence, consumed)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::int8[], $7::text[])
+                    """, [.textArray(names), .textArray(spins.map(\.spin.kind)),
+                          .textArray(spins.map { SpinDatabase.text(of: $0.spin.joined) }),
+                          .int64Array(spins.map { Int64(clamping: $0.spin.outboxBase) }),
+                          .boolArray(spins.map { $0.spin.resting != nil }),
+                          .int64Array(spins.map { Int64(clamping: $0.spin.resting?.sequence ?? 0) }),
+                          .textArray(spins.map { SpinDatabase.text(of: $0.spin.resting?.consumed ?? [:]) })])
+                _ = try connection.query("""
+                    INSERT INTO spin_epochs (spin, epoch) SELECT * FROM unnest($1::text[], $2::text[])
+                    """, [.textArray(names), .textArray(spins.map(\.epoch))])
+            }
+            for name in spins.map(\.name) { journals[name] = nil }
+        }
     }
 
+    /// The journal, snapshot, epoch and suspension of `names` (not their outbox rows: those
+    /// are read by position, and a Spin made again starts its positions above them).
+    private func removeHistory(of names: [String], _ connection: PostgresConnection) throws {
+        for table in ["spin_journal", "spin_snapshots", "spin_epochs", "spin_suspensions"] {
+            _ = try connection.query("DELETE FROM \(table) WHERE spin = ANY($1::text[])", [.textArray(names)])
+        }
+    }
+
+    /// One synced `UPDATE`, under the lease of the Spin's partition on a cluster.
+    package func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws {
+        try locked {
+            try reconnectIfLost()
+            let connection = try live()
+            try connection.transaction {
+                try connection.execute("SET LOCAL synchronous_commit TO on")
+                try fence?.check(spins: [spin], connection: connection)
+                _ = try connection.query("""
+                    UPDATE spin_made SET resting = true, sequence = $2, consumed = $3 WHERE name = $1
+                    """, [.text(spin), .int64(Int64(clamping: sequence)), .text(SpinDatabase.text(of: consumed))])
+            }
+        }
+    }
+
+    /// One synced transaction, under the lease of the Spin's partition on a cluster.
     package func delete(_ name: String) throws {
-        throw PostgresError(sqlState: nil, message: "a PostgreSQL store does not delete Spins yet")
+        try locked {
+            try reconnectIfLost()
+            let connection = try live()
+            try connection.transaction {
+                try connection.execute("SET LOCAL synchronous_commit TO on")
+                try fence?.check(spins: [name], connection: connection)
+                _ = try connection.query("DELETE FROM spin_made WHERE name = $1", [.text(name)])
+                try removeHistory(of: [name], connection)
+            }
+            journals[name] = nil
+        }
     }
-
-    /// A cluster makes no Spins at run time yet (see above): none rests.
-    package func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws {}
 
     /// Every write is a round trip to the database: on the journal's queue.
     package var writesLocally: Bool { false }
@@ -242,6 +356,9 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
                 "SELECT max(sequence) FROM spin_journal WHERE spin = $1 AND batch_end", [.text(spin)]).int(0, 0)
             let committedLast = last.map { UInt64(bitPattern: $0) }
             if damage != nil { try deleteRecords(of: spin, after: committedLast, connection) }
+            // A made Spin that rested is awake from here: a start (or the next owner of its
+            // partition) reads it again.
+            _ = try connection.query("UPDATE spin_made SET resting = false WHERE name = $1 AND resting", [.text(spin)])
             journals[spin] = SpinJournal(committedLast: committedLast)
         }
     }
@@ -589,10 +706,16 @@ package protocol JournalFence: Sendable {
     /// that inserts the records, instead of `check` in a transaction around it); throws
     /// when the write is refused before any row is read. Nil (the default): `check`.
     func lease(of spin: String) throws -> FenceLease?
+    /// `check` of the Spins `spins` (once per lease row they need).
+    func check(spins: [String], connection: PostgresConnection) throws
 }
 
 extension JournalFence {
     package func lease(of spin: String) throws -> FenceLease? { nil }
+
+    package func check(spins: [String], connection: PostgresConnection) throws {
+        for spin in spins { try check(spin: spin, connection: connection) }
+    }
 }
 
 /// The `spin_partitions` row a fenced write needs: the Spin's partition, held by this

@@ -19,7 +19,21 @@ import Testing
         #expect(Self.router(host, routing: .local).relay(Self.get, route: .spin, name: "counter") == nil)
         let elsewhere = Self.router(host, routing: .proxy(node: "b", advertise: "http://127.0.0.1:9"))
         #expect(elsewhere.relay(makeRequest("GET", "/v1/spins"), route: .spins, name: "") == nil)
-        #expect(elsewhere.relay(makeRequest("GET", "/v1/spins/counter/schema"), route: .spinSchema, name: "counter") == nil)
+        #expect(elsewhere.relay(makeRequest("GET", "/v1/gears"), route: .gears, name: "") == nil)
+    }
+
+    @Test func makingDeletingAndReadingTheSchemaOfASpin_GoToItsOwner() throws {
+        // A Spin made at run time is only found on the node serving its partition.
+        let host = try makeExampleHost(start: false)
+        let elsewhere = Self.router(host, routing: .proxy(node: "b", advertise: "http://127.0.0.1:9"))
+        for (method, path, route) in [("PUT", "/v1/spins/door-1", Route.spinCreate), ("DELETE", "/v1/spins/door-1", .spinDelete),
+                                      ("GET", "/v1/spins/door-1/schema", .spinSchema)] {
+            guard case .proxy(let proxied)? = elsewhere.relay(makeRequest(method, path), route: route, name: "door-1") else {
+                Issue.record("\(method) \(path) should go to the owner")
+                continue
+            }
+            #expect(proxied.owner.port == 9)
+        }
     }
 
     @Test func aSpinOwnedElsewhere_IsSentToItsOwner() throws {

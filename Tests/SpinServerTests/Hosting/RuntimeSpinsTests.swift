@@ -3,6 +3,7 @@ import Logging
 import SpinCore
 import SpinExamples
 import SpinMachines
+import SpinStorage
 @testable import SpinServer
 import SpinWire
 import Testing
@@ -429,6 +430,13 @@ struct RuntimeSpinsTests {
         #expect(factory.mayBeMade("door-9") && factory.mayBeMade("tally-1"))
         #expect(!factory.mayBeMade("counter") && !factory.mayBeMade("other"))
         #expect(factory.sharingKinds.isEmpty)
+        // On a cluster the Spins on one Gear are placed by their key, so they share a
+        // partition (`SpinPartitions`); a Spin whose kind has no `{key}` Gear, or a
+        // configured one, by its name.
+        #expect(factory.groupKey(of: "door-x") == "x" && factory.groupKey(of: "twin-x") == "x")
+        #expect(factory.groupKey(of: "tally-1") == nil && factory.groupKey(of: "counter") == nil)
+        let partitions = SpinPartitions(count: 64) { factory.groupKey(of: $0) }
+        #expect((0..<100).allSatisfy { partitions.partition(of: "door-\($0)") == partitions.partition(of: "twin-\($0)") })
     }
 
     @Test func theSpinsOfAKindSharingOneGear_StayInMemoryAsleep_AreReadAtStart_AndCatchWhatTheGearCarries() async throws {
