@@ -5,9 +5,15 @@ import Foundation
 /// database's lease row of that partition still names this node with that epoch,
 /// unexpired.
 ///
-/// The check locks the lease row `FOR SHARE` until the append's transaction ends, so a
-/// takeover (an `UPDATE` of that row) waits for the commit: a write and a takeover
-/// never interleave, and once a takeover committed, no write of the old owner follows.
+/// The check locks the lease row `FOR KEY SHARE` until the append's transaction ends. A
+/// takeover changes the row's epoch, a key column (`spin_partitions_epoch` is a unique
+/// index on it), so its `UPDATE` needs the row's strongest lock and waits for the
+/// commit: a write and a takeover never interleave, and once a takeover committed, no
+/// write of the old owner follows. A renewal changes only `expires_at`, whose lock
+/// (`FOR NO KEY UPDATE`) does not conflict with the writes' locks: however busy a
+/// partition's Spins, no write ever holds up the renewal of its lease, and the renewal
+/// (every lease of a node in one statement) and the writes never wait for one another in
+/// a cycle.
 package final class LeaseFence: JournalFence, @unchecked Sendable {
     /// The node whose leases are checked.
     package let node: String
@@ -45,19 +51,18 @@ package final class LeaseFence: JournalFence, @unchecked Sendable {
         return FenceLease(node: node, partition: partition, epoch: epoch)
     }
 
-    /// `check` for each partition of `spins`, once each.
+    /// `check` for each partition of `spins`, once each, in ascending order.
     package func check(spins: [String], connection: PostgresConnection) throws {
-        var checked: Set<Int> = []
-        for spin in spins where checked.insert(partitions.partition(of: spin)).inserted {
-            try check(spin: spin, connection: connection)
-        }
+        var first: [Int: String] = [:]
+        for spin in spins where first[partitions.partition(of: spin)] == nil { first[partitions.partition(of: spin)] = spin }
+        for (_, spin) in first.sorted(by: { $0.key < $1.key }) { try check(spin: spin, connection: connection) }
     }
 
     /// Throws `FencedOut` unless this node serves `spin`'s partition and holds its lease
     /// under the served epoch now; locks the lease row until the transaction ends.
     package func check(spin: String, connection: PostgresConnection) throws {
         guard let lease = try lease(of: spin) else { return }
-        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR SHARE",
+        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR KEY SHARE",
                                         lease.parameters(from: 1))
         guard rows.count == 1 else { throw FencedOut(node: node, spin: spin, partition: lease.partition, epoch: lease.epoch) }
     }

@@ -166,7 +166,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                 return Self.date(try connection.query("""
                     INSERT INTO spin_partitions (partition, node, epoch, expires_at)
                     VALUES ($1::int4, $2, $3, now() + $4 * interval '1 second')
-                    ON CONFLICT (partition) DO NOTHING
+                    ON CONFLICT DO NOTHING
                     RETURNING extract(epoch FROM expires_at)::float8
                     """, parameters))
             }

@@ -105,7 +105,9 @@ package enum PostgresSchema {
         // The per-Spin lease table goes: a node of the previous release still running
         // against this database can then neither renew a lease nor pass its journal's
         // fence, so it stops writing at once (it cannot serve a Spin beside a node that
-        // owns the Spin's partition).
+        // owns the Spin's partition). The unique index on (partition, epoch) makes the
+        // epoch a key column: a takeover's UPDATE (a new epoch) waits for the writes that
+        // hold the row `FOR KEY SHARE` (`LeaseFence`), a renewal's (only expires_at) does not.
         """
         CREATE TABLE spin_partitions (
             partition integer PRIMARY KEY,
@@ -113,6 +115,7 @@ package enum PostgresSchema {
             epoch bigint NOT NULL,
             expires_at timestamptz NOT NULL
         );
+        CREATE UNIQUE INDEX spin_partitions_epoch ON spin_partitions (partition, epoch);
         CREATE TABLE spin_cluster_settings (
             name text PRIMARY KEY,
             value text NOT NULL

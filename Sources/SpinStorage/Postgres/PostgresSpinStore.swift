@@ -457,7 +457,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             if let fence {
                 if let lease = try fence.lease(of: spin) {
                     if events.isEmpty {
-                        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR SHARE",
+                        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR KEY SHARE",
                                                         lease.parameters(from: 1))
                         guard rows.count == 1 else {
                             throw FencedOut(node: lease.node, spin: spin, partition: lease.partition, epoch: lease.epoch)
@@ -493,14 +493,14 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     }
 
     /// The `INSERT` of `insert` and the lease check of `LeaseFence.check` in one
-    /// statement, so in one transaction: the lease row is locked `FOR SHARE` before any
+    /// statement, so in one transaction: the lease row is locked `FOR KEY SHARE` before any
     /// record is inserted (the `EXISTS` is evaluated first) and until the commit, and
     /// without it nothing is inserted (`FencedOut`).
     private func insertFenced(_ records: [JournalRecord.Record], spin: String, lease: FenceLease,
                               _ connection: PostgresConnection) throws {
         let stored = try connection.query("""
             WITH lease AS (
-                SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition(from: 5)) FOR SHARE
+                SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition(from: 5)) FOR KEY SHARE
             ), stored AS (
                 INSERT INTO spin_journal (spin, sequence, event, batch_end)
                 SELECT $1, r.sequence, r.event, r.batch_end FROM unnest($2::int8[], $3::bytea[], $4::bool[]) AS r(sequence, event, batch_end)
@@ -702,7 +702,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
 /// row until the commit). Throwing refuses the write: nothing of it is stored.
 package protocol JournalFence: Sendable {
     func check(spin: String, connection: PostgresConnection) throws
-    /// The lease row a write of `spin` must find (locked `FOR SHARE` in the statement
+    /// The lease row a write of `spin` must find (locked `FOR KEY SHARE` in the statement
     /// that inserts the records, instead of `check` in a transaction around it); throws
     /// when the write is refused before any row is read. Nil (the default): `check`.
     func lease(of spin: String) throws -> FenceLease?
