@@ -491,6 +491,12 @@ public final class LoopServer: Sendable {
         }, gears: router)
     }
 
+    /// Whether a cluster node makes Spins at run time (`PUT /v1/spins/{name}`). Off: the
+    /// chaos test with made Spins (`Tests/cluster/chaos.py --makers 4`, a build with this
+    /// on) still finds POSTs to them held past the client's timeout and, in one run of
+    /// five, acknowledged events of one such Spin missing after the moves.
+    static let madeSpinsOnClusters = false
+
     /// Starts a cluster node: opens the database, starts the lease loop, and from then on
     /// recovers and runs each Spin when its lease comes to this node, stops it when the
     /// lease goes (`ServedSpins`). With a configured port the first tick runs before
@@ -531,11 +537,16 @@ public final class LoopServer: Sendable {
         }
         clustered.gearRelay.withLock { $0 = relay }
         let markers = SuspensionMarker(store: journal.store)
-        // Spins made at run time: only in the partitions this node serves.
+        // Spins made at run time: only in the partitions this node serves. Off in this
+        // release (`madeSpinsOnClusters`): PUT and DELETE answer 501.
         let runtimeSpins = self.runtimeSpins
         let partitions = clustered.fence.partitions
-        runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) },
-                           cluster: .init(partition: { partitions.partition(of: $0) }))
+        if Self.madeSpinsOnClusters {
+            runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) },
+                               cluster: .init(partition: { partitions.partition(of: $0) }))
+        } else {
+            runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release: on PostgreSQL it is built (partition leases, the spin_made table, relaying to the partition's node) but a chaos run still lost acknowledged events of such Spins, so it stays off until that is fixed"))
+        }
         let made = ServedSpins.MadeSpins(serve: { runtimeSpins.servePartition($0) },
                                          retire: { runtimeSpins.retirePartition($0) })
         let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
