@@ -1004,7 +1004,10 @@ package final class RuntimeSpins: Sendable {
         for gear in gone { host.removeGear(named: gear) }
     }
 
-    /// A Spin whose deletion failed before anything was removed runs again.
+    /// A Spin whose deletion failed before anything was removed runs again; when its
+    /// storage cannot be read now either, it leaves memory (what it had is in storage, and
+    /// the next request finds it there), rather than stay as a fresh, unrecovered instance
+    /// that would show its initial state and hold every event sent to it.
     private func restart(_ name: String) {
         guard let bringUp = state.withLock({ $0.bringUp }), let kind = host.spin(named: name)?.kind else { return }
         let record = state.withLock { $0.records[name] }
@@ -1013,7 +1016,16 @@ package final class RuntimeSpins: Sendable {
             let terms = try bringUp([Rising(spin: fresh, made: record ?? MadeSpin(kind: kind), keepFeed: true)])[0].get()
             adopt(fresh, record ?? MadeSpin(kind: kind), terms: terms)
         } catch {
-            logger.error("Spin \(name) could not run again after a failed deletion: \(error)")
+            logger.error("Spin \(name) could not run again after a failed deletion: \(error); it is read from storage again when something asks for it")
+            gears.unregister(name)
+            feeds.retire(name, ending: .storageUnavailable(spin: name, "it could not be read back: \(error)"))
+            host.remove(named: name)
+            detach(name)
+            state.withLock {
+                $0.records[name] = nil
+                $0.resting.remove(name)
+                $0.lingering.remove(name)
+            }
         }
     }
 }
