@@ -545,7 +545,7 @@ public final class LoopServer: Sendable {
             runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) },
                                cluster: .init(partition: { partitions.partition(of: $0) }))
         } else {
-            runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release: on PostgreSQL it is built (partition leases, the spin_made table, relaying to the partition's node) but a chaos run still lost acknowledged events of such Spins, so it stays off until that is fixed"))
+            runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release; a cluster (storage.backend postgres) hosts the Spins its config lists"))
         }
         let made = ServedSpins.MadeSpins(serve: { runtimeSpins.servePartition($0) },
                                          retire: { runtimeSpins.retirePartition($0) })

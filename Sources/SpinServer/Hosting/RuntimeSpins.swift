@@ -556,11 +556,12 @@ package final class RuntimeSpins: Sendable {
         state.withLock { $0.records[name] != nil } || mayBeStored(name)
     }
 
-    /// Wakes the Spins asked for since the last time (`wake`), together: each found (in
-    /// memory or on disk) and made by its kind, then all brought up with their storage
-    /// read in one piece of the journal's work, so that a burst of first events to
-    /// sleeping Spins waits behind the journal's sync once per go, not once per Spin.
-    /// Each caller gets whether its Spin woke now, or why not.
+    /// Wakes up to `chunk` of the Spins asked for (`wake`; a quarter of that of the
+    /// background ones, when no request waits), together: each found (in memory or on disk)
+    /// and made by its kind, then all brought up with their storage read in one piece of
+    /// the journal's work, so that a burst of first events to sleeping Spins waits behind
+    /// the journal's sync once per go, not once per Spin. Each caller gets whether its Spin
+    /// woke now, or why not.
     private func drainWakes(chunk: Int = 64) {
         // At most `chunk` at a time: the rest are taken after what the queue holds
         // meanwhile (a make, a delete), so that a node taking over many Spins at once does
