@@ -70,10 +70,15 @@ extension APIRouter {
         guard response.error?.reroutable == true else { return call.reply(response) }
         if let runtimeSpins, runtimeSpins.isMade(spin),
            !cluster.routes || cluster.routing(of: spin, hops: ProxiedRequest.hops(of: call.request)) == .local {
+            // Handled again at most until the move deadline: a Spin that keeps refusing (it
+            // stops again and again) answers then, instead of the request going round the
+            // runtime queue for ever and keeping it from everything else.
+            let deadline = call.moveDeadline ?? ContinuousClock.now.advanced(by: cluster.moveWait)
+            guard ContinuousClock.now < deadline else { return call.reply(response) }
             return runtimeSpins.wake(spin) { [self] woke in
                 // Awake now (woken by this request or another): handled again.
                 if case .success = woke, let current = host.spin(named: spin), !current.isStopped {
-                    return handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: call.moveDeadline,
+                    return handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: deadline,
                                   respond: call.respond)
                 }
                 // Still stopped: the server stops or it was deleted (answered as it was), or
