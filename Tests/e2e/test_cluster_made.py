@@ -3,9 +3,9 @@ config's kinds (`door-*` on Gear `doors-{key}`, the auth-routing pair `feature-*
 `router-*` on `auth-{key}`).
 
 In this release a cluster refuses to make them (501 `not_implemented`, through any node):
-the machinery is built (`LoopServer.madeSpinsOnClusters`), but the chaos test with made
-Spins still finds held POSTs and once lost acknowledged events. The scenarios below are
-what turning it on must pass; they are skipped until then."""
+the machinery is built (`LoopServer.madeSpinsOnClusters`) and switched on once the long
+form of the chaos test with made Spins passes. The scenarios below are what turning it on
+must pass (they pass with it on); they are skipped until then."""
 from __future__ import annotations
 
 import time
