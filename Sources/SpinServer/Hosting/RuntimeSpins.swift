@@ -895,7 +895,14 @@ package final class RuntimeSpins: Sendable {
     /// configured Spins), its streams end (their clients resume at the new owner) and it
     /// leaves memory. Waits until done (the lease goes back after this).
     package func retirePartition(_ partition: Int) {
-        state.withLock { _ = $0.partitions.remove(partition) }
+        // A node that makes no Spins (`serve` without `bringUp`) has none to let go of: the
+        // lease loop does not wait for the queue. Else it does, so that a make or wake the
+        // queue is carrying out finishes before the scan below.
+        let makes = state.withLock { state -> Bool in
+            state.partitions.remove(partition)
+            return state.bringUp != nil && state.cluster != nil
+        }
+        guard makes else { return }
         queue.sync {
             guard let cluster = state.withLock({ $0.cluster }) else { return }
             let names = state.withLock { $0.records.keys.filter { cluster.partition($0) == partition } }
