@@ -549,11 +549,9 @@ public final class LoopServer: Sendable {
         } else {
             runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release; a cluster (storage.backend postgres) hosts the Spins its config lists"))
         }
-        let made = ServedSpins.MadeSpins(serve: { runtimeSpins.servePartition($0) },
-                                         retire: { runtimeSpins.retirePartition($0) })
         let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
                                  feedbackBudget: configuration.limits.feedbackBudget, logger: logger,
-                                 made: made) { [self] hosted, feed, served in
+                                 made: runtimeSpins) { [self] hosted, feed, served in
             observe(hosted, feed: feed, journal: journal, markers: markers, consumption: served.consumption,
                     outboxPosition: served.outboxPosition)
         }

@@ -345,28 +345,48 @@ class Post:
     detail: str = ""
 
 
-def post_once(http: requests.Session, node: Node, spin: str, event: dict, timeout: float) -> Post:
-    started = now()
-    record = lambda outcome, **fields: Post(spin, node.name, event["id"], started, now(), outcome, **fields)
+def send(request, timeout: float) -> tuple[requests.Response | None, str, str]:
+    """Runs `request()` (one HTTP call): (the response, "", "") when an answer came, else
+    (None, outcome, detail) with outcome unreachable (no connection: nothing was sent),
+    hang (no answer within `timeout`) or unknown (the connection dropped after the
+    request went out)."""
     try:
-        response = http.post(f"{node.base_url}/v1/spins/{spin}/events", json=event, timeout=timeout)
+        return request(), "", ""
     except requests.exceptions.ConnectTimeout as error:
-        return record("unreachable", detail=type(error).__name__)
+        return None, "unreachable", type(error).__name__
     except requests.exceptions.ReadTimeout:
-        return record("hang", detail=f"no answer within {timeout} s")
+        return None, "hang", f"no answer within {timeout} s"
     except requests.exceptions.ConnectionError as error:
         refused = "NewConnectionError" in repr(error) or "Connection refused" in str(error)
-        return record("unreachable" if refused else "unknown", detail=str(error)[:200])
-    status = response.status_code
+        return None, "unreachable" if refused else "unknown", str(error)[:200]
+
+
+def error_of(response: requests.Response) -> tuple[str, str]:
+    """An answer that is not a success: its error code, and its outcome (unknown for 502
+    proxy_outcome_unknown, which may have been applied; refused otherwise)."""
     try:
         body = response.json()
     except ValueError:
         body = {}
-    if status == 202:
-        return record("acked", status=status, sequence=body.get("sequence"))
     code = body.get("error", {}).get("code", "") if isinstance(body, dict) else ""
-    outcome = "unknown" if (status, code) == (502, "proxy_outcome_unknown") else "refused"
-    return record(outcome, status=status, code=code, retry_after=response.headers.get("Retry-After"),
+    return code, "unknown" if (response.status_code, code) == (502, "proxy_outcome_unknown") else "refused"
+
+
+def post_once(http: requests.Session, node: Node, spin: str, event: dict, timeout: float) -> Post:
+    started = now()
+    record = lambda outcome, **fields: Post(spin, node.name, event["id"], started, now(), outcome, **fields)
+    response, outcome, detail = send(lambda: http.post(f"{node.base_url}/v1/spins/{spin}/events", json=event,
+                                                       timeout=timeout), timeout)
+    if response is None:
+        return record(outcome, detail=detail)
+    if response.status_code == 202:
+        try:
+            sequence = response.json().get("sequence")
+        except ValueError:
+            sequence = None
+        return record("acked", status=202, sequence=sequence)
+    code, outcome = error_of(response)
+    return record(outcome, status=response.status_code, code=code, retry_after=response.headers.get("Retry-After"),
                   detail=response.text[:200])
 
 
@@ -548,28 +568,16 @@ class Makers:
         started = now()
         record = lambda outcome, **fields: MadeOp(name, node.name, op, started, now(), outcome, **fields)
         url = f"{node.base_url}/v1/spins/{name}"
-        try:
-            if op == "make":
-                response = http.put(url, json={"kind": "tally"}, timeout=self.timeout)
-            elif op == "delete":
-                response = http.delete(url, timeout=self.timeout)
-            else:
-                response = http.post(url + "/events", json={"type": "add"}, timeout=self.timeout)
-        except requests.exceptions.ConnectTimeout:
-            return record("unreachable")
-        except requests.exceptions.ReadTimeout:
-            return record("hang")
-        except requests.exceptions.ConnectionError as error:
-            refused = "NewConnectionError" in repr(error) or "Connection refused" in str(error)
-            return record("unreachable" if refused else "unknown")
+        calls = {"make": lambda: http.put(url, json={"kind": "tally"}, timeout=self.timeout),
+                 "delete": lambda: http.delete(url, timeout=self.timeout),
+                 "add": lambda: http.post(url + "/events", json={"type": "add"}, timeout=self.timeout)}
+        response, outcome, _ = send(calls[op], self.timeout)
+        if response is None:
+            return record(outcome)
         status = response.status_code
-        try:
-            code = response.json().get("error", {}).get("code", "")
-        except (ValueError, AttributeError):
-            code = ""
         if (op, status) in (("make", 201), ("delete", 200), ("add", 202)):
             return record("done", status=status)
-        outcome = "unknown" if (status, code) == (502, "proxy_outcome_unknown") else "refused"
+        code, outcome = error_of(response)
         return record(outcome, status=status, code=code, retry_after=response.headers.get("Retry-After"))
 
     def run(self, index: int, count: int, rng: random.Random) -> None:

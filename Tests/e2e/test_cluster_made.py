@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from test_cluster_nodes import LEASE_SECONDS, PARTITIONS, Cluster, database, fmix64, fnv1a64  # noqa: F401 (the fixture)
+from test_cluster_nodes import LEASE_SECONDS, PARTITIONS, Cluster, database, partition_of  # noqa: F401 (the fixture)
 from test_postgres import _have_postgres, rows
 
 pytestmark = pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not installed (Debian package postgresql)")
@@ -22,9 +22,8 @@ pytestmark = pytest.mark.skipif(not _have_postgres(), reason="PostgreSQL is not 
 NODES = ["n1", "n2", "n3"]
 
 
-def group_partition(key: str) -> int:
-    """The partition of a Spin of a kind with `{key}` Gears: its key's (SCALING.md)."""
-    return fmix64(fnv1a64(key.encode())) % PARTITIONS
+# A Spin of a kind with `{key}` Gears (`door-*`, `feature-*`, `router-*`) is placed by its
+# key (SCALING.md): `partition_of("7")` is door-7's partition.
 
 
 def holder(cluster: Cluster, partition: int, via: str) -> str:
@@ -74,7 +73,7 @@ def test_spins_made_through_any_node_live_on_their_partitions_owner(database, st
 
     # Events through a node other than the owner reach the Spin on its owner.
     for index, name in enumerate(names[:12]):
-        owner = holder(cluster, group_partition(str(index)), "n1")
+        owner = holder(cluster, partition_of(str(index)), "n1")
         entry = cluster.nodes[next(node for node in NODES if node != owner)]
         response = entry.post_events(name, {"type": "LOCK"})
         assert response.status_code == 202, (name, response.text)
@@ -99,7 +98,7 @@ def test_spins_made_through_any_node_live_on_their_partitions_owner(database, st
     # made on one node, whichever node is asked.
     assert put(cluster.nodes["n1"], "feature-5", kind="feature").status_code == 201
     assert put(cluster.nodes["n2"], "router-5", kind="router").status_code == 201
-    owner = holder(cluster, group_partition("5"), "n3")
+    owner = holder(cluster, partition_of("5"), "n3")
     assert rows(cluster.url, "SELECT count(*) FROM spin_made WHERE name IN ('feature-5', 'router-5')") == "2"
     assert cluster.nodes["n3"].spin("router-5")["state"]["route"] in ("checkingAuthorization", "home")
     # The router checks the session at once (a feedback) and the feature gets it on Gear
@@ -120,7 +119,7 @@ def test_made_spins_move_with_their_partition_when_a_node_stops_or_dies(database
     for index, name in enumerate(names):
         assert put(cluster.nodes[NODES[index % 3]], name).status_code == 201
         assert cluster.nodes[NODES[(index + 1) % 3]].post_events(name, {"type": "LOCK"}).status_code == 202
-    owners = {name: holder(cluster, group_partition(name.split("-")[1]), "n1") for name in names}
+    owners = {name: holder(cluster, partition_of(name.split("-")[1]), "n1") for name in names}
 
     # SIGTERM: the node hands its partitions over; its Spins answer from the others.
     leaving = owners["door-0"]
@@ -137,7 +136,7 @@ def test_made_spins_move_with_their_partition_when_a_node_stops_or_dies(database
         assert response.status_code == 202, response.text
 
     # SIGKILL: after the lease, the other node serves them, every acknowledged event kept.
-    victim = holder(cluster, group_partition(moved[0].split("-")[1]), survivors[0])
+    victim = holder(cluster, partition_of(moved[0].split("-")[1]), survivors[0])
     cluster.nodes[victim].kill()
     last = next(name for name in survivors if name != victim)
     deadline = time.monotonic() + LEASE_SECONDS * 8

@@ -18,20 +18,9 @@ package final class ServedSpins: Sendable {
     private let logger: Logger
     /// The hosted Spins of each partition (`SpinPartitions`).
     private let members: [Int: [String]]
-    /// What becomes of the Spins made at run time of a partition this node gets or loses
+    /// The Spins made at run time, told of each partition this node gets or loses
     /// (`RuntimeSpins.servePartition`, `retirePartition`).
-    private let made: MadeSpins?
-
-    /// See `made`.
-    package struct MadeSpins: Sendable {
-        package var serve: @Sendable (_ partition: Int) -> Void
-        package var retire: @Sendable (_ partition: Int) -> Void
-
-        package init(serve: @escaping @Sendable (Int) -> Void, retire: @escaping @Sendable (Int) -> Void) {
-            self.serve = serve
-            self.retire = retire
-        }
-    }
+    private let made: RuntimeSpins?
     /// Sees every event a Spin applies, from before it starts (`LoopServer.observe`: the
     /// feed, the journal, the metrics, the suspensions), with what it consumes of Gears.
     private let observe: @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]
@@ -46,7 +35,7 @@ package final class ServedSpins: Sendable {
     private let terms = Protected<[String: [SpinSubscription]]>([:])
 
     package init(host: SpinHost, feeds: SpinFeeds, journal: Journal, fence: LeaseFence, gears: GearRouter,
-                 feedbackBudget: Int, logger: Logger, made: MadeSpins? = nil,
+                 feedbackBudget: Int, logger: Logger, made: RuntimeSpins? = nil,
                  observe: @escaping @Sendable (any HostedSpin, SpinFeed, Served) -> [SpinSubscription]) {
         self.made = made
         var members: [Int: [String]] = [:]
@@ -84,14 +73,14 @@ package final class ServedSpins: Sendable {
                 throw error
             }
         }
-        made?.serve(partition)
+        made?.servePartition(partition)
     }
 
     /// This node no longer serves `partition`: every Spin of it retires (`retire`), and
     /// from then on the fence refuses their writes.
     package func retirePartition(_ partition: Int) {
         for spin in members[partition] ?? [] { retire(spin) }
-        made?.retire(partition)
+        made?.retirePartition(partition)
         fence.stopServing(partition: partition)
     }
 

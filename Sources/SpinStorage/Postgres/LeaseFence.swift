@@ -53,8 +53,7 @@ package final class LeaseFence: JournalFence, @unchecked Sendable {
 
     /// `check` for each partition of `spins`, once each, in ascending order.
     package func check(spins: [String], connection: PostgresConnection) throws {
-        var first: [Int: String] = [:]
-        for spin in spins where first[partitions.partition(of: spin)] == nil { first[partitions.partition(of: spin)] = spin }
+        let first = Dictionary(spins.map { (partitions.partition(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
         for (_, spin) in first.sorted(by: { $0.key < $1.key }) { try check(spin: spin, connection: connection) }
     }
 
@@ -62,8 +61,8 @@ package final class LeaseFence: JournalFence, @unchecked Sendable {
     /// under the served epoch now; locks the lease row until the transaction ends.
     package func check(spin: String, connection: PostgresConnection) throws {
         guard let lease = try lease(of: spin) else { return }
-        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR KEY SHARE",
-                                        lease.parameters(from: 1))
+        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition()) FOR KEY SHARE",
+                                        lease.parameters)
         guard rows.count == 1 else { throw FencedOut(node: node, spin: spin, partition: lease.partition, epoch: lease.epoch) }
     }
 }

@@ -96,34 +96,42 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         }
     }
 
-    /// One transaction (synced whatever `storage.fsync` says): what an earlier Spin of
-    /// each name left is deleted, the rows and epochs written; on a cluster under the
-    /// leases of the names' partitions (the fence), so that a node that lost one makes none.
-    package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
-        guard !spins.isEmpty else { return }
+    /// Runs `body` in one transaction, synced whatever `storage.fsync` says, after the
+    /// fence's check of `spins` (on a cluster: the leases of their partitions, so that a
+    /// node that lost one writes nothing of them). Reconnects first (see above).
+    private func fencedChange(of spins: [String], _ body: (PostgresConnection) throws -> Void) throws {
         try locked {
             try reconnectIfLost()
             let connection = try live()
             try connection.transaction {
                 try connection.execute("SET LOCAL synchronous_commit TO on")
-                try fence?.check(spins: spins.map(\.name), connection: connection)
-                let names = spins.map(\.name)
-                try removeHistory(of: names, connection)
-                _ = try connection.query("""
-                    INSERT INTO spin_made (name, kind, joined, outbox_base, resting, sequence, consumed)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::int8[], $7::text[])
-                    """, [.textArray(names), .textArray(spins.map(\.spin.kind)),
-                          .textArray(spins.map { SpinDatabase.text(of: $0.spin.joined) }),
-                          .int64Array(spins.map { Int64(clamping: $0.spin.outboxBase) }),
-                          .boolArray(spins.map { $0.spin.resting != nil }),
-                          .int64Array(spins.map { Int64(clamping: $0.spin.resting?.sequence ?? 0) }),
-                          .textArray(spins.map { SpinDatabase.text(of: $0.spin.resting?.consumed ?? [:]) })])
-                _ = try connection.query("""
-                    INSERT INTO spin_epochs (spin, epoch) SELECT * FROM unnest($1::text[], $2::text[])
-                    """, [.textArray(names), .textArray(spins.map(\.epoch))])
+                try fence?.check(spins: spins, connection: connection)
+                try body(connection)
             }
-            for name in spins.map(\.name) { journals[name] = nil }
         }
+    }
+
+    /// One fenced, synced transaction (`fencedChange`): what an earlier Spin of each name
+    /// left is deleted, the rows and epochs written.
+    package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
+        guard !spins.isEmpty else { return }
+        let names = spins.map(\.name)
+        try fencedChange(of: names) { connection in
+            try removeHistory(of: names, connection)
+            _ = try connection.query("""
+                INSERT INTO spin_made (name, kind, joined, outbox_base, resting, sequence, consumed)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::int8[], $7::text[])
+                """, [.textArray(names), .textArray(spins.map(\.spin.kind)),
+                      .textArray(spins.map { SpinDatabase.text(of: $0.spin.joined) }),
+                      .int64Array(spins.map { Int64(clamping: $0.spin.outboxBase) }),
+                      .boolArray(spins.map { $0.spin.resting != nil }),
+                      .int64Array(spins.map { Int64(clamping: $0.spin.resting?.sequence ?? 0) }),
+                      .textArray(spins.map { SpinDatabase.text(of: $0.spin.resting?.consumed ?? [:]) })])
+            _ = try connection.query("""
+                INSERT INTO spin_epochs (spin, epoch) SELECT * FROM unnest($1::text[], $2::text[])
+                """, [.textArray(names), .textArray(spins.map(\.epoch))])
+        }
+        locked { for name in names { journals[name] = nil } }
     }
 
     /// The journal, snapshot, epoch and suspension of `names` (not their outbox rows: those
@@ -134,34 +142,22 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         }
     }
 
-    /// One synced `UPDATE`, under the lease of the Spin's partition on a cluster.
+    /// One fenced, synced `UPDATE` (`fencedChange`).
     package func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws {
-        try locked {
-            try reconnectIfLost()
-            let connection = try live()
-            try connection.transaction {
-                try connection.execute("SET LOCAL synchronous_commit TO on")
-                try fence?.check(spins: [spin], connection: connection)
-                _ = try connection.query("""
-                    UPDATE spin_made SET resting = true, sequence = $2, consumed = $3 WHERE name = $1
-                    """, [.text(spin), .int64(Int64(clamping: sequence)), .text(SpinDatabase.text(of: consumed))])
-            }
+        try fencedChange(of: [spin]) { connection in
+            _ = try connection.query("""
+                UPDATE spin_made SET resting = true, sequence = $2, consumed = $3 WHERE name = $1
+                """, [.text(spin), .int64(Int64(clamping: sequence)), .text(SpinDatabase.text(of: consumed))])
         }
     }
 
-    /// One synced transaction, under the lease of the Spin's partition on a cluster.
+    /// One fenced, synced transaction (`fencedChange`).
     package func delete(_ name: String) throws {
-        try locked {
-            try reconnectIfLost()
-            let connection = try live()
-            try connection.transaction {
-                try connection.execute("SET LOCAL synchronous_commit TO on")
-                try fence?.check(spins: [name], connection: connection)
-                _ = try connection.query("DELETE FROM spin_made WHERE name = $1", [.text(name)])
-                try removeHistory(of: [name], connection)
-            }
-            journals[name] = nil
+        try fencedChange(of: [name]) { connection in
+            _ = try connection.query("DELETE FROM spin_made WHERE name = $1", [.text(name)])
+            try removeHistory(of: [name], connection)
         }
+        locked { journals[name] = nil }
     }
 
     /// Every write is a round trip to the database: on the journal's queue.
@@ -455,16 +451,8 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
                                      [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.outboxLock))])
             if let fence {
-                if let lease = try fence.lease(of: spin) {
-                    if events.isEmpty {
-                        let rows = try connection.query("SELECT 1 FROM spin_partitions WHERE \(FenceLease.condition) FOR KEY SHARE",
-                                                        lease.parameters(from: 1))
-                        guard rows.count == 1 else {
-                            throw FencedOut(node: lease.node, spin: spin, partition: lease.partition, epoch: lease.epoch)
-                        }
-                    } else {
-                        try insertFenced(events, spin: spin, lease: lease, connection)
-                    }
+                if !events.isEmpty, let lease = try fence.lease(of: spin) {
+                    try insertFenced(events, spin: spin, lease: lease, connection)
                 } else {
                     try fence.check(spin: spin, connection: connection)
                     if !events.isEmpty { try insert(events, spin: spin, connection) }
@@ -509,7 +497,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
             )
             SELECT count(*) FROM stored
             """, [.text(spin), .int64Array(records.map { Int64(bitPattern: $0.sequence) }),
-                  .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch))] + lease.parameters(from: 5))
+                  .byteaArray(records.map(\.payload)), .boolArray(records.map(\.endsBatch))] + lease.parameters)
         guard stored.int(0, 0) == Int64(records.count) else {
             throw FencedOut(node: lease.node, spin: spin, partition: lease.partition, epoch: lease.epoch)
         }
@@ -732,16 +720,13 @@ package struct FenceLease: Sendable, Equatable {
     }
 
     /// The `WHERE` condition on `spin_partitions`, its parameters numbered from `first`
-    /// (partition, node, epoch: `parameters(from:)`).
+    /// (partition, node, epoch: `parameters`, in that order).
     package static func condition(from first: Int = 1) -> String {
         "partition = $\(first)::int4 AND node = $\(first + 1) AND epoch = $\(first + 2) AND expires_at > now()"
     }
 
-    /// `condition(from: 1)`.
-    package static var condition: String { condition(from: 1) }
-
-    /// The parameters of `condition`.
-    package func parameters(from first: Int = 1) -> [PostgresValue] {
+    /// The parameters of `condition`, in order.
+    package var parameters: [PostgresValue] {
         [.int64(Int64(partition)), .text(node), .int64(Int64(clamping: epoch))]
     }
 
