@@ -79,7 +79,8 @@ COPY Config/ /app/Config/
 #   SPIN_JWT_JWKS_FILE    a JWKS file of public keys for bearer JWTs (mount it read-only)
 #   SPIN_NODE             this node's name in a cluster (postgres backend; default the host name)
 #   SPIN_CLUSTER_ADVERTISE  the URL other nodes reach this one at (http://<name>:8080)
-#   SPIN_CLUSTER_LEASE_SECONDS  how long a Spin's lease and a node's heartbeat last (default 10)
+#   SPIN_CLUSTER_LEASE_SECONDS  how long a partition's lease and a node's heartbeat last (default 10)
+#   SPIN_CLUSTER_PARTITIONS  how many partitions the Spins are cut into, the same on every node (default 64)
 #   SPIN_ECHO_ENDPOINT    true mounts a WebSocket echo at /v1/echo (conformance tests only)
 ENV SPIN_HOST=0.0.0.0 \
     SPIN_PORT=8080 \
