@@ -29,9 +29,11 @@ extension APIRouter {
     /// GET routes answer HEAD too, but streams.
     func resolve(_ request: HTTPRequest, matched: (route: Route, name: Substring)?)
         -> Result<(route: Route, name: Substring), APIError> {
-        guard var (route, name) = matched, route != .echo || echoEndpoint else {
+        guard let matched, matched.route != .echo || echoEndpoint else {
             return .failure(.routeNotFound(request.target.path))
         }
+        var route = matched.route
+        let name = matched.name
         if let answering = route.answering(request.method) { route = answering }
         let method = request.method == .head && !route.streams ? .get : request.method
         guard method == route.method else {

@@ -80,6 +80,8 @@ package final class ClusterCoordinator: @unchecked Sendable {
     private var changed = false
     /// Whether this node has written a heartbeat since it started (its first one is news).
     private var announcedHeartbeat = false
+    /// When this node last wrote its heartbeat (`keepAliveIfDue`).
+    private var lastHeartbeat = ContinuousClock.now
     /// False once `stop` was called: the thread that waits for announcements ends.
     private let listening = Protected(true)
 
@@ -331,6 +333,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .heartbeat:
                 do {
                     try store.heartbeat(node: node, advertise: advertise)
+                    lastHeartbeat = .now
                     if !announcedHeartbeat {
                         // A node joins: the others make room for it now.
                         announcedHeartbeat = true
@@ -380,12 +383,33 @@ package final class ClusterCoordinator: @unchecked Sendable {
                     run(planner.record(.refused(partition: partition, epoch: epoch), now: .now))
                     if (try? store.release(partition: partition, node: node, epoch: epoch)) != nil { changed = true }
                 }
+                keepAliveIfDue()
             case .stopServing(let partition, let epoch, let reason):
                 published.withLock { _ = $0.running.remove(partition) }
                 serving.stop(partition, epoch, reason)
                 logger.notice("cluster: node \(node) stops serving partition \(partition) (epoch \(epoch)): \(reason.rawValue)")
             }
         }
+    }
+
+    /// A partition's Spins are recovered on this loop (`Serving.start`), so the partitions
+    /// a tick takes are served one after the other: when that outlasts `renewalInterval`
+    /// (a long journal, a busy machine), the heartbeat and the leases due are renewed
+    /// between them, so that a slow recovery does not cost the node its other leases, nor
+    /// its place in the cluster (the others count a node live by its heartbeat).
+    private func keepAliveIfDue() {
+        guard !planner.leaving, lastHeartbeat.duration(to: .now) >= planner.renewalInterval else { return }
+        do {
+            try store.heartbeat(node: node, advertise: advertise)
+            lastHeartbeat = .now
+        } catch {
+            note("cannot write this node's heartbeat: \(error)")
+        }
+        let due = planner.renewalsDue(now: .now).compactMap { action -> PartitionLease? in
+            if case .renew(let partition, let epoch) = action { return PartitionLease(partition: partition, epoch: epoch) }
+            return nil
+        }
+        if !due.isEmpty { renew(due, seconds: Double(leaseDuration.components.seconds)) }
     }
 
     /// Renews `leases` in one statement; a lease missing from the answer was refused

@@ -134,6 +134,17 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
         return actions
     }
 
+    /// The renewals due at `now`: each lease held with two thirds of it or less left, as
+    /// `tick` renews them, without a view. For a caller busy since its last tick (a long
+    /// recovery of a partition it just took): it renews these between recoveries.
+    package func renewalsDue(now: Instant) -> [Action] {
+        held.keys.sorted().compactMap { partition in
+            guard let lease = held[partition], now < lease.expiresAt,
+                  now.duration(to: lease.expiresAt) <= leaseDuration * 2 / 3 else { return nil }
+            return .renew(partition: partition, epoch: lease.epoch)
+        }
+    }
+
     /// The first instant after `now` at which a partition another node holds becomes
     /// this node's to take (its lease has run out and its holder's heartbeat is too old for
     /// placement to count it live), if placement then gives it here: a tick at that

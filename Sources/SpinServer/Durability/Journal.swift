@@ -315,7 +315,7 @@ package final class Journal: @unchecked Sendable {
     /// lease was taken over: the fence) is logged and dropped: it was never acknowledged.
     /// Transitions recorded after this are ignored.
     package func retire(spin: String) {
-        section.sync { [self] in retireNow(spin: spin) }
+        _ = section.sync { [self] in retireNow(spin: spin) }
     }
 
     /// A Spin made at run time goes to sleep (its loop is stopped): what it applied is

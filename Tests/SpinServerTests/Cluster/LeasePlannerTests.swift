@@ -149,6 +149,24 @@ import Testing
         #expect(planner.record(.refused(partition: 0, epoch: 2), now: at(3)) == [])
     }
 
+    @Test func renewalsDue_AreTheLeasesWithTwoThirdsOrLessLeft_AndNoneRunOut() {
+        // A node that took three partitions at 0 and 2, then spent its time recovering
+        // them: between recoveries it renews what `tick` would renew.
+        var planner = Planner(node: "a", leaseDuration: .seconds(9))
+        _ = planner.tick(now: at(0), view: View(), partitions: 0..<3)
+        _ = planner.record(.acquired(partition: 0, epoch: 1, expiresAt: at(9)), now: at(0))
+        _ = planner.record(.acquired(partition: 1, epoch: 4, expiresAt: at(11)), now: at(2))
+        _ = planner.record(.acquired(partition: 2, epoch: 2, expiresAt: at(9)), now: at(0))
+        #expect(planner.renewalsDue(now: at(2)) == [])
+        #expect(planner.renewalsDue(now: at(3)) == [.renew(partition: 0, epoch: 1), .renew(partition: 2, epoch: 2)])
+        #expect(planner.renewalsDue(now: at(5)) == [.renew(partition: 0, epoch: 1), .renew(partition: 1, epoch: 4),
+                                                    .renew(partition: 2, epoch: 2)])
+        _ = planner.record(.renewed(partition: 0, epoch: 1, expiresAt: at(14)), now: at(5))
+        #expect(planner.renewalsDue(now: at(5)) == [.renew(partition: 1, epoch: 4), .renew(partition: 2, epoch: 2)])
+        // A lease already run out is not renewed: the next tick stops serving it.
+        #expect(planner.renewalsDue(now: at(10)) == [.renew(partition: 0, epoch: 1), .renew(partition: 1, epoch: 4)])
+    }
+
     @Test func aLeaseHeldByALiveNode_IsNotAcquired_EvenWhenPlacedHere() {
         // b holds counter until 9 and is alive; placement among {a, b} may give it to a,
         // but a waits for b to hand it over.
