@@ -4,6 +4,8 @@ are pinged, and the log can be JSON."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -89,6 +91,46 @@ def test_silent_connections_at_the_limit_free_their_slots_after_the_header_timeo
             sock.close()
     assert metric_value(server.metrics(), "spin_connections_limited_total") >= 1
     assert "connection limit reached: 3 open" in server.log()
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/<pid>/stat ("T": stopped)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_request_sent_while_the_server_was_stopped_is_served_once_it_goes_on(start_server):
+    """A server stopped past its header timeout (SIGSTOP: `docker pause`, a frozen VM, a
+    debugger) reads what its clients sent meanwhile before it judges them slow: the
+    request that waited in the kernel is answered, not closed as a slow client's."""
+    server = start_server(name="paused", config_patch={"limits": {"headerTimeoutSeconds": 1}})
+    with socket.create_connection((LOOPBACK, server.port), timeout=10) as client:
+        time.sleep(0.3)  # accepted: its header deadline (1 s) runs
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            stopped_by = time.monotonic() + 5
+            while process_state(server.process.pid) != "T" and time.monotonic() < stopped_by:
+                time.sleep(0.01)
+            assert process_state(server.process.pid) == "T"
+            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            time.sleep(2.0)  # the deadline passes while the server is stopped
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        data = b""
+        while len(data) < 65536:
+            chunk = client.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200"), data[:300]
+    # A client that really is slow is still closed at the deadline.
+    with socket.create_connection((LOOPBACK, server.port), timeout=10) as slow:
+        slow.sendall(b"GET /healthz HTTP/1.1\r\n")
+        opened = time.monotonic()
+        slow.settimeout(5)
+        answer = slow.recv(4096)
+        assert time.monotonic() - opened < 4
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 408"), answer[:300]
 
 
 def test_idle_stream_is_pinged(start_server):

@@ -15,7 +15,8 @@ import Synchronization
 ///
 /// One turn of the loop: wait (until a socket is ready, a deadline of one of its
 /// connections comes, or work is handed to it), handle every ready socket, fire the due
-/// deadlines, run the work handed to it, then run what asked to run at the end of the
+/// deadlines (a turn later when the wait may have left ready sockets unread), run the
+/// work handed to it, then run what asked to run at the end of the
 /// turn (`atEndOfTurn`: a journal writes once for every request the turn applied). The
 /// wait is skipped while work is waiting. Work handed in from another thread wakes a
 /// sleeping loop through an eventfd, and only a sleeping one: a busy loop picks it up at
@@ -63,6 +64,8 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     private var retired: [LoopRegistration] = []
     /// Every connection's next deadline, earliest first.
     private var deadlines = DeadlineHeap<ContinuousClock.Instant, Connection>()
+    /// The last turn's wait may have left ready sockets unread: its deadlines wait a turn.
+    private var timersDeferred = false
     private var due: [Connection] = []
     private var readStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
     private var plaintextStorage = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
@@ -225,7 +228,18 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
                 for registration in retired { Unmanaged.passUnretained(registration).release() }
                 retired.removeAll(keepingCapacity: true)
             }
-            fireTimers()
+            // Deadlines are judged once the sockets have been read. A wait that returned
+            // every ready socket read them; one interrupted (EINTR: SIGSTOP then SIGCONT,
+            // a paused container or VM) or full may leave bytes unread that arrived in
+            // time, so its deadlines wait one turn: the next wait does not sleep (a
+            // deadline is due) and hands over what is ready first. A client whose bytes
+            // sat in the kernel while this process was stopped is not taken for a slow one.
+            if (count >= 0 && count < Int32(Self.eventCapacity)) || timersDeferred {
+                timersDeferred = false
+                fireTimers()
+            } else {
+                timersDeferred = true
+            }
             runTasks()
             while !endOfTurn.isEmpty {
                 let hooks = endOfTurn
