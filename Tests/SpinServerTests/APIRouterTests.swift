@@ -673,6 +673,35 @@ struct DurabilityGateTests {
         #expect(await router.respond("GET", "/readyz").status == 200)
         host.stop()
     }
+
+    @Test func aSpinStillHeldForItsStorage_Answers503ToRetry_NotTheRunawayGuards409() async throws {
+        // The journal clears the feed's failure a moment before the host lets the Spin go
+        // on: a request in between is told to retry, as during the failure.
+        let host = try makeExampleHost()
+        let router = makeRouter(host)
+        let counter = try #require(host.spin(named: "counter"))
+        let held = Protected(false)
+        counter.hold(rollback: {
+            let (sequence, state) = counter.snapshot()
+            return (sequence, state, 0)
+        }, then: { held.withLock { $0 = true } })
+        while !held.withLock({ $0 }) { await Task.yield() }
+        #expect(counter.isHeldForStorage)
+        let refused = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == "storage_unavailable")
+        #expect(refused.header("Retry-After") == "1")
+        counter.release()
+        #expect(!counter.isHeldForStorage)
+        #expect(await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#).status == 202)
+        // Suspended by anyone else, it is the client's to resume.
+        counter.suspend(reason: "a test")
+        #expect(!counter.isHeldForStorage)
+        let suspended = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
+        #expect(suspended.status == 409)
+        #expect(suspended.errorCode == "spin_suspended")
+        host.stop()
+    }
 }
 
 @Suite struct MetricsEscapeTests {

@@ -101,8 +101,16 @@ extension APIRouter {
         case .accepted: break
         case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         case .stopped: done(.failure(.spinStopped(spin.name, applying: false)))
-        case .suspended: done(.failure(.spinSuspended(spin.name)))
+        case .suspended: done(.failure(Self.suspended(spin)))
         }
+    }
+
+    /// Why a suspended Spin refuses events: held while its storage fails (503
+    /// `storage_unavailable`: the feed's failure is cleared a moment before the Spin is
+    /// let go, and a request in between is told to retry, as during the failure), or
+    /// suspended by its runaway guard or a client (409 `spin_suspended`).
+    static func suspended(_ spin: any HostedSpin) -> APIError {
+        spin.isHeldForStorage ? .storageUnavailable(spin: spin.name, "writes fail", retryAfter: 1) : .spinSuspended(spin.name)
     }
 
     /// Why a failing feed refuses events: its storage fails (503 `storage_unavailable`),
@@ -130,7 +138,7 @@ extension APIRouter {
             apply?.end()
             guard let transition else {
                 if let refusal = Self.refusal(of: feed, spin.name, retryAfter: 1) { return done(.failure(refusal)) }
-                if spin.status == .suspended { return done(.failure(.spinSuspended(spin.name))) }
+                if spin.status == .suspended { return done(.failure(Self.suspended(spin))) }
                 return done(.failure(.spinStopped(spin.name, applying: true)))
             }
             metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)

@@ -234,6 +234,10 @@ package protocol HostedSpin: AnyObject, Sendable {
     var status: SpinStatus { get }
     /// Suspends the Spin (see `SpinLoop`); false if it already is, or is stopped.
     @discardableResult func suspend(reason: String) -> Bool
+    /// Whether it is suspended because its storage fails (`hold`, until `release`), not by
+    /// its runaway guard or a client: a request it refuses meanwhile is told to retry
+    /// (503 `storage_unavailable`), not to resume it (409 `spin_suspended`).
+    var isHeldForStorage: Bool { get }
     /// Runs a suspended Spin again, applying `batch` first when given (see
     /// `SpinLoop.resume(applying:)`); false if it was not suspended (nothing enqueued).
     /// `onApplied` as for `submit`.
@@ -272,6 +276,8 @@ extension HostedSpin {
     package var machineDefinition: JSONValue? { nil }
     /// Nil: the Spin was recovered.
     package var unrecoverable: Unrecoverable? { nil }
+    /// False: only a Spin with a loop is held for its storage.
+    package var isHeldForStorage: Bool { false }
     /// Any object with a `type` for events, any state.
     package var schema: SpinSchema { SpinSchema(event: SpinSchema.anyEvent, state: .any) }
 }
@@ -374,6 +380,10 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func release() {
         let loop = running
         if case .requested(storageHoldReason)? = loop.suspension?.reason { loop.resume() }
+    }
+    var isHeldForStorage: Bool {
+        guard isPrepared, case .requested(storageHoldReason)? = running.suspension?.reason else { return false }
+        return true
     }
     func start() { running.start() }
     /// Stops the loop, if it was ever made (a Spin a cluster node never served has none).
