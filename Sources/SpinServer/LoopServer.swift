@@ -491,14 +491,6 @@ public final class LoopServer: Sendable {
         }, gears: router)
     }
 
-    /// Whether a cluster node makes Spins at run time (`PUT /v1/spins/{name}`). Off in this
-    /// release: the chaos test with made Spins (`Tests/cluster/chaos.py --makers 4`, a build
-    /// with this on) passes three seeds now that a request can no longer go round the
-    /// runtime queue for ever (`followMove`) and a failed deletion no longer leaves an
-    /// unrecovered instance (`RuntimeSpins.restart`); it is switched on after the long
-    /// form (`Tests/cluster/run.sh --long --makers 4`) passes too.
-    static let madeSpinsOnClusters = false
-
     /// Starts a cluster node: opens the database, starts the lease loop, and from then on
     /// recovers and runs each Spin when its lease comes to this node, stops it when the
     /// lease goes (`ServedSpins`). With a configured port the first tick runs before
@@ -539,16 +531,11 @@ public final class LoopServer: Sendable {
         }
         clustered.gearRelay.withLock { $0 = relay }
         let markers = SuspensionMarker(store: journal.store)
-        // Spins made at run time: only in the partitions this node serves. Off in this
-        // release (`madeSpinsOnClusters`): PUT and DELETE answer 501.
+        // Spins made at run time: only in the partitions this node serves.
         let runtimeSpins = self.runtimeSpins
         let partitions = clustered.fence.partitions
-        if Self.madeSpinsOnClusters {
-            runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) },
-                               cluster: .init(partition: { partitions.partition(of: $0) }))
-        } else {
-            runtimeSpins.serve(bringUp: nil, refusal: .notImplemented("making and deleting Spins at run time needs the file backend in this release; a cluster (storage.backend postgres) hosts the Spins its config lists"))
-        }
+        runtimeSpins.serve(bringUp: { [self] rising in bringUp(rising) },
+                           cluster: .init(partition: { partitions.partition(of: $0) }))
         let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
                                  feedbackBudget: configuration.limits.feedbackBudget, logger: logger,
                                  made: runtimeSpins) { [self] hosted, feed, served in

@@ -1188,9 +1188,8 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--posters", type=int, default=2, help="POST threads per node (default 2)")
     parser.add_argument("--pause", type=float, default=0.02, help="seconds each POST thread waits between POSTs")
     parser.add_argument("--timeout", type=float, default=15.0, help="client timeout: no answer by then is a hang")
-    parser.add_argument("--makers", type=int, default=0,
-                        help="threads making, feeding and deleting tally-* Spins (default 0: a cluster makes no "
-                             "Spins in this release; 4 with a build where LoopServer.madeSpinsOnClusters is on)")
+    parser.add_argument("--makers", type=int, default=4,
+                        help="threads making, feeding and deleting tally-* Spins (default 4)")
     parser.add_argument("--made-names", type=int, default=500, help="names each maker thread uses (default 500)")
     parser.add_argument("--lenient-gear", dest="strict_gear", action="store_false",
                         help="only flag a Gear event received for a send refused because its journal write failed "

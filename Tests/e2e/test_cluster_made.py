@@ -1,11 +1,8 @@
 """Spins made at run time on a cluster: three real nodes on one PostgreSQL, the default
 config's kinds (`door-*` on Gear `doors-{key}`, the auth-routing pair `feature-*` and
-`router-*` on `auth-{key}`).
-
-In this release a cluster refuses to make them (501 `not_implemented`, through any node):
-the machinery is built (`LoopServer.madeSpinsOnClusters`) and switched on once the long
-form of the chaos test with made Spins passes. The scenarios below are what turning it on
-must pass (they pass with it on); they are skipped until then."""
+`router-*` on `auth-{key}`). Made, read, fed, listed and deleted through any node; each
+lives on the node that holds its partition, and moves with it, its state kept, when that
+node stops or dies."""
 from __future__ import annotations
 
 import time
@@ -38,22 +35,6 @@ def put(node, name: str, kind: str = "door") -> requests.Response:
     return node.http.put(f"{node.base_url}/v1/spins/{name}", json={"kind": kind}, timeout=30)
 
 
-OFF = "made Spins on a cluster are off in this release (LoopServer.madeSpinsOnClusters)"
-
-
-def test_a_cluster_refuses_to_make_spins_in_this_release_through_any_node(database, start_server):
-    cluster = Cluster(start_server, database.fresh(), NODES, "made-off")
-    cluster.settle(NODES)
-    for name in NODES:
-        response = put(cluster.nodes[name], "door-1")
-        assert response.status_code == 501, response.text
-        assert response.json()["error"]["code"] == "not_implemented"
-        assert "file backend" in response.json()["error"]["message"]
-    assert rows(cluster.url, "SELECT count(*) FROM spin_made") == "0"
-    assert cluster.nodes["n2"].get("/v1/spins/door-1").status_code == 404
-
-
-@pytest.mark.skip(reason=OFF)
 def test_spins_made_through_any_node_live_on_their_partitions_owner(database, start_server):
     cluster = Cluster(start_server, database.fresh(), NODES, "made")
     cluster.settle(NODES)
@@ -111,7 +92,6 @@ def test_spins_made_through_any_node_live_on_their_partitions_owner(database, st
         time.sleep(0.1)
 
 
-@pytest.mark.skip(reason=OFF)
 def test_made_spins_move_with_their_partition_when_a_node_stops_or_dies(database, start_server):
     cluster = Cluster(start_server, database.fresh(), NODES, "made-moves")
     cluster.settle(NODES)

@@ -79,8 +79,6 @@ package enum APIError: Error, Equatable, Sendable {
     case encodingFailed(spin: String, String)
     /// 500 `internal`.
     case `internal`(String)
-    /// 501 `not_implemented`: this server cannot do what the request asks, in this setup.
-    case notImplemented(String)
     /// 502 `proxy_tls_unsupported`: the Spin's owner advertises https://.
     case proxyTLSUnsupported(spin: String)
     /// 502 `proxy_outcome_unknown`: the owner got the request and gave no answer; it may
@@ -136,7 +134,6 @@ package enum APIError: Error, Equatable, Sendable {
         case inboxFull = "inbox_full"
         case encodingFailed = "encoding_failed"
         case `internal`
-        case notImplemented = "not_implemented"
         case proxyTLSUnsupported = "proxy_tls_unsupported"
         case proxyOutcomeUnknown = "proxy_outcome_unknown"
         case proxyBadResponse = "proxy_bad_response"
@@ -169,7 +166,6 @@ package enum APIError: Error, Equatable, Sendable {
             case .upgradeRequired: 426
             case .inboxFull: 429
             case .encodingFailed, .internal: 500
-            case .notImplemented: 501
             case .proxyTLSUnsupported, .proxyOutcomeUnknown, .proxyBadResponse, .proxyResponseTooLarge: 502
             case .unavailable, .spinUnavailable, .storageUnavailable, .notReady, .spinUnrecoverable: 503
             }
@@ -204,7 +200,6 @@ package enum APIError: Error, Equatable, Sendable {
         case .inboxFull: .inboxFull
         case .encodingFailed: .encodingFailed
         case .internal: .internal
-        case .notImplemented: .notImplemented
         case .proxyTLSUnsupported: .proxyTLSUnsupported
         case .proxyOutcomeUnknown: .proxyOutcomeUnknown
         case .proxyBadResponse: .proxyBadResponse
@@ -237,7 +232,7 @@ package enum APIError: Error, Equatable, Sendable {
         switch self {
         case .malformedJSON(let detail): "the body is not valid JSON: \(detail)"
         case .badRequest(let message), .unauthorized(let message), .forbidden(let message), .internal(let message),
-             .unavailable(let message, _), .notImplemented(let message):
+             .unavailable(let message, _):
             message
         case .malformedRequest(let error, let limit):
             switch (error, limit) {

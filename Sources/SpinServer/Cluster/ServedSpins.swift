@@ -54,14 +54,16 @@ package final class ServedSpins: Sendable {
     /// What the lease loop calls when this node gets or loses a partition.
     package var serving: ClusterCoordinator.Serving {
         .init(start: { [self] partition, epoch in try servePartition(partition, epoch: epoch) },
-              stop: { [self] partition, _, _ in retirePartition(partition) })
+              stop: { [self] partition, _, reason in retirePartition(partition, handedOver: reason == .handedOver) })
     }
 
     /// This node got `partition`'s lease under `epoch`: its writes pass the fence from
     /// now, and each hosted Spin of the partition is served (`serve`). One that cannot
     /// be recovered retires those served before it and throws: the lease goes back. Then
-    /// the Spins made at run time of it that were awake come up (`made`).
+    /// the Spins made at run time of it that were awake come up (`made`). First, the made
+    /// Spins a lost lease of it left in memory are let go of (`RuntimeSpins.awaitRetired`).
     package func servePartition(_ partition: Int, epoch: UInt64) throws {
+        made?.awaitRetired(partition)
         fence.serve(partition: partition, epoch: epoch)
         let spins = members[partition] ?? []
         for (index, spin) in spins.enumerated() {
@@ -77,10 +79,13 @@ package final class ServedSpins: Sendable {
     }
 
     /// This node no longer serves `partition`: every Spin of it retires (`retire`), and
-    /// from then on the fence refuses their writes.
-    package func retirePartition(_ partition: Int) {
+    /// from then on the fence refuses their writes. `handedOver`: the lease goes back
+    /// after this (a planned move), so the made Spins' commits are waited for; else the
+    /// lease is already gone and they are let go without holding up the lease loop
+    /// (`RuntimeSpins.retirePartition`).
+    package func retirePartition(_ partition: Int, handedOver: Bool = true) {
         for spin in members[partition] ?? [] { retire(spin) }
-        made?.retirePartition(partition)
+        made?.retirePartition(partition, wait: handedOver)
         fence.stopServing(partition: partition)
     }
 

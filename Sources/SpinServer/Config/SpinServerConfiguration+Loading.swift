@@ -251,10 +251,6 @@ extension SpinServerConfiguration {
         if builder.configuration.spins.isEmpty, builder.configuration.kinds.isEmpty {
             warnings.append("\(configFile): spins: no Spins are configured, so the server hosts nothing")
         }
-        if builder.configuration.storage.persists, builder.configuration.storage.backend == .postgres,
-           !builder.configuration.kinds.isEmpty {
-            warnings.append("\(configFile): kinds: with storage.backend postgres, Spins are not made at run time in this release (PUT and DELETE /v1/spins/{name} answer 501 not_implemented)")
-        }
         if builder.configuration.storage.backend == .file, builder.configuration.storage.url != nil {
             warnings.append("\(builder.urlSource): storage.url is set but storage.backend is file, so the database is not used (set storage.backend, SPIN_STORAGE_BACKEND or --storage-backend to postgres)")
         }

@@ -65,7 +65,7 @@ package final class RuntimeSpins: Sendable {
     private let listing = DispatchQueue(label: "spin.runtime-spins.listing")
     private let state = Protected(State())
 
-    /// How a cluster node cuts Spins into partitions (`serve(bringUp:refusal:cluster:)`).
+    /// How a cluster node cuts Spins into partitions (`serve(bringUp:cluster:)`).
     package struct Cluster: Sendable {
         /// The partition of Spin `name`.
         package var partition: @Sendable (_ name: String) -> Int
@@ -84,7 +84,10 @@ package final class RuntimeSpins: Sendable {
         /// Partitions served since the queue last brought their Spins up (`bringUpArrived`).
         var arriving: Set<Int> = []
         var arrivingScheduled = false
-        /// Why this server makes no Spins now (a cluster node), when it does not.
+        /// Partitions whose made Spins the queue has yet to let go of (a lease lost:
+        /// `retirePartition` without waiting).
+        var retiring: Set<Int> = []
+        /// Why this server makes no Spins now (it is shutting down), when it does not.
         var refusal: APIError?
         /// Each made Spin's observations, cancelled when it is deleted.
         var terms: [String: [SpinSubscription]] = [:]
@@ -150,12 +153,11 @@ package final class RuntimeSpins: Sendable {
         self.logger = logger
     }
 
-    /// The server runs: from now on Spins are made with `bringUp`; or never, saying why.
-    /// `cluster`: on a cluster node, only in the partitions it serves.
-    package func serve(bringUp: BringUp?, refusal: APIError? = nil, cluster: Cluster? = nil) {
+    /// The server runs: from now on Spins are made with `bringUp`. `cluster`: on a cluster
+    /// node, only in the partitions it serves.
+    package func serve(bringUp: BringUp?, cluster: Cluster? = nil) {
         state.withLock {
             $0.bringUp = bringUp
-            $0.refusal = refusal
             $0.cluster = cluster
         }
         // Sleep needs a journal: a Spin kept in memory only would lose its state.
@@ -893,21 +895,40 @@ package final class RuntimeSpins: Sendable {
     /// This node no longer serves `partition`: every made Spin of it in memory stops (what
     /// it applied is committed while the lease allows it, as `ServedSpins.retire` does for
     /// configured Spins), its streams end (their clients resume at the new owner) and it
-    /// leaves memory. Waits until done (the lease goes back after this).
-    package func retirePartition(_ partition: Int) {
-        // A node that makes no Spins (`serve` without `bringUp`) has none to let go of: the
-        // lease loop does not wait for the queue. Else it does, so that a make or wake the
-        // queue is carrying out finishes before the scan below.
+    /// leaves memory. From now on none of its Spins is made, found or woken here (`owns`).
+    ///
+    /// `wait`: whether this returns only once that is done. A hand-over waits (the lease
+    /// goes back after this, and what the Spins applied must be committed under it first);
+    /// a lease that ran out or was taken over does not: nothing can be committed under it
+    /// any more, and the lease loop must not stand behind the queue, which may be waiting
+    /// for the database (a make or wake while it restarts) — the loop's next renewals and
+    /// takeovers are what brings the other partitions back. The queue is serial, so a
+    /// make or wake it is carrying out finishes before the Spins are let go, either way,
+    /// and a later `servePartition` of the same partition comes after them.
+    package func retirePartition(_ partition: Int, wait: Bool) {
+        // A node that makes no Spins (`serve` without `bringUp`) has none to let go of.
         let makes = state.withLock { state -> Bool in
             state.partitions.remove(partition)
             return state.bringUp != nil && state.cluster != nil
         }
         guard makes else { return }
-        queue.sync {
+        let letGo: @Sendable () -> Void = { [self] in
+            defer { state.withLock { _ = $0.retiring.remove(partition) } }
             guard let cluster = state.withLock({ $0.cluster }) else { return }
             let names = state.withLock { $0.records.keys.filter { cluster.partition($0) == partition } }
             for name in names.sorted() { retire(name) }
         }
+        if wait { return queue.sync(execute: letGo) }
+        state.withLock { _ = $0.retiring.insert(partition) }
+        queue.async(execute: letGo)
+    }
+
+    /// Returns once the made Spins of `partition` that a lost lease left to the queue are
+    /// gone (`retirePartition` without waiting): before the partition is served again, so
+    /// that nothing they applied under the lost lease is committed under the new one.
+    package func awaitRetired(_ partition: Int) {
+        guard state.withLock({ $0.retiring.contains(partition) }) else { return }
+        queue.sync {}
     }
 
     /// Whether this server makes, finds and wakes Spin `name`: always, but on a cluster

@@ -66,7 +66,6 @@ enum OpenAPIComponents {
                     headers: [("Retry-After", "Seconds to wait.")]),
         ErrorAnswer(status: 500, codes: [("encoding_failed", "an event decoded but does not encode again; nothing was applied."),
                                          ("internal", "a fault of the server.")]),
-        ErrorAnswer(status: 501, codes: [("not_implemented", "PUT or DELETE of a Spin on a server whose storage is PostgreSQL: Spins are made at run time with the file backend in this release.")]),
         ErrorAnswer(status: 502, codes: [("proxy_tls_unsupported", "in a cluster, the Spin's owner advertises https://, which this node cannot relay to."),
                                          ("proxy_outcome_unknown", "in a cluster, the owner got the request and gave no answer: it may have been applied."),
                                          ("proxy_bad_response", "in a cluster, the owner's answer is malformed."),
