@@ -32,9 +32,8 @@ nodes and drops the database before the next count.
 
 Nothing else should load the machine. Exit code 0 when every count was measured, 2 when
 the harness could not run (no PostgreSQL, a node did not start, `--kinds` against a
-build whose clusters make no Spins: in this release a cluster answers `PUT` 501 unless
-`LoopServer.madeSpinsOnClusters` is on, as it was for the `--kinds` figures in
-BENCHMARKS.md).
+build whose clusters make no Spins: releases before made Spins on clusters answer `PUT`
+501).
 """
 from __future__ import annotations
 
