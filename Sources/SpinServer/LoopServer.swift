@@ -325,7 +325,8 @@ public final class LoopServer: Sendable {
     /// be brought up.
     private func bringUp(_ rising: [RuntimeSpins.Rising]) -> [Result<[SpinSubscription], any Error>] {
         let feeds = rising.map { entry in
-            entry.keepFeed ? self.feeds.feed(entry.spin.name) : self.feeds.replace(entry.spin.name, ending: .spinDeleted(entry.spin.name))
+            entry.keepFeed ? self.feeds.continuing(entry.spin.name)
+                : self.feeds.replace(entry.spin.name, ending: .spinDeleted(entry.spin.name))
         }
         let begun = journal?.begin(zip(rising, feeds).map { ($0.spin, $1, $0.made.outboxBase) })
         return rising.indices.map { index in

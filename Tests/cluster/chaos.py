@@ -349,7 +349,7 @@ def send(request, timeout: float) -> tuple[requests.Response | None, str, str]:
     """Runs `request()` (one HTTP call): (the response, "", "") when an answer came, else
     (None, outcome, detail) with outcome unreachable (no connection: nothing was sent),
     hang (no answer within `timeout`) or unknown (the connection dropped after the
-    request went out)."""
+    request went out, or the answer was cut short)."""
     try:
         return request(), "", ""
     except requests.exceptions.ConnectTimeout as error:
@@ -359,6 +359,11 @@ def send(request, timeout: float) -> tuple[requests.Response | None, str, str]:
     except requests.exceptions.ConnectionError as error:
         refused = "NewConnectionError" in repr(error) or "Connection refused" in str(error)
         return None, "unreachable" if refused else "unknown", str(error)[:200]
+    except requests.RequestException as error:
+        # The answer's head came and its body did not (ChunkedEncodingError: the node was
+        # killed while writing it), or another failure after the request went out: it
+        # may have been applied.
+        return None, "unknown", f"{type(error).__name__}: {str(error)[:200]}"
 
 
 def error_of(response: requests.Response) -> tuple[str, str]:

@@ -39,10 +39,24 @@ package final class SpinFeeds: Sendable {
         return feed
     }
 
+    /// The feed a Spin that wakes goes on with: the one it had (its streams stay open
+    /// while it sleeps), or a new one in place of one that has ended (the placeholder a
+    /// cluster node leaves when it stops serving the Spin, `retire`: the node serves it
+    /// again now, and the ended feed would refuse everything sent to it as stopped).
+    package func continuing(_ name: String) -> SpinFeed {
+        feeds.withLock { feeds in
+            if let feed = feeds[name], !feed.hasEnded { return feed }
+            let feed = SpinFeed(name: name, retain: retain, immediate: immediate)
+            feeds[name] = feed
+            return feed
+        }
+    }
+
     /// A cluster node stops serving Spin `name`: its feed is `end`ed with `error`, and an
     /// ended feed takes its place until the node serves the Spin again (`replace`), so
     /// that whatever still reaches the Spin here meanwhile is refused as stopped (see
     /// `APIRouter.refusal(of:)`) and its stream closes: both follow the Spin to its owner.
+    /// A Spin made at run time that wakes here again takes a new one (`continuing`).
     package func retire(_ name: String, ending error: APIError) {
         replace(name, ending: error).end(error)
     }

@@ -44,7 +44,7 @@ package final class RuntimeSpins: Sendable {
     package typealias BringUp = @Sendable (_ spins: [Rising]) -> [Result<[SpinSubscription], any Error>]
 
     /// A Spin to bring up (`BringUp`). `keepFeed`: its feed goes on (its streams stay
-    /// open), else a new one takes its place.
+    /// open) unless it has ended (`SpinFeeds.continuing`), else a new one takes its place.
     package struct Rising {
         package var spin: any HostedSpin
         package var made: MadeSpin

@@ -150,4 +150,19 @@ import Testing
         #expect(acked.withLock { $0 })
         subscription.cancel()
     }
+
+    @Test func aSpinServedAgainAfterItsPartitionLeft_WakesWithAFreshFeed_AndASleepingOneKeepsItsOwn() {
+        let feeds = SpinFeeds(retain: 4, immediate: true)
+        let watched = feeds.feed("door-1")
+        #expect(feeds.continuing("door-1") === watched)   // asleep, watched: goes on with it
+        // The node stopped serving it: an ended placeholder refuses what still comes.
+        feeds.retire("door-1", ending: .spinUnavailable("door-1", retryAfter: 1))
+        #expect(watched.hasEnded)
+        #expect(feeds.feed("door-1").hasEnded)
+        // Served here again and woken: a new feed, not the ended one.
+        let fresh = feeds.continuing("door-1")
+        #expect(!fresh.hasEnded)
+        #expect(fresh !== watched)
+        #expect(feeds.feed("door-1") === fresh)
+    }
 }
