@@ -36,6 +36,16 @@ def put(node, name: str, kind: str = "door") -> requests.Response:
     return node.http.put(f"{node.base_url}/v1/spins/{name}", json={"kind": kind}, timeout=30)
 
 
+def locked_doors(cluster: Cluster, count: int) -> dict[str, str]:
+    """Makes `door-0` … through the nodes in turn, locks each through the next node, and
+    returns each one's owner (the holder of its partition)."""
+    names = [f"door-{index}" for index in range(count)]
+    for index, name in enumerate(names):
+        assert put(cluster.nodes[NODES[index % 3]], name).status_code == 201
+        assert cluster.nodes[NODES[(index + 1) % 3]].post_events(name, {"type": "LOCK"}).status_code == 202
+    return {name: holder(cluster, partition_of(name.split("-")[1]), "n1") for name in names}
+
+
 def test_spins_made_through_any_node_live_on_their_partitions_owner(database, start_server):
     cluster = Cluster(start_server, database.fresh(), NODES, "made")
     cluster.settle(NODES)
@@ -96,11 +106,8 @@ def test_spins_made_through_any_node_live_on_their_partitions_owner(database, st
 def test_made_spins_move_with_their_partition_when_a_node_stops_or_dies(database, start_server):
     cluster = Cluster(start_server, database.fresh(), NODES, "made-moves")
     cluster.settle(NODES)
-    names = [f"door-{index}" for index in range(30)]
-    for index, name in enumerate(names):
-        assert put(cluster.nodes[NODES[index % 3]], name).status_code == 201
-        assert cluster.nodes[NODES[(index + 1) % 3]].post_events(name, {"type": "LOCK"}).status_code == 202
-    owners = {name: holder(cluster, partition_of(name.split("-")[1]), "n1") for name in names}
+    owners = locked_doors(cluster, 30)
+    names = list(owners)
 
     # SIGTERM: the node hands its partitions over; its Spins answer from the others.
     leaving = owners["door-0"]
@@ -142,11 +149,8 @@ def test_a_paused_owners_made_spins_go_on_elsewhere_and_it_commits_nothing_when_
     on there again from that state."""
     cluster = Cluster(start_server, database.fresh(), NODES, "made-paused")
     cluster.settle(NODES)
-    names = [f"door-{index}" for index in range(12)]
-    for index, name in enumerate(names):
-        assert put(cluster.nodes[NODES[index % 3]], name).status_code == 201
-        assert cluster.nodes[NODES[(index + 1) % 3]].post_events(name, {"type": "LOCK"}).status_code == 202
-    owners = {name: holder(cluster, partition_of(name.split("-")[1]), "n1") for name in names}
+    owners = locked_doors(cluster, 12)
+    names = list(owners)
     victim = owners["door-0"]
     paused = cluster.nodes[victim]
     moved = [name for name in names if owners[name] == victim]
