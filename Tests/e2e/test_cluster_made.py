@@ -143,9 +143,10 @@ def test_made_spins_move_with_their_partition_when_a_node_stops_or_dies(database
 def test_a_paused_owners_made_spins_go_on_elsewhere_and_it_commits_nothing_when_it_wakes(database, start_server):
     """The owner of a made Spin is stopped (SIGSTOP) past its lease: another node takes the
     partition and the Spin goes on there from what is durable. When the paused node goes
-    on, it has lost the lease: it lets the Spin go without committing anything under the
-    old epoch (the lease loop does not wait for that), and every node answers with the
-    new owner's state. Then the partition comes back to it (placement), and the Spin goes
+    on, it has lost the lease: it answers nothing from its memory (its first read shows the
+    new owner's state), lets the Spin go without committing anything under the old epoch
+    (the lease loop does not wait for that), and every node answers with the new owner's
+    state. Then the partition comes back to it (placement), and the Spin goes
     on there again from that state."""
     cluster = Cluster(start_server, database.fresh(), NODES, "made-paused")
     cluster.settle(NODES)
@@ -174,6 +175,11 @@ def test_a_paused_owners_made_spins_go_on_elsewhere_and_it_commits_nothing_when_
             assert response.status_code == 202, response.text
     finally:
         paused.process.send_signal(signal.SIGCONT)
+    # Its first read, at once: not the state it had in memory when it was paused (its
+    # lease ran out by its own clock), but the new owner's.
+    first = paused.get(f"/v1/spins/{moved[0]}")
+    assert first.status_code == 200, first.text
+    assert (first.json()["state"]["value"], first.json()["sequence"]) == ("closed", 2), first.text
     # Every node, the woken one included, answers with the new owner's state.
     for name in names:
         expected = ("closed", 2) if name in moved else ("locked", 1)

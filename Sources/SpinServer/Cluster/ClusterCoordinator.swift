@@ -426,6 +426,10 @@ package final class ClusterCoordinator: @unchecked Sendable {
                     run(planner.record(.refused(partition: lease.partition, epoch: lease.epoch), now: .now))
                 }
             }
+            // Routing sees the new expiries at once (a partition whose lease ran out by
+            // this node's clock is not answered here: `ClusterRouting.decide`), also in a
+            // tick that recovers Spins for long after this (`keepAliveIfDue`).
+            published.withLock { $0.view = view }
         } catch {
             // Tried again at the next tick; a lease runs out if none succeeds.
             note("cannot renew the leases of \(leases.count) partition(s): \(error)")

@@ -37,7 +37,14 @@ package enum ClusterRouting: Sendable, Equatable {
         partition: Int, now: Instant, serving: Set<Int>, view: ClusterView<Instant>, node: String,
         leaseDuration: Duration, hops: Int = 0
     ) -> ClusterRouting where Instant.Duration == Duration {
-        if serving.contains(partition) { return .local }
+        if serving.contains(partition) {
+            // Served here, unless this node's lease of it has run out by its own clock: a
+            // node that was paused past its lease answers nothing from memory (a read is
+            // not fenced) until its lease loop has looked at the database again (and
+            // stopped serving the partition, or renewed the lease).
+            if let lease = view.leases[partition], lease.node == node, now >= lease.expiresAt { return .pending }
+            return .local
+        }
         if hops >= maxHops { return .pending }
         // Free or expired: the placed node takes it at once (it is told of the release).
         guard let lease = view.validLease(of: partition, now: now) else { return .pending }

@@ -18,6 +18,17 @@ import Testing
         #expect(Self.decide(at: 10, serving: [7]) == .local)
     }
 
+    @Test func aSpinServedHere_WhoseLeaseRanOutByThisNodesClock_IsPending_NotReadFromMemory() {
+        // A node that was paused past its lease wakes: until its lease loop looks again
+        // (and stops serving, or renews), nothing is answered from its memory.
+        let mine = View.Lease(partition: 7, node: "a", epoch: 2, expiresAt: at(18))
+        #expect(Self.decide(at: 12, serving: [7], leases: [mine]) == .local)
+        #expect(Self.decide(at: 18, serving: [7], leases: [mine]) == .pending)
+        #expect(Self.decide(at: 30, serving: [7], leases: [mine]) == .pending)
+        // No row for it in the view (not read yet): served here, as before.
+        #expect(Self.decide(at: 20, serving: [7]) == .local)
+    }
+
     @Test func aSpinOwnedByALiveNode_IsProxiedToItsAdvertisedURL() {
         let lease = View.Lease(partition: 7, node: "b", epoch: 3, expiresAt: at(18))
         #expect(Self.decide(at: 12, nodes: [Self.nodeB], leases: [lease])
