@@ -323,28 +323,12 @@ package final class ClusterCoordinator: @unchecked Sendable {
     private func run(_ actions: [LeasePlanner<ContinuousClock.Instant>.Action]) {
         let seconds = Double(leaseDuration.components.seconds)
         // A tick's renewals go to the database together, where the first of them stood.
-        let renewals = actions.compactMap { action -> PartitionLease? in
-            if case .renew(let partition, let epoch) = action { return PartitionLease(partition: partition, epoch: epoch) }
-            return nil
-        }
+        let renewals = Self.leases(renewedBy: actions)
         var renewed = false
         for action in actions {
             switch action {
             case .heartbeat:
-                do {
-                    try store.heartbeat(node: node, advertise: advertise)
-                    lastHeartbeat = .now
-                    if !announcedHeartbeat {
-                        // A node joins: the others make room for it now.
-                        announcedHeartbeat = true
-                        changed = true
-                    }
-                    // What this tick wrote shows in the view at once (routing, /v1/cluster).
-                    view.nodes.removeAll { $0.name == node }
-                    view.nodes.append(.init(name: node, advertise: advertise, heartbeatAt: .now))
-                } catch {
-                    note("cannot write this node's heartbeat: \(error)")
-                }
+                writeHeartbeat()
             case .acquire(let partition, let epoch):
                 do {
                     if let expires = try store.acquire(partition: partition, node: node, epoch: epoch, seconds: seconds) {
@@ -399,17 +383,35 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// its place in the cluster (the others count a node live by its heartbeat).
     private func keepAliveIfDue() {
         guard !planner.leaving, lastHeartbeat.duration(to: .now) >= planner.renewalInterval else { return }
+        writeHeartbeat()
+        let due = Self.leases(renewedBy: planner.renewalsDue(now: .now))
+        if !due.isEmpty { renew(due, seconds: Double(leaseDuration.components.seconds)) }
+    }
+
+    /// Writes this node's heartbeat; what it wrote shows in the view at once (routing,
+    /// `/v1/cluster`), and the first one is news to the other nodes.
+    private func writeHeartbeat() {
         do {
             try store.heartbeat(node: node, advertise: advertise)
             lastHeartbeat = .now
+            if !announcedHeartbeat {
+                // A node joins: the others make room for it now.
+                announcedHeartbeat = true
+                changed = true
+            }
+            view.nodes.removeAll { $0.name == node }
+            view.nodes.append(.init(name: node, advertise: advertise, heartbeatAt: .now))
         } catch {
             note("cannot write this node's heartbeat: \(error)")
         }
-        let due = planner.renewalsDue(now: .now).compactMap { action -> PartitionLease? in
+    }
+
+    /// The leases the `.renew` actions of `actions` name.
+    private static func leases(renewedBy actions: [LeasePlanner<ContinuousClock.Instant>.Action]) -> [PartitionLease] {
+        actions.compactMap { action in
             if case .renew(let partition, let epoch) = action { return PartitionLease(partition: partition, epoch: epoch) }
             return nil
         }
-        if !due.isEmpty { renew(due, seconds: Double(leaseDuration.components.seconds)) }
     }
 
     /// Renews `leases` in one statement; a lease missing from the answer was refused

@@ -122,7 +122,7 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
                 held[partition] = nil
                 actions.append(.stopServing(partition: partition, epoch: lease.epoch, reason: .handedOver))
                 actions.append(.release(partition: partition, epoch: lease.epoch))
-            } else if now.duration(to: lease.expiresAt) <= leaseDuration * 2 / 3 {
+            } else if isRenewalDue(lease, now: now) {
                 actions.append(.renew(partition: partition, epoch: lease.epoch))
             }
         }
@@ -139,10 +139,14 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
     /// recovery of a partition it just took): it renews these between recoveries.
     package func renewalsDue(now: Instant) -> [Action] {
         held.keys.sorted().compactMap { partition in
-            guard let lease = held[partition], now < lease.expiresAt,
-                  now.duration(to: lease.expiresAt) <= leaseDuration * 2 / 3 else { return nil }
+            guard let lease = held[partition], now < lease.expiresAt, isRenewalDue(lease, now: now) else { return nil }
             return .renew(partition: partition, epoch: lease.epoch)
         }
+    }
+
+    /// Whether `lease` (not run out at `now`) is renewed now: two thirds of it or less left.
+    private func isRenewalDue(_ lease: Held, now: Instant) -> Bool {
+        now.duration(to: lease.expiresAt) <= leaseDuration * 2 / 3
     }
 
     /// The first instant after `now` at which a partition another node holds becomes

@@ -378,8 +378,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func release() {
-        let loop = running
-        if case .requested(storageHoldReason)? = loop.suspension?.reason { loop.resume() }
+        if isHeldForStorage { running.resume() }
     }
     var isHeldForStorage: Bool {
         guard isPrepared, case .requested(storageHoldReason)? = running.suspension?.reason else { return false }
