@@ -14,11 +14,41 @@ public final class Gear<Event: Sendable>: Sendable {
     private struct Subscribers {
         var nextID: UInt64 = 0
         var handlers: [Handler] = []
-        /// The catching handlers of each labelled loop, in attach order: a host's delivery
-        /// to one loop looks at its own, however many loops share the Gear.
-        var catchers: [String: [Handler]] = [:]
+        /// The catching handlers of each labelled loop, in attach order, once more than
+        /// `indexedFrom` handlers are attached: a host's delivery to one loop then looks at
+        /// its own, however many loops share the Gear. Below that (a Gear per user or
+        /// device: one or two loops) `handlers` is scanned, and no index is kept.
+        var catchers: [String: [Handler]]?
         /// Set by `route(through:)`: takes every propagated event instead of the handlers.
         var router: (@Sendable (Event, String?, GearCause?) -> Void)?
+
+        static var indexedFrom: Int { 8 }
+
+        /// The catching handlers of the loop labelled `owner`, in attach order.
+        func catching(_ owner: String) -> [Handler] {
+            if let catchers { return catchers[owner] ?? [] }
+            return handlers.filter { $0.catches && $0.owner == owner }
+        }
+
+        mutating func add(_ handler: Handler) {
+            handlers.append(handler)
+            if catchers != nil {
+                if handler.catches, let owner = handler.owner { catchers![owner, default: []].append(handler) }
+            } else if handlers.count > Self.indexedFrom {
+                var index: [String: [Handler]] = [:]
+                for handler in handlers where handler.catches {
+                    if let owner = handler.owner { index[owner, default: []].append(handler) }
+                }
+                catchers = index
+            }
+        }
+
+        mutating func remove(id: UInt64, owner: String?, catches: Bool) {
+            handlers.removeAll { $0.id == id }
+            guard catches, let owner, catchers != nil else { return }
+            catchers![owner]?.removeAll { $0.id == id }
+            if catchers![owner]?.isEmpty == true { catchers![owner] = nil }
+        }
     }
 
     private struct Handler {
@@ -76,18 +106,11 @@ public final class Gear<Event: Sendable>: Sendable {
                         _ handle: @escaping @Sendable (GearDelivery<Event>, GearReceipt?) -> GearCatch) -> SpinSubscription {
         let id = subscribers.withLock { state -> UInt64 in
             state.nextID += 1
-            let handler = Handler(id: state.nextID, owner: owner, catches: catches, handle: handle)
-            state.handlers.append(handler)
-            if catches, let owner { state.catchers[owner, default: []].append(handler) }
+            state.add(Handler(id: state.nextID, owner: owner, catches: catches, handle: handle))
             return state.nextID
         }
         return SpinSubscription { [weak self] in
-            self?.subscribers.withLock { state in
-                state.handlers.removeAll { $0.id == id }
-                guard catches, let owner else { return }
-                state.catchers[owner]?.removeAll { $0.id == id }
-                if state.catchers[owner]?.isEmpty == true { state.catchers[owner] = nil }
-            }
+            self?.subscribers.withLock { $0.remove(id: id, owner: owner, catches: catches) }
         }
     }
 
@@ -110,19 +133,25 @@ public final class Gear<Event: Sendable>: Sendable {
 
     /// The labels of the loops whose feedbacks catch events of this Gear now.
     package var catchingOwners: Set<String> {
-        subscribers.withLock { Set($0.catchers.keys) }
+        subscribers.withLock { state in
+            if let catchers = state.catchers { return Set(catchers.keys) }
+            return Set(state.handlers.lazy.filter(\.catches).compactMap(\.owner))
+        }
     }
 
     /// Whether a feedback of the loop labelled `owner` catches events of this Gear now.
     package func isCaught(by owner: String) -> Bool {
-        subscribers.withLock { $0.catchers[owner] != nil }
+        subscribers.withLock { state in
+            if let catchers = state.catchers { return catchers[owner] != nil }
+            return state.handlers.contains { $0.catches && $0.owner == owner }
+        }
     }
 
     /// Hands `event` to the catching feedbacks of the loop labelled `owner` (none to
     /// observers), with `receipt`: what they made of it, `.ignored` when that loop has no
     /// catching feedback here or none maps the event.
     package func deliver(_ event: Event, from source: String?, to owner: String, receipt: GearReceipt?) -> GearCatch {
-        let handlers = subscribers.withLock { $0.catchers[owner] ?? [] }
+        let handlers = subscribers.withLock { $0.catching(owner) }
         let delivery = GearDelivery(event: event, source: source)
         var outcome = GearCatch.ignored
         for entry in handlers { outcome = outcome.combined(with: entry.handle(delivery, receipt)) }

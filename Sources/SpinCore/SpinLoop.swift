@@ -338,12 +338,13 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
 }
 
 /// Holds a loop for its feedbacks until the loop stops: effects reach the loop through
-/// it, so a stopped loop is not kept alive by an effect still finishing.
-final class Relay<State: Sendable, Event: Sendable>: Sendable {
+/// it, so a stopped loop is not kept alive by an effect still finishing. A handle (the
+/// lock's one object): copies share the loop they hold.
+struct Relay<State: Sendable, Event: Sendable>: Sendable {
     private let target = Protected<SpinLoop<State, Event>?>(nil)
 
     var loop: SpinLoop<State, Event>? {
         get { target.withLock { $0 } }
-        set { target.withLock { $0 = newValue } }
+        nonmutating set { target.withLock { $0 = newValue } }
     }
 }

@@ -16,46 +16,96 @@ import Foundation
 /// `spin(gears:clock:)` makes a Spin of it. See docs/MACHINES.md
 /// for the whole format.
 public struct MachineDefinition: Sendable {
+    /// Everything the definition holds, in one object: a copy of a definition (each Spin
+    /// of a kind keeps one in its reducer and its feedbacks, a server its hooks) is one
+    /// reference, not a copy of every field in each closure that captures it.
+    private var body: Body
+
     /// The file name issues are reported with (as given when loading).
-    public let file: String
+    public var file: String { body.file }
     /// The machine's `id`, if it has one.
-    public let id: String?
+    public var id: String? { body.id }
     /// The declared Gears: name → (Gear event type → machine event type) for `catch`.
-    public let gears: [String: [String: String]]
+    public var gears: [String: [String: String]] { body.gears }
     /// The state the machine starts in: its initial states entered, their entry actions'
     /// assignments applied to `context` (their Gear events are not sent: a machine that
     /// starts, or restarts, propagates nothing).
-    public private(set) var initialState: MachineState
+    public var initialState: MachineState { body.initialState }
     /// The JSON text the machine was parsed from, byte for byte (members in the order the
     /// file writes them): what a server shows as the machine's definition.
-    public let source: [UInt8]
-
+    public var source: [UInt8] { body.source }
     /// Every state node by its path from the root; the root is `[]`.
-    let nodes: [[String]: StateNode]
+    var nodes: [[String]: StateNode] { body.nodes }
     /// The same nodes by number: what a state made by `transition` remembers of its
     /// leaf (its shape's `leafHint`), so that the next event finds the leaf's node
     /// without hashing its path.
-    let nodeList: [StateNode]
+    var nodeList: [StateNode] { body.nodeList }
     /// What tells this machine's hints from another's.
-    let identity: MachineIdentity
+    var identity: MachineIdentity { body.identity }
     /// Whether the root's `on` has entries: only then is the root looked at for an event.
-    let rootHandlesEvents: Bool
+    var rootHandlesEvents: Bool { body.rootHandlesEvents }
     /// Whether some state has `always` transitions: only then does every step look for them.
-    let hasAlways: Bool
+    var hasAlways: Bool { body.hasAlways }
     /// Each state's place in document order: the root first, a state before its children,
     /// siblings in the order the file writes them (XState's order of regions).
-    let documentOrder: [[String]: Int]
+    var documentOrder: [[String]: Int] { body.documentOrder }
     /// Whether some state is parallel (the root too), has initial-transition actions, or
     /// re-enters the root (`"reenter": true` to `#<machine id>`): then `transition` works
     /// on every active leaf and on the states entered by default
     /// (`MachineDefinition+Parallel`, SCXML's algorithm), else on the one active leaf.
-    let stepsEveryLeaf: Bool
+    var stepsEveryLeaf: Bool { body.stepsEveryLeaf }
     /// Whether the root is a parallel state (`{"type": "parallel", "states": ..}`): its
     /// regions are the top-level states, and the machine is done when every one is.
-    let parallelRoot: Bool
+    var parallelRoot: Bool { body.parallelRoot }
     /// Whether some action is a `raise` with a delay or a `cancel`: only then does the
     /// machine's Spin run their timers.
-    let schedulesEvents: Bool
+    var schedulesEvents: Bool { body.schedulesEvents }
+
+    /// The fields above, set once (see `body`).
+    private final class Body: Sendable {
+        let file: String
+        let id: String?
+        let gears: [String: [String: String]]
+        let initialState: MachineState
+        let source: [UInt8]
+        let nodes: [[String]: StateNode]
+        let nodeList: [StateNode]
+        let identity: MachineIdentity
+        let rootHandlesEvents: Bool
+        let hasAlways: Bool
+        let documentOrder: [[String]: Int]
+        let stepsEveryLeaf: Bool
+        let parallelRoot: Bool
+        let schedulesEvents: Bool
+
+        init(file: String, id: String?, gears: [String: [String: String]], initialState: MachineState, source: [UInt8],
+             nodes: [[String]: StateNode], nodeList: [StateNode], identity: MachineIdentity, rootHandlesEvents: Bool,
+             hasAlways: Bool, documentOrder: [[String]: Int], stepsEveryLeaf: Bool, parallelRoot: Bool,
+             schedulesEvents: Bool) {
+            self.file = file
+            self.id = id
+            self.gears = gears
+            self.initialState = initialState
+            self.source = source
+            self.nodes = nodes
+            self.nodeList = nodeList
+            self.identity = identity
+            self.rootHandlesEvents = rootHandlesEvents
+            self.hasAlways = hasAlways
+            self.documentOrder = documentOrder
+            self.stepsEveryLeaf = stepsEveryLeaf
+            self.parallelRoot = parallelRoot
+            self.schedulesEvents = schedulesEvents
+        }
+
+        /// The same body starting in `initialState`.
+        func starting(in initialState: MachineState) -> Body {
+            Body(file: file, id: id, gears: gears, initialState: initialState, source: source, nodes: nodes,
+                 nodeList: nodeList, identity: identity, rootHandlesEvents: rootHandlesEvents, hasAlways: hasAlways,
+                 documentOrder: documentOrder, stepsEveryLeaf: stepsEveryLeaf, parallelRoot: parallelRoot,
+                 schedulesEvents: schedulesEvents)
+        }
+    }
 
     /// Parses and validates a machine.
     /// - Parameters:
@@ -77,21 +127,13 @@ public struct MachineDefinition: Sendable {
         guard parser.issues.isEmpty, let parsed else {
             throw MachineValidationError(issues: parser.issues)
         }
-        self.file = file
-        source = bytes
-        id = parsed.id
-        gears = parsed.gears
-        identity = MachineIdentity()
-        (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
-        documentOrder = parsed.documentOrder
-        rootHandlesEvents = !(nodes[[]]?.on.isEmpty ?? true)
-        hasAlways = nodes.values.contains { !$0.always.isEmpty }
-        parallelRoot = nodes[[]]?.kind == .parallel
-        stepsEveryLeaf = nodes.values.contains { node in
+        let identity = MachineIdentity()
+        let (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
+        let stepsEveryLeaf = nodes.values.contains { node in
             node.kind == .parallel || !node.initialActions.isEmpty
                 || node.transitions.contains { $0.reenter && $0.targets.contains([]) }
         }
-        schedulesEvents = nodes.values.contains { node in
+        let schedulesEvents = nodes.values.contains { node in
             let transitions = node.transitions
             return (node.entry + node.exit + node.initialActions + transitions.flatMap(\.actions)).contains { action in
                 switch action {
@@ -101,7 +143,13 @@ public struct MachineDefinition: Sendable {
                 }
             }
         }
-        initialState = MachineState(value: [], context: parsed.context)
+        // Started below, with the definition's own steps.
+        body = Body(file: file, id: parsed.id, gears: parsed.gears,
+                    initialState: MachineState(value: [], context: parsed.context), source: bytes, nodes: nodes,
+                    nodeList: nodeList, identity: identity, rootHandlesEvents: !(nodes[[]]?.on.isEmpty ?? true),
+                    hasAlways: nodes.values.contains { !$0.always.isEmpty }, documentOrder: parsed.documentOrder,
+                    stepsEveryLeaf: stepsEveryLeaf, parallelRoot: nodes[[]]?.kind == .parallel,
+                    schedulesEvents: schedulesEvents)
         var started: MachineState
         if stepsEveryLeaf {
             started = parallelStart(context: parsed.context)
@@ -118,11 +166,13 @@ public struct MachineDefinition: Sendable {
         var step = started.step
         let scheduled = isDone(started) ? [] : Self.scheduled([], after: &step)
         if stepsEveryLeaf {
-            initialState = MachineState(leaves: started.leaves, context: started.context, history: started.history,
-                                        scheduled: scheduled)
+            body = body.starting(in: MachineState(leaves: started.leaves, context: started.context,
+                                                  history: started.history, scheduled: scheduled))
         } else {
-            initialState = MachineState(shape: leafNode(of: started)?.restingShape ?? started.shape.with(step: MachineStep()),
-                                        context: started.context, history: started.history, scheduled: scheduled)
+            body = body.starting(in: MachineState(shape: leafNode(of: started)?.restingShape
+                                                      ?? started.shape.with(step: MachineStep()),
+                                                  context: started.context, history: started.history,
+                                                  scheduled: scheduled))
         }
     }
 

@@ -1,4 +1,5 @@
 import SpinCore
+import Synchronization
 
 /// The `after` timers of a running machine (see `MachineDefinition.spin`).
 ///
@@ -57,6 +58,8 @@ final class MachineTimerRunner: FeedbackRunner {
                 if let task = timer.task { cancelled.append(task) }
                 timers.running[key] = nil
             }
+            // No timer left: the table's buffer goes too (an idle Spin keeps nothing here).
+            if timers.running.isEmpty, wanted.isEmpty { timers.running = [:] }
             for key in wanted where timers.running[key] == nil {
                 timers.nextToken += 1
                 let token = timers.nextToken
@@ -144,7 +147,9 @@ final class MachinePropagationRunner: FeedbackRunner {
     private let label: String?
     /// Which state the loop is giving (the `GearCause` of what is propagated).
     private let delivery: StateDelivery?
-    private let state = Protected((isFirstState: true, stopped: false))
+    /// Two flags, not a lock: every awake machine on a Gear has one of these runners.
+    private let isFirstState = Atomic<Bool>(true)
+    private let stopped = Atomic<Bool>(false)
 
     init(gears: [String: Gear<MachineEvent>], label: String?, delivery: StateDelivery?) {
         self.gears = gears
@@ -155,11 +160,8 @@ final class MachinePropagationRunner: FeedbackRunner {
     func start() {}
 
     func receive(_ machineState: MachineState) {
-        let propagates = state.withLock { state -> Bool in
-            defer { state.isFirstState = false }
-            return !state.isFirstState && !state.stopped
-        }
-        guard propagates else { return }
+        let first = isFirstState.exchange(false, ordering: .acquiringAndReleasing)
+        guard !first, !stopped.load(ordering: .acquiring) else { return }
         let cause = delivery?.cause
         for propagation in machineState.step.propagations {
             gears[propagation.gear]?.propagate(propagation.event, from: label, cause: cause)
@@ -167,7 +169,7 @@ final class MachinePropagationRunner: FeedbackRunner {
     }
 
     func stop() {
-        state.withLock { $0.stopped = true }
+        stopped.store(true, ordering: .releasing)
     }
 
     var runningEffects: Int { 0 }

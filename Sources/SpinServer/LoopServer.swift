@@ -382,92 +382,32 @@ public final class LoopServer: Sendable {
     private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
                          markers: SuspensionMarker?, consumption: GearConsumption?,
                          outboxPosition: UInt64, outboxBase: UInt64 = 0) -> [SpinSubscription] {
-        let name = spin.name
-        let metrics = context.metrics
-        let applied = metrics.spin(name).applied
-        let logger = self.logger
-        let host = self.host
-        let router = gearRouter
-        // The Spin goes back to its last durable state, as when its storage fails, and
-        // every acknowledgement still waiting gets `error`; then it goes on (a refused
-        // state, `holdBack`) or stays suspended until resumed (something did not encode).
-        let refuse: @Sendable (APIError) -> Void = { error in
-            if let journal { return journal.fail(spin: name, error) }
-            feed.fail(error, rolledBack: true)
-            host.spin(named: name)?.hold { Self.rollBack(feed, name, router) } then: {
-                feed.recovered()
-                host.spin(named: name)?.release()
-            }
-        }
-        let unencodable: @Sendable (String) -> Void = { reason in refuse(.encodingFailed(spin: name, reason)) }
-        let maxState = configuration.limits.maxStateBytes
-        /// Whether `transition`'s state is too large: then the Spin is held back, and the
-        /// transition goes nowhere.
-        let tooLarge: @Sendable (HostedTransition) -> Bool = { [weak spin] transition in
-            let bytes = transition.state.bytes.count
-            guard bytes > maxState, let spin else { return false }
-            spin.holdBack()
-            refuse(.stateTooLarge(spin: name, bytes: bytes, limit: maxState))
-            return true
-        }
         // A Spin without history sends what its initial state propagates (until it
         // suspends: a state given again after that is not new).
         let start = spin.snapshot().sequence
-        let capture = router.sender(name, initial: start == 0 && outboxPosition == outboxBase, recorded: start) { [weak spin] in
-            spin?.isFaulted ?? true
+        let capture = gearRouter.sender(spin.name, initial: start == 0 && outboxPosition == outboxBase,
+                                        recorded: start) { [weak spin] in spin?.isFaulted ?? true }
+        // Every handler below captures only this one object.
+        let observation = SpinObservation(spin: spin, feed: feed, journal: journal, host: host, router: gearRouter,
+                                          consumption: consumption, capture: capture, metrics: context.metrics,
+                                          markers: markers, logger: logger,
+                                          maxState: configuration.limits.maxStateBytes)
+        let suspensions = spin.onSuspensionChange { observation.suspensionChanged($0) }
+        guard capture != nil else {
+            return [spin.observe({ observation.applied($0) }, unencodable: { observation.unencodable($0) }), suspensions]
         }
-        let suspensions = spin.onSuspensionChange { suspension in
-            if suspension != nil { capture?.endInitial() }
-            Self.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
-        }
-        guard let capture else {
-            return [
-                spin.observe({ transition in
-                    if tooLarge(transition) { return }
-                    var transition = transition
-                    if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
-                    feed.applied(transition)
-                    journal?.record(spin: name, transition)
-                    applied.increment()
-                }, unencodable: unencodable),
-                suspensions,
-            ]
-        }
-        router.onUnencodable(name) { [weak spin] reason in spin?.refuse(unencodable: reason) }
-        // The transition being given to the feedbacks: on the Spin's executor only.
-        let stash = TransitionStash()
+        gearRouter.onUnencodable(spin.name) { [weak spin] reason in spin?.refuse(unencodable: reason) }
         return [
-            spin.observe({ transition in
-                if tooLarge(transition) { return }
-                var transition = transition
-                if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
-                feed.applied(transition)
-                applied.increment()
-                capture.begin(transition.sequence)
-                stash.transition = transition
-            }, afterFeedbacks: { [weak spin] in
-                guard var transition = stash.transition else { return }
-                stash.transition = nil
-                var failed: String?
-                capture.end { outbox, failure in
-                    if let failure { return failed = failure }
-                    transition.outbox = outbox
-                    if let journal {
-                        journal.record(spin: name, transition)
-                    } else {
-                        router.sent(name, outbox)
-                    }
-                }
-                if let failed { spin?.refuse(unencodable: failed) }
-            }, unencodable: unencodable),
+            spin.observe({ observation.appliedBeforeFeedbacks($0) }, afterFeedbacks: { observation.afterFeedbacks() },
+                         unencodable: { observation.unencodable($0) }),
             suspensions,
         ]
     }
 
     /// The Spin goes back to what its feed holds as durable (its storage failed): what it
     /// consumed of Gears since is delivered again. On the Spin's executor.
-    private static func rollBack(_ feed: SpinFeed, _ name: String,
-                                 _ router: GearRouter) -> (sequence: UInt64, state: JSONValue, dropped: Int) {
+    fileprivate static func rollBack(_ feed: SpinFeed, _ name: String,
+                                     _ router: GearRouter) -> (sequence: UInt64, state: JSONValue, dropped: Int) {
         let back = feed.rollback()
         router.rolledBack(name, to: back.sequence)
         return back
@@ -627,8 +567,8 @@ public final class LoopServer: Sendable {
     }
 
     /// Logs, counts and stores (when persisting) a Spin's suspension or resumption.
-    private static func suspensionChanged(spin: String, _ suspension: Suspension?, metrics: Metrics,
-                                          markers: SuspensionMarker?, logger: Logger) {
+    fileprivate static func suspensionChanged(spin: String, _ suspension: Suspension?, metrics: Metrics,
+                                              markers: SuspensionMarker?, logger: Logger) {
         // A hold for failing storage is the journal's to log, and not kept across a restart.
         if case .requested(storageHoldReason)? = suspension?.reason { return }
         guard let suspension else {
@@ -681,8 +621,111 @@ public enum LoopServerError: Error, CustomStringConvertible {
     }
 }
 
-/// The transition a Spin's first observer made, kept for the observer after its
-/// feedbacks (`LoopServer.observe`): touched only on the Spin's executor.
-private final class TransitionStash: @unchecked Sendable {
-    var transition: HostedTransition?
+/// What a hosted Spin's observers (`LoopServer.observe`) use, in one object per Spin: its
+/// handlers capture only this, not one closure context each (an awake Spin keeps them).
+private final class SpinObservation: @unchecked Sendable {
+    let name: String
+    weak var spin: (any HostedSpin)?
+    let feed: SpinFeed
+    let journal: Journal?
+    let host: SpinHost
+    let router: GearRouter
+    /// What it consumed of other Spins' outboxes since its last transition.
+    let consumption: GearConsumption?
+    /// Its Gear events (nil: it is on no Gear).
+    let capture: GearCapture?
+    let applied: Metrics.SpinCounter
+    let metrics: Metrics
+    let markers: SuspensionMarker?
+    let logger: Logger
+    let maxState: Int
+    /// The transition being given to the feedbacks, kept for the observer after them:
+    /// touched only on the Spin's executor (hence `@unchecked`).
+    var stash: HostedTransition?
+
+    init(spin: any HostedSpin, feed: SpinFeed, journal: Journal?, host: SpinHost, router: GearRouter,
+         consumption: GearConsumption?, capture: GearCapture?, metrics: Metrics, markers: SuspensionMarker?,
+         logger: Logger, maxState: Int) {
+        self.name = spin.name
+        self.spin = spin
+        self.feed = feed
+        self.journal = journal
+        self.host = host
+        self.router = router
+        self.consumption = consumption
+        self.capture = capture
+        self.applied = metrics.spin(spin.name).applied
+        self.metrics = metrics
+        self.markers = markers
+        self.logger = logger
+        self.maxState = maxState
+    }
+
+    /// The Spin goes back to its last durable state, as when its storage fails, and every
+    /// acknowledgement still waiting gets `error`; then it goes on (a refused state,
+    /// `holdBack`) or stays suspended until resumed (something did not encode).
+    func refuse(_ error: APIError) {
+        if let journal { return journal.fail(spin: name, error) }
+        let (feed, name, router, host) = (feed, name, router, host)
+        feed.fail(error, rolledBack: true)
+        host.spin(named: name)?.hold { LoopServer.rollBack(feed, name, router) } then: {
+            feed.recovered()
+            host.spin(named: name)?.release()
+        }
+    }
+
+    func unencodable(_ reason: String) { refuse(.encodingFailed(spin: name, reason)) }
+
+    /// Whether `transition`'s state is too large: then the Spin is held back, and the
+    /// transition goes nowhere.
+    func tooLarge(_ transition: HostedTransition) -> Bool {
+        let bytes = transition.state.bytes.count
+        guard bytes > maxState, let spin else { return false }
+        spin.holdBack()
+        refuse(.stateTooLarge(spin: name, bytes: bytes, limit: maxState))
+        return true
+    }
+
+    /// A Spin on no Gear applied `transition`: its feed, journal and count have it.
+    func applied(_ transition: HostedTransition) {
+        if tooLarge(transition) { return }
+        var transition = transition
+        if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
+        feed.applied(transition)
+        journal?.record(spin: name, transition)
+        applied.increment()
+    }
+
+    /// A Spin on a Gear applied `transition`: its feed has it now; the journal once the
+    /// feedbacks were given its state (`afterFeedbacks`), with the Gear events it sent.
+    func appliedBeforeFeedbacks(_ transition: HostedTransition) {
+        if tooLarge(transition) { return }
+        var transition = transition
+        if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
+        feed.applied(transition)
+        applied.increment()
+        capture?.begin(transition.sequence)
+        stash = transition
+    }
+
+    func afterFeedbacks() {
+        guard var transition = stash, let capture else { return }
+        stash = nil
+        var failed: String?
+        capture.end { outbox, failure in
+            if let failure { return failed = failure }
+            transition.outbox = outbox
+            if let journal {
+                journal.record(spin: name, transition)
+            } else {
+                router.sent(name, outbox)
+            }
+        }
+        if let failed { spin?.refuse(unencodable: failed) }
+    }
+
+    func suspensionChanged(_ suspension: Suspension?) {
+        if suspension != nil { capture?.endInitial() }
+        LoopServer.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
+    }
 }

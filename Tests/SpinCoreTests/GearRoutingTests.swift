@@ -54,6 +54,28 @@ struct GearRoutingTests {
         receiver.stop()
     }
 
+    /// A Gear scans its handlers while few loops share it (a Gear per user or device keeps
+    /// no index) and indexes them by loop past eight: either way a delivery reaches only
+    /// its loop, and a loop that stopped is no longer among the catchers.
+    @Test func deliver_ReachesOnlyItsLoop_WhetherTheGearScansOrIndexesItsCatchers() async {
+        for loops in [2, 12] {
+            let gear = Gear<Signal>()
+            gear.route { _, _, _ in }
+            let receivers = (0..<loops).map { Self.pair(gear, receiver: "r\($0)").receiver }
+            for receiver in receivers { receiver.start() }
+            #expect(gear.catchingOwners == Set((0..<loops).map { "r\($0)" }))
+            #expect(gear.deliver(.ping(4), from: "s", to: "r1", receipt: nil) == .enqueued)
+            #expect(gear.deliver(.ping(4), from: "s", to: "nobody", receipt: nil) == .ignored)
+            #expect(await receivers[1].emitAndWait(.marker)?.state == 4, "\(loops) loops")
+            #expect(await receivers[0].emitAndWait(.marker)?.state == 0, "\(loops) loops")
+            receivers[1].stop()
+            #expect(!gear.isCaught(by: "r1") && gear.isCaught(by: "r0"), "\(loops) loops")
+            #expect(gear.deliver(.ping(4), from: "s", to: "r1", receipt: nil) == .ignored)
+            for receiver in receivers { receiver.stop() }
+            #expect(gear.catchingOwners.isEmpty && gear.attachedCount == 0)
+        }
+    }
+
     @Test func deliver_ReachesOnlyTheOwnersCatchingFeedbacks_AndItsReceiptHearsApplyAndDecline() async {
         let gear = Gear<Signal>()
         gear.route { _, _, _ in }

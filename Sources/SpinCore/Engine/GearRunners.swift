@@ -7,7 +7,9 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
     private let gear: Gear<GearEvent>
     private let transform: @Sendable (GearEvent) -> Event?
     private let context: FeedbackContext<Event>
-    private let subscription = Protected<SpinSubscription?>(nil)
+    /// Set once by `start`, cancelled by `stop` (no lock: every awake Spin that catches
+    /// a Gear has one of these runners).
+    private let subscription = AtomicLazyReference<SpinSubscription>()
 
     init(gear: Gear<GearEvent>, transform: @escaping @Sendable (GearEvent) -> Event?, context: FeedbackContext<Event>) {
         self.gear = gear
@@ -22,16 +24,14 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
             guard let event = transform(delivery.event) else { return .ignored }
             return host.submit(caught: event, receipt: receipt) ? .enqueued : .refused
         }
-        subscription.withLock { $0 = token }
+        _ = subscription.storeIfNil(token)
     }
 
     func receive(_ state: State) {}
 
     func stop() {
-        subscription.withLock { token in
-            token?.cancel()
-            token = nil
-        }
+        // Cancelling twice is harmless.
+        subscription.load()?.cancel()
     }
 
     var runningEffects: Int { 0 }

@@ -610,13 +610,19 @@ package final class Journal: @unchecked Sendable {
 
     /// The complete batches were appended to the store: what they hold counts as
     /// written (the records, the outbox records, what the Spin consumed).
+    /// Removes the first `count` elements; all of them releases the buffer.
+    private static func dropFirst<Element>(_ count: Int, of array: inout [Element]) {
+        if count >= array.count { array = [] } else { array.removeFirst(count) }
+    }
+
     private func takeWritten(_ journal: SpinJournal) {
         journal.written = journal.completeLast
-        journal.batch.removeFirst(journal.complete)
+        // What is emptied lets its buffer go: an idle Spin keeps no capacity here.
+        Self.dropFirst(journal.complete, of: &journal.batch)
         journal.complete = 0
         if journal.outboxComplete > 0 {
             journal.outboxWritten += journal.outboxBatch[..<journal.outboxComplete]
-            journal.outboxBatch.removeFirst(journal.outboxComplete)
+            Self.dropFirst(journal.outboxComplete, of: &journal.outboxBatch)
             journal.outboxComplete = 0
         }
         if !journal.consumedComplete.isEmpty {
@@ -667,7 +673,8 @@ package final class Journal: @unchecked Sendable {
         let outbox = journal.outboxWritten
         if let last = outbox.last {
             journal.outboxDurable = last.position
-            journal.outboxWritten.removeAll(keepingCapacity: true)
+            // A new buffer when one is needed (`outbox` shares this one meanwhile).
+            journal.outboxWritten = []
         }
         gears?.journalDurable(spin: journal.name, through: journal.written, outbox: outbox)
         if compacting { compactIfDue(journal) }

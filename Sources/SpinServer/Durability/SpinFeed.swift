@@ -48,14 +48,29 @@ package final class SpinFeed: Sendable {
         /// no state is diffed.
         var deltaSubscribers = 0
         /// Set by `end`: this node no longer serves the Spin.
-        var ended: APIError?
+        var ended: APIError? {
+            get { endedBox?.error }
+            set { endedBox = newValue.map(ErrorBox.init) }
+        }
+        var endedBox: ErrorBox?
         var nextID: UInt64 = 0
         var waiters: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)] = []
         /// Set while storage fails: every acknowledgement asked for gets it, once the Spin
         /// is `rolledBack` (before, they wait, so that nobody hears "not applied" while
         /// the state still shows the event).
-        var failure: APIError?
+        var failure: APIError? {
+            get { failureBox?.error }
+            set { failureBox = newValue.map(ErrorBox.init) }
+        }
+        var failureBox: ErrorBox?
         var rolledBack = false
+    }
+
+    /// An error the feed holds, out of line: every awake Spin has a feed, and rarely one
+    /// of these (an `APIError` is 80 bytes, a reference 8).
+    private final class ErrorBox: Sendable {
+        let error: APIError
+        init(_ error: APIError) { self.error = error }
     }
 
     package init(name: String, retain: Int, immediate: Bool) {

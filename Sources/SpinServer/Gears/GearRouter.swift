@@ -54,13 +54,13 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     // Set by `install`, before any Spin starts; read-only after.
     /// The hosted Gears by name, and the Gears each Spin is attached to (Spins and Gears
     /// made at run time join them).
-    private let hosted = Protected<(gears: [String: any HostedGear], bySpin: [String: Set<String>])>(([:], [:]))
+    private let hosted = Protected<(gears: [String: any HostedGear], bySpin: [String: SmallSet<String>])>(([:], [:]))
 
     // Confined to `section`.
     private var outboxes: [String: SenderOutbox] = [:]
     private var receivers: [String: Receiver] = [:]
     /// The registered Spins that catch each Gear.
-    private var catchers: [String: Set<String>] = [:]
+    private var catchers: [String: SmallSet<String>] = [:]
     /// In memory: each sender's last position.
     private var memoryPositions: [String: UInt64] = [:]
 
@@ -108,7 +108,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         let name: String
         let consumption: GearConsumption
         /// The Gears it catches (some feedback of its loop catches events of them).
-        var caught: Set<String>
+        var caught: SmallSet<String>
         /// Where its consumption of each sender stands.
         var inboxes: [String: GearInbox] = [:]
         /// What it had consumed when it started here (durable).
@@ -122,7 +122,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         /// Bumped whenever what was handed over is handed back: older receipts are stale.
         var generation: UInt64 = 0
         /// Senders whose outbox may hold something not handed over yet.
-        var dirty: Set<String> = []
+        var dirty: SmallSet<String> = []
         /// Why it no longer gets some sender's oldest events (`backlog`), per sender.
         var lagging: [String: String] = [:]
         var subscription: SpinSubscription?
@@ -136,7 +136,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         var parked = false
         var wakeAsked = false
 
-        init(name: String, consumption: GearConsumption, caught: Set<String>, consumed: [String: UInt64], durable: UInt64) {
+        init(name: String, consumption: GearConsumption, caught: SmallSet<String>, consumed: [String: UInt64], durable: UInt64) {
             self.name = name
             self.consumption = consumption
             self.caught = caught
@@ -204,7 +204,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             parked.parked = true
             parked.lagging = awake.lagging
             parked.registration = awake.registration
-            parked.dirty = Set(outboxes.keys)
+            parked.dirty = SmallSet(outboxes.keys)
             receivers[spin] = parked
             pump(parked)
             finish()
@@ -214,7 +214,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// A receiver for `spin` that is handed nothing (as while a cluster catches it up), and
     /// for which what its senders send after `consumed` is kept: a Spin not running yet, or
     /// asleep. `register` takes its place.
-    private func waiting(_ spin: String, caught: Set<String>, consumed: [String: UInt64]) -> Receiver {
+    private func waiting(_ spin: String, caught: SmallSet<String>, consumed: [String: UInt64]) -> Receiver {
         let receiver = Receiver(name: spin, consumption: GearConsumption(), caught: caught, consumed: consumed, durable: 0)
         receiver.catchingUp = true
         return receiver
@@ -275,7 +275,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
 
     /// A waiting receiver for `spin`, catching `gears`. In the section.
     private func receive(_ spin: String, gears: [String], consumed: [String: UInt64], parked: Bool) {
-        let receiver = waiting(spin, caught: Set(gears), consumed: consumed)
+        let receiver = waiting(spin, caught: SmallSet(gears), consumed: consumed)
         receiver.parked = parked
         receivers[spin] = receiver
         for gear in gears { catchers[gear, default: []].insert(spin) }
@@ -482,7 +482,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         let consumption = GearConsumption()
         let name = spin.name
         consumptions.withLock { $0[name] = consumption }
-        let caught = Set(names.filter { gear in self.gear(named: gear)?.ports.contains { $0.isCaught(by: name) } ?? false })
+        let caught = SmallSet(names.filter { gear in self.gear(named: gear)?.ports.contains { $0.isCaught(by: name) } ?? false })
         let receiver = Receiver(name: name, consumption: consumption, caught: caught, consumed: consumed,
                                 durable: mode == .inMemory ? .max : durable)
         receiver.catchingUp = mode == .cluster && !caught.isEmpty
@@ -499,7 +499,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
             }
             receivers[name] = receiver
             for gear in caught { catchers[gear, default: []].insert(name) }
-            receiver.dirty = Set(outboxes.keys).union(consumed.keys)
+            receiver.dirty = SmallSet(outboxes.keys)
+            receiver.dirty.formUnion(consumed.keys)
             pump(receiver)
             finish()
         }

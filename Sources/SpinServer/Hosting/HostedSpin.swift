@@ -287,14 +287,19 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     let name: String
     let kind: String
     private let spin: Spin<State, Event>
-    private let loop = Protected<SpinLoop<State, Event>?>(nil)
-    /// Where the loop starts: the Spin's initial state at 0, or what recovery restored.
-    private let origin: Protected<(state: State, sequence: UInt64)?> = Protected(nil)
+    /// The loop (made on first use), where it starts and how it refuses: one lock for the
+    /// three (an awake Spin keeps one object, not three).
+    private let core = Protected(Core())
+    private struct Core {
+        var loop: SpinLoop<State, Event>?
+        /// Where the loop starts: the Spin's initial state at 0, or what recovery restored.
+        var origin: (state: State, sequence: UInt64)?
+        /// What `observe` was told to call when something does not encode (`refuse`).
+        var refusal: (@Sendable (String) -> Void)?
+    }
     /// Set when a transition did not encode, until `hold` puts the Spin back: observers
     /// are handed nothing meanwhile (see `observe`).
     private let unencodable = EncodingFault()
-    /// What `observe` was told to call when something does not encode (`refuse`).
-    private let refusal = Protected<(@Sendable (String) -> Void)?>(nil)
     /// Whether each decoded event is encoded before it is submitted: not for a
     /// `TypeTaggedEvent` whose decoding checks what its encoding does (its table passed
     /// the round-trip check when hosted); an event that still fails is caught by
@@ -339,9 +344,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     private func loop(feedbackBudget: Int) -> SpinLoop<State, Event> {
-        loop.withLock { loop in
-            if let loop { return loop }
-            let recovered = self.origin.withLock { $0 }
+        core.withLock { core in
+            if let loop = core.loop { return loop }
+            let recovered = core.origin
             let made = spin.startingFrom(recovered?.state ?? spin.initialState)
                 .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget)
             if let suspendsAt {
@@ -350,7 +355,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                     if let reason = suspendsAt(transition.state) { made?.suspend(reason: reason) }
                 }
             }
-            loop = made
+            core.loop = made
             return made
         }
     }
@@ -386,11 +391,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
     func start() { running.start() }
     /// Stops the loop, if it was ever made (a Spin a cluster node never served has none).
-    func stop() { loop.withLock { $0 }?.stop() }
-    func stopAndWait() { loop.withLock { $0 }?.stopAndWait() }
-    var isPrepared: Bool { loop.withLock { $0 != nil } }
+    func stop() { core.withLock { $0.loop }?.stop() }
+    func stopAndWait() { core.withLock { $0.loop }?.stopAndWait() }
+    var isPrepared: Bool { core.withLock { $0.loop != nil } }
     var awaitsTime: Bool {
-        guard let loop = loop.withLock({ $0 }) else { return false }
+        guard let loop = core.withLock({ $0.loop }) else { return false }
         if loop.runningEffects > 0 { return true }
         guard let keepsAwake else { return false }
         return keepsAwake(loop.snapshot.state)
@@ -468,7 +473,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
         }
         let recovered = (state, sequence)
-        origin.withLock { $0 = recovered }
+        core.withLock { $0.origin = recovered }
         let json: JSONValue
         do {
             json = try Self.encode(state)
@@ -626,7 +631,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func refuse(unencodable reason: String) {
         unencodable.failed.store(true, ordering: .releasing)
         running.suspend(reason: reason)
-        refusal.withLock { $0 }?(reason)
+        core.withLock { $0.refusal }?(reason)
     }
 
     func holdBack() {
@@ -636,13 +641,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     var isFaulted: Bool { unencodable.failed.load(ordering: .acquiring) }
 
-    var isStopped: Bool { loop.withLock { $0?.isStopped ?? false } }
+    var isStopped: Bool { core.withLock { $0.loop }?.isStopped ?? false }
 
     private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                          afterFeedbacks: (@Sendable () -> Void)?,
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
         let (loop, fault, encodeEvent) = (running, self.unencodable, coding.encode)
-        refusal.withLock { $0 = unencodable }
+        core.withLock { $0.refusal = unencodable }
         let observation = loop.observe { transition in
             if fault.failed.load(ordering: .acquiring) { return }
             let event: JSONValue, state: JSONValue
