@@ -50,10 +50,11 @@ let package = Package(
         .target(name: "CPostgres", linkerSettings: [.linkedLibrary("pq")]),
         // SQLite (Debian libsqlite3-dev), where the file backend keeps the Spins made at run time.
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
-        // epoll, eventfd, thread names and CPU affinity (Linux), for SpinNet's event loops.
+        // epoll, eventfd, thread names and CPU affinity (Linux), for SpinNet's event loops;
+        // the futex under SpinCore's lock.
         .target(name: "CLinux"),
 
-        .target(name: "SpinCore"),
+        .target(name: "SpinCore", dependencies: [.target(name: "CLinux", condition: .when(platforms: [.linux]))]),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "SpinNet", dependencies: ["COpenSSL", "CLinux", "SpinCore"]),
         // Journals and snapshots behind one protocol (`SpinStore`): the file backend and

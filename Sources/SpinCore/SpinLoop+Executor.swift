@@ -95,7 +95,7 @@ extension SpinLoop {
             let (observers, late, joiners, epoch) = shared.withLock { shared in
                 let joiners = shared.joining
                 shared.joining = []
-                shared.observers += joiners.map { ($0.id, $0.handler) }
+                for joiner in joiners { shared.observers.append(Observer(id: joiner.id, handler: joiner.handler)) }
                 if shared.phase == .stopped || shared.pending.isEmpty {
                     shared.draining = false
                 } else {

@@ -76,7 +76,7 @@ extension SpinLoop {
         let id = shared.withLock { shared -> UInt64? in
             guard shared.phase != .stopped else { return nil }
             shared.nextID += 1
-            shared.lateObservers.append((shared.nextID, handler))
+            shared.lateObservers.append(Observer(id: shared.nextID, handler: handler))
             return shared.nextID
         }
         guard let id else { return SpinSubscription {} }

@@ -86,7 +86,7 @@ extension SpinLoop {
     public func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
         let id = shared.withLock { shared -> UInt64 in
             shared.nextID += 1
-            shared.suspensionHandlers.append((shared.nextID, handler))
+            shared.suspensionHandlers.append(SuspensionHandler(id: shared.nextID, handler: handler))
             return shared.nextID
         }
         return SpinSubscription { [weak self] in

@@ -84,7 +84,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var pendingFeedback = 0
         /// Set while suspended.
         var suspension: Suspension.Reason?
-        var suspensionHandlers: [(id: UInt64, handler: @Sendable (Suspension?) -> Void)] = []
+        var suspensionHandlers: [SuspensionHandler] = []
         /// True while a drain is scheduled or running (and while prepared), so that
         /// `emit` schedules at most one drain at a time.
         var draining = true
@@ -92,10 +92,10 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         var sequence: UInt64
         var nextID: UInt64 = 0
         var subscribers: [UInt64: StateChannel<State>] = [:]
-        var observers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
+        var observers: [Observer] = []
         /// Observers called after the feedbacks were given the transition's state
         /// (`observeAfterFeedbacks`).
-        var lateObservers: [(id: UInt64, handler: @Sendable (Transition<State, Event>) -> Void)] = []
+        var lateObservers: [Observer] = []
         /// Observers waiting for the executor to give them their first snapshot.
         var joining: [Joiner] = []
     }
@@ -103,6 +103,19 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     enum EnqueueOutcome { case queued(schedule: Bool), dropped, suspended([Pending]) }
 
     enum Registration { case stopped(UInt64, State), joined(UInt64, schedule: Bool) }
+
+    /// An observer, registered as `id`. Structs, not tuples, in the lists: a closure kept
+    /// in a tuple of a generic array is wrapped in a thunk (one more allocation per
+    /// observer of every loop).
+    struct Observer: Sendable {
+        var id: UInt64
+        var handler: @Sendable (Transition<State, Event>) -> Void
+    }
+
+    struct SuspensionHandler: Sendable {
+        var id: UInt64
+        var handler: @Sendable (Suspension?) -> Void
+    }
 
     struct Joiner: Sendable {
         var id: UInt64

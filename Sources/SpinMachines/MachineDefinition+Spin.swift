@@ -32,13 +32,17 @@ extension MachineDefinition {
                      initialState: MachineState? = nil) -> Spin<MachineState, MachineEvent> {
         let definition = self
         var feedbacks: [Feedback<MachineState, MachineEvent>] = []
+        // At most the timers, the delayed events, the propagation and one per Gear: an
+        // array grown one by one would keep up to twice that in every Spin.
+        feedbacks.reserveCapacity(3 + gears.count)
         if nodes.values.contains(where: { !$0.after.isEmpty }) {
             feedbacks.append(Feedback { context in MachineTimerRunner(definition: definition, clock: clock, context: context) })
         }
         if schedulesEvents {
             feedbacks.append(Feedback { context in MachineScheduleRunner(clock: clock, context: context) })
         }
-        let used = gears.filter { self.gears[$0.key] != nil }
+        // The Gears given are usually exactly those declared: then no copy of the table.
+        let used = gears.keys.allSatisfy { self.gears[$0] != nil } ? gears : gears.filter { self.gears[$0.key] != nil }
         if !used.isEmpty {
             feedbacks.append(Feedback { context in MachinePropagationRunner(gears: used, label: context.host.label,
                                                                             delivery: context.host.delivery) })

@@ -36,6 +36,8 @@ public final class LoopServer: Sendable {
     package let gearRouter: GearRouter
     /// Makes and deletes Spins while the server runs (`PUT`/`DELETE /v1/spins/{name}`).
     package let runtimeSpins: RuntimeSpins
+    /// What every Spin's observation (`observe`) shares.
+    private let observing: SpinObservation.Common
 
     private struct Clustered: Sendable {
         let fence: LeaseFence
@@ -102,6 +104,8 @@ public final class LoopServer: Sendable {
                                                     moveWait: .seconds(configuration.cluster.leaseSeconds)),
                                gears: gearRouter, runtimeSpins: runtimeSpins)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
+        self.observing = SpinObservation.Common(host: host, router: gearRouter, metrics: context.metrics, logger: logger,
+                                                maxState: configuration.limits.maxStateBytes)
     }
 
     /// The JWT verifier. Loading checked the keys already; if a file changed since and no
@@ -388,10 +392,8 @@ public final class LoopServer: Sendable {
         let capture = gearRouter.sender(spin.name, initial: start == 0 && outboxPosition == outboxBase,
                                         recorded: start) { [weak spin] in spin?.isFaulted ?? true }
         // Every handler below captures only this one object.
-        let observation = SpinObservation(spin: spin, feed: feed, journal: journal, host: host, router: gearRouter,
-                                          consumption: consumption, capture: capture, metrics: context.metrics,
-                                          markers: markers, logger: logger,
-                                          maxState: configuration.limits.maxStateBytes)
+        let observation = SpinObservation(spin: spin, feed: feed, journal: journal, consumption: consumption,
+                                          capture: capture, markers: markers, common: observing)
         let suspensions = spin.onSuspensionChange { observation.suspensionChanged($0) }
         guard capture != nil else {
             return [spin.observe({ observation.applied($0) }, unencodable: { observation.unencodable($0) }), suspensions]
@@ -628,37 +630,45 @@ private final class SpinObservation: @unchecked Sendable {
     weak var spin: (any HostedSpin)?
     let feed: SpinFeed
     let journal: Journal?
-    let host: SpinHost
-    let router: GearRouter
     /// What it consumed of other Spins' outboxes since its last transition.
     let consumption: GearConsumption?
     /// Its Gear events (nil: it is on no Gear).
     let capture: GearCapture?
     let applied: Metrics.SpinCounter
-    let metrics: Metrics
     let markers: SuspensionMarker?
-    let logger: Logger
-    let maxState: Int
+    let common: Common
     /// The transition being given to the feedbacks, kept for the observer after them:
     /// touched only on the Spin's executor (hence `@unchecked`).
     var stash: HostedTransition?
 
-    init(spin: any HostedSpin, feed: SpinFeed, journal: Journal?, host: SpinHost, router: GearRouter,
-         consumption: GearConsumption?, capture: GearCapture?, metrics: Metrics, markers: SuspensionMarker?,
-         logger: Logger, maxState: Int) {
+    /// What every Spin's observation shares: one object per server.
+    final class Common: Sendable {
+        let host: SpinHost
+        let router: GearRouter
+        let metrics: Metrics
+        let logger: Logger
+        let maxState: Int
+
+        init(host: SpinHost, router: GearRouter, metrics: Metrics, logger: Logger, maxState: Int) {
+            self.host = host
+            self.router = router
+            self.metrics = metrics
+            self.logger = logger
+            self.maxState = maxState
+        }
+    }
+
+    init(spin: any HostedSpin, feed: SpinFeed, journal: Journal?, consumption: GearConsumption?, capture: GearCapture?,
+         markers: SuspensionMarker?, common: Common) {
         self.name = spin.name
         self.spin = spin
         self.feed = feed
         self.journal = journal
-        self.host = host
-        self.router = router
         self.consumption = consumption
         self.capture = capture
-        self.applied = metrics.spin(spin.name).applied
-        self.metrics = metrics
+        self.applied = common.metrics.spin(spin.name).applied
         self.markers = markers
-        self.logger = logger
-        self.maxState = maxState
+        self.common = common
     }
 
     /// The Spin goes back to its last durable state, as when its storage fails, and every
@@ -666,7 +676,7 @@ private final class SpinObservation: @unchecked Sendable {
     /// `holdBack`) or stays suspended until resumed (something did not encode).
     func refuse(_ error: APIError) {
         if let journal { return journal.fail(spin: name, error) }
-        let (feed, name, router, host) = (feed, name, router, host)
+        let (feed, name, router, host) = (feed, name, common.router, common.host)
         feed.fail(error, rolledBack: true)
         host.spin(named: name)?.hold { LoopServer.rollBack(feed, name, router) } then: {
             feed.recovered()
@@ -680,9 +690,9 @@ private final class SpinObservation: @unchecked Sendable {
     /// transition goes nowhere.
     func tooLarge(_ transition: HostedTransition) -> Bool {
         let bytes = transition.state.bytes.count
-        guard bytes > maxState, let spin else { return false }
+        guard bytes > common.maxState, let spin else { return false }
         spin.holdBack()
-        refuse(.stateTooLarge(spin: name, bytes: bytes, limit: maxState))
+        refuse(.stateTooLarge(spin: name, bytes: bytes, limit: common.maxState))
         return true
     }
 
@@ -718,7 +728,7 @@ private final class SpinObservation: @unchecked Sendable {
             if let journal {
                 journal.record(spin: name, transition)
             } else {
-                router.sent(name, outbox)
+                common.router.sent(name, outbox)
             }
         }
         if let failed { spin?.refuse(unencodable: failed) }
@@ -726,6 +736,7 @@ private final class SpinObservation: @unchecked Sendable {
 
     func suspensionChanged(_ suspension: Suspension?) {
         if suspension != nil { capture?.endInitial() }
-        LoopServer.suspensionChanged(spin: name, suspension, metrics: metrics, markers: markers, logger: logger)
+        LoopServer.suspensionChanged(spin: name, suspension, metrics: common.metrics, markers: markers,
+                                     logger: common.logger)
     }
 }

@@ -18,11 +18,11 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
     }
 
     func start() {
-        let transform = self.transform
-        let host = context.host
-        let token = gear.attachCatcher(owner: host.label) { delivery, receipt in
+        // The handler holds the runner (one reference: no closure context per Spin); the
+        // Gear lets it go when `stop` detaches it (until then the relay holds the loop).
+        let token = gear.attachCatcher(owner: context.host.label) { [self] delivery, receipt in
             guard let event = transform(delivery.event) else { return .ignored }
-            return host.submit(caught: event, receipt: receipt) ? .enqueued : .refused
+            return context.host.submit(caught: event, receipt: receipt) ? .enqueued : .refused
         }
         _ = subscription.storeIfNil(token)
     }

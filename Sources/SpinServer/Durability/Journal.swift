@@ -627,8 +627,14 @@ package final class Journal: @unchecked Sendable {
         }
         if !journal.consumedComplete.isEmpty {
             journal.consumedWritten.merge(journal.consumedComplete) { max($0, $1) }
-            for (sender, position) in journal.consumedComplete where journal.consumedBatch[sender] == position {
-                journal.consumedBatch[sender] = nil
+            let complete = journal.consumedComplete
+            if journal.consumedBatch.allSatisfy({ complete[$0.key] == $0.value }) {
+                // Nothing past the complete batches (the usual case): no copy to empty.
+                journal.consumedBatch = [:]
+            } else {
+                for (sender, position) in complete where journal.consumedBatch[sender] == position {
+                    journal.consumedBatch[sender] = nil
+                }
             }
             journal.consumedComplete = [:]
         }

@@ -136,7 +136,8 @@ package final class SpinFeed: Sendable {
                 Self.release(transition, in: &shared)
                 released += 1
             }
-            shared.pending.removeFirst(released)
+            // All of them (the usual case) lets the buffer go: an idle Spin keeps none.
+            if released == shared.pending.count { shared.pending = [] } else { shared.pending.removeFirst(released) }
             return Self.takeWaiters(through: shared.sequence, in: &shared)
         }
         for acknowledge in acknowledged { acknowledge(nil) }
@@ -164,7 +165,7 @@ package final class SpinFeed: Sendable {
     private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (APIError?) -> Void] {
         guard shared.waiters.contains(where: { $0.sequence <= sequence }) else { return [] }
         let ready = shared.waiters.filter { $0.sequence <= sequence }.map(\.acknowledge)
-        shared.waiters.removeAll { $0.sequence <= sequence }
+        if ready.count == shared.waiters.count { shared.waiters = [] } else { shared.waiters.removeAll { $0.sequence <= sequence } }
         return ready
     }
 

@@ -11,8 +11,8 @@ import SpinCore
 /// on its own, after its cause); one whose cause was never recorded (a state the server
 /// refused: too large, or not encodable), or propagated while the Spin is faulted (going
 /// back to its durable state), is dropped: no Spin may catch an event whose cause is
-/// taken back.
-package final class GearCapture: Sendable {
+/// taken back. A handle: copies share the state (one object, the lock's, per sending Spin).
+package struct GearCapture: Sendable {
     package let spin: String
     private let state: Protected<State>
     /// Whether the Spin refused a state and is going back to its durable one.
@@ -144,7 +144,8 @@ package final class GearCapture: Sendable {
 /// A catching Spin's side of Gear delivery: what it consumed of other Spins' outboxes
 /// that no journaled event of it says yet (events its reducer declined, positions the
 /// router skipped), handed to its next journaled event (`HostedTransition.consumed`).
-package final class GearConsumption: Sendable {
+/// A handle: copies share what was noted (one object, the lock's, per catching Spin).
+package struct GearConsumption: Sendable {
     private let unrecorded = Protected<[String: UInt64]>([:])
 
     package init() {}

@@ -110,7 +110,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         /// The Gears it catches (some feedback of its loop catches events of them).
         var caught: SmallSet<String>
         /// Where its consumption of each sender stands.
-        var inboxes: [String: GearInbox] = [:]
+        var inboxes: SmallDictionary<String, GearInbox> = [:]
         /// What it had consumed when it started here (durable).
         var consumed: [String: UInt64]
         /// Its journal is durable through this sequence.
@@ -178,7 +178,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private var registrations: UInt64 = 0
     /// Per Gear, the last position of each sender the router was given (in `section`):
     /// where a Spin made now joins it (`join`).
-    private var seen: [String: [String: UInt64]] = [:]
+    private var seen: [String: SmallDictionary<String, UInt64>] = [:]
 
     /// What wakes a sleeping Spin when an event arrives for it (`park`).
     private let parkedEvent = Protected<(@Sendable (String) -> Void)?>(nil)

@@ -53,56 +53,82 @@ package protocol HostedGear: AnyObject, Sendable {
 
 final class HostedGearOf<GearEvent: Codable & Sendable>: HostedGear {
     let name: String
-    private let members: Protected<(attached: [String], ports: [any GearPort])>
-    var attached: [String] { members.withLock { $0.attached } }
-    var ports: [any GearPort] { members.withLock { $0.ports } }
-    private let observers = Protected<(next: UInt64, handlers: [(id: UInt64, handler: @Sendable (GearTraffic) -> Void)])>((0, []))
-    private let fanOut: SpinSubscription
+    private let gear: Gear<GearEvent>
+    /// The Spins attached, the Gear objects of this name, and the observers of its
+    /// traffic: one lock for all (a Gear per user or device is one per Spin).
+    private let state: Protected<State>
+    var attached: [String] { state.withLock { $0.attached } }
+    var ports: [any GearPort] { state.withLock { $0.ports } }
+
+    private struct State {
+        var attached: [String]
+        var ports: [any GearPort]
+        var next: UInt64 = 0
+        var handlers: [(id: UInt64, handler: @Sendable (GearTraffic) -> Void)] = []
+        /// What the Gear fans out itself (not routed), shown to the observers: attached
+        /// with the first observer (a Gear nobody watches carries no observer of its own).
+        var fanOut: SpinSubscription?
+    }
 
     /// - Parameter members: the other Gear objects of this name (joined to `gear`, a JSON
     ///   bus, by `GearBridge`s), routed with it.
     init(name: String, attached: [String], gear: Gear<GearEvent>, members: [any GearPort] = []) {
         self.name = name
-        self.members = Protected((attached, [TypedGearPort(gear)] + members))
-        let observers = self.observers
-        // What the Gear fans out itself (not routed): every event once, as propagated.
-        fanOut = gear.observe { delivery in
-            let event = (try? OrderedJSONEncoder().encodeValue(delivery.event)) ?? .null
-            let traffic = GearTraffic(gear: name, from: delivery.source, event: event)
-            for entry in observers.withLock({ $0.handlers }) { entry.handler(traffic) }
-        }
+        self.gear = gear
+        self.state = Protected(State(attached: attached, ports: [TypedGearPort(gear)] + members))
     }
 
-    deinit { fanOut.cancel() }
+    deinit { state.withLock { $0.fanOut }?.cancel() }
 
     func attach(_ spin: String) {
-        members.withLock { if !$0.attached.contains(spin) { $0.attached.append(spin) } }
+        state.withLock { if !$0.attached.contains(spin) { $0.attached.append(spin) } }
     }
 
     func detach(_ spin: String) -> Int {
-        members.withLock { members in
-            members.attached.removeAll { $0 == spin }
-            return members.attached.count
+        state.withLock { state in
+            state.attached.removeAll { $0 == spin }
+            return state.attached.count
         }
     }
 
     func add(port: any GearPort) {
-        members.withLock { $0.ports.append(port) }
+        state.withLock { $0.ports.append(port) }
     }
 
     func observe(_ handler: @escaping @Sendable (GearTraffic) -> Void) -> SpinSubscription {
-        let id = observers.withLock { state -> UInt64 in
+        let (id, fansOut) = state.withLock { state -> (UInt64, Bool) in
             state.next += 1
             state.handlers.append((state.next, handler))
-            return state.next
+            return (state.next, state.fanOut == nil)
         }
+        if fansOut { startFanOut() }
         return SpinSubscription { [weak self] in
-            self?.observers.withLock { $0.handlers.removeAll { $0.id == id } }
+            self?.state.withLock { $0.handlers.removeAll { $0.id == id } }
         }
     }
 
+    /// Shows every event the Gear fans out itself (not routed) to the observers, once, as
+    /// propagated. Attached outside the lock (the Gear takes its own); the first of two
+    /// racing observers keeps its subscription.
+    private func startFanOut() {
+        let (name, state) = (name, state)
+        let fanOut = gear.observe { delivery in
+            let handlers = state.withLock { $0.handlers }
+            guard !handlers.isEmpty else { return }
+            let event = (try? OrderedJSONEncoder().encodeValue(delivery.event)) ?? .null
+            let traffic = GearTraffic(gear: name, from: delivery.source, event: event)
+            for entry in handlers { entry.handler(traffic) }
+        }
+        let kept = state.withLock { state -> Bool in
+            guard state.fanOut == nil else { return false }
+            state.fanOut = fanOut
+            return true
+        }
+        if !kept { fanOut.cancel() }
+    }
+
     func publish(_ traffic: GearTraffic) {
-        for entry in observers.withLock({ $0.handlers }) { entry.handler(traffic) }
+        for entry in state.withLock({ $0.handlers }) { entry.handler(traffic) }
     }
 }
 

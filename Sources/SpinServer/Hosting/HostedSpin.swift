@@ -190,6 +190,9 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// durable one): nothing unencodable is journaled or streamed, as null or otherwise.
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription
+    /// Calls `touch` on the Spin's executor for every applied event from now on, with
+    /// nothing encoded (a host that only watches for activity). Must not block.
+    func onApplied(_ touch: @escaping @Sendable () -> Void) -> SpinSubscription
     /// `observe(_:unencodable:)`, and `afterFeedbacks` is called for each applied event
     /// once the feedbacks were given its state (after what they do at once with it, such
     /// as propagating a Gear event), on the Spin's executor, when `handler` was called
@@ -300,42 +303,59 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// Set when a transition did not encode, until `hold` puts the Spin back: observers
     /// are handed nothing meanwhile (see `observe`).
     private let unencodable = EncodingFault()
-    /// Whether each decoded event is encoded before it is submitted: not for a
-    /// `TypeTaggedEvent` whose decoding checks what its encoding does (its table passed
-    /// the round-trip check when hosted); an event that still fails is caught by
-    /// `observe`.
-    private let encodesBeforeApplying = !((Event.self as? any TypeTaggedEvent.Type)?.decodedEventsEncode ?? false)
-    /// How events are read from request bodies and written for the journal and streams.
-    private let coding = HostedEventCoding<Event>()
 
-    let machineDefinition: JSONValue?
-    let schema: SpinSchema
-    /// Whether a state is final for the whole Spin (a machine's top-level final state);
-    /// nil for a Spin that never completes.
-    private let isDone: (@Sendable (State) -> Bool)?
-    /// Whether the Spin waits for time in this state (a machine's `after` timer or delayed
-    /// `raise`): it does not sleep then.
-    private let keepsAwake: (@Sendable (State) -> Bool)?
-    /// Why a state the reducer made means the Spin must stop applying events (a machine
-    /// whose event set off more microsteps than it allows); nil for a state that is fine.
-    private let suspendsAt: (@Sendable (State) -> String?)?
-    /// Why a client may not send an event that decoded (a machine's `xstate.` events are
-    /// its own); nil for one it may.
-    private let refusesPosted: (@Sendable (Event) -> String?)?
+    /// What every Spin of a kind shares (one object per kind, not five fields per Spin).
+    let traits: Traits
+    var machineDefinition: JSONValue? { traits.machineDefinition }
+    var schema: SpinSchema { traits.schema }
 
-    init(name: String, kind: String, spin: Spin<State, Event>, machineDefinition: JSONValue? = nil,
-         schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
-         keepsAwake: (@Sendable (State) -> Bool)? = nil,
-         suspendsAt: (@Sendable (State) -> String?)? = nil, refusesPosted: (@Sendable (Event) -> String?)? = nil) {
-        self.isDone = isDone
-        self.keepsAwake = keepsAwake
-        self.suspendsAt = suspendsAt
-        self.refusesPosted = refusesPosted
+    /// What a Spin shows of itself and how it is judged, the same for every Spin of its
+    /// kind.
+    final class Traits: Sendable {
+        /// Whether each decoded event is encoded before it is submitted: not for a
+        /// `TypeTaggedEvent` whose decoding checks what its encoding does (its table
+        /// passed the round-trip check when hosted); an event that still fails is caught
+        /// by `observe`.
+        let encodesBeforeApplying = !((Event.self as? any TypeTaggedEvent.Type)?.decodedEventsEncode ?? false)
+        /// How events are read from request bodies and written for the journal and streams.
+        let coding = HostedEventCoding<Event>()
+        let machineDefinition: JSONValue?
+        let schema: SpinSchema
+        /// Whether a state is final for the whole Spin (a machine's top-level final
+        /// state); nil for a Spin that never completes.
+        let isDone: (@Sendable (State) -> Bool)?
+        /// Whether the Spin waits for time in this state (a machine's `after` timer or
+        /// delayed `raise`): it does not sleep then.
+        let keepsAwake: (@Sendable (State) -> Bool)?
+        /// Why a state the reducer made means the Spin must stop applying events (a
+        /// machine whose event set off more microsteps than it allows); nil for a state
+        /// that is fine.
+        let suspendsAt: (@Sendable (State) -> String?)?
+        /// Why a client may not send an event that decoded (a machine's `xstate.` events
+        /// are its own); nil for one it may.
+        let refusesPosted: (@Sendable (Event) -> String?)?
+
+        init(machineDefinition: JSONValue? = nil, schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
+             keepsAwake: (@Sendable (State) -> Bool)? = nil, suspendsAt: (@Sendable (State) -> String?)? = nil,
+             refusesPosted: (@Sendable (Event) -> String?)? = nil) {
+            self.machineDefinition = machineDefinition
+            self.schema = schema ?? .of(State.self, Event.self)
+            self.isDone = isDone
+            self.keepsAwake = keepsAwake
+            self.suspendsAt = suspendsAt
+            self.refusesPosted = refusesPosted
+        }
+    }
+
+    convenience init(name: String, kind: String, spin: Spin<State, Event>, schema: SpinSchema? = nil) {
+        self.init(name: name, kind: kind, spin: spin, traits: Traits(schema: schema))
+    }
+
+    init(name: String, kind: String, spin: Spin<State, Event>, traits: Traits) {
         self.name = name
         self.kind = kind
         self.spin = spin
-        self.machineDefinition = machineDefinition
-        self.schema = schema ?? .of(State.self, Event.self)
+        self.traits = traits
     }
 
     /// The loop, made on first use (`prepare`), so that every read has one.
@@ -349,7 +369,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             let recovered = core.origin
             let made = spin.startingFrom(recovered?.state ?? spin.initialState)
                 .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget)
-            if let suspendsAt {
+            if let suspendsAt = traits.suspendsAt {
                 // Before the feedbacks see the state, as the runaway guard stops them.
                 _ = made.observe { [weak made] transition in
                     if let reason = suspendsAt(transition.state) { made?.suspend(reason: reason) }
@@ -397,18 +417,17 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     var awaitsTime: Bool {
         guard let loop = core.withLock({ $0.loop }) else { return false }
         if loop.runningEffects > 0 { return true }
-        guard let keepsAwake else { return false }
+        guard let keepsAwake = traits.keepsAwake else { return false }
         return keepsAwake(loop.snapshot.state)
     }
     func fresh() -> any HostedSpin {
-        HostedLoop(name: name, kind: kind, spin: spin, machineDefinition: machineDefinition, schema: schema, isDone: isDone,
-                   keepsAwake: keepsAwake, suspendsAt: suspendsAt, refusesPosted: refusesPosted)
+        HostedLoop(name: name, kind: kind, spin: spin, traits: traits)
     }
     var pendingEvents: Int { running.pendingEvents }
     var status: SpinStatus {
         let loop = running
         if loop.isSuspended { return .suspended }
-        if let isDone, isDone(loop.snapshot.state) { return .done }
+        if let isDone = traits.isDone, isDone(loop.snapshot.state) { return .done }
         return .running
     }
     func suspend(reason: String) -> Bool { running.suspend(reason: reason) }
@@ -420,6 +439,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
         running.onSuspensionChange(handler)
+    }
+    func onApplied(_ touch: @escaping @Sendable () -> Void) -> SpinSubscription {
+        running.observe { _ in touch() }
     }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
@@ -463,7 +485,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             sequence = record.sequence
             if replayed.count - index <= keep {
                 do {
-                    history.append(HostedTransition(sequence: sequence, event: .raw(try coding.encode(event)),
+                    history.append(HostedTransition(sequence: sequence, event: .raw(try traits.coding.encode(event)),
                                                     state: try Self.encode(state), endsBatch: record.endsBatch,
                                                     origin: origin, consumed: metadata.consumed ?? [:]))
                 } catch {
@@ -529,9 +551,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             guard document.kind != .scalar else {
                 throw APIError.invalidEvent(spin: name, "expected an event object or an array of event objects")
             }
-            let events = try coding.decode(document, json)
+            let events = try traits.coding.decode(document, json)
             guard !events.isEmpty else { throw APIError.invalidEvent(spin: name, "the array holds no event") }
-            if let refusesPosted {
+            if let refusesPosted = traits.refusesPosted {
                 for (offset, event) in events.enumerated() {
                     guard let problem = refusesPosted(event) else { continue }
                     throw APIError.invalidEvent(spin: name, events.count > 1 ? "[\(offset)] \(problem)" : problem)
@@ -553,7 +575,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// (Not for a type that encodes whatever it decodes: `encodesBeforeApplying`.)
     private func batch(_ events: [Event]) throws(APIError) -> EventBatch {
         // Asked first: iterating a generic array costs metadata look-ups per request.
-        if encodesBeforeApplying {
+        if traits.encodesBeforeApplying {
             try encodeFirst(events)
         }
         return EventBatch(count: events.count, origin: nil, events: DecodedEvents(events), decoder: self)
@@ -563,7 +585,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private func encodeFirst(_ events: [Event]) throws(APIError) {
         for (offset, event) in events.enumerated() {
             do {
-                _ = try coding.encode(event)
+                _ = try traits.coding.encode(event)
             } catch {
                 let at = events.count > 1 ? "[\(offset)] " : ""
                 throw .encodingFailed(spin: name, "the event \(at)it decoded (\(Event.self)): \(Self.describe(error))")
@@ -597,7 +619,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         // Done is for good: the events the batch declined after its last applied one met
         // the state it ends in.
         var doneFrom: Int?
-        if let isDone, !result.declined.isEmpty, isDone(result.state) {
+        if let isDone = traits.isDone, !result.declined.isEmpty, isDone(result.state) {
             // `declined` is ascending: its tail of consecutive offsets ends the batch.
             var offset = result.count
             for declined in result.declined.reversed() {
@@ -646,7 +668,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                          afterFeedbacks: (@Sendable () -> Void)?,
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
-        let (loop, fault, encodeEvent) = (running, self.unencodable, coding.encode)
+        let (loop, fault, encodeEvent) = (running, self.unencodable, traits.coding.encode)
         core.withLock { $0.refusal = unencodable }
         let observation = loop.observe { transition in
             if fault.failed.load(ordering: .acquiring) { return }

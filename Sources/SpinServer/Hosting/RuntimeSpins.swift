@@ -207,7 +207,8 @@ package final class RuntimeSpins: Sendable {
     /// It is awake: no longer a sleeping Spin to let go of.
     package func adopt(_ spin: any HostedSpin, _ record: MadeSpin, terms: [SpinSubscription]) {
         let activity = Activity()
-        let watch = spin.observe { _ in activity.touch() }
+        // Not `observe`: that encodes every transition, which a watch does not need.
+        let watch = spin.onApplied { activity.touch() }
         state.withLock {
             $0.terms[spin.name] = terms + [watch]
             $0.records[spin.name] = record

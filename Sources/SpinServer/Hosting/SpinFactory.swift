@@ -24,8 +24,9 @@ package final class SpinFactory: Sendable {
     private let documented = Protected<[OpenAPIDocument.DocumentedKind]?>(nil)
     /// Each machine kind's schemas, built once: every Spin of the kind shares them.
     private let machineSchemas: [String: SpinSchema]
-    /// Each machine kind's definition as a Spin shows it, made once and shared likewise.
-    private let machineDocuments: [String: SpinHost.MachineDocument]
+    /// What every Spin of each machine kind shares (its definition as a Spin shows it,
+    /// its schemas, its hooks), made once.
+    private let machineTraits: [String: SpinHost.MachineTraits]
     /// The kinds whose Spins are made asleep (`startsAsleep`).
     private let restingKinds: Set<String>
     /// The Gears and shared values made so far: touched under its lock only.
@@ -46,16 +47,16 @@ package final class SpinFactory: Sendable {
         self.kinds = byName
         self.onEvent = kinds.filter { $0.create == .onEvent }
         var schemas: [String: SpinSchema] = [:]
-        var documents: [String: SpinHost.MachineDocument] = [:]
+        var traits: [String: SpinHost.MachineTraits] = [:]
         var resting: Set<String> = []
         for kind in kinds {
             guard let machine = kind.machine?.definition else { continue }
             schemas[kind.name] = SpinSchema(event: machine.eventSchema, state: machine.stateSchema)
-            documents[kind.name] = SpinHost.machineDocument(of: machine)
+            traits[kind.name] = SpinHost.machineTraits(machine, schema: schemas[kind.name])
             if !machine.awaitsTime(in: machine.initialState) { resting.insert(kind.name) }
         }
         self.machineSchemas = schemas
-        self.machineDocuments = documents
+        self.machineTraits = traits
         self.restingKinds = resting
         var keyed: [(kind: SpinServerConfiguration.KindEntry, template: GearTemplate)] = []
         var sharing: Set<String> = []
@@ -297,7 +298,7 @@ package final class SpinFactory: Sendable {
                 var gears: [String: Gear<MachineEvent>] = [:]
                 for (declared, gear) in gearNames { gears[declared] = workshop.gear(named: gear, of: MachineEvent.self) }
                 made = SpinHost.machineLoop(machine.definition, gears: gears, named: name, kind: kind.name,
-                                            schema: machineSchemas[kind.name], shown: machineDocuments[kind.name])
+                                            traits: machineTraits[kind.name])
             } else if let make = table[kind.kind] {
                 let entry = SpinServerConfiguration.SpinEntry(name: name, kind: kind.name, gear: gearNames.values.first)
                 try make(SpinKindContext(entry: entry, storage: storage, workshop: workshop) { spin throws(HostingError) in

@@ -112,27 +112,33 @@ public final class SpinHost: Sendable {
 
     /// The hosted Spin of a declarative machine (`host(machine:gears:named:)`), under
     /// `kind`: `machine`, or the configured kind a Spin made at run time is of.
-    /// - Parameters:
-    ///   - schema: the machine's schemas when the caller has them already (a kind's Spins
-    ///     share one); built from the definition otherwise.
-    ///   - shown: what `GET /v1/spins/{name}` shows of the definition
-    ///     (`machineDocument(of:)`), when the caller has it already (a kind's Spins share
-    ///     one); made from the definition otherwise.
+    /// - Parameter traits: what every Spin of the machine shares (`machineTraits`), when
+    ///   the caller has it already (a kind's Spins share one); made from the definition
+    ///   otherwise.
     static func machineLoop(_ machine: MachineDefinition, gears: [String: Gear<MachineEvent>], named name: String,
-                            kind: String, schema: SpinSchema? = nil, shown: MachineDocument? = nil) -> any HostedSpin {
-        HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears),
-                   machineDefinition: (shown ?? machineDocument(of: machine)).json,
-                   schema: schema ?? SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
-                   isDone: { machine.isDone($0) },
-                   keepsAwake: { machine.awaitsTime(in: $0) },
-                   suspendsAt: { state in
-                       if state.step.unsettled { return Self.unsettledReason }
-                       return state.step.overScheduled ? Self.overScheduledReason : nil
-                   },
-                   refusesPosted: { event in
-                       guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
-                       return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
-                   })
+                            kind: String, traits: MachineTraits? = nil) -> any HostedSpin {
+        HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears), traits: traits ?? machineTraits(machine))
+    }
+
+    typealias MachineTraits = HostedLoop<MachineState, MachineEvent>.Traits
+
+    /// What every Spin of `machine` shares: its definition as a Spin shows it (`shown`,
+    /// `machineDocument(of:)` when nil), its schemas (built from the definition when nil),
+    /// when it is done, awaits time or must suspend, and which posted events it refuses.
+    static func machineTraits(_ machine: MachineDefinition, schema: SpinSchema? = nil,
+                              shown: MachineDocument? = nil) -> MachineTraits {
+        MachineTraits(machineDefinition: (shown ?? machineDocument(of: machine)).json,
+                      schema: schema ?? SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
+                      isDone: { machine.isDone($0) },
+                      keepsAwake: { machine.awaitsTime(in: $0) },
+                      suspendsAt: { state in
+                          if state.step.unsettled { return Self.unsettledReason }
+                          return state.step.overScheduled ? Self.overScheduledReason : nil
+                      },
+                      refusesPosted: { event in
+                          guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
+                          return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
+                      })
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its

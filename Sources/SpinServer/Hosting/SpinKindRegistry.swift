@@ -108,24 +108,28 @@ public final class SpinKindContext {
     /// The Gears made so far and the values shared per Gear, for one `makeHost` and then
     /// for the Spins made at run time (`SpinFactory`, which locks it).
     final class Workshop {
-        struct MadeGear {
+        /// A Gear made for a name, typed by its events: one object per Gear (a Gear per
+        /// user or device is one per Spin), its port made when a JSON bus joins it.
+        final class MadeGear {
             let gear: Any
             let eventType: Any.Type
-            let hostOn: (SpinHost, String, [String], [any GearPort]) throws(HostingError) -> Void
-            /// Joins this Gear to a JSON bus (`GearBridge`).
-            let bridge: (Gear<MachineEvent>) -> Void
-            /// This Gear as a member of a JSON bus's hosted Gear (routed with it).
-            let port: any GearPort
+            private let typed: any TypedGear
 
             init<GearEvent: Codable & Sendable>(_ gear: Gear<GearEvent>) {
                 self.gear = gear
                 self.eventType = GearEvent.self
-                self.hostOn = { host, name, spins, members throws(HostingError) in
-                    try host.host(gear, named: name, attachedTo: spins, members: members)
-                }
-                self.bridge = { bus in GearBridge.connect(gear, to: bus) }
-                self.port = TypedGearPort(gear)
+                self.typed = gear
             }
+
+            func hostOn(_ host: SpinHost, _ name: String, _ spins: [String], _ members: [any GearPort]) throws(HostingError) {
+                try typed.host(on: host, named: name, attachedTo: spins, members: members)
+            }
+
+            /// Joins this Gear to a JSON bus (`GearBridge`).
+            func bridge(_ bus: Gear<MachineEvent>) { typed.bridge(to: bus) }
+
+            /// This Gear as a member of a JSON bus's hosted Gear (routed with it).
+            var port: any GearPort { typed.port }
         }
 
         /// The Gear hosted under each name.
@@ -221,4 +225,22 @@ public final class SpinKindContext {
         workshop.shared[gear, default: [:]][type] = value
         return value
     }
+}
+
+/// What `SpinKindContext.Workshop.MadeGear` does with its Gear, by the Gear's event type.
+private protocol TypedGear: AnyObject, Sendable {
+    func host(on host: SpinHost, named name: String, attachedTo spins: [String], members: [any GearPort]) throws(HostingError)
+    func bridge(to bus: Gear<MachineEvent>)
+    var port: any GearPort { get }
+}
+
+extension Gear: TypedGear where Event: Codable {
+    fileprivate func host(on host: SpinHost, named name: String, attachedTo spins: [String],
+                          members: [any GearPort]) throws(HostingError) {
+        try host.host(self, named: name, attachedTo: spins, members: members)
+    }
+
+    fileprivate func bridge(to bus: Gear<MachineEvent>) { GearBridge.connect(self, to: bus) }
+
+    fileprivate var port: any GearPort { TypedGearPort(self) }
 }
