@@ -66,4 +66,13 @@ public struct Spin<State: Sendable, Event: Sendable>: Sendable {
                          feedbackBudget: Int = SpinLoop<State, Event>.defaultFeedbackBudget) -> SpinLoop<State, Event> {
         SpinLoop(spin: self, label: label, sequence: sequence, feedbackBudget: feedbackBudget)
     }
+
+    /// `makeLoop`, with a state the loop must stop at: when the reducer makes a state for
+    /// which `suspendsAt` gives a reason, the loop suspends with it before its observers
+    /// and feedbacks see that state, as the runaway guard does (a server's machine whose
+    /// event set off more microsteps than it allows).
+    package func makeLoop(label: String?, sequence: UInt64, feedbackBudget: Int,
+                          suspendingAt suspendsAt: (@Sendable (State) -> String?)?) -> SpinLoop<State, Event> {
+        SpinLoop(spin: self, label: label, sequence: sequence, feedbackBudget: feedbackBudget, suspendsAt: suspendsAt)
+    }
 }

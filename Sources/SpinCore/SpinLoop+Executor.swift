@@ -199,6 +199,8 @@ extension SpinLoop {
                 }
                 if !steppedInPlace { current = next }
                 currentSequence += 1
+                // Before anyone sees the state, as the runaway guard stops the loop.
+                if let suspendsAt, let reason = suspendsAt(next) { _ = suspend(.requested(reason)) }
                 for observer in observers { observer.handler(transition) }
                 pending.receipt?.tell(.applied(sequence: currentSequence))
                 published.append(next)

@@ -142,6 +142,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// before each event that starts a batch and drops the rest of a batch it took before.
     let interruptions = Atomic<UInt64>(0)
     let reducer: Reducer<State, Event>
+    /// A state the loop must stop at (`Spin.makeLoop(...suspendingAt:)`); nil for most.
+    let suspendsAt: (@Sendable (State) -> String?)?
     let runners: [any FeedbackRunner<State>]
     /// `!runners.isEmpty`, once: asking the array of existentials per event looks its
     /// type up every time.
@@ -169,7 +171,8 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// was last suspended (so that `start` and `resume` give it exactly once); in `section`.
     nonisolated(unsafe) var feedbacksHaveState = false
 
-    init(spin: Spin<State, Event>, label: String?, sequence: UInt64, feedbackBudget: Int) {
+    init(spin: Spin<State, Event>, label: String?, sequence: UInt64, feedbackBudget: Int,
+         suspendsAt: (@Sendable (State) -> String?)? = nil) {
         precondition(feedbackBudget > 0, "a feedback budget must be positive")
         let queue = spin.executor ?? DispatchQueue(label: "spin.loop.\(label ?? String(describing: State.self))")
         self.queue = queue
@@ -177,6 +180,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.label = label
         self.feedbackBudget = feedbackBudget
         self.reducer = spin.reducer
+        self.suspendsAt = suspendsAt
         self.current = spin.initialState
         self.currentSequence = sequence
         self.shared = Protected(Shared(state: spin.initialState, sequence: sequence))

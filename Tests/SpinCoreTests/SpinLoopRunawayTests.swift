@@ -1,5 +1,5 @@
 import Dispatch
-import SpinCore
+@testable import SpinCore
 import Testing
 
 /// The runaway guard of `SpinLoop`: the feedback budget, `suspend(reason:)` and `resume()`.
@@ -221,6 +221,26 @@ struct SpinLoopRunawayTests {
         gate.open()
         #expect(loop.resume())
         #expect(await loop.emitAndWait(.marker)?.state == 1)
+        observation.cancel()
+        loop.stop()
+    }
+
+    /// A loop made with a state it must stop at (a server's machine past its microstep
+    /// limit) suspends with that reason at the state, before its observers see it; the
+    /// transition is still observed, and the next event is refused until `resume()`.
+    @Test func aLoopWithAStopState_SuspendsThere_BeforeItsObserversSeeIt() async {
+        let suspendedWhenObserved = Recorder<Bool>()
+        let loop = Spin(initialState: 0) { Reducer(sum) }
+            .makeLoop(label: nil, sequence: 0, feedbackBudget: 100, suspendingAt: { $0 >= 5 ? "five or more" : nil })
+        let observation = loop.observe { [weak loop] _ in suspendedWhenObserved.append(loop?.isSuspended ?? false) }
+        loop.start()
+        #expect(await loop.emitAndWait(.add(2))?.state == 2)
+        #expect(await loop.emitAndWait(.add(3))?.state == 5)
+        #expect(loop.suspension?.reason == .requested("five or more"))
+        #expect(suspendedWhenObserved.all == [false, true])
+        #expect(loop.emit(.add(1)) == .suspended)
+        #expect(loop.resume())
+        #expect(await loop.emitAndWait(.add(-1))?.state == 4 && !loop.isSuspended)
         observation.cancel()
         loop.stop()
     }

@@ -190,9 +190,6 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// durable one): nothing unencodable is journaled or streamed, as null or otherwise.
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                  unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription
-    /// Calls `touch` on the Spin's executor for every applied event from now on, with
-    /// nothing encoded (a host that only watches for activity). Must not block.
-    func onApplied(_ touch: @escaping @Sendable () -> Void) -> SpinSubscription
     /// `observe(_:unencodable:)`, and `afterFeedbacks` is called for each applied event
     /// once the feedbacks were given its state (after what they do at once with it, such
     /// as propagating a Gear event), on the Spin's executor, when `handler` was called
@@ -368,13 +365,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             if let loop = core.loop { return loop }
             let recovered = core.origin
             let made = spin.startingFrom(recovered?.state ?? spin.initialState)
-                .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget)
-            if let suspendsAt = traits.suspendsAt {
-                // Before the feedbacks see the state, as the runaway guard stops them.
-                _ = made.observe { [weak made] transition in
-                    if let reason = suspendsAt(transition.state) { made?.suspend(reason: reason) }
-                }
-            }
+                .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget,
+                          suspendingAt: traits.suspendsAt)
             core.loop = made
             return made
         }
@@ -439,9 +431,6 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription {
         running.onSuspensionChange(handler)
-    }
-    func onApplied(_ touch: @escaping @Sendable () -> Void) -> SpinSubscription {
-        running.observe { _ in touch() }
     }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {

@@ -23,7 +23,6 @@ extension LooplessSpin {
     func refuse(unencodable reason: String) {}
     func holdBack() {}
     func onSuspensionChange(_ handler: @escaping @Sendable (Suspension?) -> Void) -> SpinSubscription { SpinSubscription {} }
-    func onApplied(_ touch: @escaping @Sendable () -> Void) -> SpinSubscription { SpinSubscription {} }
     func hold(rollback: @escaping @Sendable () -> (sequence: UInt64, state: JSONValue, dropped: Int),
               then: @escaping @Sendable () -> Void) { then() }
     func release() {}

@@ -133,8 +133,19 @@ package final class RuntimeSpins: Sendable {
     /// When a made Spin last applied an event (or woke).
     final class Activity: Sendable {
         private let last = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
+        /// The durable sequence the last look saw (`idleNanoseconds(at:)`).
+        private let seen: Atomic<UInt64>
+
+        init(sequence: UInt64) { seen = Atomic(sequence) }
+
         func touch() { last.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
-        var idleNanoseconds: UInt64 {
+
+        /// How long the Spin has been idle, a durable sequence that moved since the last
+        /// look (`sequence`) counting as activity now: events are seen by the sweep that
+        /// looks, not watched one by one (no observer per awake Spin, no clock read per
+        /// event). A Spin sleeps within 1.25 sweeps' worth of time of its last event.
+        func idleNanoseconds(at sequence: UInt64) -> UInt64 {
+            if seen.exchange(sequence, ordering: .relaxed) != sequence { touch() }
             let now = DispatchTime.now().uptimeNanoseconds
             let then = last.load(ordering: .relaxed)
             return now > then ? now - then : 0
@@ -206,11 +217,10 @@ package final class RuntimeSpins: Sendable {
     /// Keeps the observations of a Spin made at run time and recovered at start-up.
     /// It is awake: no longer a sleeping Spin to let go of.
     package func adopt(_ spin: any HostedSpin, _ record: MadeSpin, terms: [SpinSubscription]) {
-        let activity = Activity()
-        // Not `observe`: that encodes every transition, which a watch does not need.
-        let watch = spin.onApplied { activity.touch() }
+        // Its events are seen by the sweep (the durable sequence moves), not watched.
+        let activity = Activity(sequence: feeds.feed(spin.name).snapshot.sequence)
         state.withLock {
-            $0.terms[spin.name] = terms + [watch]
+            $0.terms[spin.name] = terms
             $0.records[spin.name] = record
             $0.awake[spin.name] = activity
             $0.lingering.remove(spin.name)
@@ -649,7 +659,10 @@ package final class RuntimeSpins: Sendable {
     /// meanwhile (a wake, a make), so that none waits for a whole sweep.
     private func sweep(chunk: Int = 32) {
         let limit = UInt64(idleSeconds) * 1_000_000_000
-        let idle = state.withLock { $0.awake.filter { $0.value.idleNanoseconds >= limit }.map(\.key) }
+        let awake = state.withLock { $0.awake }
+        let idle = awake.filter { name, activity in
+            activity.idleNanoseconds(at: feeds.feed(name).snapshot.sequence) >= limit
+        }.map(\.key)
         var slept = 0
         for name in idle {
             guard let spin = host.spin(named: name), !(spin is SleepingSpin), spin.unrecoverable == nil,
