@@ -85,6 +85,31 @@ extension SpinLoop {
         }
     }
 
+    /// `observe(_:)` and `observeAfterFeedbacks(_:)` at once, under one subscription (what
+    /// a host that journals a transition with the Gear events its state sent registers
+    /// for every Spin: one registration, not two and a third to cancel both).
+    package func observe(_ handler: @escaping @Sendable (Transition<State, Event>) -> Void,
+                         afterFeedbacks late: @escaping @Sendable (Transition<State, Event>) -> Void) -> SpinSubscription {
+        let registration = shared.withLock { shared -> Registration in
+            guard shared.phase != .stopped else { return .stopped(shared.sequence, shared.state) }
+            shared.nextID += 1
+            shared.joining.append(Joiner(id: shared.nextID, handler: handler, snapshot: { _, _ in }))
+            shared.lateObservers.append(Observer(id: shared.nextID, handler: late))
+            let schedule = !shared.draining
+            shared.draining = true
+            return .joined(shared.nextID, schedule: schedule)
+        }
+        guard case .joined(let id, let schedule) = registration else { return SpinSubscription {} }
+        if schedule { scheduleDrain() }
+        return SpinSubscription { [weak self] in
+            self?.shared.withLock { shared in
+                shared.observers.removeAll { $0.id == id }
+                shared.joining.removeAll { $0.id == id }
+                shared.lateObservers.removeAll { $0.id == id }
+            }
+        }
+    }
+
     /// Like `observe(_:)`, but first gives `snapshot` the sequence and state the handler's
     /// transitions start from, read on the executor: no transition is missed or seen
     /// twice between the snapshot and the handler (a stream sends exactly this).

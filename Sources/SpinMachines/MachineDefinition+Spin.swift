@@ -32,10 +32,12 @@ extension MachineDefinition {
                      initialState: MachineState? = nil) -> Spin<MachineState, MachineEvent> {
         let definition = self
         var feedbacks: [Feedback<MachineState, MachineEvent>] = []
-        // At most the timers, the delayed events, the propagation and one per Gear: an
-        // array grown one by one would keep up to twice that in every Spin.
-        feedbacks.reserveCapacity(3 + gears.count)
-        if nodes.values.contains(where: { !$0.after.isEmpty }) {
+        // Exactly as many as follow: an array grown one by one would keep up to twice
+        // that in every Spin.
+        let timed = nodes.values.contains { !$0.after.isEmpty }
+        let caught = gears.keys.filter { !(self.gears[$0] ?? [:]).isEmpty }.count
+        feedbacks.reserveCapacity((timed ? 1 : 0) + (schedulesEvents ? 1 : 0) + (gears.isEmpty ? 0 : 1) + caught)
+        if timed {
             feedbacks.append(Feedback { context in MachineTimerRunner(definition: definition, clock: clock, context: context) })
         }
         if schedulesEvents {

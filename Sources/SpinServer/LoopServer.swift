@@ -227,7 +227,9 @@ public final class LoopServer: Sendable {
         for spin in spins where spin.unrecoverable == nil {
             let recovered = recoveredGears[spin.name]
             let consumed = (recovered?.consumed ?? [:]).merging(made[spin.name]?.joined ?? [:]) { max($0, $1) }
-            consumptions[spin.name] = gearRouter.register(spin, consumed: consumed, durable: spin.snapshot().sequence)
+            // Its suspensions reach the router through its observation (`observe`).
+            consumptions[spin.name] = gearRouter.register(spin, consumed: consumed, durable: spin.snapshot().sequence,
+                                                          watchingSuspensions: false)
         }
         for (name, recovered) in recoveredGears { gearRouter.seed(name, outbox: recovered.outbox) }
         // Observed from the first event, before the Spins start; a Spin made at run time's
@@ -362,7 +364,7 @@ public final class LoopServer: Sendable {
             gearRouter.startOutbox(spin.name, at: made.outboxBase)
         }
         let consumed = (recovered?.consumed ?? [:]).merging(made.joined) { max($0, $1) }
-        let consumption = gearRouter.register(spin, consumed: consumed, durable: sequence)
+        let consumption = gearRouter.register(spin, consumed: consumed, durable: sequence, watchingSuspensions: false)
         let markers = journal.map { SuspensionMarker(store: $0.store) }
         let terms = observe(spin, feed: feed, journal: journal, markers: markers, consumption: consumption,
                             outboxPosition: recovered?.outboxPosition ?? made.outboxBase, outboxBase: made.outboxBase)
@@ -634,7 +636,7 @@ private final class SpinObservation: @unchecked Sendable {
     let consumption: GearConsumption?
     /// Its Gear events (nil: it is on no Gear).
     let capture: GearCapture?
-    let applied: Metrics.SpinCounter
+    let counters: Metrics.SpinMetrics
     let markers: SuspensionMarker?
     let common: Common
     /// The transition being given to the feedbacks, kept for the observer after them:
@@ -666,7 +668,7 @@ private final class SpinObservation: @unchecked Sendable {
         self.journal = journal
         self.consumption = consumption
         self.capture = capture
-        self.applied = common.metrics.spin(spin.name).applied
+        self.counters = common.metrics.spin(spin.name)
         self.markers = markers
         self.common = common
     }
@@ -703,7 +705,7 @@ private final class SpinObservation: @unchecked Sendable {
         if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
         feed.applied(transition)
         journal?.record(spin: name, transition)
-        applied.increment()
+        counters.countApplied()
     }
 
     /// A Spin on a Gear applied `transition`: its feed has it now; the journal once the
@@ -713,7 +715,7 @@ private final class SpinObservation: @unchecked Sendable {
         var transition = transition
         if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
         feed.applied(transition)
-        applied.increment()
+        counters.countApplied()
         capture?.begin(transition.sequence)
         stash = transition
     }
@@ -735,6 +737,8 @@ private final class SpinObservation: @unchecked Sendable {
     }
 
     func suspensionChanged(_ suspension: Suspension?) {
+        // The router first (it was registered with `watchingSuspensions: false`).
+        if consumption != nil { common.router.spinSuspensionChanged(name, suspended: suspension != nil) }
         if suspension != nil { capture?.endInitial() }
         LoopServer.suspensionChanged(spin: name, suspension, metrics: common.metrics, markers: markers,
                                      logger: common.logger)

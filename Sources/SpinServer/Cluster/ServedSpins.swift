@@ -107,7 +107,9 @@ package final class ServedSpins: Sendable {
         hosted.prepare(feedbackBudget: feedbackBudget)
         let markers = SuspensionMarker(store: journal.store)
         // It gets what it has not consumed of its Gears (read from the outbox), from now.
-        let consumption = gears.register(hosted, consumed: recovered?.consumed ?? [:], durable: sequence)
+        // Its suspensions reach the router through its observation (`LoopServer.observe`).
+        let consumption = gears.register(hosted, consumed: recovered?.consumed ?? [:], durable: sequence,
+                                         watchingSuspensions: false)
         let served = Served(consumption: consumption, outboxPosition: recovered?.outboxPosition ?? 0)
         terms.withLock { $0[spin] = observe(hosted, feed, served) }
         if let reason = try? markers.read(spin: spin) { hosted.suspend(reason: reason) }

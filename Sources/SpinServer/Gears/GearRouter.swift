@@ -476,7 +476,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     /// event (nil for a Spin on no Gear). `consumed` is what recovery found; `durable` its
     /// recovered sequence.
     @discardableResult
-    package func register(_ spin: any HostedSpin, consumed: [String: UInt64], durable: UInt64) -> GearConsumption? {
+    package func register(_ spin: any HostedSpin, consumed: [String: UInt64], durable: UInt64,
+                          watchingSuspensions: Bool = true) -> GearConsumption? {
         let names = gearNames(of: spin.name)
         guard !names.isEmpty else { return nil }
         let consumption = GearConsumption()
@@ -487,8 +488,10 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
                                 durable: mode == .inMemory ? .max : durable)
         receiver.catchingUp = mode == .cluster && !caught.isEmpty
         receiver.stopped = { [weak spin] in spin?.isStopped ?? true }
-        receiver.subscription = spin.onSuspensionChange { [weak self] suspension in
-            self?.section.run { [self] in self?.suspensionChanged(name, suspended: suspension != nil) }
+        if watchingSuspensions {
+            receiver.subscription = spin.onSuspensionChange { [weak self] suspension in
+                self?.spinSuspensionChanged(name, suspended: suspension != nil)
+            }
         }
         section.sync { [self] in
             registrations += 1
@@ -552,8 +555,15 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         consumptions.withLock { $0[spin] }
     }
 
+    /// Spin `spin` suspended or runs again, on its executor: what a host that watches its
+    /// suspensions itself tells the router (`register(...watchingSuspensions: false)`, one
+    /// suspension handler per Spin, not two).
+    package func spinSuspensionChanged(_ spin: String, suspended: Bool) {
+        section.run { [self] in suspensionChanged(spin, suspended: suspended) }
+    }
+
     /// The Spin suspended (its pending events were dropped: what was in flight comes
-    /// back) or runs again (delivery goes on). On its executor.
+    /// back) or runs again (delivery goes on). In `section`.
     private func suspensionChanged(_ spin: String, suspended: Bool) {
         guard let receiver = receivers[spin] else { return }
         if suspended {

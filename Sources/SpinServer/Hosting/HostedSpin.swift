@@ -659,7 +659,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
         let (loop, fault, encodeEvent) = (running, self.unencodable, traits.coding.encode)
         core.withLock { $0.refusal = unencodable }
-        let observation = loop.observe { transition in
+        let observe: @Sendable (Transition<State, Event>) -> Void = { transition in
             if fault.failed.load(ordering: .acquiring) { return }
             let event: JSONValue, state: JSONValue
             do {
@@ -677,15 +677,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             if let receipt = transition.gearReceipt { hosted.consumed[receipt.source] = receipt.position }
             handler(hosted)
         }
-        guard let afterFeedbacks else { return observation }
-        let late = loop.observeAfterFeedbacks { _ in
+        guard let afterFeedbacks else { return loop.observe(observe) }
+        // Both under one registration of the loop.
+        return loop.observe(observe, afterFeedbacks: { _ in
             if fault.failed.load(ordering: .acquiring) { return }
             afterFeedbacks()
-        }
-        return SpinSubscription {
-            observation.cancel()
-            late.cancel()
-        }
+        })
         /// Suspends the Spin, naming what did not encode, and tells the host.
         @Sendable func refuse(_ what: String, _ error: any Error) {
             fault.failed.store(true, ordering: .releasing)

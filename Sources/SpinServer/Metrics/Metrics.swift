@@ -41,21 +41,16 @@ package final class Metrics: Sendable {
     /// The registry `GET /metrics` renders.
     package let registry: PrometheusCollectorRegistry
 
-    /// A Spin's metric objects.
-    package struct SpinMetrics: Sendable {
-        package let applied: SpinCounter
-        package let suspensions: SpinCounter
-    }
+    /// A Spin's counters: atomics its executor increments, in one object per Spin.
+    package final class SpinMetrics: Sendable {
+        private let appliedCount = Atomic<Int>(0)
+        private let suspensionCount = Atomic<Int>(0)
 
-    /// A per-Spin counter: an atomic the Spin's executor increments.
-    package final class SpinCounter: Sendable {
-        private let value = Atomic<Int>(0)
+        package func countApplied() { appliedCount.add(1, ordering: .relaxed) }
+        package func countSuspension() { suspensionCount.add(1, ordering: .relaxed) }
 
-        package func increment(by amount: Int = 1) {
-            value.add(amount, ordering: .relaxed)
-        }
-
-        package var count: Int { value.load(ordering: .relaxed) }
+        package var applied: Int { appliedCount.load(ordering: .relaxed) }
+        package var suspensions: Int { suspensionCount.load(ordering: .relaxed) }
     }
 
     /// The per-Spin families, in the order rendered: name, type, help.
@@ -205,7 +200,7 @@ package final class Metrics: Sendable {
     package func spin(_ spin: String) -> SpinMetrics {
         spins.withLock { spins in
             if let made = spins[spin] { return made }
-            let made = SpinMetrics(applied: SpinCounter(), suspensions: SpinCounter())
+            let made = SpinMetrics()
             spins[spin] = made
             return made
         }
@@ -217,7 +212,7 @@ package final class Metrics: Sendable {
     }
 
     package func spinSuspended(spin: String) {
-        self.spin(spin).suspensions.increment()
+        self.spin(spin).countSuspension()
     }
 
     /// The counter of requests answered on `route` with `status`, made on first use.
@@ -288,7 +283,7 @@ package final class Metrics: Sendable {
         for (index, (name, help)) in Self.spinCounters.enumerated() {
             text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
             for (spin, metrics) in counters {
-                let value = index == 0 ? metrics.applied.count : metrics.suspensions.count
+                let value = index == 0 ? metrics.applied : metrics.suspensions
                 text += "\(name){spin=\"\(Self.escaped(spin))\"} \(value)\n"
             }
         }
