@@ -227,6 +227,12 @@ extension SpinLoop {
         }
     }
 
+    /// `Tally.last`, boxed.
+    final class Last {
+        let transition: Transition<State, Event>
+        init(_ transition: Transition<State, Event>) { self.transition = transition }
+    }
+
     /// The replies of the client batch being applied. In `section`, inside `drain`.
     struct Tally {
         /// The batch's first index in the drained events.
@@ -237,8 +243,10 @@ extension SpinLoop {
         /// declined), reduced ahead, and the index of the last one that applies.
         var ahead: [State?] = []
         var lastApplied: Int?
-        /// The transition of the batch's last applied event, once met.
-        var last: Transition<State, Event>?
+        /// The transition of the batch's last applied event, once met, when that is not
+        /// the batch's last event (its declined tail: rare). Out of line: every loop
+        /// keeps a `Tally`, and a transition is 80 bytes.
+        var last: Last?
         var details: [EventReply<State, Event>]?
 
         init() {}
@@ -278,13 +286,13 @@ extension SpinLoop {
         }
 
         mutating func apply(_ transition: Transition<State, Event>, from: State, isLastApplied: Bool) {
-            if isLastApplied { last = transition }
+            if isLastApplied { last = Last(transition) }
             details?.append(.applied(from: from, transition))
         }
 
         func result(at index: Int, sequence: UInt64, state: State,
                     last: Transition<State, Event>? = nil) -> BatchResult<State, Event> {
-            BatchResult(count: index - start + 1, declined: declined, lastApplied: last ?? self.last,
+            BatchResult(count: index - start + 1, declined: declined, lastApplied: last ?? self.last?.transition,
                         sequence: sequence, state: state, detailed: details)
         }
     }

@@ -104,8 +104,9 @@ public final class LoopServer: Sendable {
                                                     moveWait: .seconds(configuration.cluster.leaseSeconds)),
                                gears: gearRouter, runtimeSpins: runtimeSpins)
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
-        self.observing = SpinObservation.Common(host: host, router: gearRouter, metrics: context.metrics, logger: logger,
-                                                maxState: configuration.limits.maxStateBytes)
+        self.observing = SpinObservation.Common(host: host, router: gearRouter, metrics: context.metrics,
+                                                markers: journal.map { SuspensionMarker(store: $0.store) },
+                                                logger: logger, maxState: configuration.limits.maxStateBytes)
     }
 
     /// The JWT verifier. Loading checked the keys already; if a file changed since and no
@@ -237,7 +238,7 @@ public final class LoopServer: Sendable {
         var subscriptions: [SpinSubscription] = []
         for spin in spins {
             let base = made[spin.name]?.outboxBase ?? 0
-            let terms = observe(spin, feed: feeds.feed(spin.name), journal: journal, markers: markers,
+            let terms = observe(spin, feed: feeds.feed(spin.name), journal: journal,
                                 consumption: consumptions[spin.name],
                                 outboxPosition: recoveredGears[spin.name]?.outboxPosition ?? base, outboxBase: base)
             if let record = made[spin.name] {
@@ -366,7 +367,7 @@ public final class LoopServer: Sendable {
         let consumed = (recovered?.consumed ?? [:]).merging(made.joined) { max($0, $1) }
         let consumption = gearRouter.register(spin, consumed: consumed, durable: sequence, watchingSuspensions: false)
         let markers = journal.map { SuspensionMarker(store: $0.store) }
-        let terms = observe(spin, feed: feed, journal: journal, markers: markers, consumption: consumption,
+        let terms = observe(spin, feed: feed, journal: journal, consumption: consumption,
                             outboxPosition: recovered?.outboxPosition ?? made.outboxBase, outboxBase: made.outboxBase)
         if let reason = try? markers?.read(spin: spin.name) { spin.suspend(reason: reason) }
         spin.start()
@@ -386,7 +387,7 @@ public final class LoopServer: Sendable {
     /// given the new state (its journal, with the Gear events that state propagated: its
     /// outbox, `GearRouter.sender`).
     private func observe(_ spin: any HostedSpin, feed: SpinFeed, journal: Journal?,
-                         markers: SuspensionMarker?, consumption: GearConsumption?,
+                         consumption: GearConsumption?,
                          outboxPosition: UInt64, outboxBase: UInt64 = 0) -> [SpinSubscription] {
         // A Spin without history sends what its initial state propagates (until it
         // suspends: a state given again after that is not new).
@@ -395,7 +396,7 @@ public final class LoopServer: Sendable {
                                         recorded: start) { [weak spin] in spin?.isFaulted ?? true }
         // Every handler below captures only this one object.
         let observation = SpinObservation(spin: spin, feed: feed, journal: journal, consumption: consumption,
-                                          capture: capture, markers: markers, common: observing)
+                                          capture: capture, common: observing)
         let suspensions = spin.onSuspensionChange { observation.suspensionChanged($0) }
         guard capture != nil else {
             return [spin.observe({ observation.applied($0) }, unencodable: { observation.unencodable($0) }), suspensions]
@@ -475,7 +476,6 @@ public final class LoopServer: Sendable {
             throw LoopServerError.cannotReadGearOutbox(underlying: error)
         }
         clustered.gearRelay.withLock { $0 = relay }
-        let markers = SuspensionMarker(store: journal.store)
         // Spins made at run time: only in the partitions this node serves.
         let runtimeSpins = self.runtimeSpins
         let partitions = clustered.fence.partitions
@@ -484,7 +484,7 @@ public final class LoopServer: Sendable {
         let served = ServedSpins(host: host, feeds: feeds, journal: journal, fence: clustered.fence, gears: gearRouter,
                                  feedbackBudget: configuration.limits.feedbackBudget, logger: logger,
                                  made: runtimeSpins) { [self] hosted, feed, served in
-            observe(hosted, feed: feed, journal: journal, markers: markers, consumption: served.consumption,
+            observe(hosted, feed: feed, journal: journal, consumption: served.consumption,
                     outboxPosition: served.outboxPosition)
         }
         let startLeases = { [self] (advertise: String) in
@@ -637,7 +637,6 @@ private final class SpinObservation: @unchecked Sendable {
     /// Its Gear events (nil: it is on no Gear).
     let capture: GearCapture?
     let counters: Metrics.SpinMetrics
-    let markers: SuspensionMarker?
     let common: Common
     /// The transition being given to the feedbacks, kept for the observer after them:
     /// touched only on the Spin's executor (hence `@unchecked`).
@@ -648,20 +647,24 @@ private final class SpinObservation: @unchecked Sendable {
         let host: SpinHost
         let router: GearRouter
         let metrics: Metrics
+        /// Where suspensions are kept across restarts (nil without a journal).
+        let markers: SuspensionMarker?
         let logger: Logger
         let maxState: Int
 
-        init(host: SpinHost, router: GearRouter, metrics: Metrics, logger: Logger, maxState: Int) {
+        init(host: SpinHost, router: GearRouter, metrics: Metrics, markers: SuspensionMarker?, logger: Logger,
+             maxState: Int) {
             self.host = host
             self.router = router
             self.metrics = metrics
+            self.markers = markers
             self.logger = logger
             self.maxState = maxState
         }
     }
 
     init(spin: any HostedSpin, feed: SpinFeed, journal: Journal?, consumption: GearConsumption?, capture: GearCapture?,
-         markers: SuspensionMarker?, common: Common) {
+         common: Common) {
         self.name = spin.name
         self.spin = spin
         self.feed = feed
@@ -669,7 +672,6 @@ private final class SpinObservation: @unchecked Sendable {
         self.consumption = consumption
         self.capture = capture
         self.counters = common.metrics.spin(spin.name)
-        self.markers = markers
         self.common = common
     }
 
@@ -740,7 +742,7 @@ private final class SpinObservation: @unchecked Sendable {
         // The router first (it was registered with `watchingSuspensions: false`).
         if consumption != nil { common.router.spinSuspensionChanged(name, suspended: suspension != nil) }
         if suspension != nil { capture?.endInitial() }
-        LoopServer.suspensionChanged(spin: name, suspension, metrics: common.metrics, markers: markers,
+        LoopServer.suspensionChanged(spin: name, suspension, metrics: common.metrics, markers: common.markers,
                                      logger: common.logger)
     }
 }

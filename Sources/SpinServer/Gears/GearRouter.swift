@@ -126,9 +126,12 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         /// Why it no longer gets some sender's oldest events (`backlog`), per sender.
         var lagging: [String: String] = [:]
         var subscription: SpinSubscription?
+        /// The Spin that registered it (`register`); nil for one waiting for its Spin.
+        weak var spin: (any HostedSpin)?
+        var registered = false
         /// Whether its loop stopped (then an event no feedback catches waits for the
-        /// Spin's next start rather than being consumed).
-        var stopped: @Sendable () -> Bool = { false }
+        /// Spin's next start rather than being consumed): a registered Spin gone counts.
+        var stopped: Bool { spin.map(\.isStopped) ?? registered }
         /// Its registration's number (`CatchUp.registration`).
         var registration: UInt64 = 0
         /// The Spin sleeps (`park`): what it catches is kept for it, and the first event
@@ -487,7 +490,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         let receiver = Receiver(name: name, consumption: consumption, caught: caught, consumed: consumed,
                                 durable: mode == .inMemory ? .max : durable)
         receiver.catchingUp = mode == .cluster && !caught.isEmpty
-        receiver.stopped = { [weak spin] in spin?.isStopped ?? true }
+        receiver.spin = spin
+        receiver.registered = true
         if watchingSuspensions {
             receiver.subscription = spin.onSuspensionChange { [weak self] suspension in
                 self?.spinSuspensionChanged(name, suspended: suspension != nil)
@@ -759,7 +763,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         // It caught this Gear when it registered: its loop has stopped since (the event
         // waits for its next start), or the feedbacks that caught it are gone (lifted
         // children of a state it left): nothing of it catches the event.
-        if catching == 0 { return receiver.stopped() ? .refused : .ignored }
+        if catching == 0 { return receiver.stopped ? .refused : .ignored }
         if caught.enqueued > 0, !receipt.commit() { caught = .refused }
         if caught.enqueued > 0 && redelivered { bump(\.redelivered, entry.gear) }
         if caught.enqueued == 0, !caught.refused, let reason = undecodable.first {
