@@ -234,7 +234,7 @@ public final class LoopServer: Sendable {
         }
         for (name, recovered) in recoveredGears { gearRouter.seed(name, outbox: recovered.outbox) }
         // Observed from the first event, before the Spins start; a Spin made at run time's
-        // observations are deleted with it.
+        // observations end with its loop (`RuntimeSpins.adopt`).
         var subscriptions: [SpinSubscription] = []
         for spin in spins {
             let base = made[spin.name]?.outboxBase ?? 0
@@ -242,7 +242,7 @@ public final class LoopServer: Sendable {
                                 consumption: consumptions[spin.name],
                                 outboxPosition: recoveredGears[spin.name]?.outboxPosition ?? base, outboxBase: base)
             if let record = made[spin.name] {
-                runtimeSpins.adopt(spin, record, terms: terms)
+                runtimeSpins.adopt(spin, record)
             } else {
                 subscriptions += terms
             }
@@ -392,8 +392,9 @@ public final class LoopServer: Sendable {
         // A Spin without history sends what its initial state propagates (until it
         // suspends: a state given again after that is not new).
         let start = spin.snapshot().sequence
-        let capture = gearRouter.sender(spin.name, initial: start == 0 && outboxPosition == outboxBase,
-                                        recorded: start) { [weak spin] in spin?.isFaulted ?? true }
+        let capture = gearRouter.sender(spin.name, initial: start == 0 && outboxPosition == outboxBase, recorded: start,
+                                        faulted: { [weak spin] in spin?.isFaulted ?? true },
+                                        refuse: { [weak spin] reason in spin?.refuse(unencodable: reason) })
         // Every handler below captures only this one object.
         let observation = SpinObservation(spin: spin, feed: feed, journal: journal, consumption: consumption,
                                           capture: capture, common: observing)
@@ -401,7 +402,6 @@ public final class LoopServer: Sendable {
         guard capture != nil else {
             return [spin.observe({ observation.applied($0) }, unencodable: { observation.unencodable($0) }), suspensions]
         }
-        gearRouter.onUnencodable(spin.name) { [weak spin] reason in spin?.refuse(unencodable: reason) }
         return [
             spin.observe({ observation.appliedBeforeFeedbacks($0) }, afterFeedbacks: { observation.afterFeedbacks() },
                          unencodable: { observation.unencodable($0) }),

@@ -17,6 +17,7 @@ package struct GearCapture: Sendable {
     private let state: Protected<State>
     /// Whether the Spin refused a state and is going back to its durable one.
     private let faulted: @Sendable () -> Bool
+    private let refusing: (@Sendable (String) -> Void)?
 
     /// What becomes of a propagated Gear event.
     enum Disposition: Equatable {
@@ -47,12 +48,21 @@ package struct GearCapture: Sendable {
     ///     events of its initial state are sent (`takesInitial`).
     ///   - recorded: the sequence the Spin starts from.
     ///   - faulted: whether the Spin refused a state and is going back (`HostedSpin.isFaulted`).
+    /// - Parameter refuse: suspends the Spin for a Gear event of its that does not encode
+    ///   outside a transition (`refuse(unencodable:)`).
     package init(spin: String, initial: Bool = false, recorded: UInt64 = 0,
-                 faulted: @escaping @Sendable () -> Bool = { false }) {
+                 faulted: @escaping @Sendable () -> Bool = { false },
+                 refuse: (@Sendable (String) -> Void)? = nil) {
         self.spin = spin
         self.faulted = faulted
+        self.refusing = refuse
         state = Protected(State(initial: initial, recorded: recorded))
     }
+
+    /// The Spin propagated a Gear event that does not encode, apart from a transition: it
+    /// is suspended with `reason` (with the capture, so that a Spin asleep or gone leaves
+    /// nothing of this behind).
+    func refuse(unencodable reason: String) { refusing?(reason) }
 
     /// Whether the Spin refused a state and is going back to its durable one: what it
     /// propagates meanwhile is dropped.

@@ -394,10 +394,12 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     ///   - recorded: the sequence it starts from.
     ///   - faulted: whether it refused a state and is going back (`HostedSpin.isFaulted`):
     ///     what it propagates meanwhile is dropped, as its state will be.
+    ///   - refuse: how the router suspends it for a Gear event that does not encode.
     package func sender(_ spin: String, initial: Bool = false, recorded: UInt64 = 0,
-                        faulted: @escaping @Sendable () -> Bool = { false }) -> GearCapture? {
+                        faulted: @escaping @Sendable () -> Bool = { false },
+                        refuse: (@Sendable (String) -> Void)? = nil) -> GearCapture? {
         guard !gearNames(of: spin).isEmpty else { return nil }
-        let capture = GearCapture(spin: spin, initial: initial, recorded: recorded, faulted: faulted)
+        let capture = GearCapture(spin: spin, initial: initial, recorded: recorded, faulted: faulted, refuse: refuse)
         captures.withLock { $0[spin] = capture }
         return capture
     }
@@ -438,15 +440,8 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// Called when a Gear event of `spin` did not encode outside a transition.
-    private let refusals = Protected<[String: @Sendable (String) -> Void]>([:])
-
     private func refuseUnencodable(_ spin: String, _ reason: String) {
-        refusals.withLock { $0[spin] }?(reason)
-    }
-
-    /// How the router suspends `spin` for a Gear event that does not encode.
-    package func onUnencodable(_ spin: String, _ refuse: @escaping @Sendable (String) -> Void) {
-        refusals.withLock { $0[spin] = refuse }
+        captures.withLock { $0[spin] }?.refuse(unencodable: reason)
     }
 
     /// Gear events of `spin` that belong to no transition being journaled.

@@ -89,8 +89,6 @@ package final class RuntimeSpins: Sendable {
         var retiring: Set<Int> = []
         /// Why this server makes no Spins now (it is shutting down), when it does not.
         var refusal: APIError?
-        /// Each made Spin's observations, cancelled when it is deleted.
-        var terms: [String: [SpinSubscription]] = [:]
         /// What the catalog says of each made Spin (where it joined its Gears, where its
         /// outbox starts): for a wake, or a restart after a failed deletion.
         var records: [String: MadeSpin] = [:]
@@ -143,7 +141,8 @@ package final class RuntimeSpins: Sendable {
         /// How long the Spin has been idle, a durable sequence that moved since the last
         /// look (`sequence`) counting as activity now: events are seen by the sweep that
         /// looks, not watched one by one (no observer per awake Spin, no clock read per
-        /// event). A Spin sleeps within 1.25 sweeps' worth of time of its last event.
+        /// event). The sweep looks every quarter of the idle time, so a Spin sleeps between 1
+        /// and 1.25 times the idle time after its last event.
         func idleNanoseconds(at sequence: UInt64) -> UInt64 {
             if seen.exchange(sequence, ordering: .relaxed) != sequence { touch() }
             let now = DispatchTime.now().uptimeNanoseconds
@@ -198,29 +197,28 @@ package final class RuntimeSpins: Sendable {
     }
 
     /// The server stops: nothing more is made or deleted (what is under way finishes
-    /// first), and the made Spins' observations end.
+    /// first). The made Spins' observations end as their loops stop (`SpinHost.stop`).
     package func stop() {
-        let terms = queue.sync {
-            state.withLock { state -> [SpinSubscription] in
+        queue.sync {
+            state.withLock { state in
                 state.sweeper?.cancel()
                 state.sweeper = nil
                 state.awake = [:]
                 state.bringUp = nil
                 state.refusal = .unavailable("the server is shutting down", retryAfter: 1)
-                defer { state.terms = [:] }
-                return state.terms.values.flatMap { $0 }
             }
         }
-        for subscription in terms { subscription.cancel() }
     }
 
-    /// Keeps the observations of a Spin made at run time and recovered at start-up.
-    /// It is awake: no longer a sleeping Spin to let go of.
-    package func adopt(_ spin: any HostedSpin, _ record: MadeSpin, terms: [SpinSubscription]) {
+    /// Takes in a Spin made at run time, observed and started (or recovered at start-up):
+    /// it is awake, no longer a sleeping Spin to let go of. Its observations are not kept:
+    /// they end when its loop stops, which every way out of memory does first (sleep,
+    /// delete, a partition retired, the server stopping), so a handle per observation
+    /// per awake Spin would only cost memory.
+    package func adopt(_ spin: any HostedSpin, _ record: MadeSpin) {
         // Its events are seen by the sweep (the durable sequence moves), not watched.
         let activity = Activity(sequence: feeds.feed(spin.name).snapshot.sequence)
         state.withLock {
-            $0.terms[spin.name] = terms
             $0.records[spin.name] = record
             $0.awake[spin.name] = activity
             $0.lingering.remove(spin.name)
@@ -454,9 +452,9 @@ package final class RuntimeSpins: Sendable {
         }
         do {
             // Hosted (found by requests) once it runs.
-            let terms = try bringUp([Rising(spin: made.spin, made: record, keepFeed: false)])[0].get()
+            _ = try bringUp([Rising(spin: made.spin, made: record, keepFeed: false)])[0].get()
             try host.insert(made.spin)
-            adopt(made.spin, record, terms: terms)
+            adopt(made.spin, record)
         } catch {
             return abandon(name, made, record, because: error)
         }
@@ -612,9 +610,9 @@ package final class RuntimeSpins: Sendable {
                     continue
                 }
                 switch result {
-                case .success(let terms):
+                case .success:
                     host.replace(with: entry.made.spin)
-                    adopt(entry.made.spin, entry.record, terms: terms)
+                    adopt(entry.made.spin, entry.record)
                     logger.debug("Spin \(entry.name) woke at sequence \(entry.sequence)")
                     outcomes[entry.name] = .success(true)
                 case .failure(let error):
@@ -699,14 +697,10 @@ package final class RuntimeSpins: Sendable {
         release(name)
     }
 
-    /// Spin `name` no longer runs here (deleted, asleep, or not started): its observations
-    /// end and it is no longer watched for idleness.
+    /// Spin `name` no longer runs here (deleted, asleep, or not started; its loop has
+    /// stopped, which ended its observations): it is no longer watched for idleness.
     private func endTerm(of name: String) {
-        let terms = state.withLock { state -> [SpinSubscription] in
-            state.awake[name] = nil
-            return state.terms.removeValue(forKey: name) ?? []
-        }
-        for subscription in terms { subscription.cancel() }
+        _ = state.withLock { $0.awake.removeValue(forKey: name) }
     }
 
     // MARK: In memory or on disk
@@ -1056,8 +1050,8 @@ package final class RuntimeSpins: Sendable {
         let record = state.withLock { $0.records[name] }
         guard let fresh = host.replace(named: name) else { return }
         do {
-            let terms = try bringUp([Rising(spin: fresh, made: record ?? MadeSpin(kind: kind), keepFeed: true)])[0].get()
-            adopt(fresh, record ?? MadeSpin(kind: kind), terms: terms)
+            _ = try bringUp([Rising(spin: fresh, made: record ?? MadeSpin(kind: kind), keepFeed: true)])[0].get()
+            adopt(fresh, record ?? MadeSpin(kind: kind))
         } catch {
             logger.error("Spin \(name) could not run again after a failed deletion: \(error); it is read from storage again when something asks for it")
             gears.unregister(name)
