@@ -29,7 +29,7 @@ import Synchronization
 ///   or asleep and kept), and those made at run time that sleep on disk only.
 ///
 /// Every metric object is made once (per Spin, per route and status) and kept, so the
-/// request path only increments. The per-Spin series are the server's own (`SpinCounter`,
+/// request path only increments. The per-Spin series are the server's own (`SpinMetrics`,
 /// and gauges written from the readings at scrape time), rendered after the registry's:
 /// swift-prometheus copies a family's every series to add one, which made a server of
 /// 10,000 Spins spend most of its start-up making their metrics.
