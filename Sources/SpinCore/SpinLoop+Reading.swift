@@ -90,24 +90,7 @@ extension SpinLoop {
     /// for every Spin: one registration, not two and a third to cancel both).
     package func observe(_ handler: @escaping @Sendable (Transition<State, Event>) -> Void,
                          afterFeedbacks late: @escaping @Sendable (Transition<State, Event>) -> Void) -> SpinSubscription {
-        let registration = shared.withLock { shared -> Registration in
-            guard shared.phase != .stopped else { return .stopped(shared.sequence, shared.state) }
-            shared.nextID += 1
-            shared.joining.append(Joiner(id: shared.nextID, handler: handler, snapshot: { _, _ in }))
-            shared.lateObservers.append(Observer(id: shared.nextID, handler: late))
-            let schedule = !shared.draining
-            shared.draining = true
-            return .joined(shared.nextID, schedule: schedule)
-        }
-        guard case .joined(let id, let schedule) = registration else { return SpinSubscription {} }
-        if schedule { scheduleDrain() }
-        return SpinSubscription { [weak self] in
-            self?.shared.withLock { shared in
-                shared.observers.removeAll { $0.id == id }
-                shared.joining.removeAll { $0.id == id }
-                shared.lateObservers.removeAll { $0.id == id }
-            }
-        }
+        join(snapshot: { _, _ in }, handler, late: late)
     }
 
     /// Like `observe(_:)`, but first gives `snapshot` the sequence and state the handler's
@@ -119,10 +102,19 @@ extension SpinLoop {
         startingWith snapshot: @escaping @Sendable (_ sequence: UInt64, _ state: State) -> Void,
         _ handler: @escaping @Sendable (Transition<State, Event>) -> Void
     ) -> SpinSubscription {
+        join(snapshot: snapshot, handler, late: nil)
+    }
+
+    /// Registers `handler` to join at the executor's next turn (after `snapshot`), and
+    /// `late` (an observer after the feedbacks) at once, under one id and one subscription.
+    private func join(snapshot: @escaping @Sendable (_ sequence: UInt64, _ state: State) -> Void,
+                      _ handler: @escaping @Sendable (Transition<State, Event>) -> Void,
+                      late: (@Sendable (Transition<State, Event>) -> Void)?) -> SpinSubscription {
         let registration = shared.withLock { shared -> Registration in
             guard shared.phase != .stopped else { return .stopped(shared.sequence, shared.state) }
             shared.nextID += 1
             shared.joining.append(Joiner(id: shared.nextID, handler: handler, snapshot: snapshot))
+            if let late { shared.lateObservers.append(Observer(id: shared.nextID, handler: late)) }
             let schedule = !shared.draining
             shared.draining = true
             return .joined(shared.nextID, schedule: schedule)
@@ -137,6 +129,7 @@ extension SpinLoop {
                 self?.shared.withLock { shared in
                     shared.observers.removeAll { $0.id == id }
                     shared.joining.removeAll { $0.id == id }
+                    shared.lateObservers.removeAll { $0.id == id }
                 }
             }
         }

@@ -31,27 +31,29 @@ extension MachineDefinition {
                      clock: any Clock<Duration> = ContinuousClock(),
                      initialState: MachineState? = nil) -> Spin<MachineState, MachineEvent> {
         let definition = self
+        let timed = nodes.values.contains { !$0.after.isEmpty }
+        // The Gears given are usually exactly those declared: then no copy of the table.
+        let used = gears.keys.allSatisfy { self.gears[$0] != nil } ? gears : gears.filter { self.gears[$0.key] != nil }
+        // Each used Gear the machine catches events of, with what it catches.
+        let catching = used.sorted(by: { $0.key < $1.key }).compactMap { name, gear -> (Gear<MachineEvent>, [String: String])? in
+            guard let catches = self.gears[name], !catches.isEmpty else { return nil }
+            return (gear, catches)
+        }
         var feedbacks: [Feedback<MachineState, MachineEvent>] = []
         // Exactly as many as follow: an array grown one by one would keep up to twice
         // that in every Spin.
-        let timed = nodes.values.contains { !$0.after.isEmpty }
-        let caught = gears.keys.filter { !(self.gears[$0] ?? [:]).isEmpty }.count
-        feedbacks.reserveCapacity((timed ? 1 : 0) + (schedulesEvents ? 1 : 0) + (gears.isEmpty ? 0 : 1) + caught)
+        feedbacks.reserveCapacity((timed ? 1 : 0) + (schedulesEvents ? 1 : 0) + (used.isEmpty ? 0 : 1) + catching.count)
         if timed {
             feedbacks.append(Feedback { context in MachineTimerRunner(definition: definition, clock: clock, context: context) })
         }
         if schedulesEvents {
             feedbacks.append(Feedback { context in MachineScheduleRunner(clock: clock, context: context) })
         }
-        // The Gears given are usually exactly those declared: then no copy of the table.
-        let used = gears.keys.allSatisfy { self.gears[$0] != nil } ? gears : gears.filter { self.gears[$0.key] != nil }
         if !used.isEmpty {
             feedbacks.append(Feedback { context in MachinePropagationRunner(gears: used, label: context.host.label,
                                                                             delivery: context.host.delivery) })
         }
-        for (name, gear) in used.sorted(by: { $0.key < $1.key }) {
-            let catches = self.gears[name] ?? [:]
-            guard !catches.isEmpty else { continue }
+        for (gear, catches) in catching {
             feedbacks.append(Feedback(attachedTo: gear, propagating: { (caught: MachineEvent) -> MachineEvent? in
                 catches[caught.type].map { MachineEvent(type: $0, payload: caught.payload) }
             }))

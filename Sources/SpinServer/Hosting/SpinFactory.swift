@@ -22,8 +22,6 @@ package final class SpinFactory: Sendable {
     private let lasting: Set<String>
     private let storage: SpinServerConfiguration.Storage
     private let documented = Protected<[OpenAPIDocument.DocumentedKind]?>(nil)
-    /// Each machine kind's schemas, built once: every Spin of the kind shares them.
-    private let machineSchemas: [String: SpinSchema]
     /// What every Spin of each machine kind shares (its definition as a Spin shows it,
     /// its schemas, its hooks), made once.
     private let machineTraits: [String: SpinHost.MachineTraits]
@@ -46,16 +44,13 @@ package final class SpinFactory: Sendable {
         for kind in kinds { byName[kind.name] = kind }
         self.kinds = byName
         self.onEvent = kinds.filter { $0.create == .onEvent }
-        var schemas: [String: SpinSchema] = [:]
         var traits: [String: SpinHost.MachineTraits] = [:]
         var resting: Set<String> = []
         for kind in kinds {
             guard let machine = kind.machine?.definition else { continue }
-            schemas[kind.name] = SpinSchema(event: machine.eventSchema, state: machine.stateSchema)
-            traits[kind.name] = SpinHost.machineTraits(machine, schema: schemas[kind.name])
+            traits[kind.name] = SpinHost.machineTraits(machine)
             if !machine.awaitsTime(in: machine.initialState) { resting.insert(kind.name) }
         }
-        self.machineSchemas = schemas
         self.machineTraits = traits
         self.restingKinds = resting
         var keyed: [(kind: SpinServerConfiguration.KindEntry, template: GearTemplate)] = []
@@ -92,7 +87,7 @@ package final class SpinFactory: Sendable {
             guard let kind = kinds[name] else { continue }
             var schema: SpinSchema?
             if kind.machine != nil {
-                schema = machineSchemas[kind.name]
+                schema = machineTraits[kind.name]?.schema
             } else if let make = table[kind.kind] {
                 let entry = SpinServerConfiguration.SpinEntry(name: "schema", kind: kind.name,
                                                               gear: kind.gears.values.first.map { _ in "schema" })

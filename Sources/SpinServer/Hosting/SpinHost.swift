@@ -122,13 +122,12 @@ public final class SpinHost: Sendable {
 
     typealias MachineTraits = HostedLoop<MachineState, MachineEvent>.Traits
 
-    /// What every Spin of `machine` shares: its definition as a Spin shows it (`shown`,
-    /// `machineDocument(of:)` when nil), its schemas (built from the definition when nil),
-    /// when it is done, awaits time or must suspend, and which posted events it refuses.
-    static func machineTraits(_ machine: MachineDefinition, schema: SpinSchema? = nil,
-                              shown: MachineDocument? = nil) -> MachineTraits {
-        MachineTraits(machineDefinition: (shown ?? machineDocument(of: machine)).json,
-                      schema: schema ?? SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
+    /// What every Spin of `machine` shares: its definition as a Spin shows it
+    /// (`machineDocument(of:)`), its schemas, when it is done, awaits time or must
+    /// suspend, and which posted events it refuses.
+    static func machineTraits(_ machine: MachineDefinition) -> MachineTraits {
+        MachineTraits(machineDefinition: machineDocument(of: machine).json,
+                      schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                       isDone: { machine.isDone($0) },
                       keepsAwake: { machine.awaitsTime(in: $0) },
                       suspendsAt: { state in
