@@ -320,10 +320,12 @@ struct LoopServerGearTests {
         }
     }
 
-    @Test func aGearEventThatDoesNotEncode_SuspendsItsSender_WhichGoesBack_AndNothingIsSent() async throws {
+    /// A sender that propagates `Fragile(n)` for each state n > 0, starting at `start`, and
+    /// a receiver that records what it catches; served journaled, started.
+    static func startFragile(sender start: Int) throws -> (SpinHost, LoopServer, port: Int, caught: Protected<[Int]>) {
         let host = SpinHost()
         let gear = Gear<Fragile>()
-        try host.host(Spin(initialState: 0, feedbacks: [
+        try host.host(Spin(initialState: start, feedbacks: [
             Feedback<Int, GearRouterTests.Ping>(attachedTo: gear, propagating: { (state: Int) -> Fragile? in
                 state > 0 ? Fragile(n: state) : nil
             }),
@@ -342,6 +344,11 @@ struct LoopServerGearTests {
         logger.logLevel = .critical
         let server = LoopServer(configuration: configuration, host: host, logger: logger)
         let port = try server.start()
+        return (host, server, port, caught)
+    }
+
+    @Test func aGearEventThatDoesNotEncode_SuspendsItsSender_WhichGoesBack_AndNothingIsSent() async throws {
+        let (host, server, port, caught) = try Self.startFragile(sender: 0)
         #expect(try LiveServerTests.post(port, "/v1/spins/sender/events", #"{"n":5}"#).status == 202)
         let refused = try LiveServerTests.post(port, "/v1/spins/sender/events", #"{"n":13}"#)
         #expect(refused.status == 500 && refused.body.contains("encoding_failed") && refused.body.contains("13 does not encode"))
@@ -350,6 +357,19 @@ struct LoopServerGearTests {
         #expect(sender.snapshot().sequence == 1 && sender.status == .suspended)
         try await Task.sleep(for: .milliseconds(100))
         #expect(caught.withLock { $0 } == [5], "13 was never sent")
+        await server.shutdown()
+    }
+
+    /// A Gear event that does not encode outside any transition (the one a Spin without
+    /// history sends for its initial state) suspends its sender through its Gear capture,
+    /// and nothing is sent.
+    @Test func aGearEventThatDoesNotEncode_ApartFromATransition_SuspendsItsSender() async throws {
+        let (host, server, _, caught) = try Self.startFragile(sender: 13)
+        let sender = try #require(host.spin(named: "sender"))
+        for _ in 0..<300 where sender.status != .suspended { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(sender.status == .suspended && sender.snapshot().sequence == 0)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(caught.withLock { $0 }.isEmpty, "13 was never sent")
         await server.shutdown()
     }
 
