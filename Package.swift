@@ -1,13 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// The Spin server package, for Linux (SpinNet calls Glibc). See `README.md` for the architecture, the HTTP API and the
-/// stream protocol. Dependency direction (never upward):
-/// SpinCore ← SpinServer, SpinWire ← SpinServer, SpinNet ← SpinServer ← spin-server,
-/// SpinCore ← SpinExamples ← spin-server, SpinCore ← SpinMachines ← SpinServer, SpinStorage ← SpinServer,
-/// SpinStorage ← spin-server (the example session's table), SpinCore ← SpinNet
-/// (for `Protected`, the lock of the targets on SpinCore (docs/ARCHITECTURE.md, Locks), and `EndOfTurn`, how a Spin runs on a network thread), SpinWire, SpinNet, SpinCore ← SpinClient (the Swift client),
-/// SpinCore ← SpinCombine (Combine feedbacks over OpenCombine: SpinCore itself depends on nothing).
+/// The Spin server package, for Linux (SpinNet calls Glibc). docs/ARCHITECTURE.md draws the
+/// modules and how one event travels through them. Dependencies only point down:
+/// - leaves: `SpinConcurrency` (the lock and the end-of-turn hook), `SpinJSON` (the one JSON),
+///   `SpinWire` (pure HTTP and WebSocket codecs), `SpinStorage` (journals and snapshots);
+/// - `SpinNet` (sockets) → SpinConcurrency; `SpinCore` (the loop library) → SpinConcurrency, SpinJSON;
+/// - `SpinMachines`, `SpinExamples`, `SpinTesting`, `SpinCombine` → SpinCore;
+/// - `SpinServer` → all of the above but the examples; `SpinClient` → SpinWire, SpinNet, SpinCore, SpinJSON;
+/// - `spin-server` → SpinServer, SpinExamples, SpinMachines, SpinStorage.
 let package = Package(
     name: "spin-server",
     products: [
@@ -54,14 +55,23 @@ let package = Package(
         // the futex under SpinCore's lock.
         .target(name: "CLinux"),
 
-        .target(name: "SpinCore", dependencies: [.target(name: "CLinux", condition: .when(platforms: [.linux]))]),
+        // Leaves every other module may use. SpinConcurrency: `Protected`, the package's one
+        // lock (a futex word on Linux), and `EndOfTurn`, the hook by which an event loop's
+        // thread offers work a place at the end of its turn (SpinNet installs it, SpinCore
+        // and the journal use it). SpinJSON: the one JSON of the package (a value tree, its
+        // scanner, writer and validator, JSON Pointer and Patch).
+        .target(name: "SpinConcurrency", dependencies: [.target(name: "CLinux", condition: .when(platforms: [.linux]))]),
+        .target(name: "SpinJSON"),
+
+        .target(name: "SpinCore", dependencies: ["SpinConcurrency", "SpinJSON"]),
         .target(name: "SpinWire", dependencies: ["CZlib", "COpenSSL"], linkerSettings: [.linkedLibrary("m")]),
-        .target(name: "SpinNet", dependencies: ["COpenSSL", "CLinux", "SpinCore"]),
+        .target(name: "SpinNet", dependencies: ["COpenSSL", "CLinux", "SpinConcurrency"]),
         // Journals and snapshots behind one protocol (`SpinStore`): the file backend and
         // PostgreSQL (through libpq). Knows no HTTP and no other target of this package.
         .target(name: "SpinStorage", dependencies: ["CPostgres", "CSQLite"]),
         .target(name: "SpinServer", dependencies: [
-            "SpinCore", "SpinWire", "SpinNet", "SpinStorage", "SpinMachines", .product(name: "Logging", package: "swift-log"),
+            "SpinConcurrency", "SpinJSON", "SpinCore", "SpinWire", "SpinNet", "SpinStorage", "SpinMachines",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -74,17 +84,17 @@ let package = Package(
             // spin-server_SpinServer.resources (see the Dockerfile).
             .copy("Dashboard/dashboard.html"),
         ]),
-        .target(name: "SpinExamples", dependencies: ["SpinCore"]),
+        .target(name: "SpinExamples", dependencies: ["SpinCore", "SpinConcurrency"]),
         // Declarative machines: the JSON machine format, its validator and interpreter
         // as a Spin. Pure: SpinCore only.
-        .target(name: "SpinMachines", dependencies: ["SpinCore"]),
-        .target(name: "SpinTesting", dependencies: ["SpinCore"]),
+        .target(name: "SpinMachines", dependencies: ["SpinCore", "SpinConcurrency", "SpinJSON"]),
+        .target(name: "SpinTesting", dependencies: ["SpinCore", "SpinConcurrency"]),
         // Feedbacks whose effects are Combine publishers, a Spin as a publisher of its
         // states, and an ObservableObject over a loop (Spin.Swift's SpinCombine).
-        .target(name: "SpinCombine", dependencies: ["SpinCore", .product(name: "OpenCombine", package: "OpenCombine")]),
+        .target(name: "SpinCombine", dependencies: ["SpinCore", "SpinConcurrency", .product(name: "OpenCombine", package: "OpenCombine")]),
         // A Swift client for the server: URLSession for requests, the state stream on
         // SpinWire's WebSocket codec over SpinNet's blocking client socket.
-        .target(name: "SpinClient", dependencies: ["SpinWire", "SpinNet", "SpinCore"]),
+        .target(name: "SpinClient", dependencies: ["SpinWire", "SpinNet", "SpinCore", "SpinConcurrency", "SpinJSON"]),
         .executableTarget(name: "spin-server", dependencies: [
             "SpinServer", "SpinExamples", "SpinMachines", "SpinCore", "SpinStorage",
             .product(name: "Logging", package: "swift-log"),
@@ -110,12 +120,15 @@ let package = Package(
             "SpinServer", .product(name: "JWTKit", package: "jwt-kit"),
         ], path: "Benchmarks/SpinJWTBenchmark"),
 
-        .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinTesting"]),
-        .testTarget(name: "SpinWireTests", dependencies: ["SpinWire"], exclude: ["Fixtures"]),
-        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinCore", "SpinTesting"]),
+        .testTarget(name: "SpinConcurrencyTests", dependencies: ["SpinConcurrency"]),
+        .testTarget(name: "SpinJSONTests", dependencies: ["SpinJSON", "SpinTesting"]),
+        .testTarget(name: "SpinCoreTests", dependencies: ["SpinCore", "SpinConcurrency", "SpinTesting"]),
+        .testTarget(name: "SpinWireTests", dependencies: ["SpinWire", "SpinTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinConcurrency", "SpinTesting"]),
         .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
         .testTarget(name: "SpinServerTests", dependencies: [
             "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire", "SpinTesting", "SpinMachines",
+            "SpinConcurrency", "SpinJSON",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -126,13 +139,13 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .testTarget(name: "SpinExamplesTests", dependencies: [
-            "SpinExamples", "SpinTesting", "SpinWire", "SpinCore",
+            "SpinExamples", "SpinTesting", "SpinJSON", "SpinCore", "SpinConcurrency",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore"]),
+        .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore", "SpinConcurrency"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinCombineTests", dependencies: [
-            "SpinCombine", "SpinCore", .product(name: "OpenCombine", package: "OpenCombine"),
+            "SpinCombine", "SpinCore", "SpinConcurrency", .product(name: "OpenCombine", package: "OpenCombine"),
         ]),
         .testTarget(name: "SpinClientTests", dependencies: [
             "SpinClient", "SpinServer", "SpinExamples", "SpinCore", .product(name: "Logging", package: "swift-log"),

@@ -1,5 +1,6 @@
 import OpenCombine
 import SpinCore
+import SpinConcurrency
 
 /// A Spin as a publisher of its states, as Spin.Swift's `AnyPublisher.stream(from:)`:
 ///

@@ -1,5 +1,6 @@
 import OpenCombine
 import SpinCore
+import SpinConcurrency
 
 /// What a Combine subscription made for an effect needs to be cancelled from wherever
 /// the effect ends: the `AsyncStream` it feeds calls `onTermination` on the thread of the

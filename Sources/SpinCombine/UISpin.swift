@@ -1,6 +1,7 @@
 import Dispatch
 import OpenCombine
 import SpinCore
+import SpinConcurrency
 
 /// A Spin for code that binds to observable state, as Spin.Swift's `UISpin` and
 /// `SwiftUISpin`: an `ObservableObject` whose `@Published state` follows the loop, on the

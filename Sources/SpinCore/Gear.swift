@@ -1,3 +1,4 @@
+import SpinConcurrency
 
 /// A mediator bus between Spins: feedbacks attached to a Gear push events into it and
 /// catch the events others pushed.

@@ -1,4 +1,5 @@
 import Dispatch
+import SpinConcurrency
 
 /// The executor side of a loop: taking events in, applying them in order, publishing
 /// the states, and putting the loop back to an earlier state.

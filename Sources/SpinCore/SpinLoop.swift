@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import SpinConcurrency
 
 /// A running Spin: made by `Spin.start()` (or `makeLoop()` then `start()`), it runs
 /// until `stop()`.

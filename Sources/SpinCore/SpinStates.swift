@@ -1,3 +1,4 @@
+import SpinConcurrency
 
 /// The states of a loop as an `AsyncSequence`: the state current when it was made, then
 /// every new state, until the loop stops. Made by `SpinLoop.states`.

@@ -1,5 +1,6 @@
 import Dispatch
 import SpinCore
+import SpinConcurrency
 
 /// The fake session service of the auth-routing example, shared by the `feature` and
 /// `router` Spins. The session is valid at start-up.

@@ -1,5 +1,6 @@
 import SpinCore
 import Synchronization
+import SpinConcurrency
 
 /// The `after` timers of a running machine (see `MachineDefinition.spin`).
 ///

@@ -1,4 +1,5 @@
 import SpinCore
+import SpinConcurrency
 
 /// Sends the events of delayed `raise` actions (see `MachineDefinition.spin`): every event
 /// a state holds in `scheduled` is sent as `MachineEvent.scheduled(_:)` once its delay has

@@ -5,6 +5,8 @@ import SpinCore
 import SpinNet
 import SpinStorage
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// The Spin server: hosts the Spins of a `SpinHost` over HTTP, WebSocket and SSE.
 ///

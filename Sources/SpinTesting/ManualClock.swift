@@ -1,4 +1,5 @@
 import SpinCore
+import SpinConcurrency
 
 /// A clock that only moves when a test says so. Effects that sleep on it (inject it as a
 /// dependency, `any Clock<Duration>`) wake when `advance(by:)` passes their deadline, so a

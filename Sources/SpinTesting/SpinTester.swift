@@ -1,5 +1,6 @@
 import SpinCore
 import Testing
+import SpinConcurrency
 
 /// Drives a Spin step by step and asserts every state and every event, in the manner of
 /// TCA's `TestStore`.

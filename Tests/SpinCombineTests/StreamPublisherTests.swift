@@ -2,6 +2,7 @@ import Dispatch
 import OpenCombine
 import SpinCombine
 import Testing
+@testable import SpinConcurrency
 
 /// A subscriber that asks for states one batch at a time, as a test says.
 final class PacedSubscriber<Input>: Subscriber, @unchecked Sendable {

@@ -1,6 +1,7 @@
 import Dispatch
 import OpenCombine
 import SpinCombine
+@testable import SpinConcurrency
 
 /// A thread-safe list that tests append to from effects and subscribers.
 final class Recorder<Element>: Sendable {

@@ -1,5 +1,6 @@
 import SpinCore
 import Testing
+@testable import SpinConcurrency
 
 /// The environment of the queue tests: jobs that run until the test lets them finish
 /// (or they are cancelled), and a record of how many ran at once.

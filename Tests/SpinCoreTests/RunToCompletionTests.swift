@@ -3,6 +3,7 @@ import Foundation
 @testable import SpinCore
 import Synchronization
 import Testing
+@testable import SpinConcurrency
 
 /// A stand-in for a network thread: installs itself as the thread's `TurnScheduler` and
 /// runs turns of `emit`s followed by the end-of-turn work, as SpinNet's event loops do.

@@ -2,6 +2,7 @@ import Dispatch
 import SpinCore
 import Synchronization
 import Testing
+@testable import SpinConcurrency
 
 @Suite(.timeLimit(.minutes(1)))
 struct SpinLoopTests {

@@ -1,5 +1,6 @@
 import Dispatch
 import SpinCore
+@testable import SpinConcurrency
 
 
 /// A thread-safe list that tests append to from effects and observers.

@@ -3,6 +3,7 @@ import SpinCore
 import SpinExamples
 import SpinTesting
 import Testing
+@testable import SpinConcurrency
 
 @Suite(.timeLimit(.minutes(1)))
 struct CounterTests {

@@ -2,8 +2,8 @@ import Foundation
 import PropertyBased
 import SpinCore
 import SpinExamples
-import SpinWire
 import Testing
+@testable import SpinJSON
 
 /// Every event type of the examples round-trips through the server's coders, over random
 /// and extreme values: SpinExamples' and Examples/TodoServer's (its Spin kinds are

@@ -1,9 +1,9 @@
 import SpinCore
 import Foundation
 import SpinExamples
-@testable import SpinWire
 
 import Testing
+@testable import SpinJSON
 
 /// The JSON of the example states and events is a contract (docs/PROTOCOL.md): the server
 /// hosts these Spins and clients read and write exactly this.

@@ -3,6 +3,7 @@ import SpinCore
 import SpinExamples
 import SpinTesting
 import Testing
+@testable import SpinConcurrency
 
 /// `SessionService` on a `SessionStore`: what two servers of a cluster see through one
 /// store, and what a store that fails or hangs answers.

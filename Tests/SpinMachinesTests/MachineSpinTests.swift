@@ -2,6 +2,7 @@ import SpinCore
 import SpinMachines
 import SpinTesting
 import Testing
+@testable import SpinConcurrency
 
 @Suite(.timeLimit(.minutes(1)))
 struct MachineSpinTests {

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
-import SpinCore
 import Testing
 @testable import SpinNet
+@testable import SpinConcurrency
 
 /// Writes `total` bytes of a known pattern, respecting the watermarks unless told
 /// not to, then closes after flushing. Shares what it saw through `Stats`.

@@ -1,7 +1,8 @@
 import Glibc
-import SpinCore
+import SpinTesting
 import Testing
 @testable import SpinNet
+@testable import SpinConcurrency
 
 @Suite struct SocketServerTests {
     @Test(arguments: ["127.0.0.1", "::1"])

@@ -1,4 +1,5 @@
 import COpenSSL
+import SpinTesting
 import Testing
 @testable import SpinNet
 

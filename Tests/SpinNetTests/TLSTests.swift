@@ -1,9 +1,9 @@
 import COpenSSL
 import Foundation
 import Glibc
-import SpinCore
 import Testing
 @testable import SpinNet
+@testable import SpinConcurrency
 
 @Suite struct TLSTests {
     let certificates: TestCertificates

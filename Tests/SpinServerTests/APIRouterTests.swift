@@ -5,6 +5,7 @@ import SpinExamples
 @testable import SpinServer
 import SpinWire
 import Testing
+@testable import SpinConcurrency
 
 /// Builds a host with the example Spins, as the default config does.
 func makeExampleHost(start: Bool = true, counterQueue: DispatchQueue? = nil) throws -> SpinHost {

@@ -1,5 +1,6 @@
 import Foundation
 import SpinCore
+import SpinConcurrency
 
 /// A thread of its own for one stream's blocking socket calls (connect, handshake,
 /// reads), so that any number of open streams never tie up the cooperative pool or

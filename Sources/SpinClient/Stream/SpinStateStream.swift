@@ -2,6 +2,7 @@ import Foundation
 import SpinCore
 import SpinNet
 import SpinWire
+import SpinConcurrency
 
 extension SpinClient {
     /// The states of the Spin named `spin` as they are applied, over a WebSocket that

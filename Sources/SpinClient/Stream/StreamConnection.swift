@@ -2,6 +2,7 @@ import Foundation
 import SpinCore
 import SpinNet
 import SpinWire
+import SpinConcurrency
 
 /// One open WebSocket of a state stream: a blocking socket, the client side of the
 /// package's WebSocket codec, and the bytes that came with the handshake's answer.

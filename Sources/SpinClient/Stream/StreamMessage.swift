@@ -1,5 +1,6 @@
 import Foundation
 import SpinWire
+import SpinJSON
 
 /// A text message of the state stream, decoded: DESIGN's stream protocol, server to client.
 enum StreamMessage<State: Decodable> {

@@ -1,4 +1,4 @@
-import SpinWire
+import SpinJSON
 
 /// The state a delta stream's patches apply to (`?delta=json-patch`): the newest message's
 /// state as a JSON tree and its sequence. Pure; the stream's iterator holds one per

@@ -1,3 +1,4 @@
+import SpinConcurrency
 /// Runs a lifted feedback (`Feedback+Scope.swift`): one run of the child's feedback per
 /// child a parent state has (one for a scoped child, none or one for an optional child,
 /// one per id for a collection), each made and started when its key appears and stopped

@@ -1,4 +1,5 @@
 import Dispatch
+import SpinConcurrency
 
 /// Runs the effects of a transition table's rows in their queues (see `FlattenStrategy`)
 /// and cancels them by id. A feedback of the table's Spin: `applied` looks up the row the

@@ -1,4 +1,5 @@
 import Dispatch
+import SpinConcurrency
 
 /// Work that must run one piece at a time, in the order it was submitted, run by
 /// whichever thread finds the section free (run to completion): no thread hop when

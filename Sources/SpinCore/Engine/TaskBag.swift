@@ -1,3 +1,4 @@
+import SpinConcurrency
 
 /// The effect tasks of one feedback, so that they can be cancelled on a new state or on
 /// stop, and counted by the tester. Guarded by a mutex: tasks remove themselves from

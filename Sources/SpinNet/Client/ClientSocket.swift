@@ -1,6 +1,6 @@
 #if canImport(Glibc)
 import Glibc
-import SpinCore
+import SpinConcurrency
 
 /// Why an outgoing connection failed or ended abnormally. Each carries the `errno` of the
 /// failing call where there is one.

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Dispatch
 import Glibc
-import SpinCore
 import Synchronization
 
 extension Connection {

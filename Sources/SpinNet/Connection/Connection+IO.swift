@@ -1,4 +1,3 @@
-import SpinCore
 
 /// Reading and writing the socket (through TLS when it speaks it), on the loop.
 extension Connection: LoopWatcher {

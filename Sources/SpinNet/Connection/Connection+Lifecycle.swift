@@ -1,4 +1,3 @@
-import SpinCore
 
 /// Opening, handler calls, deadlines and closing: the connection's life on its loop.
 extension Connection {

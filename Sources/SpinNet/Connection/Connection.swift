@@ -1,4 +1,4 @@
-import SpinCore
+import SpinConcurrency
 
 /// One accepted TCP connection (plain or TLS), watched by its event loop (`EventLoop`:
 /// readable, writable, its deadlines) and driven on the loop's thread. The handle the

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import CLinux
 import Glibc
-import SpinCore
 import Synchronization
+import SpinConcurrency
 
 /// One thread that waits in `epoll_wait` for the sockets of many connections and runs
 /// their work itself: a readable socket is read, its requests handled and its answers

@@ -1,6 +1,6 @@
 import Dispatch
-import SpinCore
 import Synchronization
+import SpinConcurrency
 
 /// A TCP listener (IPv4 or IPv6, plain or TLS) whose accepted connections run on the
 /// process's event loops (`EventLoop`: one thread each, waiting in `epoll_wait` for many

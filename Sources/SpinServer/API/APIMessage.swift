@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// A response as the API layer makes it; the HTTP layer adds `Date`, `Content-Length`
 /// and `Connection`.

@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// The Gear routes.
 extension APIRouter {

@@ -1,4 +1,3 @@
-import SpinWire
 
 /// The routes about the server as a whole: its probes, its metrics and its cluster.
 extension APIRouter {

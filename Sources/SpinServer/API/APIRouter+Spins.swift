@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// The Spin routes: the list, one Spin, its schema, its events, its resumption and its stream.
 extension APIRouter {

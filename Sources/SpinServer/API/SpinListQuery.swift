@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// The query of `GET /v1/spins`: `prefix` (names that start with it), `after` (names
 /// after it, the `next` of the page before) and `limit` (1 to `maximumLimit`,

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import JWTKit
 import SpinCore
+import SpinConcurrency
 
 /// The keys a `TokenVerifier` verifies with at one time: each configured key and each
 /// usable key of the JWKS file, as the verifier jwt-kit made for its algorithm.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import SpinCore
+import SpinConcurrency
 
 /// Verifies bearer JWTs (compact JWS) with the configured keys: signature by jwt-kit,
 /// then `exp` and `nbf` (with the leeway), `iss` and `aud`.

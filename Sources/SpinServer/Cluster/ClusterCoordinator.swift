@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SpinCore
 import SpinStorage
+import SpinConcurrency
 
 /// The lease loop of one cluster node: every third of `cluster.leaseSeconds`, and at
 /// once whenever another node announces a change (it took or gave back a lease, joined

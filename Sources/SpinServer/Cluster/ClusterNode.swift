@@ -1,6 +1,7 @@
 import Dispatch
 import SpinCore
 import Synchronization
+import SpinConcurrency
 
 /// This server as `GET /v1/cluster` and `/metrics` show it: its node name, the URL it
 /// advertises, and the newest view of the shared cluster when there is one.

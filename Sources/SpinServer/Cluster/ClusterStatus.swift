@@ -1,5 +1,6 @@
 import SpinStorage
 import SpinWire
+import SpinJSON
 
 /// The answer of `GET /v1/cluster`: the nodes, whether each is alive, the configured
 /// Spins each owns, the partitions each holds, and which node answered:

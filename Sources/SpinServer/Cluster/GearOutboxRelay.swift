@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SpinCore
 import SpinStorage
+import SpinConcurrency
 
 /// Reads the cluster's Gear outbox (`spin_gear_outbox`) for this node's `GearRouter`.
 ///

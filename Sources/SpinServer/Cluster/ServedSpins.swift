@@ -1,6 +1,7 @@
 import Logging
 import SpinCore
 import SpinStorage
+import SpinConcurrency
 
 /// The Spins a cluster node serves, each for a term: from the moment the lease loop
 /// gives it the lease of the Spin's partition (`serve`: recovered from what is durable,

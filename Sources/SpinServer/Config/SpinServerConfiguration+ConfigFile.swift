@@ -1,5 +1,6 @@
 import Foundation
 import SpinWire
+import SpinJSON
 
 // MARK: - The config file
 

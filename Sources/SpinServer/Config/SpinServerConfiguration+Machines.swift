@@ -1,6 +1,7 @@
 import Foundation
 import SpinMachines
 import SpinWire
+import SpinJSON
 
 extension SpinServerConfiguration {
     /// The kind of a config entry that names a machine file instead of a kind.

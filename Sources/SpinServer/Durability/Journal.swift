@@ -4,6 +4,8 @@ import Logging
 import SpinCore
 import SpinStorage
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// The durable storage of hosted Spins (docs/OPERATIONS.md, "Durability"): what to journal and
 /// when it counts as durable, on top of a `SpinStore` (SpinStorage: the files of a

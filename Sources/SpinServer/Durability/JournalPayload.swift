@@ -1,6 +1,7 @@
 import Foundation
 import SpinStorage
 import SpinWire
+import SpinJSON
 
 /// The payload of a journal record as the server writes it: the event's JSON, preceded
 /// by the record's metadata when it has any.

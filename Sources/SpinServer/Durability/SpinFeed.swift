@@ -1,5 +1,7 @@
 import SpinCore
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// The durable face of one hosted Spin: what the outside world may see of it.
 ///

@@ -1,4 +1,5 @@
 import SpinCore
+import SpinConcurrency
 
 /// The `SpinFeed` of every hosted Spin, by name: where acknowledgements wait for
 /// durability and streams subscribe. The seam between "applied" and "acknowledged" on

@@ -2,6 +2,7 @@ import Foundation
 import SpinCore
 import SpinStorage
 import SpinWire
+import SpinJSON
 
 /// Keeps a Spin's suspension across restarts: a document `{"sequence":N,"reason":".."}`
 /// in the Spin's store (`<name>.suspended` in a storage directory), written when the Spin

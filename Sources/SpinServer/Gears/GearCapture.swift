@@ -1,4 +1,5 @@
 import SpinCore
+import SpinConcurrency
 
 /// A sending Spin's side of Gear delivery: collects the Gear events its feedbacks
 /// propagate while they are given a transition's state, so that the transition is

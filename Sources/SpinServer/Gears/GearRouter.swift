@@ -3,6 +3,7 @@ import Logging
 import SpinCore
 import SpinStorage
 import SpinWire
+import SpinConcurrency
 
 /// Gear delivery in the server: exactly once, in order per sender, and output-gated
 /// (docs/OPERATIONS.md, "Gear delivery").

@@ -1,6 +1,8 @@
 import Foundation
 import SpinCore
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// One event that crossed a Gear, as the Gear stream shows it:
 /// `{"type":"gear","gear":..,"from":spin,"event":..}`, with its place in the sender's

@@ -1,6 +1,6 @@
 import Foundation
 import SpinCore
-import SpinWire
+import SpinJSON
 
 /// How a hosted Spin's events go from and to JSON, chosen once when it is hosted: a
 /// `TypeTaggedEvent` straight through its `eventTypes` table (no `Decoder`, no

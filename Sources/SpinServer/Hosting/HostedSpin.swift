@@ -3,6 +3,8 @@ import SpinCore
 import Synchronization
 import SpinStorage
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// One applied event of a hosted Spin, as JSON: what streams send and a journal keeps.
 package struct HostedTransition: Sendable {

@@ -1,5 +1,6 @@
 import SpinCore
 import SpinWire
+import SpinJSON
 
 /// A Spin hosted without a loop (`UnrecoverableSpin`, `SleepingSpin`): it applies nothing,
 /// observes nothing, holds nothing and runs nothing. What such a Spin does not do, once.

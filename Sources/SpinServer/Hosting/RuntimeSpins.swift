@@ -4,6 +4,7 @@ import Logging
 import SpinCore
 import SpinStorage
 import SpinWire
+import SpinConcurrency
 
 /// The Spins made and deleted while the server runs: `PUT /v1/spins/{name}` (and the
 /// first event or stream for a name of an `onEvent` kind) and `DELETE /v1/spins/{name}`.

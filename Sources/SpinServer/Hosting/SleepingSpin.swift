@@ -1,6 +1,7 @@
 import SpinCore
 import SpinStorage
 import SpinWire
+import SpinJSON
 
 /// What a server hosts in place of a Spin made at run time while it sleeps (idle for
 /// `limits.idleSpinSeconds`): its name, kind and last sequence, and nothing else: no loop,

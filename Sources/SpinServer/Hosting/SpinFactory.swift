@@ -1,6 +1,7 @@
 import Foundation
 import SpinCore
 import SpinMachines
+import SpinConcurrency
 
 /// Makes Spins of the configured kinds (`kinds` in the config) while the server runs:
 /// what `PUT /v1/spins/{name}` and an event for a name of an `onEvent` kind use. Made by

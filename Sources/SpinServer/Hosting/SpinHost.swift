@@ -2,6 +2,8 @@ import Foundation
 import SpinCore
 import SpinMachines
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// The named Spins and Gears a server hosts.
 ///

@@ -1,6 +1,7 @@
 import SpinCore
 import SpinStorage
 import SpinWire
+import SpinJSON
 
 /// Why a Spin's stored history could not be replayed at start-up: where, and what is
 /// wrong. `GET /v1/spins/{name}` shows it as `unrecoverable`.

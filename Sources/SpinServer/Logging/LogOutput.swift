@@ -1,5 +1,6 @@
 import Foundation
 import SpinCore
+import SpinConcurrency
 
 /// Where the log handlers write their lines: one `write` per event, so that lines from
 /// different threads never interleave.

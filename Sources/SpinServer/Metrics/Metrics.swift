@@ -1,6 +1,7 @@
 import Prometheus
 import SpinCore
 import Synchronization
+import SpinConcurrency
 
 /// The server's counters, gauges and the event-apply latency histogram, kept in a
 /// swift-prometheus `PrometheusCollectorRegistry` that `GET /metrics` renders (text format

@@ -1,5 +1,6 @@
 import SpinCore
 import Tracing
+import SpinConcurrency
 
 /// The tracing spans of one HTTP request, made with the tracer the process bootstrapped
 /// (swift-distributed-tracing's `InstrumentationSystem`): `request` (method, route,

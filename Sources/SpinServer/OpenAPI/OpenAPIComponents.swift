@@ -1,5 +1,6 @@
 import SpinCore
 import SpinWire
+import SpinJSON
 
 /// The parts of the OpenAPI document that do not depend on the hosted Spins: the shared
 /// schemas of the answers, the parameters, the error answers by status with the codes

@@ -1,6 +1,8 @@
 import Foundation
 import SpinCore
 import SpinWire
+import SpinJSON
+import SpinConcurrency
 
 /// The OpenAPI 3.1 description of the HTTP API, served at `GET /openapi.json`.
 ///

@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// What the OpenAPI document says of each route: its summary, parameters, request body
 /// and answers. The method, the path and what the route needs (`access`, `streams`,

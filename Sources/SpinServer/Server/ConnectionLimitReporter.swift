@@ -1,5 +1,6 @@
 import Logging
 import SpinCore
+import SpinConcurrency
 
 /// Counts and logs the times the listener paused because `limits.maxConnections`
 /// connections were open (new ones wait in the kernel's backlog until one closes).

@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// Makes the patch form of state messages for streams opened with `?delta=json-patch`
 /// (docs/PROTOCOL.md, The stream protocol: deltas): `{"type":"state",..,"patch":[..]}` with the RFC 6902

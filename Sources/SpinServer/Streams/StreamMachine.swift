@@ -1,4 +1,5 @@
 import SpinWire
+import SpinJSON
 
 /// One open stream (WebSocket or SSE) as a value: messages and bytes in, actions out, no
 /// socket, queue or timer. `StreamSession` drives it on the connection's event loop.

@@ -1,4 +1,5 @@
 import SpinCore
+import SpinConcurrency
 
 /// What reaches one stream from other threads (a feed's transitions, acks, Gear
 /// traffic), kept in arrival order until the stream's driver takes it all on the

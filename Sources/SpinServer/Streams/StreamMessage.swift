@@ -1,5 +1,6 @@
 import Foundation
 import SpinWire
+import SpinJSON
 
 /// The messages of the state and Gear streams (docs/PROTOCOL.md: a contract with clients), as JSON text.
 package enum StreamMessage {

@@ -1,4 +1,3 @@
-import SpinWire
 
 /// The messages a stream still has to send, bounded: what a connection that cannot
 /// write yet keeps.

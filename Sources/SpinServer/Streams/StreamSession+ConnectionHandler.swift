@@ -1,5 +1,4 @@
 import SpinNet
-import SpinWire
 
 /// A stream served here drives its connection itself once it opened: the
 /// `HTTPConnectionHandler` hands the connection over (`Connection.replaceHandler`) and is

@@ -4,6 +4,7 @@ import Logging
 import SpinCore
 import SpinNet
 import SpinWire
+import SpinJSON
 
 /// What a stream carries.
 package enum StreamSource: Sendable {

@@ -1,5 +1,5 @@
-import SpinCore
 @testable import SpinNet
+@testable import SpinConcurrency
 
 /// What a handler saw, in order, shared with the test.
 final class EventLog: Sendable {

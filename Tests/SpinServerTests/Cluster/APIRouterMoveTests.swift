@@ -3,6 +3,7 @@ import SpinCore
 @testable import SpinServer
 import SpinWire
 import Testing
+@testable import SpinConcurrency
 
 /// The router of a cluster node while a Spin moves: a request waits for the move
 /// instead of being refused, and events a stopped Spin did not apply follow it.

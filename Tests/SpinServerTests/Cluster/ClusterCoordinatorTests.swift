@@ -5,6 +5,7 @@ import SpinCore
 import SpinStorage
 import Testing
 @testable import SpinServer
+@testable import SpinConcurrency
 
 /// The lease loop against an in-memory `ClusterStore` that keeps the same conditional
 /// rules as the PostgreSQL one: nodes joining, handing over, dying, and never two nodes

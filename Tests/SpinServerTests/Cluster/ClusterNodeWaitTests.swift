@@ -2,6 +2,7 @@ import Dispatch
 import SpinCore
 import Testing
 @testable import SpinServer
+@testable import SpinConcurrency
 
 /// `ClusterNode.wait`: a request about a Spin that is between two nodes waits for the
 /// move to end (the lease loop publishes a new view), or is refused at its deadline.

@@ -6,6 +6,7 @@ import SpinCore
 import SpinStorage
 import SpinWire
 import Testing
+@testable import SpinConcurrency
 
 /// A cluster node's Spins as their leases come and go (`ServedSpins`): a planned move
 /// refuses nothing. Without sockets or a database: the journal writes to a directory,

@@ -2,6 +2,7 @@
 import SpinCore
 import SpinWire
 import Testing
+@testable import SpinConcurrency
 
 /// The feed without sockets: what streams see, when acknowledgements go out, and what a
 /// storage failure takes back.

@@ -5,6 +5,7 @@ import SpinCore
 import SpinStorage
 import SpinWire
 import Testing
+@testable import SpinConcurrency
 
 /// `GearRouter` with real loops and no sockets or journal: the test plays the journal
 /// (what is durable when) and the restarts.

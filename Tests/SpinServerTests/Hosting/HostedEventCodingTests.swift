@@ -4,6 +4,7 @@ import SpinExamples
 @testable import SpinServer
 import SpinWire
 import Testing
+@testable import SpinJSON
 
 /// Every field kind the direct path reads, and one it leaves to `JSONDecoder`.
 enum Memo: TypeTaggedEvent, Equatable, Sendable {

@@ -4,6 +4,7 @@ import SpinExamples
 import SpinMachines
 @testable import SpinServer
 import Testing
+@testable import SpinConcurrency
 
 /// `SpinKindRegistry`: kinds registered by name, checked by configuration loading, made
 /// into a `SpinHost` with their Gears shared by name; and the Gear rules of `SpinHost`.

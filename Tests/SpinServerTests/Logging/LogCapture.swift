@@ -3,6 +3,7 @@ import Logging
 import SpinCore
 import Testing
 @testable import SpinServer
+@testable import SpinConcurrency
 
 /// Collects what a log handler writes, and makes loggers that write into it at a fixed
 /// time (2023-11-14T22:13:20.123Z).

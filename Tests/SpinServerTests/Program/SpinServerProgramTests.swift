@@ -5,6 +5,7 @@ import SpinCore
 import SpinExamples
 import SpinServer
 import Testing
+@testable import SpinConcurrency
 
 /// `SpinServerOptions` and `SpinServerProgram` as an embedding program uses them: flags
 /// parsed into what loading takes, the exit codes, messages naming the program, its own

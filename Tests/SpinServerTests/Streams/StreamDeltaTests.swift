@@ -2,6 +2,8 @@
 import SpinCore
 import SpinWire
 import Testing
+@testable import SpinJSON
+@testable import SpinConcurrency
 
 /// A state of `count` items, item `changed` renamed: large enough that a patch is smaller.
 private func state(_ sequence: UInt64, count: Int = 20) -> JSONValue {

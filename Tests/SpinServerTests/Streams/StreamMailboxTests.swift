@@ -1,6 +1,7 @@
 import SpinCore
 @testable import SpinServer
 import Testing
+@testable import SpinConcurrency
 
 @Suite struct StreamMailboxTests {
     @Test func post_AsksForADrainOnlyWhenNoneIsPending_AndTakeKeepsTheOrder() {

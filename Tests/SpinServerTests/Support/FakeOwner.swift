@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SpinCore
+@testable import SpinConcurrency
 
 /// A listener on 127.0.0.1 that plays the owning node with canned answers: for each
 /// connection it accepts, it reads one request head (and its `Content-Length` body),

@@ -1,3 +1,4 @@
+import SpinTesting
 import Testing
 @testable import SpinWire
 
@@ -13,19 +14,6 @@ enum ParseOutcome: Equatable, CustomStringConvertible {
         case .action(let action): "\(action)"
         case .handedOver(let bytes): "handedOver(\(String(decoding: bytes, as: UTF8.self).debugDescription))"
         }
-    }
-}
-
-/// SplitMix64: a tiny seeded generator so random splits are the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,3 +1,4 @@
+import SpinTesting
 import Testing
 @testable import SpinWire
 

@@ -1,5 +1,5 @@
 import Dispatch
-@testable import SpinCore
+@testable import SpinConcurrency
 import Synchronization
 import Testing
 

@@ -1,5 +1,5 @@
 import Testing
-@testable import SpinWire
+@testable import SpinJSON
 
 @Suite struct TextPositionTests {
     private func position(_ offset: Int, _ text: String) -> TextPosition {

@@ -1,6 +1,7 @@
 import Foundation
+import SpinTesting
 import Testing
-@testable import SpinWire
+@testable import SpinJSON
 
 @Suite struct JSONValidatorTests {
     private func problem(_ text: String, maxDepth: Int = JSONValidator.defaultMaxDepth) -> JSONValidator.Problem? {

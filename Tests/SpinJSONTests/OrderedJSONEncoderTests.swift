@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import SpinWire
+@testable import SpinJSON
 
 @Suite struct OrderedJSONEncoderTests {
     struct Inner: Codable { var zeta: Int; var alpha: [Double?] }

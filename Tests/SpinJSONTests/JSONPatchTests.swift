@@ -1,6 +1,7 @@
 import Foundation
+import SpinTesting
 import Testing
-@testable import SpinWire
+@testable import SpinJSON
 
 @Suite struct JSONPatchTests {
     static func json(_ text: String) throws -> JSONValue { try JSONValue(parsing: Array(text.utf8)) }
