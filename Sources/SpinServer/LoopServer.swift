@@ -187,7 +187,7 @@ public final class LoopServer: Sendable {
             return try startNode(clustered, journal: journal, socketServer: socketServer)
         }
         var spins = host.spins
-        let markers = journal.map { SuspensionMarker(store: $0.store) }
+        let markers = observing.markers
         var suspended: [(spin: any HostedSpin, reason: String)] = []
         var recoveredGears: [String: Journal.RecoveredGears] = [:]
         var made: [String: MadeSpin] = [:]
@@ -330,9 +330,9 @@ public final class LoopServer: Sendable {
 
     /// Spins made or woken now (`RuntimeSpins`): their storage read (all in one piece of
     /// the journal's work), then each registered with the Gear router where it joins its
-    /// Gears, observed and started. Returns each one's observations, or why it could not
+    /// Gears, observed and started. Returns, for each, whether it runs or why it could not
     /// be brought up.
-    private func bringUp(_ rising: [RuntimeSpins.Rising]) -> [Result<[SpinSubscription], any Error>] {
+    private func bringUp(_ rising: [RuntimeSpins.Rising]) -> [Result<Void, any Error>] {
         let feeds = rising.map { entry in
             entry.keepFeed ? self.feeds.continuing(entry.spin.name)
                 : self.feeds.replace(entry.spin.name, ending: .spinDeleted(entry.spin.name))
@@ -357,9 +357,10 @@ public final class LoopServer: Sendable {
         var description: String
     }
 
-    /// `bringUp` of one Spin whose storage was read: `sequence` and `recovered`.
+    /// `bringUp` of one Spin whose storage was read: `sequence` and `recovered`. Its
+    /// observations end when its loop stops (`RuntimeSpins.adopt`): their handles are not kept.
     private func bringUp(_ spin: any HostedSpin, _ made: MadeSpin, feed: SpinFeed, sequence: UInt64,
-                         recovered: Journal.RecoveredGears?) -> [SpinSubscription] {
+                         recovered: Journal.RecoveredGears?) {
         spin.prepare(feedbackBudget: configuration.limits.feedbackBudget)
         if journal == nil {
             let (start, state) = spin.snapshot()
@@ -368,12 +369,10 @@ public final class LoopServer: Sendable {
         }
         let consumed = (recovered?.consumed ?? [:]).merging(made.joined) { max($0, $1) }
         let consumption = gearRouter.register(spin, consumed: consumed, durable: sequence, watchingSuspensions: false)
-        let markers = journal.map { SuspensionMarker(store: $0.store) }
-        let terms = observe(spin, feed: feed, journal: journal, consumption: consumption,
-                            outboxPosition: recovered?.outboxPosition ?? made.outboxBase, outboxBase: made.outboxBase)
-        if let reason = try? markers?.read(spin: spin.name) { spin.suspend(reason: reason) }
+        _ = observe(spin, feed: feed, journal: journal, consumption: consumption,
+                    outboxPosition: recovered?.outboxPosition ?? made.outboxBase, outboxBase: made.outboxBase)
+        if let reason = try? observing.markers?.read(spin: spin.name) { spin.suspend(reason: reason) }
         spin.start()
-        return terms
     }
 
     /// Sees every event `spin` applies, before it starts: the feed first (it must hold a
@@ -572,25 +571,6 @@ public final class LoopServer: Sendable {
         }
     }
 
-    /// Logs, counts and stores (when persisting) a Spin's suspension or resumption.
-    fileprivate static func suspensionChanged(spin: String, _ suspension: Suspension?, metrics: Metrics,
-                                              markers: SuspensionMarker?, logger: Logger) {
-        // A hold for failing storage is the journal's to log, and not kept across a restart.
-        if case .requested(storageHoldReason)? = suspension?.reason { return }
-        guard let suspension else {
-            markers?.remove(spin: spin)
-            logger.notice("Spin \(spin) resumed")
-            return
-        }
-        metrics.spinSuspended(spin: spin)
-        logger.warning("Spin \(spin) suspended at sequence \(suspension.sequence): \(SuspensionMarker.describe(suspension.reason)); it applies no event until POST /v1/spins/\(spin)/resume")
-        do {
-            try markers?.write(spin: spin, suspension)
-        } catch {
-            logger.error("Spin \(spin): cannot store its suspension, a restart will run it again: \(error)")
-        }
-    }
-
     /// The port the server listens on (the one picked for port 0); nil before it starts
     /// and once it shuts down.
     public var port: Int? { running.withLock { $0?.port } }
@@ -702,24 +682,27 @@ private final class SpinObservation: @unchecked Sendable {
         return true
     }
 
-    /// A Spin on no Gear applied `transition`: its feed, journal and count have it.
-    func applied(_ transition: HostedTransition) {
-        if tooLarge(transition) { return }
+    /// The feed and the count take `transition`, with what the Spin consumed of Gears
+    /// since its last one; nil when its state is too large (it went nowhere).
+    private func accept(_ transition: HostedTransition) -> HostedTransition? {
+        if tooLarge(transition) { return nil }
         var transition = transition
         if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
         feed.applied(transition)
-        journal?.record(spin: name, transition)
         counters.countApplied()
+        return transition
+    }
+
+    /// A Spin on no Gear applied `transition`: its feed, count and journal have it.
+    func applied(_ transition: HostedTransition) {
+        guard let transition = accept(transition) else { return }
+        journal?.record(spin: name, transition)
     }
 
     /// A Spin on a Gear applied `transition`: its feed has it now; the journal once the
     /// feedbacks were given its state (`afterFeedbacks`), with the Gear events it sent.
     func appliedBeforeFeedbacks(_ transition: HostedTransition) {
-        if tooLarge(transition) { return }
-        var transition = transition
-        if let consumption { transition.consumed.merge(consumption.take()) { max($0, $1) } }
-        feed.applied(transition)
-        counters.countApplied()
+        guard let transition = accept(transition) else { return }
         capture?.begin(transition.sequence)
         stash = transition
     }
@@ -740,11 +723,26 @@ private final class SpinObservation: @unchecked Sendable {
         if let failed { spin?.refuse(unencodable: failed) }
     }
 
+    /// Tells the router, then logs, counts and stores (when persisting) the Spin's
+    /// suspension or resumption.
     func suspensionChanged(_ suspension: Suspension?) {
         // The router first (it was registered with `watchingSuspensions: false`).
         if consumption != nil { common.router.spinSuspensionChanged(name, suspended: suspension != nil) }
         if suspension != nil { capture?.endInitial() }
-        LoopServer.suspensionChanged(spin: name, suspension, metrics: common.metrics, markers: common.markers,
-                                     logger: common.logger)
+        // A hold for failing storage is the journal's to log, and not kept across a restart.
+        if case .requested(storageHoldReason)? = suspension?.reason { return }
+        let (logger, markers) = (common.logger, common.markers)
+        guard let suspension else {
+            markers?.remove(spin: name)
+            logger.notice("Spin \(name) resumed")
+            return
+        }
+        common.metrics.spinSuspended(spin: name)
+        logger.warning("Spin \(name) suspended at sequence \(suspension.sequence): \(SuspensionMarker.describe(suspension.reason)); it applies no event until POST /v1/spins/\(name)/resume")
+        do {
+            try markers?.write(spin: name, suspension)
+        } catch {
+            logger.error("Spin \(name): cannot store its suspension, a restart will run it again: \(error)")
+        }
     }
 }

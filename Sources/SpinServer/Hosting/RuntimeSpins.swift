@@ -40,9 +40,10 @@ import SpinConcurrency
 package final class RuntimeSpins: Sendable {
     /// What the server does for Spins it hosts now: recovers each from its storage (all
     /// of them in one piece of the journal's work), registers it with the Gear router
-    /// (`made.joined`: where it joins its Gears), observes and starts it. Returns each
-    /// one's observations, or why it could not be brought up.
-    package typealias BringUp = @Sendable (_ spins: [Rising]) -> [Result<[SpinSubscription], any Error>]
+    /// (`made.joined`: where it joins its Gears), observes and starts it. Returns, for
+    /// each, whether it runs or why it could not be brought up. Its observations are not
+    /// kept (`adopt`).
+    package typealias BringUp = @Sendable (_ spins: [Rising]) -> [Result<Void, any Error>]
 
     /// A Spin to bring up (`BringUp`). `keepFeed`: its feed goes on (its streams stay
     /// open) unless it has ended (`SpinFeeds.continuing`), else a new one takes its place.
@@ -453,7 +454,7 @@ package final class RuntimeSpins: Sendable {
         }
         do {
             // Hosted (found by requests) once it runs.
-            _ = try bringUp([Rising(spin: made.spin, made: record, keepFeed: false)])[0].get()
+            try bringUp([Rising(spin: made.spin, made: record, keepFeed: false)])[0].get()
             try host.insert(made.spin)
             adopt(made.spin, record)
         } catch {
@@ -1051,7 +1052,7 @@ package final class RuntimeSpins: Sendable {
         let record = state.withLock { $0.records[name] }
         guard let fresh = host.replace(named: name) else { return }
         do {
-            _ = try bringUp([Rising(spin: fresh, made: record ?? MadeSpin(kind: kind), keepFeed: true)])[0].get()
+            try bringUp([Rising(spin: fresh, made: record ?? MadeSpin(kind: kind), keepFeed: true)])[0].get()
             adopt(fresh, record ?? MadeSpin(kind: kind))
         } catch {
             logger.error("Spin \(name) could not run again after a failed deletion: \(error); it is read from storage again when something asks for it")
