@@ -111,15 +111,15 @@ public final class SpinKindContext {
         /// A Gear made for a name, typed by its events: one object per Gear (a Gear per
         /// user or device is one per Spin), its port made when a JSON bus joins it.
         final class MadeGear {
-            let gear: Any
-            let eventType: Any.Type
             private let typed: any TypedGear
 
             init<GearEvent: Codable & Sendable>(_ gear: Gear<GearEvent>) {
-                self.gear = gear
-                self.eventType = GearEvent.self
                 self.typed = gear
             }
+
+            /// The Gear (a `Gear<eventType>`).
+            var gear: Any { typed }
+            var eventType: Any.Type { typed.eventType }
 
             func hostOn(_ host: SpinHost, _ name: String, _ spins: [String], _ members: [any GearPort]) throws(HostingError) {
                 try typed.host(on: host, named: name, attachedTo: spins, members: members)
@@ -229,12 +229,15 @@ public final class SpinKindContext {
 
 /// What `SpinKindContext.Workshop.MadeGear` does with its Gear, by the Gear's event type.
 private protocol TypedGear: AnyObject, Sendable {
+    var eventType: Any.Type { get }
     func host(on host: SpinHost, named name: String, attachedTo spins: [String], members: [any GearPort]) throws(HostingError)
     func bridge(to bus: Gear<MachineEvent>)
     var port: any GearPort { get }
 }
 
 extension Gear: TypedGear where Event: Codable {
+    fileprivate var eventType: Any.Type { Event.self }
+
     fileprivate func host(on host: SpinHost, named name: String, attachedTo spins: [String],
                           members: [any GearPort]) throws(HostingError) {
         try host.host(self, named: name, attachedTo: spins, members: members)
