@@ -610,21 +610,15 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    /// Removes the first `count` elements; all of them releases the buffer.
-    private static func dropFirst<Element>(_ count: Int, of array: inout [Element]) {
-        if count >= array.count { array = [] } else { array.removeFirst(count) }
-    }
-
     /// The complete batches were appended to the store: what they hold counts as
     /// written (the records, the outbox records, what the Spin consumed).
     private func takeWritten(_ journal: SpinJournal) {
         journal.written = journal.completeLast
-        // What is emptied lets its buffer go: an idle Spin keeps no capacity here.
-        Self.dropFirst(journal.complete, of: &journal.batch)
+        journal.batch.removeFirstReleasing(journal.complete)
         journal.complete = 0
         if journal.outboxComplete > 0 {
             journal.outboxWritten += journal.outboxBatch[..<journal.outboxComplete]
-            Self.dropFirst(journal.outboxComplete, of: &journal.outboxBatch)
+            journal.outboxBatch.removeFirstReleasing(journal.outboxComplete)
             journal.outboxComplete = 0
         }
         if !journal.consumedComplete.isEmpty {

@@ -138,8 +138,7 @@ package final class SpinFeed: Sendable {
                 Self.release(transition, in: &shared)
                 released += 1
             }
-            // All of them (the usual case) lets the buffer go: an idle Spin keeps none.
-            if released == shared.pending.count { shared.pending = [] } else { shared.pending.removeFirst(released) }
+            shared.pending.removeFirstReleasing(released)
             return Self.takeWaiters(through: shared.sequence, in: &shared)
         }
         for acknowledge in acknowledged { acknowledge(nil) }
