@@ -3,7 +3,7 @@ import PackageDescription
 
 /// The Spin server package, for Linux (SpinNet calls Glibc). docs/ARCHITECTURE.md draws the
 /// modules and how one event travels through them. Dependencies only point down:
-/// - leaves: `SpinConcurrency` (the lock and the end-of-turn hook), `SpinJSON` (the one JSON),
+/// - leaves: `SpinConcurrency` (the lock and the end-of-turn hook), `SpinJSON` (JSON values and text),
 ///   `SpinWire` (pure HTTP and WebSocket codecs), `SpinStorage` (journals and snapshots);
 /// - `SpinNet` (sockets) → SpinConcurrency; `SpinCore` (the loop library) → SpinConcurrency, SpinJSON;
 /// - `SpinMachines`, `SpinExamples`, `SpinTesting`, `SpinCombine` → SpinCore;
@@ -52,14 +52,14 @@ let package = Package(
         // SQLite (Debian libsqlite3-dev), where the file backend keeps the Spins made at run time.
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
         // epoll, eventfd, thread names and CPU affinity (Linux), for SpinNet's event loops;
-        // the futex under SpinCore's lock.
+        // the futex under SpinConcurrency's lock.
         .target(name: "CLinux"),
 
         // Leaves every other module may use. SpinConcurrency: `Protected`, the package's one
         // lock (a futex word on Linux), and `EndOfTurn`, the hook by which an event loop's
         // thread offers work a place at the end of its turn (SpinNet installs it, SpinCore
-        // and the journal use it). SpinJSON: the one JSON of the package (a value tree, its
-        // scanner, writer and validator, JSON Pointer and Patch).
+        // and the journal use it). SpinJSON: JSON as the server reads and writes it (a value tree
+        // with members in order, its parser, writer and validator, JSON Pointer and Patch).
         .target(name: "SpinConcurrency", dependencies: [.target(name: "CLinux", condition: .when(platforms: [.linux]))]),
         .target(name: "SpinJSON"),
 
@@ -86,7 +86,7 @@ let package = Package(
         ]),
         .target(name: "SpinExamples", dependencies: ["SpinCore", "SpinConcurrency"]),
         // Declarative machines: the JSON machine format, its validator and interpreter
-        // as a Spin. Pure: SpinCore only.
+        // as a Spin. Pure: SpinCore and the leaves only.
         .target(name: "SpinMachines", dependencies: ["SpinCore", "SpinConcurrency", "SpinJSON"]),
         .target(name: "SpinTesting", dependencies: ["SpinCore", "SpinConcurrency"]),
         // Feedbacks whose effects are Combine publishers, a Spin as a publisher of its
