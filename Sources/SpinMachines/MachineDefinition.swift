@@ -1,4 +1,5 @@
 import Foundation
+import SpinJSON
 
 /// A declarative machine: states, transitions, actions and guards written as JSON in
 /// the shape of an XState machine config, validated and ready to interpret.
@@ -116,14 +117,18 @@ public struct MachineDefinition: Sendable {
     /// - Throws: `MachineValidationError` with every issue found.
     public init(json: some Sequence<UInt8>, file: String, hostGears: Set<String>? = nil) throws(MachineValidationError) {
         let bytes = Array(json)
-        let root: MachineValue
+        // A UTF-8 byte order mark is no part of the JSON text (RFC 8259 §8.1 lets a
+        // reader ignore it).
+        let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+        let document: JSONValue
         do {
-            root = try JSONDecoder().decode(MachineValue.self, from: Data(bytes))
+            document = try JSONValue(parsing: text)
         } catch {
-            throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .notJSON("\(error)"))])
+            let detail = "\(TextPosition(offset: error.offset, in: text)): \(error.reason)"
+            throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .notJSON(detail))])
         }
-        var parser = MachineParser(file: file, statesOrder: StatesOrder(json: bytes))
-        let parsed = parser.parse(root, hostGears: hostGears)
+        var parser = MachineParser(file: file)
+        let parsed = parser.parse(document, hostGears: hostGears)
         guard parser.issues.isEmpty, let parsed else {
             throw MachineValidationError(issues: parser.issues)
         }

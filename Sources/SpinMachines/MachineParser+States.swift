@@ -1,10 +1,35 @@
+import SpinJSON
+
 /// The parser's reading of states (their names, kinds, initial children, history
 /// states and regions) and of the machine's `gears`.
 extension MachineParser {
     // MARK: States
 
+    /// The names in each `states` object of `document` in the order written, by the path
+    /// of the state that holds it (the root: `[]`): XState's document order, which decides
+    /// the order of a parallel state's regions (their entry and exit actions, which
+    /// region's transition wins a conflict). `MachineValue` keeps no member order.
+    static func orderOfStates(in document: JSONValue) -> [[String]: [String]] {
+        var orders: [[String]: [String]] = [:]
+        func visit(_ state: JSONValue, at path: [String]) {
+            guard case .object(let members) = state,
+                  case .object(let states)? = members.first(where: { $0.key == "states" })?.value else { return }
+            orders[path] = states.map(\.key)
+            for (name, child) in states { visit(child, at: path + [name]) }
+        }
+        visit(document, at: [])
+        return orders
+    }
+
+    /// The names of `states`, the `states` object of the state at `parent` (the root:
+    /// `[]`), in the order the file writes them.
+    func stateNames(_ states: [String: MachineValue], under parent: [String]) -> [String] {
+        guard let order = statesOrder[parent], order.count == states.count else { return states.keys.sorted() }
+        return order
+    }
+
     mutating func declare(_ states: [String: MachineValue], under parent: [String], at path: JSONPath) {
-        for name in statesOrder.names(states, under: parent) {
+        for name in stateNames(states, under: parent) {
             let value = states[name]!
             declared.insert(parent + [name])
             if case .object(let members) = value, case .string(let id)? = members["id"] {
@@ -25,7 +50,7 @@ extension MachineParser {
     ///   history restores each region (`MachineDefinition+Parallel`, `effectiveTargets`).
     mutating func parseStates(_ states: [String: MachineValue], under parent: [String], at path: JSONPath,
                                       into nodes: inout [[String]: StateNode], deepHistoryAbove: Bool = false) {
-        for name in statesOrder.names(states, under: parent) {
+        for name in stateNames(states, under: parent) {
             let statePath = parent + [name]
             let at = path.key(name)
             documentOrder[statePath] = documentOrder.count
@@ -155,7 +180,7 @@ extension MachineParser {
 
     /// A parallel state's regions: its children but history states, in document order.
     func regionNames(_ children: [String: MachineValue], under parent: [String]) -> [String] {
-        statesOrder.names(children, under: parent).filter { name in
+        stateNames(children, under: parent).filter { name in
             if case .object(let members)? = children[name], case .string("history")? = members["type"] { return false }
             return true
         }

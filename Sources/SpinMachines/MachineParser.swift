@@ -1,8 +1,11 @@
+import SpinJSON
+
 /// Turns the JSON of a machine into its parsed form, collecting every issue (it goes on
 /// after one, so that a user sees all of them at once). Objects are walked in key order,
-/// so issues come in the same order on every run. What it reads of states, transitions
-/// and actions, and what it checks once every state is read, are in
-/// `MachineParser+States`, `+Transitions`, `+Actions` and `+Checks`.
+/// so issues come in the same order on every run; states in the order the file writes
+/// them. What it reads of states, transitions and actions, and what it checks once
+/// every state is read, are in `MachineParser+States`, `+Transitions`, `+Actions` and
+/// `+Checks`.
 struct MachineParser {
     struct Parsed {
         var id: String?
@@ -21,8 +24,9 @@ struct MachineParser {
     static let transitionKeys: Set<String> = ["target", "actions", "guard", "description", "reenter"]
 
     let file: String
-    /// The order the file writes states in.
-    let statesOrder: StatesOrder
+    /// The names in each `states` object in the order the file writes them, by the path
+    /// of the state that holds it (the root: `[]`).
+    private(set) var statesOrder: [[String]: [String]] = [:]
     private(set) var issues: [MachineIssue] = []
     /// Every state path declared, known before transitions are parsed (targets may point forward).
     var declared: Set<[String]> = []
@@ -49,12 +53,22 @@ struct MachineParser {
     /// Transitions with several targets, checked once every state's kind is known.
     var targetLists: [(source: [String], targets: [[String]], at: JSONPath)] = []
 
-    init(file: String, statesOrder: StatesOrder) {
+    init(file: String) {
         self.file = file
-        self.statesOrder = statesOrder
     }
 
-    mutating func parse(_ root: MachineValue, hostGears: Set<String>?) -> Parsed? {
+    /// The parsed form of `document` (the file's JSON, parsed by `JSONValue(parsing:)`),
+    /// nil when there are issues.
+    mutating func parse(_ document: JSONValue, hostGears: Set<String>?) -> Parsed? {
+        let root: MachineValue
+        do {
+            root = try MachineValue(document)
+        } catch {
+            issues.append(MachineIssue(file: file, path: "",
+                                       kind: .notJSON("the number \(error.number) is beyond the range of a double")))
+            return nil
+        }
+        statesOrder = Self.orderOfStates(in: document)
         guard case .object(let machine) = root else {
             issues.append(MachineIssue(file: file, path: "", kind: .notJSON("the top level is not an object")))
             return nil

@@ -4,6 +4,14 @@
 /// Numbers are IEEE doubles, as in the JavaScript that XState machines run on: `1` and
 /// `1.0` are the same number, and integers are exact up to 2^53. An object encodes its
 /// members sorted by key, so the same value always gives the same JSON text.
+///
+/// Not SpinJSON's `JSONValue`, which keeps what a text says (a number's digits, the
+/// order of members): a machine computes with its values, so it needs JavaScript's
+/// numbers, comparison and hashing by value (events are `Hashable`), and a public type
+/// (`MachineState.context`). A machine file is parsed by `JSONValue(parsing:)` and made a
+/// `MachineValue` from that (`MachineValue+JSON`); a state or event a server hosts is
+/// read and written through `Codable` (the server's encoder is SpinJSON's
+/// `OrderedJSONEncoder`).
 public enum MachineValue: Sendable, Hashable {
     /// JSON `null`.
     case null

@@ -106,4 +106,26 @@ import Testing
     @Test func notJSON_IsReported() {
         #expect(issueLines("{ nope").first?.hasPrefix("test.json: not a JSON object: ") == true)
     }
+
+    /// Where the text stops being JSON, as line and column (the reason is SpinJSON's parser's).
+    @Test(arguments: [
+        ("{ nope", "line 1, column 3: "),
+        ("{ \"initial\": \"a\",\n  \"states\": { \"a\": {}, } }", "line 2, column 24: "),
+        (#"{ "initial": "a", "initial": "b" }"#, "line 1, column 28: "),
+    ])
+    func notJSON_SaysWhere(json: String, position: String) {
+        let lines = issueLines(json)
+        #expect(lines.count == 1)
+        #expect(lines.first?.hasPrefix("test.json: not a JSON object: \(position)") == true)
+    }
+
+    @Test func aNumberBeyondADouble_IsReported() {
+        #expect(issueLines(#"{ "context": { "n": 1e400 } }"#)
+            == ["test.json: not a JSON object: the number 1e400 is beyond the range of a double"])
+    }
+
+    @Test func aByteOrderMark_IsIgnored() throws {
+        let machine = try makeMachine("\u{FEFF}" + #"{ "initial": "a", "states": { "a": {} } }"#)
+        #expect(machine.initialState.value == ["a"])
+    }
 }
