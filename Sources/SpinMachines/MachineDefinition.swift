@@ -125,7 +125,7 @@ public struct MachineDefinition: Sendable {
             document = try JSONValue(parsing: text)
         } catch {
             let detail = "\(TextPosition(offset: error.offset, in: text)): \(error.reason)"
-            throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .notJSON(detail))])
+            throw MachineValidationError(issues: [MachineIssue(file: file, path: "", kind: .syntax(detail))])
         }
         var parser = MachineParser(file: file)
         let parsed = parser.parse(document, hostGears: hostGears)

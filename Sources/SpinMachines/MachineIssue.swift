@@ -8,8 +8,9 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         /// The bytes are not a JSON object (the detail says why).
         case notJSON(String)
-        /// The text is not JSON as a host reads it: the detail says where and why
-        /// (`line 12, column 7: expected ',' or '}' after an object member`).
+        /// The text is not JSON (RFC 8259, no key twice in one object), as a machine and
+        /// its host read it: the detail says where and why (`line 12, column 7: expected
+        /// ',' or '}' after an object member`).
         case syntax(String)
         /// The file cannot be read (the detail says why).
         case unreadable(String)
