@@ -335,7 +335,7 @@ public final class LoopServer: Sendable {
     private func bringUp(_ rising: [RuntimeSpins.Rising]) -> [Result<Void, any Error>] {
         let feeds = rising.map { entry in
             entry.keepFeed ? self.feeds.continuing(entry.spin.name)
-                : self.feeds.replace(entry.spin.name, ending: .spinDeleted(entry.spin.name))
+                : self.feeds.replace(entry.spin.name, ending: .deleted(spin: entry.spin.name))
         }
         let begun = journal?.begin(zip(rising, feeds).map { ($0.spin, $1, $0.made.outboxBase) })
         return rising.indices.map { index in
@@ -660,7 +660,7 @@ private final class SpinObservation: @unchecked Sendable {
     /// The Spin goes back to its last durable state, as when its storage fails, and every
     /// acknowledgement still waiting gets `error`; then it goes on (a refused state,
     /// `holdBack`) or stays suspended until resumed (something did not encode).
-    func refuse(_ error: APIError) {
+    func refuse(_ error: DurabilityError) {
         if let journal { return journal.fail(spin: name, error) }
         let (feed, name, router, host) = (feed, name, common.router, common.host)
         feed.fail(error, rolledBack: true)
@@ -670,7 +670,7 @@ private final class SpinObservation: @unchecked Sendable {
         }
     }
 
-    func unencodable(_ reason: String) { refuse(.encodingFailed(spin: name, reason)) }
+    func unencodable(_ reason: String) { refuse(.unencodable(spin: name, reason)) }
 
     /// Whether `transition`'s state is too large: then the Spin is held back, and the
     /// transition goes nowhere.

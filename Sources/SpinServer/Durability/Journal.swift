@@ -32,7 +32,7 @@ import SpinConcurrency
 /// thread (which serves other connections meanwhile).
 ///
 /// **Storage failures.** When a write or sync fails (a full disk, an I/O error), the
-/// Spin's feed refuses every waiting acknowledgement with 503 `storage_unavailable`, the
+/// Spin's feed refuses every waiting acknowledgement (`DurabilityError.storageFailed`), the
 /// journal is cut back to what was durable, and `onFailure` asks the host to roll the
 /// Spin back to its last durable state and hold it. Every second a probe writes and
 /// syncs a scratch file, or reconnects to the database and writes (`SpinStore.probe`);
@@ -484,7 +484,7 @@ package final class Journal: @unchecked Sendable {
                 logger.critical("\(store.location) does not take writes: \(error); the Spins wait until it does")
                 for journal in spins.values {
                     journal.health = .failing(restored: true)
-                    journal.feed.fail(.storageUnavailable(spin: journal.name, "\(error)"), rolledBack: true)
+                    journal.feed.fail(.storageFailed(spin: journal.name, "\(error)"), rolledBack: true)
                 }
                 scheduleProbe()
                 return spins.keys.sorted()
@@ -732,7 +732,7 @@ package final class Journal: @unchecked Sendable {
     private func fail(_ journal: SpinJournal, _ error: any Error) {
         guard journal.health == .healthy else { return }
         logger.critical("journal of \(journal.name): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence) and waits until storage works")
-        fail(journal, refusing: .storageUnavailable(spin: journal.name, "\(error)"))
+        fail(journal, refusing: .storageFailed(spin: journal.name, "\(error)"))
     }
 
     /// A transition of `spin` did not encode (`HostedSpin.observe`; the Spin suspended
@@ -740,20 +740,20 @@ package final class Journal: @unchecked Sendable {
     /// the rest (a batch the fault cut) as for a failed write, every acknowledgement waiting gets `error`, and the
     /// host rolls the Spin back. The probe finds the storage working and journaling goes
     /// on; the Spin stays suspended until resumed.
-    package func fail(spin: String, _ error: APIError) {
+    package func fail(spin: String, _ error: DurabilityError) {
         section.schedule { [self] in
             writeIncoming()
             guard let journal = spins[spin], journal.health == .healthy else { return }
             // The complete batches before the fault are good: durable now, not dropped.
             if journal.unsynced { commit(journal, sync: true) }
             guard journal.health == .healthy else { return }
-            logger.error("journal of \(spin): \(error.message); the Spin goes back to sequence \(journal.feed.snapshot.sequence)")
+            logger.error("journal of \(spin): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence)")
             journal.goesOnAtOnce = true
             fail(journal, refusing: error)
         }
     }
 
-    private func fail(_ journal: SpinJournal, refusing error: APIError) {
+    private func fail(_ journal: SpinJournal, refusing error: DurabilityError) {
         journal.health = .failing(restored: false)
         journal.discardPending()
         journal.feed.fail(error)
