@@ -45,7 +45,7 @@ public final class LoopServer: Sendable {
         let fence: LeaseFence
         let store: any ClusterStore
         let coordinator = Protected<ClusterCoordinator?>(nil)
-        let gearRelay = Protected<GearOutboxRelay?>(nil)
+        let gearOutboxReader = Protected<GearOutboxReader?>(nil)
     }
 
     private struct Running {
@@ -468,15 +468,15 @@ public final class LoopServer: Sendable {
         cluster.route { _, _ in .pending }
         let node = configuration.cluster.node
         gearRouter.install(host.gears)
-        let relay = GearOutboxRelay(store: clustered.store, router: gearRouter, logger: logger)
+        let reader = GearOutboxReader(store: clustered.store, router: gearRouter, logger: logger)
         do {
-            try relay.start()
+            try reader.start()
         } catch {
             try? journal.close()
             clustered.store.close()
             throw LoopServerError.cannotReadGearOutbox(underlying: error)
         }
-        clustered.gearRelay.withLock { $0 = relay }
+        clustered.gearOutboxReader.withLock { $0 = reader }
         // Spins made at run time: only in the partitions this node serves.
         let runtimeSpins = self.runtimeSpins
         let partitions = clustered.fence.partitions
@@ -509,7 +509,7 @@ public final class LoopServer: Sendable {
             address = try socketServer.start()
         } catch {
             clustered.coordinator.withLock { $0 }?.stop()
-            relay.stop()
+            reader.stop()
             try? journal.close()
             clustered.store.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
@@ -557,7 +557,7 @@ public final class LoopServer: Sendable {
             // Every Spin's lease goes back (its journal committed first), so the other
             // nodes take them at their next tick.
             clustered.coordinator.withLock { $0 }?.stop()
-            clustered.gearRelay.withLock { $0 }?.stop()
+            clustered.gearOutboxReader.withLock { $0 }?.stop()
         }
         runtimeSpins.stop()
         host.stop()

@@ -29,12 +29,12 @@ import SpinConcurrency
 ///   settled them (at most `backlog` per sender; past it, a Spin that holds them back is
 ///   marked lagging and skips the oldest), and a compaction keeps them (`outboxToKeep`).
 /// - `cluster` (PostgreSQL): outbox rows are written in the journal's transaction and
-///   every node reads them in commit order (`GearOutboxRelay` → `received`); a Spin a node
+///   every node reads them in commit order (`GearOutboxReader` → `received`); a Spin a node
 ///   starts serving is caught up from the table (`caughtUp`).
 /// - `inMemory` (no storage): an event is sent once its state was given to the feedbacks.
 ///
 /// Everything the router keeps is confined to its serial section; calls come from the
-/// Spins' executors, the journal's section and the relay.
+/// Spins' executors, the journal's section and the outbox reader.
 package final class GearRouter: JournalGearListener, @unchecked Sendable {
     package enum Mode: Sendable, Equatable {
         case inMemory, journaled, cluster
@@ -49,7 +49,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private let section: SerialSection
     /// Journals Gear events propagated apart from a transition (`Journal.record(spin:outbox:)`).
     private let recordAlone: @Sendable (String, [GearOutput]) -> Void
-    /// Asks the relay for what a Spin starting here has not consumed (cluster).
+    /// Asks the outbox reader for what a Spin starting here has not consumed (cluster).
     private let catchUp = Protected<(@Sendable (CatchUp) -> Void)?>(nil)
 
     // Set by `install`, before any Spin starts; read-only after.
@@ -118,7 +118,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         var durable: UInt64
         /// Takes no event now (suspended, or refused one): delivery waits for a resume.
         var blocked = false
-        /// Waiting for the relay's catch-up (cluster): nothing is delivered before it.
+        /// Waiting for the outbox reader's catch-up (cluster): nothing is delivered before it.
         var catchingUp = false
         /// Bumped whenever what was handed over is handed back: older receipts are stale.
         var generation: UInt64 = 0
@@ -168,7 +168,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// A Spin starting on a cluster node wants what it has not consumed of the Gears it
-    /// catches (`GearOutboxRelay.catchUp`), then `caughtUp`.
+    /// catches (`GearOutboxReader.catchUp`), then `caughtUp`.
     package struct CatchUp: Sendable {
         package var spin: String
         package var gears: [String]
@@ -374,7 +374,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         hosted.withLock { $0.gears[name] }
     }
 
-    /// Where a cluster's catch-ups go (`GearOutboxRelay`).
+    /// Where a cluster's catch-ups go (`GearOutboxReader`).
     package func catchUp(with handler: @escaping @Sendable (CatchUp) -> Void) {
         catchUp.withLock { $0 = handler }
     }
@@ -615,7 +615,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         }
     }
 
-    /// Outbox rows a cluster node read (`GearOutboxRelay`), in commit order; `catchUp`
+    /// Outbox rows a cluster node read (`GearOutboxReader`), in commit order; `catchUp`
     /// for rows it read for a Spin starting here (then `caughtUp`).
     package func received(_ rows: [(sender: String, record: OutboxRecord)], catchUp: Bool) {
         guard !rows.isEmpty else { return }
@@ -639,7 +639,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         }
     }
 
-    /// The relay has read what `spin` had not consumed (its catch-up): delivery starts.
+    /// The outbox reader has read what `spin` had not consumed (its catch-up): delivery starts.
     package func caughtUp(_ spin: String, registration: UInt64 = 0) {
         section.run { [self] in
             guard let receiver = receivers[spin], registration == 0 || receiver.registration == registration else { return }
