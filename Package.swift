@@ -126,6 +126,9 @@ let package = Package(
         .testTarget(name: "SpinWireTests", dependencies: ["SpinWire", "SpinTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "SpinNetTests", dependencies: ["SpinNet", "COpenSSL", "SpinConcurrency", "SpinTesting"]),
         .testTarget(name: "SpinStorageTests", dependencies: ["SpinStorage"]),
+        // What spin-server itself holds (the example session's table in PostgreSQL), through
+        // the executable's module (SwiftPM links an executable's code into its tests).
+        .testTarget(name: "spin-serverTests", dependencies: ["spin-server", "SpinStorage"]),
         .testTarget(name: "SpinServerTests", dependencies: [
             "SpinServer", "SpinExamples", "SpinStorage", "SpinCore", "SpinWire", "SpinTesting", "SpinMachines",
             "SpinConcurrency", "SpinJSON",

@@ -151,7 +151,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     let hasRunners: Bool
     /// The runners that also hear each applied event (a transition table's effects).
     let transitionRunners: [any TransitionRunner<State, Event>]
-    let relay: Relay<State, Event>
+    let handle: LoopHandle<State, Event>
     /// Which state the feedbacks are being given (`FeedbackHost.delivery`); set in `section`.
     let delivery = StateDelivery()
     /// The state as the executor last made it; only touched in `section`.
@@ -185,26 +185,26 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
         self.current = spin.initialState
         self.currentSequence = sequence
         self.shared = Protected(Shared(state: spin.initialState, sequence: sequence))
-        let relay = Relay<State, Event>()
-        self.relay = relay
+        let handle = LoopHandle<State, Event>()
+        self.handle = handle
         let host = FeedbackHost<Event>(
             label: label, runsInline: false, delivery: delivery,
             submitCaught: { event, receipt in
-                guard let loop = relay.loop else { return false }
+                guard let loop = handle.loop else { return false }
                 let pending = Pending(event: event, onApplied: nil, isExternal: false, receipt: receipt)
                 guard let receipt, receipt.isCollecting else { return loop.enqueue(pending) }
                 receipt.collect(in: ObjectIdentifier(loop), make: { CaughtBatch(loop) }) { $0.add(pending) }
                 return true
             }
         ) { event, isCurrent in
-            relay.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent, isExternal: false))
+            handle.loop?.enqueue(Pending(event: event, onApplied: nil, isCurrent: isCurrent, isExternal: false))
         }
         self.runners = spin.feedbacks.enumerated().map { index, feedback in
             feedback.makeRunner(FeedbackContext(host: host, index: index, executor: feedback.executor))
         }
         self.transitionRunners = runners.compactMap { $0 as? any TransitionRunner<State, Event> }
         self.hasRunners = !runners.isEmpty
-        relay.loop = self
+        handle.loop = self
         // Gear subscriptions and raw streams open before any state is delivered (lifted
         // feedbacks make their children's runs from the initial state for that).
         for runner in runners { runner.start(initial: spin.initialState) }
@@ -334,7 +334,7 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
             }
             return (Array(shared.subscribers.values), shared.pending, shared.joining, (shared.sequence, shared.state))
         }
-        relay.loop = nil
+        handle.loop = nil
         for runner in runners { runner.stop() }
         for subscriber in subscribers { subscriber.finish() }
         for pending in dropped { pending.onApplied?(nil) }
@@ -355,10 +355,11 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     }
 }
 
-/// Holds a loop for its feedbacks until the loop stops: effects reach the loop through
-/// it, so a stopped loop is not kept alive by an effect still finishing. A handle (the
-/// lock's one object): copies share the loop they hold.
-struct Relay<State: Sendable, Event: Sendable>: Sendable {
+/// The loop as its feedbacks hold it: their effects reach the loop through this handle,
+/// which lets go of the loop when it stops, so a stopped loop is not kept alive by an
+/// effect still finishing. A reference to the lock's one object: copies share the loop
+/// they hold.
+struct LoopHandle<State: Sendable, Event: Sendable>: Sendable {
     private let target = Protected<SpinLoop<State, Event>?>(nil)
 
     var loop: SpinLoop<State, Event>? {

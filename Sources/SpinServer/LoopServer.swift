@@ -45,7 +45,7 @@ public final class LoopServer: Sendable {
         let fence: LeaseFence
         let store: any ClusterStore
         let coordinator = Protected<ClusterCoordinator?>(nil)
-        let gearRelay = Protected<GearOutboxRelay?>(nil)
+        let gearOutboxReader = Protected<GearOutboxReader?>(nil)
     }
 
     private struct Running {
@@ -335,7 +335,7 @@ public final class LoopServer: Sendable {
     private func bringUp(_ rising: [RuntimeSpins.Rising]) -> [Result<Void, any Error>] {
         let feeds = rising.map { entry in
             entry.keepFeed ? self.feeds.continuing(entry.spin.name)
-                : self.feeds.replace(entry.spin.name, ending: .spinDeleted(entry.spin.name))
+                : self.feeds.replace(entry.spin.name, ending: .deleted(spin: entry.spin.name))
         }
         let begun = journal?.begin(zip(rising, feeds).map { ($0.spin, $1, $0.made.outboxBase) })
         return rising.indices.map { index in
@@ -468,15 +468,15 @@ public final class LoopServer: Sendable {
         cluster.route { _, _ in .pending }
         let node = configuration.cluster.node
         gearRouter.install(host.gears)
-        let relay = GearOutboxRelay(store: clustered.store, router: gearRouter, logger: logger)
+        let reader = GearOutboxReader(store: clustered.store, router: gearRouter, logger: logger)
         do {
-            try relay.start()
+            try reader.start()
         } catch {
             try? journal.close()
             clustered.store.close()
             throw LoopServerError.cannotReadGearOutbox(underlying: error)
         }
-        clustered.gearRelay.withLock { $0 = relay }
+        clustered.gearOutboxReader.withLock { $0 = reader }
         // Spins made at run time: only in the partitions this node serves.
         let runtimeSpins = self.runtimeSpins
         let partitions = clustered.fence.partitions
@@ -509,7 +509,7 @@ public final class LoopServer: Sendable {
             address = try socketServer.start()
         } catch {
             clustered.coordinator.withLock { $0 }?.stop()
-            relay.stop()
+            reader.stop()
             try? journal.close()
             clustered.store.close()
             throw LoopServerError.cannotListen(host: configuration.host, port: configuration.port, underlying: error)
@@ -557,7 +557,7 @@ public final class LoopServer: Sendable {
             // Every Spin's lease goes back (its journal committed first), so the other
             // nodes take them at their next tick.
             clustered.coordinator.withLock { $0 }?.stop()
-            clustered.gearRelay.withLock { $0 }?.stop()
+            clustered.gearOutboxReader.withLock { $0 }?.stop()
         }
         runtimeSpins.stop()
         host.stop()
@@ -660,7 +660,7 @@ private final class SpinObservation: @unchecked Sendable {
     /// The Spin goes back to its last durable state, as when its storage fails, and every
     /// acknowledgement still waiting gets `error`; then it goes on (a refused state,
     /// `holdBack`) or stays suspended until resumed (something did not encode).
-    func refuse(_ error: APIError) {
+    func refuse(_ error: DurabilityError) {
         if let journal { return journal.fail(spin: name, error) }
         let (feed, name, router, host) = (feed, name, common.router, common.host)
         feed.fail(error, rolledBack: true)
@@ -670,7 +670,7 @@ private final class SpinObservation: @unchecked Sendable {
         }
     }
 
-    func unencodable(_ reason: String) { refuse(.encodingFailed(spin: name, reason)) }
+    func unencodable(_ reason: String) { refuse(.unencodable(spin: name, reason)) }
 
     /// Whether `transition`'s state is too large: then the Spin is held back, and the
     /// transition goes nowhere.

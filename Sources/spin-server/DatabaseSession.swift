@@ -1,6 +1,5 @@
 import Logging
 import SpinExamples
-import SpinStorage
 
 /// The auth-routing example's session in the Spins' PostgreSQL database: the row `name`
 /// of `spin_example_sessions` (see `PostgresExampleSessions`), which every node of a

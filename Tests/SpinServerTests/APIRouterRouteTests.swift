@@ -22,7 +22,7 @@ import Testing
         host.start()
         defer { host.stop() }
         #expect(router.readiness().success?.status == 200)
-        router.feeds.feed("counter").fail(.storageUnavailable(spin: "counter", "disk full"))
+        router.feeds.feed("counter").fail(.storageFailed(spin: "counter", "disk full"))
         #expect(router.readiness().failure == .storageFailing(["counter"]))
         #expect(APIResponse.error(.storageFailing(["counter"])).header("Retry-After") == "1")
     }

@@ -662,7 +662,7 @@ struct DurabilityGateTests {
         let host = try makeExampleHost()
         let feeds = SpinFeeds(retain: 10, immediate: false)
         let router = APIRouter(host: host, access: AccessControl(tokens: []), metrics: Metrics(), feeds: feeds)
-        feeds.feed("counter").fail(.storageUnavailable(spin: "counter", "No space left on device"), rolledBack: true)
+        feeds.feed("counter").fail(.storageFailed(spin: "counter", "No space left on device"), rolledBack: true)
         let refused = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
         #expect(refused.status == 503)
         #expect(refused.header("Retry-After") == "1")

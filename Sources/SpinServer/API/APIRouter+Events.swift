@@ -121,7 +121,7 @@ extension APIRouter {
     static func refusal(of feed: SpinFeed, _ spin: String, retryAfter: Int) -> APIError? {
         guard let failure = feed.failure else { return nil }
         if feed.hasEnded { return .spinStopped(spin, applying: false) }
-        if case .encodingFailed = failure { return failure }
+        if case .unencodable = failure { return APIError(failure) }
         return .storageUnavailable(spin: spin, "writes fail", retryAfter: retryAfter)
     }
 
@@ -147,7 +147,7 @@ extension APIRouter {
             feed.whenDurable(transition.sequence) { error in
                 durable?.end()
                 if error == nil { trace?.acknowledging(spin: spin.name) }
-                done(error.map { .failure($0) } ?? .success(transition))
+                done(error.map { .failure(APIError($0)) } ?? .success(transition))
             }
         }
     }

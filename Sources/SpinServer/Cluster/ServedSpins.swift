@@ -95,14 +95,14 @@ package final class ServedSpins: Sendable {
     package func serve(_ spin: String) throws {
         let began = ContinuousClock.now
         guard let hosted = host.replace(named: spin) else { return }
-        let feed = feeds.replace(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+        let feed = feeds.replace(spin, ending: .moved(spin: spin))
         let sequence: UInt64
         let recovered: Journal.RecoveredGears?
         do {
             (sequence, recovered) = try journal.adopt(hosted, feed: feed)
         } catch {
             host.replace(named: spin)
-            feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+            feeds.retire(spin, ending: .moved(spin: spin))
             throw error
         }
         hosted.prepare(feedbackBudget: feedbackBudget)
@@ -140,7 +140,7 @@ package final class ServedSpins: Sendable {
         for subscription in terms.withLock({ $0.removeValue(forKey: spin) ?? [] }) { subscription.cancel() }
         journal.retire(spin: spin)
         gears.unregister(spin)
-        feeds.retire(spin, ending: .spinUnavailable(spin, retryAfter: 1))
+        feeds.retire(spin, ending: .moved(spin: spin))
         host.replace(named: spin)
     }
 }

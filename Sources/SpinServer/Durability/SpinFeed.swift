@@ -14,9 +14,10 @@ import SpinConcurrency
 ///   from, and
 /// - acknowledges whoever waits for it (`whenDurable`: 202s, stream acks).
 ///
-/// When storage fails, `fail` answers every waiter with 503 `storage_unavailable` and the
-/// transitions still pending are dropped by `rollback()` (the Spin goes back to the last
-/// durable state), so nothing is acknowledged or streamed that was not made durable.
+/// When storage fails, `fail` answers every waiter with the failure (`DurabilityError`,
+/// which the API answers as 503 `storage_unavailable`) and the transitions still pending
+/// are dropped by `rollback()` (the Spin goes back to the last durable state), so nothing
+/// is acknowledged or streamed that was not made durable.
 ///
 /// A feed without a journal (`immediate`) releases each transition as it is applied.
 package final class SpinFeed: Sendable {
@@ -50,17 +51,17 @@ package final class SpinFeed: Sendable {
         /// no state is diffed.
         var deltaSubscribers = 0
         /// Set by `end`: this node no longer serves the Spin.
-        var ended: APIError? {
+        var ended: DurabilityError? {
             get { endedBox?.error }
             set { endedBox = newValue.map(ErrorBox.init) }
         }
         var endedBox: ErrorBox?
         var nextID: UInt64 = 0
-        var waiters: [(sequence: UInt64, acknowledge: @Sendable (APIError?) -> Void)] = []
+        var waiters: [(sequence: UInt64, acknowledge: @Sendable (DurabilityError?) -> Void)] = []
         /// Set while storage fails: every acknowledgement asked for gets it, once the Spin
         /// is `rolledBack` (before, they wait, so that nobody hears "not applied" while
         /// the state still shows the event).
-        var failure: APIError? {
+        var failure: DurabilityError? {
             get { failureBox?.error }
             set { failureBox = newValue.map(ErrorBox.init) }
         }
@@ -69,10 +70,10 @@ package final class SpinFeed: Sendable {
     }
 
     /// An error the feed holds, out of line: every awake Spin has a feed, and rarely one
-    /// of these (an `APIError` is 80 bytes, a reference 8).
+    /// of these (a `DurabilityError` holds two strings, 32 bytes; a reference 8).
     private final class ErrorBox: Sendable {
-        let error: APIError
-        init(_ error: APIError) { self.error = error }
+        let error: DurabilityError
+        init(_ error: DurabilityError) { self.error = error }
     }
 
     package init(name: String, retain: Int, immediate: Bool) {
@@ -122,7 +123,7 @@ package final class SpinFeed: Sendable {
             shared.withLock { $0.pending.append(transition) }
             return
         }
-        let acknowledged = shared.withLock { shared -> [@Sendable (APIError?) -> Void] in
+        let acknowledged = shared.withLock { shared -> [@Sendable (DurabilityError?) -> Void] in
             Self.release(transition, in: &shared)
             return Self.takeWaiters(through: transition.sequence, in: &shared)
         }
@@ -131,7 +132,7 @@ package final class SpinFeed: Sendable {
 
     /// Everything applied up to `sequence` is durable: stream it, keep it, acknowledge it.
     package func durable(through sequence: UInt64) {
-        let acknowledged = shared.withLock { shared -> [@Sendable (APIError?) -> Void] in
+        let acknowledged = shared.withLock { shared -> [@Sendable (DurabilityError?) -> Void] in
             var released = 0
             for transition in shared.pending {
                 guard transition.sequence <= sequence else { break }
@@ -163,7 +164,7 @@ package final class SpinFeed: Sendable {
         for subscriber in shared.subscribers { subscriber.handler(transition, message, subscriber.deltas ? patch : nil) }
     }
 
-    private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (APIError?) -> Void] {
+    private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (DurabilityError?) -> Void] {
         guard shared.waiters.contains(where: { $0.sequence <= sequence }) else { return [] }
         let ready = shared.waiters.filter { $0.sequence <= sequence }.map(\.acknowledge)
         if ready.count == shared.waiters.count { shared.waiters = [] } else { shared.waiters.removeAll { $0.sequence <= sequence } }
@@ -172,8 +173,8 @@ package final class SpinFeed: Sendable {
 
     /// Calls `acknowledge` once `sequence` is durable (at once if it is), or with the
     /// storage failure that keeps it from becoming durable. Must not block.
-    package func whenDurable(_ sequence: UInt64, _ acknowledge: @escaping @Sendable (APIError?) -> Void) {
-        let ready = shared.withLock { shared -> APIError?? in
+    package func whenDurable(_ sequence: UInt64, _ acknowledge: @escaping @Sendable (DurabilityError?) -> Void) {
+        let ready = shared.withLock { shared -> DurabilityError?? in
             if let failure = shared.failure, shared.rolledBack { return .some(failure) }
             // Without a journal, applied is durable: whoever asks was told it is applied.
             if immediate || shared.sequence >= sequence { return .some(nil) }
@@ -188,7 +189,7 @@ package final class SpinFeed: Sendable {
     /// Storage cannot write: new events are refused (`isFailing`), and every waiting and
     /// later acknowledgement gets `error` once the Spin is rolled back (at once when
     /// `rolledBack`: nothing was applied past what is durable), until `recovered()`.
-    package func fail(_ error: APIError, rolledBack: Bool = false) {
+    package func fail(_ error: DurabilityError, rolledBack: Bool = false) {
         shared.withLock { shared in
             shared.failure = error
             shared.rolledBack = false
@@ -207,7 +208,7 @@ package final class SpinFeed: Sendable {
 
     /// The Spin shows its durable state again: refuse every waiting acknowledgement.
     package func rolledBack() {
-        let (refused, failure) = shared.withLock { shared -> ([@Sendable (APIError?) -> Void], APIError?) in
+        let (refused, failure) = shared.withLock { shared -> ([@Sendable (DurabilityError?) -> Void], DurabilityError?) in
             guard let failure = shared.failure else { return ([], nil) }
             shared.rolledBack = true
             defer { shared.waiters = [] }
@@ -232,19 +233,20 @@ package final class SpinFeed: Sendable {
     /// Whether a stream is subscribed, or an acknowledgement waits.
     package var isWatched: Bool { shared.withLock { !$0.subscribers.isEmpty || !$0.waiters.isEmpty } }
 
-    /// Why the feed ended (`end`): the Spin moved away, or was deleted (`spinDeleted`).
-    package var endedBy: APIError? { shared.withLock { $0.ended } }
+    /// Why the feed ended (`end`): the Spin moved away, was deleted (`deleted`), or went to
+    /// sleep unwatched.
+    package var endedBy: DurabilityError? { shared.withLock { $0.ended } }
 
-    /// What the feed answers while failing (see `fail`): 503 `storage_unavailable`, or 500
-    /// `encoding_failed` while the Spin goes back from a transition that did not encode.
-    package var failure: APIError? { shared.withLock { $0.failure } }
+    /// What the feed answers while failing (see `fail`): its storage failed, or the Spin goes
+    /// back from a transition that did not encode or made too large a state.
+    package var failure: DurabilityError? { shared.withLock { $0.failure } }
 
     /// This node stops serving the Spin (a cluster moved it): every waiting and later
     /// acknowledgement gets `error` (nothing past what is durable counts as acknowledged
     /// here; the new owner recovers what is durable), and every stream is told to close.
     /// Final.
-    package func end(_ error: APIError) {
-        let (waiters, ended) = shared.withLock { shared -> ([@Sendable (APIError?) -> Void], [@Sendable () -> Void]) in
+    package func end(_ error: DurabilityError) {
+        let (waiters, ended) = shared.withLock { shared -> ([@Sendable (DurabilityError?) -> Void], [@Sendable () -> Void]) in
             shared.ended = error
             shared.failure = error
             shared.rolledBack = true

@@ -30,7 +30,7 @@ package final class SpinFeeds: Sendable {
     /// A new feed for Spin `name`, in place of the one it had, which is `end`ed with
     /// `error` (a cluster node starts serving the Spin again after another node did).
     @discardableResult
-    package func replace(_ name: String, ending error: APIError) -> SpinFeed {
+    package func replace(_ name: String, ending error: DurabilityError) -> SpinFeed {
         let feed = SpinFeed(name: name, retain: retain, immediate: immediate)
         let old = feeds.withLock { feeds in
             defer { feeds[name] = feed }
@@ -58,13 +58,13 @@ package final class SpinFeeds: Sendable {
     /// that whatever still reaches the Spin here meanwhile is refused as stopped (see
     /// `APIRouter.refusal(of:)`) and its stream closes: both follow the Spin to its owner.
     /// A Spin made at run time that wakes here again takes a new one (`continuing`).
-    package func retire(_ name: String, ending error: APIError) {
+    package func retire(_ name: String, ending error: DurabilityError) {
         replace(name, ending: error).end(error)
     }
 
     /// Spin `name` is deleted: its feed is `end`ed with `error` and forgotten (a Spin made
     /// again with the name gets a new one).
-    package func remove(_ name: String, ending error: APIError) {
+    package func remove(_ name: String, ending error: DurabilityError) {
         feeds.withLock { $0.removeValue(forKey: name) }?.end(error)
     }
 
@@ -78,7 +78,7 @@ package final class SpinFeeds: Sendable {
             feeds[name] = nil
             return feed
         }
-        dropped?.end(.spinStopped(name, applying: false))
+        dropped?.end(.asleep(spin: name))
     }
 
     /// Whether a stream watches Spin `name`'s feed now.

@@ -40,7 +40,7 @@ enum GearBridge {
 /// the same thread, inside `run`, and leaves it. Each instance is its own mark: a
 /// `GearBridge` uses one per bridge (other bridges on the same JSON bus are not marked:
 /// an event goes from one typed Gear through the bus to every other), the
-/// `GearOutboxRelay` one for what it delivers from other nodes.
+/// `GearOutboxReader` one for what it delivers from other nodes.
 final class GearCrossing: Sendable {
     private var key: String { "spin.gearCrossing.\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
 

@@ -29,12 +29,12 @@ import SpinConcurrency
 ///   settled them (at most `backlog` per sender; past it, a Spin that holds them back is
 ///   marked lagging and skips the oldest), and a compaction keeps them (`outboxToKeep`).
 /// - `cluster` (PostgreSQL): outbox rows are written in the journal's transaction and
-///   every node reads them in commit order (`GearOutboxRelay` → `received`); a Spin a node
+///   every node reads them in commit order (`GearOutboxReader` → `received`); a Spin a node
 ///   starts serving is caught up from the table (`caughtUp`).
 /// - `inMemory` (no storage): an event is sent once its state was given to the feedbacks.
 ///
 /// Everything the router keeps is confined to its serial section; calls come from the
-/// Spins' executors, the journal's section and the relay.
+/// Spins' executors, the journal's section and the outbox reader.
 package final class GearRouter: JournalGearListener, @unchecked Sendable {
     package enum Mode: Sendable, Equatable {
         case inMemory, journaled, cluster
@@ -45,12 +45,12 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     package let backlog: Int
     /// Events handed to one catching Spin and not yet applied or declined, at most.
     package let window: Int
-    private let logger: Logger
-    private let section: SerialSection
+    let logger: Logger
+    let section: SerialSection
     /// Journals Gear events propagated apart from a transition (`Journal.record(spin:outbox:)`).
-    private let recordAlone: @Sendable (String, [GearOutput]) -> Void
-    /// Asks the relay for what a Spin starting here has not consumed (cluster).
-    private let catchUp = Protected<(@Sendable (CatchUp) -> Void)?>(nil)
+    let recordAlone: @Sendable (String, [GearOutput]) -> Void
+    /// Asks the outbox reader for what a Spin starting here has not consumed (cluster).
+    let catchUp = Protected<(@Sendable (CatchUp) -> Void)?>(nil)
 
     // Set by `install`, before any Spin starts; read-only after.
     /// The hosted Gears by name, and the Gears each Spin is attached to (Spins and Gears
@@ -58,21 +58,21 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     private let hosted = Protected<(gears: [String: any HostedGear], bySpin: [String: SmallSet<String>])>(([:], [:]))
 
     // Confined to `section`.
-    private var outboxes: [String: SenderOutbox] = [:]
-    private var receivers: [String: Receiver] = [:]
+    var outboxes: [String: SenderOutbox] = [:]
+    var receivers: [String: Receiver] = [:]
     /// The registered Spins that catch each Gear.
-    private var catchers: [String: SmallSet<String>] = [:]
+    var catchers: [String: SmallSet<String>] = [:]
     /// In memory: each sender's last position.
-    private var memoryPositions: [String: UInt64] = [:]
+    var memoryPositions: [String: UInt64] = [:]
 
     /// Looked up from any thread (a propagation).
-    private let captures = Protected<[String: GearCapture]>([:])
+    let captures = Protected<[String: GearCapture]>([:])
     /// What `/metrics` and `GET /v1/gears` read, updated at the end of each piece of work.
-    private let readings = Protected(Readings())
+    let readings = Protected(Readings())
 
     /// One sender's outbox as the router holds it: the events some registered Spin that
     /// catches them has not settled, in position order.
-    private struct SenderOutbox {
+    struct SenderOutbox {
         var entries: [OutboxRecord] = []
         /// Events up to this position came from a recovery or a catch-up: sent again.
         var redeliveredThrough: UInt64 = 0
@@ -105,7 +105,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// A catching Spin served here. Confined to `section`.
-    private final class Receiver: @unchecked Sendable {
+    final class Receiver: @unchecked Sendable {
         let name: String
         let consumption: GearConsumption
         /// The Gears it catches (some feedback of its loop catches events of them).
@@ -118,7 +118,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         var durable: UInt64
         /// Takes no event now (suspended, or refused one): delivery waits for a resume.
         var blocked = false
-        /// Waiting for the relay's catch-up (cluster): nothing is delivered before it.
+        /// Waiting for the outbox reader's catch-up (cluster): nothing is delivered before it.
         var catchingUp = false
         /// Bumped whenever what was handed over is handed back: older receipts are stale.
         var generation: UInt64 = 0
@@ -168,7 +168,7 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// A Spin starting on a cluster node wants what it has not consumed of the Gears it
-    /// catches (`GearOutboxRelay.catchUp`), then `caughtUp`.
+    /// catches (`GearOutboxReader.catchUp`), then `caughtUp`.
     package struct CatchUp: Sendable {
         package var spin: String
         package var gears: [String]
@@ -179,13 +179,13 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// Numbers registrations (in `section`).
-    private var registrations: UInt64 = 0
+    var registrations: UInt64 = 0
     /// Per Gear, the last position of each sender the router was given (in `section`):
     /// where a Spin made now joins it (`join`).
-    private var seen: [String: SmallDictionary<String, UInt64>] = [:]
+    var seen: [String: SmallDictionary<String, UInt64>] = [:]
 
     /// What wakes a sleeping Spin when an event arrives for it (`park`).
-    private let parkedEvent = Protected<(@Sendable (String) -> Void)?>(nil)
+    let parkedEvent = Protected<(@Sendable (String) -> Void)?>(nil)
 
     /// Where the router says that a sleeping Spin has an event waiting (once per sleep).
     package func onParkedEvent(_ handler: @escaping @Sendable (String) -> Void) {
@@ -370,11 +370,11 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
     }
 
     /// The hosted Gear `name`.
-    private func gear(named name: String) -> (any HostedGear)? {
+    func gear(named name: String) -> (any HostedGear)? {
         hosted.withLock { $0.gears[name] }
     }
 
-    /// Where a cluster's catch-ups go (`GearOutboxRelay`).
+    /// Where a cluster's catch-ups go (`GearOutboxReader`).
     package func catchUp(with handler: @escaping @Sendable (CatchUp) -> Void) {
         catchUp.withLock { $0 = handler }
     }
@@ -384,564 +384,16 @@ package final class GearRouter: JournalGearListener, @unchecked Sendable {
         hosted.withLock { $0.bySpin[spin].map { $0.sorted() } ?? [] }
     }
 
-    // MARK: Senders
-
-    /// The capture of `spin`'s Gear events (it is attached to a Gear); from now on what it
-    /// propagates is routed as its outbox. Nil for a Spin on no Gear.
-    ///
-    /// - Parameters:
-    ///   - initial: the Spin has no history (sequence 0, nothing in its outbox): what its
-    ///     feedbacks propagate for its initial state is sent, once.
-    ///   - recorded: the sequence it starts from.
-    ///   - faulted: whether it refused a state and is going back (`HostedSpin.isFaulted`):
-    ///     what it propagates meanwhile is dropped, as its state will be.
-    ///   - refuse: how the router suspends it for a Gear event that does not encode.
-    package func sender(_ spin: String, initial: Bool = false, recorded: UInt64 = 0,
-                        faulted: @escaping @Sendable () -> Bool = { false },
-                        refuse: (@Sendable (String) -> Void)? = nil) -> GearCapture? {
-        guard !gearNames(of: spin).isEmpty else { return nil }
-        let capture = GearCapture(spin: spin, initial: initial, recorded: recorded, faulted: faulted, refuse: refuse)
-        captures.withLock { $0[spin] = capture }
-        return capture
-    }
-
-    /// A Spin's feedbacks propagated `json` on Gear `gear` (from a routed port).
-    private func propagated(gear: String, _ json: Result<[UInt8], any Error>, from source: String?, cause: GearCause?) {
-        guard let source, let capture = captures.withLock({ $0[source] }) else {
-            // Not a Spin of this server (code that propagates on a hosted Gear itself):
-            // there is no outbox to keep it in. Sent at once, at most once.
-            guard case .success(let bytes) = json else {
-                logger.error("Gear \(gear): an event propagated from \(source ?? "outside the server's Spins") does not encode as JSON; dropped")
-                return
-            }
-            section.run { [self] in untracked(gear: gear, event: bytes, from: source) }
-            return
-        }
-        // A state given again (a start, a resume) sent its events when it was new; but
-        // the initial state of a Spin without history is new.
-        if let cause, !cause.fresh, !capture.takesInitial(cause) { return }
-        switch json {
-        case .failure(let error):
-            let reason = "a Gear event it propagated on \(gear) does not encode as JSON: \(HostedLoop<Int, Int>.describe(error))"
-            // In a transition's delivery the transition fails (`GearCapture.end`); apart
-            // from one the Spin is suspended all the same.
-            if capture.fail(reason, cause: cause) == .alone { refuseUnencodable(source, reason) }
-        case .success(let bytes):
-            let output = GearOutput(gear: gear, event: bytes, cause: cause?.sequence ?? 0)
-            if let cause {
-                switch capture.add(output, cause: cause) {
-                case .kept, .dropped: return
-                case .alone: break
-                }
-            } else if capture.isFaulted {
-                return
-            }
-            alone(source, [output])
-        }
-    }
-
-    /// Called when a Gear event of `spin` did not encode outside a transition.
-    private func refuseUnencodable(_ spin: String, _ reason: String) {
-        captures.withLock { $0[spin] }?.refuse(unencodable: reason)
-    }
-
-    /// Gear events of `spin` that belong to no transition being journaled.
-    private func alone(_ spin: String, _ outputs: [GearOutput]) {
-        switch mode {
-        case .inMemory: sent(spin, outputs)
-        case .journaled, .cluster: recordAlone(spin, outputs)
-        }
-    }
-
-    /// In memory: `spin`'s Gear events are sent now (its transition's state was given).
-    package func sent(_ spin: String, _ outputs: [GearOutput]) {
-        guard !outputs.isEmpty else { return }
-        section.run { [self] in
-            var position = memoryPositions[spin] ?? 0
-            let records = outputs.map { output -> OutboxRecord in
-                position += 1
-                return OutboxRecord(position: position, gear: output.gear, cause: output.cause, event: output.event)
-            }
-            memoryPositions[spin] = position
-            add(records, from: spin, redelivered: false)
-            finish()
-        }
-    }
-
-    // MARK: Receivers
-
-    /// `spin` runs here from now on (its loop is made, not started): it gets what it has
-    /// not consumed of the Gears it catches. Returns what its observer journals with each
-    /// event (nil for a Spin on no Gear). `consumed` is what recovery found; `durable` its
-    /// recovered sequence.
-    @discardableResult
-    package func register(_ spin: any HostedSpin, consumed: [String: UInt64], durable: UInt64,
-                          watchingSuspensions: Bool = true) -> GearConsumption? {
-        let names = gearNames(of: spin.name)
-        guard !names.isEmpty else { return nil }
-        let consumption = GearConsumption()
-        let name = spin.name
-        consumptions.withLock { $0[name] = consumption }
-        let caught = SmallSet(names.filter { gear in self.gear(named: gear)?.ports.contains { $0.isCaught(by: name) } ?? false })
-        let receiver = Receiver(name: name, consumption: consumption, caught: caught, consumed: consumed,
-                                durable: mode == .inMemory ? .max : durable)
-        receiver.catchingUp = mode == .cluster && !caught.isEmpty
-        receiver.spin = spin
-        receiver.registered = true
-        if watchingSuspensions {
-            receiver.subscription = spin.onSuspensionChange { [weak self] suspension in
-                self?.spinSuspensionChanged(name, suspended: suspension != nil)
-            }
-        }
-        section.sync { [self] in
-            registrations += 1
-            receiver.registration = registrations
-            if let earlier = receivers[name] {
-                earlier.subscription?.cancel()
-                for gear in earlier.caught { catchers[gear]?.remove(name) }
-            }
-            receivers[name] = receiver
-            for gear in caught { catchers[gear, default: []].insert(name) }
-            receiver.dirty = SmallSet(outboxes.keys)
-            receiver.dirty.formUnion(consumed.keys)
-            pump(receiver)
-            finish()
-        }
-        if receiver.catchingUp, let catchUp = catchUp.withLock({ $0 }) {
-            catchUp(CatchUp(spin: name, gears: caught.sorted(), consumed: consumed, registration: receiver.registration))
-        }
-        return consumption
-    }
-
-    /// `spin` no longer runs here (a cluster node stops serving it, or it stops).
-    package func unregister(_ spin: String) {
-        captures.withLock { _ = $0.removeValue(forKey: spin) }
-        consumptions.withLock { _ = $0.removeValue(forKey: spin) }
-        section.sync { [self] in
-            guard let receiver = receivers.removeValue(forKey: spin) else { return }
-            receiver.subscription?.cancel()
-            for gear in receiver.caught { catchers[gear]?.remove(spin) }
-            for sender in Array(outboxes.keys) { collect(sender) }
-            finish()
-        }
-    }
-
-    /// `spin` went back to its durable state at `sequence` (its storage failed, or a
-    /// transition of it did not encode): what it took after that is delivered again. On
-    /// the Spin's executor, as it goes back.
-    package func rolledBack(_ spin: String, to sequence: UInt64) {
-        captures.withLock { $0[spin] }?.rolledBack(to: sequence)
-        receiverConsumption(spin)?.forget()
-        section.run { [self] in
-            guard let receiver = receivers[spin] else { return }
-            var handedBack = 0
-            for (sender, var inbox) in receiver.inboxes {
-                handedBack += inbox.rollBack(to: sequence)
-                receiver.inboxes[sender] = inbox
-                receiver.dirty.insert(sender)
-            }
-            if handedBack > 0 { receiver.generation += 1 }
-            // In memory every take is settled at once (`durable` stays at the top).
-            if mode != .inMemory { receiver.durable = min(receiver.durable, sequence) }
-            pump(receiver)
-            finish()
-        }
-    }
-
     /// Each registered Spin's `GearConsumption`, looked up from its executor.
-    private let consumptions = Protected<[String: GearConsumption]>([:])
-
-    private func receiverConsumption(_ spin: String) -> GearConsumption? {
-        consumptions.withLock { $0[spin] }
-    }
-
-    /// Spin `spin` suspended or runs again, on its executor: what a host that watches its
-    /// suspensions itself tells the router (`register(...watchingSuspensions: false)`, one
-    /// suspension handler per Spin, not two).
-    package func spinSuspensionChanged(_ spin: String, suspended: Bool) {
-        section.run { [self] in suspensionChanged(spin, suspended: suspended) }
-    }
-
-    /// The Spin suspended (its pending events were dropped: what was in flight comes
-    /// back) or runs again (delivery goes on). In `section`.
-    private func suspensionChanged(_ spin: String, suspended: Bool) {
-        guard let receiver = receivers[spin] else { return }
-        if suspended {
-            receiver.blocked = true
-            var handedBack = 0
-            for (sender, var inbox) in receiver.inboxes {
-                handedBack += inbox.dropInFlight()
-                receiver.inboxes[sender] = inbox
-                receiver.dirty.insert(sender)
-            }
-            if handedBack > 0 { receiver.generation += 1 }
-        } else {
-            receiver.blocked = false
-            pump(receiver)
-        }
-        finish()
-    }
-
-    // MARK: Durability
-
-    /// A Spin's journal is durable through `sequence` (journal's section): as a catching
-    /// Spin, what it took up to there is settled; as a sender (`journaled`), `outbox` is
-    /// sent.
-    package func journalDurable(spin: String, through sequence: UInt64, outbox: [OutboxRecord]) {
-        section.run { [self] in
-            if let receiver = receivers[spin], mode != .inMemory {
-                receiver.durable = sequence
-                settle(receiver)
-            }
-            if mode == .journaled, !outbox.isEmpty { add(outbox, from: spin, redelivered: false) }
-            finish()
-        }
-    }
-
-    /// What a compaction of `spin`'s journal keeps of its outbox.
-    package func outboxToKeep(of spin: String) -> [OutboxRecord] {
-        guard mode == .journaled else { return [] }
-        return section.sync { [self] in outboxes[spin]?.entries ?? [] }
-    }
-
-    /// Recovery found `outbox` in `spin`'s journal (`journaled`): the events some Spin that
-    /// catches them has not consumed are delivered again. Before the Spins start.
-    package func seed(_ spin: String, outbox: [OutboxRecord]) {
-        guard mode == .journaled, !outbox.isEmpty else { return }
-        section.sync { [self] in
-            outboxes[spin, default: SenderOutbox()].redeliveredThrough = outbox.map(\.position).max() ?? 0
-            add(outbox, from: spin, redelivered: true)
-            finish()
-        }
-    }
-
-    /// Outbox rows a cluster node read (`GearOutboxRelay`), in commit order; `catchUp`
-    /// for rows it read for a Spin starting here (then `caughtUp`).
-    package func received(_ rows: [(sender: String, record: OutboxRecord)], catchUp: Bool) {
-        guard !rows.isEmpty else { return }
-        section.run { [self] in
-            var bySender: [String: [OutboxRecord]] = [:]
-            var order: [String] = []
-            for row in rows {
-                if bySender[row.sender] == nil { order.append(row.sender) }
-                bySender[row.sender, default: []].append(row.record)
-            }
-            for sender in order {
-                let records = bySender[sender] ?? []
-                if catchUp {
-                    let last = records.map(\.position).max() ?? 0
-                    outboxes[sender, default: SenderOutbox()].redeliveredThrough =
-                        max(outboxes[sender]?.redeliveredThrough ?? 0, last)
-                }
-                add(records, from: sender, redelivered: catchUp)
-            }
-            finish()
-        }
-    }
-
-    /// The relay has read what `spin` had not consumed (its catch-up): delivery starts.
-    package func caughtUp(_ spin: String, registration: UInt64 = 0) {
-        section.run { [self] in
-            guard let receiver = receivers[spin], registration == 0 || receiver.registration == registration else { return }
-            receiver.catchingUp = false
-            receiver.dirty.formUnion(outboxes.keys)
-            pump(receiver)
-            finish()
-        }
-    }
-
-    // MARK: Delivery (in `section`)
-
-    /// `records` of `sender` became known (durable, recovered or read): kept for the Spins
-    /// that catch them and have not settled them, shown on the Gear stream, delivered.
-    private func add(_ records: [OutboxRecord], from sender: String, redelivered: Bool) {
-        var outbox = outboxes[sender] ?? SenderOutbox()
-        var wanted: [OutboxRecord] = []
-        for record in records {
-            if record.position > seen[record.gear, default: [:]][sender] ?? 0 { seen[record.gear, default: [:]][sender] = record.position }
-            // Kept while a Spin served here that catches it has not had it (the others
-            // are not served here: in a cluster the table keeps it for them).
-            let holders = (catchers[record.gear] ?? []).compactMap { receivers[$0] }
-            let needs = holders.filter { $0.inbox(sender).delivered < record.position }.count
-            if redelivered { bump(\.duplicatesDropped, record.gear, by: holders.count - needs) }
-            guard needs > 0 else {
-                if !redelivered { show(record, from: sender, redelivered: false) }
-                continue
-            }
-            wanted.append(record)
-        }
-        let added = outbox.merge(wanted)
-        outboxes[sender] = outbox
-        for record in added {
-            show(record, from: sender, redelivered: redelivered)
-            for name in catchers[record.gear] ?? [] { receivers[name]?.dirty.insert(sender) }
-        }
-        // The Spins that catch these Gears, not every receiver: a cost of what is sent.
-        var pumped: Set<String> = []
-        for gear in Set(records.map(\.gear)) {
-            for name in catchers[gear] ?? [] where pumped.insert(name).inserted {
-                if let receiver = receivers[name], receiver.dirty.contains(sender) { pump(receiver) }
-            }
-        }
-        collect(sender)
-    }
-
-    /// Hands `receiver` what it has not been handed of the senders marked dirty, in
-    /// position order per sender, up to `window` in flight.
-    private func pump(_ receiver: Receiver) {
-        guard !receiver.blocked, !receiver.catchingUp else {
-            if receiver.parked, !receiver.wakeAsked, waits(receiver) {
-                receiver.wakeAsked = true
-                let name = receiver.name
-                if let wake = parkedEvent.withLock({ $0 }) { DispatchQueue.global().async { wake(name) } }
-            }
-            return
-        }
-        var inFlight = receiver.inFlight
-        for sender in receiver.dirty.sorted() {
-            guard inFlight < window else { return }
-            var inbox = receiver.inbox(sender)
-            defer { receiver.inboxes[sender] = inbox }
-            guard let outbox = outboxes[sender] else {
-                receiver.dirty.remove(sender)
-                continue
-            }
-            var index = outbox.index(after: inbox.delivered)
-            while index < outbox.entries.count, inFlight < window, !receiver.blocked {
-                let entry = outbox.entries[index]
-                if entry.position > inbox.delivered + 1 {
-                    // The outbox no longer holds the events in between: consumed before
-                    // this Spin was told (unrecorded declines), or trimmed (lagging).
-                    guard inbox.items.isEmpty else { break }
-                    skip(receiver, sender, &inbox, to: entry.position)
-                }
-                index += 1
-                guard receiver.caught.contains(entry.gear) else {
-                    inbox.handed(entry.position, enqueued: 0)
-                    continue
-                }
-                let caught = deliver(entry, from: sender, to: receiver, redelivered: entry.position <= outbox.redeliveredThrough)
-                if caught.enqueued == 0 && caught.refused {
-                    receiver.blocked = true
-                    break
-                }
-                inbox.handed(entry.position, enqueued: caught.enqueued)
-                if caught.enqueued > 0 { inFlight += 1 }
-            }
-            if index >= outbox.entries.count { receiver.dirty.remove(sender) }
-            inbox.durable(through: receiver.durable)
-        }
-    }
-
-    /// Hands one event to the Spin's catching feedbacks (each Gear object of its Gear the
-    /// Spin catches through).
-    private func deliver(_ entry: OutboxRecord, from sender: String, to receiver: Receiver, redelivered: Bool) -> GearCatch {
-        guard let gear = gear(named: entry.gear) else { return .ignored }
-        let (name, generation, consumption) = (receiver.name, receiver.generation, receiver.consumption)
-        let position = entry.position
-        // Collecting: the events the Spin makes of it (one per catching feedback) go into
-        // its loop together, applied and journaled all or none with the position.
-        let receipt = GearReceipt(gear: entry.gear, source: sender, position: position, collecting: true) { [weak self] outcome in
-            // On the catching Spin's executor.
-            if case .declined = outcome { consumption.note(sender, position) }
-            self?.section.run { [self] in self?.took(name, generation, sender, position, outcome) }
-        }
-        var caught = GearCatch.ignored
-        var undecodable: [String] = []
-        var catching = 0
-        for port in gear.ports where port.isCaught(by: name) {
-            catching += 1
-            switch port.deliver(json: entry.event, from: sender, to: name, receipt: receipt) {
-            case .caught(let outcome): caught = caught.combined(with: outcome)
-            case .undecodable(let reason): undecodable.append(reason)
-            }
-        }
-        // It caught this Gear when it registered: its loop has stopped since (the event
-        // waits for its next start), or the feedbacks that caught it are gone (lifted
-        // children of a state it left): nothing of it catches the event.
-        if catching == 0 { return receiver.stopped ? .refused : .ignored }
-        if caught.enqueued > 0, !receipt.commit() { caught = .refused }
-        if caught.enqueued > 0 && redelivered { bump(\.redelivered, entry.gear) }
-        if caught.enqueued == 0, !caught.refused, let reason = undecodable.first {
-            gear.publish(GearTraffic(gear: entry.gear, from: sender, event: .raw(entry.event), position: position,
-                                     skipped: (name, reason)))
-            logger.warning("Spin \(name) skipped Gear event \(position) of \(sender) on \(entry.gear): \(reason)")
-        }
-        return caught
-    }
-
-    /// One event the Spin made of a delivery was applied or declined.
-    private func took(_ spin: String, _ generation: UInt64, _ sender: String, _ position: UInt64,
-                      _ outcome: GearReceiptOutcome) {
-        guard let receiver = receivers[spin], receiver.generation == generation,
-              var inbox = receiver.inboxes[sender] else { return }
-        let sequence: UInt64
-        switch outcome {
-        case .applied(let at), .declined(let at): sequence = at
-        }
-        guard inbox.took(position, sequence: sequence) else { return }
-        inbox.durable(through: receiver.durable)
-        receiver.inboxes[sender] = inbox
-        collect(sender)
-        pump(receiver)
-        finish()
-    }
-
-    /// The Spin's journal moved on: settle what it took, and let senders drop what every
-    /// catching Spin settled.
-    private func settle(_ receiver: Receiver) {
-        var moved = false
-        for (sender, var inbox) in receiver.inboxes where inbox.durable(through: receiver.durable) > 0 {
-            receiver.inboxes[sender] = inbox
-            moved = true
-        }
-        guard moved else { return }
-        for sender in Array(outboxes.keys) { collect(sender) }
-        // Delivery may have stopped at a gap in a sender's positions (events this Spin
-        // does not catch, or trimmed) until what it held settled.
-        pump(receiver)
-    }
-
-    /// Whether a sender's outbox holds an event of a Gear `receiver` catches that it was not
-    /// handed yet.
-    private func waits(_ receiver: Receiver) -> Bool {
-        for sender in receiver.dirty {
-            guard let outbox = outboxes[sender] else { continue }
-            let from = outbox.index(after: receiver.inbox(sender).delivered)
-            if outbox.entries[from...].contains(where: { receiver.caught.contains($0.gear) }) { return true }
-        }
-        return false
-    }
-
-    /// Whether `spin` has nothing in flight: every Gear event it was handed is settled.
-    package func isSettled(_ spin: String) -> Bool {
-        section.sync { [self] in (receivers[spin]?.inFlight ?? 0) == 0 }
-    }
-
-    /// The outbox no longer holds `sender`'s events up to `position - 1` for `receiver`.
-    private func skip(_ receiver: Receiver, _ sender: String, _ inbox: inout GearInbox, to position: UInt64) {
-        let from = inbox.delivered + 1
-        inbox.skip(to: position)
-        receiver.consumption.note(sender, position - 1)
-        if let reason = receiver.lagging[sender] {
-            logger.warning("Spin \(receiver.name) missed Gear events \(from)–\(position - 1) of \(sender): \(reason)")
-        } else {
-            logger.debug("Spin \(receiver.name): Gear events \(from)–\(position - 1) of \(sender) are no longer kept (consumed before)")
-        }
-    }
-
-    /// Drops the front of `sender`'s outbox that every Spin catching it settled; past
-    /// `backlog`, the oldest event goes anyway and the Spins holding it back lag.
-    private func collect(_ sender: String) {
-        guard var outbox = outboxes[sender] else { return }
-        var drop = 0
-        while drop < outbox.entries.count {
-            let entry = outbox.entries[drop]
-            let holders = (catchers[entry.gear] ?? []).compactMap { receivers[$0] }
-                .filter { $0.inbox(sender).settled < entry.position }
-            if holders.isEmpty {
-                drop += 1
-                continue
-            }
-            guard outbox.entries.count - drop > backlog else { break }
-            for receiver in holders where receiver.lagging[sender] == nil {
-                let reason = receiver.blocked
-                    ? "it is suspended, and more than limits.gearBacklog (\(backlog)) of \(sender)'s Gear events waited for it"
-                    : "it fell more than limits.gearBacklog (\(backlog)) Gear events of \(sender) behind"
-                receiver.lagging[sender] = reason
-                laggingReceivers.insert(receiver.name)
-                logger.warning("Spin \(receiver.name) is LAGGING on Gear \(entry.gear): \(reason); the oldest are no longer kept for it")
-            }
-            drop += 1
-        }
-        guard drop > 0 else { return }
-        outbox.entries.removeFirst(drop)
-        if outbox.entries.isEmpty && outbox.redeliveredThrough == 0 {
-            outboxes[sender] = nil
-        } else {
-            outboxes[sender] = outbox
-        }
-    }
-
-    /// An event propagated on a hosted Gear from outside the server's Spins: to every
-    /// Spin here that catches it, now, without a receipt.
-    private func untracked(gear name: String, event: [UInt8], from source: String?) {
-        guard let gear = gear(named: name) else { return }
-        gear.publish(GearTraffic(gear: name, from: source, event: .raw(event)))
-        for spin in (catchers[name] ?? []).sorted() {
-            for port in gear.ports where port.isCaught(by: spin) {
-                _ = port.deliver(json: event, from: source, to: spin, receipt: nil)
-            }
-        }
-    }
-
-    private func show(_ record: OutboxRecord, from sender: String, redelivered: Bool) {
-        gear(named: record.gear)?.publish(GearTraffic(gear: record.gear, from: sender, event: .raw(record.event),
-                                                position: record.position, redelivered: redelivered))
-    }
+    let consumptions = Protected<[String: GearConsumption]>([:])
 
     /// The receivers ever marked lagging (a reading looks at these, not at every receiver;
     /// one registered again, or gone, leaves at the next reading).
-    private var laggingReceivers: Set<String> = []
+    var laggingReceivers: Set<String> = []
     /// The counters of `Readings`, kept in `section`.
-    private var counts = Readings()
+    var counts = Readings()
     /// A reading is taken at most every `readingInterval` (it looks at every event kept and
     /// at the receivers marked lagging).
-    private var readingScheduled = false
-    private static let readingInterval = DispatchTimeInterval.milliseconds(100)
-
-    private func bump(_ counter: WritableKeyPath<Readings, [String: Int]>, _ gear: String, by amount: Int = 1) {
-        guard amount > 0 else { return }
-        counts[keyPath: counter][gear, default: 0] += amount
-    }
-
-    /// At the end of a piece of work: a new reading within `readingInterval`.
-    private func finish() {
-        guard !readingScheduled else { return }
-        readingScheduled = true
-        section.queue.asyncAfter(deadline: .now() + Self.readingInterval) { [weak self] in
-            self?.section.run { [weak self] in self?.takeReading() }
-        }
-    }
-
-    private func takeReading() {
-        readingScheduled = false
-        var reading = Readings(redelivered: counts.redelivered, duplicatesDropped: counts.duplicatesDropped)
-        for name in laggingReceivers {
-            guard let receiver = receivers[name], !receiver.lagging.isEmpty else {
-                laggingReceivers.remove(name)
-                continue
-            }
-            reading.lagging[name] = receiver.lagging
-        }
-        // From the events kept, to the Spins that catch them: what no Spin holds back
-        // costs nothing (not each receiver times each sender). The Spins with nothing
-        // pending are filled in when the reading is read (`reading`).
-        for (sender, outbox) in outboxes where !outbox.entries.isEmpty {
-            for entry in outbox.entries {
-                for name in catchers[entry.gear] ?? [] {
-                    guard let receiver = receivers[name], entry.position > receiver.inbox(sender).settled else { continue }
-                    reading.pending[entry.gear, default: [:]][name, default: 0] += 1
-                }
-            }
-        }
-        readings.withLock { $0 = reading }
-    }
-
-    /// What the router reports now: the last reading, with a 0 for each catching Spin
-    /// served here that has nothing pending.
-    package var reading: Readings {
-        section.sync { [self] in
-            var reading = readings.withLock { $0 }
-            for (gear, names) in catchers {
-                for name in names where receivers[name] != nil { reading.pending[gear, default: [:]][name, default: 0] += 0 }
-            }
-            return reading
-        }
-    }
-
-    /// Waits until the router has done what it was given, and takes a reading (tests).
-    package func settleDown() {
-        section.sync { [self] in takeReading() }
-    }
+    var readingScheduled = false
+    static let readingInterval = DispatchTimeInterval.milliseconds(100)
 }

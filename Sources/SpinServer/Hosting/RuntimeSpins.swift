@@ -477,7 +477,7 @@ package final class RuntimeSpins: Sendable {
         } catch {
             journal?.retire(spin: name)
         }
-        feeds.remove(name, ending: .spinDeleted(name))
+        feeds.remove(name, ending: .deleted(spin: name))
         detach(name)
         if let error = error as? APIError { return .failure(error) }
         return .failure(.storageUnavailable(spin: name, "\(error)"))
@@ -513,7 +513,7 @@ package final class RuntimeSpins: Sendable {
             $0.stored? -= 1
         }
         gears.forgetSender(name, gears: gears.gearNames(of: name))
-        feeds.remove(name, ending: .spinDeleted(name))
+        feeds.remove(name, ending: .deleted(spin: name))
         host.remove(named: name)
         detach(name)
         metrics.forget(spin: name)
@@ -955,7 +955,7 @@ package final class RuntimeSpins: Sendable {
             if !(spin is SleepingSpin) { journal?.retire(spin: name) }
         }
         gears.unregister(name)
-        feeds.retire(name, ending: .spinUnavailable(name, retryAfter: 1))
+        feeds.retire(name, ending: .moved(spin: name))
         host.remove(named: name)
         detach(name)
         metrics.forget(spin: name)
@@ -1057,7 +1057,7 @@ package final class RuntimeSpins: Sendable {
         } catch {
             logger.error("Spin \(name) could not run again after a failed deletion: \(error); it is read from storage again when something asks for it")
             gears.unregister(name)
-            feeds.retire(name, ending: .storageUnavailable(spin: name, "it could not be read back: \(error)"))
+            feeds.retire(name, ending: .storageFailed(spin: name, "it could not be read back: \(error)"))
             host.remove(named: name)
             detach(name)
             state.withLock {

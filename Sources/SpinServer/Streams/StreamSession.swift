@@ -118,7 +118,7 @@ final class StreamSession: @unchecked Sendable {
                 // The Spin was deleted: 4004. Else this node stopped serving it: close as
                 // a restarting server does (1001), so that the client reconnects to the
                 // node serving it now.
-                if case .spinDeleted? = feed.endedBy {
+                if case .deleted? = feed.endedBy {
                     return connection.executeLater { self.fail(.spinDeleted, reason: "spin deleted") }
                 }
                 connection.executeLater { self.shutdown() }

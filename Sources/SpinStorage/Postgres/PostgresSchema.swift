@@ -71,17 +71,11 @@ package enum PostgresSchema {
             published_at timestamptz NOT NULL DEFAULT now()
         );
         """,
-        // 3: the session of the auth-routing example's fake session service, where every
-        // node of a cluster sees it (`PostgresExampleSessions`): a row per Gear name the
-        // example's Spins share, written at each login and logout. No row: the session is
-        // valid (a fresh database, and nodes joining, write nothing).
-        """
-        CREATE TABLE spin_example_sessions (
-            name text PRIMARY KEY,
-            valid boolean NOT NULL,
-            changed_at timestamptz NOT NULL DEFAULT now()
-        );
-        """,
+        // 3: empty now. It made a table of the example app (`spin_example_sessions`),
+        // which the app makes itself at its first use since storage stopped knowing it;
+        // databases migrated before keep the table. Kept so that the versions after it
+        // keep their numbers.
+        "-- 3: nothing (the example app makes its own table)",
         // 4: the Gear outbox becomes each Spin's transactional outbox: a row is written in
         // the transaction of the journal batch whose transition propagated it, with the
         // sending Spin, its place in that Spin's outbox and the transition's sequence.

@@ -90,13 +90,13 @@ import Testing
         let answers = Protected<[String]>([])
         for sequence in 1...3 as ClosedRange<UInt64> {
             feed.applied(Self.transition(sequence))
-            feed.whenDurable(sequence) { error in answers.withLock { $0.append(error?.code ?? "ok \(sequence)") } }
+            feed.whenDurable(sequence) { error in answers.withLock { $0.append(error.map { APIError($0).code } ?? "ok \(sequence)") } }
         }
         feed.durable(through: 1)
-        feed.fail(.storageUnavailable(spin: "counter", "No space left on device"))
+        feed.fail(.storageFailed(spin: "counter", "No space left on device"))
         #expect(feed.isFailing)
         // Nobody hears "not applied" before the Spin is back at its durable state.
-        feed.whenDurable(4) { error in answers.withLock { $0.append(error?.code ?? "ok 4") } }
+        feed.whenDurable(4) { error in answers.withLock { $0.append(error.map { APIError($0).code } ?? "ok 4") } }
         #expect(answers.withLock { $0 } == ["ok 1"])
         let back = feed.rollback()
         #expect(back.sequence == 1)
@@ -104,7 +104,7 @@ import Testing
         #expect(back.state == Self.transition(1).state)
         feed.rolledBack()
         #expect(answers.withLock { $0 } == ["ok 1", "storage_unavailable", "storage_unavailable", "storage_unavailable"])
-        feed.whenDurable(5) { error in answers.withLock { $0.append(error?.code ?? "ok 5") } }
+        feed.whenDurable(5) { error in answers.withLock { $0.append(error.map { APIError($0).code } ?? "ok 5") } }
         #expect(answers.withLock { $0 }.count == 5)
         // The sequences after the rollback are the Spin's new events 2, 3...
         feed.recovered()
@@ -124,14 +124,14 @@ import Testing
         let answers = Protected<[String]>([])
         feed.applied(Self.transition(1))
         feed.applied(Self.transition(2))
-        feed.whenDurable(1) { error in answers.withLock { $0.append("1: \(error?.code ?? "ok")") } }
-        feed.whenDurable(2) { error in answers.withLock { $0.append("2: \(error?.code ?? "ok")") } }
+        feed.whenDurable(1) { error in answers.withLock { $0.append("1: \(error.map { APIError($0).code } ?? "ok")") } }
+        feed.whenDurable(2) { error in answers.withLock { $0.append("2: \(error.map { APIError($0).code } ?? "ok")") } }
         feed.durable(through: 1)
-        feed.end(.spinUnavailable("counter", retryAfter: 1))
+        feed.end(.moved(spin: "counter"))
         #expect(answers.withLock { $0 } == ["1: ok", "2: spin_unavailable"])
         #expect(ended.withLock { $0 } == 1)
         // Later waiters and subscribers get the same at once.
-        feed.whenDurable(3) { error in answers.withLock { $0.append("3: \(error?.code ?? "ok")") } }
+        feed.whenDurable(3) { error in answers.withLock { $0.append("3: \(error.map { APIError($0).code } ?? "ok")") } }
         _ = feed.subscribe(since: nil, epoch: nil, start: { _, _ in Issue.record("no snapshot after end") },
                            live: { _, _ in }, ended: { ended.withLock { $0 += 1 } })
         #expect(answers.withLock { $0 }.last == "3: spin_unavailable")
@@ -157,7 +157,7 @@ import Testing
         let watched = feeds.feed("door-1")
         #expect(feeds.continuing("door-1") === watched)   // asleep, watched: goes on with it
         // The node stopped serving it: an ended placeholder refuses what still comes.
-        feeds.retire("door-1", ending: .spinUnavailable("door-1", retryAfter: 1))
+        feeds.retire("door-1", ending: .moved(spin: "door-1"))
         #expect(watched.hasEnded)
         #expect(feeds.feed("door-1").hasEnded)
         // Served here again and woken: a new feed, not the ended one.

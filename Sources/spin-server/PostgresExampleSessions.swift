@@ -1,14 +1,16 @@
 import Foundation
+import SpinStorage
 
 /// The sessions of the auth-routing example's fake session service in the Spins'
-/// PostgreSQL database (`spin_example_sessions`, migration 3), so that every node of a
-/// cluster sees the same session: one row per name (spin-server names each by the Gear
-/// its `feature` and `router` share). A name without a row has a valid session, so a
-/// fresh database starts with one and a node joining changes nothing.
+/// PostgreSQL database (`spin_example_sessions`, a table of the example's own beside
+/// SpinStorage's), so that every node of a cluster sees the same session: one row per
+/// name (spin-server names each by the Gear its `feature` and `router` share). A name
+/// without a row has a valid session, so a fresh database starts with one and a node
+/// joining changes nothing.
 ///
 /// Calls block for a round trip, one caller at a time, on a connection of its own (made
-/// at the first call, when the tables are migrated too; a lost connection is made again
-/// at the next call). Each statement is bounded by `statementTimeout` and each connect by
+/// at the first call, when the table is made if it is missing, `table`; a lost
+/// connection is made again at the next call). Each statement is bounded by `statementTimeout` and each connect by
 /// `connectTimeout`; on any failure the call throws and the caller decides what it means.
 package final class PostgresExampleSessions: @unchecked Sendable {
     private let url: String
@@ -20,6 +22,17 @@ package final class PostgresExampleSessions: @unchecked Sendable {
     /// What the database lets one statement run (`statement_timeout`): a row read or
     /// written by its key takes milliseconds, so two seconds mean the database is stuck.
     package static let statementTimeout = "2s"
+
+    /// The table, as SpinStorage's schema migration 3 made it before the example took it
+    /// over (a database of an earlier release has it already): made if missing, under
+    /// the storage's migration lock, so that nodes connecting together do not race.
+    package static let table = """
+        CREATE TABLE IF NOT EXISTS spin_example_sessions (
+            name text PRIMARY KEY,
+            valid boolean NOT NULL,
+            changed_at timestamptz NOT NULL DEFAULT now()
+        );
+        """
 
     /// - Parameters:
     ///   - url: a libpq connection string, as for `PostgresSpinStore`.
@@ -56,7 +69,7 @@ package final class PostgresExampleSessions: @unchecked Sendable {
     }
 
     /// Runs `body` on the connection, connecting (with the statement timeout, and the
-    /// tables migrated) when there is none; a connection failure drops it.
+    /// table made) when there is none; a connection failure drops it.
     private func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try lock.withLock { try PostgresConnection.reusing(&connection, connect: connect, body) }
     }
@@ -65,7 +78,11 @@ package final class PostgresExampleSessions: @unchecked Sendable {
         let connection = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
         do {
             try connection.execute("SET statement_timeout = '\(Self.statementTimeout)'")
-            try PostgresSchema.migrate(connection)
+            try connection.transaction {
+                _ = try connection.query("SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+                                         [.int64(Int64(PostgresSchema.lockNamespace)), .int64(Int64(PostgresSchema.migrationLock))])
+                try connection.execute(Self.table)
+            }
             return connection
         } catch {
             connection.close()

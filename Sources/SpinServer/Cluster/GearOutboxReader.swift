@@ -18,7 +18,7 @@ import SpinConcurrency
 ///
 /// Every minute the reader trims the outbox: events older than `retention` go (each
 /// sender's newest stays: it holds the sender's last position).
-package final class GearOutboxRelay: @unchecked Sendable {
+package final class GearOutboxReader: @unchecked Sendable {
     private let store: any ClusterStore
     private let router: GearRouter
     private let logger: Logger

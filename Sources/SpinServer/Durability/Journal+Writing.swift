@@ -1,0 +1,244 @@
+import Dispatch
+import Foundation
+import Logging
+import SpinCore
+import SpinStorage
+import SpinJSON
+import SpinConcurrency
+
+// The journal's writing (what Spins record, written and synced as `storage.fsync` says)
+// and compaction (see `Journal`).
+extension Journal {
+    // MARK: Writing
+
+    /// Records a transition; called on the Spin's executor, in order, after its feed got
+    /// it. Transitions wait in `incoming` until the journal's section takes them all at
+    /// once: at the end of this thread's turn when it is a network thread (unless the
+    /// policy is `always` or the store is remote, see `inlineWrites`), else on the
+    /// queue; under load one
+    /// `write` per Spin carries many events (and many client batches), instead of one per
+    /// event.
+    package func record(spin: String, _ transition: HostedTransition) {
+        take(spin, .transition(transition))
+    }
+
+    /// Records Gear events `spin` propagated apart from a transition (an effect's, or a
+    /// feedback's on its own queue): they take the next places in its outbox and are
+    /// written as a batch of their own (or with the client batch still arriving), like
+    /// a transition.
+    package func record(spin: String, outbox: [GearOutput]) {
+        guard !outbox.isEmpty else { return }
+        take(spin, .outbox(outbox))
+    }
+
+    private func take(_ spin: String, _ item: Item) {
+        let wakeUp = incoming.withLock { incoming -> Bool in
+            incoming.items.append((spin, item))
+            guard !incoming.scheduled else { return false }
+            incoming.scheduled = true
+            return true
+        }
+        guard wakeUp else { return }
+        if inlineWrites, let turn = EndOfTurn.current {
+            turn.atEndOfTurn { [self] in section.run { [self] in writeIncoming() } }
+        } else {
+            section.schedule { [self] in writeIncoming() }
+        }
+    }
+
+    /// Appends what `record` collected: every complete batch of a Spin in one append (a
+    /// batch still arriving waits for its last record). In `section`.
+    func writeIncoming() {
+        let items = incoming.withLock { incoming in
+            incoming.scheduled = false
+            defer { incoming.items.removeAll(keepingCapacity: true) }
+            return incoming.items
+        }
+        var written: [SpinJournal] = []
+        for (spin, item) in items {
+            guard let journal = spins[spin], journal.health == .healthy else { continue }
+            switch item {
+            case .transition(let transition):
+                var record = JournalPayload.record(transition)
+                if transition.outbox.isEmpty {
+                    journal.batch.append(record)
+                } else {
+                    // The outbox records follow their event's record, in its batch: the
+                    // last of them ends the batch when the event does.
+                    record.endsBatch = false
+                    journal.batch.append(record)
+                    appendOutbox(transition.outbox, to: journal, endingBatch: transition.endsBatch)
+                }
+                for (sender, position) in transition.consumed {
+                    journal.consumedBatch[sender] = max(journal.consumedBatch[sender] ?? 0, position)
+                }
+                guard transition.endsBatch else { continue }
+                journal.completeLast = transition.sequence
+            case .outbox(let outputs):
+                // With a batch still arriving, they go with it (all or none); else they
+                // are a batch of their own.
+                let alone = journal.complete == journal.batch.count
+                appendOutbox(outputs, to: journal, endingBatch: alone)
+                guard alone else { continue }
+            }
+            if journal.complete == 0 { written.append(journal) }
+            journal.complete = journal.batch.count
+            journal.outboxComplete = journal.outboxBatch.count
+            journal.consumedComplete = journal.consumedBatch
+        }
+        for journal in written where journal.health == .healthy { write(journal) }
+    }
+
+    /// Gives `outputs` the next places in the Spin's outbox and appends their records.
+    private func appendOutbox(_ outputs: [GearOutput], to journal: SpinJournal, endingBatch: Bool) {
+        for (offset, output) in outputs.enumerated() {
+            journal.outboxGiven += 1
+            let entry = OutboxRecord(position: journal.outboxGiven, gear: output.gear, cause: output.cause, event: output.event)
+            journal.outboxBatch.append(entry)
+            journal.batch.append(entry.journalRecord(endsBatch: endingBatch && offset == outputs.count - 1))
+        }
+    }
+
+    /// Appends a Spin's complete batches and makes them as durable as `policy` says.
+    private func write(_ journal: SpinJournal) {
+        let complete = journal.complete
+        do {
+            try store.append(complete == journal.batch.count ? journal.batch : Array(journal.batch[..<complete]),
+                             spin: journal.name)
+        } catch {
+            return fail(journal, error)
+        }
+        journal.records += complete
+        takeWritten(journal)
+        switch policy {
+        case .always:
+            commit(journal, sync: true)
+        case .none:
+            commit(journal, sync: false)
+        case .batch:
+            if !journal.unsynced {
+                journal.unsynced = true
+                awaitingSync.append(journal)
+            }
+            if !syncScheduled {
+                syncScheduled = true
+                runOnQueue { [self] in syncBatch() }
+            }
+        }
+    }
+
+    /// The complete batches were appended to the store: what they hold counts as
+    /// written (the records, the outbox records, what the Spin consumed).
+    func takeWritten(_ journal: SpinJournal) {
+        journal.written = journal.completeLast
+        journal.batch.removeFirstReleasing(journal.complete)
+        journal.complete = 0
+        if journal.outboxComplete > 0 {
+            journal.outboxWritten += journal.outboxBatch[..<journal.outboxComplete]
+            journal.outboxBatch.removeFirstReleasing(journal.outboxComplete)
+            journal.outboxComplete = 0
+        }
+        if !journal.consumedComplete.isEmpty {
+            journal.consumedWritten.merge(journal.consumedComplete) { max($0, $1) }
+            let complete = journal.consumedComplete
+            if journal.consumedBatch.allSatisfy({ complete[$0.key] == $0.value }) {
+                // Nothing past the complete batches (the usual case): no copy to empty.
+                journal.consumedBatch = [:]
+            } else {
+                for (sender, position) in complete where journal.consumedBatch[sender] == position {
+                    journal.consumedBatch[sender] = nil
+                }
+            }
+            journal.consumedComplete = [:]
+        }
+    }
+
+    /// Runs `body` in the section on the journal's queue, never on a network thread: a
+    /// sync or a probe waits for the disk. (The section may be held by a network thread
+    /// writing when the queue asks for it; that thread would run `body` when it leaves,
+    /// so it hands `body` back to the queue instead.)
+    func runOnQueue(_ body: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            section.run { [self] in
+                guard EndOfTurn.current == nil else { return runOnQueue(body) }
+                body()
+            }
+        }
+    }
+
+    /// Group commit: one sync per Spin written since the last one began. In `section`.
+    private func syncBatch() {
+        syncScheduled = false
+        let written = awaitingSync
+        awaitingSync.removeAll(keepingCapacity: true)
+        // A journal retired or failed meanwhile is no longer unsynced (or no longer here).
+        for journal in written where journal.unsynced && spins[journal.name] === journal { commit(journal, sync: true) }
+    }
+
+    func commit(_ journal: SpinJournal, sync: Bool) {
+        journal.unsynced = false
+        guard journal.health == .healthy else { return }
+        do {
+            try store.commit(spin: journal.name, sync: sync)
+        } catch {
+            return fail(journal, error)
+        }
+        markDurable(journal)
+    }
+
+    func markDurable(_ journal: SpinJournal, compacting: Bool = true) {
+        journal.feed.durable(through: journal.written)
+        journal.consumed = journal.consumedWritten
+        let outbox = journal.outboxWritten
+        if let last = outbox.last {
+            journal.outboxDurable = last.position
+            // A new buffer when one is needed (`outbox` shares this one meanwhile).
+            journal.outboxWritten = []
+        }
+        gears?.journalDurable(spin: journal.name, through: journal.written, outbox: outbox)
+        if compacting { compactIfDue(journal) }
+    }
+
+    // MARK: Compaction
+
+    /// Records between two compactions: with at least `retain` kept, a journal holds
+    /// between `retain` and `retain + compactEvery` records, so rewriting it costs at
+    /// most one extra write per event, and recovery replays at most that many.
+    private var compactEvery: Int { max(1000, retain) }
+
+    /// Once the journal holds `retain + compactEvery` records: the state `retain` events
+    /// back becomes the snapshot, and the journal is rewritten with the events after it.
+    /// The store replaces both so that a crash at any point leaves a snapshot and a
+    /// journal that fit (recovery skips records the snapshot covers).
+    private func compactIfDue(_ journal: SpinJournal) {
+        // Records of a batch still arriving (`journal.batch`) are only in memory: they are
+        // appended to the rewritten journal once their batch is complete.
+        guard journal.records >= retain + compactEvery,
+              let base = journal.feed.oldestRetained,
+              let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written else { return }
+        let name = journal.name
+        do {
+            var members: [(String, JSONValue)] = [("sequence", .number(String(base.sequence))),
+                                                  ("epoch", .string(journal.feed.epoch)), ("state", base.state)]
+            // What it consumed is the newest durable (no record after the snapshot takes
+            // more back); the outbox position, its newest durable one.
+            if !journal.consumed.isEmpty {
+                members.append(("consumed", .object(journal.consumed.sorted { $0.key < $1.key }.map {
+                    ($0.key, .number(String($0.value)))
+                })))
+            }
+            if journal.outboxDurable > 0 { members.append(("outbox", .number(String(journal.outboxDurable)))) }
+            // The outbox records some catching Spin has not consumed yet stay, as a batch.
+            let keep = gears?.outboxToKeep(of: name) ?? []
+            let records = keep.enumerated().map { $0.element.journalRecord(endsBatch: $0.offset == keep.count - 1) }
+                + kept.map(JournalPayload.record)
+            try store.compact(spin: name, snapshot: JSONValue.object(members).bytes, records: records)
+            journal.records = records.count
+            logger.debug("journal of \(name): compacted to \(kept.count) records after sequence \(base.sequence)")
+        } catch {
+            // The old journal is intact unless the rename happened; either way what was
+            // durable stays durable. The next write tells whether storage fails.
+            logger.warning("journal of \(name): compaction failed: \(error)")
+        }
+    }
+}
