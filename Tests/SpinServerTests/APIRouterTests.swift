@@ -117,7 +117,7 @@ struct APIRouterTests {
         #expect(await router.respond("GET", "/healthz").text == #"{"status":"ok"}"#)
         let notReady = await router.respond("GET", "/readyz")
         #expect(notReady.status == 503)
-        #expect(notReady.header("Retry-After") == "1")
+        #expect(notReady.headers["Retry-After"] == "1")
         host.start()
         #expect(await router.respond("GET", "/readyz").status == 200)
         host.stop()
@@ -335,7 +335,7 @@ struct APIRouterTests {
         while host.spin(named: "counter")?.pendingEvents != 1 { await Task.yield() }
         let full = await router.post("/v1/spins/counter/events", #"[{"type":"decrease"},{"type":"decrease"}]"#)
         #expect(full.status == 429)
-        #expect(full.header("Retry-After") == "1")
+        #expect(full.headers["Retry-After"] == "1")
         #expect(full.errorCode == "inbox_full")
         queue.resume()
         #expect(await first.value.status == 202)
@@ -349,10 +349,10 @@ struct APIRouterTests {
         let router = makeRouter(try makeExampleHost())
         let response = await router.respond("PATCH", "/v1/spins/counter")
         #expect(response.status == 405)
-        #expect(response.header("Allow") == "GET, HEAD, PUT, DELETE")
+        #expect(response.headers["Allow"] == "GET, HEAD, PUT, DELETE")
         let get = await router.respond("GET", "/v1/spins/counter/events")
         #expect(get.status == 405)
-        #expect(get.header("Allow") == "POST")
+        #expect(get.headers["Allow"] == "POST")
         #expect(await router.respond("GET", "/nowhere").status == 404)
     }
 
@@ -371,7 +371,7 @@ struct APIRouterTests {
         let router = makeRouter(try makeExampleHost())
         let response = await router.respond("HEAD", "/v1/spins/counter/stream")
         #expect(response.status == 405)
-        #expect(response.header("Allow") == "GET")
+        #expect(response.headers["Allow"] == "GET")
     }
 
     @Test func waitMustBeABoolean() async throws {
@@ -407,7 +407,7 @@ struct APIRouterTests {
         ])
         let anonymous = await router.respond("GET", "/v1/spins")
         #expect(anonymous.status == 401)
-        #expect(anonymous.header("WWW-Authenticate") != nil)
+        #expect(anonymous.headers["WWW-Authenticate"] != nil)
         #expect(await router.respond("GET", "/v1/spins", headers: [("Authorization", "Bearer wrong")]).status == 401)
         #expect(await router.respond("GET", "/v1/spins", headers: [("Authorization", "Basic reader")]).status == 401)
         #expect(await router.respond("GET", "/v1/spins", headers: [("Authorization", "Bearer reader")]).status == 200)
@@ -573,7 +573,7 @@ struct APIRouterTests {
         let router = makeRouter(try makeExampleHost(), tokens: [AccessToken(token: "t", scopes: [.admin])])
         let page = await router.respond("GET", "/")
         #expect(page.status == 200)
-        #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+        #expect(page.headers["Content-Type"] == "text/html; charset=utf-8")
         #expect(page.text.hasPrefix("<!DOCTYPE html>") || page.text.hasPrefix("<!doctype html>"))
         #expect(await router.respond("POST", "/").status == 405)
     }
@@ -665,7 +665,7 @@ struct DurabilityGateTests {
         feeds.feed("counter").fail(.storageUnavailable(spin: "counter", "No space left on device"), rolledBack: true)
         let refused = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
         #expect(refused.status == 503)
-        #expect(refused.header("Retry-After") == "1")
+        #expect(refused.headers["Retry-After"] == "1")
         #expect(refused.errorCode == "storage_unavailable")
         let ready = await router.respond("GET", "/readyz")
         #expect(ready.status == 503)
@@ -691,7 +691,7 @@ struct DurabilityGateTests {
         let refused = await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#)
         #expect(refused.status == 503)
         #expect(refused.errorCode == "storage_unavailable")
-        #expect(refused.header("Retry-After") == "1")
+        #expect(refused.headers["Retry-After"] == "1")
         counter.release()
         #expect(!counter.isHeldForStorage)
         #expect(await router.post("/v1/spins/counter/events", #"{"type":"reset"}"#).status == 202)

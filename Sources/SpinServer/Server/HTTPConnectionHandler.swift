@@ -298,9 +298,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         case .sse:
             machine.startedEventStream(now: .now)
             let head = HTTPResponseHead(status: .ok, headers: headers([
-                ("Content-Type", "text/event-stream"),
-                ("Cache-Control", "no-cache"),
-                ("X-Accel-Buffering", "no"),
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
             ]))
             let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                       keepAlive: false)
@@ -346,9 +346,9 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     /// A response's headers with the request's `X-Request-Id`.
-    private func headers(_ pairs: [(name: String, value: String)]) -> HTTPHeaders {
-        var fields = HTTPHeaders(minimumCapacity: pairs.count + 1)
-        for pair in pairs { fields.append(name: pair.name, value: pair.value) }
+    private func headers(_ given: HTTPHeaders) -> HTTPHeaders {
+        var fields = HTTPHeaders(minimumCapacity: given.count + 1)
+        fields.append(contentsOf: given)
         fields.append(name: RequestID.header, value: requestID)
         return fields
     }
