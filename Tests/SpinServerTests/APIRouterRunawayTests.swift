@@ -106,7 +106,7 @@ struct APIRouterRunawayTests {
     }
 
     @Test func theResumeRoute_HasItsMetricsTemplate() {
-        #expect(APIRouter.template(of: "/v1/spins/levels/resume") == "/v1/spins/{name}/resume")
+        #expect(Route.label(Route.match("/v1/spins/levels/resume")) == "/v1/spins/{name}/resume")
     }
 
     @Test func resume_NeedsTheAdminScope_AKnownSpin_AndPOST() async throws {

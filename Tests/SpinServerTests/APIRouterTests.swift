@@ -51,7 +51,7 @@ let acceptsEvents: [(name: String, value: String)] = [("Accept", "text/event-str
 extension APIRouter {
     func route(_ request: HTTPRequest) async -> RouteOutcome {
         await withCheckedContinuation { continuation in
-            handle(request) { continuation.resume(returning: $0) }
+            handle(request, admission: admit(request)) { continuation.resume(returning: $0) }
         }
     }
 
@@ -579,10 +579,10 @@ struct APIRouterTests {
     }
 
     @Test func routeTemplates_NameTheRoute() {
-        #expect(APIRouter.template(of: "/v1/spins/counter/events") == "/v1/spins/{name}/events")
-        #expect(APIRouter.template(of: "/v1/spins/counter") == "/v1/spins/{name}")
-        #expect(APIRouter.template(of: "/healthz") == "/healthz")
-        #expect(APIRouter.template(of: "/../etc/passwd") == "other")
+        #expect(Route.label(Route.match("/v1/spins/counter/events")) == "/v1/spins/{name}/events")
+        #expect(Route.label(Route.match("/v1/spins/counter")) == "/v1/spins/{name}")
+        #expect(Route.label(Route.match("/healthz")) == "/healthz")
+        #expect(Route.label(Route.match("/../etc/passwd")) == "other")
     }
 
     @Test(arguments: [
@@ -644,7 +644,7 @@ struct DurabilityGateTests {
         let batch = try host.spin(named: "counter")!.decodeEvents(json: Array(#"[{"type":"increase"},{"type":"increase"}]"#.utf8))
         let refused = Protected<[String]>([])
         for _ in 0..<20 {
-            router.submit(batch, to: host.spin(named: "counter")!) { result in
+            router.acknowledgement.submit(batch, to: host.spin(named: "counter")!) { result in
                 if case .failure(let error) = result { refused.withLock { $0.append(error.code) } }
             }
             // Each batch is applied before the next is offered, so only the disk holds them.

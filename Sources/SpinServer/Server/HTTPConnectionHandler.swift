@@ -29,7 +29,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// The deadline last armed on the connection (armed again only when it changes).
     private var armedDeadline = ConnectionDeadline<ContinuousClock.Instant>.none
     /// The metrics label of the request being answered: its route's template, matched
-    /// once when the request is handed to the router.
+    /// once when the router admits the request.
     private var routeLabel = "other"
     /// The ID of the request being answered (`X-Request-Id`), and what makes new ones.
     private var requestID = ""
@@ -188,15 +188,14 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let keepAlive = machine.keepAlive
         let started = ContinuousClock.now
         let connection = self.connection
-        let matched = Route.match(request.target.path)
-        routeLabel = Route.label(matched)
+        let admission = context.router.admit(request)
+        routeLabel = admission.label
         requestID = requestIDs.id(for: request.headers[RequestID.header])
         trace = context.tracer.map {
             RequestTrace(tracer: $0, method: request.method.rawValue, route: routeLabel, requestID: requestID)
         }
-        let identity = context.router.identify(request, route: matched?.route)
-        subject = try? identity.get().subject
-        context.router.handle(request, matched: matched, trace: trace, identity: identity) { [self] outcome in
+        subject = admission.subject
+        context.router.handle(request, admission: admission, trace: trace) { [self] outcome in
             connection.execute {
                 self.finish(request, outcome: outcome, keepAlive: keepAlive, started: started)
             }

@@ -317,7 +317,7 @@ final class StreamSession: @unchecked Sendable {
             return post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
         }
         batch.origin = identity.subject
-        context.router.submit(batch, to: spin) { [self] result in
+        context.router.acknowledgement.submit(batch, to: spin) { [self] result in
             switch result {
             case .success(let applied): post(.control(StreamMessage.ack(id: id, applied).bytes), hop: false)
             case .failure(let error) where error.reroutable && context.router.runtimeSpins?.isMade(spin.name) == true && !retried:
