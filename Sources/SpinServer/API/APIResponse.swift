@@ -11,7 +11,7 @@ package struct APIResponse: Sendable {
     /// client sends next would be frames, not a request).
     package var closesConnection = false
     /// The error this response answers, when it is one: the HTTP layer writes its body
-    /// again with the request's ID (`APIResponse.error(_:requestID:)`).
+    /// again with the request's ID (`RequestObservers.stamp`).
     package var error: APIError?
 
     package init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = []) {
