@@ -61,7 +61,7 @@ while let argument = arguments.next() {
 // No deadline is armed (wrk keeps its connections busy for the whole run) and no
 // request is counted: SpinNet knows no requests.
 let server = SocketServer(
-    configuration: ServerConfiguration(host: host, port: port, eventQueueCount: queues),
+    configuration: ServerConfiguration(host: host, port: port, eventLoopCount: queues),
     tls: certificate.map { TLSConfiguration(certificateChainPath: $0, privateKeyPath: key ?? "") },
     handlerFactory: { _ in FixedResponder() })
 let address: SocketAddress
@@ -71,7 +71,7 @@ do {
     FileHandle.standardError.write(Data("spin-net-benchmark: \(error)\n".utf8))
     exit(1)
 }
-FileHandle.standardOutput.write(Data("listening \(address.host) \(address.port) queues \(server.configuration.eventQueueCount)\n".utf8))
+FileHandle.standardOutput.write(Data("listening \(address.host) \(address.port) queues \(server.configuration.eventLoopCount)\n".utf8))
 
 signal(SIGINT, SIG_IGN)
 signal(SIGTERM, SIG_IGN)

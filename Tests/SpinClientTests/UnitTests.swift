@@ -121,7 +121,7 @@ struct ResponseHeadTests {
         #expect(try ResponseHead.parse(Array(bytes.prefix(40))) == nil)
         let (head, length) = try #require(try ResponseHead.parse(bytes))
         #expect(head.status == 101)
-        #expect(head.header("sec-websocket-accept") == "abc=")
+        #expect(head.headers["sec-websocket-accept"] == "abc=")
         #expect(length == bytes.count - 2)
     }
 

@@ -62,10 +62,10 @@ import Testing
         let error = APIError.inboxFull(spin: "counter", retryAfter: 3)
         let response = APIResponse.error(error)
         #expect(response.text == #"{"error":{"code":"inbox_full","message":"the inbox of Spin \"counter\" is full; retry in 3 s"}}"#)
-        #expect(response.header("Retry-After") == "3")
-        #expect(APIError.methodNotAllowed("PUT", allowed: ["GET", "HEAD"]).headers.elementsEqual([("Allow", "GET, HEAD")], by: ==))
-        #expect(APIError.unauthorized("no").headers.first?.0 == "WWW-Authenticate")
-        #expect(APIError.spinStopped("counter", applying: false).headers.elementsEqual([("Retry-After", "1")], by: ==))
+        #expect(response.headers["Retry-After"] == "3")
+        #expect(APIError.methodNotAllowed("PUT", allowed: ["GET", "HEAD"]).headers == ["Allow": "GET, HEAD"])
+        #expect(APIError.unauthorized("no").headers.first?.name == "WWW-Authenticate")
+        #expect(APIError.spinStopped("counter", applying: false).headers == ["Retry-After": "1"])
         #expect(APIError.spinNotFound("counter").headers.isEmpty)
     }
 

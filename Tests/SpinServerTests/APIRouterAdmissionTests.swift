@@ -31,7 +31,7 @@ import Testing
         #expect(router.misdirection(of: Self.request("GET", "/healthz", host: "spin.example.com")) == nil)
         #expect(router.misdirection(of: Self.request("GET", "/healthz", host: "localhost:8080")) == nil)
         // Before anything else: a foreign host learns not even that a route is unknown.
-        let refused = router.admit(Self.request("GET", "/nowhere", host: "evil.example"), matched: nil, identity: nil)
+        let refused = router.admit(Self.request("GET", "/nowhere", host: "evil.example")).verdict
         #expect(refused.failure == .misdirectedRequest(host: "evil.example"))
     }
 
@@ -71,21 +71,20 @@ import Testing
         let host = try makeExampleHost(start: false)
         let router = Self.router(host, tokens: Self.tokens)
         let anonymous = Self.request("GET", "/v1/spins/counter")
-        #expect(router.authorize(anonymous, route: .spin, name: "counter", identity: nil).failure?.code == "unauthorized")
+        #expect(router.authorize(router.identify(anonymous, route: .spin), route: .spin, name: "counter").failure?.code == "unauthorized")
         let reader = Self.request("GET", "/v1/spins/counter", token: "counter-reader")
-        #expect(router.authorize(reader, route: .spin, name: "counter", identity: nil).success?.subject == "dash")
-        #expect(router.authorize(reader, route: .spinEvents, name: "counter", identity: nil).failure
+        #expect(router.authorize(router.identify(reader, route: .spin), route: .spin, name: "counter").success?.subject == "dash")
+        #expect(router.authorize(router.identify(reader, route: .spinEvents), route: .spinEvents, name: "counter").failure
             == .forbiddenOnSpin(.write, spin: "counter"))
-        #expect(router.authorize(reader, route: .metrics, name: "", identity: nil).failure
+        #expect(router.authorize(router.identify(reader, route: .metrics), route: .metrics, name: "").failure
             == .forbiddenEverywhere(.read, what: "/metrics"))
-        #expect(router.authorize(reader, route: .gearStream, name: "auth", identity: nil).failure == .forbiddenGear("auth"))
+        #expect(router.authorize(router.identify(reader, route: .gearStream), route: .gearStream, name: "auth").failure == .forbiddenGear("auth"))
         // Open routes need no credentials at all.
-        #expect(router.authorize(anonymous, route: .healthz, name: "", identity: nil).success == .anyone)
-        // An identity the HTTP layer found already is taken as it is, and still checked.
-        let given = Result<Identity, APIError>.success(.anyone)
-        #expect(router.authorize(anonymous, route: .spin, name: "counter", identity: given).success == .anyone)
+        #expect(router.authorize(router.identify(anonymous, route: .healthz), route: .healthz, name: "").success == .anyone)
+        // An identity is taken as it is, and still checked.
+        #expect(router.authorize(.success(.anyone), route: .spin, name: "counter").success == .anyone)
         let admin = Self.request("POST", "/v1/spins/counter/resume", token: "admin")
-        #expect(router.authorize(admin, route: .spinResume, name: "counter", identity: nil).success?.subject == "ops")
+        #expect(router.authorize(router.identify(admin, route: .spinResume), route: .spinResume, name: "counter").success?.subject == "ops")
     }
 
     @Test func admit_ChecksInOrder_RouteBeforeCredentials() throws {
@@ -93,12 +92,22 @@ import Testing
         let router = Self.router(host, tokens: Self.tokens)
         // An unknown route is 404 even without credentials; a known one without them 401.
         let unknown = Self.request("GET", "/v1/nothing")
-        #expect(router.admit(unknown, matched: Route.match("/v1/nothing"), identity: nil).failure?.code == "not_found")
+        #expect(router.admit(unknown).verdict.failure?.code == "not_found")
         let known = Self.request("GET", "/v1/spins/counter")
-        #expect(router.admit(known, matched: Route.match("/v1/spins/counter"), identity: nil).failure?.code == "unauthorized")
+        #expect(router.admit(known).verdict.failure?.code == "unauthorized")
         let reader = Self.request("GET", "/v1/spins/counter", token: "counter-reader")
-        let admitted = router.admit(reader, matched: Route.match("/v1/spins/counter"), identity: nil).success
+        let admitted = router.admit(reader).verdict.success
         #expect(admitted?.route == .spin && admitted?.name == "counter" && admitted?.caller.subject == "dash")
+    }
+
+    @Test func admit_LabelsTheRoute_AndNamesTheSubject_EvenWhenItRefuses() throws {
+        let host = try makeExampleHost(start: false)
+        let router = Self.router(host, tokens: Self.tokens)
+        let reader = router.admit(Self.request("POST", "/v1/spins/counter/events", token: "counter-reader"))
+        #expect(reader.label == "/v1/spins/{name}/events" && reader.subject == "dash")
+        #expect(reader.verdict.failure == .forbiddenOnSpin(.write, spin: "counter"))
+        let unknown = router.admit(Self.request("GET", "/../etc/passwd", token: "admin"))
+        #expect(unknown.label == "other" && unknown.subject == nil && unknown.verdict.failure?.code == "not_found")
     }
 }
 

@@ -24,7 +24,7 @@ import Testing
         #expect(router.readiness().success?.status == 200)
         router.feeds.feed("counter").fail(.storageFailed(spin: "counter", "disk full"))
         #expect(router.readiness().failure == .storageFailing(["counter"]))
-        #expect(APIResponse.error(.storageFailing(["counter"])).header("Retry-After") == "1")
+        #expect(APIResponse.error(.storageFailing(["counter"])).headers["Retry-After"] == "1")
     }
 
     @Test func health_AnswersOK() throws {
@@ -140,8 +140,8 @@ import Testing
         let host = try makeExampleHost(start: false)
         let router = APIRouter(host: host, access: AccessControl(tokens: []),
                                origins: OriginPolicy(allowed: ["https://ops.example"]), metrics: Metrics())
-        let policy = router.dashboard().header("Content-Security-Policy") ?? ""
+        let policy = router.dashboard().headers["Content-Security-Policy"] ?? ""
         #expect(policy.hasSuffix("frame-ancestors 'self' https://ops.example"))
-        #expect(router.dashboard().header("Content-Type") == "text/html; charset=utf-8")
+        #expect(router.dashboard().headers["Content-Type"] == "text/html; charset=utf-8")
     }
 }

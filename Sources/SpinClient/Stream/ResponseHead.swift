@@ -6,15 +6,10 @@ struct ResponseHead {
     /// The status code.
     var status: Int
     /// The header fields, in order, names as sent.
-    var headers: [(name: String, value: String)]
+    var headers: HTTPHeaders
 
     /// The largest head accepted: the server's are a few hundred bytes.
     static let maxLength = 16 << 10
-
-    /// The first value of header `name` (case-insensitive), trimmed.
-    func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
 
     /// The head at the start of `bytes` and its length (with the blank line), or nil when
     /// it has not all arrived. Throws when it is not a response head or is too long.

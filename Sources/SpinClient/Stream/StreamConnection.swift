@@ -86,7 +86,7 @@ struct StreamConnection: Sendable {
             guard let (head, length) = parsed else { throw SpinClientError.connectionFailed("no response") }
             guard head.status == 101 else {
                 throw SpinClientError.from(status: head.status, body: try readBody(of: head, after: buffer[length...], socket),
-                                           retryAfter: head.header("Retry-After"))
+                                           retryAfter: head.headers["Retry-After"])
             }
             _ = try handshake.validate(status: head.status, headers: head.headers)
             return StreamConnection(socket: socket, session: WebSocketSession(role: .client, limits: limits),
@@ -102,7 +102,7 @@ struct StreamConnection: Sendable {
     /// its error JSON; at most 64 KiB.
     private static func readBody(of head: ResponseHead, after start: ArraySlice<UInt8>,
                                  _ socket: ClientSocket) throws(ClientSocketError) -> [UInt8] {
-        let length = min(head.header("Content-Length").flatMap { Int($0) } ?? 0, 64 << 10)
+        let length = min(head.headers["Content-Length"].flatMap { Int($0) } ?? 0, 64 << 10)
         var body = Array(start)
         while body.count < length {
             let more = try socket.receive()

@@ -24,7 +24,7 @@ package struct ServerConfiguration: Sendable, Hashable {
     /// online count), at least 1: one loop per core keeps every core busy without lock
     /// contention between connections of the same loop, and no two loops take turns on
     /// one core.
-    package var eventQueueCount: Int
+    package var eventLoopCount: Int
     /// Per-connection buffering and timeouts.
     package var limits: ConnectionLimits
 
@@ -33,14 +33,14 @@ package struct ServerConfiguration: Sendable, Hashable {
         port: Int = 8080,
         backlog: Int32 = 511,
         maxConnections: Int = 10_000,
-        eventQueueCount: Int? = nil,
+        eventLoopCount: Int? = nil,
         limits: ConnectionLimits = ConnectionLimits()
     ) {
         self.host = host
         self.port = port
         self.backlog = backlog
         self.maxConnections = maxConnections
-        self.eventQueueCount = max(1, eventQueueCount ?? Self.usableCores)
+        self.eventLoopCount = max(1, eventLoopCount ?? Self.usableCores)
         self.limits = limits
     }
 

@@ -82,7 +82,7 @@ package final class SocketServer: @unchecked Sendable {
         self.tlsConfiguration = tls
         self.onConnectionLimit = onConnectionLimit
         self.handlerFactory = handlerFactory
-        self.loops = EventLoop.loops(count: configuration.eventQueueCount)
+        self.loops = EventLoop.loops(count: configuration.eventLoopCount)
         self.limits = SharedConnectionLimits(configuration.limits)
     }
 

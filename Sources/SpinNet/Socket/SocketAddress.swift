@@ -51,11 +51,6 @@ package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         case .ipv6: return "[\(host)]:\(port)"
         }
     }
-
-    /// The same host with another port (used to report the port the kernel picked).
-    package func withPort(_ port: Int) -> SocketAddress {
-        SocketAddress(uncheckedHost: host, port: port, family: family)
-    }
 }
 
 extension SocketAddress {

@@ -305,17 +305,17 @@ package enum APIError: Error, Equatable, Sendable {
     }
 
     /// Extra response headers (`Retry-After`, `Allow`, `WWW-Authenticate`, `Upgrade`).
-    package var headers: [(String, String)] {
+    package var headers: HTTPHeaders {
         switch self {
-        case .unauthorized: [("WWW-Authenticate", #"Bearer realm="spin-server""#)]
-        case .methodNotAllowed(_, let allowed): [("Allow", allowed.joined(separator: ", "))]
-        case .upgradeRequired: [("Upgrade", "websocket"), ("Connection", "Upgrade")]
-        case .badWebSocketHandshake(let error): error.responseHeaders.map { ($0.name, $0.value) }
+        case .unauthorized: ["WWW-Authenticate": #"Bearer realm="spin-server""#]
+        case .methodNotAllowed(_, let allowed): ["Allow": allowed.joined(separator: ", ")]
+        case .upgradeRequired: ["Upgrade": "websocket", "Connection": "Upgrade"]
+        case .badWebSocketHandshake(let error): error.responseHeaders
         case .inboxFull(_, let retryAfter), .unavailable(_, let retryAfter), .spinUnavailable(_, let retryAfter),
              .storageUnavailable(_, _, let retryAfter):
-            [("Retry-After", String(retryAfter))]
-        case .spinStopped, .ownerUnavailable, .storageFailing, .notReady: [("Retry-After", "1")]
-        default: []
+            ["Retry-After": String(retryAfter)]
+        case .spinStopped, .ownerUnavailable, .storageFailing, .notReady: ["Retry-After": "1"]
+        default: [:]
         }
     }
 

@@ -1,19 +1,38 @@
 import SpinWire
 
+/// What admission made of a request (`APIRouter.admit`): the route it may reach, its
+/// `{name}` and its caller, or why it may not; and what the request's log line and
+/// metrics name it by, whether it was admitted or not.
+package struct Admission: Sendable {
+    /// The route's template, as metrics label the request ("other" when no route matched).
+    package let label: String
+    /// The subject the request's credentials name, when they hold (its log line's `sub`:
+    /// accepted and refused requests alike).
+    package let subject: String?
+    /// The route, its `{name}` and the caller when the request passes; else its refusal.
+    let verdict: Result<(route: Route, name: Substring, caller: Identity), APIError>
+}
+
 extension APIRouter {
-    /// Whether the request may reach any route at all, in the order a refusal is found:
-    /// its `Host` (421), its route (404) and method (405), its credentials (401), and
-    /// what they allow (403). The route, its `{name}` and the caller when it passes.
-    /// `identity`: the caller, when the HTTP layer identified it already (`identify`).
-    func admit(_ request: HTTPRequest, matched: (route: Route, name: Substring)?,
-               identity: Result<Identity, APIError>?) -> Result<(route: Route, name: Substring, caller: Identity), APIError> {
-        if let misdirected = misdirection(of: request) { return .failure(misdirected) }
-        let route: Route, name: Substring
-        switch resolve(request, matched: matched) {
-        case .success(let resolved): (route, name) = resolved
-        case .failure(let error): return .failure(error)
+    /// The one admission of a request, before any route runs: its path matched once, its
+    /// caller identified once, and whether it may reach any route at all, in the order a
+    /// refusal is found: its `Host` (421), its route (404) and method (405), its
+    /// credentials (401), and what they allow (403).
+    package func admit(_ request: HTTPRequest) -> Admission {
+        let matched = Route.match(request.target.path)
+        // Identified even when the request is refused before its credentials count, so
+        // that its log line names who sent it. (`identify` takes the same credentials on
+        // every route of one path.)
+        let identity = identify(request, route: matched?.route)
+        let verdict: Result<(route: Route, name: Substring, caller: Identity), APIError>
+        if let misdirected = misdirection(of: request) {
+            verdict = .failure(misdirected)
+        } else {
+            verdict = resolve(request, matched: matched).flatMap { route, name in
+                authorize(identity, route: route, name: name).map { (route, name, $0) }
+            }
         }
-        return authorize(request, route: route, name: name, identity: identity).map { (route, name, $0) }
+        return Admission(label: Route.label(matched), subject: try? identity.get().subject, verdict: verdict)
     }
 
     /// The host policy (DNS rebinding): 421 when this server does not answer for the
@@ -42,19 +61,17 @@ extension APIRouter {
         return .success((route, name))
     }
 
-    /// Authentication, then authorization: the caller (`identity`, or who the request's
-    /// credentials name: 401 when they do not hold), refused 403 when its permissions do
-    /// not allow `route` about `name`.
-    func authorize(_ request: HTTPRequest, route: Route, name: Substring,
-                   identity: Result<Identity, APIError>?) -> Result<Identity, APIError> {
-        (identity ?? identify(request, route: route)).flatMap { caller in
+    /// Authorization: the caller `identity` names (a 401 stays one), refused 403 when its
+    /// permissions do not allow `route` about `name`.
+    func authorize(_ identity: Result<Identity, APIError>, route: Route, name: Substring) -> Result<Identity, APIError> {
+        identity.flatMap { caller in
             Self.refusal(of: caller.permissions, route, name).map { .failure($0) } ?? .success(caller)
         }
     }
 
     /// Who `request` comes from: its credentials checked (401 when they do not hold);
     /// anyone for an open route and on a server without authentication.
-    package func identify(_ request: HTTPRequest, route: Route?) -> Result<Identity, APIError> {
+    func identify(_ request: HTTPRequest, route: Route?) -> Result<Identity, APIError> {
         guard let route, route.access != .open, access.isEnabled else { return .success(.anyone) }
         return access.authenticate(authorization: Self.authorization(of: request, route: route))
     }

@@ -2,7 +2,7 @@ import SpinWire
 
 extension APIRouter {
     /// What a cluster node does with a request about one Spin that it does not serve.
-    enum Relay: Sendable, Equatable {
+    enum Forwarding: Sendable, Equatable {
         /// Send it on to the node that owns the Spin and relay the answer.
         case proxy(ProxiedRequest)
         /// The Spin is between two nodes: wait for the move to end (`awaitMove`).
@@ -11,10 +11,10 @@ extension APIRouter {
         case refuse(APIError)
     }
 
-    /// Cluster relaying: in a cluster, a request about one Spin is served by the node
+    /// Cluster forwarding: in a cluster, a request about one Spin is served by the node
     /// that owns it. Nil when this node serves the request (it owns the Spin, the route
     /// is not about one Spin, or there is no cluster).
-    func relay(_ request: HTTPRequest, route: Route, name: Substring) -> Relay? {
+    func forwarding(_ request: HTTPRequest, route: Route, name: Substring) -> Forwarding? {
         guard route.concernsOneSpin, !name.isEmpty else { return nil }
         let spin = String(name)
         switch cluster.routing(of: spin, hops: ProxiedRequest.hops(of: request)) {
@@ -30,9 +30,9 @@ extension APIRouter {
         }
     }
 
-    /// Carries out `relay` for `call`.
-    func follow(_ relay: Relay, _ call: RouteCall) {
-        switch relay {
+    /// Carries out `forwarding` for `call`.
+    func forward(_ call: RouteCall, _ forwarding: Forwarding) {
+        switch forwarding {
         case .proxy(let proxied): call.respond(.proxy(proxied))
         case .awaitMove(let spin): awaitMove(of: spin, call)
         case .refuse(let error): call.fail(error)
@@ -53,7 +53,7 @@ extension APIRouter {
             if case .unavailable(let retryAfter) = routing {
                 return call.fail(.spinUnavailable(spin, retryAfter: retryAfter))
             }
-            handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: deadline, respond: call.respond)
+            reroute(call, moveDeadline: deadline)
         }
     }
 
@@ -78,8 +78,7 @@ extension APIRouter {
             return runtimeSpins.wake(spin) { [self] woke in
                 // Awake now (woken by this request or another): handled again.
                 if case .success = woke, let current = host.spin(named: spin), !current.isStopped {
-                    return handle(call.request, matched: call.matched, trace: call.trace, moveDeadline: deadline,
-                                  respond: call.respond)
+                    return reroute(call, moveDeadline: deadline)
                 }
                 // Still stopped: the server stops or it was deleted (answered as it was), or
                 // on a cluster its partition moved meanwhile (it follows).

@@ -29,7 +29,7 @@ extension APIRouter {
         }
         let onDisk = runtimeSpins?.onDiskOnly ?? 0
         let owned = cluster.status(hostedSpins: host.spins.map(\.name)).spins(of: cluster.node).count + onDisk
-        return APIResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+        return APIResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                            body: Array(metrics.render(spins: spins, ownedSpins: owned, gears: gears?.reading,
                                                       residency: (host.count, onDisk)).utf8))
     }
@@ -42,17 +42,17 @@ extension APIRouter {
     /// `GET /`: the dashboard. Open, like a login page; its API calls carry the token.
     func dashboard() -> APIResponse {
         APIResponse(status: 200, headers: [
-            ("Content-Type", "text/html; charset=utf-8"),
-            ("Cache-Control", "no-cache"),
+            "Content-Type": "text/html; charset=utf-8",
+            "Cache-Control": "no-cache",
             // Framed only by itself and the allowed origins: a page of those may hand the
             // dashboard tokens (postMessage), no other may frame it at all.
-            ("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors \(frameAncestors)"),
-            ("X-Content-Type-Options", "nosniff"),
+            "Content-Security-Policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors \(frameAncestors)",
+            "X-Content-Type-Options": "nosniff",
         ], body: Array(Dashboard.html.utf8))
     }
 
     /// `GET /openapi.json`, rendered once.
     func openAPIDocument() -> APIResponse {
-        APIResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPI.document(of: host))
+        APIResponse(status: 200, headers: ["Content-Type": "application/json"], body: openAPI.document(of: host))
     }
 }

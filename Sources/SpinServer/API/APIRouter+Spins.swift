@@ -82,24 +82,25 @@ extension APIRouter {
     }
 
     /// `POST /v1/spins/{name}/events`: answered once the events are applied and durable
-    /// (`postEvents(_:to:from:trace:respond:)`), or where the Spin went when it moved meanwhile.
+    /// (`EventAcknowledgement.post`), or where the Spin went when it moved meanwhile.
     func postEvents(_ call: RouteCall) {
         guard let spin = host.spin(named: String(call.name)) else { return call.fail(.spinNotFound(String(call.name))) }
-        postEvents(call.request, to: spin, from: call.caller.subject, trace: call.trace) { [self] response in
+        acknowledgement.post(call.request, to: spin, from: call.caller.subject, trace: call.trace) { [self] response in
             followMove(of: spin.name, response, call)
         }
     }
 
-    /// `POST /v1/spins/{name}/resume` (`resume(_:_:from:respond:)`): refused while the
+    /// `POST /v1/spins/{name}/resume` (`EventAcknowledgement.resume`): refused while the
     /// Spin is unrecoverable, or held because its storage fails (it goes on by itself
     /// once the storage works); sent on when it moved meanwhile.
     func resumeSpin(_ call: RouteCall) {
         guard let spin = host.spin(named: String(call.name)) else { return call.fail(.spinNotFound(String(call.name))) }
         if let problem = spin.unrecoverable { return call.fail(.spinUnrecoverable(spin.name, problem)) }
-        if let refusal = Self.refusal(of: feeds.feed(spin.name), spin.name, retryAfter: limits.retryAfterSeconds) {
+        if let refusal = EventAcknowledgement.refusal(of: feeds.feed(spin.name), spin.name,
+                                                      retryAfter: limits.retryAfterSeconds) {
             return followMove(of: spin.name, .error(refusal), call)
         }
-        resume(call.request, spin, from: call.caller.subject) { [self] response in
+        acknowledgement.resume(call.request, spin, from: call.caller.subject) { [self] response in
             followMove(of: spin.name, response, call)
         }
     }
@@ -137,6 +138,23 @@ extension APIRouter {
             return .failure(.badRequest("unknown member \"\(extra.key)\": the body is {\"kind\": \"<a configured kind>\"}"))
         }
         return .success(kind)
+    }
+
+    /// `application/json`, with or without parameters (`; charset=utf-8`).
+    /// Read as bytes: every POST asks, and no string is made for it.
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard var mediaType = contentType?.utf8[...] else { return false }
+        // The media type is what precedes any `;`, without the spaces or tabs around it.
+        if let end = mediaType.firstIndex(of: UInt8(ascii: ";")) { mediaType = mediaType[..<end] }
+        func isWhitespace(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while isWhitespace(mediaType.first) { mediaType.removeFirst() }
+        while isWhitespace(mediaType.last) { mediaType.removeLast() }
+        let json = "application/json".utf8
+        guard mediaType.count == json.count else { return false }
+        // ASCII letters in any case; every other byte as it is.
+        return zip(mediaType, json).allSatisfy { byte, lower in
+            byte == lower || (byte | 0x20 == lower && lower >= UInt8(ascii: "a") && lower <= UInt8(ascii: "z"))
+        }
     }
 
     /// `DELETE /v1/spins/{name}`: removes a Spin made at run time and its history (200);

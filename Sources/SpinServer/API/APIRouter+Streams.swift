@@ -15,7 +15,7 @@ extension APIRouter {
                 let accepted = try WebSocketHandshake.accept(
                     method: request.method.rawValue,
                     httpVersion: (request.version.major, request.version.minor),
-                    headers: request.headers.map { (name: $0.name, value: $0.value) })
+                    headers: request.headers)
                 return .stream(source, .webSocket(accepted), identity)
             } catch {
                 return .respond(APIResponse.error(.badWebSocketHandshake(error)).closingConnection())

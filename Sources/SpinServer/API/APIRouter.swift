@@ -56,9 +56,10 @@ package struct StreamResume: Sendable, Equatable {
 
 /// The HTTP API of docs/PROTOCOL.md, without sockets: a request in, an outcome out.
 ///
-/// `handle` answers at once for reads and errors; for events it answers once they are
-/// applied (the place where a durable journal step will sit before the acknowledgement),
-/// without blocking the caller: `respond` is called from the Spin's executor.
+/// `admit` decides whether a request may reach a route; `handle` routes what it
+/// admitted. Reads and errors are answered at once; events once they are applied and
+/// durable (`EventAcknowledgement`), without blocking the caller: `respond` is then
+/// called later, from another thread.
 package struct APIRouter: Sendable {
     package struct Limits: Sendable {
         /// Events that may wait in one Spin's inbox; beyond it POST answers 429 (and so it
@@ -81,6 +82,9 @@ package struct APIRouter: Sendable {
     package let limits: Limits
     /// Where acknowledgements wait for the journal and streams subscribe.
     package let feeds: SpinFeeds
+    /// Events in and acknowledgements out: `POST .../events`, `.../resume` and a stream's
+    /// client events go through it.
+    package let acknowledgement: EventAcknowledgement
     /// Whether `/v1/echo` exists (`testing.echoEndpoint`); off it is a 404 like any
     /// unknown route.
     package let echoEndpoint: Bool
@@ -114,43 +118,38 @@ package struct APIRouter: Sendable {
         self.metrics = metrics
         self.limits = limits
         self.feeds = feeds
+        self.acknowledgement = EventAcknowledgement(metrics: metrics, feeds: feeds, limits: limits)
         self.echoEndpoint = echoEndpoint
         self.cluster = cluster
     }
 
-    /// The route template of a path, as metrics label it ("other" for no route).
-    package static func template(of path: String) -> String {
-        Route.label(Route.match(path))
-    }
-
-    /// Routes `request`; `respond` is called exactly once, at once or later.
-    package func handle(_ request: HTTPRequest, respond: @escaping @Sendable (RouteOutcome) -> Void) {
-        handle(request, matched: Route.match(request.target.path), respond: respond)
-    }
-
-    /// Routes the request as the parser made it, whose path the caller already matched
-    /// (`Route.match`), so that the path is matched once per request. `trace`: the
-    /// request's spans when it is traced (events get `apply`, `durable`, `acknowledge`).
-    /// `moveDeadline`: the request waited for its Spin to move already (`awaitMove`) and
-    /// may wait until then. `identity`: who the request comes from, when the caller
-    /// checked its credentials already (`identify`, so that its log line can name the
-    /// subject); checked here otherwise.
+    /// Routes a request `admit` made of what the parser read; `respond` is called exactly
+    /// once, at once or later. `trace`: the request's spans when it is traced (events get
+    /// `apply`, `durable`, `acknowledge`). `moveDeadline`: the request waited for its Spin
+    /// to move already (`awaitMove`) and may wait until then.
     ///
-    /// In three steps: admission (`admit`: host policy, route and method, credentials and
-    /// permissions), cluster relaying (`relay`: to the Spin's owner, or a wait for its
-    /// move), then the route's handler (`dispatch`).
-    package func handle(_ request: HTTPRequest, matched: (route: Route, name: Substring)?, trace: RequestTrace? = nil,
-                        moveDeadline: ContinuousClock.Instant? = nil, identity: Result<Identity, APIError>? = nil,
-                        respond: @escaping @Sendable (RouteOutcome) -> Void) {
+    /// In three steps after admission (`admit`: host policy, route and method,
+    /// credentials and permissions): a refusal is answered; a request about a Spin another
+    /// cluster node serves is forwarded (`forwarding`: to the Spin's owner, or a wait for
+    /// its move); else the route's handler runs (`dispatch`).
+    package func handle(_ request: HTTPRequest, admission: Admission, trace: RequestTrace? = nil,
+                        moveDeadline: ContinuousClock.Instant? = nil, respond: @escaping @Sendable (RouteOutcome) -> Void) {
         let admitted: (route: Route, name: Substring, caller: Identity)
-        switch admit(request, matched: matched, identity: identity) {
-        case .success(let admission): admitted = admission
+        switch admission.verdict {
+        case .success(let verdict): admitted = verdict
         case .failure(let error): return respond(.respond(.error(error)))
         }
         let call = RouteCall(request: request, route: admitted.route, name: admitted.name, caller: admitted.caller,
                              trace: trace, moveDeadline: moveDeadline, respond: respond)
-        if let relay = relay(request, route: call.route, name: call.name) { return follow(relay, call) }
+        if let forwarding = forwarding(request, route: call.route, name: call.name) { return forward(call, forwarding) }
         dispatch(call)
+    }
+
+    /// Routes `call`'s request again from the start (admitted again: its Spin may be
+    /// served elsewhere now), keeping its trace and the move deadline it waits until.
+    func reroute(_ call: RouteCall, moveDeadline: ContinuousClock.Instant) {
+        handle(call.request, admission: admit(call.request), trace: call.trace, moveDeadline: moveDeadline,
+               respond: call.respond)
     }
 
     /// Every route's handler: what a request admitted to it gets.

@@ -15,8 +15,6 @@ struct RouteCall: Sendable {
     let moveDeadline: ContinuousClock.Instant?
     let respond: @Sendable (RouteOutcome) -> Void
 
-    var matched: (route: Route, name: Substring) { (route, name) }
-
     func reply(_ response: APIResponse) { respond(.respond(response)) }
 
     func fail(_ error: APIError) { respond(.respond(.error(error))) }

@@ -80,7 +80,7 @@ package struct AccessControl: Sendable {
             return .failure(.unauthorized("this route needs a bearer token (Authorization: Bearer <token>)"))
         }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, String(parts[0]).caseInsensitiveEquals("Bearer") else {
+        guard parts.count == 2, String(parts[0]).equalsIgnoringASCIICase("Bearer") else {
             return .failure(.unauthorized("the Authorization header must be \"Bearer <token>\""))
         }
         return authenticate(token: parts[1])

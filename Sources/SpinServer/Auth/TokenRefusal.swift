@@ -29,7 +29,7 @@ package enum TokenRefusal: Error, Sendable, Equatable {
             "the bearer token is not a valid JWT: \(reason)"
         case .tooLarge(let bytes):
             "the bearer token is \(bytes) bytes, more than the \(TokenVerifier.maximumTokenBytes) accepted"
-        case .algorithmNotAllowed(let algorithm) where algorithm.caseInsensitiveEquals("none"):
+        case .algorithmNotAllowed(let algorithm) where algorithm.equalsIgnoringASCIICase("none"):
             "the token is unsigned (alg \"none\"), which is never accepted"
         case .algorithmNotAllowed(let algorithm):
             "the token's algorithm \"\(algorithm)\" is not accepted: no key of that algorithm is configured"

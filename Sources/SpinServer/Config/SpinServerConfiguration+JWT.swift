@@ -82,7 +82,7 @@ extension SpinServerConfiguration.Builder {
         let entry = try reader.object(value, at: path, known: ["alg", "kid", "secret", "secretEnv", "publicKeyFile"])
         let name = try reader.string(try reader.required(entry["alg"], at: "\(path).alg"), at: "\(path).alg")
         guard let algorithm = JWTConfiguration.Algorithm(rawValue: name) else {
-            let hint = name.caseInsensitiveEquals("none") ? "unsigned tokens are never accepted; " : ""
+            let hint = name.equalsIgnoringASCIICase("none") ? "unsigned tokens are never accepted; " : ""
             throw reader.error("\(path).alg", "unknown algorithm \"\(name)\" (\(hint)use \(JWTConfiguration.Algorithm.knownList))")
         }
         var kid: String?

@@ -1,53 +1,57 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Logging
 import SpinCore
 import SpinNet
 import SpinWire
 
 /// Drives one connection: a thin driver that feeds SpinNet's events to the
 /// `HTTPConnectionStateMachine` (requests, keep-alive, pipelining in order, timeouts),
-/// performs the actions it returns, answers requests through the `APIRouter`, and hands
-/// an upgraded connection to its `StreamSession`.
+/// performs the actions it returns, and moves bytes: a request to the `APIRouter`
+/// (admitted there, observed by `RequestObservers`), its answer to the connection, a
+/// relayed one to its Spin's owner (`OwnerRelay`), an upgraded connection to its
+/// `StreamSession`.
 ///
 /// `@unchecked Sendable`: every mutable property is only touched on the connection's
-/// queue (SpinNet calls the handler there; results from Spins hop there with
+/// event loop (SpinNet calls the handler there; results from Spins hop there with
 /// `connection.execute`).
 final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
-    private let connection: Connection
-    private let context: ServerContext
-    private var machine: HTTPConnectionStateMachine<ContinuousClock.Instant>
+    /// A request relayed to its Spin's owner, and how it was received.
+    struct Relayed {
+        let relay: OwnerRelay
+        let request: HTTPRequest
+        let keepAlive: Bool
+    }
+
+    /// The part of a large response not yet handed to the connection (written a piece at
+    /// a time as its output drains: `send`), and what follows once it is.
+    private struct Unsent {
+        var bytes: ArraySlice<UInt8>
+        let then: () -> Void
+    }
+
+    let connection: Connection
+    let context: ServerContext
+    var machine: HTTPConnectionStateMachine<ContinuousClock.Instant>
     private var writer = HTTPResponseWriter()
     /// The stream an upgrade opened (WebSocket, SSE), until the connection is handed
     /// over to it (`handOver`): from then on the stream hears the connection's callbacks,
     /// not this handler.
     private var stream: StreamSession?
-    /// The request being relayed to its Spin's owner, and how it was received.
-    private var relay: OwnerRelay?
-    private var relayed: (request: HTTPRequest, keepAlive: Bool, started: ContinuousClock.Instant)?
+    /// The request being relayed to its Spin's owner.
+    var relayed: Relayed?
     /// The deadline last armed on the connection (armed again only when it changes).
     private var armedDeadline = ConnectionDeadline<ContinuousClock.Instant>.none
-    /// The metrics label of the request being answered: its route's template, matched
-    /// once when the request is handed to the router.
-    private var routeLabel = "other"
-    /// The ID of the request being answered (`X-Request-Id`), and what makes new ones.
-    private var requestID = ""
-    /// The subject of the request being handled (its credentials'), for its log line.
-    private var subject: String?
-    private var requestIDs = RequestID.Generator()
-    /// The spans of the request being answered, when the process traces.
-    private var trace: RequestTrace?
-    private var requestCounting = RequestCounting()
-    /// The part of a large response not yet handed to the connection (written a piece at
-    /// a time as its output drains: `send`), and what follows once it is.
-    private var unsent: ArraySlice<UInt8> = []
-    private var afterUnsent: (() -> Void)?
+    /// The request being answered: its ID, count, spans and log line.
+    var observers: RequestObservers
+    private var unsent: Unsent?
 
     init(connection: Connection, context: ServerContext) {
         self.connection = connection
         self.context = context
         self.machine = HTTPConnectionStateMachine(limits: context.httpLimits, now: connection.openedAt)
+        self.observers = RequestObservers(metrics: context.metrics, tracer: context.tracer,
+                                          log: AccessLog(logger: context.logger))
     }
 
     func didOpen(_ connection: Connection) {
@@ -56,8 +60,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didReceive(_ bytes: [UInt8], on connection: Connection) {
-        if let relay, relay.isPiping {
-            relay.clientSent(bytes)
+        if let relayed, relayed.relay.isPiping {
+            relayed.relay.clientSent(bytes)
             return
         }
         run(machine.received(bytes, now: .now))
@@ -68,8 +72,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     func didBecomeWritable(_ connection: Connection) {
-        if afterUnsent != nil { return sendUnsent() }
-        relay?.clientWritable()
+        if unsent != nil { return sendUnsent() }
+        relayed?.relay.clientWritable()
     }
 
     func didReachDeadline(on connection: Connection) {
@@ -86,8 +90,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     func didClose(_ connection: Connection, reason: CloseReason) {
         // A large response cut short: its bytes, and the continuation that holds this
         // handler, go with the connection.
-        unsent = []
-        afterUnsent = nil
+        unsent = nil
         endRelay()
         machine.closed()
         context.metrics.connectionClosed()
@@ -97,7 +100,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// Performs `action` and those that follow it, then arms the deadline the machine
     /// is left asking for.
-    private func run(_ action: HTTPConnectionStateMachine<ContinuousClock.Instant>.Action) {
+    func run(_ action: HTTPConnectionStateMachine<ContinuousClock.Instant>.Action) {
         var action = action
         while true {
             switch action {
@@ -111,17 +114,12 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 handle(request)   // the deadline is armed when the dispatch returns
                 action = machine.dispatchReturned(now: .now)
             case .reject(let error):
-                requestID = requestIDs.make()
-                context.metrics.requestAnswered(route: "other", status: error.status)
-                context.logger.info("bad request", metadata: ["connection": "\(connection.id)", "status": .stringConvertible(error.status),
-                                                               "code": "\(error.code)", "request_id": "\(requestID)"])
-                writeError(.malformedRequest(error, limit: limit(exceededBy: error)), version: .http1_1, method: .get)
+                observers.refuse(status: error.status, parserError: error, connection: connection.id)
+                writeError(.malformedRequest(error, limit: limit(exceededBy: error)))
                 return
             case .timeOut(let part):
-                let error = APIError.requestTimeout(inBody: part == .body)
-                requestID = requestIDs.make()
-                context.metrics.requestAnswered(route: "other", status: 408)
-                writeError(error, version: .http1_1, method: .get)
+                observers.refuse(status: 408, connection: connection.id)
+                writeError(.requestTimeout(inBody: part == .body))
                 return
             case .pauseReading:
                 connection.pauseReading()
@@ -146,7 +144,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
                 return
             case .shutDownStream:
                 stream?.shutdown()
-                if relay != nil {
+                if relayed != nil {
                     // A relayed stream ends with the connection: the client reconnects.
                     endRelay()
                     connection.closeAfterFlush()
@@ -160,7 +158,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// leaves the last one armed: a connection flushing its last answer keeps the
     /// deadline it had (a 400 to a client that never reads ends at the head deadline)
     /// until SpinNet's linger takes over.
-    private func armDeadline() {
+    func armDeadline() {
         if case .closed = machine.state { return }
         let deadline = machine.deadline
         guard !Self.same(deadline, armedDeadline) else { return }
@@ -184,59 +182,53 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     // MARK: Requests
 
+    /// Hands `request` to the router (admitted there once: its route, its caller), and
+    /// its outcome back to this loop.
     private func handle(_ request: HTTPRequest) {
         let keepAlive = machine.keepAlive
         let started = ContinuousClock.now
         let connection = self.connection
-        let matched = Route.match(request.target.path)
-        routeLabel = Route.label(matched)
-        requestID = requestIDs.id(for: request.headers[RequestID.header])
-        trace = context.tracer.map {
-            RequestTrace(tracer: $0, method: request.method.rawValue, route: routeLabel, requestID: requestID)
-        }
-        let identity = context.router.identify(request, route: matched?.route)
-        subject = try? identity.get().subject
-        context.router.handle(request, matched: matched, trace: trace, identity: identity) { [self] outcome in
+        let admission = context.router.admit(request)
+        let trace = observers.begin(request, admission, started: started)
+        context.router.handle(request, admission: admission, trace: trace) { [self] outcome in
             connection.execute {
-                self.finish(request, outcome: outcome, keepAlive: keepAlive, started: started)
+                self.finish(request, outcome: outcome, keepAlive: keepAlive)
             }
         }
     }
 
-    private func finish(_ request: HTTPRequest, outcome: RouteOutcome, keepAlive: Bool, started: ContinuousClock.Instant) {
+    private func finish(_ request: HTTPRequest, outcome: RouteOutcome, keepAlive: Bool) {
         guard machine.isProcessing else { return }   // the connection closed meanwhile
         switch outcome {
         case .respond(let response):
             respond(response, to: request, keepAlive: keepAlive && machine.keepAlive && !response.closesConnection
-                        && !context.router.cluster.isLeaving,
-                    started: started)
+                        && !context.router.cluster.isLeaving)
         case .stream(let source, let upgrade, let identity):
-            openStream(request, source: source, upgrade: upgrade, identity: identity, started: started)
+            openStream(request, source: source, upgrade: upgrade, identity: identity)
         case .proxy(let proxied):
-            let relay = OwnerRelay(proxied, for: request, requestID: requestID, client: connection, delegate: self)
-            self.relay = relay
-            relayed = (request, keepAlive, started)
-            context.metrics.requestProxied(route: routeLabel)
+            let relay = OwnerRelay(proxied, for: request, requestID: observers.current.id, client: connection, delegate: self)
+            relayed = Relayed(relay: relay, request: request, keepAlive: keepAlive)
+            context.metrics.requestProxied(route: observers.current.route)
             relay.start()
         }
     }
 
     /// Stops the relay in progress, if any (its owner connection closes).
     private func endRelay() {
-        relay?.stop()
-        relay = nil
+        relayed?.relay.stop()
         relayed = nil
     }
 
-    private func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool, started: ContinuousClock.Instant) {
+    /// Writes the answer to `request`, stamped with its ID, and observes it; the state
+    /// machine goes on once it is handed to the connection.
+    func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool) {
         var response = response
-        if let error = response.error { response.body = APIResponse.error(error, requestID: requestID).body }
-        let head = HTTPResponseHead(status: HTTPStatus(code: response.status),
-                                    headers: headers(response.headers))
+        observers.stamp(&response)
+        let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers)
         let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                   keepAlive: keepAlive)
         let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
-        record(request, status: response.status, bytes: bytes.count, started: started)
+        observers.end(request, status: response.status, bytes: bytes.count, remote: connection.remoteAddress)
         send(bytes) { [self] in run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now)) }
     }
 
@@ -249,8 +241,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             _ = connection.write(bytes)
             return then()
         }
-        unsent = bytes[...]
-        afterUnsent = then
+        unsent = Unsent(bytes: bytes[...], then: then)
         sendUnsent()
     }
 
@@ -259,34 +250,31 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     private static let piece = 64 << 10
 
     private func sendUnsent() {
-        while !unsent.isEmpty {
-            let piece = unsent.prefix(Self.piece)
-            unsent = unsent.dropFirst(piece.count)
+        while let bytes = unsent?.bytes, !bytes.isEmpty {
+            let piece = bytes.prefix(Self.piece)
+            unsent?.bytes = bytes.dropFirst(piece.count)
             switch connection.write(piece) {
             case .accepted: continue
-            case .aboveHighWatermark: if !unsent.isEmpty { return }   // `didBecomeWritable` goes on
+            case .aboveHighWatermark: if unsent?.bytes.isEmpty == false { return }   // `didBecomeWritable` goes on
             case .closed:
-                unsent = []
-                afterUnsent = nil
+                unsent = nil
                 return
             }
         }
-        let then = afterUnsent
-        afterUnsent = nil
+        let then = unsent?.then
+        unsent = nil
         then?()
     }
 
     /// Switches the connection to the stream the router accepted.
-    private func openStream(_ request: HTTPRequest, source: StreamSource, upgrade: StreamUpgrade, identity: Identity,
-                            started: ContinuousClock.Instant) {
+    private func openStream(_ request: HTTPRequest, source: StreamSource, upgrade: StreamUpgrade, identity: Identity) {
         switch upgrade {
         case .webSocket(let accepted):
-            let head = writer.switchingProtocols(headers: headers(accepted.headers),
-                                                 secondsSince1970: Self.now)
+            let head = writer.switchingProtocols(headers: observers.stamped(accepted.headers), secondsSince1970: Self.now)
             _ = connection.write(head)
             let leftover = machine.upgraded(now: .now)
             armDeadline()
-            record(request, status: 101, bytes: head.count, started: started)
+            observers.end(request, status: 101, bytes: head.count, remote: connection.remoteAddress)
             let session = WebSocketSession(role: .server, limits: context.webSocketLimits, deflate: accepted.deflate)
             let stream = StreamSession(connection: connection, source: source, transport: .webSocket(session), context: context,
                                        identity: identity)
@@ -297,17 +285,17 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             handOver(to: stream)
         case .sse:
             machine.startedEventStream(now: .now)
-            let head = HTTPResponseHead(status: .ok, headers: headers([
-                ("Content-Type", "text/event-stream"),
-                ("Cache-Control", "no-cache"),
-                ("X-Accel-Buffering", "no"),
+            let head = HTTPResponseHead(status: .ok, headers: observers.stamped([
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
             ]))
             let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                       keepAlive: false)
             let streaming = writer.streamingResponse(head, context: responseContext, secondsSince1970: Self.now)
             _ = connection.write(streaming.head)
             armDeadline()
-            record(request, status: 200, bytes: streaming.head.count, started: started)
+            observers.end(request, status: 200, bytes: streaming.head.count, remote: connection.remoteAddress)
             let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context,
                                        identity: identity)
             self.stream = stream
@@ -323,7 +311,6 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         connection.replaceHandler(stream)
     }
 
-    /// The parser's message, with the configured limit where one was exceeded.
     /// The configured limit a refused request exceeded, which its message names.
     private func limit(exceededBy error: HTTPParserError) -> Int? {
         let limits = context.configuration.limits
@@ -335,97 +322,16 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     /// Answers an error the parser or a deadline found, then closes.
-    private func writeError(_ error: APIError, version: HTTPVersion, method: HTTPMethod) {
-        let response = APIResponse.error(error, requestID: requestID)
-        let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: headers(response.headers))
+    private func writeError(_ error: APIError) {
+        var response = APIResponse.error(error)
+        observers.stamp(&response)
+        let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers)
         let bytes = writer.response(head, body: response.body,
-                                    context: HTTPResponseContext(requestMethod: method, requestVersion: version, keepAlive: false),
+                                    context: HTTPResponseContext(requestMethod: .get, requestVersion: .http1_1, keepAlive: false),
                                     secondsSince1970: Self.now)
         _ = connection.write(bytes)
         connection.closeAfterFlush()
     }
 
-    /// A response's headers with the request's `X-Request-Id`.
-    private func headers(_ pairs: [(name: String, value: String)]) -> HTTPHeaders {
-        var fields = HTTPHeaders(minimumCapacity: pairs.count + 1)
-        for pair in pairs { fields.append(name: pair.name, value: pair.value) }
-        fields.append(name: RequestID.header, value: requestID)
-        return fields
-    }
-
-    /// One log line, the request metrics and the end of its trace. Numbers are logged as
-    /// numbers (JSON logs write them unquoted).
-    private func record(_ request: HTTPRequest, status: Int, bytes: Int, started: ContinuousClock.Instant) {
-        requestCounting.count(route: routeLabel, status: status, in: context.metrics)
-        trace?.finish(status: status)
-        trace = nil
-        let milliseconds = (ContinuousClock.now - started).seconds * 1000
-        // Built only when the line is logged (the metadata is an autoclosure).
-        context.logger.info("\(request.method.rawValue) \(request.target.path) \(status)",
-                            metadata: logMetadata(request, status: status, bytes: bytes, milliseconds: milliseconds))
-    }
-
-    /// The request's log line's fields; `sub` names who sent it (audit: accepted and
-    /// refused writes alike) when its credentials name a subject.
-    private func logMetadata(_ request: HTTPRequest, status: Int, bytes: Int, milliseconds: Double) -> Logger.Metadata {
-        var metadata: Logger.Metadata = [
-            "method": "\(request.method.rawValue)",
-            "path": "\(request.target.path)",
-            "status": .stringConvertible(status),
-            "bytes": .stringConvertible(bytes),
-            "duration_ms": .stringConvertible((milliseconds * 1000).rounded() / 1000),
-            "remote": "\(connection.remoteAddress?.description ?? "?")",
-            "request_id": "\(requestID)",
-        ]
-        if let subject { metadata["sub"] = "\(subject)" }
-        return metadata
-    }
-
     private static var now: Int { Int(time(nil)) }
-}
-
-extension HTTPConnectionHandler: OwnerRelayDelegate {
-    func relayFailed(_ error: APIError) {
-        guard let relayed else { return }
-        relay = nil
-        self.relayed = nil
-        respond(.error(error), to: relayed.request, keepAlive: relayed.keepAlive && machine.keepAlive,
-                started: relayed.started)
-    }
-
-    func relayKeepsAlive() -> Bool {
-        guard let relayed else { return false }
-        return relayed.keepAlive && machine.keepAlive && relayed.request.keepAlive && !context.router.cluster.isLeaving
-    }
-
-    func relayWroteHead(status: Int, bytes: Int, mode: OwnerRelay.Mode) -> [UInt8] {
-        guard let relayed else { return [] }
-        record(relayed.request, status: status, bytes: bytes, started: relayed.started)
-        switch mode {
-        case .framed:
-            return []
-        case .upgraded:
-            let leftover = machine.upgraded(now: .now)
-            armDeadline()
-            run(machine.streamOpened())
-            return leftover
-        case .streaming:
-            machine.startedEventStream(now: .now)
-            armDeadline()
-            run(machine.streamOpened())
-            return []
-        }
-    }
-
-    func relayFinished(keepAlive: Bool) {
-        relay = nil
-        relayed = nil
-        run(machine.responseWritten(keepAlive: keepAlive, now: .now))
-    }
-
-    func relayEnded() {
-        relay = nil
-        relayed = nil
-        connection.closeAfterFlush()
-    }
 }

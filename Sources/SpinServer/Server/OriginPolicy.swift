@@ -14,9 +14,9 @@ package struct OriginPolicy: Sendable {
 
     package func allows(origin: String?, host: String?) -> Bool {
         guard let origin else { return true }
-        if allowed.contains("*") || allowed.contains(where: { $0.caseInsensitiveEquals(origin) }) { return true }
+        if allowed.contains("*") || allowed.contains(where: { $0.equalsIgnoringASCIICase(origin) }) { return true }
         guard let host, let schemeEnd = origin.range(of: "://") else { return false }
         let authority = origin[schemeEnd.upperBound...]
-        return String(authority).caseInsensitiveEquals(host)
+        return String(authority).equalsIgnoringASCIICase(host)
     }
 }

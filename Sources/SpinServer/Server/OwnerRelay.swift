@@ -430,11 +430,7 @@ struct OwnerResponseHead: Equatable {
     /// The status line as sent, without its CRLF.
     var statusLine: String
     var status: Int
-    var fields: [(name: String, value: String)]
-
-    static func == (lhs: OwnerResponseHead, rhs: OwnerResponseHead) -> Bool {
-        lhs.statusLine == rhs.statusLine && lhs.fields.elementsEqual(rhs.fields, by: { $0 == $1 })
-    }
+    var fields: HTTPHeaders
 
     /// Fields a relay never passes on, plus the framing it redoes.
     private static let dropped = ProxiedRequest.hopByHop.union(["content-length"])
@@ -450,11 +446,6 @@ struct OwnerResponseHead: Equatable {
         }
     }
 
-    /// The first value of `name`.
-    func field(_ name: String) -> String? {
-        fields.first { $0.name.lowercased() == name }?.value
-    }
-
     /// Whether the owner keeps the connection open after this response (RFC 9112 §9.3):
     /// an HTTP/1.1 answer without the `close` connection option.
     var keepsConnection: Bool {
@@ -463,7 +454,7 @@ struct OwnerResponseHead: Equatable {
 
     /// `Content-Length`, when present and valid.
     var contentLength: Int? {
-        field("content-length").flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        fields["Content-Length"].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil }
     }
 
     /// The head written to the client. `.upgraded`: as the owner sent it (its `Upgrade`
@@ -487,10 +478,10 @@ struct OwnerResponseHead: Equatable {
         }
         switch mode {
         case .framed:
-            if let length = self.field("content-length"), status != 204, status != 304 { head.appendHeadField("Content-Length", length) }
+            if let length = fields["Content-Length"], status != 204, status != 304 { head.appendHeadField("Content-Length", length) }
             head.appendHeadLine(keepAlive ? "Connection: keep-alive" : "Connection: close")
         case .streaming:
-            if let encoding = self.field("transfer-encoding") { head.appendHeadField("Transfer-Encoding", encoding) }
+            if let encoding = fields["Transfer-Encoding"] { head.appendHeadField("Transfer-Encoding", encoding) }
             head.appendHeadLine("Connection: close")
         case .upgraded:
             break
@@ -501,7 +492,7 @@ struct OwnerResponseHead: Equatable {
 
     /// The options the owner's `Connection` fields name (lower case).
     private var connectionOptions: Set<String> {
-        ProxiedRequest.namedInConnection(fields.lazy.filter { $0.name.lowercased() == "connection" }.map(\.value))
+        ProxiedRequest.namedInConnection(fields.values(for: "Connection"))
     }
 
     typealias Mode = OwnerRelay.Mode

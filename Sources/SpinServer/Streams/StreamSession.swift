@@ -63,7 +63,7 @@ package enum StreamSource: Sendable {
 /// that arrived to the machine, whose frames leave in one `connection.write`.
 ///
 /// `@unchecked Sendable`: every mutable property is only touched on the connection's
-/// queue; callbacks from Spins and Gears only post to the mailbox (and schedule a hop).
+/// event loop; callbacks from Spins and Gears only post to the mailbox (and schedule a hop).
 final class StreamSession: @unchecked Sendable {
     typealias Transport = StreamMachine.Transport
 
@@ -176,7 +176,7 @@ final class StreamSession: @unchecked Sendable {
     // MARK: Mailbox
 
     /// Posts `message`, scheduling a drain when none is pending. `hop`: always through
-    /// the queue (callers under a lock); otherwise at once when already on it (an answer
+    /// the event loop (callers under a lock); otherwise at once when already on it (an answer
     /// to a client's event keeps its place before the frames after it).
     private func post(_ message: StreamMachine.Message, hop: Bool) {
         guard mailbox.post(message) else { return }
@@ -317,7 +317,7 @@ final class StreamSession: @unchecked Sendable {
             return post(.control(StreamMessage.error(id: id, error).bytes), hop: false)
         }
         batch.origin = identity.subject
-        context.router.submit(batch, to: spin) { [self] result in
+        context.router.acknowledgement.submit(batch, to: spin) { [self] result in
             switch result {
             case .success(let applied): post(.control(StreamMessage.ack(id: id, applied).bytes), hop: false)
             case .failure(let error) where error.reroutable && context.router.runtimeSpins?.isMade(spin.name) == true && !retried:

@@ -65,6 +65,11 @@ package struct HTTPHeaders: Sendable, Equatable, Hashable, RandomAccessCollectio
         fields.append(Field(name: name, value: value))
     }
 
+    /// Appends every field of `other`, in order.
+    package mutating func append(contentsOf other: HTTPHeaders) {
+        fields.append(contentsOf: other.fields)
+    }
+
     /// Removes every field called `name`.
     package mutating func remove(name: String) {
         fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }

@@ -7,20 +7,15 @@ package struct HTTPReceivedResponseHead: Sendable {
     package var statusLine: String
     /// The status code, 100 to 599.
     package var status: Int
-    /// The header fields, in order; values without surrounding whitespace.
-    package var fields: [(name: String, value: String)]
+    /// The header fields, in order; values without surrounding whitespace. Looked up by
+    /// name as `HTTPHeaders` does (ASCII case-insensitive: `fields["Content-Length"]`).
+    package var fields: HTTPHeaders
 
     /// Why bytes are not a response head.
     package struct Malformed: Error, Sendable {
         /// The status, when the status line was read.
         package var status: Int
         package var detail: String
-    }
-
-    /// The first value of header `name` (ASCII case-insensitive).
-    package func field(_ name: String) -> String? {
-        let name = name.lowercased()
-        return fields.first { $0.name.lowercased() == name }?.value
     }
 
     /// The head at the start of `bytes` and its length with the blank line, or nil while
@@ -38,8 +33,7 @@ package struct HTTPReceivedResponseHead: Sendable {
         var lineStart = 0
         var statusLine: String?
         var status = 0
-        var fields: [(name: String, value: String)] = []
-        fields.reserveCapacity(8)
+        var fields = HTTPHeaders(minimumCapacity: 8)
         while lineStart <= end {
             var lineEnd = lineStart
             while lineEnd < end, !(bytes[lineEnd] == 13 && lineEnd + 1 < end && bytes[lineEnd + 1] == 10) { lineEnd += 1 }
@@ -65,8 +59,8 @@ package struct HTTPReceivedResponseHead: Sendable {
             var valueEnd = lineEnd
             while valueStart < valueEnd, bytes[valueStart] == 32 || bytes[valueStart] == 9 { valueStart += 1 }
             while valueEnd > valueStart, bytes[valueEnd - 1] == 32 || bytes[valueEnd - 1] == 9 { valueEnd -= 1 }
-            fields.append((String(decoding: bytes[lineStart..<colon], as: UTF8.self),
-                           String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self)))
+            fields.append(name: String(decoding: bytes[lineStart..<colon], as: UTF8.self),
+                          value: String(decoding: bytes[valueStart..<valueEnd], as: UTF8.self))
         }
         guard let statusLine else { throw Malformed(status: 0, detail: "not an HTTP/1.1 status line: ") }
         return (Self(statusLine: statusLine, status: status, fields: fields), end + 4)

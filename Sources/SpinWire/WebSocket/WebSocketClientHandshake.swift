@@ -28,17 +28,17 @@ package struct WebSocketClientHandshake: Sendable {
     }
 
     /// The header fields of the upgrade request (after `GET <path> HTTP/1.1`).
-    package func requestHeaders(host: String) -> [(name: String, value: String)] {
-        var headers: [(name: String, value: String)] = [
-            (name: "Host", value: host), (name: "Upgrade", value: "websocket"),
-            (name: "Connection", value: "Upgrade"), (name: "Sec-WebSocket-Key", value: key),
-            (name: "Sec-WebSocket-Version", value: "13"),
+    package func requestHeaders(host: String) -> HTTPHeaders {
+        var headers: HTTPHeaders = [
+            "Host": host, "Upgrade": "websocket",
+            "Connection": "Upgrade", "Sec-WebSocket-Key": key,
+            "Sec-WebSocket-Version": "13",
         ]
         if !subprotocols.isEmpty {
-            headers.append((name: "Sec-WebSocket-Protocol", value: subprotocols.joined(separator: ", ")))
+            headers.append(name: "Sec-WebSocket-Protocol", value: subprotocols.joined(separator: ", "))
         }
         if offersDeflate {
-            headers.append((name: "Sec-WebSocket-Extensions", value: "permessage-deflate; client_max_window_bits"))
+            headers.append(name: "Sec-WebSocket-Extensions", value: "permessage-deflate; client_max_window_bits")
         }
         return headers
     }
@@ -51,14 +51,12 @@ package struct WebSocketClientHandshake: Sendable {
     }
 
     /// Validates the server's response.
-    package func validate(status: Int, headers: [(name: String, value: String)]) throws(Failure) -> Agreement {
+    package func validate(status: Int, headers: HTTPHeaders) throws(Failure) -> Agreement {
         guard status == 101 else { throw .unexpectedStatus(status) }
-        func values(_ name: String) -> [String] {
-            headers.filter { $0.name.lowercased() == name }.map(\.value)
-        }
+        func values(_ name: String) -> [String] { headers.values(for: name) }
         func hasToken(_ name: String, _ token: String) -> Bool {
             values(name).flatMap { $0.split(separator: ",") }
-                .contains { $0.trimmingCharacters(in: " \t").lowercased() == token }
+                .contains { $0.trimmingCharacters(in: " \t").equalsIgnoringASCIICase(token) }
         }
         guard hasToken("upgrade", "websocket"), hasToken("connection", "upgrade") else {
             throw .missingUpgradeHeaders
@@ -73,7 +71,7 @@ package struct WebSocketClientHandshake: Sendable {
             agreement.subprotocol = chosen
         }
         for element in WebSocketExtensionHeader.parse(values("sec-websocket-extensions")) {
-            guard offersDeflate, element.name.lowercased() == PerMessageDeflateNegotiation.extensionName,
+            guard offersDeflate, element.name.equalsIgnoringASCIICase(PerMessageDeflateNegotiation.extensionName),
                   agreement.deflate == nil else {
                 throw .unexpectedExtension(element.name)
             }

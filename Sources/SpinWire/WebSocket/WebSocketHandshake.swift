@@ -1,8 +1,8 @@
 import COpenSSL
 
 /// The server side of the opening handshake (RFC 6455 §4.2), from plain values: the
-/// request's method, HTTP version and header fields. No HTTP types are involved, so the
-/// HTTP layer passes what it parsed.
+/// request's method, HTTP version and header fields (`HTTPHeaders`, as the HTTP layer
+/// parsed them).
 package enum WebSocketHandshake {
     /// RFC 6455 §1.3: the GUID appended to the key before hashing.
     package static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -10,7 +10,7 @@ package enum WebSocketHandshake {
     /// What the server agreed to: the 101 response headers plus the values the session needs.
     package struct Accepted: Sendable {
         /// Headers of the `101 Switching Protocols` response, in order.
-        package var headers: [(name: String, value: String)]
+        package var headers: HTTPHeaders
         /// The `Sec-WebSocket-Accept` value.
         package var acceptValue: String
         /// The chosen subprotocol, if any.
@@ -32,7 +32,7 @@ package enum WebSocketHandshake {
     package static func accept(
         method: String,
         httpVersion: (major: Int, minor: Int),
-        headers: [(name: String, value: String)],
+        headers: HTTPHeaders,
         supportedSubprotocols: [String] = [],
         deflate: PerMessageDeflateConfiguration? = PerMessageDeflateConfiguration()
     ) throws(WebSocketHandshakeError) -> Accepted {
@@ -41,20 +41,18 @@ package enum WebSocketHandshake {
         guard httpVersion.major > 1 || (httpVersion.major == 1 && httpVersion.minor >= 1) else {
             throw .httpVersionTooLow
         }
-        func values(_ name: String) -> [String] {
-            headers.filter { $0.name.lowercased() == name }.map(\.value)
-        }
+        func values(_ name: String) -> [String] { headers.values(for: name) }
         func tokens(_ name: String) -> [String] {
             values(name).flatMap { $0.split(separator: ",") }
                 .map { $0.trimmingWhitespace() }
                 .filter { !$0.isEmpty }
         }
         // RFC 6455 §4.2.1 (3): Upgrade contains "websocket", case-insensitively.
-        guard tokens("upgrade").contains(where: { $0.lowercased() == "websocket" }) else {
+        guard tokens("upgrade").contains(where: { $0.equalsIgnoringASCIICase("websocket") }) else {
             throw .missingUpgradeWebSocket
         }
         // RFC 6455 §4.2.1 (4): Connection contains the token "Upgrade", case-insensitively.
-        guard tokens("connection").contains(where: { $0.lowercased() == "upgrade" }) else {
+        guard tokens("connection").contains(where: { $0.equalsIgnoringASCIICase("upgrade") }) else {
             throw .missingConnectionUpgrade
         }
         // RFC 6455 §4.2.1 (5): the key is base64 of a 16-byte nonce; a repeated header is
@@ -68,16 +66,16 @@ package enum WebSocketHandshake {
         guard versions == ["13"] else { throw .unsupportedVersion }
 
         let acceptValue = Self.acceptValue(forKey: key)
-        var response: [(name: String, value: String)] = [
-            (name: "Upgrade", value: "websocket"),
-            (name: "Connection", value: "Upgrade"),
-            (name: "Sec-WebSocket-Accept", value: acceptValue),
+        var response: HTTPHeaders = [
+            "Upgrade": "websocket",
+            "Connection": "Upgrade",
+            "Sec-WebSocket-Accept": acceptValue,
         ]
         // RFC 6455 §4.2.2 (5.4): at most one subprotocol, one the client asked for.
         let offered = tokens("sec-websocket-protocol")
         let subprotocol = offered.first { supportedSubprotocols.contains($0) }
         if let subprotocol {
-            response.append((name: "Sec-WebSocket-Protocol", value: subprotocol))
+            response.append(name: "Sec-WebSocket-Protocol", value: subprotocol)
         }
         // RFC 7692 §5: accept the first acceptable permessage-deflate offer, if any.
         var parameters: PerMessageDeflateParameters?
@@ -85,7 +83,7 @@ package enum WebSocketHandshake {
             parameters = PerMessageDeflateNegotiation.negotiate(
                 offers: values("sec-websocket-extensions"), configuration: deflate)
             if let parameters {
-                response.append((name: "Sec-WebSocket-Extensions", value: parameters.responseHeaderValue))
+                response.append(name: "Sec-WebSocket-Extensions", value: parameters.responseHeaderValue)
             }
         }
         return Accepted(headers: response, acceptValue: acceptValue, subprotocol: subprotocol,

@@ -28,10 +28,10 @@ package enum WebSocketHandshakeError: Error, Hashable, Sendable {
 
     /// Headers the refusal must carry: RFC 6455 §4.4 — a 426 lists the versions the server
     /// supports in `Sec-WebSocket-Version`.
-    package var responseHeaders: [(name: String, value: String)] {
+    package var responseHeaders: HTTPHeaders {
         switch self {
-        case .unsupportedVersion: [(name: "Sec-WebSocket-Version", value: "13")]
-        default: []
+        case .unsupportedVersion: ["Sec-WebSocket-Version": "13"]
+        default: [:]
         }
     }
 }

@@ -54,7 +54,7 @@ import Testing
         // Not the 503 `unavailable` of a stopping server: it waited for the move.
         #expect(response.status == 503)
         #expect(response.error?.code == "spin_unavailable")
-        #expect(response.headers.contains { $0.0 == "Retry-After" })
+        #expect(response.headers.contains("Retry-After"))
         #expect(ContinuousClock.now - started >= .milliseconds(200))
         #expect(asked.withLock { $0 } >= 2)
         // Without a cluster the same stop is the server's own: 503 `unavailable` at once.

@@ -73,7 +73,7 @@ import Testing
         let error = APIError.spinUnavailable("counter", retryAfter: 3)
         #expect(error.status == 503)
         #expect(error.code == "spin_unavailable")
-        #expect(error.headers.contains { $0.0 == "Retry-After" && $0.1 == "3" })
+        #expect(error.headers["Retry-After"] == "3")
     }
 }
 

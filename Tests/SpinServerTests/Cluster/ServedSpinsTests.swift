@@ -133,7 +133,7 @@ struct ServedSpinsTests {
     static func outcome(of request: HTTPRequest, _ router: APIRouter,
                         within timeout: Duration = .seconds(2)) async -> RouteOutcome? {
         let outcome = Protected<RouteOutcome?>(nil)
-        router.handle(request) { result in outcome.withLock { $0 = result } }
+        router.handle(request, admission: router.admit(request)) { result in outcome.withLock { $0 = result } }
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while ContinuousClock.now < deadline {
             if let result = outcome.withLock({ $0 }) { return result }

@@ -24,7 +24,7 @@ extension StreamMailboxTests {
                 group.addTask {
                     for index in 0..<500 {
                         // Whoever is told to schedule a drain runs it at once. Drains run one
-                        // at a time, as on the connection's serial queue: taking and handling
+                        // at a time, as on the connection's event loop: taking and handling
                         // a batch happen under one lock, or a later batch could be handled
                         // before an earlier one.
                         guard mailbox.post(.control([UInt8(thread), UInt8(index % 256), UInt8(index / 256)])) else { continue }

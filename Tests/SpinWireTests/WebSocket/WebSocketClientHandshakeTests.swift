@@ -16,21 +16,21 @@ import Testing
 
     @Test func rfcKey_ValidatesTheRFCAccept() throws {
         let client = WebSocketClientHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==")
-        let headers: [(name: String, value: String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade"),
-                                                        ("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")]
+        let headers: HTTPHeaders = ["Upgrade": "websocket", "Connection": "Upgrade",
+                                    "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="]
         #expect(try client.validate(status: 101, headers: headers) == WebSocketClientHandshake.Agreement())
     }
 
     @Test func wrongAccept_OrStatus_OrUnofferedExtension_FailsTheConnection() {
         let client = WebSocketClientHandshake(key: "dGhlIHNhbXBsZSBub25jZQ==")
-        let base: [(name: String, value: String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade")]
+        let base: [(String, String)] = [("Upgrade", "websocket"), ("Connection", "Upgrade")]
         #expect(throws: WebSocketClientHandshake.Failure.acceptMismatch) {
-            try client.validate(status: 101, headers: base + [("Sec-WebSocket-Accept", "AAAA")])
+            try client.validate(status: 101, headers: HTTPHeaders(base + [("Sec-WebSocket-Accept", "AAAA")]))
         }
-        #expect(throws: WebSocketClientHandshake.Failure.unexpectedStatus(426)) { try client.validate(status: 426, headers: base) }
+        #expect(throws: WebSocketClientHandshake.Failure.unexpectedStatus(426)) { try client.validate(status: 426, headers: HTTPHeaders(base)) }
         #expect(throws: WebSocketClientHandshake.Failure.unexpectedExtension("permessage-deflate")) {
-            try client.validate(status: 101, headers: base + [("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
-                                                              ("Sec-WebSocket-Extensions", "permessage-deflate")])
+            try client.validate(status: 101, headers: HTTPHeaders(base + [("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
+                                                                          ("Sec-WebSocket-Extensions", "permessage-deflate")]))
         }
     }
 }

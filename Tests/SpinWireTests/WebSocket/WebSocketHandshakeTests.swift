@@ -23,7 +23,7 @@ import Testing
                 subprotocols: [String] = [], deflate: PerMessageDeflateConfiguration? = PerMessageDeflateConfiguration())
         throws(WebSocketHandshakeError) -> WebSocketHandshake.Accepted {
         try WebSocketHandshake.accept(method: method, httpVersion: (major: version.0, minor: version.1),
-                                      headers: headers, supportedSubprotocols: subprotocols, deflate: deflate)
+                                      headers: HTTPHeaders(headers.map { ($0.name, $0.value) }), supportedSubprotocols: subprotocols, deflate: deflate)
     }
 
     @Test func rfcExampleKey_GivesTheRFCAcceptValue() {
@@ -33,7 +33,8 @@ import Testing
     @Test func rfcExampleRequest_IsAccepted_With101Headers_AndFirstSupportedSubprotocol() throws {
         let request = Self.rfcRequest()
         let accepted = try WebSocketHandshake.accept(method: request.method, httpVersion: (major: 1, minor: 1),
-                                                     headers: request.headers, supportedSubprotocols: ["superchat", "chat"])
+                                                     headers: HTTPHeaders(request.headers.map { ($0.name, $0.value) }),
+                                                     supportedSubprotocols: ["superchat", "chat"])
         #expect(accepted.acceptValue == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
         // The client's order decides: "chat" comes first in the request.
         #expect(accepted.subprotocol == "chat")

@@ -2,13 +2,22 @@ import SpinCore
 import SpinWire
 import Tracing
 
-/// Events in: decoded, submitted to their Spin all or nothing, acknowledged once applied
-/// and durable (`POST .../events`, `POST .../resume` and client events on a stream).
-extension APIRouter {
+/// Events in, acknowledgements out: a batch decoded, submitted to its Spin all or
+/// nothing, and acknowledged once it is applied and durable (`POST .../events`,
+/// `POST .../resume` and client events on a stream). The router finds the Spin and admits
+/// the caller; this service takes it from there.
+package struct EventAcknowledgement: Sendable {
+    /// Where apply latency is observed.
+    let metrics: Metrics
+    /// Where acknowledgements wait for the journal.
+    let feeds: SpinFeeds
+    /// How many events a Spin's inbox holds and how long a refused client waits.
+    let limits: APIRouter.Limits
+
     /// `POST /v1/spins/{name}/events`: accept, apply, then acknowledge.
     /// `origin`: the caller's subject, journaled with the events.
-    func postEvents(_ request: HTTPRequest, to spin: any HostedSpin, from origin: String?, trace: RequestTrace?,
-                    respond: @escaping @Sendable (APIResponse) -> Void) {
+    func post(_ request: HTTPRequest, to spin: any HostedSpin, from origin: String?, trace: RequestTrace?,
+              respond: @escaping @Sendable (APIResponse) -> Void) {
         let wait: Bool
         switch request.target.queryParameter("wait") {
         case nil, "false", "0": wait = false
@@ -31,7 +40,7 @@ extension APIRouter {
     private static func decodeEvents(_ request: HTTPRequest, for spin: any HostedSpin, from origin: String?,
                                      refusing respond: @Sendable (APIResponse) -> Void) -> EventBatch? {
         let contentType = request.headers["Content-Type"]
-        guard isJSON(contentType) else {
+        guard APIRouter.isJSON(contentType) else {
             respond(.error(.unsupportedMediaType(contentType)))
             return nil
         }
@@ -172,23 +181,6 @@ extension APIRouter {
             }
             body.append(UInt8(ascii: "}"))
             respond(.json(202, .raw(body)))
-        }
-    }
-
-    /// `application/json`, with or without parameters (`; charset=utf-8`).
-    /// Read as bytes: every POST asks, and no string is made for it.
-    static func isJSON(_ contentType: String?) -> Bool {
-        guard var mediaType = contentType?.utf8[...] else { return false }
-        // The media type is what precedes any `;`, without the spaces or tabs around it.
-        if let end = mediaType.firstIndex(of: UInt8(ascii: ";")) { mediaType = mediaType[..<end] }
-        func isWhitespace(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        while isWhitespace(mediaType.first) { mediaType.removeFirst() }
-        while isWhitespace(mediaType.last) { mediaType.removeLast() }
-        let json = "application/json".utf8
-        guard mediaType.count == json.count else { return false }
-        // ASCII letters in any case; every other byte as it is.
-        return zip(mediaType, json).allSatisfy { byte, lower in
-            byte == lower || (byte | 0x20 == lower && lower >= UInt8(ascii: "a") && lower <= UInt8(ascii: "z"))
         }
     }
 }

@@ -5,16 +5,16 @@ import SpinJSON
 /// and `Connection`.
 package struct APIResponse: Sendable {
     package var status: Int
-    package var headers: [(name: String, value: String)]
+    package var headers: HTTPHeaders
     package var body: [UInt8]
     /// The connection closes after this answer (a refused WebSocket handshake: what the
     /// client sends next would be frames, not a request).
     package var closesConnection = false
     /// The error this response answers, when it is one: the HTTP layer writes its body
-    /// again with the request's ID (`APIResponse.error(_:requestID:)`).
+    /// again with the request's ID (`RequestObservers.stamp`).
     package var error: APIError?
 
-    package init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+    package init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -27,29 +27,21 @@ package struct APIResponse: Sendable {
         return response
     }
 
-    /// A JSON body (members in the order given).
-    package static func json(_ status: Int, _ value: JSONValue, headers: [(name: String, value: String)] = []) -> APIResponse {
-        APIResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: value.bytes)
+    /// A JSON body (members in the order given), with `Content-Type` first and room for
+    /// the `X-Request-Id` the HTTP layer adds.
+    package static func json(_ status: Int, _ value: JSONValue, headers: HTTPHeaders = [:]) -> APIResponse {
+        var fields = HTTPHeaders(minimumCapacity: headers.count + 2)
+        fields.append(name: "Content-Type", value: "application/json")
+        fields.append(contentsOf: headers)
+        return APIResponse(status: status, headers: fields, body: value.bytes)
     }
 
     /// `{"error":{"code":..,"message":..}}`, with `"requestId"` after them when given.
     package static func error(_ error: APIError, requestID: String? = nil) -> APIResponse {
         var members: [(String, JSONValue)] = [("code", .string(error.code)), ("message", .string(error.message))]
         if let requestID { members.append(("requestId", .string(requestID))) }
-        var response = APIResponse.json(error.status, .object([("error", .object(members))]),
-                                        headers: error.headers.map { (name: $0.0, value: $0.1) })
+        var response = APIResponse.json(error.status, .object([("error", .object(members))]), headers: error.headers)
         response.error = error
         return response
-    }
-
-    package func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
-    }
-}
-
-extension String {
-    /// ASCII case-insensitive comparison, as HTTP field names and tokens compare.
-    package func caseInsensitiveEquals(_ other: String) -> Bool {
-        equalsIgnoringASCIICase(other)
     }
 }

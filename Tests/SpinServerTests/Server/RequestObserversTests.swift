@@ -1,0 +1,49 @@
+import Logging
+@testable import SpinServer
+import SpinWire
+import Testing
+
+/// What a request passes through besides its route, without a connection: its ID, its
+/// count, its log line, and the ID its answer carries back.
+@Suite struct RequestObserversTests {
+    static func observers(_ capture: LogCapture, metrics: Metrics = Metrics()) -> RequestObservers {
+        RequestObservers(metrics: metrics, tracer: nil, log: AccessLog(logger: capture.jsonLogger()))
+    }
+
+    static let admitted = Admission(label: "/v1/spins/{name}/events", subject: "ops", verdict: .failure(.spinNotFound("x")))
+
+    @Test func aClientsRequestID_IsKept_AndStampedOnTheAnswer_ErrorBodiesIncluded() {
+        var observers = Self.observers(LogCapture())
+        let request = makeRequest("POST", "/v1/spins/x/events", headers: [("X-Request-Id", "client-7")])
+        #expect(observers.begin(request, Self.admitted, started: .now) == nil)   // no tracer, no spans
+        var response = APIResponse.error(.spinNotFound("x"))
+        observers.stamp(&response)
+        #expect(response.headers.map(\.name) == ["Content-Type", "X-Request-Id"])
+        #expect(response.headers["X-Request-Id"] == "client-7")
+        #expect(String(decoding: response.body, as: UTF8.self).hasSuffix(#","requestId":"client-7"}}"#))
+        #expect(observers.stamped(["Upgrade": "websocket"]).map(\.name) == ["Upgrade", "X-Request-Id"])
+    }
+
+    @Test func anInvalidID_OrARefusedRequest_GetsANewOne() {
+        var observers = Self.observers(LogCapture())
+        _ = observers.begin(makeRequest("GET", "/healthz", headers: [("X-Request-Id", "has space")]), Self.admitted,
+                            started: .now)
+        let made = observers.current.id
+        #expect(made.utf8.count == 16 && made != "has space")
+        observers.refuse(status: 408, connection: 1)
+        #expect(observers.current.id != made && observers.current.id.utf8.count == 16)
+    }
+
+    @Test func theEnd_CountsTheRoute_AndLogsOneLineNamingTheSubject() throws {
+        let capture = LogCapture()
+        let metrics = Metrics()
+        var observers = Self.observers(capture, metrics: metrics)
+        let request = makeRequest("POST", "/v1/spins/x/events", headers: [("X-Request-Id", "r1")])
+        _ = observers.begin(request, Self.admitted, started: .now)
+        observers.end(request, status: 404, bytes: 120, remote: nil)
+        #expect(metrics.render(spins: []).contains(#"spin_http_requests_total{route="/v1/spins/{name}/events",status="404"} 1"#))
+        let line = try capture.object()
+        #expect(line["message"] as? String == "POST /v1/spins/x/events 404")
+        #expect(line["sub"] as? String == "ops" && line["request_id"] as? String == "r1" && line["bytes"] as? Int == 120)
+    }
+}
