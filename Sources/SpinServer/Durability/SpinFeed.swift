@@ -273,20 +273,10 @@ package final class SpinFeed: Sendable {
     ///
     /// `ended` is called (off the lock) when this node stops serving the Spin (`end`): the
     /// stream should close so that its client reconnects to the node that serves it now.
-    package func subscribe(
-        since: UInt64?, epoch: String?,
-        start: @Sendable (Start, _ epoch: String) -> Void,
-        live: @escaping @Sendable (HostedTransition, _ message: [UInt8]) -> Void,
-        ended: (@Sendable () -> Void)? = nil
-    ) -> SpinSubscription {
-        subscribe(since: since, epoch: epoch, deltas: false, start: start, live: { transition, message, _ in
-            live(transition, message)
-        }, ended: ended)
-    }
-
-    /// Subscribes a stream as above; with `deltas`, `live` also gets each transition's
-    /// patch message (`StatePatcher`), made once for every such subscriber (under the lock,
-    /// like the state message), or nil when the whole state is to be sent.
+    ///
+    /// With `deltas`, `live` also gets each transition's patch message (`StatePatcher`),
+    /// made once for every such subscriber (under the lock, like the state message), or nil
+    /// when the whole state is to be sent.
     package func subscribe(
         since: UInt64?, epoch: String?, deltas: Bool,
         start: @Sendable (Start, _ epoch: String) -> Void,

@@ -56,7 +56,8 @@ package final class SpinFeeds: Sendable {
     /// A cluster node stops serving Spin `name`: its feed is `end`ed with `error`, and an
     /// ended feed takes its place until the node serves the Spin again (`replace`), so
     /// that whatever still reaches the Spin here meanwhile is refused as stopped (see
-    /// `APIRouter.refusal(of:)`) and its stream closes: both follow the Spin to its owner.
+    /// `EventAcknowledgement.refusal(of:_:retryAfter:)`) and its stream closes: both
+    /// follow the Spin to its owner.
     /// A Spin made at run time that wakes here again takes a new one (`continuing`).
     package func retire(_ name: String, ending error: DurabilityError) {
         replace(name, ending: error).end(error)

@@ -18,13 +18,13 @@ import Testing
         let live = Protected<[UInt64]>([])
 
         func subscribe(_ feed: SpinFeed, since: UInt64? = nil, epoch: String? = nil) -> SpinSubscription {
-            feed.subscribe(since: since, epoch: epoch, start: { start, epoch in
+            feed.subscribe(since: since, epoch: epoch, deltas: false, start: { start, epoch in
                 switch start {
                 case .snapshot(let sequence, _): self.starts.withLock { $0.append("snapshot \(sequence) \(epoch)") }
                 case .replay(let history):
                     self.starts.withLock { $0.append("replay \(history.map(\.sequence)) \(epoch)") }
                 }
-            }, live: { transition, _ in self.live.withLock { $0.append(transition.sequence) } })
+            }, live: { transition, _, _ in self.live.withLock { $0.append(transition.sequence) } })
         }
     }
 
@@ -119,7 +119,7 @@ import Testing
         // A cluster node stops serving the Spin: durable is acknowledged, the rest refused.
         let feed = Self.makeFeed()
         let ended = Protected(0)
-        _ = feed.subscribe(since: nil, epoch: nil, start: { _, _ in }, live: { _, _ in },
+        _ = feed.subscribe(since: nil, epoch: nil, deltas: false, start: { _, _ in }, live: { _, _, _ in },
                            ended: { ended.withLock { $0 += 1 } })
         let answers = Protected<[String]>([])
         feed.applied(Self.transition(1))
@@ -132,8 +132,8 @@ import Testing
         #expect(ended.withLock { $0 } == 1)
         // Later waiters and subscribers get the same at once.
         feed.whenDurable(3) { error in answers.withLock { $0.append("3: \(error.map { APIError($0).code } ?? "ok")") } }
-        _ = feed.subscribe(since: nil, epoch: nil, start: { _, _ in Issue.record("no snapshot after end") },
-                           live: { _, _ in }, ended: { ended.withLock { $0 += 1 } })
+        _ = feed.subscribe(since: nil, epoch: nil, deltas: false, start: { _, _ in Issue.record("no snapshot after end") },
+                           live: { _, _, _ in }, ended: { ended.withLock { $0 += 1 } })
         #expect(answers.withLock { $0 }.last == "3: spin_unavailable")
         #expect(ended.withLock { $0 } == 2)
         #expect(feed.snapshot.sequence == 1)

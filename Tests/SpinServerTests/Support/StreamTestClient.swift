@@ -133,9 +133,9 @@ final class InMemoryStreamClient: StreamTestClient {
         guard case .state = kind else { return }
         feed.begin(sequence: 0, state: .number("0"), history: [], epoch: "e1")
         let mailbox = self.mailbox
-        subscription = feed.subscribe(since: nil, epoch: nil, start: { start, epoch in
+        subscription = feed.subscribe(since: nil, epoch: nil, deltas: false, start: { start, epoch in
             mailbox.messages.append(.started(start, epoch: epoch))
-        }, live: { transition, message in
+        }, live: { transition, message, _ in
             mailbox.messages.append(.state(transition, message: message))
         })
         drain()
