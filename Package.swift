@@ -3,12 +3,12 @@ import PackageDescription
 
 /// The Spin server package, for Linux (SpinNet calls Glibc). docs/ARCHITECTURE.md draws the
 /// modules and how one event travels through them. Dependencies only point down:
-/// - leaves: `SpinConcurrency` (the lock and the end-of-turn hook), `SpinJSON` (JSON values and text),
+/// - leaves: `SpinConcurrency` (the lock and the end-of-turn hook), `SpinJSON` (JSON: one value tree, one scanner, one writer),
 ///   `SpinWire` (pure HTTP and WebSocket codecs), `SpinStorage` (journals and snapshots);
 /// - `SpinNet` (sockets) → SpinConcurrency; `SpinCore` (the loop library) → SpinConcurrency, SpinJSON;
-/// - `SpinMachines`, `SpinExamples`, `SpinTesting`, `SpinCombine` → SpinCore;
+/// - `SpinExamples`, `SpinTesting`, `SpinCombine` → SpinCore; `SpinMachines` → SpinCore, SpinJSON;
 /// - `SpinServer` → all of the above but the examples; `SpinClient` → SpinWire, SpinNet, SpinCore, SpinJSON;
-/// - `spin-server` → SpinServer, SpinExamples, SpinMachines, SpinStorage.
+/// - `spin-server` → SpinServer, SpinExamples, SpinMachines, SpinStorage (the example's session table).
 let package = Package(
     name: "spin-server",
     products: [
