@@ -10,7 +10,8 @@
 /// same key, and compare as Swift strings do (canonically equivalent keys are equal, as
 /// they are to the decoder that reads them).
 ///
-/// An explicit stack (no recursion, so no input can overflow the call stack), at most
+/// The tokens are `JSONScanner`'s (strings, numbers, literals); this keeps the structure
+/// over them, in an explicit stack (no recursion, so no input can overflow the call stack), at most
 /// `maxDepth` containers deep. It never traps on any input: what is not JSON is reported
 /// as `.malformed` with the byte offset. That includes a trailing comma (`[1,]`), UTF-16
 /// and UTF-32 text and a byte order mark, which Foundation's parser on Linux lets through

@@ -2,8 +2,8 @@
 /// array's elements as byte ranges, without building the values. What `JSONPatch.diff`
 /// walks, so that equal subtrees cost one byte comparison and are never parsed.
 ///
-/// The text is expected to be JSON (a `.raw` value, whose maker vouches for it); anything
-/// it cannot read is `Malformed`, never a trap.
+/// The text is expected to be JSON (a `.raw` value, whose maker vouches for it), read with
+/// `JSONScanner`'s trusted reading; anything it cannot read is `Malformed`, never a trap.
 struct RawJSON {
     struct Malformed: Error {}
 
