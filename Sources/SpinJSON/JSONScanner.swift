@@ -28,12 +28,12 @@ package struct JSONScanner {
     /// One past the last byte this scanner reads.
     @usableFromInline package let end: Int
 
-    /// A scanner of `range` of `bytes`, at its start.
+    /// A scanner of `range` of `bytes` (clamped to them), at its start.
     @inlinable
     package init(_ bytes: [UInt8], _ range: Range<Int>) {
         self.bytes = bytes
-        self.offset = range.lowerBound
-        self.end = range.upperBound
+        self.end = min(max(range.upperBound, 0), bytes.count)
+        self.offset = min(max(range.lowerBound, 0), end)
     }
 
     /// A scanner of all of `bytes`, at the first.
@@ -45,19 +45,22 @@ package struct JSONScanner {
     // MARK: - Bytes and whitespace
 
     /// The byte at `position`; nil at or past the end.
-    @inlinable
+    @inlinable @inline(__always)
     package func peek(at position: Int) -> UInt8? {
-        position < end ? bytes[position] : nil
+        // `end` is within `bytes` and readers only move forward from within them, so
+        // the one comparison is the bounds check.
+        guard position < end, position >= 0 else { return nil }
+        return bytes.withUnsafeBufferPointer { $0[position] }
     }
 
     /// The next byte, not read; nil at the end.
-    @inlinable
+    @inlinable @inline(__always)
     package func peek() -> UInt8? {
         peek(at: offset)
     }
 
     /// Reads `byte` when it is next; whether it was.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func take(_ byte: UInt8) -> Bool {
         guard peek() == byte else { return false }
         offset += 1
@@ -65,21 +68,21 @@ package struct JSONScanner {
     }
 
     /// The next byte, read; at the end, `.end` is the problem.
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func next() throws(JSONValidator.Problem) -> UInt8 {
-        guard offset < end else { throw .malformed(offset: offset, .end) }
-        defer { offset += 1 }
-        return bytes[offset]
+        guard let byte = peek() else { throw .malformed(offset: offset, .end) }
+        offset += 1
+        return byte
     }
 
     /// Reads past space, tab, line feed and carriage return (RFC 8259 §2).
-    @inlinable
+    @inlinable @inline(__always)
     package mutating func skipWhitespace() {
         while let byte = peek(), Self.isWhitespace(byte) { offset += 1 }
     }
 
     /// RFC 8259 §2: space, tab, line feed, carriage return.
-    @inlinable
+    @inlinable @inline(__always)
     package static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
@@ -108,15 +111,19 @@ package struct JSONScanner {
     /// One number, RFC 8259 §6: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`; its
     /// text is `bytes[start..<offset]` after.
     package mutating func number() throws(JSONValidator.Problem) {
-        _ = take(UInt8(ascii: "-"))
+        if peek() == UInt8(ascii: "-") { offset += 1 }
         switch peek() ?? 0 {
         case UInt8(ascii: "0"): offset += 1
         case UInt8(ascii: "1")...UInt8(ascii: "9"): try digits()
         default: throw .malformed(offset: offset, .value)
         }
-        if take(UInt8(ascii: ".")) { try digits() }
-        if take(UInt8(ascii: "e")) || take(UInt8(ascii: "E")) {
-            if !take(UInt8(ascii: "+")) { _ = take(UInt8(ascii: "-")) }
+        if peek() == UInt8(ascii: ".") {
+            offset += 1
+            try digits()
+        }
+        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+            offset += 1
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { offset += 1 }
             try digits()
         }
     }
