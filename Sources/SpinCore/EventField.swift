@@ -1,3 +1,5 @@
+import SpinJSON
+
 /// One field of an `EventType`: the member's name, its JSON Schema, and the value's
 /// Swift type. The schema is what decoding and encoding check (`.integer(in: 0...9)`
 /// refuses 10 both ways), and what the event's published schema says.
@@ -66,7 +68,7 @@ public struct EventField<Value: Codable & Sendable>: Sendable {
         self.decodedValuesEncode = decodedValuesEncode
         self.coding = coding
         var member = [UInt8(ascii: ",")]
-        EventJSONText.write(string: name, into: &member)
+        JSONValue.writeString(name, into: &member)
         member.append(UInt8(ascii: ":"))
         self.memberJSON = member
     }

@@ -1,3 +1,5 @@
+import SpinJSON
+
 /// One entry of a `TypeTaggedEvent`'s table: a wire `type`, its fields, and how to make
 /// its case from their values and take them back out. Encoding and decoding both use it.
 public struct EventType<Event>: Sendable {
@@ -126,7 +128,7 @@ public struct EventType<Event>: Sendable {
     /// `{"type":"name"`: how the entry's JSON objects start.
     private static func openingJSON(_ name: String) -> [UInt8] {
         var json = Array(#"{"type":"#.utf8)
-        EventJSONText.write(string: name, into: &json)
+        JSONValue.writeString(name, into: &json)
         return json
     }
 

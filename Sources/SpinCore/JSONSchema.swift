@@ -1,3 +1,5 @@
+import SpinJSON
+
 /// A JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1): what a Spin's events or
 /// state look like in JSON, for documents, validators and example makers.
 ///
@@ -34,33 +36,12 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
         }
 
         /// Compact JSON text, object members in order (Foundation's `JSONEncoder` may
-        /// reorder them).
+        /// reorder them): the server's one JSON tree and writer, with only the escapes
+        /// RFC 8259 requires in strings.
         public var text: String {
-            switch self {
-            case .null: "null"
-            case .bool(let value): value ? "true" : "false"
-            case .integer(let value): String(value)
-            case .double(let value): value.isFinite ? "\(value)" : "null"
-            case .string(let value): Self.quoted(value)
-            case .array(let items): "[" + items.map(\.text).joined(separator: ",") + "]"
-            case .object(let members): "{" + members.map { Self.quoted($0.key) + ":" + $0.value.text }.joined(separator: ",") + "}"
-            }
-        }
-
-        private static func quoted(_ string: String) -> String {
-            var out = "\""
-            for scalar in string.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
+            var out: [UInt8] = []
+            JSONValue(self).write(into: &out, escaping: .minimal)
+            return String(decoding: out, as: UTF8.self)
         }
 
         /// The object's member `key`; nil for a missing member or a value that is no object.
@@ -221,4 +202,19 @@ public struct JSONSchema: Sendable, Equatable, Encodable, CustomStringConvertibl
 public protocol JSONSchemaDescribable {
     /// The JSON Schema of this type's JSON form.
     static var jsonSchema: JSONSchema { get }
+}
+
+extension JSONValue {
+    /// The JSON of a schema (a non-finite number, which JSON cannot write, as null).
+    package init(_ json: JSONSchema.JSON) {
+        switch json {
+        case .null: self = .null
+        case .bool(let value): self = .bool(value)
+        case .integer(let value): self = .number(String(value))
+        case .double(let value): self = value.isFinite ? .number("\(value)") : .null
+        case .string(let value): self = .string(value)
+        case .array(let items): self = .array(items.map(JSONValue.init))
+        case .object(let members): self = .object(members.map { ($0.key, JSONValue($0.value)) })
+        }
+    }
 }

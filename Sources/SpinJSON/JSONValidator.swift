@@ -10,7 +10,8 @@
 /// same key, and compare as Swift strings do (canonically equivalent keys are equal, as
 /// they are to the decoder that reads them).
 ///
-/// An explicit stack (no recursion, so no input can overflow the call stack), at most
+/// The tokens are `JSONScanner`'s (strings, numbers, literals); this keeps the structure
+/// over them, in an explicit stack (no recursion, so no input can overflow the call stack), at most
 /// `maxDepth` containers deep. It never traps on any input: what is not JSON is reported
 /// as `.malformed` with the byte offset. That includes a trailing comma (`[1,]`), UTF-16
 /// and UTF-32 text and a byte order mark, which Foundation's parser on Linux lets through
@@ -104,41 +105,33 @@ package enum JSONValidator {
     /// The document's top (its kind, and an object's members) if `bytes` is valid JSON
     /// with no repeated key, or its first problem.
     package static func validate(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) -> Result<Document, Problem> {
-        var scanner = Scanner(bytes: bytes, maxDepth: maxDepth)
+        var pass = Pass(bytes: bytes, maxDepth: maxDepth)
         do {
-            try scanner.run()
-            return .success(Document(kind: scanner.topKind, members: scanner.topMembers, elements: scanner.elements))
+            try pass.run()
+            return .success(Document(kind: pass.topKind, members: pass.topMembers, elements: pass.elements))
         } catch {
             return .failure(error)
         }
     }
 
-    /// The byte a one-character escape stands for (`n` in `\n`: a line feed); nil for `u`
-    /// and for what is no escape.
-    static func escapedByte(_ escape: UInt8) -> UInt8? {
-        switch escape {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape
-        case UInt8(ascii: "b"): 0x08
-        case UInt8(ascii: "f"): 0x0C
-        case UInt8(ascii: "n"): 0x0A
-        case UInt8(ascii: "r"): 0x0D
-        case UInt8(ascii: "t"): 0x09
-        default: nil
-        }
-    }
-
     private enum Container {
-        /// An open object: where its keys start in `Scanner.keys`, a set of them once it
+        /// An open object: where its keys start in `Pass.keys`, a set of them once it
         /// has more than a few (a look-up in it stays cheap however many), and the key
         /// whose value is being read.
         case object(firstKey: Int, index: Set<String>?, current: String)
         case array(index: Int)
     }
 
-    private struct Scanner {
-        let bytes: [UInt8]
+    /// One pass over a document: the structure (open containers, their keys, what the
+    /// top holds) over the tokens `text` reads.
+    private struct Pass {
+        var text: JSONScanner
+        var bytes: [UInt8] { text.bytes }
+        var offset: Int {
+            get { text.offset }
+            set { text.offset = newValue }
+        }
         let maxDepth: Int
-        var offset = 0
         var stack: [Container] = []
         var topKind = Document.Kind.scalar
         var topMembers: [(key: String, value: Range<Int>)] = []
@@ -154,7 +147,7 @@ package enum JSONValidator {
         var elementStart = 0
 
         init(bytes: [UInt8], maxDepth: Int) {
-            self.bytes = bytes
+            self.text = JSONScanner(bytes)
             self.maxDepth = maxDepth
         }
 
@@ -163,7 +156,7 @@ package enum JSONValidator {
         mutating func run() throws(Problem) {
             var expect = Expect.value
             while true {
-                skipWhitespace()
+                text.skipWhitespace()
                 switch expect {
                 case .value:
                     if listsMembers(depth: stack.count) { memberStart = offset }
@@ -178,7 +171,7 @@ package enum JSONValidator {
                         guard offset == bytes.count else { throw .malformed(offset: offset, .textAfterValue) }
                         return
                     }
-                    let byte = try next()
+                    let byte = try text.next()
                     switch (top, byte) {
                     case (.object, UInt8(ascii: ",")):
                         expect = .key
@@ -229,77 +222,41 @@ package enum JSONValidator {
         /// One value, or the opening of a container; what to expect next.
         private mutating func value() throws(Problem) -> Expect {
             let start = offset
-            switch try next() {
+            switch try text.next() {
             case let open where open == UInt8(ascii: "{") || open == UInt8(ascii: "["):
                 guard stack.count < maxDepth else { throw .tooDeep(limit: maxDepth) }
                 let isObject = open == UInt8(ascii: "{")
                 if stack.isEmpty { topKind = isObject ? .object : .array }
-                skipWhitespace()
-                if peek() == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                text.skipWhitespace()
+                if text.peek() == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                     offset += 1
                     return .afterValue
                 }
                 stack.append(isObject ? .object(firstKey: keys.count, index: nil, current: "") : .array(index: 0))
                 return isObject ? .key : .value
             case UInt8(ascii: "\""):
-                _ = try string(decode: false)
+                _ = try text.string(decode: false)
                 return .afterValue
             case UInt8(ascii: "t"):
-                try literal("rue")
+                try text.literal(rest: "rue")
                 return .afterValue
             case UInt8(ascii: "f"):
-                try literal("alse")
+                try text.literal(rest: "alse")
                 return .afterValue
             case UInt8(ascii: "n"):
-                try literal("ull")
+                try text.literal(rest: "ull")
                 return .afterValue
             default:
                 offset = start
-                try number()
+                try text.number()
                 return .afterValue
             }
-        }
-
-        /// The rest of `true`, `false` or `null`.
-        private mutating func literal(_ rest: StaticString) throws(Problem) {
-            let count = rest.utf8CodeUnitCount
-            let matches = rest.withUTF8Buffer { expected in
-                offset + count <= bytes.count && (0..<count).allSatisfy { bytes[offset + $0] == expected[$0] }
-            }
-            guard matches else { throw .malformed(offset: offset, .literal) }
-            offset += count
-        }
-
-        /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
-        private mutating func number() throws(Problem) {
-            if peek() == UInt8(ascii: "-") { offset += 1 }
-            switch peek() ?? 0 {
-            case UInt8(ascii: "0"): offset += 1
-            case UInt8(ascii: "1")...UInt8(ascii: "9"): try digits()
-            default: throw .malformed(offset: offset, .value)
-            }
-            if peek() == UInt8(ascii: ".") {
-                offset += 1
-                try digits()
-            }
-            if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
-                offset += 1
-                if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { offset += 1 }
-                try digits()
-            }
-        }
-
-        /// One or more decimal digits.
-        private mutating func digits() throws(Problem) {
-            let start = offset
-            while let byte = peek(), byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") { offset += 1 }
-            guard offset > start else { throw .malformed(offset: offset, .digit) }
         }
 
         /// A member's key and its colon; a repeated key is the problem.
         private mutating func key() throws(Problem) {
-            guard try next() == UInt8(ascii: "\"") else { throw .malformed(offset: offset - 1, .memberName) }
-            let key = try string(decode: true)
+            guard try text.next() == UInt8(ascii: "\"") else { throw .malformed(offset: offset - 1, .memberName) }
+            let key = try text.string(decode: true)
             // Taken off the stack while it grows, so the set is not copied on insert.
             guard case .object(let firstKey, var index, _) = stack.popLast() else { throw .malformed(offset: offset, .memberName) }
             let repeated: Bool
@@ -312,8 +269,8 @@ package enum JSONValidator {
             keys.append(key)
             stack.append(.object(firstKey: firstKey, index: index, current: key))
             guard !repeated else { throw .duplicateKey(key: key, path: path(appending: key)) }
-            skipWhitespace()
-            guard try next() == UInt8(ascii: ":") else { throw .malformed(offset: offset - 1, .colon) }
+            text.skipWhitespace()
+            guard try text.next() == UInt8(ascii: ":") else { throw .malformed(offset: offset - 1, .colon) }
         }
 
         /// `a.b[2]` for the containers open now, then `.key`.
@@ -326,134 +283,6 @@ package enum JSONValidator {
                 }
             }
             return path.isEmpty ? key : "\(path).\(key)"
-        }
-
-        /// The rest of a string whose opening quote was read; its text when `decode`.
-        private mutating func string(decode: Bool) throws(Problem) -> String {
-            // The text is made from the bytes as they are, unless there is an escape: then
-            // it is built up from the first one on (a key rarely has one).
-            let first = offset
-            var text: [UInt8] = []
-            var escaped = false
-            while true {
-                let byte = try next()
-                switch byte {
-                case UInt8(ascii: "\""):
-                    guard decode else { return "" }
-                    return escaped ? String(decoding: text, as: UTF8.self)
-                                   : String(decoding: bytes[first..<(offset - 1)], as: UTF8.self)
-                case UInt8(ascii: "\\"):
-                    let escape = try next()
-                    guard decode else {
-                        guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1, .escape) }
-                        if escape == UInt8(ascii: "u") { _ = try unicodeEscape() }
-                        continue
-                    }
-                    if !escaped {
-                        escaped = true
-                        text += bytes[first..<(offset - 2)]
-                    }
-                    if escape == UInt8(ascii: "u") {
-                        text += try unicodeEscape().utf8
-                    } else if let byte = JSONValidator.escapedByte(escape) {
-                        text.append(byte)
-                    } else {
-                        throw .malformed(offset: offset - 1, .escape)
-                    }
-                case 0x00..<0x20:
-                    throw .malformed(offset: offset - 1, .controlCharacter)  // RFC 8259 §7: control characters are escaped
-                case 0x80...:
-                    let start = offset - 1
-                    try utf8Sequence(lead: byte)
-                    if escaped { text += bytes[start..<offset] }
-                default:
-                    if escaped { text.append(byte) }
-                }
-            }
-        }
-
-        /// `XXXX` after `\u`, and the `\uXXXX` low surrogate that must follow a high one:
-        /// the scalar they escape. A lone surrogate (a high one not followed by a low one,
-        /// or a low one first) is malformed: RFC 8259 §8.2 leaves such strings
-        /// unpredictable and I-JSON (RFC 7493 §2.1) forbids them, and Foundation's parser,
-        /// which decodes what the validator accepts, refuses them.
-        private mutating func unicodeEscape() throws(Problem) -> Unicode.Scalar {
-            let start = offset - 2   // the backslash
-            let unit = UInt32(try hexQuad())
-            switch unit {
-            case 0xD800..<0xDC00:
-                guard offset + 1 < bytes.count, bytes[offset] == UInt8(ascii: "\\"), bytes[offset + 1] == UInt8(ascii: "u") else {
-                    throw .malformed(offset: start, .loneSurrogate)
-                }
-                offset += 2
-                let low = UInt32(try hexQuad())
-                guard (0xDC00..<0xE000).contains(low) else { throw .malformed(offset: start, .loneSurrogate) }
-                return Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!
-            case 0xDC00..<0xE000:
-                throw .malformed(offset: start, .loneSurrogate)
-            default:
-                return Unicode.Scalar(unit)!
-            }
-        }
-
-        /// The continuation bytes of one UTF-8 scalar whose `lead` byte was read: no
-        /// overlong form, no surrogate, nothing above U+10FFFF (RFC 3629 §4).
-        private mutating func utf8Sequence(lead: UInt8) throws(Problem) {
-            let start = offset - 1
-            let count: Int
-            var range: ClosedRange<UInt8> = 0x80...0xBF   // what the second byte may be
-            switch lead {
-            case 0xC2...0xDF: count = 1
-            case 0xE0: (count, range) = (2, 0xA0...0xBF)
-            case 0xE1...0xEC, 0xEE...0xEF: count = 2
-            case 0xED: (count, range) = (2, 0x80...0x9F)
-            case 0xF0: (count, range) = (3, 0x90...0xBF)
-            case 0xF1...0xF3: count = 3
-            case 0xF4: (count, range) = (3, 0x80...0x8F)
-            default: throw .malformed(offset: start, .utf8)
-            }
-            for index in 0..<count {
-                guard let byte = peek(), index == 0 ? range.contains(byte) : (0x80...0xBF).contains(byte) else {
-                    throw .malformed(offset: start, .utf8)
-                }
-                offset += 1
-            }
-        }
-
-        private mutating func hexQuad() throws(Problem) -> UInt16 {
-            var value: UInt16 = 0
-            for _ in 0..<4 {
-                let byte = try next()
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: throw .malformed(offset: offset - 1, .hexDigits)
-                }
-                value = value << 4 | UInt16(digit)
-            }
-            return value
-        }
-
-        private mutating func next() throws(Problem) -> UInt8 {
-            guard offset < bytes.count else { throw .malformed(offset: offset, .end) }
-            defer { offset += 1 }
-            return bytes[offset]
-        }
-
-        /// RFC 8259 §7: the bytes that may follow a backslash.
-        private static let escapes = Array(#""\/bfnrtu"#.utf8)
-
-        private func peek() -> UInt8? { offset < bytes.count ? bytes[offset] : nil }
-
-        private mutating func skipWhitespace() {
-            while let byte = peek(), Self.isWhitespace(byte) { offset += 1 }
-        }
-
-        /// RFC 8259 §2: space, tab, line feed, carriage return.
-        private static func isWhitespace(_ byte: UInt8) -> Bool {
-            byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
         }
     }
 }

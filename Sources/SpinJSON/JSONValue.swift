@@ -45,54 +45,89 @@ package indirect enum JSONValue: Sendable, Equatable {
 
     package var text: String { String(decoding: bytes, as: UTF8.self) }
 
-    package func write(into out: inout [UInt8]) {
+    /// Appends the compact JSON text, its strings escaped as `escaping` says.
+    package func write(into out: inout [UInt8], escaping: StringEscaping = .htmlSafe) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): out.append(contentsOf: text.utf8)
-        case .string(let string): JSONValue.writeString(string, into: &out)
+        case .string(let string): JSONValue.writeString(string, into: &out, escaping: escaping)
         case .array(let items):
             out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(into: &out)
+                item.write(into: &out, escaping: escaping)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
             for (index, member) in members.enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(member.key, into: &out)
+                JSONValue.writeString(member.key, into: &out, escaping: escaping)
                 out.append(UInt8(ascii: ":"))
-                member.value.write(into: &out)
+                member.value.write(into: &out, escaping: escaping)
             }
             out.append(UInt8(ascii: "}"))
         case .raw(let bytes): out.append(contentsOf: bytes)
         }
     }
 
-    /// RFC 8259 §7: quote, backslash and control characters are escaped; everything else
-    /// is written as UTF-8. `<`, `>` and `&` are escaped too, so that a value can be put
-    /// inside an HTML page as it is.
-    package static func writeString(_ string: String, into out: inout [UInt8]) {
+    /// Which characters of a string are escaped besides those RFC 8259 §7 requires
+    /// (quote, backslash, control characters).
+    package enum StringEscaping: Sendable {
+        /// What the server writes everywhere (answers, events, the journal): `<`, `>` and
+        /// `&` too, as `\u003c` and so on, so that a value can be put inside an HTML page
+        /// as it is; backspace and form feed as `\b` and `\f`.
+        case htmlSafe
+        /// Only what RFC 8259 requires, backspace and form feed as `\u0008` and `\u000c`:
+        /// the text `JSONSchema` has always shown as its `description`.
+        case minimal
+    }
+
+    /// One string as JSON text (RFC 8259 §7), quotes included: the one escaper of the
+    /// server. Quote, backslash and control characters are escaped (`\n`, `\r`, `\t`, the
+    /// rest as `\u00XX`); everything else is written as UTF-8, but for what `escaping`
+    /// adds. `OrderedJSONEncoder` and the event writer both write strings here.
+    @inlinable
+    package static func writeString(_ string: String, into out: inout [UInt8], escaping: StringEscaping = .htmlSafe) {
+        let htmlSafe = escaping == .htmlSafe
         out.append(UInt8(ascii: "\""))
         for byte in string.utf8 {
+            if byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"),
+               !htmlSafe || (byte != UInt8(ascii: "<") && byte != UInt8(ascii: ">") && byte != UInt8(ascii: "&")) {
+                out.append(byte)
+                continue
+            }
+            out.append(UInt8(ascii: "\\"))
             switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
-            case 0x08: out.append(contentsOf: #"\b"#.utf8)
-            case 0x0C: out.append(contentsOf: #"\f"#.utf8)
-            case 0x00..<0x20, UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "&"):
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: #"\u00"#.utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
-            default: out.append(byte)
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+            case 0x0A: out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "t"))
+            case 0x08 where htmlSafe: out.append(UInt8(ascii: "b"))
+            case 0x0C where htmlSafe: out.append(UInt8(ascii: "f"))
+            default:
+                out.append(contentsOf: "u00".utf8)
+                out.append(hexDigit(byte >> 4))
+                out.append(hexDigit(byte & 0x0F))
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// A finite `value` as the server writes numbers: integral values within ±2^53
+    /// without a fraction (`1` for `1.0`), others in Swift's shortest round-trip form; nil
+    /// for NaN and the infinities (JSON has none).
+    @inlinable
+    package static func numberText(_ value: Double) -> String? {
+        guard value.isFinite else { return nil }
+        if abs(value) <= 9_007_199_254_740_992, let integral = Int64(exactly: value) { return String(integral) }
+        return "\(value)"
+    }
+
+    /// The lowercase hex digit of `nibble` (0 to 15).
+    @inlinable
+    static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

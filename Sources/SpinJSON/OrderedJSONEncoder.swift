@@ -53,14 +53,11 @@ private final class Slot {
     }
 
     static func number(_ value: Double, codingPath: [any CodingKey]) throws -> JSONValue {
-        guard value.isFinite else {
+        guard let text = JSONValue.numberText(value) else {
             throw EncodingError.invalidValue(value, .init(codingPath: codingPath,
                                                           debugDescription: "JSON has no \(value)"))
         }
-        if abs(value) <= 9_007_199_254_740_992, let integral = Int64(exactly: value) {
-            return .number(String(integral))
-        }
-        return .number("\(value)")
+        return .number(text)
     }
 }
 

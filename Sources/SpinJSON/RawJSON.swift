@@ -2,8 +2,8 @@
 /// array's elements as byte ranges, without building the values. What `JSONPatch.diff`
 /// walks, so that equal subtrees cost one byte comparison and are never parsed.
 ///
-/// The text is expected to be JSON (a `.raw` value, whose maker vouches for it); anything
-/// it cannot read is `Malformed`, never a trap.
+/// The text is expected to be JSON (a `.raw` value, whose maker vouches for it), read with
+/// `JSONScanner`'s trusted reading; anything it cannot read is `Malformed`, never a trap.
 struct RawJSON {
     struct Malformed: Error {}
 
@@ -15,9 +15,13 @@ struct RawJSON {
 
     /// The range of the one value the text holds, without surrounding whitespace.
     var root: Range<Int>? {
-        let start = skipWhitespace(from: 0)
-        guard let end = try? end(ofValueAt: start), skipWhitespace(from: end) == bytes.count else { return nil }
-        return start..<end
+        var scanner = JSONScanner(bytes)
+        scanner.skipWhitespace()
+        let start = scanner.offset
+        guard scanner.skipTrustedValue() else { return nil }
+        let end = scanner.offset
+        scanner.skipWhitespace()
+        return scanner.offset == bytes.count ? start..<end : nil
     }
 
     /// Whether the value at `range` is the same text as `other`'s at `otherRange`.
@@ -38,15 +42,14 @@ struct RawJSON {
     /// An object's members: each key (unescaped) and its value's range.
     func members(of object: Range<Int>) throws(Malformed) -> [(key: String, value: Range<Int>)] {
         var members: [(key: String, value: Range<Int>)] = []
-        try items(of: object, close: UInt8(ascii: "}")) { (offset: Int) throws(Malformed) -> Int in
-            guard bytes[offset] == UInt8(ascii: "\"") else { throw Malformed() }
-            let keyEnd = try end(ofValueAt: offset)
-            let colon = skipWhitespace(from: keyEnd)
-            guard colon < bytes.count, bytes[colon] == UInt8(ascii: ":") else { throw Malformed() }
-            let start = skipWhitespace(from: colon + 1)
-            let end = try end(ofValueAt: start)
-            members.append((try key(offset..<keyEnd), start..<end))
-            return end
+        try items(of: object, close: UInt8(ascii: "}")) { (scanner: inout JSONScanner) throws(Malformed) in
+            guard let key = scanner.trustedString() else { throw Malformed() }
+            scanner.skipWhitespace()
+            guard scanner.take(UInt8(ascii: ":")) else { throw Malformed() }
+            scanner.skipWhitespace()
+            let start = scanner.offset
+            guard scanner.skipTrustedValue() else { throw Malformed() }
+            members.append((key, start..<scanner.offset))
         }
         return members
     }
@@ -54,99 +57,31 @@ struct RawJSON {
     /// An array's elements' ranges.
     func elements(of array: Range<Int>) throws(Malformed) -> [Range<Int>] {
         var elements: [Range<Int>] = []
-        try items(of: array, close: UInt8(ascii: "]")) { (offset: Int) throws(Malformed) -> Int in
-            let end = try end(ofValueAt: offset)
-            elements.append(offset..<end)
-            return end
+        try items(of: array, close: UInt8(ascii: "]")) { (scanner: inout JSONScanner) throws(Malformed) in
+            let start = scanner.offset
+            guard scanner.skipTrustedValue() else { throw Malformed() }
+            elements.append(start..<scanner.offset)
         }
         return elements
     }
 
-    /// Calls `item` at the start of each member or element of the container at `range`;
-    /// it returns where that item ends.
+    /// Calls `item` with the scanner at the start of each member or element of the
+    /// container at `range`; it reads past that item.
     private func items(of range: Range<Int>, close: UInt8,
-                       _ item: (Int) throws(Malformed) -> Int) throws(Malformed) {
-        var offset = skipWhitespace(from: range.lowerBound + 1)
-        guard offset < range.upperBound else { throw Malformed() }
-        if bytes[offset] == close { return }
+                       _ item: (inout JSONScanner) throws(Malformed) -> Void) throws(Malformed) {
+        var scanner = JSONScanner(bytes, range.lowerBound + 1..<range.upperBound)
+        scanner.skipWhitespace()
+        guard let first = scanner.peek() else { throw Malformed() }
+        if first == close { return }
         while true {
-            offset = skipWhitespace(from: try item(offset))
-            guard offset < range.upperBound else { throw Malformed() }
-            if bytes[offset] == close { return }
-            guard bytes[offset] == UInt8(ascii: ",") else { throw Malformed() }
-            offset = skipWhitespace(from: offset + 1)
-            guard offset < range.upperBound else { throw Malformed() }
+            try item(&scanner)
+            scanner.skipWhitespace()
+            guard let byte = scanner.peek() else { throw Malformed() }
+            if byte == close { return }
+            guard byte == UInt8(ascii: ",") else { throw Malformed() }
+            scanner.offset += 1
+            scanner.skipWhitespace()
+            guard scanner.peek() != nil else { throw Malformed() }
         }
-    }
-
-    /// Where the value starting at `start` ends (one past its last byte).
-    func end(ofValueAt start: Int) throws(Malformed) -> Int {
-        guard start < bytes.count else { throw Malformed() }
-        switch bytes[start] {
-        case UInt8(ascii: "\""):
-            return try endOfString(from: start)
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            var offset = start
-            while offset < bytes.count {
-                switch bytes[offset] {
-                case UInt8(ascii: "\""):
-                    offset = try endOfString(from: offset)
-                    continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    depth -= 1
-                    if depth == 0 { return offset + 1 }
-                default:
-                    break
-                }
-                offset += 1
-            }
-            throw Malformed()
-        default:
-            // A number or a literal: up to the next delimiter.
-            var offset = start
-            while offset < bytes.count {
-                switch bytes[offset] {
-                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ":"), 0x20, 0x0A, 0x0D, 0x09:
-                    guard offset > start else { throw Malformed() }
-                    return offset
-                default: offset += 1
-                }
-            }
-            return offset
-        }
-    }
-
-    private func endOfString(from quote: Int) throws(Malformed) -> Int {
-        var offset = quote + 1
-        while offset < bytes.count {
-            switch bytes[offset] {
-            case UInt8(ascii: "\""): return offset + 1
-            case UInt8(ascii: "\\"): offset += 2
-            default: offset += 1
-            }
-        }
-        throw Malformed()
-    }
-
-    /// A key's text: as it is when it has no escape, else unescaped.
-    private func key(_ range: Range<Int>) throws(Malformed) -> String {
-        let inside = bytes[range.lowerBound + 1..<range.upperBound - 1]
-        if !inside.contains(UInt8(ascii: "\\")) { return String(decoding: inside, as: UTF8.self) }
-        guard case .string(let key)? = try? JSONValue(parsing: Array(bytes[range])) else { throw Malformed() }
-        return key
-    }
-
-    private func skipWhitespace(from start: Int) -> Int {
-        var offset = start
-        while offset < bytes.count {
-            switch bytes[offset] {
-            case 0x20, 0x0A, 0x0D, 0x09: offset += 1
-            default: return offset
-            }
-        }
-        return offset
     }
 }

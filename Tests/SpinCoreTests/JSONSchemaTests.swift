@@ -54,6 +54,9 @@ struct JSONSchemaTests {
 
     @Test func text_EscapesStrings() {
         #expect(JSONSchema.const("a\"b\\c\n\u{1}").json.text == #"{"const":"a\"b\\c\n\u0001"}"#)
+        // Only the escapes RFC 8259 requires, as this text always had (the server's answers
+        // escape `<`, `>` and `&` too, and write backspace and form feed as `\b` and `\f`).
+        #expect(JSONSchema.const("<&>\u{8}\u{C}").json.text == #"{"const":"<&>\u0008\u000c"}"#)
     }
 
     @Test func with_ReplacesAKeywordOrAddsIt() {

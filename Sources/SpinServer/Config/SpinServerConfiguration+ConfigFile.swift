@@ -9,18 +9,22 @@ extension SpinServerConfiguration.Builder {
     mutating func apply(file: String, data: Data, kinds: SpinKinds,
                         readFile: (String) throws -> Data) throws(ConfigurationError) {
         // The server's own validator first: it gives a syntax error's line and column, and
-        // refuses a key written twice in one object (the decoder would keep one silently).
+        // refuses a key written twice in one object; then the one JSON tree of what it
+        // accepted.
         let bytes = Array(data)
         if let problem = JSONValidator.firstProblem(in: bytes) {
             let located = problem.located(in: bytes)
             let text = if case .malformed = problem { "not valid JSON: \(located)" } else { located }
             throw ConfigurationError(source: file, key: "(file)", problem: text)
         }
-        let root: ConfigValue
+        let root: JSONValue
         do {
-            root = try JSONDecoder().decode(ConfigValue.self, from: data)
+            root = try JSONValue(parsing: bytes)
         } catch {
             throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON", underlying: error)
+        }
+        if let (text, path) = FileReader.outOfRange(in: root) {
+            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: the number \(text) at \(path.isEmpty ? "(root)" : path) is beyond what a Double holds")
         }
         let reader = FileReader(source: file)
         // `$schema` names Config/spin-server.schema.json for editors; the server ignores it.
@@ -165,7 +169,7 @@ extension SpinServerConfiguration.Builder {
 
 /// The config file's sections, checked with the key path of every value.
 extension SpinServerConfiguration.Builder {
-    static func tokens(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
+    static func tokens(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
         var tokens: [AccessToken] = []
         for (index, value) in values.enumerated() {
             let path = "auth.tokens[\(index)]"
@@ -202,7 +206,7 @@ extension SpinServerConfiguration.Builder {
     }
 
     /// `auth.rules`: `[{"subject": pattern, "spin": {..}, "gear": {..}}]`.
-    static func rules(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [AccessRule] {
+    static func rules(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessRule] {
         var rules: [AccessRule] = []
         for (index, value) in values.enumerated() {
             let path = "auth.rules[\(index)]"
@@ -219,7 +223,7 @@ extension SpinServerConfiguration.Builder {
     }
 
     /// A subject (or a subject pattern): a non-empty string.
-    private static func subject(_ value: ConfigValue, at path: String, reader: FileReader) throws(ConfigurationError) -> String {
+    private static func subject(_ value: JSONValue, at path: String, reader: FileReader) throws(ConfigurationError) -> String {
         let subject = try reader.string(value, at: path)
         guard !subject.isEmpty else { throw reader.error(path, "must not be empty") }
         return subject
@@ -227,8 +231,8 @@ extension SpinServerConfiguration.Builder {
 
     /// The `spin` (`{"read": [..], "write": [..], "admin": [..]}`) and `gear`
     /// (`{"read": [..]}`) permissions of a token or a rule: lists of name patterns.
-    private static func grants(_ entry: [String: ConfigValue], at path: String, reader: FileReader) throws(ConfigurationError) -> Grants {
-        func patterns(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [String] {
+    private static func grants(_ entry: [String: JSONValue], at path: String, reader: FileReader) throws(ConfigurationError) -> Grants {
+        func patterns(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [String] {
             guard let values = try reader.optionalArray(value, at: path) else { return [] }
             return try values.enumerated().map { index, value throws(ConfigurationError) in
                 let pattern = try reader.string(value, at: "\(path)[\(index)]")
@@ -261,7 +265,7 @@ extension SpinServerConfiguration.Builder {
         return text
     }
 
-    static func gears(_ values: [ConfigValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
+    static func gears(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [GearEntry] {
         var gears: [GearEntry] = []
         for (index, value) in values.enumerated() {
             let path = "gears[\(index)]"
@@ -276,7 +280,7 @@ extension SpinServerConfiguration.Builder {
         return gears
     }
 
-    static func spins(_ values: [ConfigValue], gears: [GearEntry], kinds: SpinKinds,
+    static func spins(_ values: [JSONValue], gears: [GearEntry], kinds: SpinKinds,
                       reader: FileReader, loaded machines: inout [String: SpinServerConfiguration.MachineSource],
                       readFile: (String) throws -> Data) throws(ConfigurationError) -> [SpinEntry] {
         var spins: [SpinEntry] = []
@@ -323,7 +327,7 @@ extension SpinServerConfiguration.Builder {
 
     /// An entry `{"name":..,"machine":"machines/x.json"}`: the machine file, relative to
     /// the config file, loaded and validated against the Gears listed in `gears`.
-    static func machine(named name: String, file: String, entry: [String: ConfigValue], at path: String,
+    static func machine(named name: String, file: String, entry: [String: JSONValue], at path: String,
                         gears: [GearEntry], reader: FileReader,
                         loaded: inout [String: SpinServerConfiguration.MachineSource],
                         readFile: (String) throws -> Data) throws(ConfigurationError) -> SpinEntry {
@@ -366,46 +370,21 @@ extension SpinServerConfiguration.Builder {
 
 // MARK: - JSON with key paths
 
-/// A parsed JSON value, so that unknown keys and wrong types are found with the exact
-/// path rather than by a `Decodable` that ignores extra keys. (Internal, with `FileReader`,
-/// for the sections parsed in their own files: `auth.jwt` in `+JWT.swift`.)
-enum ConfigValue: Decodable, Equatable {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case double(Double)
-    case string(String)
-    case array([ConfigValue])
-    case object([String: ConfigValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .int(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([ConfigValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: ConfigValue].self))
-        }
-    }
-
+/// The config file is read into the server's one JSON tree (`JSONValue`), so that unknown
+/// keys and wrong types are found with the exact path rather than by a `Decodable` that
+/// ignores extra keys. (With `FileReader`, internal, for the sections parsed in their own
+/// files: `auth.jwt` in `+JWT.swift`.)
+extension JSONValue {
     /// What a message calls the value's type.
     var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
-        case .int, .double: "a number"
+        case .number: "a number"
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
+        case .raw: "JSON text"
         }
     }
 }
@@ -419,10 +398,8 @@ struct FileReader {
     }
 
     /// An object whose keys are all in `known`.
-    func object(_ value: ConfigValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue] {
-        guard case .object(let members) = value else {
-            throw error(path, "must be an object, got \(value.typeName)")
-        }
+    func object(_ value: JSONValue, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue] {
+        let members = try members(value, at: path)
         if let unknown = members.keys.filter({ !known.contains($0) }).sorted().first {
             let child = path.isEmpty ? unknown : "\(path).\(unknown)"
             throw error(child, "unknown key (known here: \(known.joined(separator: ", ")))")
@@ -430,48 +407,76 @@ struct FileReader {
         return members
     }
 
-    func optionalObject(_ value: ConfigValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: ConfigValue]? {
+    func optionalObject(_ value: JSONValue?, at path: String, known: [String]) throws(ConfigurationError) -> [String: JSONValue]? {
         guard let value, value != .null else { return nil }
         return try object(value, at: path, known: known)
     }
 
     /// An object whose keys are the caller's to check (a map of names).
-    func optionalMembers(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [String: ConfigValue]? {
+    func optionalMembers(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [String: JSONValue]? {
         guard let value, value != .null else { return nil }
-        guard case .object(let members) = value else { throw error(path, "must be an object, got \(value.typeName)") }
-        return members
+        return try members(value, at: path)
     }
 
-    func array(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> [ConfigValue] {
+    /// An object's members by key (the file was refused if one repeats a key).
+    private func members(_ value: JSONValue, at path: String) throws(ConfigurationError) -> [String: JSONValue] {
+        guard case .object(let members) = value else { throw error(path, "must be an object, got \(value.typeName)") }
+        return Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func array(_ value: JSONValue, at path: String) throws(ConfigurationError) -> [JSONValue] {
         guard case .array(let items) = value else { throw error(path, "must be an array, got \(value.typeName)") }
         return items
     }
 
-    func optionalArray(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> [ConfigValue]? {
+    func optionalArray(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> [JSONValue]? {
         guard let value, value != .null else { return nil }
         return try array(value, at: path)
     }
 
-    func required(_ value: ConfigValue?, at path: String) throws(ConfigurationError) -> ConfigValue {
+    func required(_ value: JSONValue?, at path: String) throws(ConfigurationError) -> JSONValue {
         guard let value, value != .null else { throw error(path, "missing (required)") }
         return value
     }
 
-    func string(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> String {
+    func string(_ value: JSONValue, at path: String) throws(ConfigurationError) -> String {
         guard case .string(let text) = value else { throw error(path, "must be a string, got \(value.typeName)") }
         return text
     }
 
-    func bool(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> Bool {
+    func bool(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Bool {
         guard case .bool(let flag) = value else { throw error(path, "must be true or false, got \(value.typeName)") }
         return flag
     }
 
-    func int(_ value: ConfigValue, at path: String) throws(ConfigurationError) -> Int {
+    func int(_ value: JSONValue, at path: String) throws(ConfigurationError) -> Int {
+        guard case .number(let text) = value else { throw error(path, "must be an integer, got \(value.typeName)") }
+        // Foundation's reading of a number as an `Int` (`80.0` and `8e1` are 80), as when
+        // the file was decoded with it.
+        if let number = try? JSONDecoder().decode(Int.self, from: Data(text.utf8)) { return number }
+        throw error(path, "must be an integer, got \(Self.double(text) ?? .infinity)")
+    }
+
+    /// A number's text as Foundation reads it as a `Double`; nil when none holds it.
+    static func double(_ text: String) -> Double? {
+        try? JSONDecoder().decode(Double.self, from: Data(text.utf8))
+    }
+
+    /// The first number in `value` that no `Double` holds (`1e400`), with its path: the
+    /// file is refused for it, as when it was decoded with Foundation.
+    static func outOfRange(in value: JSONValue, at path: String = "") -> (text: String, path: String)? {
         switch value {
-        case .int(let number): return number
-        case .double(let number): throw error(path, "must be an integer, got \(number)")
-        default: throw error(path, "must be an integer, got \(value.typeName)")
+        case .number(let text): return double(text) == nil ? (text, path) : nil
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                if let found = outOfRange(in: item, at: "\(path)[\(index)]") { return found }
+            }
+        case .object(let members):
+            for member in members {
+                if let found = outOfRange(in: member.value, at: path.isEmpty ? member.key : "\(path).\(member.key)") { return found }
+            }
+        default: break
         }
+        return nil
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SpinJSON
 
 // MARK: - auth.jwt
 
@@ -6,7 +7,7 @@ import Foundation
 /// (`JWTConfiguration`). Shapes are checked here, each with its key path; the key files
 /// and the JWKS file are read and parsed by `checkJWT`, after every source is applied.
 extension SpinServerConfiguration.Builder {
-    mutating func apply(jwt value: ConfigValue, reader: FileReader) throws(ConfigurationError) {
+    mutating func apply(jwt value: JSONValue, reader: FileReader) throws(ConfigurationError) {
         let path = "auth.jwt"
         let section = try reader.object(value, at: path,
                                         known: ["keys", "jwksFile", "issuer", "audience", "leewaySeconds"])
@@ -77,7 +78,7 @@ extension SpinServerConfiguration.Builder {
         _ = try JWTKeySet.load(jwt, readFile: readFile)
     }
 
-    private mutating func key(_ value: ConfigValue, at path: String, index: Int,
+    private mutating func key(_ value: JSONValue, at path: String, index: Int,
                               reader: FileReader) throws(ConfigurationError) -> JWTConfiguration.Key {
         let entry = try reader.object(value, at: path, known: ["alg", "kid", "secret", "secretEnv", "publicKeyFile"])
         let name = try reader.string(try reader.required(entry["alg"], at: "\(path).alg"), at: "\(path).alg")
@@ -120,8 +121,8 @@ extension SpinServerConfiguration.Builder {
                                     path: "\(path).\(field)")
     }
 
-    private func audience(_ value: ConfigValue, at path: String, reader: FileReader) throws(ConfigurationError) -> [String] {
-        let values: [(ConfigValue, String)] = if case .array(let items) = value {
+    private func audience(_ value: JSONValue, at path: String, reader: FileReader) throws(ConfigurationError) -> [String] {
+        let values: [(JSONValue, String)] = if case .array(let items) = value {
             items.enumerated().map { ($1, "\(path)[\($0)]") }
         } else {
             [(value, path)]

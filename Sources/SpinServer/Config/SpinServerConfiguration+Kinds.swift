@@ -1,4 +1,5 @@
 import Foundation
+import SpinJSON
 
 extension SpinServerConfiguration {
     /// A template of Spins made at run time (`kinds` in the config file): what makes an
@@ -171,7 +172,7 @@ extension SpinServerConfiguration.Builder {
 
     /// `kinds`: `[{"name", "machine" | "kind", "names", "gears", "create"}]`, checked against
     /// the registered kinds; a kind's Gears need no line in `gears` (they are the kind's).
-    static func kinds(_ values: [ConfigValue], kinds registered: SpinKinds, reader: FileReader,
+    static func kinds(_ values: [JSONValue], kinds registered: SpinKinds, reader: FileReader,
                       loaded: inout [String: SpinServerConfiguration.MachineSource],
                       readFile: (String) throws -> Data) throws(ConfigurationError) -> [KindEntry] {
         var entries: [KindEntry] = []

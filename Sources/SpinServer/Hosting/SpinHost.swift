@@ -179,25 +179,7 @@ public final class SpinHost: Sendable {
     /// Foundation lets through what RFC 8259 does not (a byte order mark): only a strictly
     /// valid text goes out verbatim.
     static func machineDocument(of machine: MachineDefinition) -> MachineDocument {
-        MachineDocument(json: JSONValidator.firstProblem(in: machine.source) == nil ? .raw(compact(machine.source)) : nil)
-    }
-
-    /// Valid JSON text without the whitespace between its tokens (strings kept as written).
-    static func compact(_ json: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(json.count)
-        var inString = false, escaped = false
-        for byte in json {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
-            } else if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D {
-                continue
-            }
-            out.append(byte)
-        }
-        return out
+        MachineDocument(json: JSONValidator.firstProblem(in: machine.source) == nil ? .raw(JSONValue.compacted(machine.source)) : nil)
     }
 
     package func add(_ spin: any HostedSpin) throws(HostingError) {

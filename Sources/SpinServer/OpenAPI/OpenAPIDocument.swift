@@ -128,18 +128,3 @@ enum OpenAPIDocument {
     /// Where a Spin's schemas are served (`GET /v1/spins/{name}` links it as `schema`).
     static func schemaPath(of name: String) -> String { "/v1/spins/\(name)/schema" }
 }
-
-extension JSONValue {
-    /// The JSON of a schema (a non-finite number, which JSON cannot write, as null).
-    init(_ json: JSONSchema.JSON) {
-        switch json {
-        case .null: self = .null
-        case .bool(let value): self = .bool(value)
-        case .integer(let value): self = .number(String(value))
-        case .double(let value): self = value.isFinite ? .number("\(value)") : .null
-        case .string(let value): self = .string(value)
-        case .array(let items): self = .array(items.map(JSONValue.init))
-        case .object(let members): self = .object(members.map { ($0.key, JSONValue($0.value)) })
-        }
-    }
-}
