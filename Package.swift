@@ -7,8 +7,8 @@ import PackageDescription
 ///   `SpinWire` (pure HTTP and WebSocket codecs), `SpinStorage` (journals and snapshots);
 /// - `SpinNet` (sockets) → SpinConcurrency; `SpinCore` (the loop library) → SpinConcurrency, SpinJSON;
 /// - `SpinExamples`, `SpinTesting`, `SpinCombine` → SpinCore; `SpinMachines` → SpinCore, SpinJSON;
-/// - `SpinServer` → all of the above but the examples; `SpinClient` → SpinWire, SpinNet, SpinCore, SpinJSON;
-/// - `spin-server` → SpinServer, SpinExamples, SpinMachines, SpinStorage (the example's session table).
+/// - `SpinServer` → all of the above but the examples; `SpinClient` → SpinWire, SpinNet, SpinCore, SpinJSON, SpinConcurrency;
+/// - `spin-server` → SpinServer, SpinExamples, SpinMachines, SpinCore, SpinStorage (the example's session table).
 let package = Package(
     name: "spin-server",
     products: [

@@ -8,3 +8,11 @@ extension DispatchTimeInterval {
         self = .nanoseconds(Int(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)))
     }
 }
+
+extension Duration {
+    /// The duration in seconds, fractions included (for logs and metrics).
+    package var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -87,7 +87,7 @@ package struct EventJSONReader {
 /// `Int`, `String`, `Bool`, `Double`, and optionals and arrays of them. What it writes
 /// is what the server's `OrderedJSONEncoder` writes for the same value, byte for byte:
 /// strings go through the one escaper both use (`JSONValue.writeString`), and numbers
-/// are formatted as the encoder formats them (`EventJSONTests` checks it).
+/// are formatted as the encoder formats them (`HostedEventCodingTests` checks it).
 protocol EventFieldJSON: SendableMetatype {
     /// The value at the reader, or nil when it is not one (or not one this reads).
     static func read(_ reader: inout EventJSONReader) -> Self?

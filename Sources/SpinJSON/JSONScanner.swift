@@ -1,6 +1,8 @@
 /// JSON text (RFC 8259) read token by token over its UTF-8 bytes: the one lexical layer
-/// every reader in the server stands on (the validator, `JSONValue(parsing:)`, the raw
-/// text walk of `JSONPatch.diff`, the event field reader, the config file).
+/// under every JSON reader the package writes itself (the validator, `JSONValue(parsing:)`
+/// and so the config file and machine files, the raw text walk of `JSONPatch.diff`, the
+/// event field reader). Values of a Swift type (`Codable` states and events) are
+/// decoded by Foundation's `JSONDecoder`.
 ///
 /// It reads in two ways:
 /// - **strictly** (the methods that throw): every byte checked as RFC 8259 and RFC 3629

@@ -108,8 +108,8 @@ package indirect enum JSONValue: Sendable, Equatable {
             case 0x0C where htmlSafe: out.append(UInt8(ascii: "f"))
             default:
                 out.append(contentsOf: "u00".utf8)
-                out.append(hexDigit(byte >> 4))
-                out.append(hexDigit(byte & 0x0F))
+                out.append(hexCharacter(byte >> 4))
+                out.append(hexCharacter(byte & 0x0F))
             }
         }
         out.append(UInt8(ascii: "\""))
@@ -127,7 +127,7 @@ package indirect enum JSONValue: Sendable, Equatable {
 
     /// The lowercase hex digit of `nibble` (0 to 15).
     @inlinable
-    static func hexDigit(_ nibble: UInt8) -> UInt8 {
+    static func hexCharacter(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

@@ -24,7 +24,9 @@ extension MachineParser {
     /// The names of `states`, the `states` object of the state at `parent` (the root:
     /// `[]`), in the order the file writes them.
     func stateNames(_ states: [String: MachineValue], under parent: [String]) -> [String] {
-        guard let order = statesOrder[parent], order.count == states.count else { return states.keys.sorted() }
+        guard let order = statesOrder[parent], order.count == states.count, order.allSatisfy({ states[$0] != nil }) else {
+            return states.keys.sorted()
+        }
         return order
     }
 

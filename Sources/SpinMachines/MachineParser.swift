@@ -64,8 +64,9 @@ struct MachineParser {
         do {
             root = try MachineValue(document)
         } catch {
-            issues.append(MachineIssue(file: file, path: "",
-                                       kind: .notJSON("the number \(error.number) is beyond the range of a double")))
+            let path = document.firstNumberBeyondDouble()?.path ?? ""
+            issues.append(MachineIssue(file: file, path: path,
+                                       kind: .syntax("the number \(error.number) is beyond the range of a double")))
             return nil
         }
         statesOrder = Self.orderOfStates(in: document)

@@ -16,7 +16,7 @@ extension MachineValue {
         case .null: self = .null
         case .bool(let bool): self = .bool(bool)
         case .number(let text):
-            guard let number = Double(text), number.isFinite else { throw OutOfRange(number: text) }
+            guard let number = JSONValue.double(text) else { throw OutOfRange(number: text) }
             self = .number(number)
         case .string(let string): self = .string(string)
         case .array(let items):

@@ -118,7 +118,7 @@ import Testing
 
     @Test func aNumberBeyondADouble_IsReported() {
         #expect(issueLines(#"{ "context": { "n": 1e400 } }"#)
-            == ["test.json: not a JSON object: the number 1e400 is beyond the range of a double"])
+            == ["test.json: context.n: the number 1e400 is beyond the range of a double"])
     }
 
     @Test func aByteOrderMark_IsIgnored() throws {

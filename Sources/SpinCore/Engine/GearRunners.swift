@@ -19,7 +19,7 @@ final class GearCatchRunner<State: Sendable, Event: Sendable, GearEvent: Sendabl
 
     func start() {
         // The handler holds the runner (one reference: no closure context per Spin); the
-        // Gear lets it go when `stop` detaches it (until then the relay holds the loop).
+        // Gear lets it go when `stop` detaches it (until then its `LoopHandle` holds the loop).
         let token = gear.attachCatcher(owner: context.host.label) { [self] delivery, receipt in
             guard let event = transform(delivery.event) else { return .ignored }
             return context.host.submit(caught: event, receipt: receipt) ? .enqueued : .refused

@@ -5,7 +5,7 @@ import Glibc
 /// Errors of the socket layer. Each carries the `errno` of the syscall that failed
 /// (captured at the call, as FlyingFox's `SocketError.makeFailed`), so a log line says
 /// what the kernel said. None of them reaches an HTTP client: a failure to listen stops
-/// start-up; a failure on a connection closes it (`CloseReason.ioError`).
+/// start-up; a failure on a connection closes it.
 package enum SocketError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The host is not a numeric IPv4/IPv6 address, or the port is out of range.
     case invalidAddress(String)

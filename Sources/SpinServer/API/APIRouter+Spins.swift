@@ -125,7 +125,7 @@ extension APIRouter {
     /// The body of a `PUT`: `{"kind": "<name>"}` and nothing else, as JSON.
     static func creation(_ request: HTTPRequest) -> Result<String, APIError> {
         let contentType = request.headers["Content-Type"]
-        guard isJSON(contentType) else { return .failure(.unsupportedMediaType(contentType)) }
+        guard MediaType.isJSON(contentType) else { return .failure(.unsupportedMediaType(contentType)) }
         let bytes = Array(request.body)
         if let problem = JSONValidator.firstProblem(in: bytes) { return .failure(.malformedJSON(problem.located(in: bytes))) }
         guard case .object(let members)? = try? JSONValue(parsing: bytes) else {
@@ -138,23 +138,6 @@ extension APIRouter {
             return .failure(.badRequest("unknown member \"\(extra.key)\": the body is {\"kind\": \"<a configured kind>\"}"))
         }
         return .success(kind)
-    }
-
-    /// `application/json`, with or without parameters (`; charset=utf-8`).
-    /// Read as bytes: every POST asks, and no string is made for it.
-    static func isJSON(_ contentType: String?) -> Bool {
-        guard var mediaType = contentType?.utf8[...] else { return false }
-        // The media type is what precedes any `;`, without the spaces or tabs around it.
-        if let end = mediaType.firstIndex(of: UInt8(ascii: ";")) { mediaType = mediaType[..<end] }
-        func isWhitespace(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        while isWhitespace(mediaType.first) { mediaType.removeFirst() }
-        while isWhitespace(mediaType.last) { mediaType.removeLast() }
-        let json = "application/json".utf8
-        guard mediaType.count == json.count else { return false }
-        // ASCII letters in any case; every other byte as it is.
-        return zip(mediaType, json).allSatisfy { byte, lower in
-            byte == lower || (byte | 0x20 == lower && lower >= UInt8(ascii: "a") && lower <= UInt8(ascii: "z"))
-        }
     }
 
     /// `DELETE /v1/spins/{name}`: removes a Spin made at run time and its history (200);

@@ -40,7 +40,7 @@ package struct EventAcknowledgement: Sendable {
     private static func decodeEvents(_ request: HTTPRequest, for spin: any HostedSpin, from origin: String?,
                                      refusing respond: @Sendable (APIResponse) -> Void) -> EventBatch? {
         let contentType = request.headers["Content-Type"]
-        guard APIRouter.isJSON(contentType) else {
+        guard MediaType.isJSON(contentType) else {
             respond(.error(.unsupportedMediaType(contentType)))
             return nil
         }
@@ -182,12 +182,5 @@ package struct EventAcknowledgement: Sendable {
             body.append(UInt8(ascii: "}"))
             respond(.json(202, .raw(body)))
         }
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -23,8 +23,8 @@ extension SpinServerConfiguration.Builder {
         } catch {
             throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON", underlying: error)
         }
-        if let (text, path) = FileReader.outOfRange(in: root) {
-            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: the number \(text) at \(path.isEmpty ? "(root)" : path) is beyond what a Double holds")
+        if let (text, path) = root.firstNumberBeyondDouble() {
+            throw ConfigurationError(source: file, key: "(file)", problem: "not valid JSON: the number \(text) at \(path.isEmpty ? "(root)" : path) is beyond the range of a double")
         }
         let reader = FileReader(source: file)
         // `$schema` names Config/spin-server.schema.json for editors; the server ignores it.
@@ -454,29 +454,6 @@ struct FileReader {
         // Foundation's reading of a number as an `Int` (`80.0` and `8e1` are 80), as when
         // the file was decoded with it.
         if let number = try? JSONDecoder().decode(Int.self, from: Data(text.utf8)) { return number }
-        throw error(path, "must be an integer, got \(Self.double(text) ?? .infinity)")
-    }
-
-    /// A number's text as Foundation reads it as a `Double`; nil when none holds it.
-    static func double(_ text: String) -> Double? {
-        try? JSONDecoder().decode(Double.self, from: Data(text.utf8))
-    }
-
-    /// The first number in `value` that no `Double` holds (`1e400`), with its path: the
-    /// file is refused for it, as when it was decoded with Foundation.
-    static func outOfRange(in value: JSONValue, at path: String = "") -> (text: String, path: String)? {
-        switch value {
-        case .number(let text): return double(text) == nil ? (text, path) : nil
-        case .array(let items):
-            for (index, item) in items.enumerated() {
-                if let found = outOfRange(in: item, at: "\(path)[\(index)]") { return found }
-            }
-        case .object(let members):
-            for member in members {
-                if let found = outOfRange(in: member.value, at: path.isEmpty ? member.key : "\(path).\(member.key)") { return found }
-            }
-        default: break
-        }
-        return nil
+        throw error(path, "must be an integer, got \(JSONValue.double(text) ?? .infinity)")
     }
 }

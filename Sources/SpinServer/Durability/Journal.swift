@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinJSON
 import SpinConcurrency
 

@@ -1,6 +1,5 @@
 import Foundation
 import SpinStorage
-import SpinWire
 import SpinJSON
 
 /// The payload of a journal record as the server writes it: the event's JSON, preceded

@@ -2,7 +2,6 @@ import Dispatch
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 // The GearRouter's delivery, in its section: each event to each catching Spin once its

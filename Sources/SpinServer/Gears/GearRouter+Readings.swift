@@ -2,7 +2,6 @@ import Dispatch
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 // The GearRouter's readings: the counters and lagging receivers it reports (see `GearRouter.Readings`).

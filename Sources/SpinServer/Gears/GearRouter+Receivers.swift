@@ -2,7 +2,6 @@ import Dispatch
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 // The GearRouter's receivers (the Spins that catch Gear events: registered, rolled back,

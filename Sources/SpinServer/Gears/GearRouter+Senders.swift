@@ -2,7 +2,6 @@ import Dispatch
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 // The GearRouter's senders: what a Spin's Gears propagate, numbered in its outbox (see `GearRouter`).

@@ -2,7 +2,6 @@ import Dispatch
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 /// Gear delivery in the server: exactly once, in order per sender, and output-gated

@@ -2,7 +2,6 @@ import Foundation
 import SpinCore
 import Synchronization
 import SpinStorage
-import SpinWire
 import SpinJSON
 import SpinConcurrency
 
@@ -80,11 +79,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     /// The loop, made on first use (`prepare`), so that every read has one.
-    var running: SpinLoop<State, Event> {
+    private var running: SpinLoop<State, Event> {
         loop(feedbackBudget: SpinLoop<State, Event>.defaultFeedbackBudget)
     }
 
-    func loop(feedbackBudget: Int) -> SpinLoop<State, Event> {
+    private func loop(feedbackBudget: Int) -> SpinLoop<State, Event> {
         core.withLock { core in
             if let loop = core.loop { return loop }
             let recovered = core.origin
@@ -286,7 +285,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// type's `encode(to:)` throws) would be applied and then neither journaled nor
     /// streamed, so it is refused here, 500 `encoding_failed`, and nothing is applied.
     /// (Not for a type that encodes whatever it decodes: `encodesBeforeApplying`.)
-    func batch(_ events: [Event]) throws(APIError) -> EventBatch {
+    private func batch(_ events: [Event]) throws(APIError) -> EventBatch {
         // Asked first: iterating a generic array costs metadata look-ups per request.
         if traits.encodesBeforeApplying {
             try encodeFirst(events)
@@ -307,7 +306,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     /// The events of a batch this loop decoded (a batch of another Spin is a bug).
-    func events(of batch: EventBatch) -> [Event] {
+    private func events(of batch: EventBatch) -> [Event] {
         precondition(batch.decoder === self, "a batch decoded by another Spin was given to \(name)")
         return unsafeDowncast(batch.events, to: DecodedEvents<Event>.self).events
     }
@@ -328,7 +327,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     /// With the state when asked (nil when it does not encode: the transition did not
     /// either, and the feed refuses the acknowledgement).
-    func applied(_ result: BatchResult<State, Event>, withState: Bool) -> AppliedEvent {
+    private func applied(_ result: BatchResult<State, Event>, withState: Bool) -> AppliedEvent {
         // Done is for good: the events the batch declined after its last applied one met
         // the state it ends in.
         var doneFrom: Int?
@@ -378,7 +377,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     var isStopped: Bool { core.withLock { $0.loop }?.isStopped ?? false }
 
-    func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
+    private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                          afterFeedbacks: (@Sendable () -> Void)?,
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
         let (loop, fault, encodeEvent) = (running, self.unencodable, traits.coding.encode)
@@ -418,7 +417,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
 
     /// A state or event as JSON text, encoded once (`.raw`) and shared by the feed, the
     /// journal and every stream.
-    static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {
+    private static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {
         .raw(try OrderedJSONEncoder().encode(value))
     }
 

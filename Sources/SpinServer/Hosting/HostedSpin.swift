@@ -2,7 +2,6 @@ import Foundation
 import SpinCore
 import Synchronization
 import SpinStorage
-import SpinWire
 import SpinJSON
 import SpinConcurrency
 

@@ -3,7 +3,6 @@ import Synchronization
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 extension RuntimeSpins {

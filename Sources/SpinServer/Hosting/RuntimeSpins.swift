@@ -3,7 +3,6 @@ import Synchronization
 import Logging
 import SpinCore
 import SpinStorage
-import SpinWire
 import SpinConcurrency
 
 /// The Spins made and deleted while the server runs: `PUT /v1/spins/{name}` (and the

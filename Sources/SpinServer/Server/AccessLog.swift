@@ -2,15 +2,17 @@ import Logging
 import SpinNet
 import SpinWire
 
-/// The access log: one line per answered request, and one per request the parser
-/// refused. Numbers are logged as numbers (JSON logs write them unquoted); a line's
-/// fields are built only when it is logged (the metadata is an autoclosure).
+/// The access log of one connection: one line per answered request, and one per request
+/// the parser refused. Numbers are logged as numbers (JSON logs write them unquoted); a
+/// line's fields are built only when it is logged (the metadata is an autoclosure).
 struct AccessLog {
     let logger: Logger
+    /// The client's address (`remote`), from the connection.
+    let remote: SocketAddress?
 
     /// The line of an answered request; `sub` names who sent it (audit: accepted and
     /// refused writes alike) when its credentials name a subject.
-    func answered(_ request: HTTPRequest, status: Int, bytes: Int, milliseconds: Double, remote: SocketAddress?,
+    func answered(_ request: HTTPRequest, status: Int, bytes: Int, milliseconds: Double,
                   requestID: String, subject: String?) {
         logger.info("\(request.method.rawValue) \(request.target.path) \(status)",
                     metadata: Self.metadata(request, status: status, bytes: bytes, milliseconds: milliseconds,

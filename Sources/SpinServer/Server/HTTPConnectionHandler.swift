@@ -17,7 +17,7 @@ import SpinWire
 /// `connection.execute`).
 final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// A request relayed to its Spin's owner, and how it was received.
-    struct Relayed {
+    private struct Relayed {
         let relay: OwnerRelay
         let request: HTTPRequest
         let keepAlive: Bool
@@ -30,20 +30,20 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let then: () -> Void
     }
 
-    let connection: Connection
-    let context: ServerContext
-    var machine: HTTPConnectionStateMachine<ContinuousClock.Instant>
+    private let connection: Connection
+    private let context: ServerContext
+    private var machine: HTTPConnectionStateMachine<ContinuousClock.Instant>
     private var writer = HTTPResponseWriter()
     /// The stream an upgrade opened (WebSocket, SSE), until the connection is handed
     /// over to it (`handOver`): from then on the stream hears the connection's callbacks,
     /// not this handler.
     private var stream: StreamSession?
     /// The request being relayed to its Spin's owner.
-    var relayed: Relayed?
+    private var relayed: Relayed?
     /// The deadline last armed on the connection (armed again only when it changes).
     private var armedDeadline = ConnectionDeadline<ContinuousClock.Instant>.none
     /// The request being answered: its ID, count, spans and log line.
-    var observers: RequestObservers
+    private var observers: RequestObservers
     private var unsent: Unsent?
 
     init(connection: Connection, context: ServerContext) {
@@ -51,7 +51,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         self.context = context
         self.machine = HTTPConnectionStateMachine(limits: context.httpLimits, now: connection.openedAt)
         self.observers = RequestObservers(metrics: context.metrics, tracer: context.tracer,
-                                          log: AccessLog(logger: context.logger))
+                                          log: AccessLog(logger: context.logger, remote: connection.remoteAddress))
     }
 
     func didOpen(_ connection: Connection) {
@@ -100,7 +100,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// Performs `action` and those that follow it, then arms the deadline the machine
     /// is left asking for.
-    func run(_ action: HTTPConnectionStateMachine<ContinuousClock.Instant>.Action) {
+    private func run(_ action: HTTPConnectionStateMachine<ContinuousClock.Instant>.Action) {
         var action = action
         while true {
             switch action {
@@ -158,7 +158,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// leaves the last one armed: a connection flushing its last answer keeps the
     /// deadline it had (a 400 to a client that never reads ends at the head deadline)
     /// until SpinNet's linger takes over.
-    func armDeadline() {
+    private func armDeadline() {
         if case .closed = machine.state { return }
         let deadline = machine.deadline
         guard !Self.same(deadline, armedDeadline) else { return }
@@ -221,14 +221,14 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
 
     /// Writes the answer to `request`, stamped with its ID, and observes it; the state
     /// machine goes on once it is handed to the connection.
-    func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool) {
+    private func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool) {
         var response = response
         observers.stamp(&response)
         let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers)
         let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                   keepAlive: keepAlive)
         let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
-        observers.end(request, status: response.status, bytes: bytes.count, remote: connection.remoteAddress)
+        observers.end(request, status: response.status, bytes: bytes.count)
         send(bytes) { [self] in run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now)) }
     }
 
@@ -274,7 +274,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             _ = connection.write(head)
             let leftover = machine.upgraded(now: .now)
             armDeadline()
-            observers.end(request, status: 101, bytes: head.count, remote: connection.remoteAddress)
+            observers.end(request, status: 101, bytes: head.count)
             let session = WebSocketSession(role: .server, limits: context.webSocketLimits, deflate: accepted.deflate)
             let stream = StreamSession(connection: connection, source: source, transport: .webSocket(session), context: context,
                                        identity: identity)
@@ -295,7 +295,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
             let streaming = writer.streamingResponse(head, context: responseContext, secondsSince1970: Self.now)
             _ = connection.write(streaming.head)
             armDeadline()
-            observers.end(request, status: 200, bytes: streaming.head.count, remote: connection.remoteAddress)
+            observers.end(request, status: 200, bytes: streaming.head.count)
             let stream = StreamSession(connection: connection, source: source, transport: .sse(streaming.body), context: context,
                                        identity: identity)
             self.stream = stream
@@ -334,4 +334,48 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     }
 
     private static var now: Int { Int(time(nil)) }
+}
+
+/// A relayed request's end, as its `OwnerRelay` reports it: the state machine goes on
+/// as for a request answered here.
+extension HTTPConnectionHandler: OwnerRelayDelegate {
+    func relayFailed(_ error: APIError) {
+        guard let relayed else { return }
+        self.relayed = nil
+        respond(.error(error), to: relayed.request, keepAlive: relayed.keepAlive && machine.keepAlive)
+    }
+
+    func relayKeepsAlive() -> Bool {
+        guard let relayed else { return false }
+        return relayed.keepAlive && machine.keepAlive && relayed.request.keepAlive && !context.router.cluster.isLeaving
+    }
+
+    func relayWroteHead(status: Int, bytes: Int, mode: OwnerRelay.Mode) -> [UInt8] {
+        guard let relayed else { return [] }
+        observers.end(relayed.request, status: status, bytes: bytes)
+        switch mode {
+        case .framed:
+            return []
+        case .upgraded:
+            let leftover = machine.upgraded(now: .now)
+            armDeadline()
+            run(machine.streamOpened())
+            return leftover
+        case .streaming:
+            machine.startedEventStream(now: .now)
+            armDeadline()
+            run(machine.streamOpened())
+            return []
+        }
+    }
+
+    func relayFinished(keepAlive: Bool) {
+        relayed = nil
+        run(machine.responseWritten(keepAlive: keepAlive, now: .now))
+    }
+
+    func relayEnded() {
+        relayed = nil
+        connection.closeAfterFlush()
+    }
 }

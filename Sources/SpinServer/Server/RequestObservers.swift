@@ -1,3 +1,4 @@
+import SpinConcurrency
 import SpinNet
 import SpinWire
 import Tracing
@@ -77,12 +78,12 @@ struct RequestObservers {
 
     /// The request's answer is on its way (`status`, a head of `bytes`, or the whole
     /// response): counted, its trace ended, its line logged.
-    mutating func end(_ request: HTTPRequest, status: Int, bytes: Int, remote: SocketAddress?) {
+    mutating func end(_ request: HTTPRequest, status: Int, bytes: Int) {
         counting.count(route: current.route, status: status, in: metrics)
         current.trace?.finish(status: status)
         current.trace = nil
         let milliseconds = (ContinuousClock.now - current.started).seconds * 1000
-        log.answered(request, status: status, bytes: bytes, milliseconds: milliseconds, remote: remote,
+        log.answered(request, status: status, bytes: bytes, milliseconds: milliseconds,
                      requestID: current.id, subject: current.subject)
     }
 }

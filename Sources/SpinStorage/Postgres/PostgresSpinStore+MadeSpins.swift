@@ -74,7 +74,7 @@ extension PostgresSpinStore {
 
     /// Runs `body` in one transaction, synced whatever `storage.fsync` says, after the
     /// fence's check of `spins` (on a cluster: the leases of their partitions, so that a
-    /// node that lost one writes nothing of them). Reconnects first (see above).
+    /// node that lost one writes nothing of them). Reconnects first (see `PostgresSpinStore`).
     private func fencedChange(of spins: [String], _ body: (PostgresConnection) throws -> Void) throws {
         try locked {
             try reconnectIfLost()

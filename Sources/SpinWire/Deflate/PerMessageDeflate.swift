@@ -97,7 +97,7 @@ package enum PerMessageDeflateNegotiation {
         -> PerMessageDeflateParameters?
     {
         for element in WebSocketExtensionHeader.parse(headerValues)
-        where element.name.lowercased() == extensionName {
+        where element.name.equalsIgnoringASCIICase(extensionName) {
             if let accepted = accept(element.parameters, configuration: configuration) {
                 return accepted
             }

@@ -27,8 +27,13 @@ package struct HTTPHeaders: Sendable, Equatable, Hashable, RandomAccessCollectio
         fields.reserveCapacity(minimumCapacity)
     }
 
+    /// `fields` in order, with room for one more (the `X-Request-Id` a server adds to
+    /// what it answers) without a second allocation.
     package init(_ fields: [(String, String)]) {
-        self.fields = fields.map { Field(name: $0.0, value: $0.1) }
+        var built: [Field] = []
+        built.reserveCapacity(fields.count + 1)
+        for (name, value) in fields { built.append(Field(name: name, value: value)) }
+        self.fields = built
     }
 
     package init(dictionaryLiteral elements: (String, String)...) {

@@ -22,7 +22,7 @@ import Testing
     @Test func aNumberNoDoubleHolds_RefusesTheFile_WhereverItIs() {
         let error = Loading.error(#"{"listen": {"port": 80}, "testing": {"x": [1e400]}}"#)
         #expect(error?.key == "(file)")
-        #expect(error?.problem == "not valid JSON: the number 1e400 at testing.x[0] is beyond what a Double holds")
+        #expect(error?.problem == "not valid JSON: the number 1e400 at testing.x[0] is beyond the range of a double")
     }
 
     @Test func keysWithEscapes_AreReadUnescaped() throws {

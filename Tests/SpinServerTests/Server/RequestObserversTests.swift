@@ -7,7 +7,7 @@ import Testing
 /// count, its log line, and the ID its answer carries back.
 @Suite struct RequestObserversTests {
     static func observers(_ capture: LogCapture, metrics: Metrics = Metrics()) -> RequestObservers {
-        RequestObservers(metrics: metrics, tracer: nil, log: AccessLog(logger: capture.jsonLogger()))
+        RequestObservers(metrics: metrics, tracer: nil, log: AccessLog(logger: capture.jsonLogger(), remote: nil))
     }
 
     static let admitted = Admission(label: "/v1/spins/{name}/events", subject: "ops", verdict: .failure(.spinNotFound("x")))
@@ -40,7 +40,7 @@ import Testing
         var observers = Self.observers(capture, metrics: metrics)
         let request = makeRequest("POST", "/v1/spins/x/events", headers: [("X-Request-Id", "r1")])
         _ = observers.begin(request, Self.admitted, started: .now)
-        observers.end(request, status: 404, bytes: 120, remote: nil)
+        observers.end(request, status: 404, bytes: 120)
         #expect(metrics.render(spins: []).contains(#"spin_http_requests_total{route="/v1/spins/{name}/events",status="404"} 1"#))
         let line = try capture.object()
         #expect(line["message"] as? String == "POST /v1/spins/x/events 404")
