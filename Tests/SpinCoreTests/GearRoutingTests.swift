@@ -44,6 +44,9 @@ struct GearRoutingTests {
         sender.suspend(reason: "test")
         sender.resume()
         _ = await sender.emitAndWait(.marker)
+        // `emitAndWait` returns once the event is applied; feedbacks (the propagation) see
+        // the state after that, on the loop's executor.
+        #expect(await eventually { routed.all.count == 4 })
         gear.propagate(.other, from: "outside")
         #expect(routed.all == ["ping(2) from sender at 1", "ping(5) from sender at 2", "ping(5) from sender at 2 again",
                                "ping(5) from sender at 3", "other from outside at none"])
@@ -162,10 +165,13 @@ struct GearRoutingTests {
         sender.start()
         _ = await sender.emitAndWait(.add(1))
         _ = await sender.emitAndWait(.add(1))
+        // Applied is told before the feedbacks run: wait for the second one's to finish.
+        #expect(await eventually { order.all.count == 6 })
         #expect(order.all == ["observed 1", "propagated ping(1) at 1", "after feedbacks 1",
                               "observed 2", "propagated ping(2) at 2", "after feedbacks 2"])
         late.cancel()
         _ = await sender.emitAndWait(.add(1))
+        #expect(await eventually { order.all.count == 8 })
         #expect(order.all.last == "propagated ping(3) at 3")
         first.cancel()
         sender.stop()
@@ -197,6 +203,7 @@ struct GearRoutingTests {
         }).makeLoop(label: "parent")
         loop.start()
         _ = await loop.emitAndWait(.child(.add(1)))
+        #expect(await eventually { !routed.all.isEmpty })
         #expect(routed.all == [GearCause(sequence: 1, fresh: true)])
         let outcome = Recorder<GearReceiptOutcome>()
         #expect(gear.deliver(.ping(2), from: "s", to: "parent", receipt: GearReceipt(gear: "g", source: "s", position: 9) {
