@@ -68,9 +68,11 @@ extension JSONScanner {
             // A number or a literal: up to the next delimiter.
             while let byte = peek() {
                 switch byte {
-                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ":"), 0x20, 0x0A, 0x0D, 0x09:
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ":"):
                     return offset > start
-                default: offset += 1
+                default:
+                    if Self.isWhitespace(byte) { return offset > start }
+                    offset += 1
                 }
             }
             return true

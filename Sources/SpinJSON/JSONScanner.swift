@@ -169,7 +169,9 @@ package struct JSONScanner {
             case UInt8(ascii: "\\"):
                 let escape = try next()
                 guard decode else {
-                    guard Self.escapes.contains(escape) else { throw .malformed(offset: offset - 1, .escape) }
+                    guard escape == UInt8(ascii: "u") || Self.escapedByte(escape) != nil else {
+                        throw .malformed(offset: offset - 1, .escape)
+                    }
                     if escape == UInt8(ascii: "u") { _ = try unicodeEscape() }
                     continue
                 }
@@ -254,11 +256,9 @@ package struct JSONScanner {
         return value
     }
 
-    /// RFC 8259 §7: the bytes that may follow a backslash.
-    private static let escapes = Array(#""\/bfnrtu"#.utf8)
-
     /// The byte a one-character escape stands for (`n` in `\n`: a line feed); nil for `u`
-    /// and for what is no escape.
+    /// and for what is no escape. With `u`, these are the bytes that may follow a
+    /// backslash (RFC 8259 §7).
     package static func escapedByte(_ escape: UInt8) -> UInt8? {
         switch escape {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): escape

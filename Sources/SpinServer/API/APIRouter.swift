@@ -83,8 +83,12 @@ package struct APIRouter: Sendable {
     /// Where acknowledgements wait for the journal and streams subscribe.
     package let feeds: SpinFeeds
     /// Events in and acknowledgements out: `POST .../events`, `.../resume` and a stream's
-    /// client events go through it.
-    package let acknowledgement: EventAcknowledgement
+    /// client events go through it. Made of the router's own metrics, feeds and limits
+    /// when asked for, not kept beside them: a router is copied into every closure that
+    /// captures it.
+    package var acknowledgement: EventAcknowledgement {
+        EventAcknowledgement(metrics: metrics, feeds: feeds, limits: limits)
+    }
     /// Whether `/v1/echo` exists (`testing.echoEndpoint`); off it is a 404 like any
     /// unknown route.
     package let echoEndpoint: Bool
@@ -118,7 +122,6 @@ package struct APIRouter: Sendable {
         self.metrics = metrics
         self.limits = limits
         self.feeds = feeds
-        self.acknowledgement = EventAcknowledgement(metrics: metrics, feeds: feeds, limits: limits)
         self.echoEndpoint = echoEndpoint
         self.cluster = cluster
     }
