@@ -7,9 +7,15 @@ import Darwin
 /// A thread that runs an event loop (the server's network threads) and offers the work
 /// it triggers a place at the end of its current turn: after every ready socket was
 /// read and handled, before the thread waits again.
-package protocol TurnScheduler: AnyObject {
+package protocol TurnScheduler: AnyObject, Sendable {
     /// Runs `body` on this thread at the end of the current turn.
     func atEndOfTurn(_ body: @escaping () -> Void)
+
+    /// Runs `body` on this scheduler's thread in a coming turn, after the work handed to
+    /// it before; callable from any thread. What another scheduler's thread hands over at
+    /// the end of its turn travels with the rest of that turn's hand-offs, in one batch
+    /// (one lock, at most one wake-up), not one wake-up per piece.
+    func enqueue(_ body: @escaping @Sendable () -> Void)
 }
 
 /// The calling thread's `TurnScheduler`, if it runs an event loop: what lets a Spin run
@@ -36,6 +42,33 @@ package enum EndOfTurn {
     package static func install(_ scheduler: any TurnScheduler) {
         let holder = Unmanaged.passRetained(Holder(scheduler)).toOpaque()
         precondition(pthread_setspecific(key, holder) == 0, "pthread_setspecific failed")
+    }
+
+    /// The schedulers that run the process's event loops, in the order they started: the
+    /// homes `nextHome()` gives out.
+    private static let homes = Protected(Homes())
+    private struct Homes {
+        var schedulers: [any TurnScheduler] = []
+        var next = 0
+    }
+
+    /// Makes `scheduler` one of the homes `nextHome()` gives out (an event loop, as it
+    /// starts).
+    package static func addHome(_ scheduler: any TurnScheduler) {
+        homes.withLock { $0.schedulers.append(scheduler) }
+    }
+
+    /// The next of the process's event loops, in turn (nil while none runs): the home of
+    /// a Spin's loop made now. Events that another loop's connections bring it are handed
+    /// to its home once per turn, and applied and journaled there, so that a Spin's work
+    /// stays on one thread and its state in one core's cache, and no two threads contend
+    /// for it (`SpinLoop`, "The executor").
+    package static func nextHome() -> (any TurnScheduler)? {
+        homes.withLock { homes in
+            guard !homes.schedulers.isEmpty else { return nil }
+            defer { homes.next = (homes.next + 1) % homes.schedulers.count }
+            return homes.schedulers[homes.next % homes.schedulers.count]
+        }
     }
 
     /// The calling thread's scheduler; nil on a thread that runs no event loop.

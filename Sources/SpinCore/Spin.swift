@@ -1,4 +1,5 @@
 import Dispatch
+import SpinConcurrency
 
 /// A feedback loop: an initial state, feedbacks (the only place for side effects) and a
 /// pure reducer. A `Spin` is a description; `start()` makes it run.
@@ -65,6 +66,13 @@ public struct Spin<State: Sendable, Event: Sendable>: Sendable {
     public func makeLoop(label: String? = nil, sequence: UInt64 = 0,
                          feedbackBudget: Int = SpinLoop<State, Event>.defaultFeedbackBudget) -> SpinLoop<State, Event> {
         SpinLoop(spin: self, label: label, sequence: sequence, feedbackBudget: feedbackBudget)
+    }
+
+    /// `makeLoop`, with the event loop that applies what network threads emit (nil: none,
+    /// each network thread applies what it emits, as without event loops).
+    package func makeLoop(home: (any TurnScheduler)?) -> SpinLoop<State, Event> {
+        SpinLoop(spin: self, label: nil, sequence: 0, feedbackBudget: SpinLoop<State, Event>.defaultFeedbackBudget,
+                 home: .some(home))
     }
 
     /// `makeLoop`, with a state the loop must stop at: when the reducer makes a state for

@@ -67,15 +67,22 @@ extension SpinLoop {
         func enqueue() -> Bool { loop?.enqueue(batch: pendings) ?? false }
     }
 
-    /// Has the pending events applied (`drain`): at the end of this thread's turn when it
-    /// runs an event loop, in the section (at once when it is free, else by the thread
-    /// in it), so that one pass applies what every request of the turn brought; else on
-    /// the loop's queue.
+    /// Has the pending events applied (`drain`), so that one pass applies what every
+    /// request of a turn brought: on a thread that runs an event loop, at the end of the
+    /// home's turn, in the section (at once when it is free, else by the thread in it) —
+    /// this turn's end on the home's thread; from another event loop, handed to the home
+    /// with the rest of this turn's hand-offs to it. Else on the loop's queue.
     func scheduleDrain() {
-        if section.inline, let turn = EndOfTurn.current {
-            turn.atEndOfTurn { [self] in section.run { [self] in drain() } }
-        } else {
-            section.schedule { [self] in drain() }
+        guard section.inline, let turn = EndOfTurn.current else {
+            return section.schedule { [self] in drain() }
+        }
+        guard let home, home !== turn else {
+            return turn.atEndOfTurn { [self] in section.run { [self] in drain() } }
+        }
+        turn.atEndOfTurn { [self] in
+            home.enqueue { [self] in
+                home.atEndOfTurn { [self] in section.run { [self] in drain() } }
+            }
         }
     }
 

@@ -15,9 +15,15 @@ import SpinConcurrency
 /// **The executor** is the loop's serial section (`SerialSection`): its work runs one
 /// piece at a time, in order, never two at once, as on a serial queue. Where it runs:
 /// events emitted on a thread that runs an event loop (`EndOfTurn`: the server's network
-/// threads) are applied by that thread at the end of its turn — every event its requests
-/// brought in that turn in one pass, with no other thread woken — when the section is
-/// free, and by the thread in it otherwise. Everything else (events emitted elsewhere,
+/// threads) are applied by the loop's **home** at the end of a turn — every event the
+/// turn's requests brought in one pass. The home is one of the process's event loops,
+/// given to each loop in turn as it is made (`EndOfTurn.nextHome()`): events emitted on
+/// the home's thread are applied at the end of its own turn, with no other thread woken;
+/// another event loop hands them over once per turn, with the rest of what its turn
+/// hands to the home, and the home applies them at the end of its next turn. So a loop's
+/// work stays on one thread and no two network threads contend for it. (In the section:
+/// when its queue is in it, the home's thread leaves the events to it.) Everything else
+/// (events emitted elsewhere,
 /// those of feedbacks and Gears, a start, a resume, a restore) runs on the loop's
 /// `queue`, as does everything of a loop given an executor of its own (`executeOn:`).
 ///
@@ -130,6 +136,9 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// The loop's executor: the reducer, observers and feedback delivery run in it, one
     /// piece of work at a time.
     let section: SerialSection
+    /// The event loop whose thread applies what network threads emit (see "The
+    /// executor"); nil without event loops in the process, or with an executor of its own.
+    let home: (any TurnScheduler)?
     /// The name the loop was made with (a hosted Spin's name), given to Gears as source.
     public let label: String?
 
@@ -172,12 +181,15 @@ public final class SpinLoop<State: Sendable, Event: Sendable>: Sendable {
     /// was last suspended (so that `start` and `resume` give it exactly once); in `section`.
     nonisolated(unsafe) var feedbacksHaveState = false
 
+    /// - Parameter home: the event loop that applies what network threads emit; by
+    ///   default the process's next (`EndOfTurn.nextHome()`), none with an executor.
     init(spin: Spin<State, Event>, label: String?, sequence: UInt64, feedbackBudget: Int,
-         suspendsAt: (@Sendable (State) -> String?)? = nil) {
+         suspendsAt: (@Sendable (State) -> String?)? = nil, home: (any TurnScheduler)?? = nil) {
         precondition(feedbackBudget > 0, "a feedback budget must be positive")
         let queue = spin.executor ?? DispatchQueue(label: "spin.loop.\(label ?? String(describing: State.self))")
         self.queue = queue
         self.section = SerialSection(queue: queue, inline: spin.executor == nil)
+        self.home = spin.executor == nil ? home ?? EndOfTurn.nextHome() : nil
         self.label = label
         self.feedbackBudget = feedbackBudget
         self.reducer = spin.reducer

@@ -9,16 +9,27 @@ import Testing
 /// runs turns of `emit`s followed by the end-of-turn work, as SpinNet's event loops do.
 private final class TurnThread: TurnScheduler, @unchecked Sendable {  // hooks: its own thread only
     private var hooks: [() -> Void] = []
+    /// Work handed in (`enqueue`), run at the start of its next turn.
+    private let inbox = Protected<[@Sendable () -> Void]>([])
+    /// How many pieces of work were handed in.
+    let handedIn = Atomic<Int>(0)
 
     func atEndOfTurn(_ body: @escaping () -> Void) { hooks.append(body) }
 
+    func enqueue(_ body: @escaping @Sendable () -> Void) {
+        handedIn.add(1, ordering: .relaxed)
+        inbox.withLock { $0.append(body) }
+    }
+
     /// Runs `turns` on a new thread; `done` is signalled after the last.
-    static func run(turns: Int, _ turn: @escaping @Sendable (Int) -> Void, done: DispatchSemaphore) {
+    @discardableResult
+    static func run(turns: Int, _ turn: @escaping @Sendable (Int) -> Void, done: DispatchSemaphore,
+                    scheduler: TurnThread = TurnThread()) -> TurnThread {
         let thread = Thread {
-            let scheduler = TurnThread()
             EndOfTurn.install(scheduler)
             for index in 0..<turns {
                 usleep(200)  // a network thread waits for its sockets between turns
+                for work in scheduler.inbox.withLock({ inbox in defer { inbox = [] }; return inbox }) { work() }
                 turn(index)
                 while !scheduler.hooks.isEmpty {
                     let due = scheduler.hooks
@@ -29,6 +40,7 @@ private final class TurnThread: TurnScheduler, @unchecked Sendable {  // hooks: 
             done.signal()
         }
         thread.start()
+        return scheduler
     }
 }
 
@@ -77,6 +89,35 @@ struct RunToCompletionTests {
         }
         #expect(sequences.all == Array(1...1000))
         #expect(offTurnThreads.load(ordering: .relaxed) == 0)
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func aLoopWithAHome_AppliesEveryNetworkThreadsEvents_OnItsHome_HandedOverOncePerTurn() async {
+        let home = TurnThread()
+        let loop = Spin(initialState: [Int]()) {
+            Reducer { (state: [Int], event: Int) in state + [event] }
+        }.makeLoop(home: home)
+        loop.start()
+        let offHome = Atomic<Int>(0)
+        let observation = loop.observe { _ in
+            if EndOfTurn.current !== home { offHome.add(1, ordering: .relaxed) }
+        }
+        await withCheckedContinuation { continuation in loop.queue.async { continuation.resume() } }
+        let done = DispatchSemaphore(value: 0)
+        // The home's own turns emit nothing; it runs longer than the emitters, so that
+        // it takes in what they hand over last.
+        TurnThread.run(turns: 400, { _ in }, done: done, scheduler: home)
+        startTwoNetworkThreads(emitting: loop, done: done)
+        await wait(done, count: 3)
+        let final = await loop.firstState { $0.count == 1000 } ?? []
+        for emitter in 0..<2 {
+            #expect(final.filter { $0 / 1000 == emitter } == (0..<500).map { emitter * 1000 + $0 })
+        }
+        // Every event applied on the home's thread; ten events a turn handed over in one
+        // piece of work (at most one per emitter's turn: 100).
+        #expect(offHome.load(ordering: .relaxed) == 0)
+        #expect(home.handedIn.load(ordering: .relaxed) <= 100)
         observation.cancel()
         loop.stop()
     }

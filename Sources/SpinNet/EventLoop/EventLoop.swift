@@ -20,7 +20,10 @@ import SpinConcurrency
 /// turn (`atEndOfTurn`: a journal writes once for every request the turn applied). The
 /// wait is skipped while work is waiting. Work handed in from another thread wakes a
 /// sleeping loop through an eventfd, and only a sleeping one: a busy loop picks it up at
-/// the end of its turn.
+/// the end of its turn. What a loop hands to other loops at the end of its turn (events
+/// for a Spin whose home is another loop, acknowledgements for another loop's
+/// connections) is gathered and handed over once, when the turn's work is done: one
+/// lock and at most one wake-up per other loop and turn, however many requests it was for.
 ///
 /// Loops are shared by every server of the process (`EventLoop.loops(count:)`), like
 /// the threads of a pool: they start when first asked for and live as long as the
@@ -59,6 +62,11 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     // Confined to the loop's thread.
     private var running: [@Sendable () -> Void] = []
     private var endOfTurn: [() -> Void] = []
+    /// True while the end-of-turn work runs: what it hands to other loops waits in
+    /// `handOffs` until it is done.
+    private var endingTurn = false
+    /// Work this turn's end handed to other loops, per loop, sent when it is done.
+    private var handOffs: [(loop: EventLoop, work: [@Sendable () -> Void])] = []
     /// Registrations unwatched during this turn: released once no event of this turn's
     /// batch can name them any more.
     private var retired: [LoopRegistration] = []
@@ -92,6 +100,7 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
         }, context)
         precondition(created == 0, "spin-loop-\(index): pthread_create failed (\(created))")
         pthread_detach(thread)
+        EndOfTurn.addHome(self)
     }
 
     /// True when the caller runs on this loop's thread.
@@ -114,6 +123,9 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     /// once (from the loop's thread too: at the end of this turn), so it never runs
     /// inside the caller.
     func enqueue(_ body: @escaping @Sendable () -> Void) {
+        if let source = EndOfTurn.current as? EventLoop, source !== self, source.endingTurn {
+            return source.handOff(body, to: self)
+        }
         let wakes = inbox.withLock { inbox -> Bool in
             inbox.tasks.append(body)
             guard inbox.sleeping else { return false }
@@ -121,6 +133,34 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
             return true
         }
         if wakes { _ = eventfd_write(wakeFD, 1) }
+    }
+
+    /// Hands a batch of work over (`enqueue`, once for all of it).
+    private func enqueue(batch: [@Sendable () -> Void]) {
+        let wakes = inbox.withLock { inbox -> Bool in
+            inbox.tasks.append(contentsOf: batch)
+            guard inbox.sleeping else { return false }
+            inbox.sleeping = false
+            return true
+        }
+        if wakes { _ = eventfd_write(wakeFD, 1) }
+    }
+
+    /// Keeps `body` for `loop` until this turn's end is done (on this loop's thread).
+    private func handOff(_ body: @escaping @Sendable () -> Void, to loop: EventLoop) {
+        if let index = handOffs.firstIndex(where: { $0.loop === loop }) {
+            handOffs[index].work.append(body)
+        } else {
+            handOffs.append((loop, [body]))
+        }
+    }
+
+    /// Sends what the end of this turn handed to other loops, one batch per loop.
+    private func sendHandOffs() {
+        for index in handOffs.indices where !handOffs[index].work.isEmpty {
+            handOffs[index].loop.enqueue(batch: handOffs[index].work)
+            handOffs[index].work.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Runs `body` once at the end of the current turn, after every ready socket was
@@ -241,11 +281,14 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
                 timersDeferred = true
             }
             runTasks()
+            endingTurn = true
             while !endOfTurn.isEmpty {
                 let hooks = endOfTurn
                 endOfTurn.removeAll(keepingCapacity: true)
                 for hook in hooks { hook() }
             }
+            endingTurn = false
+            sendHandOffs()
         }
     }
 
