@@ -59,8 +59,9 @@ package struct StreamResume: Sendable, Equatable {
 /// `admit` decides whether a request may reach a route; `handle` routes what it
 /// admitted. Reads and errors are answered at once; events once they are applied and
 /// durable (`EventAcknowledgement`), without blocking the caller: `respond` is then
-/// called later, from another thread.
-package struct APIRouter: Sendable {
+/// called later, from another thread. A class: every closure of a request's way
+/// captures the router, which then costs one reference, not a copy of its members.
+package final class APIRouter: Sendable {
     package struct Limits: Sendable {
         /// Events that may wait in one Spin's inbox; beyond it POST answers 429 (and so it
         /// does when four times as many applied events wait for the disk), and a
@@ -83,12 +84,8 @@ package struct APIRouter: Sendable {
     /// Where acknowledgements wait for the journal and streams subscribe.
     package let feeds: SpinFeeds
     /// Events in and acknowledgements out: `POST .../events`, `.../resume` and a stream's
-    /// client events go through it. Made of the router's own metrics, feeds and limits
-    /// when asked for, not kept beside them: a router is copied into every closure that
-    /// captures it.
-    package var acknowledgement: EventAcknowledgement {
-        EventAcknowledgement(metrics: metrics, feeds: feeds, limits: limits)
-    }
+    /// client events go through it (made of the router's own metrics, feeds and limits).
+    package let acknowledgement: EventAcknowledgement
     /// Whether `/v1/echo` exists (`testing.echoEndpoint`); off it is a 404 like any
     /// unknown route.
     package let echoEndpoint: Bool
@@ -124,6 +121,7 @@ package struct APIRouter: Sendable {
         self.feeds = feeds
         self.echoEndpoint = echoEndpoint
         self.cluster = cluster
+        self.acknowledgement = EventAcknowledgement(metrics: metrics, feeds: feeds, limits: limits)
     }
 
     /// Routes a request `admit` made of what the parser read; `respond` is called exactly
@@ -165,13 +163,13 @@ package struct APIRouter: Sendable {
         case .metrics: call.reply(metricsPage())
         case .cluster: call.reply(clusterStatus())
         case .spins: spinList(call)
-        case .spin: ready(call) { $0.answer(spinDetail($0.name)) }
+        case .spin: ready(call) { $0.answer(self.spinDetail($0.name)) }
         case .spinCreate: createSpin(call)
         case .spinDelete: deleteSpin(call)
-        case .spinSchema: ready(call) { $0.answer(spinSchema($0.name)) }
-        case .spinEvents: ready(call, makes: true) { postEvents($0) }
-        case .spinResume: ready(call) { resumeSpin($0) }
-        case .spinStream: ready(call, makes: true) { $0.respond(spinStream($0)) }
+        case .spinSchema: ready(call) { $0.answer(self.spinSchema($0.name)) }
+        case .spinEvents: ready(call, makes: true) { self.postEvents($0) }
+        case .spinResume: ready(call) { self.resumeSpin($0) }
+        case .spinStream: ready(call, makes: true) { $0.respond(self.spinStream($0)) }
         case .gears: call.reply(gearList(for: call.caller.permissions))
         case .gearStream: call.respond(gearStream(call))
         case .echo: call.respond(openStream(call.request, .echo, identity: call.caller))
