@@ -16,6 +16,10 @@ package protocol TurnScheduler: AnyObject, Sendable {
     /// the end of its turn travels with the rest of that turn's hand-offs, in one batch
     /// (one lock, at most one wake-up), not one wake-up per piece.
     func enqueue(_ body: @escaping @Sendable () -> Void)
+
+    /// True while the scheduler's thread waits for something to do: work handed to it
+    /// then costs a wake-up (and, on a busy core, a wait for the thread to be scheduled).
+    var isIdle: Bool { get }
 }
 
 /// The calling thread's `TurnScheduler`, if it runs an event loop: what lets a Spin run
@@ -59,10 +63,10 @@ package enum EndOfTurn {
     }
 
     /// The next of the process's event loops, in turn (nil while none runs): the home of
-    /// a Spin's loop made now. Events that another loop's connections bring it are handed
-    /// to its home once per turn, and applied and journaled there, so that a Spin's work
-    /// stays on one thread and its state in one core's cache, and no two threads contend
-    /// for it (`SpinLoop`, "The executor").
+    /// a Spin's loop made now. While the home is busy, events that another loop's
+    /// connections bring the Spin are handed to it once per turn, and applied and
+    /// journaled there, so that busy threads do not contend for a Spin and its state
+    /// stays in one core's cache (`SpinLoop`, "The executor").
     package static func nextHome() -> (any TurnScheduler)? {
         homes.withLock { homes in
             guard !homes.schedulers.isEmpty else { return nil }

@@ -68,18 +68,18 @@ extension SpinLoop {
     }
 
     /// Has the pending events applied (`drain`), so that one pass applies what every
-    /// request of a turn brought: on a thread that runs an event loop, at the end of the
-    /// home's turn, in the section (at once when it is free, else by the thread in it) —
-    /// this turn's end on the home's thread; from another event loop, handed to the home
-    /// with the rest of this turn's hand-offs to it. Else on the loop's queue.
+    /// request of a turn brought: on a thread that runs an event loop, at the end of its
+    /// turn, in the section (at once when it is free, else by the thread in it). There,
+    /// a loop whose home is another event loop that is busy is handed to it, with the
+    /// rest of this turn's hand-offs to that loop, and applied at the end of the home's
+    /// turn; an idle home is not woken for it (the thread at hand applies it, as it would
+    /// for a loop without a home). Off event loops, on the loop's queue.
     func scheduleDrain() {
         guard section.inline, let turn = EndOfTurn.current else {
             return section.schedule { [self] in drain() }
         }
-        guard let home, home !== turn else {
-            return turn.atEndOfTurn { [self] in section.run { [self] in drain() } }
-        }
         turn.atEndOfTurn { [self] in
+            guard let home, home !== turn, !home.isIdle else { return section.run { [self] in drain() } }
             home.enqueue { [self] in
                 home.atEndOfTurn { [self] in section.run { [self] in drain() } }
             }

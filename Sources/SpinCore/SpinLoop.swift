@@ -15,15 +15,16 @@ import SpinConcurrency
 /// **The executor** is the loop's serial section (`SerialSection`): its work runs one
 /// piece at a time, in order, never two at once, as on a serial queue. Where it runs:
 /// events emitted on a thread that runs an event loop (`EndOfTurn`: the server's network
-/// threads) are applied by the loop's **home** at the end of a turn — every event the
-/// turn's requests brought in one pass. The home is one of the process's event loops,
-/// given to each loop in turn as it is made (`EndOfTurn.nextHome()`): events emitted on
+/// threads) are applied at the end of a turn, every event the turn's requests brought in
+/// one pass, by the loop's **home** while it is busy: one of the process's event loops,
+/// given to each loop in turn as it is made (`EndOfTurn.nextHome()`). Events emitted on
 /// the home's thread are applied at the end of its own turn, with no other thread woken;
 /// another event loop hands them over once per turn, with the rest of what its turn
-/// hands to the home, and the home applies them at the end of its next turn. So a loop's
-/// work stays on one thread and no two network threads contend for it. (In the section:
-/// when its queue is in it, the home's thread leaves the events to it.) Everything else
-/// (events emitted elsewhere,
+/// hands to the home, and the home applies them at the end of its current turn. So on
+/// busy loops a Spin's work stays on one thread and no two network threads contend for
+/// it. A home that is idle is not woken for them: the thread at hand applies them. (In
+/// the section: when the thread in it is another, that one applies them.) Everything
+/// else (events emitted elsewhere,
 /// those of feedbacks and Gears, a start, a resume, a restore) runs on the loop's
 /// `queue`, as does everything of a loop given an executor of its own (`executeOn:`).
 ///

@@ -13,6 +13,12 @@ private final class TurnThread: TurnScheduler, @unchecked Sendable {  // hooks: 
     private let inbox = Protected<[@Sendable () -> Void]>([])
     /// How many pieces of work were handed in.
     let handedIn = Atomic<Int>(0)
+    /// What `isIdle` answers: a turn thread runs its turns on a timer, busy or not.
+    let idle: Bool
+
+    init(idle: Bool = false) { self.idle = idle }
+
+    var isIdle: Bool { idle }
 
     func atEndOfTurn(_ body: @escaping () -> Void) { hooks.append(body) }
 
@@ -118,6 +124,29 @@ struct RunToCompletionTests {
         // piece of work (at most one per emitter's turn: 100).
         #expect(offHome.load(ordering: .relaxed) == 0)
         #expect(home.handedIn.load(ordering: .relaxed) <= 100)
+        observation.cancel()
+        loop.stop()
+    }
+
+    @Test func aLoopWhoseHomeIsIdle_IsAppliedByTheThreadThatBroughtTheEvents() async {
+        let home = TurnThread(idle: true)
+        let loop = Spin(initialState: [Int]()) {
+            Reducer { (state: [Int], event: Int) in state + [event] }
+        }.makeLoop(home: home)
+        loop.start()
+        let onHome = Atomic<Int>(0)
+        let observation = loop.observe { _ in
+            if EndOfTurn.current === home { onHome.add(1, ordering: .relaxed) }
+        }
+        await withCheckedContinuation { continuation in loop.queue.async { continuation.resume() } }
+        let done = DispatchSemaphore(value: 0)
+        TurnThread.run(turns: 400, { _ in }, done: done, scheduler: home)
+        startTwoNetworkThreads(emitting: loop, done: done)
+        await wait(done, count: 3)
+        let final = await loop.firstState { $0.count == 1000 } ?? []
+        #expect(final.count == 1000)
+        #expect(onHome.load(ordering: .relaxed) == 0)
+        #expect(home.handedIn.load(ordering: .relaxed) == 0)
         observation.cancel()
         loop.stop()
     }

@@ -135,6 +135,10 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
         if wakes { _ = eventfd_write(wakeFD, 1) }
     }
 
+    /// True while the loop waits in `epoll_wait` with nothing to do (or was woken and
+    /// has not run since).
+    var isIdle: Bool { inbox.withLock { $0.sleeping } }
+
     /// Hands a batch of work over (`enqueue`, once for all of it).
     private func enqueue(batch: [@Sendable () -> Void]) {
         let wakes = inbox.withLock { inbox -> Bool in
