@@ -78,9 +78,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         self.traits = traits
     }
 
+    /// The loop once made, read without the lock (every request reads it; it is made once
+    /// and never replaced).
+    private let made = AtomicLazyReference<SpinLoop<State, Event>>()
+
     /// The loop, made on first use (`prepare`), so that every read has one.
     private var running: SpinLoop<State, Event> {
-        loop(feedbackBudget: SpinLoop<State, Event>.defaultFeedbackBudget)
+        made.load() ?? loop(feedbackBudget: SpinLoop<State, Event>.defaultFeedbackBudget)
     }
 
     private func loop(feedbackBudget: Int) -> SpinLoop<State, Event> {
@@ -91,7 +95,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 .makeLoop(label: name, sequence: recovered?.sequence ?? 0, feedbackBudget: feedbackBudget,
                           suspendingAt: traits.suspendsAt)
             core.loop = made
-            return made
+            return self.made.storeIfNil(made)
         }
     }
 

@@ -117,7 +117,10 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
     var keepAlive: Bool { requestKeepsAlive && !shuttingDown }
 
     /// True while a request is being answered.
-    var isProcessing: Bool { state == .processing }
+    /// Matched, not compared: the synthesized `==` copies both states on every request.
+    var isProcessing: Bool {
+        if case .processing = state { true } else { false }
+    }
 
     /// The connection deadline this state asks for (none once closed: the driver then
     /// leaves the last one armed until SpinNet's linger takes over).
@@ -156,7 +159,7 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
             return .wait
         }
         parser.feed(bytes)
-        if state == .processing {
+        if isProcessing {
             // Pipelined bytes wait in the parser until the answer is written; past one
             // full request's worth, stop reading (the kernel's buffers push back).
             if !readingPaused, parser.bufferedByteCount > limits.maxBufferedInput {
@@ -227,7 +230,7 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
     /// The answer to the request being processed is written (`keepAlive`: whether its
     /// head let the connection stay open).
     mutating func responseWritten(keepAlive: Bool, now: Instant) -> Action {
-        guard state == .processing else { return .wait }
+        guard isProcessing else { return .wait }
         parser.declineUpgrade()   // a refused upgrade candidate: HTTP goes on
         guard keepAlive else {
             state = .closed
@@ -246,14 +249,14 @@ struct HTTPConnectionStateMachine<Instant: InstantProtocol>: Sendable where Inst
     /// The request being processed became a WebSocket: returns the bytes read past it
     /// (the first frames).
     mutating func upgraded(now: Instant) -> [UInt8] {
-        guard state == .processing else { return [] }
+        guard isProcessing else { return [] }
         state = .streaming
         return parser.acceptUpgrade()
     }
 
     /// The request being processed is answered with a stream of server-sent events.
     mutating func startedEventStream(now: Instant) {
-        guard state == .processing else { return }
+        guard isProcessing else { return }
         parser.declineUpgrade()
         state = .streaming
     }
