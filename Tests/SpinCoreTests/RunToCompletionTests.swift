@@ -99,37 +99,11 @@ struct RunToCompletionTests {
         loop.stop()
     }
 
-    @Test func aLoopWithAHome_AppliesEveryNetworkThreadsEvents_OnItsHome_HandedOverOncePerTurn() async {
-        let home = TurnThread()
-        let loop = Spin(initialState: [Int]()) {
-            Reducer { (state: [Int], event: Int) in state + [event] }
-        }.makeLoop(home: home)
-        loop.start()
-        let offHome = Atomic<Int>(0)
-        let observation = loop.observe { _ in
-            if EndOfTurn.current !== home { offHome.add(1, ordering: .relaxed) }
-        }
-        await withCheckedContinuation { continuation in loop.queue.async { continuation.resume() } }
-        let done = DispatchSemaphore(value: 0)
-        // The home's own turns emit nothing; it runs longer than the emitters, so that
-        // it takes in what they hand over last.
-        TurnThread.run(turns: 400, { _ in }, done: done, scheduler: home)
-        startTwoNetworkThreads(emitting: loop, done: done)
-        await wait(done, count: 3)
-        let final = await loop.firstState { $0.count == 1000 } ?? []
-        for emitter in 0..<2 {
-            #expect(final.filter { $0 / 1000 == emitter } == (0..<500).map { emitter * 1000 + $0 })
-        }
-        // Every event applied on the home's thread; ten events a turn handed over in one
-        // piece of work (at most one per emitter's turn: 100).
-        #expect(offHome.load(ordering: .relaxed) == 0)
-        #expect(home.handedIn.load(ordering: .relaxed) <= 100)
-        observation.cancel()
-        loop.stop()
-    }
-
-    @Test func aLoopWhoseHomeIsIdle_IsAppliedByTheThreadThatBroughtTheEvents() async {
-        let home = TurnThread(idle: true)
+    /// Two network threads emit 1,000 events into a loop whose home is `home` (its own
+    /// turns emit nothing, and it runs longer than theirs, so that it takes in what they
+    /// hand over last). Returns the final state and how many transitions were observed
+    /// on the home's thread.
+    private func emitIntoALoop(homedOn home: TurnThread) async -> (state: [Int], onHome: Int) {
         let loop = Spin(initialState: [Int]()) {
             Reducer { (state: [Int], event: Int) in state + [event] }
         }.makeLoop(home: home)
@@ -144,11 +118,29 @@ struct RunToCompletionTests {
         startTwoNetworkThreads(emitting: loop, done: done)
         await wait(done, count: 3)
         let final = await loop.firstState { $0.count == 1000 } ?? []
-        #expect(final.count == 1000)
-        #expect(onHome.load(ordering: .relaxed) == 0)
-        #expect(home.handedIn.load(ordering: .relaxed) == 0)
         observation.cancel()
         loop.stop()
+        return (final, onHome.load(ordering: .relaxed))
+    }
+
+    @Test func aLoopWithABusyHome_AppliesEveryNetworkThreadsEvents_OnItsHome_HandedOverOncePerTurn() async {
+        let home = TurnThread()
+        let (final, onHome) = await emitIntoALoop(homedOn: home)
+        for emitter in 0..<2 {
+            #expect(final.filter { $0 / 1000 == emitter } == (0..<500).map { emitter * 1000 + $0 })
+        }
+        // Every event applied on the home's thread; ten events a turn handed over in one
+        // piece of work (at most one per emitter's turn: 100).
+        #expect(onHome == 1000)
+        #expect(home.handedIn.load(ordering: .relaxed) <= 100)
+    }
+
+    @Test func aLoopWhoseHomeIsIdle_IsAppliedByTheThreadThatBroughtTheEvents() async {
+        let home = TurnThread(idle: true)
+        let (final, onHome) = await emitIntoALoop(homedOn: home)
+        #expect(final.count == 1000)
+        #expect(onHome == 0)
+        #expect(home.handedIn.load(ordering: .relaxed) == 0)
     }
 
     @Test func networkThreadsAndAPlainEmitter_KeepEachOnesOrder_AndLoseNothing() async {
