@@ -7,7 +7,8 @@
 #   Benchmarks/postgres-journal.sh [seconds per run=10]
 #
 # Prints one Markdown row per run: synchronous_commit, connections (a spin-server node
-# writes its journals through one connection, so connections = nodes), Spins written,
+# commits its journals on three, PostgresSpinStore.commitConnections: one node is up to
+# three connections committing at once, more nodes more), Spins written,
 # events per INSERT, INSERTs (commits) per second, events per second, mean latency.
 # DATABASE_URL=postgresql://... measures an existing database instead (it must allow
 # CREATE TABLE; the script makes and drops spin_journal_bench there). Needs the Debian

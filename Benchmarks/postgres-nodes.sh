@@ -11,10 +11,11 @@
 # leaseSeconds 10) and one release spin-server on the file backend (fsync batch). Each
 # round then runs, one after the other (the disk's sync rate drifts on a shared machine,
 # so every ratio is taken within a round):
-#   - pgbench, one connection (a node writes every journal through one), the INSERT of
-#     Benchmarks/postgres-journal.sh with as many events per INSERT as wrk has
-#     connections (every event in flight in one commit: the most a commit can carry under
-#     this load): the ceiling; and the same with the node's whole statement (the lease
+#   - pgbench, one connection, the INSERT of Benchmarks/postgres-journal.sh with as many
+#     events per INSERT as wrk has connections (every event in flight in one commit: the
+#     most a commit can carry under this load): the ceiling (the same since issue 21,
+#     when a node wrote every journal through one connection; it commits on three now,
+#     PostgresCommitPipeline); and the same with the node's whole statement (the lease
 #     fence's row locked FOR SHARE in the INSERT's statement, PostgresSpinStore.insertFenced);
 #   - wrk POSTing {"type":"increase"} to /v1/spins/counter/events through the owner, then
 #     through the other node (which relays to the owner), then to the file-backend server.
@@ -274,7 +275,7 @@ num = lambda r, label, i: float(r[label][i])
 print()
 print("| ratio | median (per round) | target |")
 print("|---|---|---|")
-print(f"| owner events/s ÷ pgbench ceiling events/s | {ratio(lambda r: num(r, 'owner', 1) / num(r, 'ceiling', 1))} | ≥ 0.7 |")
+print(f"| owner events/s ÷ pgbench ceiling events/s | {ratio(lambda r: num(r, 'owner', 1) / num(r, 'ceiling', 1))} | ≥ 0.5 |")
 print(f"| owner commits/s ÷ pgbench ceiling commits/s | {ratio(lambda r: (num(r, 'owner', 1) / num(r, 'owner', 4)) / (num(r, 'ceiling', 1) / num(r, 'ceiling', 4)))} | |")
 print(f"| relay p99 ÷ owner p99 | {ratio(lambda r: num(r, 'relay', 3) / num(r, 'owner', 3))} | ≤ 1.3 |")
 print(f"| relay p50 ÷ owner p50 | {ratio(lambda r: num(r, 'relay', 2) / num(r, 'owner', 2))} | |")

@@ -115,19 +115,26 @@ struct PostgresSpinStoreTests {
         store.close()
     }
 
-    @Test func aBatchWithoutItsEnd_IsATornTail_CutAtStart() throws {
+    /// A record of a batch without its end (2, not ending it), and a record after a gap
+    /// (3: as if the commit of 2 failed while the one of 3, on another connection, went
+    /// through): a torn tail, cut at start, and the journal goes on after record 1.
+    @Test(arguments: ["2, '\\x7b7d', false", "3, '\\x7b7d', true"])
+    func recordsAfterTheLastWholeBatch_AreATornTail_CutAtStart(row: String) throws {
         let url = try Self.freshDatabase()
         let (store, _) = try Self.make(url)
         try store.append([Self.record(1)], spin: "counter")
         try store.commit(spin: "counter", sync: true)
         store.close()
         let admin = try PostgresConnection(url: url)
-        _ = try admin.query("INSERT INTO spin_journal VALUES ('counter', 2, '\\x7b7d', false)")
+        _ = try admin.query("INSERT INTO spin_journal VALUES ('counter', \(row))")
 
         let (again, stored) = try Self.make(url)
         #expect(stored.records == [Self.record(1)])
         #expect(stored.damage?.kind == .tornTail)
         #expect(try admin.query("SELECT count(*) FROM spin_journal").int(0, 0) == 1)
+        try again.append([Self.record(2)], spin: "counter")
+        try again.commit(spin: "counter", sync: true)
+        #expect(try again.read(spin: "counter", repair: false).records == [Self.record(1), Self.record(2)])
         again.close()
         admin.close()
     }
@@ -153,6 +160,62 @@ struct PostgresSpinStoreTests {
         #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1), Self.record(2)])
         // The single-server lock was taken again with the new connection.
         #expect(throws: (any Error).self) { try PostgresSpinStore(url: url).open() }
+        store.close()
+        admin.close()
+    }
+
+    @Test func commitsOnTheirWay_CompleteInOrder_AndAFailedOneFailsTheOnesAfterIt() throws {
+        // Holds the first commit's transaction until `release`, refuses the second's.
+        final class Fence: JournalFence, @unchecked Sendable {
+            let lock = NSLock()
+            var checks = 0
+            let release = DispatchSemaphore(value: 0)
+            func check(spin: String, connection: PostgresConnection) throws {
+                let count = lock.withLock { checks += 1; return checks }
+                if count == 1 { release.wait() }
+                if count == 2 { throw FencedOut(node: "n", spin: spin, partition: 0, epoch: 1) }
+            }
+            var count: Int { lock.withLock { checks } }
+        }
+        final class Told: @unchecked Sendable {
+            let lock = NSLock()
+            var outcomes: [String] = []
+            func tell(_ name: String, _ error: (any Error)?) {
+                lock.withLock { outcomes.append(error == nil ? name : "\(name) failed") }
+            }
+        }
+        func waitUntil(_ condition: () throws -> Bool) throws {
+            let deadline = Date().addingTimeInterval(10)
+            while try !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(try condition())
+        }
+        let url = try Self.freshDatabase()
+        let fence = Fence()
+        let (store, _) = try Self.make(url, fence: fence)
+        let admin = try PostgresConnection(url: url)
+        let told = Told()
+        let all = DispatchGroup()
+        for sequence in UInt64(1)...3 {
+            try store.append([Self.record(sequence)], spin: "counter")
+            all.enter()
+            store.beginCommit(spin: "counter", sync: true) { told.tell("\(sequence)", $0); all.leave() }
+            // Each on a connection of its own, the first still in its transaction.
+            try waitUntil { fence.count == Int(sequence) }
+        }
+        // The third reached the database before the first: nothing is told before the first.
+        try waitUntil { try admin.query("SELECT count(*) FROM spin_journal WHERE sequence = 3").int(0, 0) == 1 }
+        #expect(told.outcomes.isEmpty)
+        fence.release.signal()
+        all.wait()
+        #expect(told.outcomes == ["1", "2 failed", "3 failed"])
+        // What the failure leaves: the third's record, after a commit that failed, goes.
+        store.discardUncommitted(spin: "counter")
+        try store.probe()
+        try store.reopen(spin: "counter")
+        #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1)])
+        try store.append([Self.record(2)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1), Self.record(2)])
         store.close()
         admin.close()
     }

@@ -27,8 +27,9 @@ extension Journal {
         section.schedule { [self] in
             writeIncoming()
             guard let journal = spins[spin], journal.health == .healthy else { return }
-            // The complete batches before the fault are good: durable now, not dropped.
-            if journal.unsynced { commit(journal, sync: true) }
+            // The complete batches before the fault are good: durable now, not dropped
+            // (with the commits on their way: what the Spin goes back to includes them).
+            if journal.unsynced || !journal.commitsInFlight.isEmpty { commit(journal, sync: true, waiting: true) }
             guard journal.health == .healthy else { return }
             logger.error("journal of \(spin): \(error); the Spin goes back to sequence \(journal.feed.snapshot.sequence)")
             journal.goesOnAtOnce = true

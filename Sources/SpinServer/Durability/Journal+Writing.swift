@@ -175,14 +175,20 @@ extension Journal {
         for journal in written where journal.unsynced && spins[journal.name] === journal { commit(journal, sync: true) }
     }
 
-    func commit(_ journal: SpinJournal, sync: Bool) {
+    /// `waiting`: until the store committed, with every commit of the Spin before it
+    /// (else a store that keeps commits in flight does so, `beginCommit`).
+    func commit(_ journal: SpinJournal, sync: Bool, waiting: Bool = false) {
         journal.unsynced = false
         guard journal.health == .healthy else { return }
+        if !waiting, journal.outboxWritten.isEmpty, let pipelined = store as? any PipelinedCommits {
+            return beginCommit(journal, sync: sync, on: pipelined)
+        }
         do {
             try store.commit(spin: journal.name, sync: sync)
         } catch {
             return fail(journal, error)
         }
+        journal.commitsInFlight.removeAll()
         markDurable(journal)
     }
 
@@ -204,13 +210,13 @@ extension Journal {
     /// Records between two compactions: with at least `retain` kept, a journal holds
     /// between `retain` and `retain + compactEvery` records, so rewriting it costs at
     /// most one extra write per event, and recovery replays at most that many.
-    private var compactEvery: Int { max(1000, retain) }
+    var compactEvery: Int { max(1000, retain) }
 
     /// Once the journal holds `retain + compactEvery` records: the state `retain` events
     /// back becomes the snapshot, and the journal is rewritten with the events after it.
     /// The store replaces both so that a crash at any point leaves a snapshot and a
     /// journal that fit (recovery skips records the snapshot covers).
-    private func compactIfDue(_ journal: SpinJournal) {
+    func compactIfDue(_ journal: SpinJournal) {
         // Records of a batch still arriving (`journal.batch`) are only in memory: they are
         // appended to the rewritten journal once their batch is complete.
         guard journal.records >= retain + compactEvery,

@@ -113,6 +113,8 @@ package final class Journal: @unchecked Sendable {
         /// The last sequence written to the store.
         var written: UInt64
         var unsynced = false
+        /// The `written` of each commit begun and not yet told (`beginCommit`), oldest first.
+        var commitsInFlight: [UInt64] = []
         /// Records in the store's journal (what compaction looks at).
         var records: Int
         var health: Health = .healthy
@@ -165,6 +167,7 @@ package final class Journal: @unchecked Sendable {
             batch.removeAll()
             complete = 0
             unsynced = false
+            commitsInFlight.removeAll()
             outboxBatch.removeAll()
             outboxComplete = 0
             outboxWritten.removeAll()

@@ -92,6 +92,7 @@ extension PostgresSpinStore {
     package func make(_ spins: [(name: String, spin: MadeSpin, epoch: String)]) throws {
         guard !spins.isEmpty else { return }
         let names = spins.map(\.name)
+        drainCommits(of: names)
         try fencedChange(of: names) { connection in
             try removeHistory(of: names, connection)
             _ = try connection.query("""
@@ -108,6 +109,14 @@ extension PostgresSpinStore {
                 """, [.textArray(names), .textArray(spins.map(\.epoch))])
         }
         locked { for name in names { journals[name] = nil } }
+    }
+
+    /// Waits until no commit of `names` is on its way (of a journal that failed as it was
+    /// retired): none lands after their history is removed.
+    private func drainCommits(of names: [String]) {
+        locked {
+            for name in names { if let journal = journals[name] { pipeline?.drain(journal.chain) } }
+        }
     }
 
     /// The journal, snapshot, epoch and suspension of `names` (not their outbox rows: those
@@ -129,6 +138,7 @@ extension PostgresSpinStore {
 
     /// One fenced, synced transaction (`fencedChange`).
     package func delete(_ name: String) throws {
+        drainCommits(of: [name])
         try fencedChange(of: [name]) { connection in
             _ = try connection.query("DELETE FROM spin_made WHERE name = $1", [.text(name)])
             try removeHistory(of: [name], connection)

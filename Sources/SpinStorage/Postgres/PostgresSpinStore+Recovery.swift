@@ -14,9 +14,16 @@ extension PostgresSpinStore {
                 try PostgresSchema.migrate(connection)
                 try takeOwnership(connection)
                 self.connection = connection
+                pipeline = PostgresCommitPipeline(connections: commitConnections) { [weak self] records, spin, sync, connection, session in
+                    guard let self else { throw PostgresError(sqlState: PostgresError.connectionFailure, message: "the store was closed") }
+                    try self.store(records, spin: spin, sync: sync, connection, session: &session)
+                }
+                try refreshPool()
                 let rows = try connection.query("SELECT clean FROM spin_nodes WHERE node = $1", [.text(node)])
                 return rows.count == 1 && rows.bool(0, 0) == true
             } catch {
+                pipeline?.close()
+                pipeline = nil
                 connection?.close()
                 connection = nil
                 throw OpenFailure(location: location, reason: error)
@@ -46,9 +53,7 @@ extension PostgresSpinStore {
     }
 
     func connect() throws -> PostgresConnection {
-        let connection = try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
-        synchronousCommit = nil
-        return connection
+        try PostgresConnection(url: url, timeoutSeconds: connectTimeout)
     }
 
     /// Single-server mode: the session advisory lock, or `InUse` naming who holds it.
@@ -74,12 +79,16 @@ extension PostgresSpinStore {
     }
 
     /// Reads the snapshot, journal and epoch. A trailing run of records without its batch
-    /// end (which one-statement commits never leave) is reported as a torn tail.
+    /// end (which one-statement commits never leave), or records after a gap in the
+    /// sequences (a commit that failed while a later one of the Spin went through,
+    /// `PostgresCommitPipeline`: never acknowledged), is reported as a torn tail.
     package func read(spin: String, repair: Bool) throws -> StoredSpin {
         try locked {
             // A cluster node reads a Spin when it takes its lease, maybe just after the
             // database came back: no commit is under way then, so a new connection is safe.
             try reconnectIfLost()
+            // Commits of an earlier turn of this Spin here land (or not) before it is read.
+            if let earlier = journals[spin] { pipeline?.drain(earlier.chain) }
             let connection = try live()
             let snapshot = try connection.query("SELECT document FROM spin_snapshots WHERE spin = $1", [.text(spin)])
             let epoch = try connection.query("SELECT epoch FROM spin_epochs WHERE spin = $1", [.text(spin)])
@@ -94,11 +103,13 @@ extension PostgresSpinStore {
             let outboxEnd = try connection.query(
                 "SELECT coalesce(max(sender_position), 0)::int8 FROM spin_gear_outbox WHERE sender = $1", [.text(spin)])
             let lastOutboxPosition = UInt64(clamping: outboxEnd.int(0, 0) ?? 0)
-            let whole = (records.lastIndex(where: \.endsBatch) ?? -1) + 1
+            let whole = Self.wholeCount(records)
             var damage: JournalRecord.Damage?
             if whole < records.count {
-                damage = JournalRecord.Damage(kind: .tornTail, offset: whole,
-                                              reason: "records from sequence \(records[whole].sequence) without their batch's last record",
+                let reason = whole > 0 && records[whole].sequence != records[whole - 1].sequence &+ 1
+                    ? "records from sequence \(records[whole].sequence) after a gap from \(records[whole - 1].sequence) (a commit that failed while a later one went through, never acknowledged)"
+                    : "records from sequence \(records[whole].sequence) without their batch's last record"
+                damage = JournalRecord.Damage(kind: .tornTail, offset: whole, reason: reason,
                                               bytesAfter: records[whole...].reduce(0) { $0 + $1.payload.count })
                 records.removeSubrange(whole...)
             }
@@ -113,15 +124,37 @@ extension PostgresSpinStore {
     package func startJournal(spin: String, cuttingAt damage: JournalRecord.Damage?) throws {
         try locked {
             let connection = try live()
-            let last = try connection.query(
-                "SELECT max(sequence) FROM spin_journal WHERE spin = $1 AND batch_end", [.text(spin)]).int(0, 0)
-            let committedLast = last.map { UInt64(bitPattern: $0) }
-            if damage != nil { try deleteRecords(of: spin, after: committedLast, connection) }
+            let committedLast: UInt64?
+            if damage != nil {
+                let rows = try connection.query("SELECT sequence, batch_end FROM spin_journal WHERE spin = $1 ORDER BY sequence",
+                                                [.text(spin)])
+                let records = (0..<rows.count).map {
+                    JournalRecord.Record(sequence: UInt64(bitPattern: rows.int($0, 0) ?? 0), payload: [], endsBatch: rows.bool($0, 1) ?? true)
+                }
+                let whole = Self.wholeCount(records)
+                committedLast = whole > 0 ? records[whole - 1].sequence : nil
+                try deleteRecords(of: spin, after: committedLast, connection)
+            } else {
+                committedLast = try connection.query(
+                    "SELECT max(sequence) FROM spin_journal WHERE spin = $1 AND batch_end", [.text(spin)]).int(0, 0)
+                    .map { UInt64(bitPattern: $0) }
+            }
             // A made Spin that rested is awake from here: a start (or the next owner of its
             // partition) reads it again.
             _ = try connection.query("UPDATE spin_made SET resting = false WHERE name = $1 AND resting", [.text(spin)])
             journals[spin] = SpinJournal(committedLast: committedLast)
         }
+    }
+
+    /// How many of `records` (in sequence order) form the journal: up to the first that
+    /// does not follow the one before it (a gap), and of those up to the last batch end.
+    static func wholeCount(_ records: [JournalRecord.Record]) -> Int {
+        var contiguous = records.count
+        for index in records.indices.dropFirst() where records[index].sequence != records[index - 1].sequence &+ 1 {
+            contiguous = index
+            break
+        }
+        return (records[..<contiguous].lastIndex(where: \.endsBatch) ?? -1) + 1
     }
 
     func deleteRecords(of spin: String, after last: UInt64?, _ connection: PostgresConnection) throws {

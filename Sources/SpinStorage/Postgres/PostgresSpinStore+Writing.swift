@@ -10,19 +10,46 @@ extension PostgresSpinStore {
         locked { journals[spin]?.pending += batch }
     }
 
-    /// Inserts everything appended to `spin` since the last commit in one statement: a
-    /// lease fence's row check goes into that statement (one round trip, one transaction:
-    /// `insertFenced`), another fence runs in a transaction with it. Outbox records among
-    /// them go to `spin_gear_outbox` in the same transaction (`commitWithOutbox`).
+    /// Inserts everything appended to `spin` since the last commit in one statement
+    /// (`beginCommit`), and waits until it and every commit of `spin` before it completed.
     package func commit(spin: String, sync: Bool) throws {
-        try locked {
-            guard let journal = journals[spin], !journal.pending.isEmpty else { return }
-            let connection = try live()
-            if synchronousCommit != sync {
-                try connection.execute("SET synchronous_commit TO \(sync ? "on" : "off")")
-                synchronousCommit = sync
+        let outcome = CommitOutcome()
+        beginCommit(spin: spin, sync: sync) { outcome.tell($0) }
+        try outcome.wait()
+    }
+
+    /// Inserts everything appended to `spin` since the last commit in one statement on
+    /// one of the pool's connections, after the commits of `spin` before it (or with the
+    /// one still waiting for a connection): a lease fence's row check goes into that
+    /// statement (one round trip, one transaction: `insertFenced`), another fence runs in
+    /// a transaction with it. Outbox records among them go to `spin_gear_outbox` in the
+    /// same transaction (`commitWithOutbox`). `done` is called on the connection's thread,
+    /// or at once (nothing to wait for); see `PostgresCommitPipeline` for the order and
+    /// the failures.
+    package func beginCommit(spin: String, sync: Bool, done: @escaping @Sendable ((any Error)?) -> Void) {
+        // Enqueued under the lock: a Spin's commits go in the order of their calls.
+        locked {
+            guard let journal = journals[spin] else { return done(nil) }
+            guard let pipeline else {
+                return done(PostgresError(sqlState: PostgresError.connectionFailure, message: "the connection to the database is lost"))
             }
-            let (events, outbox) = Self.split(journal.pending)
+            let records = journal.pending
+            journal.pending.removeAll(keepingCapacity: true)
+            pipeline.enqueue(records, spin: spin, chain: journal.chain, sync: sync, done: done)
+        }
+    }
+
+    /// One commit of the pipeline, on a connection of its own: `records` of `spin` in
+    /// one transaction. `session`: that connection's `synchronous_commit`.
+    func store(_ records: [JournalRecord.Record], spin: String, sync: Bool, _ connection: PostgresConnection,
+               session: inout Bool?) throws {
+        guard !records.isEmpty else { return }
+        do {
+            if session != sync {
+                try connection.execute("SET synchronous_commit TO \(sync ? "on" : "off")")
+                session = sync
+            }
+            let (events, outbox) = Self.split(records)
             if !outbox.isEmpty {
                 try commitWithOutbox(events, outbox, spin: spin, connection)
             } else if let fence, let lease = try fence.lease(of: spin) {
@@ -35,9 +62,17 @@ extension PostgresSpinStore {
             } else {
                 try insert(events, spin: spin, connection)
             }
-            journal.pending.removeAll(keepingCapacity: true)
-            if let last = events.last { journal.committedLast = last.sequence }
+        } catch let error as PostgresError where error.isConnectionFailure {
+            // Lost: `probe` gives the pool a new one.
+            connection.close()
+            throw error
         }
+    }
+
+    /// The last committed sequence of `journal`, once none of its commits is on its way.
+    func settled(_ journal: SpinJournal) -> UInt64? {
+        guard let pipeline else { return journal.chain.committedLast }
+        return pipeline.settled(journal.chain)
     }
 
     /// The event records and the outbox records of appended batches: an event record
@@ -127,6 +162,7 @@ extension PostgresSpinStore {
         try locked {
             guard let journal = journals[spin] else { return }
             let connection = try live()
+            _ = settled(journal)
             try connection.transaction {
                 _ = try connection.query("""
                     INSERT INTO spin_snapshots (spin, document) VALUES ($1, $2)
@@ -145,48 +181,72 @@ extension PostgresSpinStore {
                 }
             }
             journal.pending.removeAll()
-            journal.committedLast = records.last?.sequence
+            pipeline?.settle(journal.chain, committedLast: records.last?.sequence)
         }
     }
 
     // MARK: Failures
 
     /// Forgets what was appended since the last commit (a failed commit stored nothing,
-    /// or, when the connection broke during it, `reopen` deletes what it may have stored).
+    /// or, when the connection broke during it, `reopen` deletes what it may have stored;
+    /// commits of `spin` still on their way complete as they would).
     package func discardUncommitted(spin: String) {
         locked { journals[spin]?.pending.removeAll() }
     }
 
     /// Reconnects when the connection was lost (taking the server's lock again), then
     /// makes a small write (this node's row says it is in use, as it already does) to see
-    /// that the database takes writes. It leaves the heartbeat to the lease loop: a node
-    /// that left the cluster must not look alive again.
+    /// that the database takes writes, and gives the pool new connections for its lost
+    /// ones. It leaves the heartbeat to the lease loop: a node that left the cluster must
+    /// not look alive again.
     package func probe() throws {
         try locked {
-            try reconnectIfLost()
             do {
-                _ = try live().query("UPDATE spin_nodes SET clean = false WHERE node = $1", [.text(node)])
-            } catch {
-                // A broken connection libpq has not noticed yet: the next probe reconnects.
-                if let error = error as? PostgresError, error.isConnectionFailure { connection?.close() }
-                throw error
+                try reconnectIfLost()
+                try markInUseNow()
+            } catch let error as PostgresError where error.isConnectionFailure {
+                // A broken connection libpq had not noticed (the commits fail on the
+                // pool's): once more on a new one.
+                connection?.close()
+                try reconnectIfLost()
+                try markInUseNow()
             }
+            // The database is this server's again: the pool's lost connections come back.
+            try refreshPool(checking: true)
         }
     }
 
-    /// A new connection (the lock taken again) when there is none or it was lost. Under `lock`.
-    func reconnectIfLost() throws {
-        guard connection?.isConnected != true else { return }
-        connection?.close()
-        connection = nil
-        let fresh = try connect()
+    private func markInUseNow() throws {
         do {
-            try takeOwnership(fresh)
+            _ = try live().query("UPDATE spin_nodes SET clean = false WHERE node = $1", [.text(node)])
         } catch {
-            fresh.close()
+            if let error = error as? PostgresError, error.isConnectionFailure { connection?.close() }
             throw error
         }
-        connection = fresh
+    }
+
+    /// New connections for the pool's lost ones (`checking`: asking each whether it
+    /// works). Under `lock`, with the main connection holding the database.
+    func refreshPool(checking: Bool = false) throws {
+        try pipeline?.refresh(checking: checking) { try connect() }
+    }
+
+    /// A new connection (the lock taken again) when there is none or it was lost, and the
+    /// pool's lost ones when they can be made (`probe` says when they cannot). Under `lock`.
+    func reconnectIfLost() throws {
+        if connection?.isConnected != true {
+            connection?.close()
+            connection = nil
+            let fresh = try connect()
+            do {
+                try takeOwnership(fresh)
+            } catch {
+                fresh.close()
+                throw error
+            }
+            connection = fresh
+        }
+        try? refreshPool()
     }
 
     /// Deletes records after the last known commit: a commit cut off by a lost
@@ -205,6 +265,9 @@ extension PostgresSpinStore {
         try locked {
             guard let journal = journals[spin] else { return nil }
             journal.pending.removeAll()
+            // Every commit on its way lands (or not) before anything is cut.
+            pipeline?.drain(journal.chain)
+            let committedLast = journal.chain.committedLast
             let connection = try live()
             // A commit whose answer was lost may have landed: its journal rows go (the
             // Spin went back before them), but its outbox rows were announced and may have
@@ -216,7 +279,7 @@ extension PostgresSpinStore {
                     [.text(spin)]).int(0, 0) ?? 0)
             }
             let cut = { [self] in
-                if let expected = journal.committedLast {
+                if let expected = committedLast {
                     let found = try connection.query("SELECT max(sequence) FROM spin_journal WHERE spin = $1", [.text(spin)])
                         .int(0, 0).map { UInt64(bitPattern: $0) }
                     if found.map({ $0 < expected }) ?? true {
@@ -224,7 +287,7 @@ extension PostgresSpinStore {
                         throw LostCommits(spin: spin, expected: expected, found: found)
                     }
                 }
-                try deleteRecords(of: spin, after: journal.committedLast, connection)
+                try deleteRecords(of: spin, after: committedLast, connection)
             }
             guard let fence else {
                 try cut()
@@ -246,5 +309,21 @@ extension PostgresSpinStore {
         package var description: String {
             "the database lost acknowledged commits of \(spin)'s journal: it ends at \(found.map(String.init) ?? "no record"), the last commit was \(expected) (did it crash with synchronous_commit off, storage.fsync none?); restart the server to recover what the database has, under a new epoch"
         }
+    }
+}
+
+/// The outcome of a commit, for a caller that waits for it.
+private final class CommitOutcome: @unchecked Sendable {
+    private let told = DispatchSemaphore(value: 0)
+    private var error: (any Error)?
+
+    func tell(_ error: (any Error)?) {
+        self.error = error
+        told.signal()
+    }
+
+    func wait() throws {
+        told.wait()
+        if let error { throw error }
     }
 }

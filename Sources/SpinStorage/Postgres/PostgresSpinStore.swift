@@ -2,11 +2,15 @@ import Foundation
 
 /// The PostgreSQL storage backend (`storage.backend: "postgres"`, docs/OPERATIONS.md,
 /// "PostgreSQL"): journals, snapshots, epochs and suspensions in the tables of
-/// `PostgresSchema`, through one libpq connection.
+/// `PostgresSchema`, through libpq connections: one for everything but the journals'
+/// commits, and a small pool of `commitConnections` for those (`PostgresCommitPipeline`).
 ///
 /// - `append` keeps a batch in memory; `commit` inserts everything appended to a Spin's
 ///   journal in one statement (group commit: many events, one transaction), so a batch
-///   is stored whole or not at all. `commit(sync: true)` runs with `synchronous_commit`
+///   is stored whole or not at all. `beginCommit` does the same without waiting: several
+///   commits (of one Spin or of many) run at once on the pool, a Spin's still complete in
+///   order, and a Spin's commit that waits for a connection takes everything it appends
+///   meanwhile. `commit(sync: true)` runs with `synchronous_commit`
 ///   on (the server flushes its WAL before answering), `sync: false` (`fsync: none`)
 ///   with it off (an answer before the flush; a database crash may lose the last
 ///   fraction of a second of commits, never part of one).
@@ -15,15 +19,21 @@ import Foundation
 ///   `spin_gear_outbox` in the transaction of their batch, under the outbox's advisory
 ///   lock, so that every node reads them in commit order (`PostgresClusterStore`).
 /// - A lost connection fails the write that meets it; `probe` reconnects (and takes the
-///   server's lock again), `reopen` deletes what an interrupted commit may have stored
-///   after all (never acknowledged) so the journal resumes at its last known commit.
+///   server's lock again, then refreshes the pool's lost connections), `reopen` deletes
+///   what an interrupted commit may have stored after all (never acknowledged, and so
+///   are the Spin's commits after it) so the journal resumes at its last known commit.
 ///
 /// Ownership: in `.singleServer` mode `open` takes a session-level advisory lock, so a
 /// second server on the same database fails at start-up; a cluster (`.shared`) takes one
 /// such lock per node name (so a second process with the same name fails at start-up)
 /// and decides ownership per partition of the Spins instead (`SpinPartitions`), checking
 /// it with a `fence` in the transaction of each append.
-package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
+/// In single-server mode the lock is the main connection's session's: the pool's
+/// connections are opened only while it holds the lock (`probe` refreshes the pool after
+/// taking it again). Should the main session alone end while the pool's live on (an
+/// operator terminating that one backend), commits go on until a failure has the server
+/// take the lock again.
+package final class PostgresSpinStore: SpinStore, PipelinedCommits, @unchecked Sendable {
     /// Nothing is held open per Spin.
     package func release(spin: String) {}
 
@@ -45,37 +55,46 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     let url: String
     let ownership: Ownership
     let connectTimeout: Int
+    /// How many connections the journals' commits have (`PostgresCommitPipeline`).
+    let commitConnections: Int
     /// Run inside the transaction of every append, before the records are inserted.
     let fence: (any JournalFence)?
     // Everything below is guarded by `lock`: the journal's queue and the suspension
     // methods (any thread) share the connection.
     private let lock = NSLock()
     var connection: PostgresConnection?
-    /// The `synchronous_commit` the session has now (nil: unknown, set it before a commit).
-    var synchronousCommit: Bool?
+    /// The journals' commits, from `open` to `close`.
+    var pipeline: PostgresCommitPipeline?
     var journals: [String: SpinJournal] = [:]
 
     final class SpinJournal {
         /// Appended, not yet committed.
         var pending: [JournalRecord.Record] = []
-        /// The sequence of the last committed record, nil while the journal has none.
-        var committedLast: UInt64?
+        /// Its commits on their way, and the sequence of the last committed record (nil
+        /// while the journal has none).
+        let chain: PostgresCommitPipeline.Chain
         /// The database lost commits it had answered (see `reopen`).
         var lostCommits = false
 
-        init(committedLast: UInt64?) { self.committedLast = committedLast }
+        init(committedLast: UInt64?) { chain = PostgresCommitPipeline.Chain(committedLast: committedLast) }
     }
+
+    /// The default of `commitConnections`: while one commit waits for its WAL flush, the
+    /// next fills and goes.
+    package static let defaultCommitConnections = 3
 
     /// - Parameters:
     ///   - url: a libpq connection string (`postgresql://user:secret@db:5432/spin`).
     ///   - fence: a check run in the transaction of each append (a cluster's lease
     ///     check); nil checks nothing.
+    ///   - commitConnections: the connections of the journals' commits, besides the main one.
     package init(url: String, ownership: Ownership = .singleServer, connectTimeout: Int = 5,
-                 fence: (any JournalFence)? = nil) {
+                 fence: (any JournalFence)? = nil, commitConnections: Int = PostgresSpinStore.defaultCommitConnections) {
         self.url = url
         self.ownership = ownership
         self.connectTimeout = connectTimeout
         self.fence = fence
+        self.commitConnections = commitConnections
     }
 
     package var location: String { "PostgreSQL database \(PostgresConnection.describe(connectionString: url))" }
@@ -112,7 +131,7 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
     package func markClean() throws {
         try locked {
             if let lost = journals.first(where: { $0.value.lostCommits }) {
-                throw LostCommits(spin: lost.key, expected: lost.value.committedLast ?? 0, found: nil)
+                throw LostCommits(spin: lost.key, expected: settled(lost.value) ?? 0, found: nil)
             }
             do {
                 try setClean(true)
@@ -126,10 +145,12 @@ package final class PostgresSpinStore: SpinStore, @unchecked Sendable {
         }
     }
 
-    /// Closes the connection, which releases the single-server lock.
+    /// Closes the connections, which releases the single-server lock.
     package func close() {
         locked {
             journals = [:]
+            pipeline?.close()
+            pipeline = nil
             connection?.close()
             connection = nil
         }
