@@ -7,6 +7,13 @@ import NIOPosix
 /// schedule (`interval`). Responses are read with a byte scanner (status, head end,
 /// `Content-Length`), not a general HTTP parser, so the client stays cheap.
 ///
+/// On a schedule the client is open loop, corrected for coordinated omission (as wrk2
+/// is): request k is due at `start + k × interval` whatever happened before, a late
+/// answer does not move the schedule (the next request, already due, goes out at once),
+/// and every latency counts from the request's due time, not from when the client could
+/// send it. So a server that stalls for 100 ms is charged for every request that fell
+/// due during the stall, not for the one that waited.
+///
 /// When the server closes the connection (spin-server answers the 1000th request of a
 /// connection with `Connection: close`), the handler reconnects on the same event loop
 /// and goes on, as wrk does; its figures survive the reconnection.
@@ -18,7 +25,8 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     enum Pacing: Sendable {
         /// As soon as the previous response arrived.
         case closedLoop
-        /// Every `nanoseconds` (later if the previous response is late).
+        /// Request k is due `k × nanoseconds` after the start; its latency counts from
+        /// then even when the previous response came too late to send it on time.
         case interval(nanoseconds: UInt64)
     }
 
@@ -31,7 +39,10 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
         /// A reconnection failed: the client stopped.
         var closed = false
         var latencies = makeLatencyHistogram()
-        /// `(sequence, send time)` pairs, flattened, when sequences are recorded.
+        /// Requests that fell due (on a schedule) but had no answer when the run stopped,
+        /// the one in flight included: not in `latencies`, whose tail they would lengthen.
+        var unanswered = 0
+        /// `(sequence, due time)` pairs, flattened, when sequences are recorded.
         var posted: [UInt64] = []
     }
 
@@ -43,8 +54,13 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private var pending: ByteBuffer?
     private var running = false
-    private var sentAt: UInt64 = 0
+    /// When the request in flight was due: its send time in a closed loop, its place in
+    /// the schedule on one.
+    private var dueAt: UInt64 = 0
+    /// When the next request is due (on a schedule; it only moves forward by the interval).
     private var nextSendAt: UInt64 = 0
+    /// A request is in flight (sent, not yet answered).
+    private var awaiting = false
     private var stats = Stats()
 
     init(request: ByteBuffer, host: String, port: Int, pacing: Pacing, recordSequences: Bool) {
@@ -67,18 +83,17 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     func start(after delay: UInt64 = 0) {
         running = true
         nextSendAt = nowNanoseconds() + delay
-        if delay == 0 {
-            send()
-        } else if let context {
-            context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(nextSendAt)) {
-                self.send()
-            }
-        }
+        sendWhenDue()
     }
 
     /// Stops sending and returns what was measured (on the channel's event loop).
     func stop() -> Stats {
         running = false
+        if case .interval(let nanoseconds) = pacing {
+            let now = nowNanoseconds()
+            // The request in flight is the one due at `nextSendAt` (it moves on at the answer).
+            stats.unanswered = nextSendAt <= now ? Int((now - nextSendAt) / max(nanoseconds, 1)) + 1 : 0
+        }
         return stats
     }
 
@@ -89,27 +104,33 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func send() {
-        guard running, let context else { return }
-        sentAt = nowNanoseconds()
+        guard running, !awaiting, let context else { return }
+        let now = nowNanoseconds()
+        if case .closedLoop = pacing { nextSendAt = now }
+        dueAt = nextSendAt
+        awaiting = true
         context.writeAndFlush(wrapOutboundOut(request), promise: nil)
     }
 
-    private func scheduleNext() {
-        switch pacing {
-        case .closedLoop:
+    /// Sends the next request now if it is due (or in a closed loop), else at its due time.
+    private func sendWhenDue() {
+        guard case .interval = pacing, nextSendAt > nowNanoseconds(), let context else {
             send()
-        case .interval(let nanoseconds):
-            nextSendAt += nanoseconds
-            let now = nowNanoseconds()
-            if nextSendAt <= now {
-                nextSendAt = now
-                send()
-            } else if let context {
-                context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(nextSendAt)) {
-                    self.send()
-                }
-            }
+            return
         }
+        // A timer set before a reconnection may fire as well: only the one for the
+        // request still due sends it.
+        let due = nextSendAt
+        context.eventLoop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(due)) {
+            if self.nextSendAt == due { self.send() }
+        }
+    }
+
+    private func scheduleNext() {
+        if case .interval(let nanoseconds) = pacing {
+            nextSendAt += nanoseconds
+        }
+        sendWhenDue()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -142,15 +163,16 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             guard let parsed else { break }
             buffer.moveReaderIndex(forwardBy: parsed.length)
+            awaiting = false
             guard running else { continue }
             let now = nowNanoseconds()
             stats.completed += 1
-            stats.latencies.record(now &- sentAt)
+            stats.latencies.record(now &- dueAt)
             if !(200..<300).contains(parsed.status) {
                 stats.failures += 1
             } else if let sequence = parsed.sequence {
                 stats.posted.append(sequence)
-                stats.posted.append(sentAt)
+                stats.posted.append(dueAt)
             }
             scheduleNext()
         }
@@ -162,6 +184,9 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         context.fireChannelInactive()
         pending = nil
+        // A request sent on the closed connection is sent again on the next one, still
+        // counted from its due time.
+        awaiting = false
         guard running else { return }
         // The same handler goes on on a new connection from the same event loop.
         stats.reconnects += 1
@@ -179,7 +204,7 @@ final class HTTPLoadHandler: ChannelInboundHandler, RemovableChannelHandler {
             .whenComplete { result in
                 switch result {
                 case .success:
-                    handler.value.send()
+                    handler.value.sendWhenDue()
                 case .failure:
                     handler.value.stats.closed = true
                     handler.value.running = false

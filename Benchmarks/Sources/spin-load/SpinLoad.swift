@@ -44,7 +44,7 @@ struct TargetOptions: ParsableArguments {
 /// `post`: POST `{"type":"increase"}` at the highest rate over keep-alive connections.
 struct Post: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "HTTP POST of events at the highest rate (closed loop per connection), or at a fixed rate (--rate).")
+        abstract: "HTTP POST of events at the highest rate (closed loop per connection), or at a fixed rate (--rate: open loop, latency from each request's due time).")
 
     @OptionGroup var target: TargetOptions
 
@@ -64,8 +64,10 @@ struct Post: AsyncParsableCommand {
         let group = target.makeGroup()
         let request = makePostRequest(host: target.host, port: target.port, path: path ?? target.eventsPath,
                                       body: #"{"type":"increase"}"#)
-        // A fixed rate: each connection sends every connections/rate seconds (later when
-        // its previous answer is late), starting staggered so the load is even.
+        // A fixed rate: request k of a connection is due k × connections/rate seconds after
+        // its start, the starts staggered by 1/rate so the load is even; a late answer
+        // does not move the schedule, and each latency counts from the request's due
+        // time (corrected for coordinated omission, as wrk2 does).
         let pacing: HTTPLoadHandler.Pacing = rate.map { .interval(nanoseconds: UInt64(Double(connections) / $0 * 1e9)) }
             ?? .closedLoop
         let clients = try await connectHTTP(group: group, host: target.host, port: target.port, count: connections,
@@ -87,13 +89,16 @@ struct Post: AsyncParsableCommand {
         let completed = stats.reduce(0) { $0 + $1.completed }
         let errors = stats.reduce(0) { $0 + $1.failures + ($1.closed ? 1 : 0) }
         let reconnects = stats.reduce(0) { $0 + $1.reconnects }
+        let unanswered = stats.reduce(0) { $0 + $1.unanswered }
         let rate = Double(completed) / elapsed
         let summary = LatencySummary(latencies)
         LoadResult(scenario: self.rate == nil ? "post" : "post-rate", target: target.label, duration_s: elapsed,
                    connections: connections, events: completed, events_per_s: rate, latency: summary, errors: errors,
-                   reconnects: reconnects, rate: self.rate)
-            .emit(human: String(format: "%.0f events/s over %d connections, %@, %d errors, %d reconnections",
-                                rate, connections, summary.text, errors, reconnects))
+                   unanswered: self.rate == nil ? nil : unanswered, reconnects: reconnects, rate: self.rate)
+            .emit(human: String(format: "%.0f events/s over %d connections%@, %@, %d errors, %d reconnections",
+                                rate, connections,
+                                self.rate.map { String(format: " (%.0f asked, %d due unanswered at the end)", $0, unanswered) } ?? "",
+                                summary.text, errors, reconnects))
         if completed == 0 { throw LoadError(description: "no response") }
     }
 }

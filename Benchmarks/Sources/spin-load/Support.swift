@@ -56,18 +56,25 @@ enum Scan {
 /// Latency figures of a histogram in microseconds.
 struct LatencySummary: Codable, Sendable {
     var p50_us: Double
+    var p90_us: Double
     var p99_us: Double
+    var p999_us: Double
     var max_us: Double
 
     init(_ histogram: Histogram<UInt64>) {
-        let empty = histogram.totalCount == 0
-        p50_us = empty ? 0 : Double(histogram.valueAtPercentile(50)) / 1000
-        p99_us = empty ? 0 : Double(histogram.valueAtPercentile(99)) / 1000
-        max_us = empty ? 0 : Double(histogram.max) / 1000
+        func percentile(_ value: Double) -> Double {
+            histogram.totalCount == 0 ? 0 : Double(histogram.valueAtPercentile(value)) / 1000
+        }
+        p50_us = percentile(50)
+        p90_us = percentile(90)
+        p99_us = percentile(99)
+        p999_us = percentile(99.9)
+        max_us = histogram.totalCount == 0 ? 0 : Double(histogram.max) / 1000
     }
 
     var text: String {
-        String(format: "p50 %.0f µs, p99 %.0f µs, max %.0f µs", p50_us, p99_us, max_us)
+        String(format: "p50 %.0f µs, p90 %.0f µs, p99 %.0f µs, p99.9 %.0f µs, max %.0f µs",
+               p50_us, p90_us, p99_us, p999_us, max_us)
     }
 }
 
@@ -82,6 +89,8 @@ struct LoadResult: Encodable {
     var events_per_s: Double?
     var latency: LatencySummary?
     var errors: Int?
+    /// On a fixed schedule: requests due before the run stopped that had no answer.
+    var unanswered: Int?
     var reconnects: Int?
     var subscribers: Int?
     var rate: Double?

@@ -204,47 +204,4 @@ extension Journal {
         gears?.journalDurable(spin: journal.name, through: journal.written, outbox: outbox)
         if compacting { compactIfDue(journal) }
     }
-
-    // MARK: Compaction
-
-    /// Records between two compactions: with at least `retain` kept, a journal holds
-    /// between `retain` and `retain + compactEvery` records, so rewriting it costs at
-    /// most one extra write per event, and recovery replays at most that many.
-    var compactEvery: Int { max(1000, retain) }
-
-    /// Once the journal holds `retain + compactEvery` records: the state `retain` events
-    /// back becomes the snapshot, and the journal is rewritten with the events after it.
-    /// The store replaces both so that a crash at any point leaves a snapshot and a
-    /// journal that fit (recovery skips records the snapshot covers).
-    func compactIfDue(_ journal: SpinJournal) {
-        // Records of a batch still arriving (`journal.batch`) are only in memory: they are
-        // appended to the rewritten journal once their batch is complete.
-        guard journal.records >= retain + compactEvery,
-              let base = journal.feed.oldestRetained,
-              let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written else { return }
-        let name = journal.name
-        do {
-            var members: [(String, JSONValue)] = [("sequence", .number(String(base.sequence))),
-                                                  ("epoch", .string(journal.feed.epoch)), ("state", base.state)]
-            // What it consumed is the newest durable (no record after the snapshot takes
-            // more back); the outbox position, its newest durable one.
-            if !journal.consumed.isEmpty {
-                members.append(("consumed", .object(journal.consumed.sorted { $0.key < $1.key }.map {
-                    ($0.key, .number(String($0.value)))
-                })))
-            }
-            if journal.outboxDurable > 0 { members.append(("outbox", .number(String(journal.outboxDurable)))) }
-            // The outbox records some catching Spin has not consumed yet stay, as a batch.
-            let keep = gears?.outboxToKeep(of: name) ?? []
-            let records = keep.enumerated().map { $0.element.journalRecord(endsBatch: $0.offset == keep.count - 1) }
-                + kept.map(JournalPayload.record)
-            try store.compact(spin: name, snapshot: JSONValue.object(members).bytes, records: records)
-            journal.records = records.count
-            logger.debug("journal of \(name): compacted to \(kept.count) records after sequence \(base.sequence)")
-        } catch {
-            // The old journal is intact unless the rename happened; either way what was
-            // durable stays durable. The next write tells whether storage fails.
-            logger.warning("journal of \(name): compaction failed: \(error)")
-        }
-    }
 }

@@ -61,6 +61,9 @@ package final class Journal: @unchecked Sendable {
     let isolate: Bool
     let logger: Logger
     let queue = DispatchQueue(label: "spin.journal")
+    /// Where a file journal's compaction encodes, writes and syncs its new files, apart
+    /// from `queue` (whose syncs acknowledge events) and from the section.
+    let compactions = DispatchQueue(label: "spin.journal.compaction")
     /// Where the journal's work runs, one piece at a time (see above).
     let section: SerialSection
     /// Whether a network thread writes what it recorded: not when each write syncs
@@ -115,6 +118,8 @@ package final class Journal: @unchecked Sendable {
         var unsynced = false
         /// The `written` of each commit begun and not yet told (`beginCommit`), oldest first.
         var commitsInFlight: [UInt64] = []
+        /// A compaction is under way on `compactions` (see `compactIfDue`).
+        var compacting = false
         /// Records in the store's journal (what compaction looks at).
         var records: Int
         var health: Health = .healthy
@@ -199,6 +204,7 @@ package final class Journal: @unchecked Sendable {
     /// Start-up failed before anything was written: releases the store (its directory's
     /// lock) and leaves everything stored as it was.
     package func abandon() {
+        awaitCompactions()
         section.sync { [self] in
             spins = [:]
             store.close()
@@ -207,14 +213,16 @@ package final class Journal: @unchecked Sendable {
 
     /// Syncs every journal, marks the store cleanly stopped and releases it (its lock).
     /// Throws when what was written could not be made durable (the exit status says so).
+    /// A compaction under way finishes first; none starts (the next start compacts).
     package func close() throws {
+        awaitCompactions()
         let problem: (any Error)? = section.sync { [self] () -> (any Error)? in
             var problem: (any Error)?
             for journal in spins.values where journal.health == .healthy {
                 do {
                     try store.commit(spin: journal.name, sync: true)
                     journal.unsynced = false
-                    markDurable(journal)
+                    markDurable(journal, compacting: false)
                 } catch {
                     problem = problem ?? error
                 }

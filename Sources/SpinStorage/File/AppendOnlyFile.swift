@@ -104,6 +104,27 @@ extension DurableFiles {
         try fsyncDirectory(directory(of: path))
     }
 
+    /// The bytes of `path` from offset `start` up to `end` (fewer when the file is shorter).
+    package static func read(_ path: String, from start: Int, to end: Int) throws(FileError) -> [UInt8] {
+        guard end > start else { return [] }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError(path: path, call: "open", errno: errno) }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: end - start)
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(start + done)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileError(path: path, call: "pread", errno: errno)
+            }
+            if count == 0 { break }
+            done += count
+        }
+        bytes.removeLast(bytes.count - done)
+        return bytes
+    }
+
     /// Whether `path` exists.
     package static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0

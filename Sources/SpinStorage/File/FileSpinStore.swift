@@ -53,6 +53,12 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         /// could not be opened: `file` may be the removed one. Nothing is written or
         /// committed until `reopen` opens the file at the path again.
         var stale = false
+        /// Counts the files this journal had: a compaction prepared for one file
+        /// (`PreparedCompaction`) is not finished on another.
+        var generation = 0
+        /// A compaction renamed a new file over the journal and the directory was not
+        /// synced since: the next sync syncs it too (see `finishCompaction`).
+        var renameUnsynced = false
 
         init(file: AppendOnlyFile, length: Int) {
             self.file = file
@@ -158,7 +164,13 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package func commit(spin: String, sync: Bool) throws {
         guard let journal = journals[spin] else { return try database.commit(spin: spin, sync: sync) }
         if journal.stale { throw StaleJournal(path: journalPath(spin)) }
-        if sync { try journal.file.sync() }
+        if sync {
+            try journal.file.sync()
+            if journal.renameUnsynced {
+                try DurableFiles.fsyncDirectory(directory)
+                journal.renameUnsynced = false
+            }
+        }
         journal.committedLength = journal.length
     }
 
@@ -174,21 +186,119 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             journal.file = try AppendOnlyFile(path: journalPath(spin))
             journal.length = bytes.count
             journal.committedLength = bytes.count
+            journal.generation += 1
         } catch {
             // The old journal is intact unless the rename happened; either way what was
             // durable stays durable. The journal at the path is opened again; if even that
             // fails, the open file may be the one the rename removed: writing on into it
             // would acknowledge events no restart finds, so the journal takes no more
             // writes (the next one fails, the Spin is held) until `reopen`.
-            if let reopened = try? AppendOnlyFile(path: journalPath(spin)), let size = try? reopened.size() {
-                journal.file = reopened
-                journal.length = size
-                journal.committedLength = size
-            } else {
-                journal.stale = true
-            }
+            reopenAfterFailedCompaction(journal, spin: spin)
             throw error
         }
+    }
+
+    private func reopenAfterFailedCompaction(_ journal: JournalFile, spin: String) {
+        journal.generation += 1
+        if let reopened = try? AppendOnlyFile(path: journalPath(spin)), let size = try? reopened.size() {
+            journal.file = reopened
+            journal.length = size
+            journal.committedLength = size
+        } else {
+            journal.stale = true
+        }
+    }
+
+    // MARK: Compaction off the journal's section
+
+    /// A compaction of a configured Spin's journal in two steps, so that the slow part
+    /// (encoding, writing and syncing the new files) holds nobody up: `prepareCompaction`,
+    /// on any thread while the journal goes on being appended to, replaces the snapshot
+    /// and writes and syncs the new journal beside the old one; `finishCompaction`, in
+    /// the journal's section, appends what the old journal got since, renames the new one
+    /// over it and writes on there. A crash at any point leaves a snapshot and a journal
+    /// that fit, as with `compact`: until the rename, the old journal holds every record
+    /// after the new snapshot (recovery skips those the snapshot covers).
+    package struct PreparedCompaction: @unchecked Sendable {
+        package let spin: String
+        /// The journal's file and length when it was planned (`compactionCut`).
+        let generation: Int
+        let cut: Int
+        /// The new journal (at `path.tmp`), written and synced, and its length.
+        let file: AppendOnlyFile
+        let length: Int
+    }
+
+    /// Where a compaction of `spin`'s journal starts: nil when the Spin has no journal
+    /// file of its own (a made Spin's journal is in the database: `compact`), `.some(nil)`
+    /// when it cannot start now (something appended is not committed, or the file is
+    /// stale). In the section.
+    package func compactionCut(spin: String) -> (generation: Int, length: Int)?? {
+        guard journals[spin] != nil else { return .none }
+        guard let journal = journals[spin], !journal.stale, journal.length == journal.committedLength else { return .some(nil) }
+        return .some((journal.generation, journal.length))
+    }
+
+    /// Replaces the snapshot, and writes and syncs the new journal (`records`) beside the
+    /// old one. Off the section: it touches the two files and nothing of the store's.
+    package func prepareCompaction(spin: String, cut: (generation: Int, length: Int), snapshot: [UInt8],
+                                   records: [JournalRecord.Record]) throws -> PreparedCompaction {
+        try DurableFiles.replace(snapshotPath(spin), with: snapshot)
+        var bytes: [UInt8] = []
+        JournalRecord.append(records, to: &bytes)
+        let file = try AppendOnlyFile(path: journalPath(spin) + ".tmp")
+        try file.truncate(to: 0)
+        try file.append(bytes)
+        try file.sync()
+        return PreparedCompaction(spin: spin, generation: cut.generation, cut: cut.length, file: file, length: bytes.count)
+    }
+
+    /// Appends to the prepared journal what the old one got since the cut (synced first
+    /// when some of it was already synced: `syncsCommits`), renames it over the old one
+    /// and appends there from now on. The rename reaches the disk with the directory's
+    /// next sync: the next `commit(sync: true)` syncs the directory as well, so nothing
+    /// written to the new file is acknowledged as synced before its name is, and
+    /// `syncDirectory` does it at once. False when the journal changed meanwhile (a
+    /// failure, a reopening, the store closed): the prepared file is removed and the old
+    /// journal stays. In the section.
+    package func finishCompaction(_ prepared: PreparedCompaction, syncsCommits: Bool) throws -> Bool {
+        let spin = prepared.spin
+        let temporary = journalPath(spin) + ".tmp"
+        guard let journal = journals[spin], !journal.stale, journal.generation == prepared.generation,
+              journal.length >= prepared.cut else {
+            unlink(temporary)
+            return false
+        }
+        do {
+            let tail = try DurableFiles.read(journalPath(spin), from: prepared.cut, to: journal.length)
+            if !tail.isEmpty {
+                try prepared.file.append(tail)
+                if syncsCommits && journal.committedLength > prepared.cut { try prepared.file.sync() }
+            }
+            guard rename(temporary, journalPath(spin)) == 0 else {
+                throw FileError(path: journalPath(spin), call: "rename", errno: errno)
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        journal.renameUnsynced = true
+        do {
+            journal.file = try AppendOnlyFile(path: journalPath(spin))
+        } catch {
+            // As in `compact`: the file at the path is the new one, and could not be opened.
+            reopenAfterFailedCompaction(journal, spin: spin)
+            throw error
+        }
+        journal.generation += 1
+        journal.committedLength = prepared.length + (journal.committedLength - prepared.cut)
+        journal.length = prepared.length + (journal.length - prepared.cut)
+        return true
+    }
+
+    /// Syncs the directory (a compaction's rename). On any thread.
+    package func syncDirectory() throws {
+        try DurableFiles.fsyncDirectory(directory)
     }
 
     /// The journal was left unusable by a failed compaction (see `compact`).
@@ -218,6 +328,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             return nil
         }
         let file = try AppendOnlyFile(path: journalPath(spin))
+        journal.generation += 1
         if journal.stale {
             // The file at the path is what the compaction wrote (renamed in whole and
             // synced): all of it is committed. Never truncate it to the old file's length.

@@ -163,6 +163,8 @@ struct JournalOutboxTests {
             }
         }
         try await Self.waitUntil { opened.listener.through == 1010 }
+        // The compaction writes its files apart from the journal's writes (it may end later).
+        try await Self.waitUntil { FileManager.default.fileExists(atPath: directory + "/s.snapshot.json") }
         let snapshot = try #require(FileManager.default.contents(atPath: directory + "/s.snapshot.json"))
         let document = try #require(try JSONSerialization.jsonObject(with: snapshot) as? [String: Any])
         #expect(document["consumed"] as? [String: Int] == ["pinger": 9])
