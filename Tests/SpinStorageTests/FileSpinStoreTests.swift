@@ -17,6 +17,15 @@ import Testing
         return (store, try ready(store, spin: spin))
     }
 
+    /// What a new store on `directory` reads of the counter's journal (then closed), as a
+    /// restart would.
+    static func readBack(_ directory: String) throws -> StoredSpin {
+        let again = FileSpinStore(directory: directory)
+        _ = try again.open()
+        defer { again.close() }
+        return try again.read(spin: "counter", repair: false)
+    }
+
     /// Opens `store` and readies `spin`'s journal, as recovery does; what it read.
     static func ready(_ store: some SpinStore, spin: String) throws -> StoredSpin {
         _ = try store.open()
@@ -140,17 +149,13 @@ import Testing
         let (store, _) = try Self.make(directory)
         try store.append((1...5).map { Self.record($0) }, spin: "counter")
         try store.commit(spin: "counter", sync: true)
-        let snapshot = Array(#"{"sequence":3,"epoch":"e","state":{}}"#.utf8)
-        try store.compact(spin: "counter", snapshot: snapshot, records: [Self.record(4), Self.record(5)])
+        try store.compact(spin: "counter", snapshot: Self.compactedSnapshot, records: [Self.record(4), Self.record(5)])
         try store.append([Self.record(6)], spin: "counter")
         try store.commit(spin: "counter", sync: true)
         store.close()
-        let again = FileSpinStore(directory: directory)
-        _ = try again.open()
-        let stored = try again.read(spin: "counter", repair: false)
-        #expect(stored.snapshot == snapshot)
+        let stored = try Self.readBack(directory)
+        #expect(stored.snapshot == Self.compactedSnapshot)
         #expect(stored.records.map(\.sequence) == [4, 5, 6])
-        again.close()
     }
 
     static let compactedSnapshot = Array(#"{"sequence":3,"epoch":"e","state":{}}"#.utf8)
@@ -177,13 +182,10 @@ import Testing
         try store.append([Self.record(8)], spin: "counter")
         try store.commit(spin: "counter", sync: true)
         store.close()
-        let again = FileSpinStore(directory: directory)
-        _ = try again.open()
-        let stored = try again.read(spin: "counter", repair: false)
+        let stored = try Self.readBack(directory)
         #expect(stored.snapshot == Self.compactedSnapshot)
         #expect(stored.records.map(\.sequence) == [4, 5, 6, 7, 8])
         #expect(!FileManager.default.fileExists(atPath: directory + "/counter.journal.tmp"))
-        again.close()
     }
 
     @Test func aCompactionStoppedBetweenItsSteps_LeavesTheOldJournal_WhichTheSnapshotFits() throws {
@@ -193,13 +195,10 @@ import Testing
         try store.append([Self.record(6)], spin: "counter")
         try store.commit(spin: "counter", sync: true)
         store.close()  // as a crash would: the prepared journal was never renamed
-        let again = FileSpinStore(directory: directory)
-        _ = try again.open()
-        let stored = try again.read(spin: "counter", repair: false)
+        let stored = try Self.readBack(directory)
         #expect(stored.snapshot == Self.compactedSnapshot)
         // Recovery skips the records the snapshot covers (1...3).
         #expect(stored.records.map(\.sequence) == [1, 2, 3, 4, 5, 6])
-        again.close()
     }
 
     @Test func aCompactionPrepared_IsNotFinishedOnAJournalReopenedMeanwhile() throws {
