@@ -126,23 +126,18 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
         if let source = EndOfTurn.current as? EventLoop, source !== self, source.endingTurn {
             return source.handOff(body, to: self)
         }
-        let wakes = inbox.withLock { inbox -> Bool in
-            inbox.tasks.append(body)
-            guard inbox.sleeping else { return false }
-            inbox.sleeping = false
-            return true
-        }
-        if wakes { _ = eventfd_write(wakeFD, 1) }
+        deliver { $0.append(body) }
     }
 
     /// True while the loop waits in `epoll_wait` with nothing to do (or was woken and
     /// has not run since).
     var isIdle: Bool { inbox.withLock { $0.sleeping } }
 
-    /// Hands a batch of work over (`enqueue`, once for all of it).
-    private func enqueue(batch: [@Sendable () -> Void]) {
+    /// Puts work in the inbox (`add`) and wakes the loop if it sleeps: one lock, at most
+    /// one eventfd write, for one piece of work or a turn's batch.
+    private func deliver(_ add: (inout [@Sendable () -> Void]) -> Void) {
         let wakes = inbox.withLock { inbox -> Bool in
-            inbox.tasks.append(contentsOf: batch)
+            add(&inbox.tasks)
             guard inbox.sleeping else { return false }
             inbox.sleeping = false
             return true
@@ -162,7 +157,7 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     /// Sends what the end of this turn handed to other loops, one batch per loop.
     private func sendHandOffs() {
         for index in handOffs.indices where !handOffs[index].work.isEmpty {
-            handOffs[index].loop.enqueue(batch: handOffs[index].work)
+            handOffs[index].loop.deliver { $0.append(contentsOf: handOffs[index].work) }
             handOffs[index].work.removeAll(keepingCapacity: true)
         }
     }
