@@ -12,10 +12,15 @@ package protocol TurnScheduler: AnyObject, Sendable {
     func atEndOfTurn(_ body: @escaping () -> Void)
 
     /// Runs `body` on this scheduler's thread in a coming turn, after the work handed to
-    /// it before; callable from any thread. What another scheduler's thread hands over at
-    /// the end of its turn travels with the rest of that turn's hand-offs, in one batch
-    /// (one lock, at most one wake-up), not one wake-up per piece.
+    /// it before; callable from any thread. What a thread hands over while it gathers
+    /// (`HandOffs`: another scheduler's thread at the end of its turn, a journal's thread
+    /// telling a sync's acknowledgements) travels with the rest of its hand-offs, in one
+    /// batch (one lock, at most one wake-up), not one wake-up per piece.
     func enqueue(_ body: @escaping @Sendable () -> Void)
+
+    /// Runs `work` on this scheduler's thread in a coming turn, in order, after the work
+    /// handed to it before: a batch gathered by `HandOffs`, handed over with one lock.
+    func enqueue(contentsOf work: [@Sendable () -> Void])
 
     /// True while the scheduler's thread waits for something to do: work handed to it
     /// then costs a wake-up (and, on a busy core, a wait for the thread to be scheduled).

@@ -27,6 +27,11 @@ private final class TurnThread: TurnScheduler, @unchecked Sendable {  // hooks: 
         inbox.withLock { $0.append(body) }
     }
 
+    func enqueue(contentsOf work: [@Sendable () -> Void]) {
+        handedIn.add(1, ordering: .relaxed)
+        inbox.withLock { $0.append(contentsOf: work) }
+    }
+
     /// Runs `turns` on a new thread; `done` is signalled after the last.
     @discardableResult
     static func run(turns: Int, _ turn: @escaping @Sendable (Int) -> Void, done: DispatchSemaphore,

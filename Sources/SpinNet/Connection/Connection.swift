@@ -238,6 +238,11 @@ package final class Connection: @unchecked Sendable, DeadlineHeapMember {
         return tls?.negotiatedProtocol
     }
 
+    /// When the current turn of the connection's loop began: when the loop learnt that
+    /// the bytes its callbacks are handed now were readable. Read on the connection's
+    /// loop (the HTTP layer times a request's stages from it), in `Monotonic` nanoseconds.
+    package var turnStarted: UInt64 { loop.turnStarted }
+
     /// Runs `body` on the connection's loop, where the handler's callbacks run: the
     /// layer above hops there with results that arrive elsewhere (a Spin applied an
     /// event), so its per-connection state stays confined to one thread. Runs at once

@@ -62,16 +62,15 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     // Confined to the loop's thread.
     private var running: [@Sendable () -> Void] = []
     private var endOfTurn: [() -> Void] = []
-    /// True while the end-of-turn work runs: what it hands to other loops waits in
-    /// `handOffs` until it is done.
-    private var endingTurn = false
-    /// Work this turn's end handed to other loops, per loop, sent when it is done.
-    private var handOffs: [(loop: EventLoop, work: [@Sendable () -> Void])] = []
     /// Registrations unwatched during this turn: released once no event of this turn's
     /// batch can name them any more.
     private var retired: [LoopRegistration] = []
     /// Every connection's next deadline, earliest first.
     private var deadlines = DeadlineHeap<ContinuousClock.Instant, Connection>()
+    /// When this turn's wait returned: when the loop learnt that this turn's sockets are
+    /// readable (`Connection.turnStarted`; what a request's `parse` stage counts from).
+    /// In `Monotonic` nanoseconds.
+    private(set) var turnStarted: UInt64 = 0
     /// The last turn's wait may have left ready sockets unread: its deadlines wait a turn.
     private var timersDeferred = false
     private var due: [Connection] = []
@@ -122,11 +121,17 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
     /// Runs `body` on the loop's thread after the work handed to it before, never at
     /// once (from the loop's thread too: at the end of this turn), so it never runs
     /// inside the caller.
+    /// While the calling thread gathers (`HandOffs`: the end of a loop's turn, a journal's
+    /// sync), `body` waits in its batch for this loop until the gathering ends.
     func enqueue(_ body: @escaping @Sendable () -> Void) {
-        if let source = EndOfTurn.current as? EventLoop, source !== self, source.endingTurn {
-            return source.handOff(body, to: self)
-        }
+        if let gathering = HandOffs.current { return gathering.add(body, for: self) }
         deliver { $0.append(body) }
+    }
+
+    /// Runs `work` on the loop's thread after the work handed to it before (a batch a
+    /// gathering thread hands over): one lock, at most one wake-up.
+    func enqueue(contentsOf work: [@Sendable () -> Void]) {
+        deliver { $0.append(contentsOf: work) }
     }
 
     /// True while the loop waits in `epoll_wait` with nothing to do (or was woken and
@@ -143,23 +148,6 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
             return true
         }
         if wakes { _ = eventfd_write(wakeFD, 1) }
-    }
-
-    /// Keeps `body` for `loop` until this turn's end is done (on this loop's thread).
-    private func handOff(_ body: @escaping @Sendable () -> Void, to loop: EventLoop) {
-        if let index = handOffs.firstIndex(where: { $0.loop === loop }) {
-            handOffs[index].work.append(body)
-        } else {
-            handOffs.append((loop, [body]))
-        }
-    }
-
-    /// Sends what the end of this turn handed to other loops, one batch per loop.
-    private func sendHandOffs() {
-        for index in handOffs.indices where !handOffs[index].work.isEmpty {
-            handOffs[index].loop.deliver { $0.append(contentsOf: handOffs[index].work) }
-            handOffs[index].work.removeAll(keepingCapacity: true)
-        }
     }
 
     /// Runs `body` once at the end of the current turn, after every ready socket was
@@ -259,6 +247,7 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Self.eventCapacity)
         while true {
             let count = epoll_wait(epollFD, events, Int32(Self.eventCapacity), waitTimeout())
+            turnStarted = Monotonic.nanoseconds
             inbox.withLock { $0.sleeping = false }
             if count > 0 {
                 for index in 0..<Int(count) { dispatch(events[index]) }
@@ -280,14 +269,9 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
                 timersDeferred = true
             }
             runTasks()
-            endingTurn = true
-            while !endOfTurn.isEmpty {
-                let hooks = endOfTurn
-                endOfTurn.removeAll(keepingCapacity: true)
-                for hook in hooks { hook() }
-            }
-            endingTurn = false
-            sendHandOffs()
+            // What the end of the turn hands to loops (this one too) is gathered and
+            // handed over once it is done.
+            if !endOfTurn.isEmpty { HandOffs.gathering { runEndOfTurn() } }
         }
     }
 
@@ -333,6 +317,14 @@ final class EventLoop: @unchecked Sendable, TurnScheduler {  // loop-confined st
         deadlines.popDue(now: .now, into: &due)
         for connection in due { connection.timerFired() }
         due.removeAll(keepingCapacity: true)
+    }
+
+    private func runEndOfTurn() {
+        while !endOfTurn.isEmpty {
+            let hooks = endOfTurn
+            endOfTurn.removeAll(keepingCapacity: true)
+            for hook in hooks { hook() }
+        }
     }
 
     /// Runs the work handed in before this point; work handed in meanwhile waits for

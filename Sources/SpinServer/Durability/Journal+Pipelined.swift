@@ -1,4 +1,5 @@
 import SpinStorage
+import SpinConcurrency
 
 // Commits on a store that keeps several in flight (PostgreSQL: `PipelinedCommits`), see
 // `Journal`.
@@ -19,7 +20,7 @@ extension Journal {
             section.schedule { [self] in
                 // This turn of the Spin here (not one retired meanwhile).
                 guard spins[journal.name] === journal else { return }
-                committed(journal, through: through, consumed: consumed, error)
+                HandOffs.gathering { committed(journal, through: through, consumed: consumed, error) }
             }
         }
     }

@@ -42,7 +42,7 @@ extension Journal {
         if inlineWrites, let turn = EndOfTurn.current {
             turn.atEndOfTurn { [self] in section.run { [self] in writeIncoming() } }
         } else {
-            section.schedule { [self] in writeIncoming() }
+            section.schedule { [self] in HandOffs.gathering { writeIncoming() } }
         }
     }
 
@@ -122,7 +122,14 @@ extension Journal {
             }
             if !syncScheduled {
                 syncScheduled = true
-                runOnQueue { [self] in syncBatch() }
+                // A network thread asks for the sync once it has left the section: on a
+                // busy core the woken queue thread may run at once, and would find the
+                // section still held (and hand the sync back, waking a thread again).
+                if let turn = EndOfTurn.current {
+                    turn.atEndOfTurn { [self] in runOnQueue { [self] in syncBatch() } }
+                } else {
+                    runOnQueue { [self] in syncBatch() }
+                }
             }
         }
     }
@@ -156,12 +163,17 @@ extension Journal {
     /// Runs `body` in the section on the journal's queue, never on a network thread: a
     /// sync or a probe waits for the disk. (The section may be held by a network thread
     /// writing when the queue asks for it; that thread would run `body` when it leaves,
-    /// so it hands `body` back to the queue instead.)
+    /// so it hands `body` back to the queue instead.) What `body` hands to event loops
+    /// (the acknowledgements a sync makes durable) reaches each loop in one batch
+    /// (`HandOffs`).
     func runOnQueue(_ body: @escaping @Sendable () -> Void) {
         queue.async { [self] in
-            section.run { [self] in
-                guard EndOfTurn.current == nil else { return runOnQueue(body) }
-                body()
+            // Handed over once the section is left: a loop woken by them finds it free.
+            HandOffs.gathering {
+                section.run { [self] in
+                    guard EndOfTurn.current == nil else { return runOnQueue(body) }
+                    body()
+                }
             }
         }
     }

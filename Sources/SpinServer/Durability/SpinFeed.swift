@@ -57,7 +57,7 @@ package final class SpinFeed: Sendable {
         }
         var endedBox: ErrorBox?
         var nextID: UInt64 = 0
-        var waiters: [(sequence: UInt64, acknowledge: @Sendable (DurabilityError?) -> Void)] = []
+        var waiters: [Waiter] = []
         /// Set while storage fails: every acknowledgement asked for gets it, once the Spin
         /// is `rolledBack` (before, they wait, so that nobody hears "not applied" while
         /// the state still shows the event).
@@ -67,6 +67,15 @@ package final class SpinFeed: Sendable {
         }
         var failureBox: ErrorBox?
         var rolledBack = false
+    }
+
+    /// An acknowledgement waiting for `sequence` to be durable, and the event loop it was
+    /// asked for on (nil elsewhere), where it is told when a thread that is no loop's
+    /// makes it durable (`tell`).
+    private struct Waiter {
+        let sequence: UInt64
+        let home: (any TurnScheduler)?
+        let acknowledge: @Sendable (DurabilityError?) -> Void
     }
 
     /// An error the feed holds, out of line: every awake Spin has a feed, and rarely one
@@ -123,16 +132,16 @@ package final class SpinFeed: Sendable {
             shared.withLock { $0.pending.append(transition) }
             return
         }
-        let acknowledged = shared.withLock { shared -> [@Sendable (DurabilityError?) -> Void] in
+        let acknowledged = shared.withLock { shared -> [Waiter] in
             Self.release(transition, in: &shared)
             return Self.takeWaiters(through: transition.sequence, in: &shared)
         }
-        for acknowledge in acknowledged { acknowledge(nil) }
+        Self.tell(acknowledged)
     }
 
     /// Everything applied up to `sequence` is durable: stream it, keep it, acknowledge it.
     package func durable(through sequence: UInt64) {
-        let acknowledged = shared.withLock { shared -> [@Sendable (DurabilityError?) -> Void] in
+        let acknowledged = shared.withLock { shared -> [Waiter] in
             var released = 0
             for transition in shared.pending {
                 guard transition.sequence <= sequence else { break }
@@ -142,7 +151,35 @@ package final class SpinFeed: Sendable {
             shared.pending.removeFirstReleasing(released)
             return Self.takeWaiters(through: shared.sequence, in: &shared)
         }
-        for acknowledge in acknowledged { acknowledge(nil) }
+        Self.tell(acknowledged)
+    }
+
+    /// Tells `waiters` their events are durable. On an event loop, or where no thread
+    /// gathers hand-offs, at once. On a thread that is no loop's and gathers them (a
+    /// journal's thread telling what a sync made durable, `HandOffs`), each goes back to the
+    /// loop it was asked for on, in one batch per loop: the answers are made and written
+    /// there, on the thread that holds their connections, with one hand-off for all of them.
+    private static func tell(_ waiters: [Waiter]) {
+        guard !waiters.isEmpty else { return }
+        guard let gathering = HandOffs.current, EndOfTurn.current == nil else {
+            for waiter in waiters { waiter.acknowledge(nil) }
+            return
+        }
+        var byHome: [(home: any TurnScheduler, acknowledgements: [@Sendable (DurabilityError?) -> Void])] = []
+        for waiter in waiters {
+            guard let home = waiter.home else {
+                waiter.acknowledge(nil)
+                continue
+            }
+            if let index = byHome.firstIndex(where: { $0.home === home }) {
+                byHome[index].acknowledgements.append(waiter.acknowledge)
+            } else {
+                byHome.append((home, [waiter.acknowledge]))
+            }
+        }
+        for (home, acknowledgements) in byHome {
+            gathering.add({ for acknowledge in acknowledgements { acknowledge(nil) } }, for: home)
+        }
     }
 
     /// Subscribers are called under the lock, so that a new subscription's start and the
@@ -164,21 +201,22 @@ package final class SpinFeed: Sendable {
         for subscriber in shared.subscribers { subscriber.handler(transition, message, subscriber.deltas ? patch : nil) }
     }
 
-    private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [@Sendable (DurabilityError?) -> Void] {
+    private static func takeWaiters(through sequence: UInt64, in shared: inout Shared) -> [Waiter] {
         guard shared.waiters.contains(where: { $0.sequence <= sequence }) else { return [] }
-        let ready = shared.waiters.filter { $0.sequence <= sequence }.map(\.acknowledge)
+        let ready = shared.waiters.filter { $0.sequence <= sequence }
         if ready.count == shared.waiters.count { shared.waiters = [] } else { shared.waiters.removeAll { $0.sequence <= sequence } }
         return ready
     }
 
     /// Calls `acknowledge` once `sequence` is durable (at once if it is), or with the
-    /// storage failure that keeps it from becoming durable. Must not block.
+    /// storage failure that keeps it from becoming durable. Must not block. Asked on an
+    /// event loop, it is called there when a journal's thread makes it durable (`tell`).
     package func whenDurable(_ sequence: UInt64, _ acknowledge: @escaping @Sendable (DurabilityError?) -> Void) {
         let ready = shared.withLock { shared -> DurabilityError?? in
             if let failure = shared.failure, shared.rolledBack { return .some(failure) }
             // Without a journal, applied is durable: whoever asks was told it is applied.
             if immediate || shared.sequence >= sequence { return .some(nil) }
-            shared.waiters.append((sequence, acknowledge))
+            shared.waiters.append(Waiter(sequence: sequence, home: EndOfTurn.current, acknowledge: acknowledge))
             return .none
         }
         if case .some(let error) = ready { acknowledge(error) }

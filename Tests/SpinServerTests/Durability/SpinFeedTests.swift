@@ -1,3 +1,4 @@
+import Foundation
 @testable import SpinServer
 import SpinCore
 import SpinWire
@@ -165,5 +166,63 @@ import Testing
         #expect(!fresh.hasEnded)
         #expect(fresh !== watched)
         #expect(feeds.feed("door-1") === fresh)
+    }
+}
+
+/// Where acknowledgements are told when a thread that is no event loop's makes their
+/// events durable (a journal's sync).
+@Suite struct SpinFeedHandBackTests {
+    /// A loop stand-in: records the batches handed to it, runs them when asked.
+    final class Loop: TurnScheduler, @unchecked Sendable {  // under its lock
+        let batches = Protected<[[@Sendable () -> Void]]>([])
+        var isIdle: Bool { false }
+        func atEndOfTurn(_ body: @escaping () -> Void) { body() }
+        func enqueue(_ body: @escaping @Sendable () -> Void) { enqueue(contentsOf: [body]) }
+        func enqueue(contentsOf work: [@Sendable () -> Void]) { batches.withLock { $0.append(work) } }
+    }
+
+    /// Runs `body` on a new thread that runs `loop` (as an event loop's thread is).
+    static func onLoopThread(_ loop: Loop, _ body: @escaping @Sendable () -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            EndOfTurn.install(loop)
+            body()
+            done.signal()
+        }.start()
+        done.wait()
+    }
+
+    @Test func acknowledgementsMadeDurableByAJournalThread_GoBackToTheirLoop_InOneBatch() {
+        let feed = SpinFeedTests.makeFeed()
+        let loop = Loop()
+        let told = Protected<[UInt64]>([])
+        Self.onLoopThread(loop) {
+            for sequence: UInt64 in 1...3 {
+                feed.applied(SpinFeedTests.transition(sequence))
+                feed.whenDurable(sequence) { error in
+                    #expect(error == nil)
+                    told.withLock { $0.append(sequence) }
+                }
+            }
+        }
+        // Asked on no loop: told at once, on the thread that makes it durable.
+        feed.applied(SpinFeedTests.transition(4))
+        feed.whenDurable(4) { _ in told.withLock { $0.append(4) } }
+
+        HandOffs.gathering { feed.durable(through: 4) }
+        #expect(told.withLock { $0 } == [4])
+        let batches = loop.batches.withLock { $0 }
+        #expect(batches.count == 1)
+        for work in batches.joined() { work() }
+        #expect(told.withLock { $0 } == [4, 1, 2, 3])
+
+        // Made durable where nothing gathers (a loop's own turn, a test): told at once.
+        Self.onLoopThread(loop) {
+            feed.applied(SpinFeedTests.transition(5))
+            feed.whenDurable(5) { _ in told.withLock { $0.append(5) } }
+        }
+        feed.durable(through: 5)
+        #expect(told.withLock { $0 } == [4, 1, 2, 3, 5])
+        #expect(loop.batches.withLock { $0 }.count == 1)
     }
 }
