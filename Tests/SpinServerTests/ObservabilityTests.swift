@@ -147,6 +147,53 @@ struct ObservabilityTests {
         await server.shutdown()
     }
 
+    @Test func anAcceptedPost_IsTimedInFiveStages_AndOtherRequestsAreNot() async throws {
+        let (server, port) = try Self.start()
+        let client = try RawClient(port: port)
+        let body = #"{"type":"increase"}"#
+        for _ in 0..<3 {
+            client.send("POST /v1/spins/counter/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            #expect(client.readResponse()?.status == 202)
+        }
+        // Refused (422): no stages.
+        client.send("POST /v1/spins/counter/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(client.readResponse()?.status == 422)
+        let text = try #require(Self.get(port, "/metrics")?.body)
+        #expect(text.contains("# TYPE spin_event_stage_seconds histogram"))
+        for stage in EventStageHistogram.stages {
+            #expect(text.contains(#"spin_event_stage_seconds_count{stage="\#(stage)"} 3"#), "\(stage)")
+            #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="\#(stage)",le="+Inf"} 3"#), "\(stage)")
+        }
+        await server.shutdown()
+    }
+
+    @Test func theStageHistogram_CountsEachStageInItsBucket_Cumulatively() {
+        let histogram = EventStageHistogram()
+        // parse 3 µs, admit 15 µs, apply 1.5 ms, journal 30 s (past every bound), ack 0.
+        let readable: UInt64 = 1_000_000_000
+        let handed = readable + 3_000
+        let stages = EventStages(accepted: handed + 15_000, applied: handed + 15_000 + 1_500_000,
+                                 durable: handed + 15_000 + 1_500_000 + 30_000_000_000)
+        histogram.observe(readable: readable, handed: handed, stages, answered: stages.durable)
+        // Readings from different threads may run backwards: counted as 0, never negative
+        // (parse 0, admit 18 µs).
+        histogram.observe(readable: handed, handed: readable, stages, answered: stages.durable)
+        var text = ""
+        histogram.render(into: &text)
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="parse",le="5e-06"} 2"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="admit",le="1e-05"} 0"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="admit",le="2e-05"} 2"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="apply",le="0.001"} 0"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="apply",le="0.002"} 2"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="journal",le="10.0"} 0"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="journal",le="+Inf"} 2"#))
+        #expect(text.contains(#"spin_event_stage_seconds_bucket{stage="ack",le="5e-06"} 2"#))
+        #expect(text.contains(#"spin_event_stage_seconds_sum{stage="journal"} 60.0"#))
+        #expect(text.contains(#"spin_event_stage_seconds_sum{stage="parse"} 3e-06"#))
+        #expect(text.contains(#"spin_event_stage_seconds_sum{stage="admit"} 3.3e-05"#))
+        #expect(text.contains(#"spin_event_stage_seconds_count{stage="ack"} 2"#))
+    }
+
     @Test func aConnectionsRequestCounting_CountsEachRouteAndStatusApart() {
         let metrics = Metrics()
         var counting = RequestCounting()

@@ -271,6 +271,7 @@ FAMILIES = {
     "spin_sequence": "gauge",
     "spin_http_requests_total": "counter",
     "spin_event_apply_seconds": "histogram",
+    "spin_event_stage_seconds": "histogram",
 }
 
 
@@ -314,6 +315,9 @@ def test_metrics_count_the_requests_and_events(server):
     assert delta("spin_sequence", spin="levels") == 4
     assert metric_value(after, "spin_sequence", spin="levels") == server.sequence("levels")
     assert delta("spin_event_apply_seconds_count") >= 1
+    # The one accepted POST is timed in each of its five stages; the GETs and 404s are not.
+    for stage in ("parse", "admit", "apply", "journal", "ack"):
+        assert delta("spin_event_stage_seconds_count", stage=stage) == 1, stage
 
 
 # -- OpenAPI -------------------------------------------------------------------------------------

@@ -13,6 +13,9 @@ package struct APIResponse: Sendable {
     /// The error this response answers, when it is one: the HTTP layer writes its body
     /// again with the request's ID (`RequestObservers.stamp`).
     package var error: APIError?
+    /// When an accepted event request passed its stages (`EventStageHistogram`); nil for
+    /// every other answer.
+    package var stages: EventStages?
 
     package init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         self.status = status

@@ -1,4 +1,5 @@
 import SpinCore
+import SpinConcurrency
 import SpinWire
 import Tracing
 
@@ -141,7 +142,7 @@ package struct EventAcknowledgement: Sendable {
                      apply: (any Span)? = nil,
                      done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void)
         -> @Sendable (AppliedEvent?) -> Void {
-        let accepted = ContinuousClock.now
+        let accepted = Monotonic.nanoseconds
         let metrics = self.metrics
         return { transition in
             apply?.end()
@@ -150,13 +151,17 @@ package struct EventAcknowledgement: Sendable {
                 if spin.status == .suspended { return done(.failure(Self.suspended(spin))) }
                 return done(.failure(.spinStopped(spin.name, applying: true)))
             }
-            metrics.observeApplyLatency(seconds: (ContinuousClock.now - accepted).seconds)
+            let applied = Monotonic.nanoseconds
+            metrics.observeApplyLatency(seconds: Double(Monotonic.elapsed(from: accepted, to: applied)) / 1e9)
             let durable = trace?.child("durable", spin: spin.name)
             durable?.attributes[RequestTrace.Attribute.sequence] = Int(clamping: transition.sequence)
             feed.whenDurable(transition.sequence) { error in
                 durable?.end()
-                if error == nil { trace?.acknowledging(spin: spin.name) }
-                done(error.map { .failure(APIError($0)) } ?? .success(transition))
+                if let error { return done(.failure(APIError(error))) }
+                trace?.acknowledging(spin: spin.name)
+                var transition = transition
+                transition.stages = EventStages(accepted: accepted, applied: applied, durable: Monotonic.nanoseconds)
+                done(.success(transition))
             }
         }
     }
@@ -167,8 +172,10 @@ package struct EventAcknowledgement: Sendable {
     private static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
                                     respond: @Sendable (APIResponse) -> Void) {
         if wait {
-            respond(.json(200, .object([("sequence", .number(String(applied.sequence))), ("state", applied.state ?? .null),
-                                        ("replies", applied.replies)])))
+            var response = APIResponse.json(200, .object([("sequence", .number(String(applied.sequence))),
+                                                           ("state", applied.state ?? .null), ("replies", applied.replies)]))
+            response.stages = applied.stages
+            respond(response)
         } else {
             // Written as text: every POST answers it, and a `JSONValue` tree boxes each value.
             var body = Array(#"{"accepted":"#.utf8)
@@ -180,7 +187,9 @@ package struct EventAcknowledgement: Sendable {
                 body += String(applied.ignored.count).utf8
             }
             body.append(UInt8(ascii: "}"))
-            respond(.json(202, .raw(body)))
+            var response = APIResponse.json(202, .raw(body))
+            response.stages = applied.stages
+            respond(response)
         }
     }
 }

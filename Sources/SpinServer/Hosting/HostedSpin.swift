@@ -66,6 +66,9 @@ package struct AppliedEvent: Sendable {
     /// state): the ignored events from there on are ignored for that (`done`); nil when
     /// the batch left it running.
     package let doneFrom: Int?
+    /// When the batch was accepted, applied and made durable (set by `EventAcknowledgement`
+    /// on the way to its answer).
+    package var stages: EventStages?
 
     package init(sequence: UInt64, state: JSONValue? = nil, count: Int = 1, ignored: [Int] = [], doneFrom: Int? = nil) {
         self.sequence = sequence

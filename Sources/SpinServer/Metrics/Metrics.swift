@@ -24,6 +24,9 @@ import SpinConcurrency
 /// - `spin_connections_limited_total`: times the listener paused at `limits.maxConnections`;
 /// - `spin_http_requests_total{route,status}`: answered requests, by route template;
 /// - `spin_event_apply_seconds`: from a request's acceptance to its last event applied;
+/// - `spin_event_stage_seconds{stage}`: an accepted event request's time, readable to
+///   answered, in five stages (`parse`, `admit`, `apply`, `journal`, `ack`:
+///   `EventStageHistogram`);
 /// - `spin_cluster_owned_spins`: the Spins this node owns (every hosted one on a single
 ///   node; its leased ones in a cluster), read at scrape time;
 /// - `spin_spins_in_memory` and `spin_spins_on_disk`: the Spins hosted in memory (awake,
@@ -99,6 +102,8 @@ package final class Metrics: Sendable {
     private let connectionsLimited: Counter
     private let streams: [String: Gauge]
     private let applyLatency: ValueHistogram
+    /// Where accepted event requests spend their time (`spin_event_stage_seconds`).
+    package let eventStages = EventStageHistogram()
     private let ownedSpins: Gauge
     private let inMemory: Gauge
     private let onDisk: Gauge
@@ -280,6 +285,7 @@ package final class Metrics: Sendable {
         }
         if let gears { record(gears) }
         var text = registry.emitToString()
+        eventStages.render(into: &text)
         let counters = self.spins.withLock { $0 }
         for (index, (name, help)) in Self.spinCounters.enumerated() {
             text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SpinCore
+import SpinConcurrency
 import SpinNet
 import SpinWire
 
@@ -186,10 +187,10 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// its outcome back to this loop.
     private func handle(_ request: HTTPRequest) {
         let keepAlive = machine.keepAlive
-        let started = ContinuousClock.now
+        let started = Monotonic.nanoseconds
         let connection = self.connection
         let admission = context.router.admit(request)
-        let trace = observers.begin(request, admission, started: started)
+        let trace = observers.begin(request, admission, readable: connection.turnStarted, started: started)
         context.router.handle(request, admission: admission, trace: trace) { [self] outcome in
             connection.execute {
                 self.finish(request, outcome: outcome, keepAlive: keepAlive)
@@ -228,7 +229,7 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                   keepAlive: keepAlive)
         let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
-        observers.end(request, status: response.status, bytes: bytes.count)
+        observers.end(request, status: response.status, bytes: bytes.count, stages: response.stages)
         send(bytes) { [self] in run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now)) }
     }
 

@@ -23,8 +23,10 @@ struct RequestObservers {
         var subject: String?
         /// Its spans, when the process traces.
         var trace: RequestTrace?
-        /// When the driver got it.
-        var started = ContinuousClock.now
+        /// When the driver got it (`Monotonic` nanoseconds).
+        var started: UInt64 = 0
+        /// When its connection's loop learnt the bytes that completed it were readable.
+        var readable: UInt64 = 0
     }
 
     private let metrics: Metrics
@@ -43,12 +45,14 @@ struct RequestObservers {
     /// Starts observing `request`, got at `started` and admitted as `admission` says: its
     /// ID (the client's own when valid, else a new one) and, when the process traces, its
     /// `request` span, which the router's spans hang from.
-    mutating func begin(_ request: HTTPRequest, _ admission: Admission, started: ContinuousClock.Instant) -> RequestTrace? {
+    mutating func begin(_ request: HTTPRequest, _ admission: Admission, readable: UInt64,
+                        started: UInt64) -> RequestTrace? {
         let id = ids.id(for: request.headers[RequestID.header])
         let trace = tracer.map {
             RequestTrace(tracer: $0, method: request.method.rawValue, route: admission.label, requestID: id)
         }
-        current = Observed(id: id, route: admission.label, subject: admission.subject, trace: trace, started: started)
+        current = Observed(id: id, route: admission.label, subject: admission.subject, trace: trace, started: started,
+                           readable: readable)
         return trace
     }
 
@@ -77,12 +81,17 @@ struct RequestObservers {
     }
 
     /// The request's answer is on its way (`status`, a head of `bytes`, or the whole
-    /// response): counted, its trace ended, its line logged.
-    mutating func end(_ request: HTTPRequest, status: Int, bytes: Int) {
+    /// response): counted, its trace ended, its line logged, and the stages of an accepted
+    /// event request observed (`stages`).
+    mutating func end(_ request: HTTPRequest, status: Int, bytes: Int, stages: EventStages? = nil) {
+        let now = Monotonic.nanoseconds
         counting.count(route: current.route, status: status, in: metrics)
         current.trace?.finish(status: status)
         current.trace = nil
-        let milliseconds = (ContinuousClock.now - current.started).seconds * 1000
+        if let stages {
+            metrics.eventStages.observe(readable: current.readable, handed: current.started, stages, answered: now)
+        }
+        let milliseconds = Double(Monotonic.elapsed(from: current.started, to: now)) / 1e6
         log.answered(request, status: status, bytes: bytes, milliseconds: milliseconds,
                      requestID: current.id, subject: current.subject)
     }

@@ -1,5 +1,6 @@
 import Logging
 @testable import SpinServer
+import SpinConcurrency
 import SpinWire
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
     @Test func aClientsRequestID_IsKept_AndStampedOnTheAnswer_ErrorBodiesIncluded() {
         var observers = Self.observers(LogCapture())
         let request = makeRequest("POST", "/v1/spins/x/events", headers: [("X-Request-Id", "client-7")])
-        #expect(observers.begin(request, Self.admitted, started: .now) == nil)   // no tracer, no spans
+        #expect(observers.begin(request, Self.admitted, readable: Monotonic.nanoseconds, started: Monotonic.nanoseconds) == nil)   // no tracer, no spans
         var response = APIResponse.error(.spinNotFound("x"))
         observers.stamp(&response)
         #expect(response.headers.map(\.name) == ["Content-Type", "X-Request-Id"])
@@ -27,7 +28,7 @@ import Testing
     @Test func anInvalidID_OrARefusedRequest_GetsANewOne() {
         var observers = Self.observers(LogCapture())
         _ = observers.begin(makeRequest("GET", "/healthz", headers: [("X-Request-Id", "has space")]), Self.admitted,
-                            started: .now)
+                            readable: Monotonic.nanoseconds, started: Monotonic.nanoseconds)
         let made = observers.current.id
         #expect(made.utf8.count == 16 && made != "has space")
         observers.refuse(status: 408, connection: 1)
@@ -39,7 +40,7 @@ import Testing
         let metrics = Metrics()
         var observers = Self.observers(capture, metrics: metrics)
         let request = makeRequest("POST", "/v1/spins/x/events", headers: [("X-Request-Id", "r1")])
-        _ = observers.begin(request, Self.admitted, started: .now)
+        _ = observers.begin(request, Self.admitted, readable: Monotonic.nanoseconds, started: Monotonic.nanoseconds)
         observers.end(request, status: 404, bytes: 120)
         #expect(metrics.render(spins: []).contains(#"spin_http_requests_total{route="/v1/spins/{name}/events",status="404"} 1"#))
         let line = try capture.object()
