@@ -33,14 +33,14 @@ private final class Slot {
 
     static func encode<T: Encodable>(_ value: T, into slot: Slot, codingPath: [any CodingKey]) throws {
         if let primitive = try primitive(value, codingPath: codingPath) {
-            slot.node = .value(primitive)
+            slot.node = primitive
         } else {
             try value.encode(to: TreeEncoder(slot: slot, codingPath: codingPath))
         }
     }
 
     /// Values JSON has a literal for, written without going through `encode(to:)`.
-    static func primitive<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> JSONValue? {
+    static func primitive<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> Node? {
         switch value {
         case let value as String: return .string(value)
         case let value as Bool: return .bool(value)
@@ -52,7 +52,7 @@ private final class Slot {
         }
     }
 
-    static func number(_ value: Double, codingPath: [any CodingKey]) throws -> JSONValue {
+    static func number(_ value: Double, codingPath: [any CodingKey]) throws -> Node {
         guard let text = JSONValue.numberText(value) else {
             throw EncodingError.invalidValue(value, .init(codingPath: codingPath,
                                                           debugDescription: "JSON has no \(value)"))
@@ -61,14 +61,23 @@ private final class Slot {
     }
 }
 
+/// A written value. JSON's literals are cases of their own, not a `JSONValue` (an
+/// indirect enum, one allocation per value): a state's members cost nothing beyond their text.
 private enum Node {
-    case value(JSONValue)
+    case null
+    case bool(Bool)
+    /// Its JSON text.
+    case number(String)
+    case string(String)
     case object(ObjectNode)
     case array(ArrayNode)
 
     var value: JSONValue {
         switch self {
-        case .value(let value): value
+        case .null: .null
+        case .bool(let value): .bool(value)
+        case .number(let text): .number(text)
+        case .string(let text): .string(text)
         case .object(let object): .object(object.members.map { ($0.key, $0.slot.node?.value ?? .null) })
         case .array(let array): .array(array.items.map { $0.node?.value ?? .null })
         }
@@ -77,8 +86,10 @@ private enum Node {
     /// The JSON text of the node, as `value.write(into:)` would write it.
     func write(into bytes: inout [UInt8]) {
         switch self {
-        case .value(let value):
-            value.write(into: &bytes)
+        case .null: bytes += "null".utf8
+        case .bool(let value): bytes += (value ? "true" : "false").utf8
+        case .number(let text): bytes += text.utf8
+        case .string(let text): JSONValue.writeString(text, into: &bytes)
         case .object(let object):
             bytes.append(UInt8(ascii: "{"))
             for (index, member) in object.members.enumerated() {
@@ -171,7 +182,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let codingPath: [any CodingKey]
 
     mutating func encodeNil(forKey key: Key) throws {
-        object.slot(for: key.stringValue).node = .value(.null)
+        object.slot(for: key.stringValue).node = .null
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
@@ -179,11 +190,11 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     // The common primitives directly: no coding path made and no dynamic cast.
-    mutating func encode(_ value: String, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.string(value)) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.bool(value)) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.number(String(value))) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .value(.number(String(value))) }
+    mutating func encode(_ value: String, forKey key: Key) throws { object.slot(for: key.stringValue).node = .string(value) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { object.slot(for: key.stringValue).node = .bool(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { object.slot(for: key.stringValue).node = .number(String(value)) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .number(String(value)) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .number(String(value)) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
     -> KeyedEncodingContainer<NestedKey> {
@@ -218,7 +229,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     private var nextPath: [any CodingKey] { codingPath + [IndexKey(intValue: count)] }
 
     mutating func encodeNil() throws {
-        array.append().node = .value(.null)
+        array.append().node = .null
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
@@ -227,11 +238,11 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     }
 
     // The common primitives directly: no coding path made and no dynamic cast.
-    mutating func encode(_ value: String) throws { array.append().node = .value(.string(value)) }
-    mutating func encode(_ value: Bool) throws { array.append().node = .value(.bool(value)) }
-    mutating func encode(_ value: Int) throws { array.append().node = .value(.number(String(value))) }
-    mutating func encode(_ value: Int64) throws { array.append().node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt64) throws { array.append().node = .value(.number(String(value))) }
+    mutating func encode(_ value: String) throws { array.append().node = .string(value) }
+    mutating func encode(_ value: Bool) throws { array.append().node = .bool(value) }
+    mutating func encode(_ value: Int) throws { array.append().node = .number(String(value)) }
+    mutating func encode(_ value: Int64) throws { array.append().node = .number(String(value)) }
+    mutating func encode(_ value: UInt64) throws { array.append().node = .number(String(value)) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let path = nextPath
@@ -253,25 +264,25 @@ private struct SingleContainer: SingleValueEncodingContainer {
     let slot: Slot
     let codingPath: [any CodingKey]
 
-    mutating func encodeNil() throws { slot.node = .value(.null) }
-    mutating func encode(_ value: Bool) throws { slot.node = .value(.bool(value)) }
-    mutating func encode(_ value: String) throws { slot.node = .value(.string(value)) }
-    mutating func encode(_ value: Double) throws { slot.node = .value(try Slot.number(value, codingPath: codingPath)) }
+    mutating func encodeNil() throws { slot.node = .null }
+    mutating func encode(_ value: Bool) throws { slot.node = .bool(value) }
+    mutating func encode(_ value: String) throws { slot.node = .string(value) }
+    mutating func encode(_ value: Double) throws { slot.node = try Slot.number(value, codingPath: codingPath) }
     mutating func encode(_ value: Float) throws {
         // Float's own shortest form: 0.1 stays "0.1", not Double(0.1f)'s digits.
         let number = try Slot.number(Double(value), codingPath: codingPath)
-        slot.node = .value(Int64(exactly: value) != nil ? number : .number("\(value)"))
+        slot.node = Int64(exactly: value) != nil ? number : .number("\(value)")
     }
-    mutating func encode(_ value: Int) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: Int8) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: Int16) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: Int32) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: Int64) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt8) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt16) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt32) throws { slot.node = .value(.number(String(value))) }
-    mutating func encode(_ value: UInt64) throws { slot.node = .value(.number(String(value))) }
+    mutating func encode(_ value: Int) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: Int8) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: Int16) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: Int32) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: Int64) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: UInt) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: UInt8) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: UInt16) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: UInt32) throws { slot.node = .number(String(value)) }
+    mutating func encode(_ value: UInt64) throws { slot.node = .number(String(value)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         try Slot.encode(value, into: slot, codingPath: codingPath)

@@ -178,7 +178,9 @@ package struct EventAcknowledgement: Sendable {
             respond(response)
         } else {
             // Written as text: every POST answers it, and a `JSONValue` tree boxes each value.
-            var body = Array(#"{"accepted":"#.utf8)
+            var body: [UInt8] = []
+            body.reserveCapacity(64)  // room for every member: one allocation
+            body += #"{"accepted":"#.utf8
             body += String(count).utf8
             body += #","sequence":"#.utf8
             body += String(applied.sequence).utf8

@@ -223,12 +223,13 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// Writes the answer to `request`, stamped with its ID, and observes it; the state
     /// machine goes on once it is handed to the connection.
     private func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool) {
-        var response = response
-        observers.stamp(&response)
+        // Stamped as it is written (`RequestObservers.stamp`): the ID's field after the
+        // response's own, with no copy of them to append it to.
         let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers)
         let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
                                                   keepAlive: keepAlive)
-        let bytes = writer.response(head, body: response.body, context: responseContext, secondsSince1970: Self.now)
+        let bytes = writer.response(head, body: observers.body(of: response), context: responseContext,
+                                    secondsSince1970: Self.now, lastField: observers.idField)
         observers.end(request, status: response.status, bytes: bytes.count, stages: response.stages)
         send(bytes) { [self] in run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now)) }
     }

@@ -69,9 +69,18 @@ struct RequestObservers {
     /// `response` as it leaves: an error's body written again with the request's ID
     /// (`"requestId"`), and the ID in `X-Request-Id` after the response's own headers.
     func stamp(_ response: inout APIResponse) {
-        if let error = response.error { response.body = APIResponse.error(error, requestID: current.id).body }
+        response.body = body(of: response)
         response.headers.append(name: RequestID.header, value: current.id)
     }
+
+    /// The body `response` leaves with (`stamp`): an error's with the request's ID.
+    func body(of response: APIResponse) -> [UInt8] {
+        guard let error = response.error else { return response.body }
+        return APIResponse.error(error, requestID: current.id).body
+    }
+
+    /// `X-Request-Id` with the request's ID, the last field of its answer (`stamp`).
+    var idField: HTTPHeaders.Field { HTTPHeaders.Field(name: RequestID.header, value: current.id) }
 
     /// `headers` of a head the driver writes itself (a stream's), with `X-Request-Id`.
     func stamped(_ headers: HTTPHeaders) -> HTTPHeaders {

@@ -30,6 +30,11 @@ package struct HTTPHeaders: Sendable, Equatable, Hashable, RandomAccessCollectio
     /// `fields` in order, with room for one more (the `X-Request-Id` a server adds to
     /// what it answers) without a second allocation.
     package init(_ fields: [(String, String)]) {
+        // None (`[:]`, a default argument): nothing allocated for room not asked for.
+        guard !fields.isEmpty else {
+            self.fields = []
+            return
+        }
         var built: [Field] = []
         built.reserveCapacity(fields.count + 1)
         for (name, value) in fields { built.append(Field(name: name, value: value)) }

@@ -99,14 +99,19 @@ package struct HTTPResponseWriter: Sendable {
     /// 1xx, 204 and 304 get neither length nor body (RFC 9110 §8.6, §15.3.5, §15.4.5).
     /// (`body` is an array, not any collection: a generic function called from another
     /// module runs unspecialised, copying the body byte by byte through witness tables.)
+    /// `lastField` is written after the head's fields: a field the server adds to every
+    /// answer (its request ID) without a copy of the head's fields to append it to.
     package mutating func response(
         _ head: HTTPResponseHead, body: [UInt8] = [],
-        context: HTTPResponseContext, secondsSince1970 now: Int
+        context: HTTPResponseContext, secondsSince1970 now: Int,
+        lastField: HTTPHeaders.Field? = nil
     ) -> [UInt8] {
         let writesBody = head.status.allowsContent && context.requestMethod != .head
         var output: [UInt8] = []
-        output.reserveCapacity(Self.headCapacity(head) + (writesBody ? body.count : 0))
+        let last = lastField.map { $0.name.utf8.count + $0.value.utf8.count + 4 } ?? 0
+        output.reserveCapacity(Self.headCapacity(head) + last + (writesBody ? body.count : 0))
         appendStatusLineAndFields(head, now: now, to: &output)
+        if let lastField { Self.appendField(lastField, to: &output, skippingFraming: true) }
         if head.status.allowsContent {
             Self.append("Content-Length: ", to: &output)
             Self.appendDecimal(body.count, to: &output)
@@ -194,19 +199,22 @@ package struct HTTPResponseWriter: Sendable {
     /// `skippingFraming`, fields the writer owns (`Content-Length`, `Transfer-Encoding`,
     /// `Connection`, `Date`) are left out.
     static func appendFields(_ fields: HTTPHeaders, to output: inout [UInt8], skippingFraming: Bool = false) {
-        for field in fields.fields {
-            let written = field.name.utf8.withContiguousStorageIfAvailable { name -> Bool in
-                guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isToken) else { return false }
-                if skippingFraming && isFramingField(name) { return false }
-                output.append(contentsOf: name)
-                return true
-            } ?? appendNameSlowly(field.name, to: &output, skippingFraming: skippingFraming)
-            guard written else { continue }
-            output.append(HTTPSyntax.colon)
-            output.append(HTTPSyntax.sp)
-            appendSanitisedValue(field.value, to: &output)
-            appendCRLF(to: &output)
-        }
+        for field in fields.fields { appendField(field, to: &output, skippingFraming: skippingFraming) }
+    }
+
+    /// `appendFields` for one field.
+    static func appendField(_ field: HTTPHeaders.Field, to output: inout [UInt8], skippingFraming: Bool) {
+        let written = field.name.utf8.withContiguousStorageIfAvailable { name -> Bool in
+            guard !name.isEmpty, name.allSatisfy(HTTPSyntax.isToken) else { return false }
+            if skippingFraming && isFramingField(name) { return false }
+            output.append(contentsOf: name)
+            return true
+        } ?? appendNameSlowly(field.name, to: &output, skippingFraming: skippingFraming)
+        guard written else { return }
+        output.append(HTTPSyntax.colon)
+        output.append(HTTPSyntax.sp)
+        appendSanitisedValue(field.value, to: &output)
+        appendCRLF(to: &output)
     }
 
     /// `appendFields` for a name whose bytes are not contiguous (never for the native
