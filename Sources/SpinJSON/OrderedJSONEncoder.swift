@@ -40,21 +40,22 @@ private final class Slot {
     }
 
     /// Values JSON has a literal for, written without going through `encode(to:)`.
-    static func primitive<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> Node? {
+    /// (`codingPath` is made only for an error: most values are fine.)
+    static func primitive<T: Encodable>(_ value: T, codingPath: @autoclosure () -> [any CodingKey]) throws -> Node? {
         switch value {
         case let value as String: return .string(value)
         case let value as Bool: return .bool(value)
         case let value as Int: return .number(String(value))
         case let value as Int64: return .number(String(value))
         case let value as UInt64: return .number(String(value))
-        case let value as Double: return try number(value, codingPath: codingPath)
+        case let value as Double: return try number(value, codingPath: codingPath())
         default: return nil
         }
     }
 
-    static func number(_ value: Double, codingPath: [any CodingKey]) throws -> Node {
+    static func number(_ value: Double, codingPath: @autoclosure () -> [any CodingKey]) throws -> Node {
         guard let text = JSONValue.numberText(value) else {
-            throw EncodingError.invalidValue(value, .init(codingPath: codingPath,
+            throw EncodingError.invalidValue(value, .init(codingPath: codingPath(),
                                                           debugDescription: "JSON has no \(value)"))
         }
         return .number(text)
@@ -78,7 +79,7 @@ private enum Node {
         case .bool(let value): .bool(value)
         case .number(let text): .number(text)
         case .string(let text): .string(text)
-        case .object(let object): .object(object.members.map { ($0.key, $0.slot.node?.value ?? .null) })
+        case .object(let object): .object(object.members.map { ($0.key, $0.value.node?.value ?? .null) })
         case .array(let array): .array(array.items.map { $0.node?.value ?? .null })
         }
     }
@@ -96,7 +97,7 @@ private enum Node {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 JSONValue.writeString(member.key, into: &bytes)
                 bytes.append(UInt8(ascii: ":"))
-                if let node = member.slot.node { node.write(into: &bytes) } else { bytes += "null".utf8 }
+                if let node = member.value.node { node.write(into: &bytes) } else { bytes += "null".utf8 }
             }
             bytes.append(UInt8(ascii: "}"))
         case .array(let array):
@@ -110,38 +111,79 @@ private enum Node {
     }
 }
 
+/// What a container holds for one member or element: a literal written in place (no
+/// object of its own), or a slot that a nested encoder writes into.
+private enum Member {
+    case node(Node)
+    case slot(Slot)
+
+    var node: Node? {
+        switch self {
+        case .node(let node): node
+        case .slot(let slot): slot.node
+        }
+    }
+}
+
 private final class ObjectNode {
     /// Members in the order first written.
-    var members: [(key: String, slot: Slot)] = []
+    var members: [(key: String, value: Member)] = []
     /// An index of `members` by key, made once an object grows past a few members
     /// (events and states have a handful, looked up faster by a scan).
     var index: [String: Int]?
 
-    /// The slot of `key`, made (and put last in order) the first time.
-    func slot(for key: String) -> Slot {
-        if let index {
-            if let position = index[key] { return members[position].slot }
-        } else if let existing = members.first(where: { $0.key == key }) {
-            return existing.slot
-        }
-        let slot = Slot()
-        members.append((key, slot))
+    /// Where `key`'s member is, nil before it is first written.
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
+    }
+
+    /// Puts `member` last in order (a key not written before).
+    private func add(_ key: String, _ member: Member) {
+        members.append((key, member))
         if index != nil {
             index?[key] = members.count - 1
         } else if members.count > 8 {
             index = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($0.element.key, $0.offset) })
         }
+    }
+
+    /// The slot of `key`, made (and put last in order) the first time: where a nested
+    /// encoder writes.
+    func slot(for key: String) -> Slot {
+        guard let position = position(of: key) else {
+            let slot = Slot()
+            add(key, .slot(slot))
+            return slot
+        }
+        if case .slot(let slot) = members[position].value { return slot }
+        let slot = Slot()
+        slot.node = members[position].value.node
+        members[position].value = .slot(slot)
         return slot
+    }
+
+    /// Writes a literal as `key`'s value (in the place of one written before).
+    func set(_ node: Node, for key: String) {
+        guard let position = position(of: key) else { return add(key, .node(node)) }
+        switch members[position].value {
+        case .slot(let slot): slot.node = node
+        case .node: members[position].value = .node(node)
+        }
     }
 }
 
 private final class ArrayNode {
-    var items: [Slot] = []
+    var items: [Member] = []
 
     func append() -> Slot {
         let slot = Slot()
-        items.append(slot)
+        items.append(.slot(slot))
         return slot
+    }
+
+    func append(_ node: Node) {
+        items.append(.node(node))
     }
 }
 
@@ -182,19 +224,22 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let codingPath: [any CodingKey]
 
     mutating func encodeNil(forKey key: Key) throws {
-        object.slot(for: key.stringValue).node = .null
+        object.set(.null, for: key.stringValue)
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        if let primitive = try Slot.primitive(value, codingPath: codingPath + [key]) {
+            return object.set(primitive, for: key.stringValue)
+        }
         try Slot.encode(value, into: object.slot(for: key.stringValue), codingPath: codingPath + [key])
     }
 
     // The common primitives directly: no coding path made and no dynamic cast.
-    mutating func encode(_ value: String, forKey key: Key) throws { object.slot(for: key.stringValue).node = .string(value) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { object.slot(for: key.stringValue).node = .bool(value) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { object.slot(for: key.stringValue).node = .number(String(value)) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .number(String(value)) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.slot(for: key.stringValue).node = .number(String(value)) }
+    mutating func encode(_ value: String, forKey key: Key) throws { object.set(.string(value), for: key.stringValue) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { object.set(.bool(value), for: key.stringValue) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { object.set(.number(String(value)), for: key.stringValue) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { object.set(.number(String(value)), for: key.stringValue) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.set(.number(String(value)), for: key.stringValue) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
     -> KeyedEncodingContainer<NestedKey> {
@@ -229,20 +274,21 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     private var nextPath: [any CodingKey] { codingPath + [IndexKey(intValue: count)] }
 
     mutating func encodeNil() throws {
-        array.append().node = .null
+        array.append(.null)
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
+        if let primitive = try Slot.primitive(value, codingPath: nextPath) { return array.append(primitive) }
         let path = nextPath
         try Slot.encode(value, into: array.append(), codingPath: path)
     }
 
     // The common primitives directly: no coding path made and no dynamic cast.
-    mutating func encode(_ value: String) throws { array.append().node = .string(value) }
-    mutating func encode(_ value: Bool) throws { array.append().node = .bool(value) }
-    mutating func encode(_ value: Int) throws { array.append().node = .number(String(value)) }
-    mutating func encode(_ value: Int64) throws { array.append().node = .number(String(value)) }
-    mutating func encode(_ value: UInt64) throws { array.append().node = .number(String(value)) }
+    mutating func encode(_ value: String) throws { array.append(.string(value)) }
+    mutating func encode(_ value: Bool) throws { array.append(.bool(value)) }
+    mutating func encode(_ value: Int) throws { array.append(.number(String(value))) }
+    mutating func encode(_ value: Int64) throws { array.append(.number(String(value))) }
+    mutating func encode(_ value: UInt64) throws { array.append(.number(String(value))) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let path = nextPath

@@ -55,6 +55,40 @@ import Testing
     }
 }
 
+extension OrderedJSONEncoderTests {
+    @Test func aKeyWrittenAgain_KeepsItsFirstPlace_AndTakesTheLastValue() throws {
+        struct Twice: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: AnyKey.self)
+                try container.encode(1, forKey: AnyKey("a"))                       // a literal...
+                try container.encode("x", forKey: AnyKey("b"))
+                try container.encode(Inner(zeta: 2, alpha: []), forKey: AnyKey("a"))  // ...then an object
+                var nested = container.nestedContainer(keyedBy: AnyKey.self, forKey: AnyKey("c"))
+                try nested.encode(true, forKey: AnyKey("d"))
+                try container.encode(2.5, forKey: AnyKey("b"))                     // a literal again
+                try container.encode(3, forKey: AnyKey("c"))                       // an object, then a literal
+                try container.encodeNil(forKey: AnyKey("e"))
+            }
+        }
+        #expect(try Self.text(Twice()) == #"{"a":{"zeta":2,"alpha":[]},"b":2.5,"c":3,"e":null}"#)
+        #expect(try OrderedJSONEncoder().encodeValue(Twice())
+                == .object([("a", .object([("zeta", .number("2")), ("alpha", .array([]))])), ("b", .number("2.5")),
+                            ("c", .number("3")), ("e", .null)]))
+    }
+
+    @Test func aNonFiniteMember_NamesItsPath() {
+        struct Reading: Encodable { var values: [String: [Double]] }
+        do {
+            _ = try OrderedJSONEncoder().encode(Reading(values: ["t": [1, .infinity]]))
+            Issue.record("an infinite member encoded")
+        } catch let EncodingError.invalidValue(_, context) {
+            #expect(context.codingPath.map(\.stringValue) == ["values", "t", "1"])
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+}
+
 struct AnyKey: CodingKey {
     var stringValue: String
     var intValue: Int? { nil }
