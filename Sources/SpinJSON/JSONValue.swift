@@ -4,7 +4,11 @@
 /// changes from one process to the next; the server's answers and stream messages are
 /// byte-for-byte reproducible instead, with members in the order the type encodes them
 /// (docs/PROTOCOL.md shows `{"status":s,"items":n}`, not `{"items":n,"status":s}`).
-package indirect enum JSONValue: Sendable, Equatable {
+///
+/// Not `indirect`: arrays and objects keep their values in arrays, already on the heap,
+/// so no case needs a box of its own, and a string, number or raw text is stored in place
+/// (an indirect enum allocates a box for every value, each leaf of a tree included).
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     /// A number as its JSON text (already validated and formatted).
