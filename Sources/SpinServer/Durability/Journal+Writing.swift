@@ -42,7 +42,7 @@ extension Journal {
         if inlineWrites, let turn = EndOfTurn.current {
             turn.atEndOfTurn { [self] in section.run { [self] in writeIncoming() } }
         } else {
-            section.schedule { [self] in HandOffs.gathering { writeIncoming() } }
+            section.schedule { [self] in writeIncoming() }
         }
     }
 
@@ -163,17 +163,12 @@ extension Journal {
     /// Runs `body` in the section on the journal's queue, never on a network thread: a
     /// sync or a probe waits for the disk. (The section may be held by a network thread
     /// writing when the queue asks for it; that thread would run `body` when it leaves,
-    /// so it hands `body` back to the queue instead.) What `body` hands to event loops
-    /// (the acknowledgements a sync makes durable) reaches each loop in one batch
-    /// (`HandOffs`).
+    /// so it hands `body` back to the queue instead.)
     func runOnQueue(_ body: @escaping @Sendable () -> Void) {
         queue.async { [self] in
-            // Handed over once the section is left: a loop woken by them finds it free.
-            HandOffs.gathering {
-                section.run { [self] in
-                    guard EndOfTurn.current == nil else { return runOnQueue(body) }
-                    body()
-                }
+            section.run { [self] in
+                guard EndOfTurn.current == nil else { return runOnQueue(body) }
+                body()
             }
         }
     }
@@ -201,7 +196,11 @@ extension Journal {
             return fail(journal, error)
         }
         journal.commitsInFlight.removeAll()
-        markDurable(journal)
+        // What this commit made durable reaches each event loop in one batch (`HandOffs`):
+        // off the loops, the acknowledgements of every request it covered go back to the
+        // loops they were asked on together. Each commit apart: a sync batch of many
+        // Spins does not hold the first one's answers until the last one's sync.
+        HandOffs.gathering { markDurable(journal) }
     }
 
     func markDurable(_ journal: SpinJournal, compacting: Bool = true) {
