@@ -11,7 +11,7 @@ package struct APIResponse: Sendable {
     /// client sends next would be frames, not a request).
     package var closesConnection = false
     /// The error this response answers, when it is one: the HTTP layer writes its body
-    /// again with the request's ID (`RequestObservers.stamp`).
+    /// again with the request's ID (`RequestObservers.body(of:)`).
     package var error: APIError?
     /// When an accepted event request passed its stages (`EventStageHistogram`); nil for
     /// every other answer.

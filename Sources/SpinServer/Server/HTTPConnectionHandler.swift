@@ -223,13 +223,8 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
     /// Writes the answer to `request`, stamped with its ID, and observes it; the state
     /// machine goes on once it is handed to the connection.
     private func respond(_ response: APIResponse, to request: HTTPRequest, keepAlive: Bool) {
-        // Stamped as it is written (`RequestObservers.stamp`): the ID's field after the
-        // response's own, with no copy of them to append it to.
-        let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers)
-        let responseContext = HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
-                                                  keepAlive: keepAlive)
-        let bytes = writer.response(head, body: observers.body(of: response), context: responseContext,
-                                    secondsSince1970: Self.now, lastField: observers.idField)
+        let bytes = written(response, HTTPResponseContext(requestMethod: request.method, requestVersion: request.version,
+                                                          keepAlive: keepAlive))
         observers.end(request, status: response.status, bytes: bytes.count, stages: response.stages)
         send(bytes) { [self] in run(machine.responseWritten(keepAlive: keepAlive && request.keepAlive, now: .now)) }
     }
@@ -323,14 +318,18 @@ final class HTTPConnectionHandler: ConnectionHandler, @unchecked Sendable {
         }
     }
 
+    /// `response` as it leaves, stamped with the request's ID: an error's body written again
+    /// with it, and `X-Request-Id` after the response's own fields.
+    private func written(_ response: APIResponse, _ context: HTTPResponseContext) -> [UInt8] {
+        writer.response(HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers),
+                        body: observers.body(of: response), context: context, secondsSince1970: Self.now,
+                        lastField: observers.idField)
+    }
+
     /// Answers an error the parser or a deadline found, then closes.
     private func writeError(_ error: APIError) {
-        var response = APIResponse.error(error)
-        observers.stamp(&response)
-        let head = HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers)
-        let bytes = writer.response(head, body: response.body,
-                                    context: HTTPResponseContext(requestMethod: .get, requestVersion: .http1_1, keepAlive: false),
-                                    secondsSince1970: Self.now)
+        let bytes = written(APIResponse.error(error),
+                            HTTPResponseContext(requestMethod: .get, requestVersion: .http1_1, keepAlive: false))
         _ = connection.write(bytes)
         connection.closeAfterFlush()
     }

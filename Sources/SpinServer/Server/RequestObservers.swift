@@ -7,8 +7,9 @@ import Tracing
 /// (`RequestID`, which its response carries back), its count (`RequestCounting`), its
 /// spans when the process traces (`RequestTrace`) and its log line (`AccessLog`).
 ///
-/// The HTTP driver calls `begin` once the router admitted a request, `stamp` on what it
-/// answers, and `end` once the answer's head is written; `refuse` for a request the
+/// The HTTP driver calls `begin` once the router admitted a request, writes what it
+/// answers with `body(of:)` and `idField` (or a stream's head with `stamped`), and calls
+/// `end` once the answer's head is written; `refuse` for a request the
 /// parser or a deadline refused. One request is observed at a time (pipelined requests
 /// are answered in order). A value the driver holds and calls directly, confined to the
 /// connection's event loop.
@@ -66,26 +67,21 @@ struct RequestObservers {
         }
     }
 
-    /// `response` as it leaves: an error's body written again with the request's ID
-    /// (`"requestId"`), and the ID in `X-Request-Id` after the response's own headers.
-    func stamp(_ response: inout APIResponse) {
-        response.body = body(of: response)
-        response.headers.append(name: RequestID.header, value: current.id)
-    }
-
-    /// The body `response` leaves with (`stamp`): an error's with the request's ID.
+    /// The body `response` leaves with: an error's written again with the request's ID
+    /// (`"requestId"`), any other as it is.
     func body(of response: APIResponse) -> [UInt8] {
         guard let error = response.error else { return response.body }
         return APIResponse.error(error, requestID: current.id).body
     }
 
-    /// `X-Request-Id` with the request's ID, the last field of its answer (`stamp`).
+    /// `X-Request-Id` with the request's ID: written after an answer's own fields
+    /// (`HTTPResponseWriter.response(lastField:)`), with no copy of them to append it to.
     var idField: HTTPHeaders.Field { HTTPHeaders.Field(name: RequestID.header, value: current.id) }
 
     /// `headers` of a head the driver writes itself (a stream's), with `X-Request-Id`.
     func stamped(_ headers: HTTPHeaders) -> HTTPHeaders {
         var headers = headers
-        headers.append(name: RequestID.header, value: current.id)
+        headers.append(name: idField.name, value: idField.value)
         return headers
     }
 

@@ -27,8 +27,8 @@ package struct HTTPHeaders: Sendable, Equatable, Hashable, RandomAccessCollectio
         fields.reserveCapacity(minimumCapacity)
     }
 
-    /// `fields` in order, with room for one more (the `X-Request-Id` a server adds to
-    /// what it answers) without a second allocation.
+    /// `fields` in order, with room for one more (the `X-Request-Id` a server adds to a
+    /// head it writes itself) without a second allocation.
     package init(_ fields: [(String, String)]) {
         // None (`[:]`, a default argument): nothing allocated for room not asked for.
         guard !fields.isEmpty else {

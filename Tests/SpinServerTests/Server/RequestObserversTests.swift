@@ -17,11 +17,16 @@ import Testing
         var observers = Self.observers(LogCapture())
         let request = makeRequest("POST", "/v1/spins/x/events", headers: [("X-Request-Id", "client-7")])
         #expect(observers.begin(request, Self.admitted, readable: Monotonic.nanoseconds, started: Monotonic.nanoseconds) == nil)   // no tracer, no spans
-        var response = APIResponse.error(.spinNotFound("x"))
-        observers.stamp(&response)
-        #expect(response.headers.map(\.name) == ["Content-Type", "X-Request-Id"])
-        #expect(response.headers["X-Request-Id"] == "client-7")
-        #expect(String(decoding: response.body, as: UTF8.self).hasSuffix(#","requestId":"client-7"}}"#))
+        // The answer as the HTTP driver writes it: the ID's field after the response's own.
+        let response = APIResponse.error(.spinNotFound("x"))
+        var writer = HTTPResponseWriter()
+        let written = String(decoding: writer.response(
+            HTTPResponseHead(status: HTTPStatus(code: response.status), headers: response.headers),
+            body: observers.body(of: response),
+            context: HTTPResponseContext(requestMethod: .post, requestVersion: .http1_1, keepAlive: true),
+            secondsSince1970: 0, lastField: observers.idField), as: UTF8.self)
+        #expect(written.contains("\r\nContent-Type: application/json\r\nX-Request-Id: client-7\r\nContent-Length: "))
+        #expect(written.hasSuffix(#","requestId":"client-7"}}"#))
         #expect(observers.stamped(["Upgrade": "websocket"]).map(\.name) == ["Upgrade", "X-Request-Id"])
     }
 

@@ -22,6 +22,19 @@ struct HTTPResponseWriterTests {
         #expect(make() == "HTTP/1.1 200 OK\r\n\(Self.date)Content-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}")
     }
 
+    @Test func aLastField_FollowsTheHeadsFields_AndMayNotFrameTheResponse() {
+        var writer = HTTPResponseWriter()
+        let context = HTTPResponseContext(requestMethod: .get, requestVersion: .http1_1, keepAlive: true)
+        let head = HTTPResponseHead(status: .ok, headers: ["Content-Type": "application/json"])
+        #expect(text(writer.response(head, body: Array("{}".utf8), context: context, secondsSince1970: Self.now,
+                                     lastField: HTTPHeaders.Field(name: "X-Request-Id", value: "r-1")))
+                == "HTTP/1.1 200 OK\r\n\(Self.date)Content-Type: application/json\r\nX-Request-Id: r-1\r\nContent-Length: 2\r\n\r\n{}")
+        // The writer frames the response: a last field that would is left out, as in the head.
+        #expect(text(writer.response(head, body: [], context: context, secondsSince1970: Self.now,
+                                     lastField: HTTPHeaders.Field(name: "Content-Length", value: "9")))
+                == "HTTP/1.1 200 OK\r\n\(Self.date)Content-Type: application/json\r\nContent-Length: 0\r\n\r\n")
+    }
+
     @Test func closingResponse_SaysConnectionClose() {
         #expect(make(status: 400, body: "", keepAlive: false) == "HTTP/1.1 400 Bad Request\r\n\(Self.date)Content-Type: application/json\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     }
