@@ -23,6 +23,11 @@ struct SpinServerCommand: AsyncParsableCommand {
 
     @OptionGroup var options: SpinServerOptions
 
+    static func main() async {
+        MallocTuning.restartTuned()
+        await main(nil)
+    }
+
     func run() async throws {
         try await SpinServerProgram(options, kinds: .examples).run()
     }

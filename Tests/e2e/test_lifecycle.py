@@ -104,6 +104,34 @@ def test_flag_overrides_environment(start_server):
     assert f"listening on http://{LOOPBACK}:{server.port}" in server.log()
 
 
+def process_environment(pid: int) -> dict[str, str]:
+    """The environment a process was executed with (/proc/PID/environ)."""
+    with open(f"/proc/{pid}/environ", "rb") as file:
+        entries = file.read().decode(errors="replace").split("\0")
+    return dict(entry.split("=", 1) for entry in entries if "=" in entry)
+
+
+def test_the_server_executes_itself_again_with_a_larger_malloc_cache(start_server):
+    """glibc reads GLIBC_TUNABLES only at start: spin-server sets a 256-chunk tcache and
+    executes itself again, keeping its process ID (the one the supervisor started), and
+    its own marker is not reported as an unknown SPIN_ variable."""
+    server = start_server(name="malloc-default")
+    assert server.get("/healthz").status_code == 200
+    environment = process_environment(server.pid)
+    assert environment.get("GLIBC_TUNABLES") == "glibc.malloc.tcache_count=256"
+    assert environment.get("SPIN_MALLOC_TUNED") == "1"
+    assert "SPIN_MALLOC_TUNED" not in server.log()
+
+
+def test_an_operators_malloc_cache_is_kept(start_server):
+    """A GLIBC_TUNABLES that names the tcache size is the operator's: not re-executed."""
+    server = start_server(env={"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"}, name="malloc-own")
+    assert server.get("/healthz").status_code == 200
+    environment = process_environment(server.pid)
+    assert environment.get("GLIBC_TUNABLES") == "glibc.malloc.tcache_count=7"
+    assert "SPIN_MALLOC_TUNED" not in environment
+
+
 def test_environment_port_is_used_without_the_flag(server_bin, tmp_path):
     from spin_e2e import SpinServer, free_port
     port = free_port()
