@@ -27,13 +27,8 @@ package struct EventAcknowledgement: Sendable {
             return respond(.error(.badRequest("query parameter wait must be true or false, not \"\(other)\"")))
         }
         guard let batch = Self.decodeEvents(request, for: spin, from: origin, refusing: respond) else { return }
-        let count = batch.count
-        submit(batch, to: spin, withState: wait, trace: trace) { result in
-            switch result {
-            case .success(let applied): Self.acknowledge(applied, count: count, wait: wait, respond: respond)
-            case .failure(let error): respond(.error(error))
-            }
-        }
+        submit(batch, to: spin, withState: wait, trace: trace,
+               completion: .post(count: batch.count, wait: wait, respond: respond))
     }
 
     /// The request's events, as `spin` decodes them, from `origin`; nil once `respond`
@@ -90,28 +85,34 @@ package struct EventAcknowledgement: Sendable {
     /// starts `acknowledge`.
     package func submit(_ batch: EventBatch, to spin: any HostedSpin, withState: Bool = false, trace: RequestTrace? = nil,
                         done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void) {
+        submit(batch, to: spin, withState: withState, trace: trace, completion: .done(done))
+    }
+
+    private func submit(_ batch: EventBatch, to spin: any HostedSpin, withState: Bool, trace: RequestTrace?,
+                        completion: PendingAcknowledgement.Completion) {
         guard batch.count <= limits.inbox else {
-            return done(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
+            return completion.finish(.failure(.batchTooLarge(count: batch.count, limit: limits.inbox)))
         }
         let feed = feeds.feed(spin.name)
         if let refusal = Self.refusal(of: feed, spin.name, retryAfter: limits.retryAfterSeconds) {
-            return done(.failure(refusal))
+            return completion.finish(.failure(refusal))
         }
         // Applied events wait in the feed until the disk has them. A disk that stalls
         // must not let clients that do not wait for acknowledgements (a WebSocket sending
         // event after event) pile them up without bound: past four inboxes' worth, wait.
         guard feed.pendingCount + batch.count <= limits.inbox * 4 else {
-            return done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+            return completion.finish(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
         }
         let apply = trace?.child("apply", spin: spin.name)
-        let outcome = spin.submit(batch, inboxLimit: limits.inbox, withState: withState,
-                                  onApplied: whenApplied(spin, feed, trace: trace, apply: apply, done: done))
+        let pending = PendingAcknowledgement(spin: spin, feed: feed, metrics: metrics, trace: trace, apply: apply,
+                                             completion: completion)
+        let outcome = spin.submit(batch, inboxLimit: limits.inbox, withState: withState, onApplied: pending.applied)
         if outcome != .accepted { apply?.end() }
         switch outcome {
         case .accepted: break
-        case .inboxFull: done(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
-        case .stopped: done(.failure(.spinStopped(spin.name, applying: false)))
-        case .suspended: done(.failure(Self.suspended(spin)))
+        case .inboxFull: completion.finish(.failure(.inboxFull(spin: spin.name, retryAfter: limits.retryAfterSeconds)))
+        case .stopped: completion.finish(.failure(.spinStopped(spin.name, applying: false)))
+        case .suspended: completion.finish(.failure(Self.suspended(spin)))
         }
     }
 
@@ -138,38 +139,17 @@ package struct EventAcknowledgement: Sendable {
     /// What happens once a batch's last event is applied (or not): the apply latency is
     /// observed, and `done` is called once the event is durable, or with why it was not
     /// applied (the Spin suspended or stopped first).
-    func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed, trace: RequestTrace? = nil,
-                     apply: (any Span)? = nil,
+    func whenApplied(_ spin: any HostedSpin, _ feed: SpinFeed,
                      done: @escaping @Sendable (Result<AppliedEvent, APIError>) -> Void)
         -> @Sendable (AppliedEvent?) -> Void {
-        let accepted = Monotonic.nanoseconds
-        let metrics = self.metrics
-        return { transition in
-            apply?.end()
-            guard let transition else {
-                if let refusal = Self.refusal(of: feed, spin.name, retryAfter: 1) { return done(.failure(refusal)) }
-                if spin.status == .suspended { return done(.failure(Self.suspended(spin))) }
-                return done(.failure(.spinStopped(spin.name, applying: true)))
-            }
-            let applied = Monotonic.nanoseconds
-            metrics.observeApplyLatency(seconds: Double(Monotonic.elapsed(from: accepted, to: applied)) / 1e9)
-            let durable = trace?.child("durable", spin: spin.name)
-            durable?.attributes[RequestTrace.Attribute.sequence] = Int(clamping: transition.sequence)
-            feed.whenDurable(transition.sequence) { error in
-                durable?.end()
-                if let error { return done(.failure(APIError(error))) }
-                trace?.acknowledging(spin: spin.name)
-                var transition = transition
-                transition.stages = EventStages(accepted: accepted, applied: applied, durable: Monotonic.nanoseconds)
-                done(.success(transition))
-            }
-        }
+        PendingAcknowledgement(spin: spin, feed: feed, metrics: metrics, trace: nil, apply: nil,
+                               completion: .done(done)).applied
     }
 
     /// 202 `{"accepted":k,"sequence":N}` (k counts every event of the batch, ignored ones
     /// too, and `"ignored":m` is added when the reducer declined m > 0 of them), or with
     /// `?wait=true` 200 `{"sequence":N,"state":..,"replies":[..]}`, one reply per event.
-    private static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
+    fileprivate static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
                                     respond: @Sendable (APIResponse) -> Void) {
         if wait {
             var response = APIResponse.json(200, .object([("sequence", .number(String(applied.sequence))),
@@ -193,5 +173,91 @@ package struct EventAcknowledgement: Sendable {
             response.stages = applied.stages
             respond(response)
         }
+    }
+}
+
+/// A batch on its way from submitted to acknowledged: what happens once it is applied,
+/// then once it is durable, then the answer. One object per request where each step was a
+/// closure with a context of its own (three allocations per POST); `applied` and
+/// `durable` are handed on as its methods, whose closures take the object itself as
+/// their context.
+///
+/// `@unchecked Sendable`: `transition`, `appliedAt` and `durableSpan` are written once, in
+/// `applied`, before `whenDurable` takes the object under the feed's lock, and read in
+/// `durable`, which is called after that lock or on the same thread.
+final class PendingAcknowledgement: @unchecked Sendable {
+    /// How the outcome is told.
+    enum Completion: Sendable {
+        /// `POST .../events`: the 202 (or with `wait`, 200) answer, or the error's.
+        case post(count: Int, wait: Bool, respond: @Sendable (APIResponse) -> Void)
+        /// Anyone else (`resume`, client events on a stream).
+        case done(@Sendable (Result<AppliedEvent, APIError>) -> Void)
+
+        func finish(_ result: Result<AppliedEvent, APIError>) {
+            switch self {
+            case .done(let done): done(result)
+            case .post(let count, let wait, let respond):
+                switch result {
+                case .success(let applied): EventAcknowledgement.acknowledge(applied, count: count, wait: wait, respond: respond)
+                case .failure(let error): respond(.error(error))
+                }
+            }
+        }
+    }
+
+    private let spin: any HostedSpin
+    private let feed: SpinFeed
+    private let metrics: Metrics
+    private let trace: RequestTrace?
+    private let apply: (any Span)?
+    private let completion: Completion
+    /// When the batch was accepted (`Monotonic`).
+    private let accepted: UInt64
+    private var transition: AppliedEvent?
+    private var appliedAt: UInt64 = 0
+    private var durableSpan: (any Span)?
+
+    init(spin: any HostedSpin, feed: SpinFeed, metrics: Metrics, trace: RequestTrace?, apply: (any Span)?,
+         completion: Completion) {
+        self.spin = spin
+        self.feed = feed
+        self.metrics = metrics
+        self.trace = trace
+        self.apply = apply
+        self.completion = completion
+        self.accepted = Monotonic.nanoseconds
+    }
+
+    /// The batch's last event was applied (`transition`), or the batch was not (nil: the
+    /// Spin suspended or stopped first, or its storage failed).
+    func applied(_ transition: AppliedEvent?) {
+        apply?.end()
+        guard let transition else {
+            if let refusal = EventAcknowledgement.refusal(of: feed, spin.name, retryAfter: 1) {
+                return completion.finish(.failure(refusal))
+            }
+            if spin.status == .suspended { return completion.finish(.failure(EventAcknowledgement.suspended(spin))) }
+            return completion.finish(.failure(.spinStopped(spin.name, applying: true)))
+        }
+        let applied = Monotonic.nanoseconds
+        metrics.observeApplyLatency(seconds: Double(Monotonic.elapsed(from: accepted, to: applied)) / 1e9)
+        self.transition = transition
+        self.appliedAt = applied
+        if let trace {
+            let durable = trace.child("durable", spin: spin.name)
+            durable.attributes[RequestTrace.Attribute.sequence] = Int(clamping: transition.sequence)
+            durableSpan = durable
+        }
+        feed.whenDurable(transition.sequence, durable)
+    }
+
+    /// The applied event is durable, or will not be (`error`).
+    private func durable(_ error: DurabilityError?) {
+        durableSpan?.end()
+        if let error { return completion.finish(.failure(APIError(error))) }
+        guard var transition else { return }
+        trace?.acknowledging(spin: spin.name)
+        transition.stages = EventStages(accepted: accepted, applied: appliedAt, durable: Monotonic.nanoseconds)
+        completion.finish(.success(transition))
     }
 }
