@@ -10,7 +10,9 @@ made on its first event), `limits.idleSpinSeconds` 3600 (none falls asleep), `fs
 batch`, on an empty storage directory. 500 doors get their first event first (the
 allocator's and the server's one-time growth), then the RSS is read; then `count` more
 (default 10,000) get theirs, from 8 keep-alive clients, each `POST [{"type":"OPEN"}]`,
-and the RSS is read again once the server is quiet. Prints the difference per door.
+and the RSS is read again once the server is quiet, half-way and at the end. Prints the
+difference per door over all of them and over the second half alone (memory that fills
+once, such as the allocator's per-thread caches, is in the first figure only).
 With `--heaptrack` the server runs under heaptrack and the file it wrote is named: its
 `heaptrack_print -p` report says which allocations stay per awake Spin.
 """
@@ -126,12 +128,18 @@ def main() -> int:
         wake(port, [f"door-w{index}" for index in range(500)])
         before = quiet_rss(pid)
         began = time.monotonic()
-        wake(port, [f"door-{index}" for index in range(count)])
+        half = count // 2
+        wake(port, [f"door-{index}" for index in range(half)])
+        middle = quiet_rss(pid)
+        wake(port, [f"door-{index}" for index in range(half, count)])
         took = time.monotonic() - began
         after = quiet_rss(pid)
         per = (after - before) * 1024 / count
-        print(f"{count} doors woken by their first event in {took:.1f} s; RSS {before} KiB → {after} KiB: "
-              f"{per:,.0f} bytes per awake idle door (target ≤ 8,192)")
+        slope = (after - middle) * 1024 / (count - half)
+        print(f"{count} doors woken by their first event in {took:.1f} s; RSS {before} KiB → {middle} KiB → "
+              f"{after} KiB: {per:,.0f} bytes per awake idle door (target ≤ 8,192); the second half alone "
+              f"{slope:,.0f} (what grows with the doors, without what fills once, such as the allocator's "
+              f"per-thread caches)")
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -150,7 +150,7 @@ package struct EventAcknowledgement: Sendable {
     /// too, and `"ignored":m` is added when the reducer declined m > 0 of them), or with
     /// `?wait=true` 200 `{"sequence":N,"state":..,"replies":[..]}`, one reply per event.
     fileprivate static func acknowledge(_ applied: AppliedEvent, count: Int, wait: Bool,
-                                    respond: @Sendable (APIResponse) -> Void) {
+                                        respond: @Sendable (APIResponse) -> Void) {
         if wait {
             var response = APIResponse.json(200, .object([("sequence", .number(String(applied.sequence))),
                                                            ("state", applied.state ?? .null), ("replies", applied.replies)]))
