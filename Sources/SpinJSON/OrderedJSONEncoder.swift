@@ -41,16 +41,19 @@ private final class Slot {
 
     /// Values JSON has a literal for, written without going through `encode(to:)`.
     /// (`codingPath` is made only for an error: most values are fine.)
+    /// Told by the type, not by casts: called from generic code (a hosted Spin's state),
+    /// a failing `as?` went through the runtime's dynamic casts for each of the six, and
+    /// most values here (a state, its structs) are none of them. A value of one of them
+    /// inside an existential (`any Encodable`) is not matched, and is written the same way
+    /// through its `encode(to:)`.
     static func primitive<T: Encodable>(_ value: T, codingPath: @autoclosure () -> [any CodingKey]) throws -> Node? {
-        switch value {
-        case let value as String: return .string(value)
-        case let value as Bool: return .bool(value)
-        case let value as Int: return .number(String(value))
-        case let value as Int64: return .number(String(value))
-        case let value as UInt64: return .number(String(value))
-        case let value as Double: return try number(value, codingPath: codingPath())
-        default: return nil
-        }
+        if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+        if T.self == Int.self { return .number(String(unsafeBitCast(value, to: Int.self))) }
+        if T.self == Int64.self { return .number(String(unsafeBitCast(value, to: Int64.self))) }
+        if T.self == UInt64.self { return .number(String(unsafeBitCast(value, to: UInt64.self))) }
+        if T.self == Double.self { return try number(unsafeBitCast(value, to: Double.self), codingPath: codingPath()) }
+        return nil
     }
 
     static func number(_ value: Double, codingPath: @autoclosure () -> [any CodingKey]) throws -> Node {

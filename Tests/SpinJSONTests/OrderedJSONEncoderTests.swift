@@ -76,6 +76,21 @@ extension OrderedJSONEncoderTests {
                             ("c", .number("3")), ("e", .null)]))
     }
 
+    @Test func everyLiteralType_IsToldByItsType() throws {
+        // Each of the types the encoder writes without `encode(to:)`, reached through a
+        // generic member (each `any Encodable` is opened to its type), and one that is none.
+        struct Mixed: Encodable {
+            var values: [any Encodable]
+            func encode(to encoder: any Encoder) throws {
+                var array = encoder.unkeyedContainer()
+                for value in values { try array.encode(value) }
+            }
+        }
+        #expect(try Self.text(Mixed(values: ["s", true, 7, Int64(-8), UInt64(9), 2.5, Int8(3), Float(0.5)]))
+                == #"["s",true,7,-8,9,2.5,3,0.5]"#)
+        #expect(throws: EncodingError.self) { try OrderedJSONEncoder().encode(Mixed(values: [Double.nan])) }
+    }
+
     @Test func aNonFiniteMember_NamesItsPath() {
         struct Reading: Encodable { var values: [String: [Double]] }
         do {
