@@ -40,12 +40,10 @@ private final class Slot {
     }
 
     /// Values JSON has a literal for, written without going through `encode(to:)`.
-    /// (`codingPath` is made only for an error: most values are fine.)
-    /// Told by the type, not by casts: called from generic code (a hosted Spin's state),
-    /// a failing `as?` went through the runtime's dynamic casts for each of the six, and
-    /// most values here (a state, its structs) are none of them. A value of one of them
-    /// inside an existential (`any Encodable`) is not matched, and is written the same way
-    /// through its `encode(to:)`.
+    /// (`codingPath` is made only for an error: most values are fine.) Told by the type,
+    /// not by `as?`: from generic code (a hosted Spin's state) each failing cast went
+    /// through the runtime's dynamic casts, and most values here (a state, its structs)
+    /// are none of the six.
     static func primitive<T: Encodable>(_ value: T, codingPath: @autoclosure () -> [any CodingKey]) throws -> Node? {
         if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
         if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
