@@ -81,6 +81,30 @@ struct PostgresSpinStoreTests {
         second.close()
     }
 
+    /// A closed or ended session lets go of the server's lock only once its backend has
+    /// exited, a little after the connection closed: a server started straight after the
+    /// last one stopped (or reconnecting after the database ended its session) finds that
+    /// session still there. It is waited for, not taken for another server.
+    @Test func aSessionJustEnded_IsWaitedFor_NotTakenForAnotherServer() throws {
+        let url = try Self.freshDatabase()
+        let admin = try PostgresConnection(url: url)
+        for _ in 0..<100 {
+            let store = PostgresSpinStore(url: url)
+            _ = try store.open()
+            store.close()
+        }
+        let (store, _) = try Self.make(url)
+        for _ in 0..<20 {
+            _ = try admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            try store.probe()
+        }
+        try store.append([Self.record(1)], spin: "counter")
+        try store.commit(spin: "counter", sync: true)
+        #expect(try store.read(spin: "counter", repair: false).records == [Self.record(1)])
+        store.close()
+        admin.close()
+    }
+
     @Test func nothingAppended_IsStored_BeforeACommit_AndDiscardedAppendsNever() throws {
         let url = try Self.freshDatabase()
         let (store, _) = try Self.make(url)
@@ -308,6 +332,17 @@ struct PostgresSpinStoreTests {
         let described = PostgresConnection.describe(connectionString: "postgresql://u:secret@db:5432/spin")
         #expect(described == "host=db port=5432 dbname=spin user=u")
         #expect(!described.contains("secret"))
+    }
+
+    /// A result with no row where one was expected (a lock's holder that let go between
+    /// two statements) reads as nil: a server starting then must not trap.
+    @Test func aRowOrColumnTheResultLacks_ReadsAsNil() {
+        let rows = PostgresRows(rows: [[Array("7".utf8), nil]])
+        #expect(rows.text(0, 0) == "7")
+        #expect(rows.text(0, 1) == nil)
+        #expect(rows.text(0, 2) == nil && rows.bytes(1, 0) == nil && rows.int(-1, 0) == nil)
+        let none = PostgresRows(rows: [])
+        #expect(none.text(0, 0) == nil && none.bool(0, 0) == nil && none.double(0, 0) == nil)
     }
 }
 

@@ -309,11 +309,13 @@ package enum PostgresValue {
 }
 
 /// The rows a query returned, copied out of libpq's result, each column in binary
-/// format (nil for NULL).
+/// format. Every accessor answers nil for NULL and for a row or column the result does
+/// not have: a query whose rows can change between two statements (who holds a lock
+/// that was just let go) gets none, not a trap.
 package struct PostgresRows {
     package var rows: [[[UInt8]?]]
 
-    init(rows: [[[UInt8]?]]) { self.rows = rows }
+    package init(rows: [[[UInt8]?]]) { self.rows = rows }
 
     init(_ result: OpaquePointer) {
         let columns = PQnfields(result)
@@ -329,16 +331,16 @@ package struct PostgresRows {
     package var count: Int { rows.count }
 
     /// The bytes of a `bytea` column (or of any column), nil for NULL.
-    package func bytes(_ row: Int, _ column: Int) -> [UInt8]? { rows[row][column] }
+    package func bytes(_ row: Int, _ column: Int) -> [UInt8]? { value(row, column) }
 
     /// A `text` column.
     package func text(_ row: Int, _ column: Int) -> String? {
-        rows[row][column].map { String(decoding: $0, as: UTF8.self) }
+        value(row, column).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// An `int8`, `int4` or `int2` column.
     package func int(_ row: Int, _ column: Int) -> Int64? {
-        rows[row][column].map { bytes in
+        value(row, column).map { bytes in
             let value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             let bits = bytes.count * 8
             return bits >= 64 ? Int64(bitPattern: value) : Int64(bitPattern: value << (64 - bits)) >> (64 - bits)
@@ -347,9 +349,14 @@ package struct PostgresRows {
 
     /// A `float8` column.
     package func double(_ row: Int, _ column: Int) -> Double? {
-        rows[row][column].map { bytes in Double(bitPattern: bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) }
+        value(row, column).map { bytes in Double(bitPattern: bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) }
     }
 
     /// A `bool` column.
-    package func bool(_ row: Int, _ column: Int) -> Bool? { rows[row][column].map { $0.first == 1 } }
+    package func bool(_ row: Int, _ column: Int) -> Bool? { value(row, column).map { $0.first == 1 } }
+
+    private func value(_ row: Int, _ column: Int) -> [UInt8]? {
+        guard rows.indices.contains(row), rows[row].indices.contains(column) else { return nil }
+        return rows[row][column]
+    }
 }

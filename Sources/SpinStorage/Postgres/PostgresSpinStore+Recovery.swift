@@ -57,8 +57,26 @@ extension PostgresSpinStore {
     }
 
     /// Single-server mode: the session advisory lock, or `InUse` naming who holds it.
-    /// The seam of clusters: `.shared` takes nothing here (leases are per partition).
+    /// The seam of clusters: `.shared` takes only the node's lock (leases are per
+    /// partition).
+    ///
+    /// A lock still held is asked for again for up to `ownershipGrace` seconds before
+    /// `InUse` is thrown. A session the database was told to end (`pg_terminate_backend`,
+    /// or a server killed just before this one started) keeps its locks until its backend
+    /// has exited, a few milliseconds after the connection was lost: reconnecting at once
+    /// would otherwise find this server's own previous session in the way.
     func takeOwnership(_ connection: PostgresConnection) throws {
+        let deadline = Date().addingTimeInterval(ownershipGrace)
+        while true {
+            do {
+                return try takeOwnershipOnce(connection)
+            } catch is InUse where Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+    }
+
+    private func takeOwnershipOnce(_ connection: PostgresConnection) throws {
         if case .shared(let node) = ownership {
             // One process per node name: placement and leases are keyed by it.
             let taken = try connection.query("SELECT pg_try_advisory_lock(hashtextextended('spin-server node ' || $1, 0))",
@@ -75,6 +93,7 @@ extension PostgresSpinStore {
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.classid = $1::int4::oid AND l.objid = $2::int4::oid AND l.granted
             """, key)
+        // No row: the holder let go between the two statements (the caller asks again).
         throw InUse(holder: holder?.text(0, 0) ?? "another session holds spin-server's advisory lock")
     }
 

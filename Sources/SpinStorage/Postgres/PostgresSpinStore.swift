@@ -55,6 +55,9 @@ package final class PostgresSpinStore: SpinStore, PipelinedCommits, @unchecked S
     let url: String
     let ownership: Ownership
     let connectTimeout: Int
+    /// How long a held lock is asked for again before another server is said to hold
+    /// the database (`takeOwnership`).
+    let ownershipGrace: TimeInterval
     /// How many connections the journals' commits have (`PostgresCommitPipeline`).
     let commitConnections: Int
     /// Run inside the transaction of every append, before the records are inserted.
@@ -88,11 +91,15 @@ package final class PostgresSpinStore: SpinStore, PipelinedCommits, @unchecked S
     ///   - fence: a check run in the transaction of each append (a cluster's lease
     ///     check); nil checks nothing.
     ///   - commitConnections: the connections of the journals' commits, besides the main one.
+    ///   - ownershipGrace: seconds a held lock is asked for again (a session of this
+    ///     server's that the database is still ending) before the database is refused.
     package init(url: String, ownership: Ownership = .singleServer, connectTimeout: Int = 5,
-                 fence: (any JournalFence)? = nil, commitConnections: Int = PostgresSpinStore.defaultCommitConnections) {
+                 fence: (any JournalFence)? = nil, commitConnections: Int = PostgresSpinStore.defaultCommitConnections,
+                 ownershipGrace: TimeInterval = 2) {
         self.url = url
         self.ownership = ownership
         self.connectTimeout = connectTimeout
+        self.ownershipGrace = ownershipGrace
         self.fence = fence
         self.commitConnections = commitConnections
     }
