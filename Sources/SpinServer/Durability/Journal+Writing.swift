@@ -86,7 +86,12 @@ extension Journal {
             journal.outboxComplete = journal.outboxBatch.count
             journal.consumedComplete = journal.consumedBatch
         }
-        for journal in written where journal.health == .healthy { write(journal) }
+        // Every Spin's batches first, then the commits: a store that shares one commit
+        // among its Spins (the made Spins' database) commits once for this whole turn,
+        // not once per Spin (the first commit takes them all, the others find nothing
+        // left to do).
+        for journal in written where journal.health == .healthy { append(journal) }
+        for journal in written where journal.health == .healthy { makeDurable(journal) }
     }
 
     /// Gives `outputs` the next places in the Spin's outbox and appends their records.
@@ -99,8 +104,9 @@ extension Journal {
         }
     }
 
-    /// Appends a Spin's complete batches and makes them as durable as `policy` says.
-    private func write(_ journal: SpinJournal) {
+    /// Appends a Spin's complete batches (`makeDurable` then makes them as durable as
+    /// `policy` says).
+    private func append(_ journal: SpinJournal) {
         let complete = journal.complete
         do {
             try store.append(complete == journal.batch.count ? journal.batch : Array(journal.batch[..<complete]),
@@ -110,6 +116,11 @@ extension Journal {
         }
         journal.records += complete
         takeWritten(journal)
+    }
+
+    /// Commits what `append` wrote (`none`, `always`) or has it synced with the next
+    /// group commit (`batch`).
+    private func makeDurable(_ journal: SpinJournal) {
         switch policy {
         case .always:
             commit(journal, sync: true)
