@@ -136,7 +136,8 @@ public final class LoopServer: Sendable {
     static func makeStore(_ storage: SpinServerConfiguration.Storage, node: String,
                           fence: LeaseFence?) -> any SpinStore {
         switch storage.backend {
-        case .file: FileSpinStore(directory: storage.directory)
+        // `always` and `batch` sync the configured Spins' journals through one log.
+        case .file: FileSpinStore(directory: storage.directory, sharesSyncs: storage.fsync != .none)
         case .postgres: PostgresSpinStore(url: storage.url ?? "", ownership: .shared(node: node), fence: fence)
         }
     }

@@ -25,7 +25,9 @@ extension Journal {
     /// none`, a network thread did all of it at the end of its turn: 44 ms every 10,000
     /// events on a disk whose sync takes 10 ms, every request of that turn and of the
     /// turns queued behind it waiting.) A made Spin's journal (in the database) and a
-    /// PostgreSQL store compact in one step, in the section.
+    /// PostgreSQL store compact in one step, in the section. When the files share their
+    /// syncs (`FileSpinStore.sharesSyncs`), the second step also checkpoints the shared
+    /// log first (a sync of each journal file written since the last), in the section.
     func compactIfDue(_ journal: SpinJournal) {
         // Records of a batch still arriving (`journal.batch`) are only in memory: they are
         // appended to the rewritten journal once their batch is complete.

@@ -20,11 +20,15 @@ import Foundation
 /// in files too, listed in `spins.catalog` (`SpinCatalogFile`): the first start moves
 /// them into the database (`madeSpins`).
 ///
-/// Durability: `commit(sync: true)` is `fdatasync`; snapshots, epochs and compacted
-/// journals are written beside the old file, synced and renamed over it
-/// (`DurableFiles.replace`). Every name created, renamed or removed (and every directory
-/// created) is synced into its directory before anything that depends on it is
-/// acknowledged (`DurableFiles.fsyncDirectory`).
+/// Durability: `commit(sync: true)` is `fdatasync` of the journal file, or, when syncs are
+/// shared (`sharesSyncs`: `storage.fsync` `always` and `batch`), of `journals.log`, one
+/// log for every configured Spin (`SyncLog`: one sync for all the Spins a turn wrote;
+/// the journal files are synced at checkpoints, and a start after a crash puts what the
+/// log holds back into them). Snapshots, epochs and compacted journals are written
+/// beside the old file, synced and renamed over it (`DurableFiles.replace`). Every name
+/// created, renamed or removed (and every directory created) is synced into its
+/// directory before anything that depends on it is acknowledged
+/// (`DurableFiles.fsyncDirectory`).
 package final class FileSpinStore: SpinStore, @unchecked Sendable {
     // The journals and the lock are confined to the host journal's serial section (or to
     // start-up, before any Spin runs); the suspension methods touch only their own files.
@@ -41,8 +45,42 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     /// into the database (for the log).
     package private(set) var migratedSpins = 0
 
+    // The shared sync log (`SyncLog`), when `sharesSyncs`.
+    /// Whether synced commits of the journal files go through `journals.log`.
+    package let sharesSyncs: Bool
+    private var log: AppendOnlyFile?
+    /// Bytes in the log now, and the frames written to it since it was last emptied.
+    private var logBytes = 0
+    private var logFrames: UInt64 = 0
+    /// Counts the writes to the log (never reset): a journal whose batches the write
+    /// numbered `n` took is durable once `logSynced >= n`.
+    private var logWrites: UInt64 = 0
+    private var logSynced: UInt64 = 0
+    /// Journals with batches staged for the log's next write.
+    private var logPending: [JournalFile] = []
+    /// Reused for the bytes of each write to the log.
+    private var logScratch: [UInt8] = []
+    /// A write or sync of the log failed: no commit is synced through it until a
+    /// checkpoint (`reopen`) has made the journal files durable and emptied it.
+    private var logFailure: FileError?
+    /// A compaction renamed a journal and its directory was not synced: before the log is.
+    private var directoryUnsynced = false
+    /// Journals written since the last checkpoint (their files to sync at the next), and
+    /// released ones whose files could not be synced.
+    private var unsyncedFiles: [JournalFile] = []
+    private var releasedUnsynced: [JournalFile] = []
+    /// The log's size that starts a checkpoint; raised after one that failed.
+    package var checkpointBytes = 64 << 20 {
+        didSet { checkpointAt = checkpointBytes }
+    }
+    private var checkpointAt = 64 << 20
+    /// Whether the last server stopped cleanly (`open`): else a journal file may hold
+    /// bytes only the page cache had (a `kill -9`), which `startJournal` syncs.
+    private var openedClean = false
+
     /// One Spin's open journal.
     private final class JournalFile {
+        let spin: String
         var file: AppendOnlyFile
         /// Bytes in the file, and how many of them were committed.
         var length: Int
@@ -59,17 +97,33 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         /// A compaction renamed a new file over the journal and the directory was not
         /// synced since: the next sync syncs it too (see `finishCompaction`).
         var renameUnsynced = false
+        /// Bytes of the file known to be on stable storage (`sharesSyncs`).
+        var syncedLength: Int
+        /// Batches appended and not in the log yet (`sharesSyncs`), each as its offset in
+        /// the file (UInt64 LE), its length (UInt32 LE) and its bytes.
+        var staged: [UInt8] = []
+        /// In `logPending`; in `unsyncedFiles`.
+        var pending = false
+        var unsynced = false
+        /// The write to the log (`logWrites`) that took its last batches.
+        var logged: UInt64 = 0
 
-        init(file: AppendOnlyFile, length: Int) {
+        init(spin: String, file: AppendOnlyFile, length: Int) {
+            self.spin = spin
             self.file = file
             self.length = length
             self.committedLength = length
+            self.syncedLength = length
         }
     }
 
-    package init(directory: String) {
+    /// - Parameter sharesSyncs: synced commits of the configured Spins' journal files go
+    ///   through one log (`SyncLog`); the server's choice under `storage.fsync` `always`
+    ///   and `batch`. A log left by a crash is put back into the files at `open` either way.
+    package init(directory: String, sharesSyncs: Bool = false) {
         self.directory = directory
         self.database = SpinDatabase(directory: directory)
+        self.sharesSyncs = sharesSyncs
     }
 
     package var location: String { "storage directory \(directory)" }
@@ -84,6 +138,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     private func epochPath(_ spin: String) -> String { "\(directory)/\(spin).epoch" }
     private func suspensionPath(_ spin: String) -> String { "\(directory)/\(spin).suspended" }
     private var cleanPath: String { "\(directory)/.clean" }
+    private var logPath: String { "\(directory)/\(SyncLog.fileName)" }
 
     // MARK: Opening and recovery
 
@@ -98,12 +153,78 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         }
         do {
             try database.open()
+            try recoverLog()
         } catch {
+            log = nil
+            try? database.close()
             lock?.unlock()
             lock = nil
             throw error
         }
-        return DurableFiles.exists(cleanPath)
+        openedClean = DurableFiles.exists(cleanPath)
+        return openedClean
+    }
+
+    /// Puts what `journals.log` holds back into the journal files (`SyncLog.reconcile`),
+    /// syncs every file it names and empties it; then opens it when syncs are shared, and
+    /// removes it when they are not. Refuses, changing nothing, when the log is corrupt
+    /// or does not fit a journal file: it may hold acknowledged events.
+    private func recoverLog() throws {
+        if let bytes = try DurableFiles.read(logPath), !bytes.isEmpty {
+            let decoded = SyncLog.decode(bytes)
+            if let damage = decoded.damage, damage.kind == .corruption {
+                throw SyncLogDamaged(path: logPath, problem: "\(damage)")
+            }
+            var order: [String] = []
+            var frames: [String: [SyncLog.Frame]] = [:]
+            for frame in decoded.frames {
+                if frames[frame.spin] == nil { order.append(frame.spin) }
+                frames[frame.spin, default: []].append(frame)
+            }
+            // Everything is checked before anything is written.
+            var plans: [(String, SyncLog.Reconciled)] = []
+            for spin in order {
+                let plan = SyncLog.reconcile(file: try DurableFiles.read(journalPath(spin)) ?? [], frames: frames[spin] ?? [])
+                if case .mismatch(let reason) = plan {
+                    throw SyncLogDamaged(path: logPath, problem: "it does not fit \(journalPath(spin)) (Spin \(spin)): \(reason)")
+                }
+                plans.append((spin, plan))
+            }
+            for (spin, plan) in plans {
+                let file = try AppendOnlyFile(path: journalPath(spin))
+                if case .extend(let cut, let bytes) = plan {
+                    try file.truncate(to: cut)
+                    try file.append(bytes)
+                }
+                // Also when it held everything: after a `kill -9` only the page cache may.
+                try file.sync()
+            }
+            try DurableFiles.fsyncDirectory(directory)
+            let emptied = try AppendOnlyFile(path: logPath)
+            try emptied.truncate(to: 0)
+            try emptied.sync()
+        }
+        if sharesSyncs {
+            let existed = DurableFiles.exists(logPath)
+            log = try AppendOnlyFile(path: logPath)
+            if !existed { try DurableFiles.fsyncDirectory(directory) }
+        } else if DurableFiles.exists(logPath) {
+            try DurableFiles.remove(logPath)
+        }
+    }
+
+    /// `journals.log` is damaged, or does not fit a journal file: it may hold acknowledged
+    /// events that the journal files lack.
+    package struct SyncLogDamaged: Error, CustomStringConvertible {
+        package let path: String
+        package let problem: String
+        package var description: String {
+            """
+            \(path): \(problem). It holds the batches the configured Spins' journals got since they \
+            were last synced, and nothing was changed. Restore the storage directory from a backup, or \
+            move \(path) aside to start without it (the events only it holds are then lost)
+            """
+        }
     }
 
     /// The directory's lock could not be taken.
@@ -135,9 +256,13 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         if let damage {
             try file.truncate(to: damage.offset)
             try file.sync()
+        } else if sharesSyncs && !openedClean {
+            // What a `kill -9` left in the page cache only: on disk before anything the
+            // log acknowledges after it (the log's batches must continue durable bytes).
+            try file.sync()
         }
         try DurableFiles.fsyncDirectory(directory)
-        journals[spin] = JournalFile(file: file, length: try file.size())
+        journals[spin] = JournalFile(spin: spin, file: file, length: try file.size())
     }
 
     package func writeEpoch(_ epoch: String, spin: String) throws {
@@ -158,13 +283,16 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         journal.buffer.removeAll(keepingCapacity: true)
         JournalRecord.append(batch, to: &journal.buffer)
         try journal.file.append(journal.buffer)
+        if sharesSyncs { stage(journal.buffer, at: journal.length, of: journal) }
         journal.length += journal.buffer.count
     }
 
     package func commit(spin: String, sync: Bool) throws {
         guard let journal = journals[spin] else { return try database.commit(spin: spin, sync: sync) }
         if journal.stale { throw StaleJournal(path: journalPath(spin)) }
-        if sync {
+        if sync && sharesSyncs {
+            try syncThroughLog(journal)
+        } else if sync {
             try journal.file.sync()
             if journal.renameUnsynced {
                 try DurableFiles.fsyncDirectory(directory)
@@ -172,12 +300,138 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             }
         }
         journal.committedLength = journal.length
+        if sharesSyncs && logBytes >= checkpointAt {
+            // The commit is durable already: a checkpoint that fails is tried again later.
+            do {
+                try checkpoint()
+            } catch {
+                checkpointAt = logBytes + checkpointBytes
+            }
+        }
+    }
+
+    // MARK: The shared sync log
+
+    /// Stages a batch appended at `offset` of the journal's file for the log.
+    private func stage(_ batch: [UInt8], at offset: Int, of journal: JournalFile) {
+        withUnsafeBytes(of: UInt64(offset).littleEndian) { journal.staged += $0 }
+        withUnsafeBytes(of: UInt32(truncatingIfNeeded: batch.count).littleEndian) { journal.staged += $0 }
+        journal.staged += batch
+        if !journal.pending {
+            journal.pending = true
+            logPending.append(journal)
+        }
+        if !journal.unsynced {
+            journal.unsynced = true
+            unsyncedFiles.append(journal)
+        }
+    }
+
+    /// Makes what `journal` appended durable through the log: the staged batches of every
+    /// journal written in one write, then one sync, unless an earlier one covered it.
+    private func syncThroughLog(_ journal: JournalFile) throws {
+        guard let log else { return try journal.file.sync() }
+        if let logFailure { throw logFailure }
+        if !journal.staged.isEmpty {
+            if directoryUnsynced {
+                do {
+                    try DurableFiles.fsyncDirectory(directory)
+                } catch {
+                    logFailure = error
+                    throw error
+                }
+                directoryUnsynced = false
+            }
+            logScratch.removeAll(keepingCapacity: true)
+            for pending in logPending { appendFrames(of: pending) }
+            do {
+                try log.append(logScratch)
+            } catch {
+                logFailure = error
+                throw error
+            }
+            logBytes += logScratch.count
+            logWrites += 1
+            // A burst's buffer is not kept for the quiet that follows.
+            if logScratch.capacity > 1 << 22 { logScratch = [] }
+            for pending in logPending {
+                if pending.pending, !pending.staged.isEmpty { pending.logged = logWrites }
+                pending.pending = false
+                pending.staged.removeAll(keepingCapacity: pending.staged.capacity <= 1 << 16)
+            }
+            logPending.removeAll(keepingCapacity: true)
+        }
+        guard journal.logged > logSynced else { return }
+        do {
+            try log.sync()
+        } catch {
+            logFailure = error
+            throw error
+        }
+        logSynced = logWrites
+    }
+
+    /// Encodes the journal's staged batches as frames into `logScratch`.
+    private func appendFrames(of journal: JournalFile) {
+        let staged = journal.staged
+        var index = staged.startIndex
+        while index + 12 <= staged.count {
+            var offset: UInt64 = 0
+            var length: UInt32 = 0
+            for shift in 0..<8 { offset |= UInt64(staged[index + shift]) << (8 * UInt64(shift)) }
+            for shift in 0..<4 { length |= UInt32(staged[index + 8 + shift]) << (8 * UInt32(shift)) }
+            let start = index + 12
+            let end = start + Int(length)
+            logFrames = SyncLog.appendFrames(spin: journal.spin, offset: Int(offset), records: staged[start..<end],
+                                             numberedAfter: logFrames, to: &logScratch)
+            index = end
+        }
+    }
+
+    /// Syncs every journal file written since the last checkpoint and empties the log:
+    /// what it held is in durable files now. In the section.
+    private func checkpoint() throws {
+        guard let log else { return }
+        // Journals only this server's `unsyncedFiles` names: in the file it has open (a
+        // journal retired or replaced since is synced by `release`, or gone).
+        while let journal = unsyncedFiles.last {
+            if !journal.stale, journal.syncedLength < journal.length, journals[journal.spin] === journal {
+                try journal.file.sync()
+                journal.syncedLength = journal.length
+            }
+            journal.unsynced = false
+            unsyncedFiles.removeLast()
+        }
+        while let released = releasedUnsynced.last {
+            try released.file.sync()
+            releasedUnsynced.removeLast()
+        }
+        if directoryUnsynced {
+            try DurableFiles.fsyncDirectory(directory)
+            directoryUnsynced = false
+        }
+        try log.truncate(to: 0)
+        try log.sync()
+        logBytes = 0
+        logFrames = 0
+        checkpointAt = checkpointBytes
+        logFailure = nil
+        // Batches staged and not written to the log are in the synced files too.
+        for pending in logPending {
+            pending.pending = false
+            pending.staged.removeAll()
+        }
+        logPending.removeAll()
+        logSynced = logWrites
     }
 
     /// Both are written beside the old files and renamed over them; recovery skips records
     /// the snapshot covers, so a crash between the two renames is harmless.
     package func compact(spin: String, snapshot: [UInt8], records: [JournalRecord.Record]) throws {
         guard let journal = journals[spin] else { return try database.compact(spin: spin, snapshot: snapshot, records: records) }
+        // The log's batches of this Spin name offsets in the file about to be replaced:
+        // they go first, into synced files.
+        if sharesSyncs { try checkpoint() }
         do {
             try DurableFiles.replace(snapshotPath(spin), with: snapshot)
             var bytes: [UInt8] = []
@@ -186,6 +440,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             journal.file = try AppendOnlyFile(path: journalPath(spin))
             journal.length = bytes.count
             journal.committedLength = bytes.count
+            journal.syncedLength = bytes.count
             journal.generation += 1
         } catch {
             // The old journal is intact unless the rename happened; either way what was
@@ -204,6 +459,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             journal.file = reopened
             journal.length = size
             journal.committedLength = size
+            journal.syncedLength = min(journal.syncedLength, size)
         } else {
             journal.stale = true
         }
@@ -270,10 +526,13 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             return false
         }
         do {
+            // With a shared log: its batches name offsets in the old file, so they go
+            // first (into synced files), and the new file holds the tail synced.
+            if sharesSyncs { try checkpoint() }
             let tail = try DurableFiles.read(journalPath(spin), from: prepared.cut, to: journal.length)
             if !tail.isEmpty {
                 try prepared.file.append(tail)
-                if syncsCommits && journal.committedLength > prepared.cut { try prepared.file.sync() }
+                if sharesSyncs || (syncsCommits && journal.committedLength > prepared.cut) { try prepared.file.sync() }
             }
             guard rename(temporary, journalPath(spin)) == 0 else {
                 throw FileError(path: journalPath(spin), call: "rename", errno: errno)
@@ -282,7 +541,18 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             unlink(temporary)
             throw error
         }
-        journal.renameUnsynced = true
+        if sharesSyncs {
+            // Durable before the log holds any batch at the new file's offsets (a crash
+            // must never find such batches beside the old file). If this fails, before
+            // the log's next write.
+            do {
+                try DurableFiles.fsyncDirectory(directory)
+            } catch {
+                directoryUnsynced = true
+            }
+        } else {
+            journal.renameUnsynced = true
+        }
         do {
             journal.file = try AppendOnlyFile(path: journalPath(spin))
         } catch {
@@ -293,6 +563,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         journal.generation += 1
         journal.committedLength = prepared.length + (journal.committedLength - prepared.cut)
         journal.length = prepared.length + (journal.length - prepared.cut)
+        journal.syncedLength = sharesSyncs ? journal.length : 0
         return true
     }
 
@@ -311,9 +582,12 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
 
     package func discardUncommitted(spin: String) {
         guard let journal = journals[spin] else { return database.discardUncommitted(spin: spin) }
+        // Never to the log: what it stages is not committed.
+        journal.staged.removeAll()
         guard !journal.stale else { return }
         try? journal.file.truncate(to: journal.committedLength)
         journal.length = journal.committedLength
+        journal.syncedLength = min(journal.syncedLength, journal.length)
     }
 
     /// Writes and syncs a scratch file (`DurableFiles.probe`).
@@ -340,18 +614,27 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         try file.sync()
         journal.file = file
         journal.length = journal.committedLength
+        journal.syncedLength = journal.length
+        // The log may hold batches this Spin discarded, or be the write that failed:
+        // from a checkpoint, it holds neither.
+        if sharesSyncs { try checkpoint() }
         return nil
     }
 
     // MARK: Closing
 
     package func markClean() throws {
+        if sharesSyncs { try checkpoint() }
         try database.sync()
         try DurableFiles.replace(cleanPath, with: Array("clean\n".utf8))
     }
 
     package func close() {
         journals = [:]
+        logPending = []
+        unsyncedFiles = []
+        releasedUnsynced = []
+        log = nil
         try? database.close()
         lock?.unlock()
         lock = nil
@@ -360,7 +643,16 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     /// Closes the journal's file (a sleeping Spin holds no descriptor), or forgets the
     /// made Spin's open journal.
     package func release(spin: String) {
-        if journals.removeValue(forKey: spin) == nil { database.release(spin: spin) }
+        guard let journal = journals.removeValue(forKey: spin) else { return database.release(spin: spin) }
+        // The log may hold its last batches: the next checkpoint empties it, so the file
+        // is synced now (or by that checkpoint).
+        if sharesSyncs, !journal.stale, journal.syncedLength < journal.length {
+            do {
+                try journal.file.sync()
+            } catch {
+                releasedUnsynced.append(journal)
+            }
+        }
     }
 
     // MARK: Spins made at run time
