@@ -8,9 +8,10 @@
 /// and waking it again. Instead, every append to a journal file (one or more whole
 /// batches) is also appended to this one log (as a frame: the Spin, the byte offset the
 /// append went to in its file, and its bytes), and a commit that must be durable syncs
-/// the log: one `fdatasync` for every Spin written since the last. The journal files themselves are
-/// synced only at a **checkpoint** (the log grew past its limit, a compaction, a clean
-/// stop, a Spin taken back after a failure), after which the log starts empty.
+/// the log: one `fdatasync` for every Spin written since the last. The journal files
+/// themselves are synced only at a **checkpoint** (the log grew past its limit, a
+/// compaction, a clean stop, a Spin taken back after a failure), after which the log
+/// starts empty.
 ///
 /// **Recovery.** After a crash, a journal file holds at least what it held at the last
 /// checkpoint (it was synced then) and the log holds every batch written since, so a
