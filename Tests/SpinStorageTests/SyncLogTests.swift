@@ -60,6 +60,30 @@ import Testing
         #expect(SyncLog.decode(alone).frames.count == 40)
     }
 
+    /// A frame holds the Spin's journal records, each with its own length and checksum: a
+    /// frame cut short (the log's unsynced tail after a power cut) still holds intact
+    /// records, and that is a torn tail, not corruption. Damage with an intact frame after
+    /// it is corruption.
+    @Test func aFrameCutShort_IsATornTail_ThoughTheRecordsInItAreIntact() {
+        let first = SyncLog.Frame(spin: "levels", offset: 0, batch: Self.batch(1...1))
+        let second = SyncLog.Frame(spin: "levels", offset: 40, batch: Self.batch(2...30))
+        let bytes = Self.log([first, second])
+        let secondStart = bytes.count - (16 + 2 + 6 + 8 + second.batch.count)
+        for cut in [bytes.count - 1, bytes.count - 300, secondStart + 200] {
+            let decoded = SyncLog.decode(Array(bytes[..<cut]))
+            #expect(decoded.frames == [first])
+            #expect(decoded.damage?.kind == .tornTail, "cut at \(cut)")
+        }
+        // A checksum that fails in the middle of the second frame, with the rest intact.
+        var flipped = bytes
+        flipped[secondStart + 100] ^= 0x01
+        #expect(SyncLog.decode(flipped).damage?.kind == .tornTail)
+        // A flipped bit in the first frame, with the second whole after it: corruption.
+        var early = bytes
+        early[20] ^= 0x01
+        #expect(SyncLog.decode(early).damage?.kind == .corruption)
+    }
+
     @Test func aFrameThatIsNoFrame_IsCorruption_NotATornTail() {
         // A checksum that matches over a payload that is not a frame: written by something else.
         var bytes: [UInt8] = []
@@ -187,9 +211,13 @@ import Testing
             #expect(try again.read(spin: spin, repair: false).records
                 == [FileSpinStoreTests.record(1), FileSpinStoreTests.record(2, endsBatch: false), FileSpinStoreTests.record(UInt64(3 + index))])
         }
-        // Put back, synced, and the log emptied.
+        // Put back, synced, and the log emptied; what was done is told (for the log).
         #expect(try Self.logBytes(directory).isEmpty)
+        #expect(again.recoveredLog?.frames == 6 && again.recoveredLog?.extended == Self.spins)
         again.close()
+        let third = try Self.open(directory)
+        #expect(third.recoveredLog == nil)
+        third.close()
     }
 
     @Test func aCheckpoint_SyncsTheFiles_AndEmptiesTheLog() throws {

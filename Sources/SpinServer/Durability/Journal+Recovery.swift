@@ -40,6 +40,12 @@ extension Journal {
         } catch {
             throw RecoveryError(spin: nil, problem: "\(error)", underlying: error)
         }
+        if let recovered = (store as? FileSpinStore)?.recoveredLog {
+            let torn = recovered.tornBytes > 0 ? "; cut its torn tail, \(recovered.tornBytes) bytes never synced" : ""
+            let lost = recovered.extended.isEmpty ? "each file held them all"
+                : "\(recovered.extended.count) had lost some: \(recovered.extended.sorted().joined(separator: ", "))"
+            logger.notice("\(store.location): put \(recovered.frames) appends from \(SyncLog.fileName) back into the journals of \(recovered.spins.count) Spins (\(lost))\(torn)")
+        }
     }
 
     /// Restores every Spin from its snapshot and journal and starts its feed there, in

@@ -74,6 +74,16 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         didSet { checkpointAt = checkpointBytes }
     }
     private var checkpointAt = 64 << 20
+    /// What the last `open` put back from a log a crash left (nil: none was there).
+    package private(set) var recoveredLog: RecoveredLog?
+    package struct RecoveredLog: Sendable {
+        /// The frames read, the Spins they name, those whose files lacked some of them.
+        package var frames: Int
+        package var spins: [String]
+        package var extended: [String]
+        /// The log's torn tail (never synced, never acknowledged).
+        package var tornBytes: Int
+    }
     /// Whether the last server stopped cleanly (`open`): else a journal file may hold
     /// bytes only the page cache had (a `kill -9`), which `startJournal` syncs.
     private var openedClean = false
@@ -170,6 +180,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     /// removes it when they are not. Refuses, changing nothing, when the log is corrupt
     /// or does not fit a journal file: it may hold acknowledged events.
     private func recoverLog() throws {
+        recoveredLog = nil
         if let bytes = try DurableFiles.read(logPath), !bytes.isEmpty {
             let decoded = SyncLog.decode(bytes)
             if let damage = decoded.damage, damage.kind == .corruption {
@@ -190,11 +201,14 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
                 }
                 plans.append((spin, plan))
             }
+            var recovered = RecoveredLog(frames: decoded.frames.count, spins: order, extended: [],
+                                         tornBytes: decoded.damage?.bytesAfter ?? 0)
             for (spin, plan) in plans {
                 let file = try AppendOnlyFile(path: journalPath(spin))
                 if case .extend(let cut, let bytes) = plan {
                     try file.truncate(to: cut)
                     try file.append(bytes)
+                    recovered.extended.append(spin)
                 }
                 // Also when it held everything: after a `kill -9` only the page cache may.
                 try file.sync()
@@ -203,6 +217,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             let emptied = try AppendOnlyFile(path: logPath)
             try emptied.truncate(to: 0)
             try emptied.sync()
+            recoveredLog = recovered
         }
         if sharesSyncs {
             let existed = DurableFiles.exists(logPath)

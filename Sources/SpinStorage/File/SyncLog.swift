@@ -117,29 +117,55 @@ package enum SyncLog {
         var frames: [Frame] = []
         frames.reserveCapacity(decoded.records.count)
         for (index, record) in decoded.records.enumerated() {
-            let payload = record.payload
-            guard payload.count >= 10 else {
-                return Decoded(frames: frames, damage: malformed(index, in: decoded, "a frame too short for its header"))
+            switch frame(from: record.payload) {
+            case .success(let frame): frames.append(frame)
+            case .failure(let problem): return Decoded(frames: frames, damage: malformed(index, in: decoded, problem.reason))
             }
-            let nameLength = Int(payload[0]) | Int(payload[1]) << 8
-            guard payload.count >= 10 + nameLength else {
-                return Decoded(frames: frames, damage: malformed(index, in: decoded, "a frame shorter than its Spin's name"))
-            }
-            let spin = String(decoding: payload[2..<(2 + nameLength)], as: UTF8.self)
-            var offset: UInt64 = 0
-            for (shift, byte) in payload[(2 + nameLength)..<(10 + nameLength)].enumerated() {
-                offset |= UInt64(byte) << (8 * UInt64(shift))
-            }
-            let batch = Array(payload[(10 + nameLength)...])
-            guard offset <= UInt64(Int.max - batch.count) else {
-                return Decoded(frames: frames, damage: malformed(index, in: decoded, "a frame with an impossible offset"))
-            }
-            guard wholeRecords(batch) else {
-                return Decoded(frames: frames, damage: malformed(index, in: decoded, "a frame that is not whole records"))
-            }
-            frames.append(Frame(spin: spin, offset: Int(offset), batch: batch))
         }
-        return Decoded(frames: frames, damage: decoded.damage)
+        guard var damage = decoded.damage, damage.kind == .corruption else { return Decoded(frames: frames, damage: decoded.damage) }
+        // A frame holds a Spin's journal records, each with its own length and checksum:
+        // one of those in a frame cut short is an intact record, but not an intact frame.
+        // Only an intact frame after the damage makes it corruption (as in a journal,
+        // unless zeros up to a sector boundary come first: a sector never written).
+        if let intact = intactFrame(in: bytes, after: damage.offset, lastNumber: decoded.records.last?.sequence),
+           !JournalRecord.unwrittenSector(in: bytes, from: damage.offset, to: intact) {
+            damage.kind = .corruption
+        } else {
+            damage.kind = .tornTail
+        }
+        return Decoded(frames: frames, damage: damage)
+    }
+
+    struct Problem: Error {
+        let reason: String
+    }
+
+    /// The frame a record's payload holds, or what is wrong with it.
+    static func frame(from payload: [UInt8]) -> Result<Frame, Problem> {
+        guard payload.count >= 10 else { return .failure(Problem(reason: "a frame too short for its header")) }
+        let nameLength = Int(payload[0]) | Int(payload[1]) << 8
+        guard payload.count >= 10 + nameLength else { return .failure(Problem(reason: "a frame shorter than its Spin's name")) }
+        let spin = String(decoding: payload[2..<(2 + nameLength)], as: UTF8.self)
+        var offset: UInt64 = 0
+        for (shift, byte) in payload[(2 + nameLength)..<(10 + nameLength)].enumerated() {
+            offset |= UInt64(byte) << (8 * UInt64(shift))
+        }
+        let batch = Array(payload[(10 + nameLength)...])
+        guard offset <= UInt64(Int.max - batch.count) else { return .failure(Problem(reason: "a frame with an impossible offset")) }
+        guard wholeRecords(batch) else { return .failure(Problem(reason: "a frame that is not whole records")) }
+        return .success(Frame(spin: spin, offset: Int(offset), batch: batch))
+    }
+
+    /// The offset of the first intact frame after `offset`: an intact record
+    /// (`JournalRecord.intactRecord`, numbered above `lastNumber`) whose payload is a frame.
+    static func intactFrame(in bytes: [UInt8], after offset: Int, lastNumber: UInt64?) -> Int? {
+        var from = offset
+        while let found = JournalRecord.intactRecord(in: bytes, after: from, lastSequence: lastNumber) {
+            let length = Int(JournalRecord.readUInt32(bytes, at: found) & ~JournalRecord.continuesFlag)
+            if case .success = frame(from: Array(bytes[(found + 16)..<(found + 8 + length)])) { return found }
+            from = found
+        }
+        return nil
     }
 
     /// A frame whose checksum matched but whose payload is not a frame: written by
