@@ -171,10 +171,13 @@ import Testing
             let n = count.withLock { n in n += 1; return n }
             return n == 1 ? Stubborn(log: log) : Polite(log: log)
         }
+        // Each client once its handler is made, not once accepted: the two connections
+        // go to different loops, which make their handlers in whichever order they run
+        // (the polite client once got the stubborn handler, and waited for it).
         let stubborn = try TestClient(address)
-        #expect(await eventually { server.connectionCount == 1 })
+        #expect(await eventually { count.withLock { $0 } == 1 })
         let polite = try TestClient(address)
-        #expect(await eventually { server.connectionCount == 2 })
+        #expect(await eventually { count.withLock { $0 } == 2 && server.connectionCount == 2 })
 
         let done = Protected(false)
         // Long enough for the polite handler's goodbye to flush on a loaded machine (at

@@ -70,7 +70,8 @@ struct PostgresSpinStoreTests {
     @Test func aSecondServer_OnTheSameDatabase_CannotOpen_UntilTheFirstCloses() throws {
         let url = try Self.freshDatabase()
         let (first, _) = try Self.make(url)
-        let second = PostgresSpinStore(url: url)
+        // Refused after asking again for 0.2 s (a session that just ended gets 2 s).
+        let second = PostgresSpinStore(url: url, ownershipGrace: 0.2)
         #expect {
             _ = try second.open()
         } throws: { error in
@@ -88,7 +89,7 @@ struct PostgresSpinStoreTests {
     @Test func aSessionJustEnded_IsWaitedFor_NotTakenForAnotherServer() throws {
         let url = try Self.freshDatabase()
         let admin = try PostgresConnection(url: url)
-        for _ in 0..<100 {
+        for _ in 0..<50 {
             let store = PostgresSpinStore(url: url)
             _ = try store.open()
             store.close()
