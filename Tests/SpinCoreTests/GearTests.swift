@@ -19,7 +19,9 @@ struct GearTests {
         let observation = gear.observe { deliveries.append("\($0.event) from \($0.source ?? "?")") }
         sending.emit(.add(1))
         #expect(await receiving.firstState { $0 == 10 } == 10)
-        #expect(deliveries.all == ["ping from sender"])
+        // The observer is called after the receiver's feedback, on the sender's thread:
+        // the receiver may have taken the event before the observer has seen it.
+        #expect(await eventually { deliveries.all == ["ping from sender"] })
         observation.cancel()
         sending.stop()
         receiving.stop()
