@@ -158,8 +158,13 @@ package enum JournalRecord {
         return Decoded(records: records, validLength: validLength, damage: damage)
     }
 
-    static func readUInt32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    static func readUInt32<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at offset: Int) -> UInt32 where Bytes.Index == Int {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << (8 * UInt32($1)) }
+    }
+
+    /// A little-endian UInt64 at `offset` (a sequence, a `SyncLog` frame's offset).
+    static func readUInt64<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at offset: Int) -> UInt64 where Bytes.Index == Int {
+        UInt64(readUInt32(bytes, at: offset)) | UInt64(readUInt32(bytes, at: offset + 4)) << 32
     }
 }
 

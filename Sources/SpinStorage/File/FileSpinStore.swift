@@ -370,7 +370,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
             // A burst's buffer is not kept for the quiet that follows.
             if logScratch.capacity > 1 << 22 { logScratch = [] }
             for pending in logPending {
-                if pending.pending, !pending.staged.isEmpty { pending.logged = logWrites }
+                if !pending.staged.isEmpty { pending.logged = logWrites }
                 pending.pending = false
                 pending.staged.removeAll(keepingCapacity: pending.staged.capacity <= 1 << 16)
             }
@@ -391,12 +391,9 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         let staged = journal.staged
         var index = staged.startIndex
         while index + 12 <= staged.count {
-            var offset: UInt64 = 0
-            var length: UInt32 = 0
-            for shift in 0..<8 { offset |= UInt64(staged[index + shift]) << (8 * UInt64(shift)) }
-            for shift in 0..<4 { length |= UInt32(staged[index + 8 + shift]) << (8 * UInt32(shift)) }
+            let offset = JournalRecord.readUInt64(staged, at: index)
             let start = index + 12
-            let end = start + Int(length)
+            let end = start + Int(JournalRecord.readUInt32(staged, at: index + 8))
             logFrames = SyncLog.appendFrames(spin: journal.spin, offset: Int(offset), records: staged[start..<end],
                                              numberedAfter: logFrames, to: &logScratch)
             index = end

@@ -78,8 +78,7 @@ package enum SyncLog {
         var start = records.startIndex
         var cut = start
         while cut < records.endIndex {
-            let header = (0..<4).reduce(UInt32(0)) { $0 | UInt32(records[cut + $1]) << (8 * UInt32($1)) }
-            let next = cut + 8 + Int(header & ~JournalRecord.continuesFlag)
+            let next = cut + 8 + Int(JournalRecord.readUInt32(records, at: cut) & ~JournalRecord.continuesFlag)
             if next - start > limit, cut > start {
                 number += 1
                 append(spin: spin, offset: offset + (start - records.startIndex), batch: records[start..<cut], number: number, to: &bytes)
@@ -146,10 +145,7 @@ package enum SyncLog {
         let nameLength = Int(payload[0]) | Int(payload[1]) << 8
         guard payload.count >= 10 + nameLength else { return .failure(Problem(reason: "a frame shorter than its Spin's name")) }
         let spin = String(decoding: payload[2..<(2 + nameLength)], as: UTF8.self)
-        var offset: UInt64 = 0
-        for (shift, byte) in payload[(2 + nameLength)..<(10 + nameLength)].enumerated() {
-            offset |= UInt64(byte) << (8 * UInt64(shift))
-        }
+        let offset = JournalRecord.readUInt64(payload, at: 2 + nameLength)
         let batch = Array(payload[(10 + nameLength)...])
         guard offset <= UInt64(Int.max - batch.count) else { return .failure(Problem(reason: "a frame with an impossible offset")) }
         guard wholeRecords(batch) else { return .failure(Problem(reason: "a frame that is not whole records")) }
