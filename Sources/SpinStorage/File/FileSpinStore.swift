@@ -79,7 +79,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package struct RecoveredLog: Sendable {
         /// The frames read, the Spins they name, those whose files lacked some of them.
         package var frames: Int
-        package var spins: [String]
+        package var spins: Set<String>
         package var extended: [String]
         /// The log's torn tail (never synced, never acknowledged).
         package var tornBytes: Int
@@ -201,7 +201,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
                 }
                 plans.append((spin, plan))
             }
-            var recovered = RecoveredLog(frames: decoded.frames.count, spins: order, extended: [],
+            var recovered = RecoveredLog(frames: decoded.frames.count, spins: Set(order), extended: [],
                                          tornBytes: decoded.damage?.bytesAfter ?? 0)
             for (spin, plan) in plans {
                 let file = try AppendOnlyFile(path: journalPath(spin))
@@ -271,9 +271,11 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         if let damage {
             try file.truncate(to: damage.offset)
             try file.sync()
-        } else if sharesSyncs && !openedClean {
+        } else if sharesSyncs && !openedClean, recoveredLog?.spins.contains(spin) != true, try file.size() > 0 {
             // What a `kill -9` left in the page cache only: on disk before anything the
             // log acknowledges after it (the log's batches must continue durable bytes).
+            // An empty file (a new directory's) holds nothing to sync, and `recoverLog`
+            // synced those the log named.
             try file.sync()
         }
         try DurableFiles.fsyncDirectory(directory)
