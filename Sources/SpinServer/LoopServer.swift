@@ -168,9 +168,10 @@ public final class LoopServer: Sendable {
     public func start() throws -> Int {
         let limits = configuration.limits
         let connectionLimits = Self.connectionLimits(limits)
+        let budget = SpinNet.ServerConfiguration.coreBudget()
         let netConfiguration = SpinNet.ServerConfiguration(
             host: configuration.host, port: configuration.port, maxConnections: limits.maxConnections,
-            limits: connectionLimits)
+            eventLoopCount: budget.cores, limits: connectionLimits)
         let tls = configuration.tls.map {
             TLSConfiguration(certificateChainPath: $0.certificate, privateKeyPath: $0.key)
         }
@@ -184,6 +185,8 @@ public final class LoopServer: Sendable {
             HTTPConnectionHandler(connection: connection, context: context)
         }
         guard running.withLock({ $0 == nil }) else { throw LoopServerError.alreadyStarted }
+        let limitNote = budget.limit.map { "; a control group limits its CPU time to \(($0.cores * 100).rounded() / 100) CPUs, \($0.file)" } ?? ""
+        logger.info("\(budget.cores) event loop(s): \(budget.allowed) CPU(s) allowed\(limitNote)")
         if let clustered, let journal {
             return try startNode(clustered, journal: journal, socketServer: socketServer)
         }

@@ -19,9 +19,10 @@ package struct ServerConfiguration: Sendable, Hashable {
     /// closes: newcomers wait in the backlog (and past it the kernel drops their SYNs, so
     /// clients retry), the existing ones keep their descriptors and buffers. 10 000.
     package var maxConnections: Int
-    /// Event loops (threads, `EventLoop`) that drive connections. Default: the CPUs the
-    /// process may run on (its affinity: `taskset`, a container's cpuset; else the
-    /// online count), at least 1: one loop per core keeps every core busy without lock
+    /// Event loops (threads, `EventLoop`) that drive connections. Default:
+    /// `usableCores`, the CPUs the process may run on (its affinity: `taskset`, a
+    /// container's cpuset) and the CPU time a control group allows it (a container's CPU
+    /// limit, `CPULimit`), at least 1: one loop per core keeps every core busy without lock
     /// contention between connections of the same loop, and no two loops take turns on
     /// one core.
     package var eventLoopCount: Int
@@ -44,9 +45,22 @@ package struct ServerConfiguration: Sendable, Hashable {
         self.limits = limits
     }
 
-    /// The CPUs the process may run on.
-    package static var usableCores: Int {
-        let allowed = Int(CLinux_allowedCPUCount())
-        return allowed > 0 ? allowed : Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    /// The cores the process may use: the CPUs it may run on (its affinity; else the
+    /// online count), or fewer when a control group limits its CPU time (`CPULimit`,
+    /// rounded up: a limit of 1.5 CPUs gives 2).
+    package static var usableCores: Int { coreBudget().cores }
+
+    /// `usableCores`, with what it was taken from (what the server logs at start).
+    package static func coreBudget() -> (cores: Int, allowed: Int, limit: CPULimit?) {
+        let affinity = Int(CLinux_allowedCPUCount())
+        let allowed = max(1, affinity > 0 ? affinity : Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let limit = CPULimit.current
+        return (cores(allowed: allowed, limit: limit?.cores), allowed, limit)
+    }
+
+    /// The cores of `allowed` CPUs under a limit of `limit` cores (nil: none).
+    package static func cores(allowed: Int, limit: Double?) -> Int {
+        guard let limit, limit.isFinite, limit > 0 else { return max(1, allowed) }
+        return max(1, Int(min(Double(allowed), limit.rounded(.up))))
     }
 }
