@@ -40,6 +40,15 @@ package enum JSONValidator {
             }
         }
 
+        /// `.comment` when what stopped the text being JSON is a comment (`//` or `/*`,
+        /// which a JSON-with-comments file has): said as such, not as the token expected.
+        package func namingComments(in bytes: [UInt8]) -> Problem {
+            guard case .malformed(let offset, _) = self, offset >= 0, offset + 1 < bytes.count,
+                  bytes[offset] == UInt8(ascii: "/"),
+                  bytes[offset + 1] == UInt8(ascii: "/") || bytes[offset + 1] == UInt8(ascii: "*") else { return self }
+            return .malformed(offset: offset, .comment)
+        }
+
         /// The problem as a person editing `bytes` looks for it: a syntax error at its
         /// line and column (`line 12, column 7: expected ',' or '}' after an object
         /// member`), the others as `description`.
@@ -65,6 +74,8 @@ package enum JSONValidator {
         case loneSurrogate = "a lone UTF-16 surrogate in a \\u escape"
         case controlCharacter = "a control character in a string: escape it"
         case utf8 = "invalid UTF-8"
+        /// `//` or `/*` where JSON was expected: a comment, which JSON does not have.
+        case comment = "JSON has no comments (// or /* */): remove the comment"
     }
 
     /// 512: far beyond any event (a handful of levels), and the depth Foundation's own
@@ -110,7 +121,7 @@ package enum JSONValidator {
             try pass.run()
             return .success(Document(kind: pass.topKind, members: pass.topMembers, elements: pass.elements))
         } catch {
-            return .failure(error)
+            return .failure(error.namingComments(in: bytes))
         }
     }
 

@@ -46,7 +46,7 @@ private struct JSONParser {
             guard text.offset == text.end else { throw JSONValidator.Problem.malformed(offset: text.offset, .textAfterValue) }
             return value
         } catch {
-            throw JSONValue.ParseError(error, at: text.offset)
+            throw JSONValue.ParseError(error.namingComments(in: text.bytes), at: text.offset)
         }
     }
 

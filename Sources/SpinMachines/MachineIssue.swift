@@ -20,8 +20,12 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case expected(String)
         /// `initial` is missing at the root or in a state that has `states`.
         case missingInitial
-        /// A target, an `initial` or an `in` guard names no state of the machine.
-        case unknownState(String)
+        /// A target, an `initial` or an `in` guard names no state of the machine; the
+        /// nearest name that would, written the same way, if one is close.
+        case unknownState(String, suggestion: String? = nil)
+        /// `initial` on a state that takes none: a parallel state (it enters every region),
+        /// a final state, or a state without `states`.
+        case initialNotTaken(String)
         /// No transition (nor `initial`) ever enters this state.
         case unreachableState
         /// A Gear named by `gear.propagate` that `gears` does not declare.
@@ -91,7 +95,9 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownKey: "unknown key"
         case .expected(let what): "expected \(what)"
         case .missingInitial: "missing: a machine, and every state with \"states\", names its initial state"
-        case .unknownState(let name): "unknown state \"\(name)\""
+        case .unknownState(let name, let suggestion):
+            "unknown state \"\(name)\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
+        case .initialNotTaken(let reason): "no \"initial\" here: \(reason)"
         case .unreachableState: "unreachable: no transition or initial enters this state"
         case .undeclaredGear(let name): "unknown gear \"\(name)\": not declared in \"gears\""
         case .unknownGear(let name): "unknown gear \"\(name)\": the host provides no such gear"

@@ -112,8 +112,29 @@ extension MachineParser {
         case "literal":
             return .literal(inner)
         default:
-            return .literal(value)
+            // An object of one member reads as a value form: an unknown one is a typo
+            // (`{"ad": 1}`, `{"increment": 1}`), never a literal kept by accident.
+            let forms = allowsAdd ? ["from", "add", "literal"] : ["from", "literal"]
+            let meant = Self.meantForm(key, among: forms).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let written = allowsAdd ? "{\"from\": \"event.<path>\"}, {\"add\": n} or {\"literal\": x}"
+                : "{\"from\": \"event.<path>\"} or {\"literal\": x}"
+            issue(path.key(key), .badValue("unknown value form \"\(key)\"\(meant): an object of one member is a value form, "
+                                           + "\(written); write {\"literal\": {\"\(key)\": ...}} for the object itself"))
+            return nil
         }
+    }
+
+    /// The value form an unknown one likely means: one typo away, or a word for the same
+    /// thing (`increment` for `add`, `value` for `literal`, `path` for `from`).
+    static func meantForm(_ key: String, among forms: [String]) -> String? {
+        let synonyms = ["increment": "add", "inc": "add", "incr": "add", "plus": "add", "sum": "add", "by": "add",
+                        "delta": "add", "value": "literal", "const": "literal", "constant": "literal", "lit": "literal",
+                        "raw": "literal", "exact": "literal", "path": "from", "read": "from", "get": "from",
+                        "copy": "from", "ref": "from", "source": "from", "src": "from"]
+        if let meant = synonyms[key.lowercased()], forms.contains(meant) { return meant }
+        // Three short names far apart: one edit is a typo even in two letters (`ad`).
+        let lowered = key.lowercased()
+        return forms.first { MachineReferences.editDistance(lowered, $0) <= (key.count <= 3 ? 1 : 2) }
     }
 
     static func reference(_ text: String) -> Reference? {
@@ -169,7 +190,8 @@ extension MachineParser {
                 statePath = identified + statePath.dropFirst()
             }
             guard declared.contains(statePath) else {
-                issue(at, .unknownState(name))
+                let spellings = declared.map { $0.joined(separator: ".") } + stateIDs.keys.map { "#\($0)" }
+                issue(at, .unknownState(name, suggestion: MachineReferences.nearestState(name, among: spellings.sorted())))
                 return nil
             }
             return .isIn(statePath)

@@ -92,7 +92,11 @@ extension MachineParser {
             }
             let inRegion = nodes[parent]?.kind == .parallel
             let recordsHistory = ((kind == .compound || kind == .parallel) && !historyChildren.isEmpty) || (inRegion && deepHistoryAbove)
-            if kind != .compound, members["initial"] != nil { issue(at.key("initial"), .unknownKey) }
+            if kind != .compound, members["initial"] != nil {
+                issue(at.key("initial"), .initialNotTaken(kind == .parallel ? Self.parallelTakesNoInitial
+                    : kind == .final ? "a final state has no child states"
+                    : "this state has no \"states\", so there is no child to start in"))
+            }
             let nested = kind == .compound || kind == .parallel
             if !nested, members["onDone"] != nil { issue(at.key("onDone"), .unknownKey) }
             if kind == .final, members["always"] != nil { issue(at, .finalWithTransitions) }
@@ -174,7 +178,7 @@ extension MachineParser {
         }
         guard let name = string(target, at: at) else { return (nil, actions) }
         guard children[name] != nil else {
-            issue(at, .unknownState(name))
+            issue(at, .unknownState(name, suggestion: MachineReferences.nearest(name, among: children.keys.sorted())))
             return (nil, actions)
         }
         return (name, actions)

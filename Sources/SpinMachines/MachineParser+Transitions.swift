@@ -110,10 +110,28 @@ extension MachineParser {
         }
         // `#<machine id>` alone is the root (XState's wordMachine resets with `#word`).
         guard let found = candidates.first(where: { declared.contains($0) || ($0.isEmpty && machineID != nil) }) else {
-            issue(path, .unknownState(target))
+            issue(path, .unknownState(target, suggestion: nearestTarget(target, from: source)))
             return nil
         }
         return found
+    }
+
+    /// The target spelled as `target` is (a sibling, `.child`, `#id` or `#path`) that
+    /// names a state and is nearest to it, if one is close.
+    func nearestTarget(_ target: String, from source: [String]) -> String? {
+        let spellings: [String]
+        if target.hasPrefix("#") {
+            let root = machineID.map { "#\($0)." } ?? "#"
+            spellings = declared.map { root + $0.joined(separator: ".") } + stateIDs.keys.map { "#\($0)" }
+        } else if target.hasPrefix(".") {
+            spellings = declared.filter { $0.count > source.count && Array($0.prefix(source.count)) == source }
+                .map { "." + $0.dropFirst(source.count).joined(separator: ".") }
+        } else {
+            let parent = Array(source.dropLast())
+            spellings = declared.filter { $0.count > parent.count && Array($0.prefix(parent.count)) == parent }
+                .map { $0.dropFirst(parent.count).joined(separator: ".") }
+        }
+        return MachineReferences.nearestState(target, among: spellings.sorted())
     }
 
     /// `always`: a target, a transition object or an array of them, as in `on`.

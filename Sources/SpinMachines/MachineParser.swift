@@ -19,6 +19,7 @@ struct MachineParser {
 
     static let machineKeys: Set<String> = ["id", "type", "initial", "context", "states", "gears", "description",
                                            "on", "entry", "exit", "always"]
+    static let parallelTakesNoInitial = "a parallel state enters all of its regions at once, so it names no initial state"
     static let stateKeys: Set<String> = ["id", "type", "initial", "states", "on", "entry", "exit", "after", "onDone", "always",
                                          "description"]
     static let transitionKeys: Set<String> = ["target", "actions", "guard", "description", "reenter"]
@@ -107,7 +108,8 @@ struct MachineParser {
         if rootKind == .compound {
             rootInitial = parseInitial(machine["initial"], children: statesObject, parent: [], at: JSONPath())
         } else if machine["initial"] != nil {
-            issue(JSONPath().key("initial"), .unknownKey)
+            // Only a parallel root comes here (another type is refused above).
+            issue(JSONPath().key("initial"), .initialNotTaken(Self.parallelTakesNoInitial))
         }
         nodes[[]] = StateNode(path: [], kind: rootKind, initial: rootInitial.name,
                               on: parseOn(machine["on"], source: [], at: JSONPath().key("on")), after: [],

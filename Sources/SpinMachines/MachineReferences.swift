@@ -90,13 +90,28 @@ struct MachineReferences {
         return (["event.type"] + keys.map { "context.\($0)" }).first { editDistance(text, $0) <= 1 }
     }
 
-    /// The name in `names` closest to `name` (case aside), if it is close: one edit for a
-    /// name of up to three characters, two for a longer one. Ties go to the first.
+    /// The name in `names` closest to `name` (case aside), if it is close: none for a name
+    /// of one or two characters (every other short name is as close), one edit for three,
+    /// two for a longer one. Ties go to the first.
     static func nearest(_ name: String, among names: [String]) -> String? {
-        let limit = name.count <= 3 ? 1 : 2
+        let limit = name.count <= 2 ? 0 : name.count <= 3 ? 1 : 2
         let lowered = name.lowercased()
         let scored = names.map { ($0, editDistance(lowered, $0.lowercased())) }.filter { $0.1 <= limit }
         return scored.min { $0.1 < $1.1 }?.0
+    }
+
+    /// The spelling in `spellings` nearest to `written`, a state as a file writes it
+    /// (`yelow`, `.iner`, `#bleu`, `#light.rde`): one that differs only in the last name
+    /// (after the last `.` or `#`), and that name is `nearest`.
+    static func nearestState(_ written: String, among spellings: [String]) -> String? {
+        let cut = written.lastIndex { $0 == "." || $0 == "#" }.map { written.index(after: $0) } ?? written.startIndex
+        let head = written[..<cut]
+        let names = spellings.compactMap { spelling -> String? in
+            guard spelling.hasPrefix(head) else { return nil }
+            let rest = spelling.dropFirst(head.count)
+            return rest.contains(".") || rest.contains("#") ? nil : String(rest)
+        }
+        return nearest(String(written[cut...]), among: names).map { head + $0 }
     }
 
     /// The optimal-string-alignment distance: insertions, deletions, substitutions and

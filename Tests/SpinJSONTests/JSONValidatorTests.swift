@@ -31,6 +31,20 @@ import Testing
         #expect(problem(text) == .duplicateKey(key: key, path: path))
     }
 
+    /// A comment where a value, a member or the end was expected is said to be one, by the
+    /// validator and the tree parser alike, at the same byte; a slash elsewhere is not.
+    @Test(arguments: [
+        ("// a note\n{}", 0), ("{ /* a */ \"a\": 1 }", 2), ("{\"a\": 1 // b\n}", 8), ("[1, /* two */ 2]", 4), ("{} // end", 3),
+    ])
+    func aComment_IsNamed_AtItsByte(text: String, offset: Int) {
+        #expect(problem(text) == .malformed(offset: offset, .comment))
+        #expect(throws: JSONValue.ParseError(offset: offset, reason: JSONValidator.Syntax.comment.rawValue)) {
+            try JSONValue(parsing: Array(text.utf8))
+        }
+        #expect(problem("{\"a\": 1 / 2}") == .malformed(offset: 8, .afterMember))
+        #expect(problem(#"{"url": "http://x"}"#) == nil)
+    }
+
     @Test func problem_DescriptionNamesKeyAndPath() {
         let text = problem(#"[{"left":1,"left":2}]"#)?.description ?? ""
         #expect(text.contains("\"left\"") && text.contains("[0].left"))

@@ -371,11 +371,11 @@ import Testing
                 "p": { "type": "parallel", "initial": "a", "states": { "a": {}, "h": { "type": "history" } } },
                 "q": { "type": "parallel" } } }
             """#) == [
-            #"test.json: states.p.initial: unknown key"#,
+            #"test.json: states.p.initial: no "initial" here: a parallel state enters all of its regions at once, so it names no initial state"#,
             #"test.json: states.q.states: bad value: a parallel state has its regions in "states""#,
         ])
         #expect(issueLines(#"{ "type": "parallel", "initial": "a", "states": { "a": {} } }"#) == [
-            #"test.json: initial: unknown key"#,
+            #"test.json: initial: no "initial" here: a parallel state enters all of its regions at once, so it names no initial state"#,
         ])
         #expect(issueLines(#"{ "type": "atomic", "initial": "a", "states": { "a": {} } }"#) == [
             #"test.json: type: bad value: the machine's type is "parallel" or "compound""#,

@@ -141,7 +141,7 @@ import Testing
         let json = crossing(guard: #"{ "eq": [ "context.pedestrains", "contxt.cars" ] }"#)
             .replacingOccurrences(of: #""STOP": "red""#, with: #""STOP": "rde""#)
         #expect(lines(json) == [
-            #"machines/crossing.json: states.green.on.STOP: unknown state "rde""#,
+            #"machines/crossing.json: states.green.on.STOP: unknown state "rde" (did you mean "red"?)"#,
             #"machines/crossing.json: states.red.on.GO[0].guard.eq[0]: unknown context key "pedestrains" ("context" and "assign" define "cars", "pedestrians"; did you mean "pedestrians"?)"#,
             #"machines/crossing.json: states.red.on.GO[0].guard.eq[1]: "contxt.cars" looks like a path: did you mean "context.cars"? (write {"literal": "contxt.cars"} for the string)"#,
         ])

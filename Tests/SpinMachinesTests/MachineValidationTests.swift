@@ -15,7 +15,7 @@ import Testing
                           "locked": { "on": { "UNLOCK": [ { "target": "clsoed" } ] } } } }
             """#
         #expect(issueLines(json, file: "machines/door.json") == [
-            #"machines/door.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed""#,
+            #"machines/door.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed" (did you mean "closed"?)"#,
         ])
     }
 
@@ -124,5 +124,80 @@ import Testing
     @Test func aByteOrderMark_IsIgnored() throws {
         let machine = try makeMachine("\u{FEFF}" + #"{ "initial": "a", "states": { "a": {} } }"#)
         #expect(machine.initialState.value == ["a"])
+    }
+    // MARK: What a newcomer trips on
+
+    /// A state name one typo away is suggested, written the way the file wrote the target:
+    /// a sibling, `.child`, `#id`, `#<machine id>.path`, an `initial`, an `in` guard.
+    @Test(arguments: [
+        (#"{ "initial": "green", "states": { "green": { "on": { "NEXT": "yelow" } }, "yellow": { "on": { "NEXT": "green" } } } }"#,
+         #"test.json: states.green.on.NEXT: unknown state "yelow" (did you mean "yellow"?)"#),
+        (#"{ "initial": "gren", "states": { "green": {} } }"#,
+         #"test.json: initial: unknown state "gren" (did you mean "green"?)"#),
+        (#"{ "initial": "a", "states": { "a": { "initial": "inner", "states": { "inner": {} }, "on": { "E": ".iner" } } } }"#,
+         #"test.json: states.a.on.E: unknown state ".iner" (did you mean ".inner"?)"#),
+        (##"{ "id": "light", "initial": "a", "states": { "a": { "on": { "E": "#light.b" } }, "bb": { "id": "blue", "on": { "E": "#bleu" } } } }"##,
+         ##"test.json: states.a.on.E: unknown state "#light.b""##),
+        (##"{ "initial": "a", "states": { "a": { "on": { "E": "bb" } }, "bb": { "id": "blue", "on": { "E": "#bleu" } } } }"##,
+         ##"test.json: states.bb.on.E: unknown state "#bleu" (did you mean "#blue"?)"##),
+        (##"{ "id": "light", "initial": "a", "states": { "a": { "on": { "E": "red" } }, "red": { "on": { "E": "#light.rde" } } } }"##,
+         ##"test.json: states.red.on.E: unknown state "#light.rde" (did you mean "#light.red"?)"##),
+        (#"{ "initial": "idle", "states": { "idle": { "on": { "E": { "target": "idle", "guard": { "in": "idel" } } } } } }"#,
+         #"test.json: states.idle.on.E.guard.in: unknown state "idel" (did you mean "idle"?)"#),
+    ])
+    func anUnknownState_SuggestsTheNearest(json: String, expected: String) {
+        #expect(issueLines(json).contains(expected), "\(issueLines(json))")
+    }
+
+    /// An object of one member is a value form; one of an unknown form is a typo, never a
+    /// literal kept by accident (the counter would become `{"increment":1}`).
+    @Test(arguments: [
+        ("increment", #""add""#), ("ad", #""add""#), ("frm", #""from""#), ("value", #""literal""#), ("x", nil),
+    ] as [(String, String?)])
+    func anAssignValueOfAnUnknownForm_IsRefused_WithTheFormItLikelyMeans(key: String, meant: String?) {
+        let json = #"{ "initial": "a", "context": { "n": 0 }, "states": { "a": { "on": { "E": { "target": "a", "actions": [ "#
+            + #"{ "type": "assign", "set": { "n": { "\#(key)": 1 } } } ] } } } } }"#
+        let suggestion = meant.map { " (did you mean \($0)?)" } ?? ""
+        #expect(issueLines(json) == [
+            #"test.json: states.a.on.E.actions[0].set.n.\#(key): bad value: unknown value form "\#(key)""# + suggestion
+                + #": an object of one member is a value form, {"from": "event.<path>"}, {"add": n} or {"literal": x}; "#
+                + #"write {"literal": {"\#(key)": ...}} for the object itself"#,
+        ])
+    }
+
+    @Test func aLiteralObject_IsWrittenAsOne_AndObjectsOfManyMembersStayLiterals() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a", "context": { "n": 0, "m": 0 }, "states": { "a": { "on": { "E": { "target": "a", "actions": [
+              { "type": "assign", "set": { "n": { "literal": { "increment": 1 } }, "m": { "x": 1, "y": 2 } } } ] } } } } }
+            """#)
+        let moved = try #require(machine.transition(machine.initialState, event("E")))
+        #expect(moved.context["n"] == .object(["increment": .number(1)]))
+        #expect(moved.context["m"] == .object(["x": .number(1), "y": .number(2)]))
+    }
+
+    @Test func aRaisedEventsField_OfAnUnknownForm_IsRefused_WithoutAdd() {
+        let json = #"{ "initial": "a", "states": { "a": { "on": { "E": { "target": "a", "actions": [ "#
+            + #"{ "type": "raise", "event": { "type": "F", "by": { "ad": 1 } } } ] }, "F": "a" } } } }"#
+        #expect(issueLines(json) == [
+            #"test.json: states.a.on.E.actions[0].event.by.ad: bad value: unknown value form "ad": an object of one member is a "#
+                + #"value form, {"from": "event.<path>"} or {"literal": x}; write {"literal": {"ad": ...}} for the object itself"#,
+        ])
+    }
+
+    @Test func initialWhereNoneIsTaken_SaysWhy() {
+        #expect(issueLines(#"{ "initial": "a", "states": { "a": { "initial": "x" } } }"#) == [
+            #"test.json: states.a.initial: no "initial" here: this state has no "states", so there is no child to start in"#,
+        ])
+        #expect(issueLines(#"{ "initial": "a", "states": { "a": { "on": { "E": "b" } }, "b": { "type": "final", "initial": "x" } } }"#) == [
+            #"test.json: states.b.initial: no "initial" here: a final state has no child states"#,
+        ])
+    }
+
+    @Test(arguments: ["// a traffic light\n{ \"initial\": \"a\", \"states\": { \"a\": {} } }",
+                      "{ \"initial\": \"a\", /* the first */ \"states\": { \"a\": {} } }"])
+    func aComment_IsSaidToBeOne(json: String) {
+        let lines = issueLines(json)
+        #expect(lines.count == 1)
+        #expect(lines.first?.hasSuffix(": JSON has no comments (// or /* */): remove the comment") == true, "\(lines)")
     }
 }

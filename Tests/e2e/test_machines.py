@@ -695,7 +695,12 @@ def set_path(*keys_and_value):
 
 BAD_MACHINES = {
     "unknown-target": (set_path("states", "locked", "on", "UNLOCK", 0, "target", "clsoed"),
-                       'machines/x.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed"'),
+                       'machines/x.json: states.locked.on.UNLOCK[0].target: unknown state "clsoed" (did you mean "closed"?)'),
+    # A value of one member that is no form would be kept as a literal: the count would
+    # become {"increment": 1}.
+    "value-form-typo": (set_path("states", "closed", "on", "OPEN", "actions", 0, "set", {"opens": {"increment": 1}}),
+                        'machines/x.json: states.closed.on.OPEN.actions[0].set.opens.increment: bad value: unknown value '
+                        'form "increment" (did you mean "add"?)'),
     "unreachable-state": (set_path("states", "attic", {"on": {"DOWN": "closed"}}),
                           "machines/x.json: states.attic: unreachable: no transition or initial enters this state"),
     "unknown-gear": (set_path("states", "opened", "entry", 0, "gear", "windows"),

@@ -36,7 +36,7 @@ import Testing
             { "spins": [ { "name": "door", "machine": "machines/door.json" } ], "gears": [ { "name": "doors" } ] }
             """#, files: ["Config/machines/door.json": broken])
         #expect(error?.description
-            == #"Config/spin-server.json: spins[0].machine: machines/door.json: states.opened.on.CLOSE: unknown state "clsoed""#)
+            == #"Config/spin-server.json: spins[0].machine: machines/door.json: states.opened.on.CLOSE: unknown state "clsoed" (did you mean "closed"?)"#)
     }
 
     @Test(arguments: [
