@@ -38,7 +38,12 @@ extension MachineDefinition {
     func parallelTransition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
         guard !isDone(state) else { return nil }
         let chosen = selectAll(state, event)
-        guard !chosen.isEmpty else { return nil }
+        guard !chosen.isEmpty else {
+            // No transition takes it: the macrostep still looks at `always` (see
+            // `plainTransition`).
+            guard hasAlways, !eventlessAll(state, event).isEmpty else { return nil }
+            return settledAll(state.startingAStep, after: event, queued: [])
+        }
         let (next, queued) = microstep(chosen, from: state, event)
         return settledAll(next, after: event, queued: queued)
     }
@@ -88,9 +93,7 @@ extension MachineDefinition {
             return [chosen(spec, from: path, in: state)]
         }
         if event.type.hasPrefix(MachineEvent.doneStatePrefix) {
-            let name = event.type.dropFirst(MachineEvent.doneStatePrefix.count)
-            let path = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard state.isActive(path), let node = nodes[path], !node.onDone.isEmpty,
+            guard let path = doneEvents.path(of: event.type), state.isActive(path), let node = nodes[path], !node.onDone.isEmpty,
                   let spec = firstEnabled(node.onDone, state, event) else { return [] }
             return [chosen(spec, from: path, in: state)]
         }
@@ -334,7 +337,7 @@ extension MachineDefinition {
             }
             run.perform(nodes[[]]?.exit ?? [])
         }
-        let doneEvents = doneStates.map { MachineEvent(type: MachineEvent.doneStatePrefix + $0.joined(separator: ".")) }
+        let doneEvents = doneStates.map { MachineEvent(type: self.doneEvents.type(of: $0)) }
         let step = run.step(entered: entered.filter { !$0.isEmpty })
         let next = MachineState(shape: MachineState.Shape(leaves: leaves, step: step), context: run.context, history: history)
         return (next, run.raised + doneEvents)

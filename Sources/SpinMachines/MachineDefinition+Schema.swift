@@ -15,9 +15,12 @@ extension MachineDefinition {
         let known = eventTypes
         // `"*"` and partial descriptors (`"mouse.*"`) take types the list does not name.
         let descriptors = nodes.values.contains { !$0.partials.isEmpty || $0.on[MachineEvent.wildcardType] != nil }
+        // An event no `on` takes still ends a macrostep whose `always` guards see it.
+        let ignored = hasAlways ? "accepted, and applied when an \"always\" transition's guard then holds, else ignored (no_transition)"
+            : "accepted and ignored (no_transition)"
         let otherTypes = descriptors
-            ? "A type not listed: taken by a \"prefix.*\" or \"*\" transition where one matches, else accepted and ignored (no_transition)."
-            : "A type no state of the machine has a transition for: accepted and ignored (no_transition)."
+            ? "A type not listed: taken by a \"prefix.*\" or \"*\" transition where one matches, else \(ignored)."
+            : "A type no state of the machine has a transition for: \(ignored)."
         // The machine's own types (`xstate.after`, ..) are not a client's to send.
         let own = JSONSchema.JSON.object([.init("pattern", .string("^xstate\\."))])
         let other = JSONSchema.object(["type": JSONSchema.string()
@@ -27,6 +30,7 @@ extension MachineDefinition {
         guard !known.isEmpty else {
             return JSONSchema.object(["type": JSONSchema.string().with("not", own)])
                 .described(descriptors ? otherTypes
+                           : hasAlways ? "No state has an \"on\" transition: every event is \(ignored)."
                            : "The machine has no transitions: every event is accepted and ignored (no_transition).")
         }
         return .oneOf(known.map { JSONSchema.object(["type": .const($0)]) } + [other])

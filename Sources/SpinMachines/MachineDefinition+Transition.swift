@@ -23,8 +23,14 @@ extension MachineDefinition {
     /// `MachineDefinition+Schedule` keeps: the result has none.
     func plainTransition(_ state: MachineState, _ event: MachineEvent) -> MachineState? {
         if stepsEveryLeaf { return parallelTransition(state, event) }
-        guard let leafNode = leafNode(of: state), !leafNode.completesMachine,
-              let chosen = select(state, leafNode, event) else { return nil }
+        guard let leafNode = leafNode(of: state), !leafNode.completesMachine else { return nil }
+        guard let chosen = select(state, leafNode, event) else {
+            // An event no transition takes still ends a macrostep: an `always` transition
+            // its guard now lets through (it sees the event) is taken (XState v5,
+            // transient.test.ts, "should be taken even in absence of other transitions").
+            guard hasAlways, eventless(state, leafNode, after: event) != nil else { return nil }
+            return settled(state.startingAStep, after: event)
+        }
         let (next, raised) = take(chosen, from: state, leafNode, event)
         guard hasAlways || chosen.plan?.settles == true || !raised.isEmpty else { return next }
         return settled(next, after: event, raised: raised)
@@ -114,7 +120,7 @@ extension MachineDefinition {
     /// The transition a state takes without an event, and the event its guards and
     /// actions see: an enabled `always` transition, else the parent's `onDone` when the
     /// last step entered a final leaf. A done machine takes none.
-    private func eventless(_ state: MachineState, _ leaf: StateNode,
+    func eventless(_ state: MachineState, _ leaf: StateNode,
                            after event: MachineEvent) -> (TransitionSpec, MachineEvent)? {
         guard !leaf.completesMachine else { return nil }
         if hasAlways {
@@ -126,7 +132,7 @@ extension MachineDefinition {
         }
         guard leaf.kind == .final, leaf.path.count > 1, state.step.entered.last == leaf.path,
               let parent = nodes[Array(leaf.path.dropLast())], !parent.onDone.isEmpty else { return nil }
-        let done = MachineEvent(type: MachineEvent.doneStatePrefix + parent.path.joined(separator: "."))
+        let done = MachineEvent(type: doneEvents.type(of: parent.path))
         return firstEnabled(parent.onDone, state, done).map { ($0, done) }
     }
 

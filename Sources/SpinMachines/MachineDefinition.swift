@@ -61,6 +61,34 @@ public struct MachineDefinition: Sendable {
     /// Whether some action is a `raise` with a delay or a `cancel`: only then does the
     /// machine's Spin run their timers.
     var schedulesEvents: Bool { body.schedulesEvents }
+    /// The type of the event a compound or parallel state's completion raises, by the
+    /// state's path, and back: `xstate.done.state.<the state's id>`, as XState v5 names
+    /// it, the id being the state's own `id` or the machine's id (`(machine)` when it has
+    /// none) and the path, joined with dots (`xstate.done.state.m.foo`).
+    var doneEvents: DoneEvents { body.doneEvents }
+
+    struct DoneEvents: Sendable {
+        private let types: [[String]: String]
+        private let paths: [String: [String]]
+
+        init(paths: some Sequence<[String]>, machineID: String?, stateIDs: [String: [String]]) {
+            let named = Dictionary(stateIDs.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+            var types: [[String]: String] = [:]
+            for path in paths {
+                types[path] = MachineEvent.doneStatePrefix + (named[path] ?? ([machineID ?? "(machine)"] + path).joined(separator: "."))
+            }
+            self.types = types
+            self.paths = Dictionary(types.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+
+        /// The done event's type of the state at `path`.
+        func type(of path: [String]) -> String {
+            types[path] ?? MachineEvent.doneStatePrefix + path.joined(separator: ".")
+        }
+
+        /// The state whose done event `type` is, if any.
+        func path(of type: String) -> [String]? { paths[type] }
+    }
 
     /// The fields above, set once (see `body`).
     private final class Body: Sendable {
@@ -78,11 +106,12 @@ public struct MachineDefinition: Sendable {
         let stepsEveryLeaf: Bool
         let parallelRoot: Bool
         let schedulesEvents: Bool
+        let doneEvents: DoneEvents
 
         init(file: String, id: String?, gears: [String: [String: String]], initialState: MachineState, source: [UInt8],
              nodes: [[String]: StateNode], nodeList: [StateNode], identity: MachineIdentity, rootHandlesEvents: Bool,
              hasAlways: Bool, documentOrder: [[String]: Int], stepsEveryLeaf: Bool, parallelRoot: Bool,
-             schedulesEvents: Bool) {
+             schedulesEvents: Bool, doneEvents: DoneEvents) {
             self.file = file
             self.id = id
             self.gears = gears
@@ -97,6 +126,7 @@ public struct MachineDefinition: Sendable {
             self.stepsEveryLeaf = stepsEveryLeaf
             self.parallelRoot = parallelRoot
             self.schedulesEvents = schedulesEvents
+            self.doneEvents = doneEvents
         }
 
         /// The same body starting in `initialState`.
@@ -104,7 +134,7 @@ public struct MachineDefinition: Sendable {
             Body(file: file, id: id, gears: gears, initialState: initialState, source: source, nodes: nodes,
                  nodeList: nodeList, identity: identity, rootHandlesEvents: rootHandlesEvents, hasAlways: hasAlways,
                  documentOrder: documentOrder, stepsEveryLeaf: stepsEveryLeaf, parallelRoot: parallelRoot,
-                 schedulesEvents: schedulesEvents)
+                 schedulesEvents: schedulesEvents, doneEvents: doneEvents)
         }
     }
 
@@ -154,7 +184,8 @@ public struct MachineDefinition: Sendable {
                     nodeList: nodeList, identity: identity, rootHandlesEvents: !(nodes[[]]?.on.isEmpty ?? true),
                     hasAlways: nodes.values.contains { !$0.always.isEmpty }, documentOrder: parsed.documentOrder,
                     stepsEveryLeaf: stepsEveryLeaf, parallelRoot: nodes[[]]?.kind == .parallel,
-                    schedulesEvents: schedulesEvents)
+                    schedulesEvents: schedulesEvents,
+                    doneEvents: DoneEvents(paths: nodes.keys, machineID: parsed.id, stateIDs: parsed.stateIDs))
         var started: MachineState
         if stepsEveryLeaf {
             started = parallelStart(context: parsed.context)

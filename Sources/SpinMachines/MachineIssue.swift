@@ -54,8 +54,6 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case duplicateID(String)
         /// `always` transitions that would be taken without end.
         case eventlessLoop(String)
-        /// A `cancel` names an id no delayed `raise` has.
-        case unknownRaiseID(String)
         /// `context.<key>` where no `context` member and no `assign` defines the key: the
         /// keys that are defined, sorted, and the nearest of them if one is close.
         case unknownContextKey(String, defined: [String], suggestion: String?)
@@ -112,7 +110,6 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .unhandledEvent(let type): "no state handles event \"\(type)\""
         case .duplicateID(let id): "duplicate id \"\(id)\": \"#\(id)\" must name one state"
         case .eventlessLoop(let detail): "endless loop: \(detail)"
-        case .unknownRaiseID(let id): "unknown id \"\(id)\": no \"raise\" has it"
         case .unknownContextKey(let key, let defined, let suggestion):
             "unknown context key \"\(key)\" ("
                 + (defined.isEmpty ? "no \"context\" member or \"assign\" defines any key"

@@ -44,7 +44,9 @@ extension MachineParser {
                 issue(path, .unknownAction("\"cancel\" takes \"id\": the id of a delayed \"raise\""))
                 return nil
             }
-            cancels.append((id, path.key("id")))
+            // An id no `raise` has is no error: the cancel finds nothing to cancel, as in
+            // XState v5 (actions.test.ts, "should not try to clear an undefined timeout when
+            // canceling an unscheduled timer").
             return .cancel(id: id)
         default:
             issue(path.key("type"), .unknownAction("\"\(type)\" is not \"assign\", \"gear.propagate\", \"raise\" or \"cancel\""))
@@ -79,7 +81,6 @@ extension MachineParser {
         var id: String?
         if let value = members["id"] {
             id = string(value, at: path.key("id"))
-            if let id { raiseIDs.insert(id) }
         }
         return .raise(type: eventType, fields: event.keys.sorted().compactMap { key in
             parseValueForm(event[key]!, allowsAdd: false, at: path.key("event").key(key)).map { (key, $0) }

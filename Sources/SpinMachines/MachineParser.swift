@@ -15,6 +15,8 @@ struct MachineParser {
         /// Each state's place in document order (the root first, a state before its
         /// children, siblings in the order the file writes them).
         var documentOrder: [[String]: Int]
+        /// The states that have an `id`, by id.
+        var stateIDs: [String: [String]]
     }
 
     static let machineKeys: Set<String> = ["id", "type", "initial", "context", "states", "gears", "description",
@@ -38,9 +40,6 @@ struct MachineParser {
     var declaredGears: Set<String> = []
     /// Event types some `on` handles.
     var handledEvents: Set<String> = []
-    /// The ids of delayed `raise` actions, and where each `cancel` names one.
-    var raiseIDs: Set<String> = []
-    var cancels: [(id: String, at: JSONPath)] = []
     /// Where each `raise` names an event type, checked once every `on` is known.
     var raisedTypes: [(type: String, at: JSONPath)] = []
     /// The paths guards and actions read, checked once every `assign` is known.
@@ -120,7 +119,6 @@ struct MachineParser {
                               initialActions: rootInitial.actions)
         parseStates(statesObject, under: [], at: JSONPath().key("states"), into: &nodes)
 
-        for (id, at) in cancels where !raiseIDs.contains(id) { issue(at, .unknownRaiseID(id)) }
         for (type, at) in raisedTypes where !handles(type) { issue(at, .unhandledEvent(type)) }
         // A wildcard handles every event a Gear could bring.
         for (name, catches) in gears.sorted(by: { $0.key < $1.key }) {
@@ -137,7 +135,8 @@ struct MachineParser {
             checkReachability(nodes)
             checkEventlessLoops(nodes)
         }
-        return Parsed(id: machineID, context: context, gears: gears, nodes: nodes, documentOrder: documentOrder)
+        return Parsed(id: machineID, context: context, gears: gears, nodes: nodes, documentOrder: documentOrder,
+                      stateIDs: stateIDs)
     }
 
     // MARK: Helpers

@@ -47,6 +47,14 @@ public struct MachineState: Sendable, Codable {
         set { shape = shape.with(step: newValue) }
     }
 
+    /// The same state with an empty step: where a macrostep that no transition began
+    /// starts (an event no `on` takes, which an `always` transition answers).
+    var startingAStep: MachineState {
+        var copy = self
+        copy.step = MachineStep()
+        return copy
+    }
+
     /// Value, step and where the interpreter found the leaf, behind one reference: a
     /// state is copied several times per event, and a transition that propagates
     /// nothing reuses a shape its machine made when it loaded.

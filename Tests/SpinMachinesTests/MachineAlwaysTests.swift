@@ -124,4 +124,48 @@ import Testing
                 #"test.json: states.d.always: endless loop: an "always" transition without guard or target is taken again and again"#,
             ])
     }
+    /// "should be taken even in absence of other transitions": an event no `on` takes ends
+    /// a macrostep all the same, and the `always` guard sees it.
+    @Test func anEventNoTransitionTakes_StillLetsAnAlwaysTransitionThatSeesIt() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a",
+              "states": { "a": { "always": { "target": "b", "guard": { "eq": ["event.type", "WHATEVER"] } } }, "b": {} } }
+            """#)
+        let moved = try #require(machine.transition(machine.initialState, event("WHATEVER")))
+        #expect(moved.value == ["b"])
+        #expect(moved.step.entered == [["b"]])
+        // Another event lets no guard through: not applied, as before.
+        #expect(machine.transition(machine.initialState, event("OTHER")) == nil)
+    }
+
+    /// "should select subsequent transient transitions even in absence of other
+    /// transitions".
+    @Test func theAlwaysTransitionsAfterIt_AreTakenToo() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a",
+              "states": { "a": { "always": { "target": "b", "guard": { "eq": ["event.type", "WHATEVER"] } } },
+                          "b": { "always": "c" }, "c": {} } }
+            """#)
+        let moved = try #require(machine.transition(machine.initialState, event("WHATEVER")))
+        #expect(moved.value == ["c"])
+        #expect(moved.step.entered == [["b"], ["c"]])
+    }
+
+    /// The same in a machine with a parallel state (the other interpreter), where one
+    /// region's `always` waits for the event and the other's state stays.
+    @Test func inAParallelState_TheRegionWhoseAlwaysSeesTheEvent_Moves() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "p", "context": { "n": 0 },
+              "states": { "p": { "type": "parallel", "states": {
+                "x": { "initial": "a", "states": {
+                  "a": { "always": { "target": "b", "guard": { "eq": ["event.type", "WHATEVER"] },
+                                     "actions": [ { "type": "assign", "set": { "n": { "add": 1 } } } ] } },
+                  "b": {} } },
+                "y": { "initial": "c", "states": { "c": {} } } } } } }
+            """#)
+        let moved = try #require(machine.transition(machine.initialState, event("WHATEVER")))
+        #expect(moved.leaves == [["p", "x", "b"], ["p", "y", "c"]])
+        #expect(moved.context["n"] == .number(1))
+        #expect(machine.transition(machine.initialState, event("OTHER")) == nil)
+    }
 }

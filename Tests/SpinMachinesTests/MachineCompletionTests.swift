@@ -75,7 +75,8 @@ import Testing
             """#)
         let done = try #require(machine.transition(machine.initialState, event("REQUEST_SECRET")))
         #expect(done.value == ["success"])
-        #expect(done.context == ["revealed": true, "by": "xstate.done.state.secret"])
+        // A machine without an id is "(machine)" to XState.
+        #expect(done.context == ["revealed": true, "by": "xstate.done.state.(machine).secret"])
         #expect(machine.isDone(done))
         #expect(done.step.entered == [["secret", "reveal"], ["success"]])
     }
@@ -104,5 +105,32 @@ import Testing
                 #"test.json: states.a.onDone: unknown key"#,
                 #"test.json: states.b.onDone: unknown state "nowhere""#,
             ])
+    }
+    /// final.test.ts, "should emit the xstate.done.state.* event when all nested states
+    /// are in their final states": the done event of `foo` in machine `m` is
+    /// `xstate.done.state.m.foo` (the machine's id is part of the state's), and a state's
+    /// own `id` stands for its path.
+    @Test func theDoneEvent_IsNamedByTheStatesID_WithTheMachinesID() throws {
+        let machine = try makeMachine(#"""
+            { "id": "m", "initial": "foo", "context": { "seen": [] },
+              "states": {
+                "foo": { "type": "parallel",
+                         "states": {
+                           "first": { "initial": "a", "states": { "a": { "on": { "NEXT_1": "b" } }, "b": { "type": "final" } } },
+                           "second": { "initial": "a", "states": { "a": { "on": { "NEXT_2": "b" } }, "b": { "type": "final" } } } },
+                         "onDone": { "target": "bar", "guard": { "eq": ["event.type", "xstate.done.state.m.foo"] },
+                                     "actions": [ { "type": "assign", "set": { "by": { "from": "event.type" } } } ] } },
+                "bar": { "id": "named", "initial": "x",
+                         "states": { "x": { "on": { "END": "y" } }, "y": { "type": "final" } },
+                         "onDone": { "target": "baz", "actions": [ { "type": "assign", "set": { "then": { "from": "event.type" } } } ] } },
+                "baz": {} } }
+            """#)
+        let first = try #require(machine.transition(machine.initialState, event("NEXT_1")))
+        let second = try #require(machine.transition(first, event("NEXT_2")))
+        #expect(second.value == ["bar", "x"])
+        #expect(second.context["by"] == "xstate.done.state.m.foo")
+        let third = try #require(machine.transition(second, event("END")))
+        #expect(third.value == ["baz"])
+        #expect(third.context["then"] == "xstate.done.state.named")
     }
 }

@@ -271,7 +271,8 @@ def test_xstate_v5_features_over_http(machine_server):
     assert reply["replies"] == [APPLIED] * 4
     # The third INC makes the always guard hold: low -> high (final) -> counting's onDone.
     assert reply["state"]["value"] == {"word": "left"}
-    assert reply["state"]["context"]["seen"] == "xstate.done.state.counting"
+    # The done event is named by the state's id, which starts with the machine's ("xstate").
+    assert reply["state"]["context"]["seen"] == "xstate.done.state.xstate.counting"
     assert reply["sequence"] == 7
     # Inside word, its wildcard takes QUIT before the root's own transition does.
     reply = send(server, "xs", {"type": "QUIT"})
