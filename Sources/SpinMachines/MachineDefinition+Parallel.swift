@@ -169,8 +169,13 @@ extension MachineDefinition {
         }
         // `"reenter": true` to the root (`#<machine id>`): the root exits and is entered again,
         // its initial actions too (XState v5, actions.test.ts: "should execute actions of the
-        // initial transition when taking a root reentering self-transition").
-        let reentersRoot = chosen.contains { $0.spec.reenter && $0.spec.targets.contains([]) }
+        // initial transition when taking a root reentering self-transition"). So does the
+        // root's own reentering transition to a state below it, without its initial actions
+        // (v5 gives it no domain but the machine: "root entry/exit actions should be called
+        // on root reentering transitions").
+        let reentersRoot = chosen.contains { chosen in
+            chosen.spec.reenter && (chosen.spec.targets.contains([]) || (chosen.source.isEmpty && !chosen.spec.targets.isEmpty))
+        }
         if reentersRoot { run.perform(nodes[[]]?.exit ?? []) }
         for transition in chosen { run.perform(transition.spec.actions) }
         var entry = EntrySet()
@@ -192,6 +197,7 @@ extension MachineDefinition {
             if !transition.spec.targets.isEmpty { domains.append(transition.domain) }
         }
         // The target's domain unless re-entered: what it enters lies below it.
+        if reentersRoot { entry.states.insert([]) }
         entry.states = entry.states.filter { path in !domains.contains(path) || (path.isEmpty && reentersRoot) }
         // A parallel state entered for a target inside one region enters the others too,
         // and so does a parallel domain whose regions were all left (the root too).

@@ -146,11 +146,23 @@ extension MachineDefinition {
             return (MachineState(shape: shape(resting: leafNode, state.value, run), context: run.context, history: state.history),
                     run.raised)
         }
-        if let history = chosen.history, let recorded = recordedLeaf(of: history.parent, in: state.history) {
-            plan = historyPlan(domain: plan.domain, parent: history.parent, deep: history.deep, recorded: recorded)
-        }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
         let depth = leafNode.path.count
+        if let target = chosen.history {
+            // What the states this transition leaves record counts already: a history state
+            // it enters restores what was active as it was taken (XState v5, history.test.ts:
+            // "should reenter persisted state during reentering transition targeting a
+            // history state").
+            var records = state.history
+            for length in stride(from: depth - 1, to: plan.domain, by: -1) {
+                if let exited = nodes[Array(state.value.prefix(length))], exited.recordsHistory {
+                    records[exited.path.joined(separator: ".")] = state.value
+                }
+            }
+            if let recorded = recordedLeaf(of: target.parent, in: records) {
+                plan = historyPlan(domain: plan.domain, parent: target.parent, deep: target.deep, recorded: recorded)
+            }
+        }
         if depth > plan.domain, !leafNode.exit.isEmpty { run.perform(leafNode.exit) }
         var history = state.history
         for length in stride(from: depth - 1, to: plan.domain, by: -1) {
@@ -260,12 +272,11 @@ extension MachineDefinition {
             let domain = spec.targets.map { domainLength(source: source, target: $0, reenter: spec.reenter) }.min() ?? 0
             // A history state is entered as its default target until its parent records one.
             let history = parsed[target].flatMap { $0.kind == .history ? $0 : nil }
-            var leaf = history?.historyDefault ?? target
-            while let initial = parsed[leaf]?.initial { leaf.append(initial) }
+            let (leaf, initialHistory) = initialLeaf(from: history?.historyDefault ?? target, node: { parsed[$0] })
             let plan = targetPlan(domain: domain, leaf: leaf, node: { parsed[$0] }, resting: { resting[$0] })
             return TransitionSpec(targets: spec.targets, reenter: spec.reenter, actions: spec.actions,
                                   guardCondition: spec.guardCondition, plan: plan,
-                                  history: history.map { (parent: Array(target.dropLast()), deep: $0.historyDeep) })
+                                  history: history.map { (parent: Array(target.dropLast()), deep: $0.historyDeep) } ?? initialHistory)
         }
         var nodes: [[String]: StateNode] = [:]
         for path in paths {
@@ -282,6 +293,28 @@ extension MachineDefinition {
                 inParallelRoot: parsed[[]]?.kind == .parallel)
         }
         return (nodes, paths.compactMap { nodes[$0] })
+    }
+
+    /// The leaf entering `path` by default ends in: its initial child, that child's, and so
+    /// on; an initial child that is a history state stands for its default target (XState
+    /// v5: "should go to the configured default target when a history state is the initial
+    /// state of the transition's target"), and the first such one is returned too, for
+    /// what its parent recorded to take its place when there is a record.
+    static func initialLeaf(from path: [String], node: ([String]) -> StateNode?)
+    -> (leaf: [String], history: (parent: [String], deep: Bool)?) {
+        var leaf = path
+        var history: (parent: [String], deep: Bool)?
+        // The parser refuses a chain that would come back (`checkHistoryDefaults`); the
+        // bound keeps a definition made otherwise from looping.
+        for _ in 0..<1024 {
+            guard let initial = node(leaf)?.initial else { break }
+            leaf.append(initial)
+            if let pseudo = node(leaf), pseudo.kind == .history, let target = pseudo.historyDefault, target != leaf {
+                if history == nil { history = (Array(leaf.dropLast()), pseudo.historyDeep) }
+                leaf = target
+            }
+        }
+        return (leaf, history)
     }
 
     /// What entering `leaf` (and its ancestors below `domain`) does.
@@ -313,7 +346,7 @@ extension MachineDefinition {
     /// parent it was in, entered as targeting it would (`recordedLeaf(of:in:)`).
     private func historyPlan(domain: Int, parent: [String], deep: Bool, recorded: [String]) -> TargetPlan {
         var leaf = deep ? recorded : Array(recorded.prefix(parent.count + 1))
-        while let initial = nodes[leaf]?.initial { leaf.append(initial) }
+        leaf = Self.initialLeaf(from: leaf, node: { nodes[$0] }).leaf
         return Self.targetPlan(domain: domain, leaf: leaf, node: { nodes[$0] }, resting: { nodes[$0]?.restingShape })
     }
 
@@ -338,14 +371,15 @@ extension MachineDefinition {
         var path: [String] = []
         var entered: [[String]] = []
         var run = ActionRun(context: context, event: nil)
-        var leaf = nodes[path]
-        run.perform(leaf?.entry ?? [])
-        while let initial = leaf?.initial {
-            path.append(initial)
+        run.perform(nodes[path]?.entry ?? [])
+        // The initial chain, a history state in it standing for its target (no record yet).
+        let chain = initialLeaf(from: path, node: { nodes[$0] }).leaf
+        for length in stride(from: 1, through: chain.count, by: 1) {
+            path = Array(chain.prefix(length))
             entered.append(path)
-            leaf = nodes[path]
-            run.perform(leaf?.entry ?? [])
+            run.perform(nodes[path]?.entry ?? [])
         }
+        let leaf = nodes[path]
         if let leaf, leaf.completesMachine { run.perform(leaf.exit + (nodes[[]]?.exit ?? [])) }
         let scheduling = MachineStep(scheduled: run.scheduled, cancelled: run.cancelled)
         guard let leaf, let shape = leaf.restingShape else {

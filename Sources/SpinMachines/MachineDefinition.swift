@@ -51,7 +51,8 @@ public struct MachineDefinition: Sendable {
     /// siblings in the order the file writes them (XState's order of regions).
     var documentOrder: [[String]: Int] { body.documentOrder }
     /// Whether some state is parallel (the root too), has initial-transition actions, or
-    /// re-enters the root (`"reenter": true` to `#<machine id>`): then `transition` works
+    /// re-enters the root (`"reenter": true` to `#<machine id>`, or in the root's own
+    /// `on`): then `transition` works
     /// on every active leaf and on the states entered by default
     /// (`MachineDefinition+Parallel`, SCXML's algorithm), else on the one active leaf.
     var stepsEveryLeaf: Bool { body.stepsEveryLeaf }
@@ -166,7 +167,7 @@ public struct MachineDefinition: Sendable {
         let (nodes, nodeList) = Self.planned(parsed.nodes, identity: identity)
         let stepsEveryLeaf = nodes.values.contains { node in
             node.kind == .parallel || !node.initialActions.isEmpty
-                || node.transitions.contains { $0.reenter && $0.targets.contains([]) }
+                || node.transitions.contains { $0.reenter && ($0.targets.contains([]) || node.path.isEmpty) }
         }
         let schedulesEvents = nodes.values.contains { node in
             let transitions = node.transitions

@@ -2,6 +2,24 @@
 /// that target lists name states in different regions, and that no `always`
 /// transitions loop for ever.
 extension MachineParser {
+    // MARK: History states
+
+    /// A history state's default is a state, never a history state (a transition to it
+    /// would go from one to the other for ever); and one that is its parent's initial
+    /// state names its own `target` (without one its default would be itself).
+    mutating func checkHistoryDefaults(_ nodes: [[String]: StateNode]) {
+        for (path, node) in nodes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where node.kind == .history {
+            let at = path.reduce(JSONPath()) { $0.key("states").key($1) }
+            let parent = Array(path.dropLast())
+            if nodes[parent]?.initial == path.last, node.historyTakesParentInitial || node.historyDefault == path {
+                issue(at, .badValue("a history state that is its parent's initial state needs a \"target\": the state entered "
+                                    + "while the parent has no history yet"))
+            } else if let target = node.historyDefault, target != path, nodes[target]?.kind == .history {
+                issue(at.key("target"), .badValue("a history state's target is a state, not another history state"))
+            }
+        }
+    }
+
     // MARK: Reachability
 
     /// Every state must be entered by the initial chain or some transition (entering a
@@ -10,7 +28,10 @@ extension MachineParser {
     mutating func checkReachability(_ nodes: [[String]: StateNode]) {
         var reached: Set<[String]> = [[]]
         var queue: [[String]] = [[]]  // the root: its `on` and `always` enter states too
+        // Each path's initial chain, history default and regions are followed once.
+        var expanded: Set<[String]> = []
         func enter(_ path: [String]) {
+            guard expanded.insert(path).inserted else { return }
             for length in 0...path.count where reached.insert(Array(path.prefix(length))).inserted {
                 let prefix = Array(path.prefix(length))
                 queue.append(prefix)

@@ -129,11 +129,8 @@ extension MachineParser {
     mutating func parseHistory(_ members: [String: MachineValue], at statePath: [String], under parent: StateNode?,
                                        json at: JSONPath) -> StateNode? {
         checkKeys(members, allowed: ["type", "history", "target", "id", "description"], at: at)
-        guard statePath.count > 1, let parent else {
-            issue(at.key("type"), .badValue("a history state belongs to a compound state, not to the machine's root"))
-            return nil
-        }
-        guard parent.kind == .compound || parent.kind == .parallel else { return nil }
+        // One at the top belongs to the root (XState v5 lets the machine start in one: its target).
+        guard let parent, parent.kind == .compound || parent.kind == .parallel else { return nil }
         var deep = false
         if let value = members["history"] {
             switch value {

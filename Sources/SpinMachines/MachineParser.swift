@@ -129,6 +129,7 @@ struct MachineParser {
         // Unreachable states are looked for only in a machine whose structure holds: a
         // wrong target would make others unreachable too.
         checkTargetLists(nodes)
+        checkHistoryDefaults(nodes)
         let structureHolds = issues.isEmpty
         issues += references.issues(file: file, context: context)
         if structureHolds {

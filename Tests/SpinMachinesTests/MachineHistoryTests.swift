@@ -97,8 +97,69 @@ import Testing
                 #"test.json: states.a.states.h.on: unknown key"#,
                 #"test.json: states.a.states.h.history: expected "shallow" or "deep""#,
                 #"test.json: states.a.states.h.target: bad value: a history state's target is inside its parent"#,
-                #"test.json: states.top.type: bad value: a history state belongs to a compound state, not to the machine's root"#,
             ])
+        // A history state that is its parent's initial state names its target (without one
+        // it would stand for itself: the check of such a file once recursed without end);
+        // and a target is a state, not another history state.
+        #expect(issueLines(#"""
+            { "initial": "foo", "states": { "foo": { "on": { "NEXT": "bar" } },
+              "bar": { "initial": "baz", "states": { "baz": { "type": "history" }, "qwe": {} } } } }
+            """#) == [
+                #"test.json: states.bar.states.baz: bad value: a history state that is its parent's initial state needs a "target": the state entered while the parent has no history yet"#,
+            ])
+        #expect(issueLines(#"""
+            { "initial": "a", "states": { "a": { "initial": "x", "on": { "GO": "a.h1" },
+              "states": { "x": {}, "h1": { "type": "history", "target": "h2" }, "h2": { "type": "history", "target": "h1" } } } } }
+            """#) == [
+                #"test.json: states.a.states.h1.target: bad value: a history state's target is a state, not another history state"#,
+                #"test.json: states.a.states.h2.target: bad value: a history state's target is a state, not another history state"#,
+            ])
+    }
+
+    /// history.test.ts, "should go to the configured default target when a history state
+    /// is the initial state of the machine".
+    @Test func aHistoryStateAsTheMachinesInitialState_StartsInItsTarget() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "foo", "states": { "foo": { "type": "history", "target": "bar" }, "bar": {} } }
+            """#)
+        #expect(machine.initialState.value == ["bar"])
+    }
+
+    /// history.test.ts, "should go to the configured default target when a history state
+    /// is the initial state of the transition's target"; once `bar` was left in `other`,
+    /// entering it again restores that.
+    @Test func aHistoryStateAsTheTargetsInitialState_EntersItsTarget_OrWhatWasRecorded() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "foo", "gears": { "log": {} },
+              "states": { "foo": { "on": { "NEXT": "bar" } },
+                          "bar": { "initial": "baz", "on": { "MOVE": ".other", "LEAVE": "foo" },
+                                   "states": { "baz": { "type": "history", "target": "qwe" },
+                                               "qwe": { "entry": [ \#(log("enter qwe")) ] }, "other": {} } } } }
+            """#)
+        let entered = try #require(machine.transition(machine.initialState, event("NEXT")))
+        #expect(entered.value == ["bar", "qwe"])
+        #expect(entered.step.entered == [["bar"], ["bar", "qwe"]])
+        #expect(propagatedTypes(entered) == ["enter qwe"])
+        let moved = try #require(machine.transition(entered, event("MOVE")))
+        let left = try #require(machine.transition(moved, event("LEAVE")))
+        #expect(machine.transition(left, event("NEXT"))?.value == ["bar", "other"])
+    }
+
+    /// history.test.ts, "should reenter persisted state during reentering transition
+    /// targeting a history state": the record taken as the state is left (by this very
+    /// transition) is what the history state restores.
+    @Test func aReenteringTransitionToAHistoryState_EntersTheRecordedChildAgain() throws {
+        let machine = try makeMachine(#"""
+            { "initial": "a", "gears": { "log": {} },
+              "states": { "a": { "on": { "REENTER": { "target": "#b_hist", "reenter": true } }, "initial": "a1",
+                                 "states": { "a1": { "on": { "NEXT": "a2" } },
+                                             "a2": { "entry": [ \#(log("a2 entered")) ], "exit": [ \#(log("a2 exited")) ] },
+                                             "a3": { "type": "history", "id": "b_hist" } } } } }
+            """#)
+        let a2 = try #require(machine.transition(machine.initialState, event("NEXT")))
+        let reentered = try #require(machine.transition(a2, event("REENTER")))
+        #expect(reentered.value == ["a", "a2"])
+        #expect(propagatedTypes(reentered) == ["a2 exited", "a2 entered"])
     }
 
     /// XState v5 (stateUtils.ts, addDescendantStatesToEnter): a history state without a

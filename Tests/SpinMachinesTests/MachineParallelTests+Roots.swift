@@ -269,6 +269,32 @@ extension MachineParallelTests {
         #expect(reentered.context["rootInitial"] == 4)
     }
 
+    /// actions.test.ts, "root entry/exit actions should be called on root reentering
+    /// transitions": the root's own transition with `"reenter": true` to a state below it
+    /// exits the root and enters it again (XState v5: no domain but the machine), not its
+    /// initial actions (the root is not entered by default: its descendant is the target).
+    @Test func aRootsReenteringTransition_ToADescendant_ExitsAndEntersTheRoot() throws {
+        let machine = try makeMachine(#"""
+            { "id": "root", "gears": { "log": {} }, "initial": "one",
+              "entry": [ \#(log("enter root")) ], "exit": [ \#(log("exit root")) ],
+              "on": { "EVENT": { "target": "#two", "reenter": true }, "STAY": { "target": "#two" },
+                      "TARGETLESS": { "reenter": true, "actions": [ \#(log("targetless")) ] } },
+              "states": { "one": { "exit": [ \#(log("exit one")) ] },
+                          "two": { "id": "two", "entry": [ \#(log("enter two")) ] } } }
+            """#)
+        let reentered = try #require(machine.transition(machine.initialState, event("EVENT")))
+        #expect(reentered.value == ["two"])
+        #expect(propagatedTypes(reentered) == ["exit one", "exit root", "enter root", "enter two"])
+        // Without `reenter` the root stays.
+        let moved = try #require(machine.transition(machine.initialState, event("STAY")))
+        #expect(propagatedTypes(moved) == ["exit one", "enter two"])
+        // Again from two: two is left and entered again inside a re-entered root.
+        let again = try #require(machine.transition(reentered, event("EVENT")))
+        #expect(propagatedTypes(again) == ["exit root", "enter root", "enter two"])
+        // A targetless transition leaves nothing, `reenter` or not.
+        #expect(propagatedTypes(machine.transition(again, event("TARGETLESS"))) == ["targetless"])
+    }
+
     /// final.test.ts: a parallel root completes when every region is done ("root output
     /// should be called ... of the parallel root when a final child of its compound child
     /// is reached") and not before ("should not complete a parallel root immediately when
