@@ -28,8 +28,10 @@ extension MachineDefinition {
             // An event no transition takes still ends a macrostep: an `always` transition
             // its guard now lets through (it sees the event) is taken (XState v5,
             // transient.test.ts, "should be taken even in absence of other transitions").
-            guard hasAlways, eventless(state, leafNode, after: event) != nil else { return nil }
-            return settled(state.startingAStep, after: event)
+            // (Not the last step's `onDone`: the state starts a step of its own.)
+            let fresh = state.startingAStep
+            guard hasAlways, eventless(fresh, leafNode, after: event) != nil else { return nil }
+            return settled(fresh, after: event)
         }
         let (next, raised) = take(chosen, from: state, leafNode, event)
         guard hasAlways || chosen.plan?.settles == true || !raised.isEmpty else { return next }
