@@ -46,6 +46,31 @@ extension MachineDefinition {
         return leafNode(of: state)?.completesMachine ?? false
     }
 
+    /// What this definition cannot take in `state`, a state a journal or snapshot holds
+    /// (made under another version of the machine file, or written by hand): an active
+    /// state it does not define as a leaf (atomic or final), or a history record for a
+    /// state, or of a leaf, it does not define. Nil when it takes all of it. The
+    /// interpreter would otherwise take no event in such a state, or fall back on a
+    /// history default, without a word.
+    public func problem(taking state: MachineState) -> String? {
+        for leaf in state.leaves {
+            let name = leaf.joined(separator: ".")
+            guard let node = nodes[leaf], !leaf.isEmpty else { return "its state is \"\(name)\", which \(file) does not define" }
+            guard node.kind == .atomic || node.kind == .final else {
+                return "its state is \"\(name)\", which \(file) defines as a \(node.kind) state, not as one a machine rests in"
+            }
+        }
+        for (parent, recorded) in state.history.sorted(by: { $0.key < $1.key }) {
+            // The root's record (a history state at the top) is under "".
+            let path = parent.isEmpty ? [] : parent.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard nodes[path] != nil else { return "its history has a record for state \"\(parent)\", which \(file) does not define" }
+            guard let node = nodes[recorded], node.kind == .atomic || node.kind == .final else {
+                return "its history records \"\(recorded.joined(separator: "."))\" for \"\(parent)\", a state \(file) does not define as a leaf"
+            }
+        }
+        return nil
+    }
+
     /// Whether the machine waits for time in `state`: an `after` timer of an active state
     /// is running, or a delayed `raise` is still to be sent. A host keeps such a machine
     /// awake (its timers are its own feedbacks), and lets it sleep once it waits for

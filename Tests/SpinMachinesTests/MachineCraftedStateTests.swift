@@ -84,4 +84,22 @@ import Testing
         #expect(issueLines(#"{ "type": "parallel", "states": { "h": { "type": "history" } } }"#).contains(
             #"test.json: states: bad value: a parallel state has its regions in "states""#))
     }
+    /// What a definition cannot take in a stored state is said, naming the state and the
+    /// file: a server refuses such a snapshot instead of hosting a Spin that would take no
+    /// event again (or fall back on a history default) without a word.
+    @Test func aStoredStateTheDefinitionLacks_IsNamed() throws {
+        let definition = try makeMachine(Self.history, file: "machines/h.json")
+        func problem(_ json: String) throws -> String? {
+            definition.problem(taking: try JSONDecoder().decode(MachineState.self, from: Data(json.utf8)))
+        }
+        #expect(try problem(#"{"value":"b","context":{}}"#) == nil)
+        #expect(try problem(#"{"value":{"a":"y"},"context":{},"history":{"a":"a.x"}}"#) == nil)
+        #expect(try problem(#"{"value":"gone","context":{}}"#) == #"its state is "gone", which machines/h.json does not define"#)
+        #expect(try problem(#"{"value":"a","context":{}}"#)
+            == #"its state is "a", which machines/h.json defines as a compound state, not as one a machine rests in"#)
+        #expect(try problem(#"{"value":"b","context":{},"history":{"z":"a.x"}}"#)
+            == #"its history has a record for state "z", which machines/h.json does not define"#)
+        #expect(try problem(#"{"value":"b","context":{},"history":{"a":"a.w"}}"#)
+            == #"its history records "a.w" for "a", a state machines/h.json does not define as a leaf"#)
+    }
 }

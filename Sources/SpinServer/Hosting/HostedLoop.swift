@@ -54,16 +54,20 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         /// Why a client may not send an event that decoded (a machine's `xstate.` events
         /// are its own); nil for one it may.
         let refusesPosted: (@Sendable (Event) -> String?)?
+        /// Why the Spin cannot take a state its storage holds (a machine's snapshot in a
+        /// state the machine file no longer defines); nil for one it can.
+        let refusesStored: (@Sendable (State) -> String?)?
 
         init(machineDefinition: JSONValue? = nil, schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
              keepsAwake: (@Sendable (State) -> Bool)? = nil, suspendsAt: (@Sendable (State) -> String?)? = nil,
-             refusesPosted: (@Sendable (Event) -> String?)? = nil) {
+             refusesPosted: (@Sendable (Event) -> String?)? = nil, refusesStored: (@Sendable (State) -> String?)? = nil) {
             self.machineDefinition = machineDefinition
             self.schema = schema ?? .of(State.self, Event.self)
             self.isDone = isDone
             self.keepsAwake = keepsAwake
             self.suspendsAt = suspendsAt
             self.refusesPosted = refusesPosted
+            self.refusesStored = refusesStored
         }
     }
 
@@ -179,6 +183,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                                     underlying: error)
             }
             sequence = number.uint64Value
+            if let problem = traits.refusesStored?(state) {
+                throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) does not fit its definition: \(problem)")
+            }
         }
         let replayed = records.filter { $0.sequence > sequence }
         var history: [HostedTransition] = []

@@ -139,7 +139,8 @@ public final class SpinHost: Sendable {
                       refusesPosted: { event in
                           guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
                           return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
-                      })
+                      },
+                      refusesStored: { machine.problem(taking: $0) })
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its
