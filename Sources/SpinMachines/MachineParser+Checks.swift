@@ -4,9 +4,10 @@
 extension MachineParser {
     // MARK: History states
 
-    /// A history state's default is a state, never a history state (a transition to it
-    /// would go from one to the other for ever); and one that is its parent's initial
-    /// state names its own `target` (without one its default would be itself).
+    /// A history state's default is a state, never a history state, itself included (a
+    /// transition to it would go from one to the other for ever, or rest in no state); and
+    /// one that is its parent's initial state names its own `target` (without one its
+    /// default would be itself).
     mutating func checkHistoryDefaults(_ nodes: [[String]: StateNode]) {
         for (path, node) in nodes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) where node.kind == .history {
             let at = path.reduce(JSONPath()) { $0.key("states").key($1) }
@@ -14,8 +15,9 @@ extension MachineParser {
             if nodes[parent]?.initial == path.last, node.historyTakesParentInitial || node.historyDefault == path {
                 issue(at, .badValue("a history state that is its parent's initial state needs a \"target\": the state entered "
                                     + "while the parent has no history yet"))
-            } else if let target = node.historyDefault, target != path, nodes[target]?.kind == .history {
-                issue(at.key("target"), .badValue("a history state's target is a state, not another history state"))
+            } else if let target = node.historyDefault, nodes[target]?.kind == .history {
+                issue(at.key("target"), .badValue(target == path ? "a history state's target is a state, not the history state itself"
+                                                  : "a history state's target is a state, not another history state"))
             }
         }
     }

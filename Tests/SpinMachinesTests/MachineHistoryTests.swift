@@ -114,6 +114,12 @@ import Testing
                 #"test.json: states.a.states.h1.target: bad value: a history state's target is a state, not another history state"#,
                 #"test.json: states.a.states.h2.target: bad value: a history state's target is a state, not another history state"#,
             ])
+        #expect(issueLines(#"""
+            { "initial": "a", "states": { "a": { "initial": "x", "on": { "GO": "a.h" },
+              "states": { "x": {}, "h": { "type": "history", "target": "h" } } } } }
+            """#) == [
+                #"test.json: states.a.states.h.target: bad value: a history state's target is a state, not the history state itself"#,
+            ])
     }
 
     /// history.test.ts, "should go to the configured default target when a history state
