@@ -175,21 +175,6 @@ extension MachineDefinition {
         }
         // The leaf's node is at hand: it is not looked up again (nor its path copied).
         let depth = leafNode.path.count
-        if let target = chosen.history {
-            // What the states this transition leaves record counts already: a history state
-            // it enters restores what was active as it was taken (XState v5, history.test.ts:
-            // "should reenter persisted state during reentering transition targeting a
-            // history state").
-            var records = state.history
-            for length in stride(from: depth - 1, to: plan.domain, by: -1) {
-                if let exited = nodes[Array(state.value.prefix(length))], exited.recordsHistory {
-                    records[exited.path.joined(separator: ".")] = state.value
-                }
-            }
-            if let recorded = recordedLeaf(of: target.parent, in: records) {
-                plan = historyPlan(domain: plan.domain, parent: target.parent, deep: target.deep, recorded: recorded)
-            }
-        }
         if depth > plan.domain, !leafNode.exit.isEmpty { run.perform(leafNode.exit) }
         var history = state.history
         for length in stride(from: depth - 1, to: plan.domain, by: -1) {
@@ -197,6 +182,13 @@ extension MachineDefinition {
             run.perform(exited?.exit ?? [])
             // A state with a history child remembers where it was left.
             if let exited, exited.recordsHistory { history[exited.path.joined(separator: ".")] = state.value }
+        }
+        // A history state entered restores what its parent recorded, this transition's own
+        // records included (XState v5, history.test.ts: "should reenter persisted state during
+        // reentering transition targeting a history state"). Its domain is the plan's: the
+        // exits above are the same either way.
+        if let target = chosen.history, let recorded = recordedLeaf(of: target.parent, in: history) {
+            plan = historyPlan(domain: plan.domain, parent: target.parent, deep: target.deep, recorded: recorded)
         }
         run.perform(chosen.actions)
         if !plan.entryActions.isEmpty { run.perform(plan.entryActions) }
