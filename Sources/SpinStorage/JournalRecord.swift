@@ -135,8 +135,8 @@ package enum JournalRecord {
                 damage = damaged("a record whose checksum does not match")
                 break
             }
-            var sequence: UInt64 = 0
-            for (index, byte) in body.prefix(8).enumerated() { sequence |= UInt64(byte) << (8 * UInt64(index)) }
+            // length >= 8: the sequence is whole.
+            let sequence = readUInt64(bytes, at: offset + 8)
             let endsBatch = header & continuesFlag == 0
             if batch.isEmpty { batchStart = offset }
             batch.append(Record(sequence: sequence, payload: Array(body.dropFirst(8)), endsBatch: endsBatch))
