@@ -82,12 +82,12 @@ package struct CPULimit: Equatable, Sendable {
         return found
     }
 
-    /// `cpu.max`: "max 100000" (no limit) or "150000 100000" (quota and period, µs).
+    /// `cpu.max`: "max 100000" (no limit) or "150000 100000" (quota and period, µs), read
+    /// as v1's two files are.
     package static func version2(_ text: String) -> Double? {
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count == 2, let quota = Double(fields[0]), let period = Double(fields[1]),
-              quota > 0, period > 0 else { return nil }
-        return quota / period
+        guard fields.count == 2 else { return nil }
+        return version1(quota: String(fields[0]), period: String(fields[1]))
     }
 
     /// `cpu.cfs_quota_us` (-1: no limit) over `cpu.cfs_period_us`.
