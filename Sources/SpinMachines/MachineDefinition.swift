@@ -108,11 +108,12 @@ public struct MachineDefinition: Sendable {
         let parallelRoot: Bool
         let schedulesEvents: Bool
         let doneEvents: DoneEvents
+        let versioning: Versioning
 
         init(file: String, id: String?, gears: [String: [String: String]], initialState: MachineState, source: [UInt8],
              nodes: [[String]: StateNode], nodeList: [StateNode], identity: MachineIdentity, rootHandlesEvents: Bool,
              hasAlways: Bool, documentOrder: [[String]: Int], stepsEveryLeaf: Bool, parallelRoot: Bool,
-             schedulesEvents: Bool, doneEvents: DoneEvents) {
+             schedulesEvents: Bool, doneEvents: DoneEvents, versioning: Versioning) {
             self.file = file
             self.id = id
             self.gears = gears
@@ -128,6 +129,7 @@ public struct MachineDefinition: Sendable {
             self.parallelRoot = parallelRoot
             self.schedulesEvents = schedulesEvents
             self.doneEvents = doneEvents
+            self.versioning = versioning
         }
 
         /// The same body starting in `initialState`.
@@ -135,9 +137,20 @@ public struct MachineDefinition: Sendable {
             Body(file: file, id: id, gears: gears, initialState: initialState, source: source, nodes: nodes,
                  nodeList: nodeList, identity: identity, rootHandlesEvents: rootHandlesEvents, hasAlways: hasAlways,
                  documentOrder: documentOrder, stepsEveryLeaf: stepsEveryLeaf, parallelRoot: parallelRoot,
-                 schedulesEvents: schedulesEvents, doneEvents: doneEvents)
+                 schedulesEvents: schedulesEvents, doneEvents: doneEvents, versioning: versioning)
         }
     }
+
+    /// The machine's version, how Spins of older versions become Spins of this one, and
+    /// the event types its states take (what a pending delayed `raise` carried over from
+    /// an older version is checked against).
+    struct Versioning: Sendable {
+        var version: Int
+        var migrations: [Int: MachineMigration]
+        var handledEvents: Set<String>
+    }
+    /// See `Versioning`.
+    var versioning: Versioning { body.versioning }
 
     /// Parses and validates a machine.
     /// - Parameters:
@@ -186,7 +199,9 @@ public struct MachineDefinition: Sendable {
                     hasAlways: nodes.values.contains { !$0.always.isEmpty }, documentOrder: parsed.documentOrder,
                     stepsEveryLeaf: stepsEveryLeaf, parallelRoot: nodes[[]]?.kind == .parallel,
                     schedulesEvents: schedulesEvents,
-                    doneEvents: DoneEvents(paths: nodes.keys, machineID: parsed.id, stateIDs: parsed.stateIDs))
+                    doneEvents: DoneEvents(paths: nodes.keys, machineID: parsed.id, stateIDs: parsed.stateIDs),
+                    versioning: Versioning(version: parsed.version, migrations: parsed.migrations,
+                                           handledEvents: parsed.handledEvents))
         var started: MachineState
         if stepsEveryLeaf {
             started = parallelStart(context: parsed.context)

@@ -23,6 +23,9 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         /// A target, an `initial` or an `in` guard names no state of the machine; the
         /// nearest name that would, written the same way, if one is close.
         case unknownState(String, suggestion: String? = nil)
+        /// A migration maps a state the older version it starts from (as stored) does not
+        /// define; the nearest one it does, if one is close.
+        case unknownOlderState(String, version: Int, suggestion: String?)
         /// `initial` on a state that takes none: a parallel state (it enters every region),
         /// a final state, or a state without `states`.
         case initialNotTaken(String)
@@ -95,6 +98,8 @@ public struct MachineIssue: Error, Sendable, Hashable, CustomStringConvertible {
         case .missingInitial: "missing: a machine, and every state with \"states\", names its initial state"
         case .unknownState(let name, let suggestion):
             "unknown state \"\(name)\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
+        case .unknownOlderState(let name, let version, let suggestion):
+            "version \(version) has no state \"\(name)\"" + (suggestion.map { " (did you mean \"\($0)\"?)" } ?? "")
         case .initialNotTaken(let reason): "no \"initial\" here: \(reason)"
         case .unreachableState: "unreachable: no transition or initial enters this state"
         case .undeclaredGear(let name): "unknown gear \"\(name)\": not declared in \"gears\""

@@ -26,9 +26,12 @@ extension MachineParser {
 
     /// Whether some `on` takes events of `type`: by that key, a partial descriptor that
     /// matches it (`"mouse.*"`), or the wildcard.
-    func handles(_ type: String) -> Bool {
-        handledEvents.contains(type) || handledEvents.contains(MachineEvent.wildcardType)
-            || handledEvents.contains { $0.hasSuffix(".*") && MachineEvent.partialDescriptor($0, matches: type) }
+    func handles(_ type: String) -> Bool { Self.handles(type, among: handledEvents) }
+
+    /// Whether an `on` with the keys `handled` takes events of `type`.
+    static func handles(_ type: String, among handled: Set<String>) -> Bool {
+        handled.contains(type) || handled.contains(MachineEvent.wildcardType)
+            || handled.contains { $0.hasSuffix(".*") && MachineEvent.partialDescriptor($0, matches: type) }
     }
 
     mutating func parseAfter(_ value: MachineValue?, source: [String], at path: JSONPath) -> [AfterEntry] {

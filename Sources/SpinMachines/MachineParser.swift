@@ -17,10 +17,15 @@ struct MachineParser {
         var documentOrder: [[String]: Int]
         /// The states that have an `id`, by id.
         var stateIDs: [String: [String]]
+        /// `version` (1 when the file has none) and `migrations`.
+        var version: Int
+        var migrations: [Int: MachineMigration]
+        /// The event types some `on` takes.
+        var handledEvents: Set<String>
     }
 
     static let machineKeys: Set<String> = ["id", "type", "initial", "context", "states", "gears", "description",
-                                           "on", "entry", "exit", "always"]
+                                           "on", "entry", "exit", "always", "version", "migrations"]
     static let parallelTakesNoInitial = "a parallel state enters all of its regions at once, so it names no initial state"
     static let stateKeys: Set<String> = ["id", "type", "initial", "states", "on", "entry", "exit", "after", "onDone", "always",
                                          "description"]
@@ -130,6 +135,8 @@ struct MachineParser {
         // wrong target would make others unreachable too.
         checkTargetLists(nodes)
         checkHistoryDefaults(nodes)
+        let version = parseVersion(machine["version"])
+        let migrations = parseMigrations(machine["migrations"], version: version, nodes: nodes)
         let structureHolds = issues.isEmpty
         issues += references.issues(file: file, context: context)
         if structureHolds {
@@ -137,7 +144,7 @@ struct MachineParser {
             checkEventlessLoops(nodes)
         }
         return Parsed(id: machineID, context: context, gears: gears, nodes: nodes, documentOrder: documentOrder,
-                      stateIDs: stateIDs)
+                      stateIDs: stateIDs, version: version, migrations: migrations, handledEvents: handledEvents)
     }
 
     // MARK: Helpers

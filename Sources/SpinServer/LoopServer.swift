@@ -199,6 +199,7 @@ public final class LoopServer: Sendable {
         if let journal, let markers {
             do {
                 try journal.open()
+                try keepDefinitions(journal)
                 made = try hostMadeSpins(journal)
                 spins = host.spins.filter { !($0 is SleepingSpin) }
                 let outcome = try journal.recover(spins.map { ($0, feeds.feed($0.name)) })
@@ -452,6 +453,7 @@ public final class LoopServer: Sendable {
         do {
             try journal.open()
             try clustered.store.open()
+            try keepDefinitions(journal)
             try clustered.store.agree(partitions: configuration.cluster.partitions,
                                       liveSeconds: Double(configuration.cluster.leaseSeconds))
         } catch let mismatch as PartitionCountMismatch {

@@ -146,6 +146,18 @@ package protocol SpinStore: AnyObject, Sendable {
     /// be written after this.
     func delete(_ name: String) throws
 
+    // MARK: Definitions
+
+    /// Every version stored of the definition `name` (a machine file's bytes, as a kind or
+    /// a configured Spin ran it), by version: what lets a Spin recorded under an older
+    /// version replay its events through the definition they were applied with. From any
+    /// thread, after `open`.
+    func definitions(named name: String) throws -> [Int: [UInt8]]
+
+    /// Stores `source` as version `version` of the definition `name`, replacing what that
+    /// version held: durable on return.
+    func storeDefinition(_ source: [UInt8], named name: String, version: Int) throws
+
     // MARK: Suspensions
 
     /// The suspension document stored for `spin`, or nil when it is not suspended.

@@ -65,8 +65,8 @@ import Testing
         (#"{ "initial": "a", "states": { "a": { "on": { "E": { "target": "a", "guard": { "in": "b" } } } } } }"#,
          [#"test.json: states.a.on.E.guard.in: unknown state "b""#]),
         // unknown keys, at every level
-        (#"{ "initial": "a", "version": 2, "states": { "a": { "onn": {}, "on": { "E": { "target": "a", "gaurd": {} } } } } }"#,
-         ["test.json: version: unknown key", "test.json: states.a.onn: unknown key", "test.json: states.a.on.E.gaurd: unknown key"]),
+        (#"{ "initial": "a", "revision": 2, "states": { "a": { "onn": {}, "on": { "E": { "target": "a", "gaurd": {} } } } } }"#,
+         ["test.json: revision: unknown key", "test.json: states.a.onn: unknown key", "test.json: states.a.on.E.gaurd: unknown key"]),
         // final states, state types, reserved events, wrong JSON kinds
         (#"{ "initial": "a", "states": { "a": { "type": "final", "on": { "E": "a" } } } }"#,
          [#"test.json: states.a: a final state accepts no events: no "on", "after" or "states""#]),

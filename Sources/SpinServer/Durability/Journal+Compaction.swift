@@ -45,6 +45,9 @@ extension Journal {
             })))
         }
         if journal.outboxDurable > 0 { members.append(("outbox", .number(String(journal.outboxDurable)))) }
+        // The version of the definition the state is of (a Spin recorded under an older
+        // one replays the events after it through that one, `HostedSpin.recover`).
+        if base.version != 1 { members.append(("version", .number(String(base.version)))) }
         // The outbox records some catching Spin has not consumed yet stay, as a batch.
         let keep = gears?.outboxToKeep(of: name) ?? []
         let snapshot = JSONValue.object(members)

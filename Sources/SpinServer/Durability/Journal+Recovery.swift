@@ -72,7 +72,8 @@ extension Journal {
                     journal: corruption.journal, sequence: corruption.intactThrough.map { $0 + 1 } ?? 1,
                     offset: corruption.damage.offset, error: corruption.damage.reason)
             } catch let error as RecoveryError {
-                guard isolating else { throw error }
+                // A definition the Spin cannot run under leaves the others running, always.
+                guard isolating || error.isolates else { throw error }
                 outcome.unrecoverable[name] = Unrecoverable(journal: store.journalName(of: name), sequence: error.sequence,
                                                             error: error.problem)
             }
@@ -95,6 +96,14 @@ extension Journal {
                 }
             }
             try store.startJournal(spin: name, cuttingAt: stored.damage)
+            var records = stored.records.count + stored.outbox.count
+            if let migration = recovered.migration {
+                // Durable before the Spin runs: its history from here on is of the new version.
+                try store.append([JournalPayload.record(migration)], spin: name)
+                try store.commit(spin: name, sync: true)
+                records += 1
+                logger.notice("Spin \(name): migrated from version \(migration.migratedFrom) to \(migration.version) of its definition at sequence \(migration.sequence)")
+            }
             var epoch = storedEpoch ?? ""
             if epochChanges {
                 epoch = Self.makeEpoch()
@@ -105,7 +114,7 @@ extension Journal {
             // The floor is in the position from here on: no longer kept apart.
             let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition, outboxFloors.removeValue(forKey: name) ?? 0)
             spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
-                                      records: stored.records.count + stored.outbox.count, outbox: outboxPosition,
+                                      records: records, outbox: outboxPosition,
                                       consumed: recovered.consumed)
             outcome.sequences[name] = recovered.sequence
             outcome.gears[name] = RecoveredGears(outbox: stored.outbox.sorted { $0.position < $1.position },

@@ -9,7 +9,11 @@ import SpinJSON
 /// then the event's JSON. Its members:
 /// - `sub`: who sent the event (`HostedTransition.origin`);
 /// - `consumed`: what the Spin took of other Spins' Gear outboxes since its previous
-///   record, `{"<sender>": <position>}` (`HostedTransition.consumed`).
+///   record, `{"<sender>": <position>}` (`HostedTransition.consumed`);
+/// - `v`: the version of the Spin's definition the event was applied under, when not 1
+///   (`HostedTransition.version`);
+/// - `migrated`: on the record of a migration (its event `{"type":"spin.migrated",..}`),
+///   the version the Spin came from (`HostedTransition.migratedFrom`).
 ///
 /// A JSON text never starts with RS (0x1E), so a payload without metadata, as every
 /// journal before it was written, reads as before; and a JSON object written by
@@ -22,8 +26,12 @@ package enum JournalPayload {
 
     /// The payload of `transition`: its event's bytes alone when it has no metadata.
     package static func encode(_ transition: HostedTransition) -> [UInt8] {
-        guard transition.origin != nil || !transition.consumed.isEmpty else { return transition.event.bytes }
+        guard transition.origin != nil || !transition.consumed.isEmpty || transition.version != 1 else {
+            return transition.event.bytes
+        }
         var members: [(String, JSONValue)] = []
+        if transition.version != 1 { members.append(("v", .number(String(transition.version)))) }
+        if transition.migratedFrom != 0 { members.append(("migrated", .number(String(transition.migratedFrom)))) }
         if let origin = transition.origin { members.append(("sub", .string(origin))) }
         if !transition.consumed.isEmpty {
             members.append(("consumed", .object(transition.consumed.sorted { $0.key < $1.key }.map {
@@ -59,10 +67,14 @@ package enum JournalPayload {
     package struct Metadata: Decodable, Equatable {
         package var sub: String?
         package var consumed: [String: UInt64]?
+        package var v: Int32?
+        package var migrated: Int32?
 
-        package init(sub: String? = nil, consumed: [String: UInt64]? = nil) {
+        package init(sub: String? = nil, consumed: [String: UInt64]? = nil, v: Int32? = nil, migrated: Int32? = nil) {
             self.sub = sub
             self.consumed = consumed
+            self.v = v
+            self.migrated = migrated
         }
     }
 

@@ -27,6 +27,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// What every Spin of a kind shares (one object per kind, not five fields per Spin).
     let traits: Traits
     var machineDefinition: JSONValue? { traits.machineDefinition }
+    var storedDefinition: (any StoredDefinition)? { traits.stored }
+    var definitionVersion: Int { traits.version }
     var schema: SpinSchema { traits.schema }
 
     /// What a Spin shows of itself and how it is judged, the same for every Spin of its
@@ -57,10 +59,19 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         /// Why the Spin cannot take a state its storage holds (a machine's snapshot in a
         /// state the machine file no longer defines); nil for one it can.
         let refusesStored: (@Sendable (State) -> String?)?
+        /// The definition's version and what recovery uses of its older ones; nil for a
+        /// definition of one version (1).
+        let versions: DefinitionVersions<State, Event>?
+        /// The definition as storage keeps it (what start-up stores and gives the older
+        /// versions of to `versions`); nil for one storage does not keep.
+        let stored: (any StoredDefinition)?
+        /// The version the Spin's transitions are applied under.
+        var version: Int { versions?.version ?? 1 }
 
         init(machineDefinition: JSONValue? = nil, schema: SpinSchema? = nil, isDone: (@Sendable (State) -> Bool)? = nil,
              keepsAwake: (@Sendable (State) -> Bool)? = nil, suspendsAt: (@Sendable (State) -> String?)? = nil,
-             refusesPosted: (@Sendable (Event) -> String?)? = nil, refusesStored: (@Sendable (State) -> String?)? = nil) {
+             refusesPosted: (@Sendable (Event) -> String?)? = nil, refusesStored: (@Sendable (State) -> String?)? = nil,
+             versions: DefinitionVersions<State, Event>? = nil, stored: (any StoredDefinition)? = nil) {
             self.machineDefinition = machineDefinition
             self.schema = schema ?? .of(State.self, Event.self)
             self.isDone = isDone
@@ -68,6 +79,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             self.suspendsAt = suspendsAt
             self.refusesPosted = refusesPosted
             self.refusesStored = refusesStored
+            self.versions = versions
+            self.stored = stored
         }
     }
 
@@ -165,8 +178,12 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
+        let current = traits.version
+        let older = traits.versions?.older
         var state = spin.initialState
         var sequence: UInt64 = 0
+        // The version of the definition `state` is of.
+        var version = current
         var consumed: [String: UInt64] = [:]
         var outboxPosition: UInt64 = 0
         if let snapshot {
@@ -176,58 +193,157 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 throw RecoveryError(spin: name, problem: "the snapshot is not {\"sequence\":N,\"state\":..}")
             }
             (consumed, outboxPosition) = try Self.gearPositions(in: document, spin: name)
+            if let recorded = document["version"] {
+                guard let recorded = recorded as? NSNumber, recorded.int64Value >= 1, recorded.int64Value <= Int64(Int32.max) else {
+                    throw RecoveryError(spin: name, problem: "the snapshot's \"version\" is not a version (a whole number from 1)")
+                }
+                version = recorded.intValue
+            } else {
+                version = 1
+            }
+            sequence = number.uint64Value
+            try checkRecorded(version, current: current, at: "the snapshot (sequence \(sequence))")
             do {
                 state = try JSONDecoder().decode(State.self, from: stateData)
             } catch let error as DecodingError {
                 throw RecoveryError(spin: name, problem: "the snapshot's state does not decode: \(Self.describe(error))",
                                     underlying: error)
             }
-            sequence = number.uint64Value
-            if let problem = traits.refusesStored?(state) {
-                throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) does not fit its definition: \(problem)")
+            if version == current, let problem = traits.refusesStored?(state) {
+                throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) does not fit its definition: \(problem)",
+                                    isolates: true)
             }
         }
         let replayed = records.filter { $0.sequence > sequence }
+        if snapshot == nil, let first = replayed.first {
+            // A history with no snapshot begins in the initial state of the version its first event was applied under.
+            version = Int(JournalPayload.read(first.payload).metadata.v ?? 1)
+            try checkRecorded(version, current: current, at: "event \(first.sequence)")
+            if version != current {
+                guard let initial = older?.versions[version]?.initial else { throw notKept(version, at: "event \(first.sequence)") }
+                state = initial
+            }
+        }
         var history: [HostedTransition] = []
         for (index, record) in replayed.enumerated() {
             guard record.sequence == sequence + 1 else {
                 throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)",
                                     sequence: sequence + 1)
             }
-            let event: Event
             let (metadata, payload) = JournalPayload.read(record.payload)
+            let recordVersion = Int(metadata.v ?? 1)
+            try checkRecorded(recordVersion, current: current, at: "event \(record.sequence)")
+            if let from = metadata.migrated {
+                // The Spin was migrated here, by the server: the same upgrade again.
+                guard Int(from) == version, recordVersion > version else {
+                    throw RecoveryError(spin: name, problem: "the migration at sequence \(record.sequence) goes from version \(from) to \(recordVersion), and the Spin was at version \(version)",
+                                        sequence: record.sequence, isolates: true)
+                }
+                state = try upgrade(state, from: version, to: recordVersion, older: older)
+                version = recordVersion
+                sequence = record.sequence
+                if replayed.count - index <= keep {
+                    var transition = HostedTransition(sequence: sequence, event: .raw(Array(payload)), state: try encodeRecovered(state, at: sequence))
+                    transition.version = Int32(version)
+                    transition.migratedFrom = from
+                    history.append(transition)
+                }
+                continue
+            }
+            guard recordVersion == version else {
+                throw RecoveryError(spin: name, problem: "event \(record.sequence) was applied under version \(recordVersion) of its definition, and the Spin was at version \(version) with no migration between",
+                                    sequence: record.sequence, isolates: true)
+            }
             let origin = metadata.sub
             for (sender, position) in metadata.consumed ?? [:] { consumed[sender] = max(consumed[sender] ?? 0, position) }
+            let event: Event
             do {
                 event = try JSONDecoder().decode(Event.self, from: Data(payload))
             } catch let error as DecodingError {
                 throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))",
-                                    underlying: error, sequence: record.sequence)
+                                    underlying: error, sequence: record.sequence, isolates: version != 1 || current != 1)
             }
-            state = spin.reducer.reduce(state, event)
+            if version == current {
+                state = spin.reducer.reduce(state, event)
+            } else {
+                guard let reduce = older?.versions[version]?.reduce else { throw notKept(version, at: "event \(record.sequence)") }
+                state = reduce(state, event)
+            }
             sequence = record.sequence
             if replayed.count - index <= keep {
                 do {
-                    history.append(HostedTransition(sequence: sequence, event: .raw(try traits.coding.encode(event)),
-                                                    state: try Self.encode(state), endsBatch: record.endsBatch,
-                                                    origin: origin, consumed: metadata.consumed ?? [:]))
+                    var transition = HostedTransition(sequence: sequence, event: .raw(try traits.coding.encode(event)),
+                                                      state: try Self.encode(state), endsBatch: record.endsBatch,
+                                                      origin: origin, consumed: metadata.consumed ?? [:])
+                    transition.version = Int32(version)
+                    history.append(transition)
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
                                         underlying: error, sequence: record.sequence)
                 }
             }
         }
+        var migration: HostedTransition?
+        if version < current {
+            // Recorded under an older version: migrated now, at the next sequence, which the
+            // journal writes before the Spin runs (history only grows).
+            let from = version
+            state = try upgrade(state, from: from, to: current, older: older)
+            sequence += 1
+            let event = JSONValue.object([("type", .string(Self.migratedEventType)), ("from", .number(String(from))),
+                                          ("to", .number(String(current)))])
+            var transition = HostedTransition(sequence: sequence, event: event, state: try encodeRecovered(state, at: sequence))
+            transition.version = Int32(current)
+            transition.migratedFrom = Int32(from)
+            if keep > 0 { history.append(transition) }
+            migration = transition
+        }
         let recovered = (state, sequence)
         core.withLock { $0.origin = recovered }
-        let json: JSONValue
-        do {
-            json = try Self.encode(state)
-        } catch {
-            throw RecoveryError(spin: name, problem: "the recovered state does not encode: \(Self.describe(error))",
-                                underlying: error)
-        }
+        let json = try encodeRecovered(state, at: nil)
         return Recovered(sequence: sequence, state: json, history: history, consumed: consumed,
-                         outboxPosition: outboxPosition)
+                         outboxPosition: outboxPosition, migration: migration)
+    }
+
+    /// The type of the event of a migration's transition.
+    static var migratedEventType: String { "spin.migrated" }
+
+    /// Throws when `version`, recorded at `place`, is newer than the one this server runs.
+    private func checkRecorded(_ version: Int, current: Int, at place: String) throws {
+        guard version > current else { return }
+        throw RecoveryError(spin: name, problem: "\(place) was recorded under version \(version) of its definition\(storedNameNote), newer than the version this server runs (\(current)): run the newer definition",
+                            isolates: true)
+    }
+
+    private var storedNameNote: String { traits.stored.map { " (\($0.storedName))" } ?? "" }
+
+    /// The error for a version storage keeps no copy of.
+    private func notKept(_ version: Int, at place: String) -> RecoveryError {
+        RecoveryError(spin: name, problem: "\(place) was applied under version \(version) of its definition\(storedNameNote), of which the storage keeps no copy: start the server once with that version's file, or remove the Spin",
+                      isolates: true)
+    }
+
+    /// `state`, of version `from`, as one of version `to`; throws naming both.
+    private func upgrade(_ state: State, from: Int, to: Int,
+                         older: DefinitionVersions<State, Event>.Older?) throws -> State {
+        guard let older else {
+            throw RecoveryError(spin: name, problem: "recorded under version \(from) of its definition, which has no versions (\(to))", isolates: true)
+        }
+        do {
+            return try older.upgrade(state, from, to)
+        } catch {
+            throw RecoveryError(spin: name, problem: "cannot be migrated\(storedNameNote): \(error)", underlying: error, isolates: true)
+        }
+    }
+
+    /// A recovered state's JSON; throws naming the sequence (nil: the last).
+    private func encodeRecovered(_ state: State, at sequence: UInt64?) throws -> JSONValue {
+        do {
+            return try Self.encode(state)
+        } catch {
+            let which = sequence.map { "the state at sequence \($0)" } ?? "the recovered state"
+            throw RecoveryError(spin: name, problem: "\(which) does not encode: \(Self.describe(error))", underlying: error)
+        }
     }
 
     /// A snapshot's Gear positions: `"consumed": {"<sender>": N}` and `"outbox": N`
@@ -391,7 +507,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     private func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
                          afterFeedbacks: (@Sendable () -> Void)?,
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
-        let (loop, fault, encodeEvent) = (running, self.unencodable, traits.coding.encode)
+        let (loop, fault, encodeEvent, version) = (running, self.unencodable, traits.coding.encode, Int32(traits.version))
         core.withLock { $0.refusal = unencodable }
         let observe: @Sendable (Transition<State, Event>) -> Void = { transition in
             if fault.failed.load(ordering: .acquiring) { return }
@@ -409,6 +525,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             var hosted = HostedTransition(sequence: transition.sequence, event: event, state: state,
                                           endsBatch: transition.endsBatch, origin: transition.origin)
             if let receipt = transition.gearReceipt { hosted.consumed[receipt.source] = receipt.position }
+            hosted.version = version
             handler(hosted)
         }
         guard let afterFeedbacks else { return loop.observe(observe) }
@@ -497,12 +614,18 @@ package struct RecoveryError: Error, CustomStringConvertible {
     /// The journal record at fault (the event that does not decode, the first one a gap
     /// leaves out), when there is one; nil for the snapshot or the store as a whole.
     package var sequence: UInt64?
+    /// Whether the problem is the Spin's definition, not its storage: a version newer
+    /// than the server's, one it keeps no copy of, a state no migration maps. That Spin
+    /// alone is then `unrecoverable` and the others run, whatever `storage.onCorruption` says.
+    package var isolates: Bool
 
-    package init(spin: String?, problem: String, underlying: (any Error)? = nil, sequence: UInt64? = nil) {
+    package init(spin: String?, problem: String, underlying: (any Error)? = nil, sequence: UInt64? = nil,
+                 isolates: Bool = false) {
         self.spin = spin
         self.problem = problem
         self.underlying = underlying
         self.sequence = sequence
+        self.isolates = isolates
     }
 
     package var description: String {

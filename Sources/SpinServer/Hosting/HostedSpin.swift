@@ -22,6 +22,13 @@ package struct HostedTransition: Sendable {
     /// The Gear events the feedbacks propagated when given this event's state, in order:
     /// journaled with it, as the Spin's outbox, and sent once it is durable.
     package var outbox: [GearOutput] = []
+    /// The version of the Spin's definition the event was applied under (journaled when
+    /// it is not 1).
+    package var version: Int32 = 1
+    /// For the transition that migrated the Spin to `version` (its event
+    /// `{"type":"spin.migrated",..}`, made by the server): the version it came from; 0
+    /// for every other.
+    package var migratedFrom: Int32 = 0
 
     package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true, origin: String? = nil,
                  consumed: [String: UInt64] = [:]) {
@@ -115,6 +122,10 @@ package struct Recovered: Sendable {
     package var consumed: [String: UInt64] = [:]
     /// The last position of its own outbox the snapshot records (0: none).
     package var outboxPosition: UInt64 = 0
+    /// The transition that migrated the Spin from the older version of its definition it
+    /// was recorded under (the last of `history`, at `sequence`): the journal writes it
+    /// before the Spin runs. Nil when nothing was to migrate.
+    package var migration: HostedTransition?
 }
 
 /// Events decoded from a request, ready to be submitted to the Spin that decoded them.
@@ -173,6 +184,11 @@ package protocol HostedSpin: AnyObject, Sendable {
     var name: String { get }
     /// What made the Spin: an example's name, `machine`, or what a Swift user said.
     var kind: String { get }
+    /// Its definition as storage keeps its versions (a machine file); nil for one it does
+    /// not keep.
+    var storedDefinition: (any StoredDefinition)? { get }
+    /// The version of its definition its transitions are applied under.
+    var definitionVersion: Int { get }
     /// Decodes a request body: one event object or an array of them. A body that is not
     /// JSON is a 400 (`malformed_json`), JSON that is not an event of this Spin a 422
     /// (`invalid_event`, with the decoding path).
@@ -278,6 +294,10 @@ extension HostedSpin {
 
     /// Nil: only machine Spins have a definition to show.
     package var machineDefinition: JSONValue? { nil }
+    /// Nil: only machine Spins keep their definition's versions in storage.
+    package var storedDefinition: (any StoredDefinition)? { nil }
+    /// 1: only machine Spins have versions.
+    package var definitionVersion: Int { 1 }
     /// Nil: the Spin was recovered.
     package var unrecoverable: Unrecoverable? { nil }
     /// False: only a Spin with a loop is held for its storage.

@@ -26,6 +26,10 @@ package final class SpinFactory: Sendable {
     /// What every Spin of each machine kind shares (its definition as a Spin shows it,
     /// its schemas, its hooks), made once.
     private let machineTraits: [String: SpinHost.MachineTraits]
+    /// The machine kinds' definitions as storage keeps them, by kind.
+    var storedDefinitions: [any StoredDefinition] {
+        machineTraits.keys.sorted().compactMap { machineTraits[$0]?.stored }
+    }
     /// The kinds whose Spins are made asleep (`startsAsleep`).
     private let restingKinds: Set<String>
     /// The Gears and shared values made so far: touched under its lock only.
@@ -49,7 +53,7 @@ package final class SpinFactory: Sendable {
         var resting: Set<String> = []
         for kind in kinds {
             guard let machine = kind.machine?.definition else { continue }
-            traits[kind.name] = SpinHost.machineTraits(machine)
+            traits[kind.name] = SpinHost.machineTraits(machine, storedAs: "kind.\(kind.name)")
             if !machine.awaitsTime(in: machine.initialState) { resting.insert(kind.name) }
         }
         self.machineTraits = traits
@@ -294,7 +298,8 @@ package final class SpinFactory: Sendable {
                 var gears: [String: Gear<MachineEvent>] = [:]
                 for (declared, gear) in gearNames { gears[declared] = workshop.gear(named: gear, of: MachineEvent.self) }
                 made = SpinHost.machineLoop(machine.definition, gears: gears, named: name, kind: kind.name,
-                                            traits: machineTraits[kind.name])
+                                            traits: machineTraits[kind.name]
+                                                ?? SpinHost.machineTraits(machine.definition, storedAs: "kind.\(kind.name)"))
             } else if let make = table[kind.kind] {
                 let entry = SpinServerConfiguration.SpinEntry(name: name, kind: kind.name, gear: gearNames.values.first)
                 try make(SpinKindContext(entry: entry, storage: storage, workshop: workshop) { spin throws(HostingError) in

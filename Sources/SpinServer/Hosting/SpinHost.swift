@@ -109,7 +109,8 @@ public final class SpinHost: Sendable {
     /// - Parameter gears: the Gears its `gears` section names, as for `MachineDefinition.spin(gears:)`.
     public func host(machine: MachineDefinition, gears: [String: Gear<MachineEvent>] = [:],
                      named name: String) throws(HostingError) {
-        try add(Self.machineLoop(machine, gears: gears, named: name, kind: SpinServerConfiguration.machineKind))
+        try add(Self.machineLoop(machine, gears: gears, named: name, kind: SpinServerConfiguration.machineKind,
+                                 traits: Self.machineTraits(machine, storedAs: "spin.\(name)")))
     }
 
     /// The hosted Spin of a declarative machine (`host(machine:gears:named:)`), under
@@ -118,17 +119,19 @@ public final class SpinHost: Sendable {
     ///   the caller has it already (a kind's Spins share one); made from the definition
     ///   otherwise.
     static func machineLoop(_ machine: MachineDefinition, gears: [String: Gear<MachineEvent>], named name: String,
-                            kind: String, traits: MachineTraits? = nil) -> any HostedSpin {
-        HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears), traits: traits ?? machineTraits(machine))
+                            kind: String, traits: MachineTraits) -> any HostedSpin {
+        HostedLoop(name: name, kind: kind, spin: machine.spin(gears: gears), traits: traits)
     }
 
     typealias MachineTraits = HostedLoop<MachineState, MachineEvent>.Traits
 
     /// What every Spin of `machine` shares: its definition as a Spin shows it
     /// (`machineDocument(of:)`), its schemas, when it is done, awaits time or must
-    /// suspend, and which posted events it refuses.
-    static func machineTraits(_ machine: MachineDefinition) -> MachineTraits {
-        MachineTraits(machineDefinition: machineDocument(of: machine).json,
+    /// suspend, and which posted events it refuses; and its versions, kept in storage
+    /// under `storedName` (`StoredDefinition`).
+    static func machineTraits(_ machine: MachineDefinition, storedAs storedName: String) -> MachineTraits {
+        let versions = MachineVersions(storedName: storedName, machine: machine)
+        return MachineTraits(machineDefinition: machineDocument(of: machine).json,
                       schema: SpinSchema(event: machine.eventSchema, state: machine.stateSchema),
                       isDone: { machine.isDone($0) },
                       keepsAwake: { machine.awaitsTime(in: $0) },
@@ -140,7 +143,8 @@ public final class SpinHost: Sendable {
                           guard event.type.hasPrefix(MachineEvent.reservedPrefix) else { return nil }
                           return "event type \"\(event.type)\" is the machine's own: types that start with \"\(MachineEvent.reservedPrefix)\" are sent by the machine itself (its timers, delayed raises, completion), not by clients"
                       },
-                      refusesStored: { machine.problem(taking: $0) })
+                      refusesStored: { machine.problem(taking: $0) },
+                      versions: versions.versions, stored: versions)
     }
 
     /// Hosts the Gear `gear` under `name`, so that the server lists it and streams its

@@ -716,6 +716,48 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         try database.make(spins)
     }
 
+    // MARK: Definitions
+
+    /// `definitions/<name>.v<version>.json`, the name with every byte but letters, digits,
+    /// `.`, `_` and `-` written `%XX`.
+    private var definitionsPath: String { "\(directory)/definitions" }
+
+    private func definitionFile(_ name: String) -> String {
+        var escaped = ""
+        for byte in name.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            if byte < 0x80, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "._-".unicodeScalars.contains(scalar) {
+                escaped.unicodeScalars.append(scalar)
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                escaped += (hex.count < 2 ? "%0" : "%") + hex
+            }
+        }
+        return escaped
+    }
+
+    package func definitions(named name: String) throws -> [Int: [UInt8]] {
+        let prefix = definitionFile(name) + ".v"
+        let files: [String]
+        do {
+            files = try FileManager.default.contentsOfDirectory(atPath: definitionsPath)
+        } catch CocoaError.fileReadNoSuchFile {
+            return [:]
+        }
+        var found: [Int: [UInt8]] = [:]
+        for file in files where file.hasPrefix(prefix) && file.hasSuffix(".json") {
+            let digits = file.dropFirst(prefix.count).dropLast(".json".count)
+            guard let version = Int(digits), version >= 1, String(version) == digits else { continue }
+            found[version] = try DurableFiles.read("\(definitionsPath)/\(file)")
+        }
+        return found
+    }
+
+    package func storeDefinition(_ source: [UInt8], named name: String, version: Int) throws {
+        try DurableFiles.createDirectories(definitionsPath)
+        try DurableFiles.replace("\(definitionsPath)/\(definitionFile(name)).v\(version).json", with: source)
+    }
+
     /// Marks the made Spin resting in the database (configured Spins never sleep).
     package func rest(_ spin: String, sequence: UInt64, consumed: [String: UInt64]) throws {
         try database.rest(spin, sequence: sequence, consumed: consumed)

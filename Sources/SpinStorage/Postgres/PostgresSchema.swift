@@ -127,6 +127,18 @@ package enum PostgresSchema {
         CREATE INDEX spin_made_awake ON spin_made (name) WHERE NOT resting;
         DROP TABLE spin_leases;
         """,
+        // 6: every version of each machine definition a node has run (a kind's, or a
+        // configured Spin's), so that any node replays a Spin's events through the
+        // definition they were applied with.
+        """
+        CREATE TABLE spin_definitions (
+            name text NOT NULL,
+            version integer NOT NULL,
+            source bytea NOT NULL,
+            stored_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (name, version)
+        );
+        """,
     ]
 
     /// The version this server's tables have once migrated.

@@ -163,6 +163,31 @@ package final class PostgresSpinStore: SpinStore, PipelinedCommits, @unchecked S
         }
     }
 
+    // MARK: Definitions
+
+    package func definitions(named name: String) throws -> [Int: [UInt8]] {
+        try locked {
+            try reconnectIfLost()
+            let rows = try live().query("SELECT version, source FROM spin_definitions WHERE name = $1", [.text(name)])
+            var found: [Int: [UInt8]] = [:]
+            for row in 0..<rows.count {
+                guard let version = rows.int(row, 0), let source = rows.bytes(row, 1) else { continue }
+                found[Int(version)] = source
+            }
+            return found
+        }
+    }
+
+    package func storeDefinition(_ source: [UInt8], named name: String, version: Int) throws {
+        try locked {
+            try reconnectIfLost()
+            _ = try live().query("""
+                INSERT INTO spin_definitions (name, version, source) VALUES ($1, $2::int4, $3)
+                ON CONFLICT (name, version) DO UPDATE SET source = excluded.source, stored_at = now()
+                """, [.text(name), .int64(Int64(version)), .bytea(source)])
+        }
+    }
+
     // MARK: Suspensions
 
     package func suspension(of spin: String) throws -> [UInt8]? {

@@ -1,0 +1,107 @@
+import SpinCore
+import SpinMachines
+import Synchronization
+
+/// A hosted definition as storage keeps it, whatever its Spins' types: its name there,
+/// its version, its source, and how it takes the older versions storage holds. What the
+/// server stores at start-up (`SpinStore.storeDefinition`) and reads back.
+package protocol StoredDefinition: AnyObject, Sendable {
+    /// The name storage keeps its versions under: `kind.<kind>` for a kind's Spins,
+    /// `spin.<name>` for a configured Spin.
+    var storedName: String { get }
+    /// The version the server runs (a machine file's `"version"`, 1 when it has none).
+    var version: Int { get }
+    /// What storage keeps of this version (a machine file's bytes).
+    var source: [UInt8] { get }
+    /// What is wrong with the definition, given the older versions storage holds (each
+    /// source by version): nil when nothing is. Takes them for replays and migrations.
+    func take(older: [Int: [UInt8]]) -> String?
+}
+
+/// How Spins of one definition recorded under older versions of it are recovered: the
+/// reducers of those versions (the events a Spin applied under a version replay through
+/// it), their initial states (where a history with no snapshot begins), and the upgrade of
+/// a state from an older version to a newer one. Shared by every Spin of a kind (or by
+/// the configured Spin).
+package final class DefinitionVersions<State: Sendable, Event: Sendable>: Sendable {
+    /// The older versions the server has taken, as Spins of this definition use them.
+    package struct Older: Sendable {
+        /// Each older version's reducer and initial state, by version.
+        var versions: [Int: (reduce: @Sendable (State, Event) -> State, initial: State)] = [:]
+        /// A state of version `from` as one of version `to` (the current one or an older one):
+        /// the migrations between applied; throws why it cannot be.
+        var upgrade: @Sendable (State, _ from: Int, _ to: Int) throws -> State = { _, from, to in
+            throw UpgradeFailure(reason: "no migration from version \(from) to \(to)")
+        }
+    }
+
+    /// Why a state cannot be upgraded, as the definition says it.
+    package struct UpgradeFailure: Error, CustomStringConvertible {
+        package let reason: String
+        package var description: String { reason }
+    }
+
+    package let version: Int
+    private let taken = Mutex<Older>(Older())
+
+    package init(version: Int) {
+        self.version = version
+    }
+
+    /// What the server took of the older versions (nothing before start-up reads storage).
+    package var older: Older { taken.withLock { $0 } }
+
+    func set(_ older: Older) { taken.withLock { $0 = older } }
+}
+
+/// A machine file's versions: the machine a kind (or a configured Spin) runs now and the
+/// older versions of its file that storage holds.
+final class MachineVersions: StoredDefinition {
+    let storedName: String
+    let machine: MachineDefinition
+    let versions: DefinitionVersions<MachineState, MachineEvent>
+    var version: Int { machine.version }
+    var source: [UInt8] { machine.source }
+
+    init(storedName: String, machine: MachineDefinition) {
+        self.storedName = storedName
+        self.machine = machine
+        self.versions = DefinitionVersions(version: machine.version)
+    }
+
+    func take(older sources: [Int: [UInt8]]) -> String? {
+        var definitions: [Int: MachineDefinition] = [:]
+        var problems: [String] = []
+        for (version, source) in sources.sorted(by: { $0.key < $1.key }) where version < machine.version {
+            do {
+                let definition = try MachineDefinition(json: source, file: "\(machine.file) (version \(version), as stored)")
+                guard definition.version == version else {
+                    problems.append("the stored copy of version \(version) says \"version\": \(definition.version)")
+                    continue
+                }
+                definitions[version] = definition
+                problems += machine.migrationIssues(from: definition).map(\.description)
+            } catch {
+                problems.append("the stored copy of version \(version) no longer loads: \(error)")
+            }
+        }
+        guard problems.isEmpty else { return problems.joined(separator: "; ") }
+        var older = DefinitionVersions<MachineState, MachineEvent>.Older()
+        for (version, definition) in definitions {
+            older.versions[version] = ({ state, event in definition.transition(state, event) ?? state }, definition.initialState)
+        }
+        let (machine, stored) = (self.machine, definitions)
+        older.upgrade = { state, from, to in
+            guard let target = to == machine.version ? machine : stored[to] else {
+                throw DefinitionVersions<MachineState, MachineEvent>.UpgradeFailure(reason: "version \(to) is not stored")
+            }
+            do {
+                return try target.upgrade(state, from: from, through: stored).state
+            } catch {
+                throw DefinitionVersions<MachineState, MachineEvent>.UpgradeFailure(reason: "\(error)")
+            }
+        }
+        versions.set(older)
+        return nil
+    }
+}

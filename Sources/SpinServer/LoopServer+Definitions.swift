@@ -1,0 +1,48 @@
+import SpinStorage
+
+// The definitions' versions a start keeps in storage (see `StoredDefinition`).
+extension LoopServer {
+    /// Stores the version of every hosted definition (configured machines, machine kinds)
+    /// that storage does not hold yet, and gives each the older versions storage holds,
+    /// before any Spin is recovered. Throws when an older version a definition needs does
+    /// not load, or its migrations name states that version lacks.
+    func keepDefinitions(_ journal: Journal) throws {
+        var seen: Set<ObjectIdentifier> = []
+        var definitions: [any StoredDefinition] = []
+        for definition in host.spins.compactMap(\.storedDefinition) + (host.factory?.storedDefinitions ?? [])
+        where seen.insert(ObjectIdentifier(definition)).inserted {
+            definitions.append(definition)
+        }
+        for definition in definitions { try journal.keep(definition) }
+    }
+}
+
+extension Journal {
+    /// Stores `definition`'s version unless storage holds it as it is, and gives it the
+    /// older versions storage holds (`StoredDefinition.take(older:)`).
+    package func keep(_ definition: any StoredDefinition) throws {
+        let name = definition.storedName
+        let stored: [Int: [UInt8]]
+        do {
+            stored = try store.definitions(named: name)
+        } catch {
+            throw RecoveryError(spin: nil, problem: "cannot read the stored versions of \(name): \(error)", underlying: error)
+        }
+        if let kept = stored[definition.version], kept != definition.source {
+            logger.warning("\(name): the file of version \(definition.version) changed since this storage first ran it, with the same \"version\": its Spins replay what they recorded through the changed file; give a changed machine the next \"version\" (with \"migrations\" for what it renames) to keep their history as it was")
+        }
+        if stored[definition.version] != definition.source {
+            do {
+                try store.storeDefinition(definition.source, named: name, version: definition.version)
+            } catch {
+                throw RecoveryError(spin: nil, problem: "cannot store version \(definition.version) of \(name): \(error)", underlying: error)
+            }
+        }
+        if let newest = stored.keys.max(), newest > definition.version {
+            logger.warning("\(name): the storage holds version \(newest), newer than the version \(definition.version) this server runs: Spins recorded under it stay unrecoverable here")
+        }
+        if let problem = definition.take(older: stored.filter { $0.key < definition.version }) {
+            throw RecoveryError(spin: nil, problem: "\(name), version \(definition.version): \(problem)")
+        }
+    }
+}
