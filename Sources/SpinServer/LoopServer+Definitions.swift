@@ -41,8 +41,13 @@ extension Journal {
         if let newest = stored.keys.max(), newest > definition.version {
             logger.warning("\(name): the storage holds version \(newest), newer than the version \(definition.version) this server runs: Spins recorded under it stay unrecoverable here")
         }
-        if let problem = definition.take(older: stored.filter { $0.key < definition.version }) {
+        let older = stored.filter { $0.key < definition.version }
+        if let problem = definition.take(older: older) {
             throw RecoveryError(spin: nil, problem: "\(name), version \(definition.version): \(problem)")
+        }
+        if !older.isEmpty {
+            let versions = (older.keys.sorted() + [definition.version]).map(String.init).joined(separator: ", ")
+            logger.info("\(name): runs version \(definition.version) (stored: \(versions)); a Spin recorded under an older version migrates when it next runs")
         }
     }
 }

@@ -350,6 +350,7 @@ public final class LoopServer: Sendable {
                 switch begun?[index] {
                 case .begun(let start, let gears)?: (sequence, recovered) = (start, gears)
                 case .failed(let message)?: throw BringUpFailure(description: message)
+                case .unrecoverable(let problem)?: throw RuntimeSpins.Unrecoverable(problem: problem)
                 case nil: break
                 }
                 return bringUp(rising[index].spin, rising[index].made, feed: feeds[index], sequence: sequence, recovered: recovered)

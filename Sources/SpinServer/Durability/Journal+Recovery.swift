@@ -102,7 +102,7 @@ extension Journal {
                 try store.append([JournalPayload.record(migration)], spin: name)
                 try store.commit(spin: name, sync: true)
                 records += 1
-                logger.notice("Spin \(name): migrated from version \(migration.migratedFrom) to \(migration.version) of its definition at sequence \(migration.sequence)")
+                logger.debug("Spin \(name): migrated from version \(migration.migratedFrom) to \(migration.version) of its definition at sequence \(migration.sequence)")
             }
             var epoch = storedEpoch ?? ""
             if epochChanges {
@@ -245,6 +245,9 @@ extension Journal {
     package enum Begun: Sendable {
         case begun(sequence: UInt64, gears: RecoveredGears?)
         case failed(String)
+        /// Its history cannot run under its definition as configured (`RecoveryError.isolates`):
+        /// it is unrecoverable, its storage left as it was.
+        case unrecoverable(Unrecoverable)
     }
 
     /// Makes Spins made at run time journaled from now on, each recovered from what its
@@ -263,6 +266,11 @@ extension Journal {
                     do {
                         let (sequence, gears) = try recoverAlone(entry.spin, feed: entry.feed)
                         return .begun(sequence: sequence, gears: gears)
+                    } catch let error as RecoveryError where error.isolates {
+                        let name = entry.spin.name
+                        logger.error("Spin \(name) is UNRECOVERABLE and does not run: \(error.problem); its storage is left as it was")
+                        return .unrecoverable(Unrecoverable(journal: store.journalName(of: name), sequence: error.sequence,
+                                                            error: error.problem))
                     } catch {
                         return .failed("\(error)")
                     }

@@ -31,6 +31,12 @@ extension RuntimeSpins {
         state.withLock { $0.awake[name] }?.touch()
     }
 
+    /// Why a Spin could not be brought up: its history cannot run under its definition
+    /// as configured (`Journal.Begun.unrecoverable`).
+    struct Unrecoverable: Error {
+        let problem: SpinServer.Unrecoverable
+    }
+
     /// A Gear event waits for sleeping Spin `name`: woken, and, when that fails (its
     /// storage cannot be read now), tried again after `delay` seconds, doubling up to 30.
     func wakeForGear(_ name: String, delay: Int) {
@@ -96,6 +102,11 @@ extension RuntimeSpins {
                     adopt(entry.made.spin, entry.record)
                     logger.debug("Spin \(entry.name) woke at sequence \(entry.sequence)")
                     outcomes[entry.name] = .success(true)
+                case .failure(let error as Unrecoverable):
+                    // Its definition cannot run its history: it stays so, and answers as such.
+                    host.replace(with: entry.made.spin)
+                    host.isolate(named: entry.name, error.problem)
+                    outcomes[entry.name] = .success(false)
                 case .failure(let error):
                     logger.error("Spin \(entry.name) could not wake: \(error)")
                     outcomes[entry.name] = .failure(.storageUnavailable(spin: entry.name, "it could not be read back: \(error)"))

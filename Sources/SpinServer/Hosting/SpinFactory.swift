@@ -28,7 +28,20 @@ package final class SpinFactory: Sendable {
     private let machineTraits: [String: SpinHost.MachineTraits]
     /// The machine kinds' definitions as storage keeps them, by kind.
     var storedDefinitions: [any StoredDefinition] {
-        machineTraits.keys.sorted().compactMap { machineTraits[$0]?.stored }
+        machineKinds.compactMap { machineTraits[$0]?.stored }
+    }
+
+    /// The kinds made of a machine file, sorted.
+    var machineKinds: [String] { machineTraits.keys.sorted() }
+
+    /// What every Spin of the machine kind `kind` shares.
+    func machineTraits(of kind: String) -> SpinHost.MachineTraits? { machineTraits[kind] }
+
+    /// A Spin `name` of the machine kind `kind` on no Gear, never started: what replays its
+    /// history (`LoopServer.checkUpgrade`). Nil for a kind that is not a machine's.
+    func machineSpin(named name: String, of kind: String) -> (any HostedSpin)? {
+        guard let machine = kinds[kind]?.machine?.definition, let traits = machineTraits[kind] else { return nil }
+        return SpinHost.machineLoop(machine, gears: [:], named: name, kind: kind, traits: traits)
     }
     /// The kinds whose Spins are made asleep (`startsAsleep`).
     private let restingKinds: Set<String>

@@ -26,6 +26,9 @@ public struct SpinServerOptions: ParsableArguments {
     /// certificate, a corrupt journal, a storage directory another server uses) or could
     /// not make everything durable at shutdown.
     public static let startFailureExitCode = ExitCode.failure
+    /// The exit status of `--check-upgrade` when some stored Spin would be unrecoverable
+    /// under the configured definitions (65, `EX_DATAERR`).
+    public static let upgradeFailureExitCode = ExitCode(65)
 
     /// What `--help` says of precedence, variables and exit codes, for a command's
     /// `CommandConfiguration(discussion:)`.
@@ -40,10 +43,11 @@ public struct SpinServerOptions: ParsableArguments {
         SPIN_DATABASE_URL, SPIN_NODE, SPIN_CLUSTER_ADVERTISE, SPIN_CLUSTER_LEASE_SECONDS, \
         SPIN_JWT_SECRET (an HS256 key), SPIN_JWT_JWKS_FILE.
 
-        Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config passed); \
+        Exit codes: 0 stopped by SIGTERM or SIGINT (or --check-config or --check-upgrade passed); \
         64 bad configuration or flags; 1 could not start (port in use, unreadable certificate, \
         a corrupt journal, a storage directory another server uses) or could not make \
-        everything durable at shutdown.
+        everything durable at shutdown; 65 --check-upgrade found Spins the upgrade would \
+        leave unrecoverable.
         """
 
     @Option(help: ArgumentHelp("The JSON config file (env SPIN_CONFIG; default Config/spin-server.json, or the program's own).", valueName: "path"))
@@ -93,6 +97,12 @@ public struct SpinServerOptions: ParsableArguments {
 
     @Flag(help: "Check the configuration, print one line saying what would be hosted, and exit (0 if valid, 64 if not).")
     public var checkConfig = false
+
+    @Flag(help: "Replay the stored Spins through the configured machine files and their migrations, changing nothing; report per definition what a restart would do, and exit (0, or 65 if some Spin would be unrecoverable). The storage directory must not be in use by a running server (check a copy).")
+    public var checkUpgrade = false
+
+    @Option(help: ArgumentHelp("With --check-upgrade: check at most this many Spins of each kind, chosen at random.", valueName: "count"))
+    public var sample: String?
 
     /// No flag given (ArgumentParser fills the values in when it parses).
     public init() {}

@@ -36,6 +36,11 @@ public struct SpinServerProgram: Sendable {
     public let loaded: SpinServerConfiguration.Loaded
     /// `--check-config`: `serve` prints what would be hosted instead of serving.
     public let checkOnly: Bool
+    /// `--check-upgrade`: `serve` reports what restarting on the configured definitions
+    /// would do to the stored Spins instead of serving (`LoopServer.checkUpgrade`), at most
+    /// `upgradeSample` of each kind when set.
+    public let checkUpgrade: Bool
+    public let upgradeSample: Int?
     /// The program's logger, labelled with its name.
     public let logger: Logger
     /// The registry swift-metrics was bootstrapped with, which `GET /metrics` renders.
@@ -68,6 +73,20 @@ public struct SpinServerProgram: Sendable {
         self.name = name
         self.kinds = kinds
         self.checkOnly = options.checkConfig
+        self.checkUpgrade = options.checkUpgrade
+        var sample: Int?
+        if let text = options.sample {
+            guard let count = Int(text), count > 0 else {
+                Self.printError("\(name): error: --sample: expected a whole number of Spins from 1, got \"\(text)\"")
+                throw SpinServerOptions.configurationErrorExitCode
+            }
+            guard options.checkUpgrade else {
+                Self.printError("\(name): error: --sample: only --check-upgrade takes a sample")
+                throw SpinServerOptions.configurationErrorExitCode
+            }
+            sample = count
+        }
+        self.upgradeSample = sample
         do {
             loaded = try SpinServerConfiguration.load(flags: options.flags, environment: environment,
                                                       kinds: kinds.kinds, program: name,
@@ -78,7 +97,7 @@ public struct SpinServerProgram: Sendable {
         }
         metricsRegistry = bootstrap(loaded.configuration.log)
         logger = Logger(label: name)
-        if checkOnly {
+        if checkOnly || checkUpgrade {
             for warning in loaded.warnings { Self.printError("\(name): warning: \(warning)") }
         } else {
             for warning in loaded.warnings { logger.warning("\(warning)") }
@@ -110,6 +129,7 @@ public struct SpinServerProgram: Sendable {
             print("\(name): configuration OK (\(loaded.configFile)): \(loaded.configuration.summary)")
             return
         }
+        guard !checkUpgrade else { return try reportUpgrade(host) }
         let server = LoopServer(configuration: loaded.configuration, host: host, logger: logger,
                                 metricsRegistry: metricsRegistry)
         let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint],
@@ -122,6 +142,26 @@ public struct SpinServerProgram: Sendable {
             Self.printError("\(name): error: could not start: \(error)")
             throw SpinServerOptions.startFailureExitCode
         }
+    }
+
+    /// `--check-upgrade`: prints the report, and throws `upgradeFailureExitCode` when some
+    /// Spin would be unrecoverable.
+    private func reportUpgrade(_ host: SpinHost) throws(ExitCode) {
+        let report: UpgradeReport
+        do {
+            report = try LoopServer.checkUpgrade(configuration: loaded.configuration, host: host, sample: upgradeSample,
+                                                 logger: logger)
+        } catch {
+            Self.printError("\(name): error: cannot check the upgrade: \(error)")
+            throw SpinServerOptions.startFailureExitCode
+        }
+        let text = report.description
+        if !text.isEmpty { print(text) }
+        guard report.passes else {
+            print("\(name): upgrade check FAILED (\(loaded.configFile)): some stored Spins would be unrecoverable")
+            throw SpinServerOptions.upgradeFailureExitCode
+        }
+        print("\(name): upgrade check OK (\(loaded.configFile)): every checked Spin would run")
     }
 
     /// `makeHost()`, then `serve(_:)`: the whole program after its options are parsed.
