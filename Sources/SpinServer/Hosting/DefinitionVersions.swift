@@ -1,6 +1,6 @@
 import SpinCore
 import SpinMachines
-import Synchronization
+import SpinConcurrency
 
 /// A hosted definition as storage keeps it, whatever its Spins' types: its name there,
 /// its version, its source, and how it takes the older versions storage holds. What the
@@ -42,7 +42,7 @@ package final class DefinitionVersions<State: Sendable, Event: Sendable>: Sendab
     }
 
     package let version: Int
-    private let taken = Mutex<Older>(Older())
+    private let taken = Protected(Older())
 
     package init(version: Int) {
         self.version = version
