@@ -490,8 +490,9 @@ def test_a_suspended_spin_is_marked_and_resumed_from_the_page(driver, server, wo
         runaway.stop()
 
 
-def machine_server(workdir: Path, file: str, spin: str, machine: dict) -> Server:
-    """A server of its own hosting `machine` (written to `<file>.json`) as the Spin `spin`."""
+def machine_server(workdir: Path, file: str, spin: str, machine: dict, port: int | None = None) -> Server:
+    """A server of its own hosting `machine` (written to `<file>.json`) as the Spin `spin`
+    (on `port`, else a free one; its storage is the file's, kept between servers)."""
     (workdir / (file + ".json")).write_text(json.dumps(machine))
     config = json.loads((ROOT / "Config" / "spin-server.json").read_text())
     config.pop("kinds", None)  # written elsewhere: its machine paths would not resolve
@@ -499,7 +500,7 @@ def machine_server(workdir: Path, file: str, spin: str, machine: dict) -> Server
     config["gears"] = []
     config_path = workdir / (file + "-config.json")
     config_path.write_text(json.dumps(config))
-    return Server(free_port(), workdir / (file + "-storage"), {"SPIN_CONFIG": str(config_path)})
+    return Server(port or free_port(), workdir / (file + "-storage"), {"SPIN_CONFIG": str(config_path)})
 
 
 def test_a_machine_that_completes_is_marked_done(driver, server, workdir):
@@ -742,3 +743,43 @@ def test_a_large_state_updated_by_deltas_shows_as_the_server_has_it(driver, serv
                  "the catalog at sequence 6 exactly as GET shows it")
     finally:
         s.stop()
+
+
+def test_a_machine_spin_shows_its_version_and_the_chart_of_it_across_a_migration(driver, server, workdir):
+    """A machine Spin's card says which version of its file it runs ("v1"), and its chart
+    is that version's. Restarted on version 2 (`green` renamed `go`), the page, still open,
+    reconnects and lists the Spin again: the card says "v2", and the chart is redrawn with
+    `go` lit where `green` was, at the migration's sequence."""
+    if server is None:
+        pytest.skip("SPIN_DASHBOARD_URL set: cannot start a server with another machine")
+    light = {"id": "light", "initial": "green", "context": {"cycles": 0},
+             "states": {"green": {"on": {"NEXT": "yellow"}}, "yellow": {"on": {"NEXT": "red"}},
+                        "red": {"on": {"NEXT": "green"}}}}
+    port = free_port()
+    first = machine_server(workdir, "versioned", "light", light, port=port)
+    try:
+        driver.get(first.url + "/")
+        version = lambda d: spin_card(d, "light").find_element(By.CSS_SELECTOR, ".version").text
+        wait_for(driver, lambda d: version(d) == "v1", "v1 on the card")
+        wait_for(driver, lambda d: lit_states(d, "light") == ["green"], "green lit")
+        for _ in range(3):
+            assert post_event(first.url, "light", {"type": "NEXT"}) == 202
+        wait_for(driver, lambda d: spin_view(d, "light")[0] == 3, "sequence 3 on the page")
+        first.stop()
+        renamed = json.loads(json.dumps(light).replace('"green"', '"go"'))
+        renamed["version"] = 2
+        renamed["migrations"] = {"1": {"states": {"green": "go"}}}
+        second = machine_server(workdir, "versioned", "light", renamed, port=port)
+        try:
+            wait_for(driver, lambda d: version(d) == "v2", "v2 on the card after the migration",
+                     on_timeout=lambda d: spin_card(d, "light").text)
+            wait_for(driver, lambda d: lit_states(d, "light") == ["go"], "go lit in the redrawn chart",
+                     on_timeout=lambda d: lit_states(d, "light"))
+            states = [g.get_attribute("data-path") for g in
+                      driver.find_elements(By.CSS_SELECTOR, '.spin[data-spin="light"] .chart g.state')]
+            assert "green" not in states and "go" in states, states
+            assert spin_view(driver, "light")[0] == 4   # the migration, at the next sequence
+        finally:
+            second.stop()
+    finally:
+        first.stop()

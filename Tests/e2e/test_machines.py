@@ -105,7 +105,7 @@ def test_nested_value_target_string_and_transition_object_order(machine_server):
     assert spin.pop("machine") == LAB   # a machine Spin shows its definition
     assert spin == {"name": "lab", "sequence": 0, "status": "running",
                     "state": {"value": {"main": "idle"}, "context": LAB["context"] | {"entries": 1}},
-                    "schema": "/v1/spins/lab/schema"}
+                    "schema": "/v1/spins/lab/schema", "version": 1}
     # A transition object with actions: exit of idle, then the actions, then entry of busy,
     # each assign seeing the context the previous one left.
     reply = send(server, "lab", {"type": "ORDER"})
@@ -635,7 +635,8 @@ def test_force_logout_race_never_shows_logged_in(machine_server, batched):
     spin = server.spin("session")
     assert spin.pop("machine") == json.loads((REPO / "Config" / "machines" / "session.json").read_text())
     assert spin == {"name": "session", "sequence": 2, "status": "running",
-                    "state": {"value": "loggedOut", "context": {}}, "schema": "/v1/spins/session/schema"}
+                    "state": {"value": "loggedOut", "context": {}}, "schema": "/v1/spins/session/schema",
+                    "version": 1}
 
 
 def test_restart_keeps_machine_state(machine_server, tmp_path):

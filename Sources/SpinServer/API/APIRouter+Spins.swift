@@ -42,25 +42,38 @@ extension APIRouter {
         let list = page.map { listed -> JSONValue in
             switch listed {
             case .stored(let name, let kind, let sequence):
-                return .object([("name", .string(name)), ("sequence", .number(String(sequence))),
-                                ("status", .string(SpinStatus.asleep.rawValue)), ("kind", .string(kind))])
+                var fields: [(String, JSONValue)] = [("name", .string(name)), ("sequence", .number(String(sequence))),
+                                                     ("status", .string(SpinStatus.asleep.rawValue)), ("kind", .string(kind))]
+                if let version = host.factory?.machineTraits(of: kind)?.version {
+                    fields.append(("version", .number(String(version))))
+                }
+                return .object(fields)
             case .hosted(let spin) where !spin.isPrepared:
                 return .object([("name", .string(spin.name)),
                                 ("status", .string("remote")), ("kind", .string(spin.kind)),
                                 ("node", owners[spin.name].map(JSONValue.string) ?? .null)])
             case .hosted(let spin):
-                return .object([("name", .string(spin.name)),
-                                ("sequence", .number(String(spin.snapshot().sequence))),
-                                ("status", .string(spin.status.rawValue)),
-                                ("kind", .string(spin.kind))])
+                var fields: [(String, JSONValue)] = [("name", .string(spin.name)),
+                                                     ("sequence", .number(String(spin.snapshot().sequence))),
+                                                     ("status", .string(spin.status.rawValue)),
+                                                     ("kind", .string(spin.kind))]
+                if let version = machineVersion(of: spin) { fields.append(("version", .number(String(version)))) }
+                return .object(fields)
             }
         }
         let next: JSONValue = more ? page.last.map { .string($0.name) } ?? .null : .null
         return .json(200, .object([("spins", .array(list)), ("next", next)]))
     }
 
+    /// The version of its machine file a machine Spin runs (asleep: its kind's); nil for
+    /// another Spin.
+    private func machineVersion(of spin: any HostedSpin) -> Int? {
+        spin.storedDefinition != nil ? spin.definitionVersion : host.factory?.machineTraits(of: spin.kind)?.version
+    }
+
     /// `GET /v1/spins/{name}`: the Spin's sequence, status and state; a declarative
-    /// machine's definition (the dashboard's chart), and why it is unrecoverable when it is.
+    /// machine's definition (the dashboard's chart) and version, and why it is
+    /// unrecoverable when it is.
     func spinDetail(_ name: Substring) -> Result<APIResponse, APIError> {
         guard let spin = host.spin(named: String(name)) else { return .failure(.spinNotFound(String(name))) }
         let (sequence, state) = spin.snapshot()
@@ -69,6 +82,7 @@ extension APIRouter {
                                              ("status", .string(spin.status.rawValue)),
                                              ("state", state)]
         if let machine = spin.machineDefinition { fields.append(("machine", machine)) }
+        if let version = machineVersion(of: spin) { fields.append(("version", .number(String(version)))) }
         if let problem = spin.unrecoverable { fields.append(("unrecoverable", problem.json)) }
         fields.append(("schema", .string(OpenAPIDocument.schemaPath(of: spin.name))))
         return .success(.json(200, .object(fields)))

@@ -60,6 +60,8 @@ final class UnrecoverableSpin: LooplessSpin {
     }
 
     var machineDefinition: JSONValue? { original.machineDefinition }
+    var storedDefinition: (any StoredDefinition)? { original.storedDefinition }
+    var definitionVersion: Int { original.definitionVersion }
     var schema: SpinSchema { original.schema }
     var status: SpinStatus { .unrecoverable }
     var unrecoverable: Unrecoverable? { problem }

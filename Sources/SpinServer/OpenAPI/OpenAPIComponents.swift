@@ -112,6 +112,11 @@ enum OpenAPIComponents {
 
     private static let sequence: JSONValue = .members(["type": .string("integer"), "minimum": .number("0")])
     private static let text: JSONValue = .members(["type": .string("string")])
+    /// A machine Spin's version of its file (docs/MACHINES.md, "Versions and migrations").
+    private static let version: JSONValue = .members([
+        "type": .string("integer"), "minimum": .number("1"),
+        "description": .string("Machine Spins only: the version of its machine file it runs (\"version\" in the file, 1 when it has none)."),
+    ])
 
     /// The shared schemas of the answers, by name.
     static let schemas: [(key: String, value: JSONValue)] = [
@@ -146,7 +151,7 @@ enum OpenAPIComponents {
             "properties": .members([
                 "spins": .members(["type": .string("array"), "items": .members([
                     "type": .string("object"), "required": .strings(["name", "status", "kind"]),
-                    "properties": .members(["name": text, "sequence": sequence, "kind": text,
+                    "properties": .members(["name": text, "sequence": sequence, "kind": text, "version": version,
                                             "status": .members(["anyOf": .array([.ref("SpinStatus"), .members([
                                                 "const": .string("remote"),
                                                 "description": .string("Another cluster node runs it (node); ask GET /v1/spins/{name} through any node for its sequence."),
@@ -178,6 +183,7 @@ enum OpenAPIComponents {
                                     "description": .string("The path of the Spin's event and state schemas: /v1/spins/{name}/schema.")]),
                 "machine": .members(["type": .string("object"),
                                      "description": .string("Declarative machine Spins only: the machine's JSON definition as its file writes it (states, on, after, final...).")]),
+                "version": version,
             ]),
         ])),
         ("SpinCreation", .members([
