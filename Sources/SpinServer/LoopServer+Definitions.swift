@@ -7,13 +7,18 @@ extension LoopServer {
     /// before any Spin is recovered. Throws when an older version a definition needs does
     /// not load, or its migrations name states that version lacks.
     func keepDefinitions(_ journal: Journal) throws {
+        for definition in hostedDefinitions { try journal.keep(definition) }
+    }
+
+    /// Every definition hosted (configured machines, machine kinds), each once.
+    var hostedDefinitions: [any StoredDefinition] {
         var seen: Set<ObjectIdentifier> = []
         var definitions: [any StoredDefinition] = []
         for definition in host.spins.compactMap(\.storedDefinition) + (host.factory?.storedDefinitions ?? [])
         where seen.insert(ObjectIdentifier(definition)).inserted {
             definitions.append(definition)
         }
-        for definition in definitions { try journal.keep(definition) }
+        return definitions
     }
 }
 

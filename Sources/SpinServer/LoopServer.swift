@@ -498,7 +498,9 @@ public final class LoopServer: Sendable {
         let startLeases = { [self] (advertise: String) in
             let coordinator = ClusterCoordinator(
                 node: node, advertise: advertise, leaseSeconds: configuration.cluster.leaseSeconds,
-                partitions: clustered.fence.partitions, spins: host.spins.map(\.name), store: clustered.store,
+                partitions: clustered.fence.partitions, spins: host.spins.map(\.name),
+                definitions: Dictionary(hostedDefinitions.map { ($0.storedName, $0.version) }, uniquingKeysWith: max),
+                store: clustered.store,
                 serving: served.serving,
                 logger: logger, onStatus: { cluster.publish($0) }, onProblem: { cluster.report(problem: $0) },
                 onSettled: { cluster.stand(.member) })

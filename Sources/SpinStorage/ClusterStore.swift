@@ -18,8 +18,9 @@ package protocol ClusterStore: Sendable {
     /// Every node row and lease row, and the database's time when they were read.
     func readCluster() throws -> ClusterRows
 
-    /// Records that `node` is alive now and is reached at `advertise` (creates its row).
-    func heartbeat(node: String, advertise: String) throws
+    /// Records that `node` is alive now, is reached at `advertise` and runs `definitions`
+    /// (the version of each machine definition it hosts, by its stored name), creating its row.
+    func heartbeat(node: String, advertise: String, definitions: [String: Int]) throws
 
     /// Makes sure every node of the cluster cuts the Spins into the same `partitions`
     /// (`cluster.partitions`): the first node of a database records its count; a node
@@ -31,8 +32,10 @@ package protocol ClusterStore: Sendable {
 
     /// Takes the lease of `partition` for `node` under `epoch`, for `seconds` from the
     /// database's now, if the row still has `epoch - 1` and has expired or is `node`'s own,
-    /// or there is no row and `epoch` is 1. Returns the new expiry, nil when refused.
-    func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double) throws -> Date?
+    /// or there is no row and `epoch` is 1; the row then says that its Spins may be
+    /// recorded under `definitions` (the newest versions any holder ran). Returns the new
+    /// expiry, nil when refused.
+    func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double, definitions: [String: Int]) throws -> Date?
 
     /// Pushes each lease's expiry to `seconds` from the database's now, in one statement,
     /// where the row still has `node` and the lease's epoch and has not expired. Returns
@@ -88,10 +91,13 @@ package struct ClusterRows: Sendable, Equatable {
         package var name: String
         package var advertise: String
         package var heartbeatAt: Date?
+        /// The version of each machine definition the node runs, by its stored name.
+        package var definitions: [String: Int]
 
-        package init(name: String, advertise: String, heartbeatAt: Date?) {
+        package init(name: String, advertise: String, heartbeatAt: Date?, definitions: [String: Int] = [:]) {
             self.name = name
             self.advertise = advertise
+            self.definitions = definitions
             self.heartbeatAt = heartbeatAt
         }
     }
@@ -101,12 +107,15 @@ package struct ClusterRows: Sendable, Equatable {
         package var node: String
         package var epoch: UInt64
         package var expiresAt: Date
+        /// The newest version of each machine definition a holder of the partition ran.
+        package var definitions: [String: Int]
 
-        package init(partition: Int, node: String, epoch: UInt64, expiresAt: Date) {
+        package init(partition: Int, node: String, epoch: UInt64, expiresAt: Date, definitions: [String: Int] = [:]) {
             self.partition = partition
             self.node = node
             self.epoch = epoch
             self.expiresAt = expiresAt
+            self.definitions = definitions
         }
     }
 
@@ -178,5 +187,39 @@ package struct OutboxEvent: Sendable, Equatable {
     /// The sender's outbox record it holds.
     package var record: OutboxRecord {
         OutboxRecord(position: senderPosition, gear: gear, cause: cause, event: payload)
+    }
+}
+
+extension ClusterStore {
+    /// A heartbeat of a node that runs no versioned definition.
+    package func heartbeat(node: String, advertise: String) throws {
+        try heartbeat(node: node, advertise: advertise, definitions: [:])
+    }
+
+    /// An `acquire` by a node that runs no versioned definition.
+    package func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+        try acquire(partition: partition, node: node, epoch: epoch, seconds: seconds, definitions: [:])
+    }
+}
+
+/// A node's definitions as its row keeps them: `name=version` pairs joined by `;`, in
+/// name order (names hold no `;`: they are config names with a prefix, `kind.door`).
+package enum NodeDefinitions {
+    package static func text(_ definitions: [String: Int]) -> String {
+        definitions.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ";")
+    }
+
+    /// Each definition at the newer of its versions in `a` and `b`.
+    package static func newest(_ a: [String: Int], _ b: [String: Int]) -> [String: Int] {
+        a.merging(b) { max($0, $1) }
+    }
+
+    package static func parse(_ text: String) -> [String: Int] {
+        var definitions: [String: Int] = [:]
+        for pair in text.split(separator: ";") {
+            guard let equals = pair.lastIndex(of: "="), let version = Int(pair[pair.index(after: equals)...]) else { continue }
+            definitions[String(pair[..<equals])] = version
+        }
+        return definitions
     }
 }

@@ -87,7 +87,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
     private let listening = Protected(true)
 
     package init(node: String, advertise: String, leaseSeconds: Int, partitions: SpinPartitions, spins: [String],
-                 store: any ClusterStore,
+                 definitions: [String: Int] = [:], store: any ClusterStore,
                  serving: Serving, logger: Logger, onStatus: @escaping @Sendable (ClusterStatus) -> Void = { _ in },
                  onProblem: @escaping @Sendable (String?) -> Void = { _ in },
                  onSettled: @escaping @Sendable () -> Void = {}) {
@@ -101,7 +101,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
         self.serving = serving
         self.logger = logger
         self.onStatus = onStatus
-        planner = LeasePlanner(node: node, leaseDuration: .seconds(leaseSeconds))
+        planner = LeasePlanner(node: node, leaseDuration: .seconds(leaseSeconds), definitions: definitions)
         leaseDuration = .seconds(leaseSeconds)
     }
 
@@ -332,7 +332,10 @@ package final class ClusterCoordinator: @unchecked Sendable {
                 writeHeartbeat()
             case .acquire(let partition, let epoch):
                 do {
-                    if let expires = try store.acquire(partition: partition, node: node, epoch: epoch, seconds: seconds) {
+                    // The row keeps the newest versions any holder ran (this node's too).
+                    let recorded = NodeDefinitions.newest(view.leases[partition]?.definitions ?? [:], planner.definitions)
+                    if let expires = try store.acquire(partition: partition, node: node, epoch: epoch, seconds: seconds,
+                                                       definitions: recorded) {
                         changed = true
                         view.leases[partition] = .init(partition: partition, node: node, epoch: epoch, expiresAt: local(expires))
                         // Routing sees the lease at once: while the partition's Spins recover,
@@ -393,7 +396,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
     /// `/v1/cluster`), and the first one is news to the other nodes.
     private func writeHeartbeat() {
         do {
-            try store.heartbeat(node: node, advertise: advertise)
+            try store.heartbeat(node: node, advertise: advertise, definitions: planner.definitions)
             lastHeartbeat = .now
             if !announcedHeartbeat {
                 // A node joins: the others make room for it now.
@@ -401,7 +404,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
                 changed = true
             }
             view.nodes.removeAll { $0.name == node }
-            view.nodes.append(.init(name: node, advertise: advertise, heartbeatAt: .now))
+            view.nodes.append(.init(name: node, advertise: advertise, heartbeatAt: .now, definitions: planner.definitions))
         } catch {
             note("cannot write this node's heartbeat: \(error)")
         }
@@ -463,8 +466,13 @@ package final class ClusterCoordinator: @unchecked Sendable {
     private func map(_ rows: ClusterRows, now: ContinuousClock.Instant) -> ClusterView<ContinuousClock.Instant> {
         databaseBase = (rows.now, now)
         return ClusterView(
-            nodes: rows.nodes.map { .init(name: $0.name, advertise: $0.advertise, heartbeatAt: $0.heartbeatAt.map(local)) },
-            leases: rows.leases.map { .init(partition: $0.partition, node: $0.node, epoch: $0.epoch, expiresAt: local($0.expiresAt)) })
+            nodes: rows.nodes.map {
+                .init(name: $0.name, advertise: $0.advertise, heartbeatAt: $0.heartbeatAt.map(local), definitions: $0.definitions)
+            },
+            leases: rows.leases.map {
+                .init(partition: $0.partition, node: $0.node, epoch: $0.epoch, expiresAt: local($0.expiresAt),
+                      definitions: $0.definitions)
+            })
     }
 
     /// The database's time and the local instant of the last read.

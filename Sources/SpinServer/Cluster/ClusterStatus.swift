@@ -4,7 +4,7 @@ import SpinJSON
 
 /// The answer of `GET /v1/cluster`: the nodes, whether each is alive, the configured
 /// Spins each owns, the partitions each holds, and which node answered:
-/// `{"nodes":[{"node":..,"advertise":..,"live":true,"spins":[..],"partitions":[..]}],"self":..}`.
+/// `{"nodes":[{"node":..,"advertise":..,"live":true,"spins":[..],"partitions":[..],"definitions":{..}}],"self":..}`.
 /// Spins made at run time are not listed (there may be millions): each is owned with
 /// its partition (`SpinPartitions`).
 package struct ClusterStatus: Sendable, Equatable {
@@ -17,13 +17,18 @@ package struct ClusterStatus: Sendable, Equatable {
         package var spins: [String]
         /// Sorted; nil for a server that does not share its Spins.
         package var partitions: [Int]?
+        /// The version of each machine definition the node runs, by its stored name (a
+        /// rolling upgrade shows here); empty when it runs none.
+        package var definitions: [String: Int]
 
-        package init(node: String, advertise: String, live: Bool, spins: [String], partitions: [Int]? = nil) {
+        package init(node: String, advertise: String, live: Bool, spins: [String], partitions: [Int]? = nil,
+                     definitions: [String: Int] = [:]) {
             self.node = node
             self.advertise = advertise
             self.live = live
             self.spins = spins
             self.partitions = partitions
+            self.definitions = definitions
         }
     }
 
@@ -61,7 +66,8 @@ package struct ClusterStatus: Sendable, Equatable {
         }
         let nodes = view.nodes.sorted { $0.name < $1.name }.map { row in
             Node(node: row.name, advertise: row.advertise, live: row.isLive(now: now, leaseDuration: leaseDuration),
-                 spins: (spinsOf[row.name] ?? []).sorted(), partitions: (owned[row.name] ?? []).sorted())
+                 spins: (spinsOf[row.name] ?? []).sorted(), partitions: (owned[row.name] ?? []).sorted(),
+                 definitions: row.definitions)
         }
         return ClusterStatus(nodes: nodes, selfNode: selfNode)
     }
@@ -87,6 +93,11 @@ package struct ClusterStatus: Sendable, Equatable {
             ]
             if let partitions = node.partitions {
                 members.append(("partitions", .array(partitions.map { .number(String($0)) })))
+            }
+            if !node.definitions.isEmpty {
+                members.append(("definitions", .object(node.definitions.sorted { $0.key < $1.key }.map {
+                    ($0.key, .number(String($0.value)))
+                })))
             }
             return .object(members)
         }

@@ -11,11 +11,14 @@ package struct ClusterView<Instant: InstantProtocol>: Sendable, Equatable where 
         package var advertise: String
         /// Nil: the node has never sent a heartbeat.
         package var heartbeatAt: Instant?
+        /// The version of each machine definition the node runs, by its stored name.
+        package var definitions: [String: Int]
 
-        package init(name: String, advertise: String, heartbeatAt: Instant?) {
+        package init(name: String, advertise: String, heartbeatAt: Instant?, definitions: [String: Int] = [:]) {
             self.name = name
             self.advertise = advertise
             self.heartbeatAt = heartbeatAt
+            self.definitions = definitions
         }
 
         /// Alive: a heartbeat less than `leaseDuration` ago.
@@ -33,12 +36,16 @@ package struct ClusterView<Instant: InstantProtocol>: Sendable, Equatable where 
         /// Grows by one at every change of owner; the journal refuses writes of an older one.
         package var epoch: UInt64
         package var expiresAt: Instant
+        /// The newest version of each machine definition a holder of the partition ran:
+        /// its Spins may be recorded under them.
+        package var definitions: [String: Int]
 
-        package init(partition: Int, node: String, epoch: UInt64, expiresAt: Instant) {
+        package init(partition: Int, node: String, epoch: UInt64, expiresAt: Instant, definitions: [String: Int] = [:]) {
             self.partition = partition
             self.node = node
             self.epoch = epoch
             self.expiresAt = expiresAt
+            self.definitions = definitions
         }
 
         /// Still in force at `now`.

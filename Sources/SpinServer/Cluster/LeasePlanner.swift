@@ -5,7 +5,10 @@
 /// A node serves the Spins of the partitions it holds; the number of Spins never enters.
 ///
 /// The rules, with `live` the nodes whose heartbeat is younger than the lease
-/// duration (this node always counts itself) and `Placement` choosing among them:
+/// duration (this node always counts itself) and `Placement` choosing among them (for a
+/// partition whose row says its Spins may be recorded under newer versions of a machine
+/// definition than a node runs, among the others first: a rolling upgrade,
+/// `Placement.owner(of:among:recorded:)`):
 /// - every tick starts with a heartbeat;
 /// - a partition this node serves is dropped (`stopServing`) as soon as the view shows
 ///   another node or a newer epoch on its row (taken over), or once its lease ran out
@@ -80,6 +83,8 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
 
     /// This node's `cluster.node`.
     package let node: String
+    /// The version of each machine definition this node runs, by its stored name.
+    package let definitions: [String: Int]
     /// `cluster.leaseSeconds`.
     package let leaseDuration: Duration
     /// The partitions this node serves now, with their leases.
@@ -87,9 +92,18 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
     /// This node is leaving the cluster: the next `tick` hands every partition over.
     package var leaving = false
 
-    package init(node: String, leaseDuration: Duration) {
+    package init(node: String, leaseDuration: Duration, definitions: [String: Int] = [:]) {
         self.node = node
         self.leaseDuration = leaseDuration
+        self.definitions = definitions
+    }
+
+    /// The node placement gives `partition` to among `live` (each with the versions its
+    /// row says it runs; this node with its own, as its row may lag).
+    private func owner(of partition: Int, among live: Set<String>, view: ClusterView<Instant>) -> String? {
+        var versions: [String: [String: Int]] = [:]
+        for name in live { versions[name] = name == node ? definitions : view.node(named: name)?.definitions ?? [:] }
+        return Placement.owner(of: partition, among: versions, recorded: view.leases[partition]?.definitions ?? [:])
     }
 
     /// How often to `tick`: a third of the lease, so that a renewal can fail once and
@@ -118,7 +132,7 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
             if now >= lease.expiresAt {
                 held[partition] = nil
                 actions.append(.stopServing(partition: partition, epoch: lease.epoch, reason: .expired))
-            } else if Placement.owner(of: partition, among: live) != node {
+            } else if owner(of: partition, among: live, view: view) != node {
                 held[partition] = nil
                 actions.append(.stopServing(partition: partition, epoch: lease.epoch, reason: .handedOver))
                 actions.append(.release(partition: partition, epoch: lease.epoch))
@@ -126,7 +140,7 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
                 actions.append(.renew(partition: partition, epoch: lease.epoch))
             }
         }
-        for partition in partitions where !leaving && held[partition] == nil && Placement.owner(of: partition, among: live) == node {
+        for partition in partitions where !leaving && held[partition] == nil && owner(of: partition, among: live, view: view) == node {
             let row = view.leases[partition]
             if let row, row.isValid(now: now), row.node != node { continue }
             actions.append(.acquire(partition: partition, epoch: (row?.epoch ?? 0) + 1))
@@ -164,7 +178,7 @@ package struct LeasePlanner<Instant: InstantProtocol>: Sendable where Instant.Du
             }
             let live = Set(view.nodes.filter { $0.isLive(now: at, leaseDuration: leaseDuration) }.map(\.name))
                 .union([node])
-            guard Placement.owner(of: partition, among: live) == node else { continue }
+            guard owner(of: partition, among: live, view: view) == node else { continue }
             if earliest.map({ at < $0 }) ?? true { earliest = at }
         }
         return earliest

@@ -45,6 +45,26 @@ package enum Placement {
             .map(\.0)
     }
 
+    /// The node `partition` belongs to among `nodes` (each with the version of each
+    /// machine definition it runs), when its Spins may be recorded under `recorded` (the
+    /// newest versions a node that held it ran): the owner among the nodes that run
+    /// none of those definitions at an older version, so that during a rolling upgrade a
+    /// partition a node on the new versions held never goes back to a node on the old
+    /// ones while one on the new runs. When no node does (every node was rolled back),
+    /// among all: a Spin recorded under a newer version is then unrecoverable there, as
+    /// on a single server. Nil when `nodes` is empty.
+    package static func owner(of partition: Int, among nodes: [String: [String: Int]], recorded: [String: Int]) -> String? {
+        let able = nodes.filter { covers($0.value, recorded) }.map(\.key)
+        return owner(of: partition, among: able.isEmpty ? Array(nodes.keys) : able)
+    }
+
+    /// Whether a node running `definitions` may take Spins recorded under `recorded`: it
+    /// runs none of those definitions at an older version (one it does not run is not
+    /// its concern).
+    package static func covers(_ definitions: [String: Int], _ recorded: [String: Int]) -> Bool {
+        recorded.allSatisfy { name, version in definitions[name].map { $0 >= version } ?? true }
+    }
+
     /// The score of `key` on `node`, as documented on `Placement`.
     package static func weight(node: String, key: String) -> UInt64 {
         var hash = SpinPartitions.fnv1a64(node.utf8)

@@ -97,19 +97,23 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                 try connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 let now = try connection.query("SELECT extract(epoch FROM now())::float8").double(0, 0) ?? 0
                 let nodeRows = try connection.query("""
-                    SELECT node, coalesce(advertise, ''), extract(epoch FROM heartbeat_at)::float8 FROM spin_nodes ORDER BY node
+                    SELECT node, coalesce(advertise, ''), extract(epoch FROM heartbeat_at)::float8, definitions
+                    FROM spin_nodes ORDER BY node
                     """)
                 let nodes = (0..<nodeRows.count).map { row in
                     ClusterRows.Node(name: nodeRows.text(row, 0) ?? "", advertise: nodeRows.text(row, 1) ?? "",
-                                     heartbeatAt: nodeRows.double(row, 2).map { Date(timeIntervalSince1970: $0) })
+                                     heartbeatAt: nodeRows.double(row, 2).map { Date(timeIntervalSince1970: $0) },
+                                     definitions: NodeDefinitions.parse(nodeRows.text(row, 3) ?? ""))
                 }
                 let leaseRows = try connection.query("""
-                    SELECT partition::int8, node, epoch, extract(epoch FROM expires_at)::float8 FROM spin_partitions ORDER BY partition
+                    SELECT partition::int8, node, epoch, extract(epoch FROM expires_at)::float8, definitions
+                    FROM spin_partitions ORDER BY partition
                     """)
                 let leases = (0..<leaseRows.count).map { row in
                     ClusterRows.Lease(partition: Int(leaseRows.int(row, 0) ?? -1), node: leaseRows.text(row, 1) ?? "",
                                       epoch: UInt64(clamping: leaseRows.int(row, 2) ?? 0),
-                                      expiresAt: Date(timeIntervalSince1970: leaseRows.double(row, 3) ?? 0))
+                                      expiresAt: Date(timeIntervalSince1970: leaseRows.double(row, 3) ?? 0),
+                                      definitions: NodeDefinitions.parse(leaseRows.text(row, 4) ?? ""))
                 }
                 return ClusterRows(now: Date(timeIntervalSince1970: now), nodes: nodes, leases: leases)
             }
@@ -117,12 +121,13 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     }
 
     /// Creates or refreshes `node`'s row (its `clean` flag is the journal store's).
-    package func heartbeat(node: String, advertise: String) throws {
+    package func heartbeat(node: String, advertise: String, definitions: [String: Int]) throws {
         try withConnection { connection in
             _ = try connection.query("""
-                INSERT INTO spin_nodes (node, advertise, heartbeat_at) VALUES ($1, $2, now())
-                ON CONFLICT (node) DO UPDATE SET advertise = excluded.advertise, heartbeat_at = now()
-                """, [.text(node), .text(advertise)])
+                INSERT INTO spin_nodes (node, advertise, heartbeat_at, definitions) VALUES ($1, $2, now(), $3)
+                ON CONFLICT (node) DO UPDATE SET advertise = excluded.advertise, heartbeat_at = now(),
+                    definitions = excluded.definitions
+                """, [.text(node), .text(advertise), .text(NodeDefinitions.text(definitions))])
         }
     }
 
@@ -158,20 +163,23 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
     /// One statement either way: epoch 1 inserts a row when there is none; a later epoch
     /// updates the row under its conditions (a concurrent writer of the row makes this
     /// one wait, then the conditions are checked again on what it wrote).
-    package func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+    package func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double,
+                         definitions: [String: Int]) throws -> Date? {
         guard epoch >= 1, epoch <= UInt64(Int64.max) else { return nil }
-        let parameters: [PostgresValue] = [.int64(Int64(partition)), .text(node), .int64(Int64(epoch)), .float8(seconds)]
+        let parameters: [PostgresValue] = [.int64(Int64(partition)), .text(node), .int64(Int64(epoch)), .float8(seconds),
+                                           .text(NodeDefinitions.text(definitions))]
         return try withConnection { connection in
             if epoch == 1 {
                 return Self.date(try connection.query("""
-                    INSERT INTO spin_partitions (partition, node, epoch, expires_at)
-                    VALUES ($1::int4, $2, $3, now() + $4 * interval '1 second')
+                    INSERT INTO spin_partitions (partition, node, epoch, expires_at, definitions)
+                    VALUES ($1::int4, $2, $3, now() + $4 * interval '1 second', $5)
                     ON CONFLICT DO NOTHING
                     RETURNING extract(epoch FROM expires_at)::float8
                     """, parameters))
             }
             return Self.date(try connection.query("""
-                UPDATE spin_partitions SET node = $2, epoch = $3, expires_at = now() + $4 * interval '1 second'
+                UPDATE spin_partitions SET node = $2, epoch = $3, expires_at = now() + $4 * interval '1 second',
+                    definitions = $5
                 WHERE partition = $1::int4 AND epoch = $3 - 1 AND (expires_at <= now() OR node = $2)
                 RETURNING extract(epoch FROM expires_at)::float8
                 """, parameters))

@@ -129,8 +129,13 @@ package enum PostgresSchema {
         """,
         // 6: every version of each machine definition a node has run (a kind's, or a
         // configured Spin's), so that any node replays a Spin's events through the
-        // definition they were applied with.
+        // definition they were applied with; and the versions each node runs, so that
+        // during a rolling upgrade, and of each partition the newest versions a node
+        // that held it ran, so that a partition is only given to a node whose versions
+        // are at least those (`Placement.owner(of:among:recorded:)`).
         """
+        ALTER TABLE spin_nodes ADD COLUMN definitions text NOT NULL DEFAULT '';
+        ALTER TABLE spin_partitions ADD COLUMN definitions text NOT NULL DEFAULT '';
         CREATE TABLE spin_definitions (
             name text NOT NULL,
             version integer NOT NULL,

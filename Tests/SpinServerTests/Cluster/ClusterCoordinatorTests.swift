@@ -228,13 +228,15 @@ final class MemoryClusterStore: ClusterStore, @unchecked Sendable {
         }
     }
 
-    func heartbeat(node: String, advertise: String) throws {
-        lock.withLock { nodes[node] = ClusterRows.Node(name: node, advertise: advertise, heartbeatAt: Date()) }
+    func heartbeat(node: String, advertise: String, definitions: [String: Int]) throws {
+        lock.withLock {
+            nodes[node] = ClusterRows.Node(name: node, advertise: advertise, heartbeatAt: Date(), definitions: definitions)
+        }
     }
 
     func agree(partitions: Int, liveSeconds: Double) throws {}
 
-    func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double) throws -> Date? {
+    func acquire(partition: Int, node: String, epoch: UInt64, seconds: Double, definitions: [String: Int]) throws -> Date? {
         lock.withLock {
             let now = Date()
             if let row = leases[partition] {
@@ -243,7 +245,8 @@ final class MemoryClusterStore: ClusterStore, @unchecked Sendable {
                 guard epoch == 1 else { return nil }
             }
             let expires = now.addingTimeInterval(seconds)
-            leases[partition] = ClusterRows.Lease(partition: partition, node: node, epoch: epoch, expiresAt: expires)
+            leases[partition] = ClusterRows.Lease(partition: partition, node: node, epoch: epoch, expiresAt: expires,
+                                                  definitions: definitions)
             return expires
         }
     }

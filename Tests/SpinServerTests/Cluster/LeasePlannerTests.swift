@@ -236,3 +236,68 @@ struct SplitMix64 {
         return z ^ (z >> 31)
     }
 }
+
+/// A rolling upgrade: a partition a node on the new versions of the machine definitions
+/// held (its Spins may have been migrated) goes only to nodes on those versions while one
+/// runs; the others keep their share of the rest.
+@Suite struct RollingUpgradePlacementTests {
+    static let partitions = 30
+    static let v1 = ["kind.door": 1, "spin.light": 1]
+    static let v2 = ["kind.door": 2, "spin.light": 1]
+
+    /// `node` stops gracefully (hands its partitions over) and, with `definitions`, comes back.
+    static func restart(_ node: String, with definitions: [String: Int]?, in sim: inout LeaseSimulation, at time: Double) {
+        sim.planners[node]!.leaving = true
+        sim.tick(node, at: at(time))
+        sim.planners[node] = definitions.map { Planner(node: node, leaseDuration: LeaseSimulation.leaseDuration, definitions: $0) }
+    }
+
+    @Test func aPartitionANewNodeHeld_GoesOnlyToNewNodes_TheRestStaysSpread() {
+        var sim = LeaseSimulation(nodes: [], partitions: Self.partitions)
+        for node in ["a", "b", "c"] {
+            sim.planners[node] = Planner(node: node, leaseDuration: LeaseSimulation.leaseDuration, definitions: Self.v1)
+        }
+        sim.run(["a", "b", "c"], from: 0, to: 12)
+        let placed = sim.placed(among: ["a", "b", "c"])
+
+        // c and then b on version 2, one at a time: each takes its share back.
+        Self.restart("c", with: Self.v2, in: &sim, at: 13)
+        sim.run(["c", "a", "b"], from: 15, to: 36)
+        Self.restart("b", with: Self.v2, in: &sim, at: 37)
+        sim.run(["b", "c", "a"], from: 39, to: 60)
+        for node in ["a", "b", "c"] { #expect(sim.serving(node) == placed[node] ?? [], "\(node)") }
+        let newer = Set(sim.database.leases.values.filter { $0.definitions == Self.v2 }.map(\.partition))
+        #expect(newer == (placed["b"] ?? []).union(placed["c"] ?? []))
+
+        // c stops: of its partitions (held under version 2) a takes none; b takes them all,
+        // where rendezvous hashing alone would have given a some.
+        let ofC = placed["c"] ?? []
+        #expect(!ofC.isDisjoint(with: sim.placed(among: ["a", "b"])["a"] ?? []))
+        Self.restart("c", with: nil, in: &sim, at: 61)
+        sim.run(["a", "b"], from: 63, to: 84)
+        #expect(sim.serving("a") == placed["a"] ?? [])
+        #expect(sim.serving("b") == (placed["b"] ?? []).union(ofC))
+
+        // b stops too: no node on version 2 runs, so a serves every partition (a Spin
+        // recorded under version 2 is unrecoverable there, as on a single server).
+        Self.restart("b", with: nil, in: &sim, at: 85)
+        sim.run(["a"], from: 87, to: 108)
+        #expect(sim.serving("a") == Set(0..<Self.partitions))
+        // Never two nodes on one partition under one epoch.
+        #expect(Set(sim.started.map { "\($0.partition)/\($0.epoch)" }).count == sim.started.count)
+    }
+
+    @Test(arguments: [
+        (["d": 1], ["d": 2], false),
+        (["d": 2], ["d": 2], true),
+        (["d": 3], ["d": 2], true),
+        (["d": 2, "e": 1], ["d": 2, "e": 2], false),
+        // A definition the node does not run is not its concern.
+        (["d": 1], ["e": 5], true),
+        ([:], ["d": 9], true),
+        (["d": 1], [:], true),
+    ] as [([String: Int], [String: Int], Bool)])
+    func covers_WhenNoSharedDefinitionIsOlder(node: [String: Int], recorded: [String: Int], expected: Bool) {
+        #expect(Placement.covers(node, recorded) == expected)
+    }
+}

@@ -72,7 +72,16 @@ struct LeaseSimulation {
             case .stopServing(let partition, let epoch, let reason): stopped.append((node, partition, epoch, reason))
             default: break
             }
-            if let write = database.run(action, by: node, now: now) {
+            let before = database.leases
+            let write = database.run(action, by: node, now: now)
+            if action == .heartbeat { database.nodes[node]?.definitions = planners[node]!.definitions }
+            // An acquire keeps the newest versions any holder ran (`ClusterCoordinator`).
+            if case .acquired(let partition, _, _)? = write {
+                database.leases[partition]?.definitions = before[partition].map {
+                    $0.definitions.merging(planners[node]!.definitions) { max($0, $1) }
+                } ?? planners[node]!.definitions
+            }
+            if let write {
                 queue.insert(contentsOf: planners[node]!.record(write, now: now), at: 0)
             }
         }
