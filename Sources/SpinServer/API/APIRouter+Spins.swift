@@ -57,7 +57,7 @@ extension APIRouter {
                                                      ("sequence", .number(String(spin.snapshot().sequence))),
                                                      ("status", .string(spin.status.rawValue)),
                                                      ("kind", .string(spin.kind))]
-                if let version = machineVersion(of: spin) { fields.append(("version", .number(String(version)))) }
+                if let version = definitionVersion(of: spin) { fields.append(("version", .number(String(version)))) }
                 return .object(fields)
             }
         }
@@ -65,9 +65,9 @@ extension APIRouter {
         return .json(200, .object([("spins", .array(list)), ("next", next)]))
     }
 
-    /// The version of its machine file a machine Spin runs (asleep: its kind's); nil for
-    /// another Spin.
-    private func machineVersion(of spin: any HostedSpin) -> Int? {
+    /// The version of its definition a Spin of a versioned one runs (a machine file, a
+    /// Swift kind registered with a version; asleep: its machine kind's); nil otherwise.
+    private func definitionVersion(of spin: any HostedSpin) -> Int? {
         spin.storedDefinition != nil ? spin.definitionVersion : host.factory?.machineTraits(of: spin.kind)?.version
     }
 
@@ -82,7 +82,7 @@ extension APIRouter {
                                              ("status", .string(spin.status.rawValue)),
                                              ("state", state)]
         if let machine = spin.machineDefinition { fields.append(("machine", machine)) }
-        if let version = machineVersion(of: spin) { fields.append(("version", .number(String(version)))) }
+        if let version = definitionVersion(of: spin) { fields.append(("version", .number(String(version)))) }
         if let problem = spin.unrecoverable { fields.append(("unrecoverable", problem.json)) }
         fields.append(("schema", .string(OpenAPIDocument.schemaPath(of: spin.name))))
         return .success(.json(200, .object(fields)))

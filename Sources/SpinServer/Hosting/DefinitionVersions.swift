@@ -1,4 +1,6 @@
+import Foundation
 import SpinCore
+import SpinJSON
 import SpinMachines
 import SpinConcurrency
 
@@ -28,6 +30,14 @@ package final class DefinitionVersions<State: Sendable, Event: Sendable>: Sendab
     package struct Older: Sendable {
         /// Each older version's reducer and initial state, by version.
         var versions: [Int: (reduce: @Sendable (State, Event) -> State, initial: State)] = [:]
+        /// No older version's code is kept (a Swift kind): events of every older version
+        /// replay through the current reducer, from the current initial state, and
+        /// `upgrade` leaves a state as it is (a snapshot's JSON was migrated before it was
+        /// decoded, `migrateSnapshot`).
+        var replaysThroughCurrent = false
+        /// A snapshot's state JSON of an older version (the version) as the current
+        /// version's JSON (a Swift kind's `migrate`).
+        var migrateSnapshot: (@Sendable (Data, Int) throws -> Data)?
         /// A state of version `from` as one of version `to` (the current one or an older one):
         /// the migrations between applied; throws why it cannot be.
         var upgrade: @Sendable (State, _ from: Int, _ to: Int) throws -> State = { _, from, to in
@@ -103,5 +113,47 @@ final class MachineVersions: StoredDefinition {
         }
         versions.set(older)
         return nil
+    }
+}
+
+/// A Swift kind registered with a version (`SpinKindRegistry.register(_:gear:version:migrate:_:)`):
+/// its code is the one definition a server has, so a Spin recorded under an older version
+/// replays its events through the current reducer, from its snapshot's state migrated by
+/// `migrate` (or the current initial state), and is then marked migrated. Storage keeps
+/// `{"swift":"<kind>","version":n}` of each version, so that a node knows a newer one ran.
+final class SwiftKindVersions: StoredDefinition {
+    let kind: String
+    let version: Int
+    let migrate: (@Sendable (Data, Int) throws -> Data)?
+    /// The `DefinitionVersions` of the kind's Spins, made by the first (their types are
+    /// the kind's `State` and `Event`).
+    private let made = Protected<AnyObject?>(nil)
+
+    init(kind: String, version: Int, migrate: (@Sendable (Data, Int) throws -> Data)?) {
+        self.kind = kind
+        self.version = version
+        self.migrate = migrate
+    }
+
+    var storedName: String { "swift.\(kind)" }
+
+    var source: [UInt8] {
+        JSONValue.object([("swift", .string(kind)), ("version", .number(String(version)))]).bytes
+    }
+
+    func take(older: [Int: [UInt8]]) -> String? { nil }
+
+    /// The versions of a Spin of this kind with `State` and `Event`: one object per kind.
+    func versions<State: Sendable, Event: Sendable>(_: State.Type, _: Event.Type) -> DefinitionVersions<State, Event> {
+        made.withLock { cached in
+            if let versions = cached as? DefinitionVersions<State, Event> { return versions }
+            let versions = DefinitionVersions<State, Event>(version: version)
+            var older = DefinitionVersions<State, Event>.Older()
+            older.replaysThroughCurrent = true
+            older.migrateSnapshot = migrate
+            versions.set(older)
+            cached = versions
+            return versions
+        }
     }
 }

@@ -203,11 +203,21 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
             sequence = number.uint64Value
             try checkRecorded(version, current: current, at: "the snapshot (sequence \(sequence))")
+            var stateJSONData = stateData
+            if version < current, let migrate = older?.migrateSnapshot {
+                do {
+                    stateJSONData = try migrate(stateData, version)
+                } catch {
+                    throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) of version \(version) cannot be migrated to version \(current)\(storedNameNote): \(error)",
+                                        underlying: error, isolates: true)
+                }
+            }
             do {
-                state = try JSONDecoder().decode(State.self, from: stateData)
+                state = try JSONDecoder().decode(State.self, from: stateJSONData)
             } catch let error as DecodingError {
-                throw RecoveryError(spin: name, problem: "the snapshot's state does not decode: \(Self.describe(error))",
-                                    underlying: error)
+                let versions = version == current ? "" : " as version \(current) (it is of version \(version))"
+                throw RecoveryError(spin: name, problem: "the snapshot's state does not decode\(versions): \(Self.describe(error))",
+                                    underlying: error, isolates: version != current)
             }
             if version == current, let problem = traits.refusesStored?(state) {
                 throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) does not fit its definition: \(problem)",
@@ -219,7 +229,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             // A history with no snapshot begins in the initial state of the version its first event was applied under.
             version = Int(JournalPayload.read(first.payload).metadata.v ?? 1)
             try checkRecorded(version, current: current, at: "event \(first.sequence)")
-            if version != current {
+            if version != current, older?.replaysThroughCurrent != true {
                 guard let initial = older?.versions[version]?.initial else { throw notKept(version, at: "event \(first.sequence)") }
                 state = initial
             }
@@ -260,10 +270,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             do {
                 event = try JSONDecoder().decode(Event.self, from: Data(payload))
             } catch let error as DecodingError {
-                throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode: \(Self.describe(error))",
-                                    underlying: error, sequence: record.sequence, isolates: version != 1 || current != 1)
+                let versions = version == current ? "" : " as an event of version \(current) (it was applied under version \(version))"
+                throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode\(versions): \(Self.describe(error))",
+                                    underlying: error, sequence: record.sequence, isolates: version != current)
             }
-            if version == current {
+            if version == current || older?.replaysThroughCurrent == true {
                 state = spin.reducer.reduce(state, event)
             } else {
                 guard let reduce = older?.versions[version]?.reduce else { throw notKept(version, at: "event \(record.sequence)") }
@@ -329,6 +340,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         guard let older else {
             throw RecoveryError(spin: name, problem: "recorded under version \(from) of its definition, which has no versions (\(to))", isolates: true)
         }
+        // No older code: the snapshot was migrated as JSON, the events replayed through this one.
+        if older.replaysThroughCurrent { return state }
         do {
             return try older.upgrade(state, from, to)
         } catch {

@@ -13,6 +13,8 @@ import SpinConcurrency
 /// Spin joins it through a Gear of its own event type (`GearBridge`).
 package final class SpinFactory: Sendable {
     private let table: [String: @Sendable (SpinKindContext) throws -> Void]
+    /// The registered Swift kinds with a version, by kind.
+    private let versions: [String: SwiftKindVersions]
     private let kinds: [String: SpinServerConfiguration.KindEntry]
     /// The kinds whose instances an event makes, in config order.
     private let onEvent: [SpinServerConfiguration.KindEntry]
@@ -26,9 +28,10 @@ package final class SpinFactory: Sendable {
     /// What every Spin of each machine kind shares (its definition as a Spin shows it,
     /// its schemas, its hooks), made once.
     private let machineTraits: [String: SpinHost.MachineTraits]
-    /// The machine kinds' definitions as storage keeps them, by kind.
+    /// The machine kinds' definitions as storage keeps them, by kind, then the versioned
+    /// Swift kinds'.
     var storedDefinitions: [any StoredDefinition] {
-        machineKinds.compactMap { machineTraits[$0]?.stored }
+        machineKinds.compactMap { machineTraits[$0]?.stored } + versions.keys.sorted().compactMap { versions[$0] }
     }
 
     /// The kinds made of a machine file, sorted.
@@ -55,9 +58,11 @@ package final class SpinFactory: Sendable {
     /// Each kind's hosted Gear names, `{key}` unfilled, each once, sorted (`hostedGears`).
     private let hostedTemplates: [String: [String]]
 
-    init(table: [String: @Sendable (SpinKindContext) throws -> Void], kinds: [SpinServerConfiguration.KindEntry],
+    init(table: [String: @Sendable (SpinKindContext) throws -> Void], versions: [String: SwiftKindVersions] = [:],
+         kinds: [SpinServerConfiguration.KindEntry],
          configured: [String], storage: SpinServerConfiguration.Storage, workshop: SpinKindContext.Workshop) {
         self.table = table
+        self.versions = versions
         var byName: [String: SpinServerConfiguration.KindEntry] = [:]
         for kind in kinds { byName[kind.name] = kind }
         self.kinds = byName
@@ -315,7 +320,8 @@ package final class SpinFactory: Sendable {
                                                 ?? SpinHost.machineTraits(machine.definition, storedAs: "kind.\(kind.name)"))
             } else if let make = table[kind.kind] {
                 let entry = SpinServerConfiguration.SpinEntry(name: name, kind: kind.name, gear: gearNames.values.first)
-                try make(SpinKindContext(entry: entry, storage: storage, workshop: workshop) { spin throws(HostingError) in
+                try make(SpinKindContext(entry: entry, storage: storage, workshop: workshop,
+                                         versions: versions[kind.kind]) { spin throws(HostingError) in
                     made = spin
                 })
             }

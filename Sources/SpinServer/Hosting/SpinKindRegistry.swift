@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import SpinCore
 import SpinMachines
@@ -32,6 +33,8 @@ public struct SpinKindRegistry: Sendable {
     private struct Kind: Sendable {
         let gearUse: GearUse
         let make: @Sendable (SpinKindContext) throws -> Void
+        /// Set when the kind was registered with a version or a `migrate`.
+        let versions: SwiftKindVersions?
     }
 
     private var table: [String: Kind] = [:]
@@ -43,11 +46,22 @@ public struct SpinKindRegistry: Sendable {
     /// - Parameters:
     ///   - gear: `.required` when the kind's Spins attach to a Gear: loading then wants a
     ///     `gear` on each of its config entries, and `context.gear(of:)` gives it.
+    ///   - version: the version of the kind's code (from 1): raise it when the state's
+    ///     JSON changes shape, with `migrate`. Events are journaled with it.
+    ///   - migrate: a snapshot's state JSON of an older version (the `Int`) as this
+    ///     version's; throwing leaves that Spin unrecoverable, saying why. A server keeps
+    ///     no older code: a Spin recorded under an older version replays its events after
+    ///     the snapshot through the current reducer (each must decode as the current
+    ///     `Event`, or the Spin is unrecoverable, naming the event), and is then marked
+    ///     migrated (`{"type":"spin.migrated","from":1,"to":2}`).
     ///   - make: hosts one Spin for a config entry, with `context.host(_:)`.
-    public mutating func register(_ kind: String, gear: GearUse = .none,
+    public mutating func register(_ kind: String, gear: GearUse = .none, version: Int = 1,
+                                  migrate: (@Sendable (_ state: Data, _ fromVersion: Int) throws -> Data)? = nil,
                                   _ make: @escaping @Sendable (SpinKindContext) throws -> Void) {
         precondition(kind != SpinServerConfiguration.machineKind, "kind \"machine\" is the declarative machines'")
-        table[kind] = Kind(gearUse: gear, make: make)
+        precondition(version >= 1 && version <= Int(Int32.max), "a kind's version is a whole number from 1")
+        let versions = version > 1 || migrate != nil ? SwiftKindVersions(kind: kind, version: version, migrate: migrate) : nil
+        table[kind] = Kind(gearUse: gear, make: make, versions: versions)
     }
 
     /// What configuration loading checks `kind` and `gear` against.
@@ -68,7 +82,8 @@ public struct SpinKindRegistry: Sendable {
             workshop.gears[gear.name] = .init(Gear<MachineEvent>())
         }
         defer {
-            host.factory = SpinFactory(table: table.mapValues { $0.make }, kinds: configuration.kinds,
+            host.factory = SpinFactory(table: table.mapValues { $0.make }, versions: table.compactMapValues(\.versions),
+                                       kinds: configuration.kinds,
                                        configured: configuration.spins.map(\.name), storage: configuration.storage,
                                        workshop: workshop)
         }
@@ -82,7 +97,8 @@ public struct SpinKindRegistry: Sendable {
             guard let kind = table[entry.kind] else {
                 throw HostingError.unknownKind(entry.kind, known: table.keys.sorted())
             }
-            try kind.make(SpinKindContext(entry: entry, storage: configuration.storage, workshop: workshop) { spin throws(HostingError) in
+            try kind.make(SpinKindContext(entry: entry, storage: configuration.storage, workshop: workshop,
+                                          versions: kind.versions) { spin throws(HostingError) in
                 try host.add(spin)
             })
         }
@@ -180,15 +196,18 @@ public final class SpinKindContext {
     /// writes in the configured `log.format` at `log.level`.
     public let logger: Logger
     private let workshop: Workshop
+    /// The kind's version, when it was registered with one (`register(_:gear:version:migrate:_:)`).
+    private let versions: SwiftKindVersions?
     /// Where `host(_:schema:)` puts the Spin: the host, or a Spin made at run time.
     private let receive: (any HostedSpin) throws(HostingError) -> Void
 
     init(entry: SpinServerConfiguration.SpinEntry, storage: SpinServerConfiguration.Storage, workshop: Workshop,
-         receive: @escaping (any HostedSpin) throws(HostingError) -> Void) {
+         versions: SwiftKindVersions? = nil, receive: @escaping (any HostedSpin) throws(HostingError) -> Void) {
         self.entry = entry
         self.storage = storage
         self.logger = Logger(label: entry.name)
         self.workshop = workshop
+        self.versions = versions
         self.receive = receive
     }
 
@@ -201,7 +220,9 @@ public final class SpinKindContext {
     public func host<State: Codable & Sendable, Event: Codable & Sendable>(_ spin: Spin<State, Event>,
                                                                            schema: SpinSchema? = nil) throws(HostingError) {
         try SpinHost.checkEvents(Event.self)
-        try receive(HostedLoop(name: entry.name, kind: entry.kind, spin: spin, schema: schema))
+        let traits = HostedLoop<State, Event>.Traits(schema: schema, versions: versions?.versions(State.self, Event.self),
+                                                     stored: versions)
+        try receive(HostedLoop(name: entry.name, kind: entry.kind, spin: spin, traits: traits))
     }
 
     /// The Gear the entry names, as a `Gear<GearEvent>`: one per Gear name and event

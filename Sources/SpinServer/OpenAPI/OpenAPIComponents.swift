@@ -115,7 +115,7 @@ enum OpenAPIComponents {
     /// A machine Spin's version of its file (docs/MACHINES.md, "Versions and migrations").
     private static let version: JSONValue = .members([
         "type": .string("integer"), "minimum": .number("1"),
-        "description": .string("Machine Spins only: the version of its machine file it runs (\"version\" in the file, 1 when it has none)."),
+        "description": .string("Spins of a versioned definition only: the version of its machine file it runs (\"version\" in the file, 1 when it has none), or of its Swift kind when registered with one."),
     ])
 
     /// The shared schemas of the answers, by name.

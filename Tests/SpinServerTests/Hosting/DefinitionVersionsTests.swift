@@ -3,6 +3,7 @@ import Logging
 @testable import SpinServer
 import SpinMachines
 import SpinStorage
+import SpinCore
 import SpinJSON
 import Testing
 
@@ -143,5 +144,70 @@ import Testing
         let (metadata, event) = JournalPayload.read(try #require(records.last).payload)
         #expect(metadata.v == 2 && metadata.migrated == 1)
         #expect(String(decoding: event, as: UTF8.self) == #"{"type":"spin.migrated","from":1,"to":2}"#)
+    }
+
+    // MARK: A Swift kind registered with a version
+
+    struct Tally: Codable, Sendable, Equatable { var total: Int }
+    enum TallyEvent: Codable, Sendable { case add(Int) }
+
+    /// Version 2 of a kind whose version 1 state was `{"count": n}`; its events are the same.
+    static func tallyHost() throws -> SpinHost {
+        var kinds = SpinKindRegistry()
+        kinds.register("tally", version: 2, migrate: { data, from in
+            guard from == 1, let old = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  let count = old["count"] as? Int else {
+                throw CocoaError(.coderReadCorrupt)
+            }
+            return try JSONSerialization.data(withJSONObject: ["total": count])
+        }) { context in
+            try context.host(Spin(initialState: Tally(total: 0), feedbacks: [],
+                                  reducer: Reducer { (state: Tally, event: TallyEvent) in
+                                      guard case .add(let n) = event else { return state }
+                                      return Tally(total: state.total + n)
+                                  }))
+        }
+        let configuration = try SpinKindRegistryTests.load(#"{"spins": [{"name": "t", "kind": "tally"}]}"#, kinds: kinds)
+        return try kinds.makeHost(configuration)
+    }
+
+    static func add(_ sequence: UInt64, _ n: Int) -> JournalRecord.Record {
+        Self.record(sequence, json: #"{"add":{"_0":\#(n)}}"#)
+    }
+
+    static func record(_ sequence: UInt64, json: String) -> JournalRecord.Record {
+        JournalPayload.record(HostedTransition(sequence: sequence, event: .raw(Array(json.utf8)), state: .null))
+    }
+
+    @Test func aSwiftKindsOlderSnapshot_IsMigratedAsJSON_ItsEventsReplayedThroughTheCurrentCode() throws {
+        let spin = try #require(try Self.tallyHost().spin(named: "t"))
+        #expect(spin.definitionVersion == 2 && spin.storedDefinition?.storedName == "swift.tally")
+        let snapshot = Array(#"{"sequence":2,"state":{"count":5}}"#.utf8)
+        let recovered = try spin.recover(snapshot: snapshot, records: [Self.add(3, 4)], keep: 10)
+        #expect(recovered.sequence == 4 && recovered.migration?.migratedFrom == 1)
+        #expect(Self.text(recovered.state) == #"{"total":9}"#)
+        // A snapshot of version 2 is taken as it is.
+        let current = Array(#"{"sequence":4,"version":2,"state":{"total":9}}"#.utf8)
+        let again = try #require(try Self.tallyHost().spin(named: "t"))
+        let taken = try again.recover(snapshot: current, records: [], keep: 1)
+        #expect(taken.migration == nil && Self.text(taken.state) == #"{"total":9}"#)
+    }
+
+    @Test func aSwiftKindsEventTheCurrentCodeCannotDecode_OrAStateItsMigrateRefuses_LeavesThatSpinUnrecoverable() throws {
+        let spin = try #require(try Self.tallyHost().spin(named: "t"))
+        do {
+            _ = try spin.recover(snapshot: nil, records: [Self.add(1, 1), Self.record(2, json: #"{"reset":{}}"#)], keep: 1)
+            Issue.record("an event of version 1 the current code cannot decode was replayed")
+        } catch let error as RecoveryError {
+            #expect(error.isolates && error.sequence == 2)
+            #expect(error.problem.contains("event 2 does not decode as an event of version 2 (it was applied under version 1)"))
+        }
+        let other = try #require(try Self.tallyHost().spin(named: "t"))
+        do {
+            _ = try other.recover(snapshot: Array(#"{"sequence":1,"state":{"tally":1}}"#.utf8), records: [], keep: 1)
+            Issue.record("a snapshot migrate refused was taken")
+        } catch let error as RecoveryError {
+            #expect(error.isolates && error.problem.contains("of version 1 cannot be migrated to version 2 (swift.tally)"))
+        }
     }
 }
