@@ -47,8 +47,12 @@ extension Journal {
             logger.warning("\(name): the storage holds version \(newest), newer than the version \(definition.version) this server runs: Spins recorded under it stay unrecoverable here")
         }
         let older = stored.filter { $0.key < definition.version }
-        if let problem = definition.take(older: older) {
+        let (problem, skipped) = definition.take(older: older)
+        if let problem {
             throw RecoveryError(spin: nil, problem: "\(name), version \(definition.version): \(problem)")
+        }
+        for reason in skipped {
+            logger.warning("\(name): \(reason); a Spin recorded under it is unrecoverable")
         }
         if !older.isEmpty {
             let versions = (older.keys.sorted() + [definition.version]).map(String.init).joined(separator: ", ")

@@ -15,9 +15,12 @@ package protocol StoredDefinition: AnyObject, Sendable {
     var version: Int { get }
     /// What storage keeps of this version (a machine file's bytes).
     var source: [UInt8] { get }
-    /// What is wrong with the definition, given the older versions storage holds (each
-    /// source by version): nil when nothing is. Takes them for replays and migrations.
-    func take(older: [Int: [UInt8]]) -> String?
+    /// Takes the older versions storage holds (each source by version) for replays and
+    /// migrations. Returns what is wrong with the definition given them (its migrations
+    /// name states an older version lacks: nil when nothing is), and the stored versions
+    /// it could not take (a copy that no longer loads): a Spin that needs one of those is
+    /// unrecoverable, naming it, and the others run.
+    func take(older: [Int: [UInt8]]) -> (problem: String?, skipped: [String])
 }
 
 /// How Spins of one definition recorded under older versions of it are recovered: the
@@ -79,23 +82,24 @@ final class MachineVersions: StoredDefinition {
         self.versions = DefinitionVersions(version: machine.version)
     }
 
-    func take(older sources: [Int: [UInt8]]) -> String? {
+    func take(older sources: [Int: [UInt8]]) -> (problem: String?, skipped: [String]) {
         var definitions: [Int: MachineDefinition] = [:]
         var problems: [String] = []
+        var skipped: [String] = []
         for (version, source) in sources.sorted(by: { $0.key < $1.key }) where version < machine.version {
             do {
                 let definition = try MachineDefinition(json: source, file: "\(machine.file) (version \(version), as stored)")
                 guard definition.version == version else {
-                    problems.append("the stored copy of version \(version) says \"version\": \(definition.version)")
+                    skipped.append("the stored copy of version \(version) says \"version\": \(definition.version)")
                     continue
                 }
                 definitions[version] = definition
                 problems += machine.migrationIssues(from: definition).map(\.description)
             } catch {
-                problems.append("the stored copy of version \(version) no longer loads: \(error)")
+                skipped.append("the stored copy of version \(version) no longer loads: \(error)")
             }
         }
-        guard problems.isEmpty else { return problems.joined(separator: "; ") }
+        guard problems.isEmpty else { return (problems.joined(separator: "; "), skipped) }
         var older = DefinitionVersions<MachineState, MachineEvent>.Older()
         for (version, definition) in definitions {
             older.versions[version] = ({ state, event in definition.transition(state, event) ?? state }, definition.initialState)
@@ -112,7 +116,7 @@ final class MachineVersions: StoredDefinition {
             }
         }
         versions.set(older)
-        return nil
+        return (nil, skipped)
     }
 }
 
@@ -141,7 +145,7 @@ final class SwiftKindVersions: StoredDefinition {
         JSONValue.object([("swift", .string(kind)), ("version", .number(String(version)))]).bytes
     }
 
-    func take(older: [Int: [UInt8]]) -> String? { nil }
+    func take(older: [Int: [UInt8]]) -> (problem: String?, skipped: [String]) { (nil, []) }
 
     /// The versions of a Spin of this kind with `State` and `Event`: one object per kind.
     func versions<State: Sendable, Event: Sendable>(_: State.Type, _: Event.Type) -> DefinitionVersions<State, Event> {

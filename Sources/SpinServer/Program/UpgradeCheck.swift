@@ -176,6 +176,6 @@ extension Journal {
     /// is wrong with it.
     func take(_ definition: any StoredDefinition) throws -> String? {
         let stored = try store.definitions(named: definition.storedName)
-        return definition.take(older: stored.filter { $0.key < definition.version })
+        return definition.take(older: stored.filter { $0.key < definition.version }).problem
     }
 }
