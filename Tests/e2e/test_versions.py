@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import requests
 from websockets.asyncio.client import connect
 
@@ -210,6 +211,7 @@ class Posting:
             thread.join(timeout=10)
 
 
+@pytest.mark.timeout(300)  # 10,000 doors made, checked, restarted on three versions: about 40 s here
 def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through_the_restart(server_bin, tmp_path):
     """10,000 doors made under version 1 (a quarter locked, a quarter closed once opened, the
     rest made by an event that changed nothing, 200 of them opened just before the stop);
@@ -289,5 +291,36 @@ def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through
     locked = v3.spin("door-0")
     assert locked["status"] == "unrecoverable" and '"locked"' in locked["unrecoverable"]["error"], locked
     assert_error(v3.post_events("door-0", {"type": "UNLOCK", "code": "1234"}), 503, "spin_unrecoverable")
+    assert "its definition as configured cannot run its history" in v3.log()
+    assert v3.post_events("door-1", {"type": "OPEN"}, wait=True).json()["state"]["value"] == "ajar"
+    assert v3.terminate() == 0
+
+
+def test_a_sleeping_door_the_new_version_cannot_take_is_unrecoverable_as_it_wakes(server_bin, tmp_path):
+    """Doors asleep when the server stops are not read at the next start: a locked one is
+    found unrecoverable by the version that drops `locked` when a request wakes it, says
+    so to every request after, and the other doors wake and run."""
+    storage, workdir = tmp_path / "storage", tmp_path / "server"
+    first = SpinServer(server_bin, workdir, storage=storage, config_patch={"limits": {"idleSpinSeconds": 1}}).start()
+    port = first.port
+    for index, event in enumerate([{"type": "LOCK"}, {"type": "OPEN"}]):
+        assert first.post_events(f"door-{index}", event, wait=True).status_code == 200
+    listed = lambda: {spin["name"]: spin["status"] for spin in first.get("/v1/spins?prefix=door-").json()["spins"]}
+    deadline = time.monotonic() + 30
+    while set(listed().values()) != {"asleep"} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert set(listed().values()) == {"asleep"}, listed()
+    assert first.terminate() == 0
+
+    v3 = door_server(server_bin, workdir, storage, port, door_v3()).start()
+    for _ in range(2):
+        assert_error(v3.post_events("door-0", {"type": "UNLOCK", "code": "1234"}), 503, "spin_unrecoverable")
+    door = v3.spin("door-0")
+    assert door["status"] == "unrecoverable", door
+    assert 'its state "locked" (version 1) is not a state of version 3' in door["unrecoverable"]["error"], door
+    assert "its definition as configured cannot run its history" in v3.log()
+    # door-1 opened, then shut by its timer under version 1: it wakes on version 3.
+    awake = v3.spin("door-1")
+    assert awake["status"] == "running" and awake["version"] == 3 and awake["state"]["value"] == "shut", awake
     assert v3.post_events("door-1", {"type": "OPEN"}, wait=True).json()["state"]["value"] == "ajar"
     assert v3.terminate() == 0

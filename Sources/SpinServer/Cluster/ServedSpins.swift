@@ -100,6 +100,14 @@ package final class ServedSpins: Sendable {
         let recovered: Journal.RecoveredGears?
         do {
             (sequence, recovered) = try journal.adopt(hosted, feed: feed)
+        } catch let error as RecoveryError where error.isolates {
+            // Its definition here cannot run its history (the journal logged why): this
+            // Spin is unrecoverable on this node, the partition's others are served.
+            host.replace(named: spin)
+            feeds.retire(spin, ending: .moved(spin: spin))
+            host.isolate(named: spin, Unrecoverable(journal: journal.store.journalName(of: spin), sequence: error.sequence,
+                                                    error: error.problem))
+            return
         } catch {
             host.replace(named: spin)
             feeds.retire(spin, ending: .moved(spin: spin))

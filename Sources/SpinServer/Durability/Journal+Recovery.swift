@@ -60,6 +60,7 @@ extension Journal {
         let isolating = isolating ?? isolate
         var outcome = RecoveryOutcome()
         var replayed: [(spin: any HostedSpin, feed: SpinFeed, stored: StoredSpin, recovered: Recovered)] = []
+        var byDefinition: Set<String> = []
         for (spin, feed) in hosted {
             let name = spin.name
             do {
@@ -74,12 +75,14 @@ extension Journal {
             } catch let error as RecoveryError {
                 // A definition the Spin cannot run under leaves the others running, always.
                 guard isolating || error.isolates else { throw error }
+                if error.isolates { byDefinition.insert(name) }
                 outcome.unrecoverable[name] = Unrecoverable(journal: store.journalName(of: name), sequence: error.sequence,
                                                             error: error.problem)
             }
         }
         for (name, problem) in outcome.unrecoverable.sorted(by: { $0.key < $1.key }) {
-            logger.error("Spin \(name) is UNRECOVERABLE and does not run (storage.onCorruption: isolate): \(problem); its storage is left as it was")
+            let why = byDefinition.contains(name) ? "its definition as configured cannot run its history" : "storage.onCorruption: isolate"
+            logger.error("Spin \(name) is UNRECOVERABLE and does not run (\(why)): \(problem); its storage is left as it was")
         }
         for (spin, feed, stored, recovered) in replayed {
             let name = spin.name
@@ -140,6 +143,10 @@ extension Journal {
         wasClean = true
         defer { wasClean = saved }
         let outcome = try recover([(spin, feed)], isolating: false)
+        // Only a definition it cannot run under is isolated here: the caller says so.
+        if let problem = outcome.unrecoverable[spin.name] {
+            throw RecoveryError(spin: spin.name, problem: problem.error, sequence: problem.sequence, isolates: true)
+        }
         return (outcome.sequences[spin.name] ?? 0, outcome.gears[spin.name])
     }
 
@@ -267,10 +274,8 @@ extension Journal {
                         let (sequence, gears) = try recoverAlone(entry.spin, feed: entry.feed)
                         return .begun(sequence: sequence, gears: gears)
                     } catch let error as RecoveryError where error.isolates {
-                        let name = entry.spin.name
-                        logger.error("Spin \(name) is UNRECOVERABLE and does not run: \(error.problem); its storage is left as it was")
-                        return .unrecoverable(Unrecoverable(journal: store.journalName(of: name), sequence: error.sequence,
-                                                            error: error.problem))
+                        return .unrecoverable(Unrecoverable(journal: store.journalName(of: entry.spin.name),
+                                                            sequence: error.sequence, error: error.problem))
                     } catch {
                         return .failed("\(error)")
                     }
