@@ -154,8 +154,20 @@ def door_v3() -> dict:
     return v3
 
 
-def door_server(server_bin, workdir, storage, port, machine: dict | None = None) -> SpinServer:
-    server = SpinServer(server_bin, workdir, storage=storage, port=port)
+@pytest.fixture
+def servers():
+    """The servers a test starts itself (`door_server`), killed at its end if still running
+    (a failed assertion leaves none behind)."""
+    started: list[SpinServer] = []
+    yield started
+    for server in started:
+        if server.process is not None and server.process.poll() is None:
+            server.kill()
+
+
+def door_server(servers, server_bin, workdir, storage, port, machine: dict | None = None, **kwargs) -> SpinServer:
+    server = SpinServer(server_bin, workdir, storage=storage, port=port, **kwargs)
+    servers.append(server)
     if machine is not None:
         (workdir / "Config" / "machines" / "door.json").write_text(json.dumps(machine, indent=2))
     return server
@@ -212,7 +224,7 @@ class Posting:
 
 
 @pytest.mark.timeout(300)  # 10,000 doors made, checked, restarted on three versions: about 40 s here
-def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through_the_restart(server_bin, tmp_path):
+def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through_the_restart(servers, server_bin, tmp_path):
     """10,000 doors made under version 1 (a quarter locked, a quarter closed once opened, the
     rest made by an event that changed nothing, 200 of them opened just before the stop);
     `--check-upgrade` says what version 2 would do, changing nothing; the restart onto it
@@ -220,7 +232,7 @@ def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through
     every door woken is on version 2, its migration journaled once; version 3 drops
     `locked` with no migration: only the locked doors are unrecoverable."""
     storage, workdir = tmp_path / "storage", tmp_path / "server"
-    first = door_server(server_bin, workdir, storage, None).start()
+    first = door_server(servers, server_bin, workdir, storage, None).start()
     port = first.port
     plan = {0: [{"type": "LOCK"}], 1: [{"type": "OPEN"}, {"type": "CLOSE"}], 2: [], 3: [{"type": "UNLOCK", "code": "0"}]}
     post_all(first, [(f"door-{index}", plan[index % 4] or [{"type": "CLOSE"}]) for index in range(DOORS)])
@@ -230,7 +242,7 @@ def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through
               if index % 4 == 2 and first.spin(f"door-{index}")["state"]["value"] == "opened"]
     assert first.terminate() == 0
 
-    v2 = door_server(server_bin, workdir, storage, port, door_v2())
+    v2 = door_server(servers, server_bin, workdir, storage, port, door_v2())
     before = sorted(path.name for path in storage.rglob("*"))
     checked = check_upgrade(v2)
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -247,12 +259,12 @@ def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through
     assert sorted(path.name for path in storage.rglob("*")) == before, "the check wrote nothing"
 
     # Version 1 again, then the restart onto version 2, clients posting all through it.
-    old = door_server(server_bin, workdir, storage, port, DOOR).start()
+    old = door_server(servers, server_bin, workdir, storage, port, DOOR).start()
     posting = Posting(old)
     time.sleep(0.5)
     stopping = time.monotonic()
     assert old.terminate() == 0
-    v2 = door_server(server_bin, workdir, storage, port, door_v2()).start()
+    v2 = door_server(servers, server_bin, workdir, storage, port, door_v2()).start()
     serving = time.monotonic()
     time.sleep(1.0)
     posting.end()
@@ -277,12 +289,12 @@ def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through
     assert v2.terminate() == 0
 
     # Again on version 2: nothing migrates twice.
-    again = door_server(server_bin, workdir, storage, port).start()
+    again = door_server(servers, server_bin, workdir, storage, port).start()
     assert {index: again.spin(f"door-{index}")["sequence"] for index in sequences} == sequences
     assert again.terminate() == 0
 
     # Version 3 drops `locked`: the check names the locked doors; only they are unrecoverable.
-    v3 = door_server(server_bin, workdir, storage, port, door_v3())
+    v3 = door_server(servers, server_bin, workdir, storage, port, door_v3())
     refused = check_upgrade(v3)
     assert refused.returncode == 65, refused.stdout + refused.stderr
     assert f"{DOORS // 4} would be unrecoverable" in refused.stdout, refused.stdout
@@ -296,12 +308,12 @@ def test_a_door_kind_upgrades_over_its_stored_spins_with_clients_posting_through
     assert v3.terminate() == 0
 
 
-def test_a_sleeping_door_the_new_version_cannot_take_is_unrecoverable_as_it_wakes(server_bin, tmp_path):
+def test_a_sleeping_door_the_new_version_cannot_take_is_unrecoverable_as_it_wakes(servers, server_bin, tmp_path):
     """Doors asleep when the server stops are not read at the next start: a locked one is
     found unrecoverable by the version that drops `locked` when a request wakes it, says
     so to every request after, and the other doors wake and run."""
     storage, workdir = tmp_path / "storage", tmp_path / "server"
-    first = SpinServer(server_bin, workdir, storage=storage, config_patch={"limits": {"idleSpinSeconds": 1}}).start()
+    first = door_server(servers, server_bin, workdir, storage, None, config_patch={"limits": {"idleSpinSeconds": 1}}).start()
     port = first.port
     for index, event in enumerate([{"type": "LOCK"}, {"type": "OPEN"}]):
         assert first.post_events(f"door-{index}", event, wait=True).status_code == 200
@@ -312,7 +324,7 @@ def test_a_sleeping_door_the_new_version_cannot_take_is_unrecoverable_as_it_wake
     assert set(listed().values()) == {"asleep"}, listed()
     assert first.terminate() == 0
 
-    v3 = door_server(server_bin, workdir, storage, port, door_v3()).start()
+    v3 = door_server(servers, server_bin, workdir, storage, port, door_v3()).start()
     for _ in range(2):
         assert_error(v3.post_events("door-0", {"type": "UNLOCK", "code": "1234"}), 503, "spin_unrecoverable")
     door = v3.spin("door-0")
