@@ -101,9 +101,10 @@ extension Journal {
             try store.startJournal(spin: name, cuttingAt: stored.damage)
             var records = stored.records.count + stored.outbox.count
             if let migration = recovered.migration {
-                // Durable before the Spin runs: its history from here on is of the new version.
+                // Durable (as `storage.fsync` says) before the Spin runs: its history from
+                // here on is of the new version.
                 try store.append([JournalPayload.record(migration)], spin: name)
-                try store.commit(spin: name, sync: true)
+                try store.commit(spin: name, sync: policy != .none)
                 records += 1
                 logger.debug("Spin \(name): migrated from version \(migration.migratedFrom) to \(migration.version) of its definition at sequence \(migration.sequence)")
             }
