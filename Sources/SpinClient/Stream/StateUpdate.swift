@@ -33,10 +33,26 @@ public struct StateUpdate<State> {
         self.event = event
     }
 
-    /// The applied event decoded as `Event`; nil for a snapshot.
+    /// The applied event decoded as `Event`; nil for a snapshot. The event of a
+    /// migration (`migration`) is the server's, not the Spin's: it does not decode as one.
     public func event<Event: Decodable>(as eventType: Event.Type) throws -> Event? {
         guard let event else { return nil }
         return try JSONDecoder().decode(Event.self, from: event)
+    }
+
+    /// For the state message of a migration — the server moved the Spin to a new version
+    /// of its definition (a machine file's `"version"`), the event being
+    /// `{"type":"spin.migrated","from":1,"to":2}` — the two versions; nil otherwise.
+    public var migration: (from: Int, to: Int)? {
+        guard let event, let members = try? JSONDecoder().decode(Migration.self, from: event),
+              members.type == "spin.migrated" else { return nil }
+        return (members.from, members.to)
+    }
+
+    private struct Migration: Decodable {
+        var type: String
+        var from: Int
+        var to: Int
     }
 }
 
