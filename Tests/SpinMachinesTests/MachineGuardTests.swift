@@ -70,6 +70,25 @@ import Testing
         #expect(machine.transition(c2, event("E"))?.value == ["q"])
     }
 
+    /// `#<machine id>.a.b` names a state by its path in an `in` guard, as in a target (and
+    /// as XState's `stateIn` takes a state's id, the machine's id and the path by default);
+    /// `#<state id>.child` as before.
+    @Test func inGuard_TakesTheMachinesIDAndAPath_OrAStatesID() throws {
+        for written in ["#m.p.c2", "#pid.c2", "p.c2"] {
+            let machine = try makeMachine(##"""
+                { "id": "m", "initial": "p",
+                  "states": { "p": { "id": "pid", "initial": "c1",
+                                     "on": { "E": [ { "target": "q", "guard": { "in": "\##(written)" } }, { "target": ".c2" } ] },
+                                     "states": { "c1": {}, "c2": {} } },
+                              "q": {} } }
+                """##)
+            let c2 = try #require(machine.transition(machine.initialState, event("E")))
+            #expect(machine.transition(c2, event("E"))?.value == ["q"], "\(written)")
+        }
+        #expect(issueLines(##"{ "id": "m", "initial": "a", "states": { "a": { "always": { "target": "b", "guard": { "in": "#m.c" } } }, "b": {} } }"##)
+            == [##"test.json: states.a.always.guard.in: unknown state "#m.c""##])
+    }
+
     @Test func guardedArray_TakesTheFirstThatHolds() throws {
         let machine = try makeMachine(#"""
             { "initial": "idle",

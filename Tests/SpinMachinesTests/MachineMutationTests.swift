@@ -102,6 +102,67 @@ import Testing
         #expect(loaded > count / 20, "only \(loaded) of \(count) mutated machines loaded")
     }
 
+    /// A version 2 made by mutating a valid machine, with a migration from it that maps
+    /// random paths to random names and changes the context: walked to any state, the
+    /// version 1 machine's state migrates or is refused naming both versions, never traps,
+    /// and a state that migrates is one version 2 takes (its events too). Same seed and
+    /// count variables as above (a quarter of the count).
+    @Test func migrationsBetweenMutatedVersions_NeverTrap_AndWhatMigratesFits() throws {
+        let count = (ProcessInfo.processInfo.environment["SPIN_MACHINE_MUTATIONS"].flatMap(Int.init) ?? 8000) / 4
+        let seed = ProcessInfo.processInfo.environment["SPIN_MACHINE_MUTATION_SEED"].flatMap(UInt64.init) ?? 20261130
+        var random = SeededGenerator(seed: seed ^ 0x5EED)
+        var seeds = Self.seeds
+        for name in ["door", "session", "auth-feature", "auth-router"] {
+            seeds.append(try String(contentsOf: configDirectory.appendingPathComponent("machines/\(name).json"), encoding: .utf8))
+        }
+        let olders = try seeds.map { try MachineDefinition(json: Array($0.utf8), file: "v1.json") }
+        let trees = try seeds.map { try JSONSerialization.jsonObject(with: Data($0.utf8), options: [.fragmentsAllowed]) }
+        var migrated = 0
+        for index in 0..<count {
+            let pick = Int.random(in: 0..<trees.count, using: &random)
+            let older = olders[pick]
+            var tree = trees[pick]
+            for _ in 0..<Int.random(in: 0...2, using: &random) { tree = mutate(tree, using: &random) }
+            guard var root = tree as? [String: Any] else { continue }
+            let paths = older.statePaths.map { $0.joined(separator: ".") }
+            var states: [String: Any] = [:]
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                let from = paths.randomElement(using: &random) ?? "a"
+                states[from] = (paths + Self.words).randomElement(using: &random) ?? "a"
+            }
+            let word = { Self.words.randomElement(using: &random) ?? "a" }
+            root["version"] = 2
+            root["migrations"] = ["1": ["states": states,
+                                        "context": ["rename": [word(): word()], "remove": [word()], "set": [word(): 1]]]]
+            guard let data = try? JSONSerialization.data(withJSONObject: root),
+                  let newer = try? MachineDefinition(json: Array(data), file: "v2-\(index).json") else { continue }
+            _ = newer.migrationIssues(from: older)
+            var state = older.initialState
+            for _ in 0..<Int.random(in: 0...12, using: &random) {
+                let type = Self.events[Int.random(in: 0..<Self.events.count, using: &random)]
+                if let next = older.transition(state, MachineEvent(type: type)) { state = next }
+            }
+            let moved: MachineState
+            do {
+                moved = try newer.migrate(state, fromVersion: 1)
+            } catch {
+                #expect(error.description.hasPrefix("version 1 → 2: "), "case \(index): \(error)")
+                continue
+            }
+            migrated += 1
+            #expect(newer.problem(taking: moved) == nil, "case \(index)")
+            let encoded = try JSONEncoder().encode(moved)
+            #expect(try JSONDecoder().decode(MachineState.self, from: encoded) == moved, "case \(index)")
+            var next = moved
+            for _ in 0..<6 {
+                let type = Self.events[Int.random(in: 0..<Self.events.count, using: &random)]
+                if let after = newer.transition(next, MachineEvent(type: type)) { next = after }
+            }
+        }
+        // The net holds only if some states do migrate.
+        #expect(migrated > count / 20, "only \(migrated) of \(count) states migrated")
+    }
+
     /// One change somewhere in `tree`: a value replaced by a word, a key removed or added,
     /// a subtree copied elsewhere.
     private func mutate(_ tree: Any, using random: inout SeededGenerator) -> Any {
