@@ -2,15 +2,17 @@ import SpinStorage
 
 // The definitions' versions a start keeps in storage (see `StoredDefinition`).
 extension LoopServer {
-    /// Stores the version of every hosted definition (configured machines, machine kinds)
-    /// that storage does not hold yet, and gives each the older versions storage holds,
-    /// before any Spin is recovered. Throws when an older version a definition needs does
-    /// not load, or its migrations name states that version lacks.
+    /// Stores the version of every hosted definition (configured machines, machine kinds,
+    /// Swift kinds registered with a version) that storage does not hold as it is, and
+    /// gives each the older versions storage holds, before any Spin is recovered. Throws
+    /// when storage cannot be read or written, or a machine's migrations name states the
+    /// stored older version lacks.
     func keepDefinitions(_ journal: Journal) throws {
         for definition in hostedDefinitions { try journal.keep(definition) }
     }
 
-    /// Every definition hosted (configured machines, machine kinds), each once.
+    /// Every definition hosted (configured machines and Swift Spins of a versioned kind,
+    /// machine kinds, versioned Swift kinds), each once.
     var hostedDefinitions: [any StoredDefinition] {
         var seen: Set<ObjectIdentifier> = []
         var definitions: [any StoredDefinition] = []

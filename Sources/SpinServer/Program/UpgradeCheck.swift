@@ -8,7 +8,8 @@ import SpinStorage
 /// Spins were checked, how many would migrate from each older version and to which
 /// states, and which would be unrecoverable, and why.
 public struct UpgradeReport: Sendable, CustomStringConvertible {
-    /// One hosted definition (a machine kind, or a configured machine Spin).
+    /// One hosted definition (a machine kind, a configured machine Spin, a versioned Swift
+    /// kind's configured Spins).
     public struct Definition: Sendable {
         /// What storage keeps its versions under (`kind.door`, `spin.light`).
         public var name: String
@@ -68,9 +69,11 @@ public struct UpgradeReport: Sendable, CustomStringConvertible {
 }
 
 extension LoopServer {
-    /// Replays every stored Spin of the configured definitions (at most `sample` of each,
-    /// chosen at random, when given) through them and their migrations, as a start would,
-    /// changing nothing: no journal, epoch or definition is written. The storage is opened
+    /// Replays every stored Spin of the configured definitions — the configured Spins of a
+    /// machine file or of a Swift kind registered with a version, and the Spins made of
+    /// each machine kind (at most `sample` of each kind, chosen at random, when given) —
+    /// through them and their migrations, as a start would, changing nothing: no journal,
+    /// epoch or definition is written, and `host`'s Spins are not touched. The storage is opened
     /// as a server opens it: a storage directory must not be in use by a running server
     /// (check a copy of it); on PostgreSQL the check runs beside the cluster, as a node of
     /// its own name (`cluster.node`).
@@ -84,18 +87,26 @@ extension LoopServer {
         try journal.open()
         defer { journal.abandon() }
         var report = UpgradeReport()
-        // The configured machine Spins, each its own definition.
+        // The configured Spins of a versioned definition (a machine Spin is its own; the
+        // Spins of a versioned Swift kind share one), each replayed by a fresh instance.
+        var configured: [String: UpgradeReport.Definition] = [:]
+        var order: [String] = []
         for spin in host.spins {
             guard let definition = spin.storedDefinition else { continue }
-            if let problem = try journal.take(definition) {
-                report.problems.append((definition.storedName, problem))
-                continue
+            let name = definition.storedName
+            if configured[name] == nil {
+                if report.problems.contains(where: { $0.name == name }) { continue }
+                if let problem = try journal.take(definition) {
+                    report.problems.append((name, problem))
+                    continue
+                }
+                configured[name] = UpgradeReport.Definition(name: name, version: definition.version)
+                order.append(name)
             }
-            var entry = UpgradeReport.Definition(name: definition.storedName, version: definition.version)
-            entry.stored = 1
-            check(spin, in: journal, into: &entry)
-            report.definitions.append(entry)
+            configured[name]?.stored += 1
+            check(spin.fresh(), in: journal, into: &configured[name]!)
         }
+        report.definitions += order.compactMap { configured[$0] }
         // Each machine kind, over the Spins made of it.
         if let factory = host.factory {
             let made = try sampled(journal, sample: sample)
