@@ -722,18 +722,11 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     /// `.`, `_` and `-` written `%XX`.
     private var definitionsPath: String { "\(directory)/definitions" }
 
+    private static let definitionFileCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
     private func definitionFile(_ name: String) -> String {
-        var escaped = ""
-        for byte in name.utf8 {
-            let scalar = Unicode.Scalar(byte)
-            if byte < 0x80, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "._-".unicodeScalars.contains(scalar) {
-                escaped.unicodeScalars.append(scalar)
-            } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                escaped += (hex.count < 2 ? "%0" : "%") + hex
-            }
-        }
-        return escaped
+        name.addingPercentEncoding(withAllowedCharacters: Self.definitionFileCharacters) ?? name
     }
 
     package func definitions(named name: String) throws -> [Int: [UInt8]] {
