@@ -201,25 +201,3 @@ extension ClusterStore {
         try acquire(partition: partition, node: node, epoch: epoch, seconds: seconds, definitions: [:])
     }
 }
-
-/// A node's definitions as its row keeps them: `name=version` pairs joined by `;`, in
-/// name order (names hold no `;`: they are config names with a prefix, `kind.door`).
-package enum NodeDefinitions {
-    package static func text(_ definitions: [String: Int]) -> String {
-        definitions.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ";")
-    }
-
-    /// Each definition at the newer of its versions in `a` and `b`.
-    package static func newest(_ a: [String: Int], _ b: [String: Int]) -> [String: Int] {
-        a.merging(b) { max($0, $1) }
-    }
-
-    package static func parse(_ text: String) -> [String: Int] {
-        var definitions: [String: Int] = [:]
-        for pair in text.split(separator: ";") {
-            guard let equals = pair.lastIndex(of: "="), let version = Int(pair[pair.index(after: equals)...]) else { continue }
-            definitions[String(pair[..<equals])] = version
-        }
-        return definitions
-    }
-}

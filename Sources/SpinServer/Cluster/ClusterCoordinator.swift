@@ -333,7 +333,7 @@ package final class ClusterCoordinator: @unchecked Sendable {
             case .acquire(let partition, let epoch):
                 do {
                     // The row keeps the newest versions any holder ran (this node's too).
-                    let recorded = NodeDefinitions.newest(view.leases[partition]?.definitions ?? [:], planner.definitions)
+                    let recorded = (view.leases[partition]?.definitions ?? [:]).merging(planner.definitions) { max($0, $1) }
                     if let expires = try store.acquire(partition: partition, node: node, epoch: epoch, seconds: seconds,
                                                        definitions: recorded) {
                         changed = true

@@ -103,7 +103,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                 let nodes = (0..<nodeRows.count).map { row in
                     ClusterRows.Node(name: nodeRows.text(row, 0) ?? "", advertise: nodeRows.text(row, 1) ?? "",
                                      heartbeatAt: nodeRows.double(row, 2).map { Date(timeIntervalSince1970: $0) },
-                                     definitions: NodeDefinitions.parse(nodeRows.text(row, 3) ?? ""))
+                                     definitions: SpinDatabase.joined(from: nodeRows.text(row, 3) ?? "", as: Int.self))
                 }
                 let leaseRows = try connection.query("""
                     SELECT partition::int8, node, epoch, extract(epoch FROM expires_at)::float8, definitions
@@ -113,7 +113,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                     ClusterRows.Lease(partition: Int(leaseRows.int(row, 0) ?? -1), node: leaseRows.text(row, 1) ?? "",
                                       epoch: UInt64(clamping: leaseRows.int(row, 2) ?? 0),
                                       expiresAt: Date(timeIntervalSince1970: leaseRows.double(row, 3) ?? 0),
-                                      definitions: NodeDefinitions.parse(leaseRows.text(row, 4) ?? ""))
+                                      definitions: SpinDatabase.joined(from: leaseRows.text(row, 4) ?? "", as: Int.self))
                 }
                 return ClusterRows(now: Date(timeIntervalSince1970: now), nodes: nodes, leases: leases)
             }
@@ -127,7 +127,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                 INSERT INTO spin_nodes (node, advertise, heartbeat_at, definitions) VALUES ($1, $2, now(), $3)
                 ON CONFLICT (node) DO UPDATE SET advertise = excluded.advertise, heartbeat_at = now(),
                     definitions = excluded.definitions
-                """, [.text(node), .text(advertise), .text(NodeDefinitions.text(definitions))])
+                """, [.text(node), .text(advertise), .text(SpinDatabase.text(of: definitions))])
         }
     }
 
@@ -167,7 +167,7 @@ package final class PostgresClusterStore: ClusterStore, @unchecked Sendable {
                          definitions: [String: Int]) throws -> Date? {
         guard epoch >= 1, epoch <= UInt64(Int64.max) else { return nil }
         let parameters: [PostgresValue] = [.int64(Int64(partition)), .text(node), .int64(Int64(epoch)), .float8(seconds),
-                                           .text(NodeDefinitions.text(definitions))]
+                                           .text(SpinDatabase.text(of: definitions))]
         return try withConnection { connection in
             if epoch == 1 {
                 return Self.date(try connection.query("""

@@ -246,17 +246,20 @@ package final class SpinDatabase: @unchecked Sendable {
 
     // MARK: Encoding
 
-    /// `joined` as stored: `sender=position` pairs, comma-separated (Spin names hold
-    /// neither `=` nor `,`).
-    static func text(of joined: [String: UInt64]) -> String {
+    /// Numbers by name as stored: `name=number` pairs in name order, comma-separated (the
+    /// names hold neither `=` nor `,`: Spin names, and the names of definitions, `kind.door`):
+    /// where each sender's position is (`joined`, `consumed`), and a cluster node's and a
+    /// partition's definition versions.
+    package static func text<Number: BinaryInteger>(of joined: [String: Number]) -> String {
         joined.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
     }
 
-    static func joined(from text: String) -> [String: UInt64] {
+    /// The numbers by name of `text(of:)`'s text.
+    package static func joined<Number: FixedWidthInteger>(from text: String, as _: Number.Type = UInt64.self) -> [String: Number] {
         guard !text.isEmpty else { return [:] }
-        var joined: [String: UInt64] = [:]
+        var joined: [String: Number] = [:]
         for pair in text.split(separator: ",") {
-            guard let equals = pair.lastIndex(of: "="), let position = UInt64(pair[pair.index(after: equals)...]) else { continue }
+            guard let equals = pair.lastIndex(of: "="), let position = Number(pair[pair.index(after: equals)...]) else { continue }
             joined[String(pair[..<equals])] = position
         }
         return joined
