@@ -1,4 +1,11 @@
 extension JSONValue {
+    /// An object of whole numbers by name, its members in name order: a Spin's Gear
+    /// positions by sender, a node's definition versions by name.
+    @inlinable
+    package static func numbers<Number: BinaryInteger>(_ numbers: [String: Number]) -> JSONValue {
+        .object(numbers.sorted { $0.key < $1.key }.map { ($0.key, .number(String($0.value))) })
+    }
+
     /// The double a JSON number's text denotes; nil when no double holds it (`1e400`,
     /// which Foundation's decoder refuses and JavaScript reads as `Infinity`). The one
     /// reading of a number's range: the config loader and machine files both ask it.

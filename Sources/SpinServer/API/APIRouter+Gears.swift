@@ -13,7 +13,7 @@ extension APIRouter {
             var members: [(String, JSONValue)] = [("name", .string(gear.name)),
                                                   ("attached", .array(gear.attached.map(JSONValue.string)))]
             if let pending = reading?.pending[gear.name], !pending.isEmpty {
-                members.append(("pending", .object(pending.sorted { $0.key < $1.key }.map { ($0.key, .number(String($0.value))) })))
+                members.append(("pending", .numbers(pending)))
             }
             let lagging = gear.attached.flatMap { spin in
                 (reading?.lagging[spin] ?? [:]).sorted { $0.key < $1.key }.map { sender, reason in

@@ -94,11 +94,7 @@ package struct ClusterStatus: Sendable, Equatable {
             if let partitions = node.partitions {
                 members.append(("partitions", .array(partitions.map { .number(String($0)) })))
             }
-            if !node.definitions.isEmpty {
-                members.append(("definitions", .object(node.definitions.sorted { $0.key < $1.key }.map {
-                    ($0.key, .number(String($0.value)))
-                })))
-            }
+            if !node.definitions.isEmpty { members.append(("definitions", .numbers(node.definitions))) }
             return .object(members)
         }
         return .object([("nodes", .array(list)), ("self", .string(selfNode))])

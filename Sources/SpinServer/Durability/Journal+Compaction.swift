@@ -40,9 +40,7 @@ extension Journal {
         // What it consumed is the newest durable (no record after the snapshot takes
         // more back); the outbox position, its newest durable one.
         if !journal.consumed.isEmpty {
-            members.append(("consumed", .object(journal.consumed.sorted { $0.key < $1.key }.map {
-                ($0.key, .number(String($0.value)))
-            })))
+            members.append(("consumed", .numbers(journal.consumed)))
         }
         if journal.outboxDurable > 0 { members.append(("outbox", .number(String(journal.outboxDurable)))) }
         // The version of the definition the state is of (a Spin recorded under an older

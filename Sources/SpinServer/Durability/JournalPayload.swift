@@ -34,9 +34,7 @@ package enum JournalPayload {
         if transition.migratedFrom != 0 { members.append(("migrated", .number(String(transition.migratedFrom)))) }
         if let origin = transition.origin { members.append(("sub", .string(origin))) }
         if !transition.consumed.isEmpty {
-            members.append(("consumed", .object(transition.consumed.sorted { $0.key < $1.key }.map {
-                ($0.key, .number(String($0.value)))
-            })))
+            members.append(("consumed", .numbers(transition.consumed)))
         }
         var payload: [UInt8] = [recordSeparator]
         JSONValue.object(members).write(into: &payload)
