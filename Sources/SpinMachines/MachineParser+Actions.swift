@@ -185,15 +185,10 @@ extension MachineParser {
                 issue(at, .unknownGuard("\"in\" takes a state path from the root, such as \"a.b\""))
                 return nil
             }
-            var candidates = [name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)]
             // `#id` (or `#id.child`) names a state by its `id`, as XState's `stateIn("#id")`
             // does; `#<machine id>.a.b` by its path, as a target may.
-            if name.hasPrefix("#") {
-                let absolute = name.dropFirst().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                candidates = []
-                if let first = absolute.first, let identified = stateIDs[first] { candidates.append(identified + absolute.dropFirst()) }
-                if let machineID, absolute.first == machineID { candidates.append(Array(absolute.dropFirst())) }
-            }
+            let candidates = name.hasPrefix("#") ? identified(name, orFromTheRoot: false)
+                : [name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)]
             guard let statePath = candidates.first(where: { declared.contains($0) }) else {
                 let spellings = declared.map { $0.joined(separator: ".") } + stateIDs.keys.map { "#\($0)" }
                 issue(at, .unknownState(name, suggestion: MachineReferences.nearestState(name, among: spellings.sorted())))

@@ -100,12 +100,7 @@ extension MachineParser {
         func split(_ text: Substring) -> [String] { text.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
         var candidates: [[String]] = []
         if target.hasPrefix("#") {
-            let absolute = split(target.dropFirst())
-            if let first = absolute.first, let identified = stateIDs[first] {
-                candidates.append(identified + absolute.dropFirst())
-            }
-            candidates.append(absolute)
-            if let machineID, absolute.first == machineID { candidates.append(Array(absolute.dropFirst())) }
+            candidates = identified(target, orFromTheRoot: true)
         } else if target.hasPrefix(".") {
             candidates = [source + split(target.dropFirst())]
         } else {
@@ -117,6 +112,18 @@ extension MachineParser {
             return nil
         }
         return found
+    }
+
+    /// The paths `#<id>.a.b` may name, in the order they are tried: the state whose `id` is
+    /// its first name, and the path under it; with `orFromTheRoot`, the path from the root
+    /// (a target's `#a.b`); the machine's `id` and the path under the root.
+    func identified(_ name: String, orFromTheRoot: Bool) -> [[String]] {
+        let absolute = name.dropFirst().split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        var candidates: [[String]] = []
+        if let first = absolute.first, let identified = stateIDs[first] { candidates.append(identified + absolute.dropFirst()) }
+        if orFromTheRoot { candidates.append(absolute) }
+        if let machineID, absolute.first == machineID { candidates.append(Array(absolute.dropFirst())) }
+        return candidates
     }
 
     /// The target spelled as `target` is (a sibling, `.child`, `#id` or `#path`) that
