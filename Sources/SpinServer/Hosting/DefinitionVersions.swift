@@ -8,12 +8,14 @@ import SpinConcurrency
 /// its version, its source, and how it takes the older versions storage holds. What the
 /// server stores at start-up (`SpinStore.storeDefinition`) and reads back.
 package protocol StoredDefinition: AnyObject, Sendable {
-    /// The name storage keeps its versions under: `kind.<kind>` for a kind's Spins,
-    /// `spin.<name>` for a configured Spin.
+    /// The name storage keeps its versions under: `kind.<kind>` for a machine kind's Spins,
+    /// `spin.<name>` for a configured machine Spin, `swift.<kind>` for a versioned Swift kind.
     var storedName: String { get }
-    /// The version the server runs (a machine file's `"version"`, 1 when it has none).
+    /// The version the server runs (a machine file's `"version"`, 1 when it has none; a
+    /// Swift kind's registered version).
     var version: Int { get }
-    /// What storage keeps of this version (a machine file's bytes).
+    /// What storage keeps of this version (a machine file's bytes; a Swift kind's
+    /// `{"swift":..,"version":..}`).
     var source: [UInt8] { get }
     /// Takes the older versions storage holds (each source by version) for replays and
     /// migrations. Returns what is wrong with the definition given them (its migrations
