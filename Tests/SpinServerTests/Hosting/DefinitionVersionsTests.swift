@@ -107,6 +107,24 @@ import Testing
         #expect(skipped.isolates && skipped.sequence == 2)
     }
 
+    @Test func aStoredVersionThatNoLongerLoads_IsSkipped_AndOnlyTheSpinsThatNeedItAreUnrecoverable() throws {
+        let host = SpinHost()
+        try host.host(machine: try MachineDefinition(json: Array(Self.v2.utf8), file: "light.json"), named: "l")
+        let spin = try #require(host.spin(named: "l"))
+        let taken = try #require(spin.storedDefinition).take(older: [1: Array(#"{"initial": "gone"}"#.utf8)])
+        #expect(taken.problem == nil)
+        #expect(taken.skipped.count == 1 && taken.skipped[0].hasPrefix("the stored copy of version 1 no longer loads: "))
+        // A Spin recorded under version 1 cannot replay; one of version 2 can.
+        do {
+            _ = try spin.recover(snapshot: nil, records: [Self.record(1, "NEXT")], keep: 1)
+            Issue.record("an event of a version that did not load was replayed")
+        } catch let error as RecoveryError {
+            #expect(error.isolates && error.problem.contains("of which the storage keeps no copy"))
+        }
+        let current = try spin.fresh().recover(snapshot: nil, records: [Self.record(1, "NEXT", version: 2)], keep: 1)
+        #expect(Self.text(current.state) == #"{"value":"red","context":{"rounds":0}}"#)
+    }
+
     @Test func theJournal_KeepsEachVersion_AndWritesTheMigrationDurablyBeforeTheSpinRuns() throws {
         let directory = NSTemporaryDirectory() + "spin-versions-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
