@@ -83,7 +83,7 @@ public final class LoopServer: Sendable {
         let mode: GearRouter.Mode = journal == nil ? .inMemory : clustered != nil ? .cluster : .journaled
         self.gearRouter = GearRouter(mode: mode, backlog: configuration.limits.gearBacklog, logger: logger,
                                      recordAlone: { spin, outputs in journal?.record(spin: spin, outbox: outputs) })
-        let feeds = SpinFeeds(retain: storage.retainEvents, immediate: journal == nil)
+        let feeds = SpinFeeds(retain: storage.retainedTransitions, immediate: journal == nil)
         self.feeds = feeds
         let gearRouter = self.gearRouter
         let metrics = Metrics(registry: metricsRegistry)
@@ -104,7 +104,9 @@ public final class LoopServer: Sendable {
                                cluster: ClusterNode(node: configuration.cluster.node,
                                                     advertise: configuration.advertiseURL(port: configuration.port),
                                                     moveWait: .seconds(configuration.cluster.leaseSeconds)),
-                               gears: gearRouter, runtimeSpins: runtimeSpins)
+                               gears: gearRouter, runtimeSpins: runtimeSpins,
+                               history: SpinHistory(store: storage.history.archives ? journal?.store : nil,
+                                                    segmentEvents: storage.snapshotEvery))
         self.context = ServerContext(configuration: configuration, router: router, logger: logger)
         self.observing = SpinObservation.Common(host: host, router: gearRouter, metrics: context.metrics,
                                                 markers: journal.map { SuspensionMarker(store: $0.store) },

@@ -15,7 +15,9 @@ import Foundation
 /// - a **snapshot**: the host's document of a state and its sequence, which the journal
 ///   continues (opaque here);
 /// - an **epoch**: the name of the Spin's current history (opaque here);
-/// - a **suspension**: the host's document saying the Spin was suspended, while it is.
+/// - a **suspension**: the host's document saying the Spin was suspended, while it is;
+/// - under `storage.history` `{"days": D}` or `"all"`, its older **history** in segments
+///   (`HistorySegment`), apart from the journal.
 ///
 /// What a backend writes is not durable until `commit`; after a failure, `discardUncommitted`
 /// takes the journal back to its last commit, `probe` tells when storage works again and
@@ -157,6 +159,24 @@ package protocol SpinStore: AnyObject, Sendable {
     /// Stores `source` as version `version` of the definition `name`, replacing what that
     /// version held: durable on return.
     func storeDefinition(_ source: [UInt8], named name: String, version: Int) throws
+
+    // MARK: History
+
+    /// Keeps `segments` of `spin`'s history (`HistorySegment`), each replacing a stored one
+    /// that ends at the same sequence: durable on return. From any thread.
+    func archive(_ segments: [HistorySegment], spin: String) throws
+
+    /// Up to `limit` of `spin`'s stored segments that end at or after `sequence`, in order.
+    /// From any thread.
+    func history(of spin: String, from sequence: UInt64, limit: Int) throws -> [HistorySegment]
+
+    /// The sequences from the first event of `spin`'s oldest stored segment to the last
+    /// event of its newest; nil when none is stored. From any thread.
+    func archived(spin: String) throws -> ClosedRange<UInt64>?
+
+    /// Removes the segments of every Spin whose last event was applied before `time`
+    /// (milliseconds since 1970), and returns how many (`{"days": D}`). From any thread.
+    func trimHistory(before time: Int64) throws -> Int
 
     // MARK: Suspensions
 

@@ -72,6 +72,10 @@ package enum APIError: Error, Equatable, Sendable {
     /// 410-like end of a Spin that was deleted while a request waited for it (404
     /// `spin_not_found` to the client; streams close with 4004).
     case spinDeleted(String)
+    /// 410 `history_not_retained`: `GET /v1/spins/{name}/history` or `?at=N` asked for
+    /// sequence `asked`, older than the history `storage.history` keeps, which starts at
+    /// `first` (nil: no event of the Spin is held).
+    case historyNotRetained(spin: String, asked: UInt64, first: UInt64?)
 
     // MARK: 5xx: the server
     /// 500 `encoding_failed`: the Spin's event or state does not encode as JSON (a bug in
@@ -146,6 +150,7 @@ package enum APIError: Error, Equatable, Sendable {
         case spinExists = "spin_exists"
         case kindNotFound = "kind_not_found"
         case tooManySpins = "too_many_spins"
+        case historyNotRetained = "history_not_retained"
 
         /// The HTTP status every error of this code is answered with (a WebSocket
         /// handshake's has its own: ``APIError/status``).
@@ -158,6 +163,7 @@ package enum APIError: Error, Equatable, Sendable {
             case .methodNotAllowed: 405
             case .notAcceptable: 406
             case .requestTimeout: 408
+            case .historyNotRetained: 410
             case .spinSuspended, .spinExists, .tooManySpins: 409
             case .batchTooLarge, .stateTooLarge: 413
             case .unsupportedMediaType: 415
@@ -186,6 +192,7 @@ package enum APIError: Error, Equatable, Sendable {
         case .spinExists: .spinExists
         case .kindNotFound: .kindNotFound
         case .tooManySpins: .tooManySpins
+        case .historyNotRetained: .historyNotRetained
         case .gearNotFound: .gearNotFound
         case .routeNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
@@ -260,6 +267,10 @@ package enum APIError: Error, Equatable, Sendable {
             "no kind named \"\(kind)\" is configured (kinds: \(known.isEmpty ? "none; add them to the config's \"kinds\"" : known.joined(separator: ", ")))"
         case .tooManySpins(let limit):
             "the server hosts \(limit) Spins, limits.maxSpins; delete some or raise the limit; nothing changed"
+        case .historyNotRetained(let spin, let asked, let first?):
+            "sequence \(asked) of Spin \"\(spin)\" is no longer retained: its history is kept from sequence \(first) on (storage.history)"
+        case .historyNotRetained(let spin, let asked, nil):
+            "sequence \(asked) of Spin \"\(spin)\" is not retained: no event of its history is kept (storage.history)"
         case .gearNotFound(let name): "no Gear named \"\(name)\" is hosted here"
         case .routeNotFound(let path): "no route for \(path)"
         case .methodNotAllowed(let method, let allowed):

@@ -105,11 +105,15 @@ package final class APIRouter: Sendable {
     /// Makes and deletes Spins while the server runs; nil for a router without (every
     /// `PUT` and `DELETE` on a Spin is then 404 `kind_not_found` or 409).
     package let runtimeSpins: RuntimeSpins?
+    /// Reads Spins' history (`GET /v1/spins/{name}/history`, `?at=N`).
+    package let history: SpinHistory
 
     package init(host: SpinHost, access: AccessControl, hosts: HostPolicy = .any, origins: OriginPolicy = OriginPolicy(allowed: []),
                  metrics: Metrics, limits: Limits = Limits(), feeds: SpinFeeds = SpinFeeds(retain: 0, immediate: true),
                  echoEndpoint: Bool = false, cluster: ClusterNode = ClusterNode(node: "localhost", advertise: ""),
-                 gears: GearRouter? = nil, runtimeSpins: RuntimeSpins? = nil) {
+                 gears: GearRouter? = nil, runtimeSpins: RuntimeSpins? = nil,
+                 history: SpinHistory = SpinHistory(store: nil, segmentEvents: 1000)) {
+        self.history = history
         self.gears = gears
         self.runtimeSpins = runtimeSpins
         self.host = host
@@ -163,10 +167,14 @@ package final class APIRouter: Sendable {
         case .metrics: call.reply(metricsPage())
         case .cluster: call.reply(clusterStatus())
         case .spins: spinList(call)
-        case .spin: ready(call) { $0.answer(self.spinDetail($0.name)) }
+        case .spin: ready(call) { call in
+            guard let at = call.request.target.queryParameter("at") else { return call.answer(self.spinDetail(call.name)) }
+            self.spinState(call, at: at)
+        }
         case .spinCreate: createSpin(call)
         case .spinDelete: deleteSpin(call)
         case .spinSchema: ready(call) { $0.answer(self.spinSchema($0.name)) }
+        case .spinHistory: ready(call) { self.spinHistory($0) }
         case .spinEvents: ready(call, makes: true) { self.postEvents($0) }
         case .spinResume: ready(call) { self.resumeSpin($0) }
         case .spinStream: ready(call, makes: true) { $0.respond(self.spinStream($0)) }

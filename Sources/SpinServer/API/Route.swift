@@ -21,6 +21,8 @@ package enum Route: CaseIterable, Sendable {
     case spinResume
     case spinStream
     case spinSchema
+    /// A Spin's history: entries with the event, the state after it, who sent it and when.
+    case spinHistory
     case gears
     case gearStream
     /// The nodes of the cluster and the Spins each owns.
@@ -43,6 +45,7 @@ package enum Route: CaseIterable, Sendable {
         case .spinResume: "/v1/spins/{name}/resume"
         case .spinStream: "/v1/spins/{name}/stream"
         case .spinSchema: "/v1/spins/{name}/schema"
+        case .spinHistory: "/v1/spins/{name}/history"
         case .gears: "/v1/gears"
         case .gearStream: "/v1/gears/{name}/stream"
         case .cluster: "/v1/cluster"
@@ -93,7 +96,7 @@ package enum Route: CaseIterable, Sendable {
         case .dashboard, .healthz, .readyz, .openAPI: .open
         case .metrics, .cluster, .echo: .everywhere(.read)
         case .spins, .gears: .listing
-        case .spin, .spinStream, .spinSchema: .spin(.read)
+        case .spin, .spinStream, .spinSchema, .spinHistory: .spin(.read)
         case .spinEvents: .spin(.write)
         case .spinResume, .spinCreate, .spinDelete: .spin(.admin)
         case .gearStream: .gear
@@ -113,7 +116,7 @@ package enum Route: CaseIterable, Sendable {
     /// found there, its schema included).
     package var concernsOneSpin: Bool {
         switch self {
-        case .spin, .spinCreate, .spinDelete, .spinEvents, .spinResume, .spinStream, .spinSchema: true
+        case .spin, .spinCreate, .spinDelete, .spinEvents, .spinResume, .spinStream, .spinSchema, .spinHistory: true
         default: false
         }
     }
@@ -149,7 +152,7 @@ package enum Route: CaseIterable, Sendable {
     /// The routes with a name: `prefix`, the name, then one of the suffixes.
     private static let named: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [
         ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream),
-                        ("/schema", .spinSchema)]),
+                        ("/schema", .spinSchema), ("/history", .spinHistory)]),
         ("/v1/gears/", [("/stream", .gearStream)]),
     ]
 

@@ -81,7 +81,8 @@ extension SpinServerConfiguration.Builder {
                 }
             }
         }
-        if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["backend", "directory", "url", "fsync", "retainEvents", "onCorruption"]) {
+        if let storage = try reader.optionalObject(top["storage"], at: "storage", known: ["backend", "directory", "url", "fsync", "retainEvents", "onCorruption",
+                                                                                       "history", "snapshotEvery"]) {
             if let value = storage["backend"], value != .null {
                 configuration.storage.backend = try Self.backend(try reader.string(value, at: "storage.backend"),
                                                                  source: file, key: "storage.backend")
@@ -117,6 +118,26 @@ extension SpinServerConfiguration.Builder {
                     throw reader.error("storage.onCorruption", "unknown choice \"\(text)\" (use refuse, truncate or isolate)")
                 }
                 configuration.storage.onCorruption = choice
+            }
+            if let value = storage["history"], value != .null {
+                let (history, events) = try Self.history(value, reader: reader)
+                if let events {
+                    if let retained = storage["retainEvents"], retained != .null {
+                        let count = try reader.int(retained, at: "storage.retainEvents")
+                        guard count == events else {
+                            throw reader.error("storage.history", "{\"events\": \(events)} and storage.retainEvents \(count) disagree: give one of them")
+                        }
+                    }
+                    configuration.storage.retainEvents = events
+                }
+                configuration.storage.history = history
+            }
+            if let value = storage["snapshotEvery"], value != .null {
+                let count = try reader.int(value, at: "storage.snapshotEvery")
+                guard count >= 10, count <= 1_000_000 else {
+                    throw reader.error("storage.snapshotEvery", "must be 10 to 1000000, got \(count)")
+                }
+                configuration.storage.snapshotEvery = count
             }
         }
         if let log = try reader.optionalObject(top["log"], at: "log", known: ["level", "format"]) {
@@ -169,6 +190,36 @@ extension SpinServerConfiguration.Builder {
 
 /// The config file's sections, checked with the key path of every value.
 extension SpinServerConfiguration.Builder {
+    /// `storage.history`: `{"events": K}` (also the events kept for streams,
+    /// `retainEvents`, which it sets), `{"days": D}` or `"all"`.
+    static func history(_ value: JSONValue, reader: FileReader) throws(ConfigurationError)
+        -> (SpinServerConfiguration.Storage.History, events: Int?) {
+        let expected = "must be {\"events\": K}, {\"days\": D} or \"all\""
+        if case .string(let text) = value {
+            guard text == "all" else { throw reader.error("storage.history", "unknown choice \"\(text)\": \(expected)") }
+            return (.all, nil)
+        }
+        guard case .object(let members) = value, members.count == 1, let (key, count) = members.first else {
+            throw reader.error("storage.history", expected)
+        }
+        switch key {
+        case "events":
+            let events = try reader.int(count, at: "storage.history.events")
+            guard events >= 0, events <= 10_000_000 else {
+                throw reader.error("storage.history.events", "must be 0 to 10000000, got \(events)")
+            }
+            return (.events, events)
+        case "days":
+            let days = try reader.int(count, at: "storage.history.days")
+            guard days >= 1, days <= 36_500 else {
+                throw reader.error("storage.history.days", "must be 1 to 36500, got \(days)")
+            }
+            return (.days(days), nil)
+        default:
+            throw reader.error("storage.history", "unknown key \"\(key)\": \(expected)")
+        }
+    }
+
     static func tokens(_ values: [JSONValue], reader: FileReader) throws(ConfigurationError) -> [AccessToken] {
         var tokens: [AccessToken] = []
         for (index, value) in values.enumerated() {

@@ -48,6 +48,8 @@ import Logging
 /// | `storage.url` | libpq connection string (`postgres` backend) | none | `--database-url` / `SPIN_DATABASE_URL` |
 /// | `storage.fsync` | `always` \| `batch` \| `none` | `"batch"` | |
 /// | `storage.retainEvents` | int >= 0 | `10000` | |
+/// | `storage.history` | `{"events": K}` (sets `retainEvents`) \| `{"days": D}` \| `"all"` | `{"events": 10000}` | |
+/// | `storage.snapshotEvery` | int 10...1000000 | `1000` | |
 /// | `storage.onCorruption` | `refuse` \| `truncate` \| `isolate` | `"refuse"` | `--repair` (truncate) |
 /// | `log.level` | trace\|debug\|info\|notice\|warning\|error\|critical | `"info"` | `--log-level` / `SPIN_LOG_LEVEL` |
 /// | `log.format` | `text` \| `json` | `"text"` | `--log-format` / `SPIN_LOG_FORMAT` |

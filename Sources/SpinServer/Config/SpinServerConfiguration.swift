@@ -194,9 +194,37 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// memory per Spin for small states.
         public var retainEvents: Int
         public var onCorruption: OnCorruption
+        /// How much of each Spin's history `GET /v1/spins/{name}/history` and `?at=N` can
+        /// read (`storage.history`).
+        public var history: History
+        /// With `history` `.days` or `.all`: the history is kept in segments of this many
+        /// events, each starting from a stored state, so that any state of the history is
+        /// one stored state plus at most this many replayed events (`storage.snapshotEvery`).
+        public var snapshotEvery: Int
+
+        /// The durable transitions each awake Spin keeps in memory (streams resume from
+        /// them, history reads the newest from them): `retainEvents`, and at least a
+        /// history segment's worth when segments are kept.
+        public var retainedTransitions: Int { history.archives ? max(retainEvents, snapshotEvery) : retainEvents }
+
+        /// How far back a Spin's history is kept (`storage.history`).
+        public enum History: Sendable, Equatable {
+            /// `{"events": K}`: the last `retainEvents` events (K), which every Spin keeps
+            /// anyway for streams to resume from. Nothing more is stored.
+            case events
+            /// `{"days": D}`: every event of the last D days (and at least the last
+            /// `retainEvents`), in segments beside the journal.
+            case days(Int)
+            /// `"all"`: every event since the Spin was made, in segments beside the journal.
+            case all
+
+            /// Whether older history is kept beside the journal, in segments.
+            public var archives: Bool { self != .events }
+        }
 
         public init(backend: Backend = .file, directory: String = "data", url: String? = nil, fsync: Fsync = .batch,
-                    persists: Bool = false, retainEvents: Int = 10000, onCorruption: OnCorruption = .refuse) {
+                    persists: Bool = false, retainEvents: Int = 10000, onCorruption: OnCorruption = .refuse,
+                    history: History = .events, snapshotEvery: Int = 1000) {
             self.backend = backend
             self.directory = directory
             self.url = url
@@ -204,6 +232,8 @@ public struct SpinServerConfiguration: Sendable, Equatable {
             self.persists = persists
             self.retainEvents = retainEvents
             self.onCorruption = onCorruption
+            self.history = history
+            self.snapshotEvery = snapshotEvery
         }
     }
 

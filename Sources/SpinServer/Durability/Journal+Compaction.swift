@@ -33,7 +33,9 @@ extension Journal {
         // appended to the rewritten journal once their batch is complete.
         guard !journal.compacting, journal.records >= retain + compactEvery,
               let base = journal.feed.oldestRetained,
-              let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written else { return }
+              let kept = journal.feed.retained(after: base.sequence), kept.last?.sequence == journal.written,
+              // Nothing leaves the journal that the kept history does not hold yet.
+              !history.archives || base.sequence <= journal.archivedThrough else { return }
         let name = journal.name
         var members: [(String, JSONValue)] = [("sequence", .number(String(base.sequence))),
                                               ("epoch", .string(journal.feed.epoch)), ("state", base.state)]
@@ -51,7 +53,7 @@ extension Journal {
         let snapshot = JSONValue.object(members)
         let records = { @Sendable in
             keep.enumerated().map { $0.element.journalRecord(endsBatch: $0.offset == keep.count - 1) }
-                + kept.map(JournalPayload.record)
+                + JournalPayload.records(kept)
         }
         if let files = store as? FileSpinStore, let cut = files.compactionCut(spin: name) {
             guard let cut else { return }

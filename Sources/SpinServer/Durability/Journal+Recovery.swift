@@ -59,14 +59,17 @@ extension Journal {
                          isolating: Bool? = nil) throws -> RecoveryOutcome {
         let isolating = isolating ?? isolate
         var outcome = RecoveryOutcome()
-        var replayed: [(spin: any HostedSpin, feed: SpinFeed, stored: StoredSpin, recovered: Recovered)] = []
+        var replayed: [(spin: any HostedSpin, feed: SpinFeed, stored: StoredSpin, recovered: Recovered, archived: UInt64)] = []
         var byDefinition: Set<String> = []
         for (spin, feed) in hosted {
             let name = spin.name
             do {
                 let stored = try store.read(spin: name, repair: repair)
-                let recovered = try spin.recover(snapshot: stored.snapshot, records: stored.records, keep: retain + 1)
-                replayed.append((spin, feed, stored, recovered))
+                // With history kept in segments: every transition not in one yet, too.
+                let through = archivedThrough(of: name)
+                let keep = max(retain + 1, through.map { after in stored.records.count { $0.sequence >= after } } ?? 0)
+                let recovered = try spin.recover(snapshot: stored.snapshot, records: stored.records, keep: keep)
+                replayed.append((spin, feed, stored, recovered, through ?? 0))
             } catch let corruption as JournalCorruption {
                 guard isolating else { throw RecoveryError(spin: name, problem: "\(corruption)", underlying: corruption) }
                 outcome.unrecoverable[name] = Unrecoverable(
@@ -84,7 +87,7 @@ extension Journal {
             let why = byDefinition.contains(name) ? "its definition as configured cannot run its history" : "storage.onCorruption: isolate"
             logger.error("Spin \(name) is UNRECOVERABLE and does not run (\(why)): \(problem); its storage is left as it was")
         }
-        for (spin, feed, stored, recovered) in replayed {
+        for (spin, feed, stored, recovered, archived) in replayed {
             let name = spin.name
             let storedEpoch = stored.epoch
             var epochChanges = storedEpoch == nil || (!wasClean && policy == .none)
@@ -103,7 +106,7 @@ extension Journal {
             if let migration = recovered.migration {
                 // Durable (as `storage.fsync` says) before the Spin runs: its history from
                 // here on is of the new version.
-                try store.append([JournalPayload.record(migration)], spin: name)
+                try store.append(JournalPayload.records([migration]), spin: name)
                 try store.commit(spin: name, sync: policy != .none)
                 records += 1
                 logger.debug("Spin \(name): migrated from version \(migration.migratedFrom) to \(migration.version) of its definition at sequence \(migration.sequence)")
@@ -117,9 +120,12 @@ extension Journal {
             feed.begin(sequence: recovered.sequence, state: recovered.state, history: recovered.history, epoch: epoch)
             // The floor is in the position from here on: no longer kept apart.
             let outboxPosition = max(stored.lastOutboxPosition, recovered.outboxPosition, outboxFloors.removeValue(forKey: name) ?? 0)
-            spins[name] = SpinJournal(name: name, feed: feed, written: recovered.sequence,
+            let journal = SpinJournal(name: name, feed: feed, written: recovered.sequence,
                                       records: records, outbox: outboxPosition,
                                       consumed: recovered.consumed)
+            journal.version = Int32(spin.definitionVersion)
+            beginHistory(of: journal, through: archived, recovered: recovered)
+            spins[name] = journal
             outcome.sequences[name] = recovered.sequence
             outcome.gears[name] = RecoveredGears(outbox: stored.outbox.sorted { $0.position < $1.position },
                                                  outboxPosition: outboxPosition, consumed: recovered.consumed)

@@ -59,7 +59,8 @@ extension Journal {
             guard let journal = spins[spin], journal.health == .healthy else { continue }
             switch item {
             case .transition(let transition):
-                var record = JournalPayload.record(transition)
+                var record = JournalPayload.record(transition, after: &journal.lastTime)
+                if history.archives { journal.historyPending.append(transition) }
                 if transition.outbox.isEmpty {
                     journal.batch.append(record)
                 } else {
@@ -224,6 +225,7 @@ extension Journal {
             journal.outboxWritten = []
         }
         gears?.journalDurable(spin: journal.name, through: journal.written, outbox: outbox)
+        archiveIfDue(journal)
         if compacting { compactIfDue(journal) }
     }
 }

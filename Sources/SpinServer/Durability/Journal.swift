@@ -5,6 +5,7 @@ import SpinCore
 import SpinStorage
 import SpinJSON
 import SpinConcurrency
+import Synchronization
 
 /// The durable storage of hosted Spins (docs/OPERATIONS.md, "Durability"): what to journal and
 /// when it counts as durable, on top of a `SpinStore` (SpinStorage: the files of a
@@ -55,6 +56,13 @@ package final class Journal: @unchecked Sendable {
     package let store: any SpinStore
     let policy: SpinServerConfiguration.Storage.Fsync
     let retain: Int
+    /// `storage.history`, and the events of a segment of it (`Journal+History.swift`).
+    let history: SpinServerConfiguration.Storage.History
+    let snapshotEvery: Int
+    /// Where history segments are encoded and written, apart from the section.
+    let historyQueue = DispatchQueue(label: "spin.journal.history")
+    /// When `{"days": D}` last removed old segments (milliseconds since 1970).
+    let lastTrim = Atomic<Int64>(0)
     let repair: Bool
     /// `storage.onCorruption` is `isolate`: a Spin that cannot be recovered does not stop
     /// the others (single server; a cluster node never adopts such a Spin).
@@ -122,6 +130,22 @@ package final class Journal: @unchecked Sendable {
         var compacting = false
         /// Records in the store's journal (what compaction looks at).
         var records: Int
+        /// The version of the Spin's definition when it was recovered (its state's then).
+        var version: Int32 = 1
+        /// The last sequence the kept history holds (`archiveIfDue`), a segment being
+        /// written, and when a write that failed is tried again (uptime nanoseconds; 0: now).
+        var archivedThrough: UInt64 = 0
+        var archiving = false
+        var archiveRetry: UInt64 = 0
+        /// The transition at `archivedThrough` (the state the next segment starts from;
+        /// nil at 0: the initial state), the durable transitions after it not written yet,
+        /// and those recorded and not durable yet (kept only with `history.archives`).
+        var archiveBase: HostedTransition?
+        var unarchived: [HostedTransition] = []
+        var historyPending: [HostedTransition] = []
+        /// The time of the last record given to the store or to `batch` (0: not known, so
+        /// the next one carries its time): see `JournalPayload`.
+        var lastTime: Int64 = 0
         var health: Health = .healthy
         /// Why `reopen` failed last (logged when it changes).
         var reopenProblem: String?
@@ -180,6 +204,8 @@ package final class Journal: @unchecked Sendable {
             consumedBatch = [:]
             consumedComplete = [:]
             consumedWritten = consumed
+            lastTime = 0
+            historyPending.removeAll()
         }
     }
 
@@ -191,7 +217,9 @@ package final class Journal: @unchecked Sendable {
     package init(store: any SpinStore, storage: SpinServerConfiguration.Storage, logger: Logger) {
         self.store = store
         self.policy = storage.fsync
-        self.retain = storage.retainEvents
+        self.retain = storage.retainedTransitions
+        self.history = storage.history
+        self.snapshotEvery = storage.snapshotEvery
         self.repair = storage.onCorruption == .truncate
         self.isolate = storage.onCorruption == .isolate
         self.logger = logger

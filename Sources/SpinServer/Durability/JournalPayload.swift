@@ -13,7 +13,13 @@ import SpinJSON
 /// - `v`: the version of the Spin's definition the event was applied under, when not 1
 ///   (`HostedTransition.version`);
 /// - `migrated`: on the record of a migration (its event `{"type":"spin.migrated",..}`),
-///   the version the Spin came from (`HostedTransition.migratedFrom`).
+///   the version the Spin came from (`HostedTransition.migratedFrom`);
+/// - `t`: when the event was applied, in milliseconds since 1970 (`HostedTransition.time`),
+///   written only when it differs from the time of the record before it in the same
+///   journal (`record(_:after:)`): a record without `t` was applied in the same
+///   millisecond as the one before. A busy Spin's records mostly carry none; a record
+///   that is the first of its journal (after a start, a compaction, a failure) always
+///   carries it.
 ///
 /// A JSON text never starts with RS (0x1E), so a payload without metadata, as every
 /// journal before it was written, reads as before; and a JSON object written by
@@ -24,12 +30,24 @@ package enum JournalPayload {
     static let recordSeparator = UInt8(0x1E)
     static let lineFeed = UInt8(ascii: "\n")
 
-    /// The payload of `transition`: its event's bytes alone when it has no metadata.
-    package static func encode(_ transition: HostedTransition) -> [UInt8] {
+    /// The payload of `transition`, journaled after a record of time `previous` (0:
+    /// none, or not known): its event's bytes alone when it has no metadata.
+    package static func encode(_ transition: HostedTransition, after previous: Int64 = 0) -> [UInt8] {
+        let time = transition.time != previous ? transition.time : 0
         guard transition.origin != nil || !transition.consumed.isEmpty || transition.version != 1 else {
-            return transition.event.bytes
+            guard time != 0 else { return transition.event.bytes }
+            // The common case, without building an object: `RS {"t":N} LF`.
+            var payload: [UInt8] = [recordSeparator]
+            if case .raw(let bytes) = transition.event { payload.reserveCapacity(24 + bytes.count) }
+            payload += timePrefix
+            payload += String(time).utf8
+            payload.append(UInt8(ascii: "}"))
+            payload.append(lineFeed)
+            transition.event.write(into: &payload)
+            return payload
         }
         var members: [(String, JSONValue)] = []
+        if time != 0 { members.append(("t", .number(String(time)))) }
         if transition.version != 1 { members.append(("v", .number(String(transition.version)))) }
         if transition.migratedFrom != 0 { members.append(("migrated", .number(String(transition.migratedFrom)))) }
         if let origin = transition.origin { members.append(("sub", .string(origin))) }
@@ -53,11 +71,32 @@ package enum JournalPayload {
 
     /// The metadata (empty when there is none) and the event's JSON of a stored payload.
     package static func read(_ payload: [UInt8]) -> (metadata: Metadata, event: ArraySlice<UInt8>) {
-        guard payload.first == recordSeparator, let end = payload.firstIndex(of: lineFeed),
-              let metadata = try? JSONDecoder().decode(Metadata.self, from: Data(payload[1..<end])) else {
+        guard payload.first == recordSeparator, let end = payload.firstIndex(of: lineFeed) else {
+            return (Metadata(), payload[...])
+        }
+        if let time = time(alone: payload[1..<end]) { return (Metadata(t: time), payload[(end + 1)...]) }
+        guard let metadata = try? JSONDecoder().decode(Metadata.self, from: Data(payload[1..<end])) else {
             return (Metadata(), payload[...])
         }
         return (metadata, payload[(end + 1)...])
+    }
+
+    static let timePrefix = Array(#"{"t":"#.utf8)
+
+    /// The time of metadata that is `{"t":N}` and nothing else (most records that have
+    /// metadata: read without a JSON decoder, as recovery reads every record); nil for
+    /// any other metadata.
+    static func time(alone metadata: ArraySlice<UInt8>) -> Int64? {
+        guard metadata.count > timePrefix.count + 1, metadata.count <= timePrefix.count + 20,
+              metadata.starts(with: timePrefix), metadata.last == UInt8(ascii: "}") else { return nil }
+        var time: Int64 = 0
+        for byte in metadata[(metadata.startIndex + timePrefix.count)..<(metadata.endIndex - 1)] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            let (times10, overflow) = time.multipliedReportingOverflow(by: 10)
+            guard !overflow else { return nil }
+            time = times10 + Int64(byte - UInt8(ascii: "0"))
+        }
+        return time
     }
 
     /// What the metadata holds (keys it does not know are skipped: a later server may
@@ -67,17 +106,30 @@ package enum JournalPayload {
         package var consumed: [String: UInt64]?
         package var v: Int32?
         package var migrated: Int32?
+        package var t: Int64?
 
-        package init(sub: String? = nil, consumed: [String: UInt64]? = nil, v: Int32? = nil, migrated: Int32? = nil) {
+        package init(sub: String? = nil, consumed: [String: UInt64]? = nil, v: Int32? = nil, migrated: Int32? = nil,
+                     t: Int64? = nil) {
             self.sub = sub
             self.consumed = consumed
             self.v = v
             self.migrated = migrated
+            self.t = t
         }
     }
 
-    /// A journal record of `transition`.
-    package static func record(_ transition: HostedTransition) -> JournalRecord.Record {
-        JournalRecord.Record(sequence: transition.sequence, payload: encode(transition), endsBatch: transition.endsBatch)
+    /// A journal record of `transition`, following a record of time `previous` in its
+    /// journal (0: the first, or after one whose time is not known), which becomes
+    /// `transition`'s time.
+    package static func record(_ transition: HostedTransition, after previous: inout Int64) -> JournalRecord.Record {
+        defer { if transition.time != 0 { previous = transition.time } }
+        return JournalRecord.Record(sequence: transition.sequence, payload: encode(transition, after: previous),
+                                    endsBatch: transition.endsBatch)
+    }
+
+    /// The records of `transitions`, in order, the first starting a journal (it carries its time).
+    package static func records<Transitions: Sequence<HostedTransition>>(_ transitions: Transitions) -> [JournalRecord.Record] {
+        var previous: Int64 = 0
+        return transitions.map { record($0, after: &previous) }
     }
 }

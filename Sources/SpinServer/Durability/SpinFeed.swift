@@ -43,6 +43,9 @@ package final class SpinFeed: Sendable {
         var epoch = ""
         var sequence: UInt64 = 0
         var state: JSONValue = .null
+        /// Where the feed began last (`begin`): the state a history kept in segments
+        /// starts from when the history holds no transition at that sequence.
+        var origin: (sequence: UInt64, state: JSONValue) = (0, .null)
         /// Applied, not yet durable, in sequence order.
         var pending: [HostedTransition] = []
         var history: TransitionRing
@@ -106,6 +109,7 @@ package final class SpinFeed: Sendable {
             shared.sequence = sequence
             shared.state = state
             shared.epoch = epoch
+            shared.origin = (sequence, state)
             for transition in history where transition.sequence <= sequence && transition.sequence > held {
                 shared.history.append(transition)
             }
@@ -355,6 +359,43 @@ package final class SpinFeed: Sendable {
 
     /// The oldest retained transition.
     package var oldestRetained: HostedTransition? { shared.withLock { $0.history.oldest } }
+
+    // MARK: History
+
+    /// The retained transitions from `first` through `last` (those the history still
+    /// holds, in order; none when it holds none of them), the state after `first - 1`
+    /// when known (the transition at `first - 1`, or where the feed began) with the
+    /// version of the definition it is of (0: the Spin's version when the feed began),
+    /// and the newest durable sequence.
+    package func retained(from first: UInt64, through last: UInt64)
+        -> (transitions: ArraySlice<HostedTransition>, before: (state: JSONValue, version: Int32)?, newest: UInt64) {
+        shared.withLock { shared in
+            let found = shared.history.range(from: first, through: min(last, shared.sequence))
+            var before: (state: JSONValue, version: Int32)?
+            if first > 0, let previous = shared.history.range(from: first - 1, through: first - 1).first {
+                before = (previous.state, previous.version)
+            } else if shared.origin.sequence == first &- 1 {
+                before = (shared.origin.state, 0)
+            }
+            return (found, before, shared.sequence)
+        }
+    }
+
+    /// The sequence of the oldest transition the history holds (nil: none), where the
+    /// feed began, and the newest durable sequence.
+    package var retainedBounds: (oldest: UInt64?, origin: UInt64, newest: UInt64) {
+        shared.withLock { ($0.history.oldest?.sequence, $0.origin.sequence, $0.sequence) }
+    }
+
+    /// The state at `sequence` when the feed holds it: the newest durable state, a
+    /// retained transition's, or the one the feed began at.
+    package func state(at sequence: UInt64) -> JSONValue? {
+        shared.withLock { shared in
+            if sequence == shared.sequence { return shared.state }
+            if let held = shared.history.range(from: sequence, through: sequence).first { return held.state }
+            return shared.origin.sequence == sequence ? shared.origin.state : nil
+        }
+    }
 }
 
 /// The newest `capacity` transitions, oldest first.
@@ -378,6 +419,16 @@ struct TransitionRing: Sendable {
             items.removeFirst(head)
             head = 0
         }
+    }
+
+    /// The transitions kept from `first` through `last` (clamped to what is kept).
+    func range(from first: UInt64, through last: UInt64) -> ArraySlice<HostedTransition> {
+        guard let oldest, let newest = items.last?.sequence, first <= last, last >= oldest.sequence, first <= newest else {
+            return []
+        }
+        let start = head + Int(max(first, oldest.sequence) - oldest.sequence)
+        let end = head + Int(min(last, newest) - oldest.sequence)
+        return items[start...end]
     }
 
     /// The transitions after `sequence`, when that is gapless from what is kept: nil if

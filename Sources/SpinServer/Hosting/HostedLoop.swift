@@ -178,6 +178,29 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     }
 
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
+        let (recovered, state) = try replayStored(snapshot: snapshot, records: records, migrating: true) { _, fromEnd in
+            keep > 0 && fromEnd <= keep
+        }
+        core.withLock { $0.origin = (state, recovered.sequence) }
+        return recovered
+    }
+
+    func replay(snapshot: [UInt8]?, records: [JournalRecord.Record], keeping range: ClosedRange<UInt64>) throws -> [HostedTransition] {
+        try replayStored(snapshot: snapshot, records: records, migrating: false, includingStart: true) { sequence, _ in
+            range.contains(sequence)
+        }.recovered.history
+    }
+
+    /// What `recover` and `replay` share: the state the snapshot (or the initial state of
+    /// the version the first record was applied under) and the records after it come to,
+    /// each record replayed under its own version, and the transitions `keep` asks for
+    /// (by sequence, and by how many records from the end it is: 1 for the last). With
+    /// `migrating`, a Spin recorded under an older version is migrated to the current one
+    /// at the next sequence (`Recovered.migration`). Changes nothing of the Spin.
+    /// With `includingStart`, the state the replay starts from is kept too when `keep`
+    /// asks for its sequence (a transition with a null event).
+    private func replayStored(snapshot: [UInt8]?, records: [JournalRecord.Record], migrating: Bool, includingStart: Bool = false,
+                              keep: (_ sequence: UInt64, _ fromEnd: Int) -> Bool) throws -> (recovered: Recovered, state: State) {
         let current = traits.version
         let older = traits.versions?.older
         var state = spin.initialState
@@ -235,12 +258,21 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
         }
         var history: [HostedTransition] = []
+        if includingStart, keep(sequence, replayed.count + 1) {
+            var start = HostedTransition(sequence: sequence, event: .null, state: try encodeRecovered(state, at: sequence))
+            start.version = Int32(version)
+            history.append(start)
+        }
+        // When the record replayed was applied (`JournalPayload`: a record without `t` was
+        // applied in the same millisecond as the one before it).
+        var time: Int64 = 0
         for (index, record) in replayed.enumerated() {
             guard record.sequence == sequence + 1 else {
                 throw RecoveryError(spin: name, problem: "the journal jumps from \(sequence) to \(record.sequence)",
                                     sequence: sequence + 1)
             }
             let (metadata, payload) = JournalPayload.read(record.payload)
+            if let recorded = metadata.t { time = recorded }
             let recordVersion = Int(metadata.v ?? 1)
             try checkRecorded(recordVersion, current: current, at: "event \(record.sequence)")
             if let from = metadata.migrated {
@@ -252,10 +284,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 state = try upgrade(state, from: version, to: recordVersion, older: older)
                 version = recordVersion
                 sequence = record.sequence
-                if replayed.count - index <= keep {
+                if keep(sequence, replayed.count - index) {
                     var transition = HostedTransition(sequence: sequence, event: .raw(Array(payload)), state: try encodeRecovered(state, at: sequence))
                     transition.version = Int32(version)
                     transition.migratedFrom = from
+                    transition.time = time
                     history.append(transition)
                 }
                 continue
@@ -281,12 +314,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 state = reduce(state, event)
             }
             sequence = record.sequence
-            if replayed.count - index <= keep {
+            if keep(sequence, replayed.count - index) {
                 do {
                     var transition = HostedTransition(sequence: sequence, event: .raw(try traits.coding.encode(event)),
                                                       state: try Self.encode(state), endsBatch: record.endsBatch,
                                                       origin: origin, consumed: metadata.consumed ?? [:])
                     transition.version = Int32(version)
+                    transition.time = time
                     history.append(transition)
                 } catch {
                     throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
@@ -295,7 +329,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
         }
         var migration: HostedTransition?
-        if version < current {
+        if migrating, version < current {
             // Recorded under an older version: migrated now, at the next sequence, which the
             // journal writes before the Spin runs (history only grows).
             let from = version
@@ -306,14 +340,13 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             var transition = HostedTransition(sequence: sequence, event: event, state: try encodeRecovered(state, at: sequence))
             transition.version = Int32(current)
             transition.migratedFrom = Int32(from)
-            if keep > 0 { history.append(transition) }
+            transition.time = HostedTransition.now()
+            if keep(sequence, 0) { history.append(transition) }
             migration = transition
         }
-        let recovered = (state, sequence)
-        core.withLock { $0.origin = recovered }
-        let json = try encodeRecovered(state, at: nil)
-        return Recovered(sequence: sequence, state: json, history: history, consumed: consumed,
-                         outboxPosition: outboxPosition, migration: migration)
+        let json = migrating ? try encodeRecovered(state, at: nil) : .null
+        return (Recovered(sequence: sequence, state: json, history: history, consumed: consumed,
+                          outboxPosition: outboxPosition, migration: migration), state)
     }
 
     /// The type of the event of a migration's transition.
@@ -539,6 +572,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                                           endsBatch: transition.endsBatch, origin: transition.origin)
             if let receipt = transition.gearReceipt { hosted.consumed[receipt.source] = receipt.position }
             hosted.version = version
+            hosted.time = HostedTransition.now()
             handler(hosted)
         }
         guard let afterFeedbacks else { return loop.observe(observe) }

@@ -29,6 +29,9 @@ package struct HostedTransition: Sendable {
     /// `{"type":"spin.migrated",..}`, made by the server): the version it came from; 0
     /// for every other.
     package var migratedFrom: Int32 = 0
+    /// When the event was applied: milliseconds since 1970 (0: not known, a record
+    /// journaled before times were). Journaled (`JournalPayload`), shown by the history.
+    package var time: Int64 = 0
 
     package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true, origin: String? = nil,
                  consumed: [String: UInt64] = [:]) {
@@ -38,6 +41,15 @@ package struct HostedTransition: Sendable {
         self.endsBatch = endsBatch
         self.origin = origin
         self.consumed = consumed
+    }
+}
+
+extension HostedTransition {
+    /// The time now, in milliseconds since 1970 (`time`).
+    package static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec / 1_000_000)
     }
 }
 
@@ -236,6 +248,12 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// Keeps the last `keep` replayed transitions. Throws `RecoveryError` on data it
     /// cannot use.
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered
+    /// Replays a stored stretch of the Spin's history (a segment of it, or its journal)
+    /// as `recover` does, changing nothing of the Spin, from any thread: returns the
+    /// transitions whose sequence is in `range`, each with the state after it and under
+    /// the version it was applied with (an older version's state stays as it was). Throws
+    /// `RecoveryError` on data it cannot use.
+    func replay(snapshot: [UInt8]?, records: [JournalRecord.Record], keeping range: ClosedRange<UInt64>) throws -> [HostedTransition]
     /// Storage lost what the Spin applied after its last durable state: suspends it
     /// (`storageHoldReason`) and, on its executor after everything it applied before,
     /// puts it back to the state `rollback` gives; then calls `then` there.

@@ -34,5 +34,8 @@ final class SleepingSpin: LooplessSpin {
     func recover(snapshot: [UInt8]?, records: [JournalRecord.Record], keep: Int) throws -> Recovered {
         throw RecoveryError(spin: name, problem: "Spin \(name) is asleep: wake it to recover it")
     }
+    func replay(snapshot: [UInt8]?, records: [JournalRecord.Record], keeping range: ClosedRange<UInt64>) throws -> [HostedTransition] {
+        throw RecoveryError(spin: name, problem: "Spin \(name) is asleep: wake it to recover it")
+    }
     func fresh() -> any HostedSpin { self }
 }

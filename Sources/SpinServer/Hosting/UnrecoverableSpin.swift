@@ -82,6 +82,9 @@ final class UnrecoverableSpin: LooplessSpin {
         throw RecoveryError(spin: name, problem: "\(problem)", sequence: problem.sequence)
     }
 
+    func replay(snapshot: [UInt8]?, records: [JournalRecord.Record], keeping range: ClosedRange<UInt64>) throws -> [HostedTransition] {
+        throw RecoveryError(spin: name, problem: "\(problem)", sequence: problem.sequence)
+    }
     /// The Spin as hosted: a cluster node recovers it afresh when it serves it.
     func fresh() -> any HostedSpin { original.fresh() }
 }

@@ -36,7 +36,7 @@ enum OpenAPIComponents {
     static let errors: [ErrorAnswer] = [
         ErrorAnswer(status: 400, codes: [
             ("malformed_json", "the body is not JSON, or repeats a key within one object."),
-            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID, prefix, after, limit)."),
+            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID, prefix, after, limit, from, at), or at is beyond the Spin's sequence."),
             ("bad_websocket_handshake", "a stream request that asks for a WebSocket with a handshake RFC 6455 refuses."),
             ("invalid_request_line", "and the HTTP parser's other codes: the request is not valid HTTP/1.1 (the connection closes)."),
         ]),
@@ -53,6 +53,7 @@ enum OpenAPIComponents {
         ErrorAnswer(status: 409, codes: [("spin_suspended", "the Spin is suspended by its runaway guard (limits.feedbackBudget); nothing changed."),
                                          ("spin_exists", "PUT for a Spin that exists with another kind or is configured, or DELETE of a configured Spin; nothing changed."),
                                          ("too_many_spins", "PUT when the server hosts limits.maxSpins Spins; nothing changed.")]),
+        ErrorAnswer(status: 410, codes: [("history_not_retained", "a history page's from, or at, is older than the history storage.history keeps; the message names the first sequence held.")]),
         ErrorAnswer(status: 413, codes: [("body_too_large", "the body is over limits.maxBodyBytes."),
                                          ("batch_too_large", "a batch holds more events than limits.inbox."),
                                          ("state_too_large", "the state an event would make is over limits.maxStateBytes; nothing was applied.")]),
@@ -166,6 +167,27 @@ enum OpenAPIComponents {
         ("SpinStatus", .members([
             "type": .string("string"), "enum": .strings(["running", "suspended", "done", "unrecoverable", "asleep"]),
             "description": .string("suspended: the runaway guard (limits.feedbackBudget) stopped the Spin's feedbacks (or a machine's event set off more microsteps than it allows); its state stays readable and streamed, events get 409 until POST /v1/spins/{name}/resume. done: a declarative machine reached a top-level final state; each later event is answered {\"applied\":false,\"reason\":\"done\"} and not journaled. unrecoverable: its stored history could not be replayed at start-up and storage.onCorruption is isolate; state is null, unrecoverable says where and why, events and streams get 503 spin_unrecoverable. asleep (in the list only): a Spin made at run time, idle for limits.idleSpinSeconds, with its sequence; any request about it wakes it."),
+        ])),
+        ("SpinStateAt", .members([
+            "type": .string("object"), "required": .strings(["name", "sequence", "state"]),
+            "description": .string("GET /v1/spins/{name}?at=N: the Spin's state right after sequence N."),
+            "properties": .members(["name": text, "sequence": sequence, "state": .members([:])]),
+        ])),
+        ("HistoryPage", .members([
+            "type": .string("object"), "required": .strings(["entries", "next"]),
+            "properties": .members([
+                "entries": .members(["type": .string("array"), "items": .members([
+                    "type": .string("object"), "required": .strings(["sequence", "event", "at"]),
+                    "description": .string("One applied event, oldest first: the state after it (with delta=json-patch, an entry right after the one before it may carry patch instead, an RFC 6902 JSON Patch from that one's state), who sent it (sub, when a caller's identity did) and when it was applied (at, RFC 3339 in UTC; null for events journaled before the server recorded times)."),
+                    "properties": .members([
+                        "sequence": sequence, "event": .members([:]), "state": .members([:]),
+                        "patch": .members(["type": .string("array")]), "sub": text,
+                        "at": .members(["type": .array([.string("string"), .string("null")]), "format": .string("date-time")]),
+                    ]),
+                ])]),
+                "next": .members(["type": .array([.string("integer"), .string("null")]), "minimum": .number("0"),
+                                  "description": .string("The from of the next page; null when this page reaches the Spin's newest durable sequence.")]),
+            ]),
         ])),
         ("SpinState", .members([
             "type": .string("object"), "required": .strings(["name", "sequence", "status", "state", "schema"]),

@@ -37,12 +37,13 @@ extension Route {
         case .openAPI: "This document"
         case .metrics: "Prometheus metrics"
         case .spins: "A page of the hosted Spins the caller may read, sorted by name (UTF-8 byte order); ask for the next page with after=<next>"
-        case .spin: "A Spin's sequence and state, the path of its schemas (and a machine Spin's definition)"
+        case .spin: "A Spin's sequence and state, the path of its schemas (and a machine Spin's definition); with at=N, its state right after sequence N"
         case .spinCreate: "Make a Spin of a configured kind (admin): 201 when made, 200 when it exists with that kind"
         case .spinDelete: "Delete a Spin made at run time, with its history (admin); its streams close with 4004"
         case .spinEvents: "Send one event or an array of events (applied in order, all or none)"
         case .spinResume: "Run a Spin suspended by its runaway guard (limits.feedbackBudget) again; admin scope. A running Spin stays running"
         case .spinStream: "State stream: server-sent events, or a WebSocket (" + Self.webSocketHandshake + ")"
+        case .spinHistory: "A page of a Spin's history, oldest first: each applied event with the state after it, its sender and its time, as far back as storage.history keeps"
         case .spinSchema: "The JSON Schemas of a Spin's events and state (each hosted Spin's are also in components.schemas as Spin.<name>.Event and Spin.<name>.State)"
         case .gears: "List the hosted Gears and the Spins attached to them"
         case .gearStream: "Every event crossing the Gear: server-sent events, or a WebSocket (" + Self.webSocketHandshake + ")"
@@ -68,6 +69,7 @@ extension Route {
         case .readyz: statuses.insert(503)
         case .spinEvents, .spinResume: statuses.formUnion([400, 409, 413, 415, 422, 429, 500, 503])
         case .spins: statuses.insert(400)
+        case .spin, .spinHistory: statuses.formUnion([400, 410])
         case .spinCreate: statuses.formUnion([400, 409, 415, 503])
         case .spinDelete: statuses.formUnion([409, 503])
         case .spinStream: statuses.formUnion([400, 406, 426, 503])
@@ -98,6 +100,24 @@ extension Route {
                 .members(["name": .string("Last-Event-ID"), "in": .string("header"), "required": .bool(false),
                           "description": .string("SSE resume: the id (sequence) of the last message received; since wins when both are given, but a malformed header is refused (400) all the same."),
                           "schema": .members(["type": .string("string"), "pattern": .string("^[0-9]{1,19}$")])]),
+            ]
+        case .spin:
+            return [.members(["name": .string("at"), "in": .string("query"), "required": .bool(false),
+                              "description": .string("The state right after this sequence instead of the newest (from the history storage.history keeps: 410 history_not_retained before it; 400 beyond the Spin's sequence)."),
+                              "schema": .members(["type": .string("integer"), "minimum": .number("0")])])]
+        case .spinHistory:
+            return [
+                .members(["name": .string("from"), "in": .string("query"), "required": .bool(false),
+                          "description": .string("The first sequence of the page (default: the oldest held; 410 history_not_retained when older)."),
+                          "schema": .members(["type": .string("integer"), "minimum": .number("0")])]),
+                .members(["name": .string("limit"), "in": .string("query"), "required": .bool(false),
+                          "description": .string("At most this many entries (default \(HistoryQuery.defaultLimit))."),
+                          "schema": .members(["type": .string("integer"), "minimum": .number("1"),
+                                              "maximum": .number(String(HistoryQuery.maximumLimit)),
+                                              "default": .number(String(HistoryQuery.defaultLimit))])]),
+                .members(["name": .string("delta"), "in": .string("query"), "required": .bool(false),
+                          "description": .string("json-patch: an entry right after the one before it carries patch (an RFC 6902 JSON Patch from that one's state) instead of state when smaller. Any other value is 400."),
+                          "schema": .members(["type": .string("string"), "enum": .strings(["json-patch"])])]),
             ]
         case .spins:
             let name: JSONValue = .members(["type": .string("string"), "pattern": .string("^[A-Za-z0-9._-]{0,64}$")])
@@ -169,7 +189,8 @@ extension Route {
         case .openAPI: return [("200", answer("OpenAPI 3.1.", .members(["type": .string("object")])))]
         case .metrics: return [("200", answer("Prometheus text format 0.0.4.", .members(["type": .string("string")]), "text/plain"))]
         case .spins: return [("200", answer("The Spins.", .ref("SpinList")))]
-        case .spin: return [("200", answer("The Spin.", withState("SpinState")))]
+        case .spin: return [("200", answer("The Spin; with at=N, its state then.",
+                                          .members(["anyOf": .array([withState("SpinState"), .ref("SpinStateAt")])])))]
         case .spinCreate:
             return [("201", answer("Made: sequence 0, running.", .ref("SpinCreated"))),
                     ("200", answer("It exists with that kind already: its current sequence and status.", .ref("SpinCreated")))]
@@ -183,6 +204,7 @@ extension Route {
             ]
         case .spinResume: return [("200", answer("Running.", .ref("Resumed")))]
         case .spinSchema: return [("200", answer("The schemas.", .ref("SpinSchemas")))]
+        case .spinHistory: return [("200", answer("The page.", .ref("HistoryPage")))]
         case .spinStream:
             return [
                 ("101", .members(["description": .string("WebSocket: text frames, a snapshot (or, resuming, the state messages after since) then one state message per applied and durable event, each with the Spin's epoch; client events answered by ack or error.")])),

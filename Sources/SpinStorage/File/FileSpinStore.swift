@@ -39,6 +39,8 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     private var journals: [String: JournalFile] = [:]
     /// The Spins made at run time.
     private let database: SpinDatabase
+    /// The history kept beside the journals (`storage.history` days or all).
+    private let historyDatabase: HistoryDatabase
     /// Reused for the bytes of each row appended to the database.
     private var rowBuffer: [UInt8] = []
     /// How many made Spins the last `madeSpins` moved from the files of an older release
@@ -133,6 +135,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
     package init(directory: String, sharesSyncs: Bool = false) {
         self.directory = directory
         self.database = SpinDatabase(directory: directory)
+        self.historyDatabase = HistoryDatabase(directory: directory)
         self.sharesSyncs = sharesSyncs
     }
 
@@ -650,6 +653,7 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         releasedUnsynced = []
         log = nil
         try? database.close()
+        historyDatabase.close()
         lock?.unlock()
         lock = nil
     }
@@ -756,9 +760,30 @@ package final class FileSpinStore: SpinStore, @unchecked Sendable {
         try database.rest(spin, sequence: sequence, consumed: consumed)
     }
 
-    /// Removes the Spin's row and journal from the database: durable on return.
+    /// Removes the Spin's history, then its row and journal from the database: durable on
+    /// return. (A crash between the two leaves the Spin without its older history, never
+    /// a Spin made again later with the history of this one.)
     package func delete(_ name: String) throws {
+        try historyDatabase.delete(spin: name)
         try database.delete(name)
+    }
+
+    // MARK: History
+
+    package func archive(_ segments: [HistorySegment], spin: String) throws {
+        try historyDatabase.archive(segments, spin: spin)
+    }
+
+    package func history(of spin: String, from sequence: UInt64, limit: Int) throws -> [HistorySegment] {
+        try historyDatabase.history(of: spin, from: sequence, limit: limit)
+    }
+
+    package func archived(spin: String) throws -> ClosedRange<UInt64>? {
+        try historyDatabase.archived(spin: spin)
+    }
+
+    package func trimHistory(before time: Int64) throws -> Int {
+        try historyDatabase.trim(before: time)
     }
 
     /// The files a made Spin of an older release had.

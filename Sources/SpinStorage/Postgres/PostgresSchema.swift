@@ -144,6 +144,20 @@ package enum PostgresSchema {
             PRIMARY KEY (name, version)
         );
         """,
+        // 7: the older history of Spins (`storage.history` days or all), in segments
+        // (`HistorySegment`) beside the journal.
+        """
+        CREATE TABLE spin_history (
+            spin text NOT NULL,
+            last bigint NOT NULL,
+            first bigint NOT NULL,
+            last_time bigint NOT NULL,
+            base bytea,
+            records bytea NOT NULL,
+            PRIMARY KEY (spin, last)
+        );
+        CREATE INDEX spin_history_time ON spin_history (last_time);
+        """,
     ]
 
     /// The version this server's tables have once migrated.

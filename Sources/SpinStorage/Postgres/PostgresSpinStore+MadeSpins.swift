@@ -122,7 +122,7 @@ extension PostgresSpinStore {
     /// The journal, snapshot, epoch and suspension of `names` (not their outbox rows: those
     /// are read by position, and a Spin made again starts its positions above them).
     private func removeHistory(of names: [String], _ connection: PostgresConnection) throws {
-        for table in ["spin_journal", "spin_snapshots", "spin_epochs", "spin_suspensions"] {
+        for table in ["spin_journal", "spin_snapshots", "spin_epochs", "spin_suspensions", "spin_history"] {
             _ = try connection.query("DELETE FROM \(table) WHERE spin = ANY($1::text[])", [.textArray(names)])
         }
     }

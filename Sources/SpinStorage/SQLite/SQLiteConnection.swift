@@ -52,6 +52,35 @@ package final class SQLiteConnection {
         return SQLiteStatement(connection: self, statement: statement, sql: sql)
     }
 
+    /// Sets this server's way of using a database file: no other process opens it while
+    /// the server runs (no `-shm` file), a write-ahead log synced as `synchronous` says
+    /// (`NORMAL`, `FULL`), bounded (a checkpoint resets it; a log grown by a big
+    /// transaction is cut back to 64 MiB). Returns the schema version the file has (0: a
+    /// new file), refusing one newer than `known` (what a downgrade must not touch;
+    /// `instead` says what to do about it).
+    package func prepareSchema(synchronous: String, known: Int, instead: String) throws -> Int {
+        try execute("PRAGMA locking_mode=EXCLUSIVE")
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=\(synchronous)")
+        try execute("PRAGMA journal_size_limit=67108864")
+        let version = try prepare("PRAGMA user_version")
+        let found = try version.step() ? Int(version.integer(0)) : 0
+        version.reset()
+        guard found <= known else {
+            throw SQLiteError(path: path, code: SQLITE_ERROR, message: """
+                written by a newer release (schema version \(found); this release reads up to \(known)). \
+                Nothing was changed: \(instead)
+                """, statement: nil)
+        }
+        return found
+    }
+
+    /// The rows the last write changed.
+    package var changes: Int32 {
+        guard let handle else { return 0 }
+        return sqlite3_changes(handle)
+    }
+
     /// Whether a transaction is open (not in autocommit mode).
     package var inTransaction: Bool {
         guard let handle else { return false }

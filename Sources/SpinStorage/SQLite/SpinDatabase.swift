@@ -108,21 +108,8 @@ package final class SpinDatabase: @unchecked Sendable {
         try lock.withLock {
             let db = try SQLiteConnection(path: path)
             do {
-                try db.execute("PRAGMA locking_mode=EXCLUSIVE")
-                try db.execute("PRAGMA journal_mode=WAL")
-                try db.execute("PRAGMA synchronous=NORMAL")
-                // Bounded: a checkpoint resets the log; a log grown by a big transaction
-                // is cut back to this size.
-                try db.execute("PRAGMA journal_size_limit=67108864")
-                let version = try db.prepare("PRAGMA user_version")
-                let found = try version.step() ? Int(version.integer(0)) : 0
-                version.reset()
-                if found > Self.schemaVersion {
-                    throw SQLiteError(path: path, code: SQLITE_ERROR, message: """
-                        written by a newer release (schema version \(found); this release reads up to \(Self.schemaVersion)). \
-                        Nothing was changed: run the release that wrote it, or restore a backup from before the upgrade
-                        """, statement: nil)
-                }
+                let found = try db.prepareSchema(synchronous: "NORMAL", known: Self.schemaVersion,
+                                                  instead: "run the release that wrote it, or restore a backup from before the upgrade")
                 if found == 0 {
                     try db.execute("""
                         BEGIN;

@@ -40,7 +40,7 @@ import Testing
     static func record(_ sequence: UInt64, _ type: String, version: Int32 = 1) -> JournalRecord.Record {
         var transition = HostedTransition(sequence: sequence, event: .raw(Array(#"{"type":"\#(type)"}"#.utf8)), state: .null)
         transition.version = version
-        return JournalPayload.record(transition)
+        return JournalPayload.records([transition])[0]
     }
 
     static func text(_ json: JSONValue) -> String { String(decoding: json.bytes, as: UTF8.self) }
@@ -61,7 +61,7 @@ import Testing
 
         // Journaled, the migration is replayed as it was, not made again.
         let again = try Self.spin(Self.v2, older: [1: Self.v1])
-        let journaled = records + [JournalPayload.record(migration), Self.record(5, "NEXT", version: 2)]
+        let journaled = records + [JournalPayload.records([migration])[0], Self.record(5, "NEXT", version: 2)]
         let replayed = try again.recover(snapshot: nil, records: journaled, keep: 10)
         #expect(replayed.migration == nil && replayed.sequence == 5)
         #expect(Self.text(replayed.state) == #"{"value":"go","context":{"rounds":11}}"#)
@@ -195,7 +195,7 @@ import Testing
     }
 
     static func record(_ sequence: UInt64, json: String) -> JournalRecord.Record {
-        JournalPayload.record(HostedTransition(sequence: sequence, event: .raw(Array(json.utf8)), state: .null))
+        JournalPayload.records([HostedTransition(sequence: sequence, event: .raw(Array(json.utf8)), state: .null)])[0]
     }
 
     @Test func aSwiftKindsOlderSnapshot_IsMigratedAsJSON_ItsEventsReplayedThroughTheCurrentCode() throws {

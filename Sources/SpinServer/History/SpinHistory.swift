@@ -1,0 +1,158 @@
+import Foundation
+import SpinStorage
+import SpinJSON
+
+/// Reads a Spin's history (`GET /v1/spins/{name}/history`, `GET /v1/spins/{name}?at=N`):
+/// the newest part from the transitions its feed retains in memory, the older part, under
+/// `storage.history` `{"days": D}` or `"all"`, from the segments the journal keeps
+/// beside it (`Journal+History.swift`), each replayed from its stored state through the
+/// Spin's pure reducer (`HostedSpin.replay`), under the version each event was applied
+/// with. Never on the Spin's executor, and nothing of the Spin changes: the caller runs
+/// it off the network threads too (a replay of a segment takes milliseconds).
+package struct SpinHistory: Sendable {
+    /// Where the segments are; nil when none are kept (in memory, or `{"events": K}`).
+    let store: (any SpinStore)?
+    /// The events of a segment (`storage.snapshotEvery`).
+    let segmentEvents: UInt64
+
+    package init(store: (any SpinStore)?, segmentEvents: Int) {
+        self.store = store
+        self.segmentEvents = UInt64(max(1, segmentEvents))
+    }
+
+    /// Up to `limit` entries from `from` (nil: the oldest held), oldest first, and the
+    /// `from` of the next page (nil: this page reaches the newest durable sequence).
+    /// Throws 410 `history_not_retained` for a `from` older than what is held.
+    package func page(of spin: any HostedSpin, feed: SpinFeed, from: UInt64?, limit: Int) throws(APIError)
+        -> (entries: [HostedTransition], next: UInt64?) {
+        let limit = max(1, limit)
+        let newest = feed.retainedBounds.newest
+        var start = newest &+ 1
+        if let from {
+            // Sequence 0 is no event: the history's first is 1.
+            start = max(from, 1)
+        } else if let first = try firstHeld(of: spin, feed: feed) {
+            start = first
+        }
+        guard start <= newest else { return ([], nil) }
+        let last = start + min(UInt64(limit) - 1, newest - start)
+        // The newest part first, in one look at the feed: what it holds of the page.
+        let (retained, _, _) = feed.retained(from: start, through: last)
+        let held = retained.first?.sequence ?? last &+ 1
+        var entries: [HostedTransition] = []
+        if start < held {
+            entries = try stored(of: spin, feed: feed, from: start, through: held - 1)
+        }
+        entries += retained
+        let end = entries.last?.sequence ?? last
+        return (entries, end < newest ? end + 1 : nil)
+    }
+
+    /// The state right after sequence `sequence`. Throws 400 for a sequence beyond the
+    /// Spin's, 410 for one older than what is held.
+    package func state(of spin: any HostedSpin, feed: SpinFeed, at sequence: UInt64) throws(APIError) -> JSONValue {
+        let newest = feed.retainedBounds.newest
+        guard sequence <= newest else {
+            throw .badRequest("at=\(sequence) is beyond the sequence of Spin \"\(spin.name)\", \(newest)")
+        }
+        if let state = feed.state(at: sequence) { return state }
+        // The segment that holds it, or the one that starts right after it (from its state).
+        if let segment = try segments(of: spin, from: sequence, limit: 1).first, segment.first <= sequence &+ 1 {
+            if let transition = try replay(segment, of: spin, keeping: sequence...sequence).first { return transition.state }
+        }
+        throw .historyNotRetained(spin: spin.name, asked: sequence, first: try firstHeld(of: spin, feed: feed))
+    }
+
+    /// The first sequence whose entry is held (nil: none).
+    package func firstHeld(of spin: any HostedSpin, feed: SpinFeed) throws(APIError) -> UInt64? {
+        let inMemory = feed.retainedBounds.oldest
+        guard let store else { return inMemory }
+        let archived: ClosedRange<UInt64>?
+        do { archived = try store.archived(spin: spin.name) } catch { throw unreadable(spin, error) }
+        switch (archived?.lowerBound, inMemory) {
+        case (let stored?, let held?): return min(stored, held)
+        case (let stored?, nil): return stored
+        case (nil, let held): return held
+        }
+    }
+
+    /// The entries `first...last` from the stored segments (gapless from `first`);
+    /// throws 410 when they do not start at `first`.
+    private func stored(of spin: any HostedSpin, feed: SpinFeed, from first: UInt64, through last: UInt64) throws(APIError)
+        -> [HostedTransition] {
+        var entries: [HostedTransition] = []
+        var next = first
+        let segments = try segments(of: spin, from: first, limit: Int((last - first) / segmentEvents) + 2)
+        for segment in segments where next <= last {
+            guard segment.first <= next else { break }
+            let through = min(segment.last, last)
+            entries += try replay(segment, of: spin, keeping: next...through)
+            next = through + 1
+        }
+        guard next > first else {
+            throw .historyNotRetained(spin: spin.name, asked: first, first: try firstHeld(of: spin, feed: feed))
+        }
+        return entries
+    }
+
+    private func segments(of spin: any HostedSpin, from sequence: UInt64, limit: Int) throws(APIError) -> [HistorySegment] {
+        guard let store else { return [] }
+        do { return try store.history(of: spin.name, from: sequence, limit: limit) } catch { throw unreadable(spin, error) }
+    }
+
+    private func replay(_ segment: HistorySegment, of spin: any HostedSpin, keeping range: ClosedRange<UInt64>) throws(APIError)
+        -> [HostedTransition] {
+        let decoded = JournalRecord.decode(segment.records)
+        guard decoded.damage == nil else {
+            throw .internal("the kept history of Spin \"\(spin.name)\" is damaged in its segment \(segment.first)-\(segment.last): \(decoded.damage!)")
+        }
+        do {
+            return try spin.replay(snapshot: segment.base, records: decoded.records, keeping: range)
+        } catch {
+            throw .internal("the kept history of Spin \"\(spin.name)\" (events \(segment.first) to \(segment.last)) does not replay: \(error)")
+        }
+    }
+
+    private func unreadable(_ spin: any HostedSpin, _ error: any Error) -> APIError {
+        .storageUnavailable(spin: spin.name, "its kept history cannot be read: \(error)")
+    }
+}
+
+/// The JSON of history entries (`GET /v1/spins/{name}/history`).
+package enum HistoryEntries {
+    /// `{"entries":[{"sequence","event","state"|"patch","sub"?,"at"}],"next":N|null}`: with
+    /// `deltas`, an entry right after the one before it carries the RFC 6902 patch from
+    /// that one's state instead of its own, when the patch is the smaller (as state
+    /// streams do, `StatePatcher`); the first always carries its state.
+    package static func page(_ entries: [HostedTransition], next: UInt64?, deltas: Bool) -> JSONValue {
+        var list: [JSONValue] = []
+        list.reserveCapacity(entries.count)
+        var previous: HostedTransition?
+        for entry in entries {
+            var members: [(String, JSONValue)] = [("sequence", .number(String(entry.sequence))), ("event", entry.event)]
+            if deltas, let previous, previous.sequence &+ 1 == entry.sequence {
+                let state = entry.state.bytes
+                let patch = JSONPatch.diff(from: previous.state, to: .raw(state)).bytes
+                members.append(patch.count < state.count ? ("patch", .raw(patch)) : ("state", .raw(state)))
+            } else {
+                members.append(("state", entry.state))
+            }
+            if let origin = entry.origin { members.append(("sub", .string(origin))) }
+            members.append(("at", entry.time > 0 ? .string(rfc3339(milliseconds: entry.time)) : .null))
+            list.append(.object(members))
+            previous = entry
+        }
+        return .object([("entries", .array(list)), ("next", next.map { .number(String($0)) } ?? .null)])
+    }
+
+    /// `2026-11-30T08:40:12.345Z`: RFC 3339 in UTC, to the millisecond.
+    package static func rfc3339(milliseconds: Int64) -> String {
+        var seconds = time_t(milliseconds / 1000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let millis = Int(milliseconds % 1000)
+        let fraction = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
+    }
+}
