@@ -1,3 +1,5 @@
+import Foundation
+
 /// The answer to a POST without `wait`: the events were applied and are durable.
 public struct Accepted: Decodable, Sendable, Hashable {
     /// How many events of the POST were accepted (all of them: a batch is all or none).
@@ -139,6 +141,98 @@ public struct SpinPage: Decodable, Sendable, Hashable {
 }
 
 extension SpinSnapshot: Sendable where State: Sendable {}
+
+/// A Spin's state right after one sequence (`SpinClient.state(of:at:as:)`).
+public struct SpinStateAt<State: Decodable>: Decodable {
+    /// The Spin's name.
+    public var name: String
+    /// The sequence asked for.
+    public var sequence: UInt64
+    /// Its state right after that sequence.
+    public var state: State
+}
+
+extension SpinStateAt: Sendable where State: Sendable {}
+
+/// A page of a Spin's history (`SpinClient.history(of:from:limit:as:)`).
+public struct HistoryPage<State: Decodable>: Decodable {
+    /// One applied event.
+    public struct Entry: Decodable {
+        /// Its sequence.
+        public var sequence: UInt64
+        /// The event, as JSON (decode it with `event(as:)`: a Spin's history also holds
+        /// the server's own events, such as `{"type":"spin.migrated",..}`).
+        public var eventJSON: Data
+        /// The state right after it.
+        public var state: State
+        /// Who sent it (a token's subject, a JWT's `sub`); nil for events of feedbacks,
+        /// Gears and timers.
+        public var sub: String?
+        /// When it was applied; nil for events journaled before the server kept times.
+        public var at: Date?
+
+        /// The event decoded as `Event`.
+        public func event<Event: Decodable>(as eventType: Event.Type) throws -> Event {
+            try JSONDecoder().decode(Event.self, from: eventJSON)
+        }
+
+        private enum CodingKeys: String, CodingKey { case sequence, event, state, sub, at }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            sequence = try container.decode(UInt64.self, forKey: .sequence)
+            eventJSON = try JSONEncoder().encode(try container.decode(AnyJSON.self, forKey: .event))
+            state = try container.decode(State.self, forKey: .state)
+            sub = try container.decodeIfPresent(String.self, forKey: .sub)
+            if let text = try container.decodeIfPresent(String.self, forKey: .at) {
+                let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+                guard let date = try? format.parse(text) else {
+                    throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "not an RFC 3339 time: \(text)")
+                }
+                at = date
+            }
+        }
+    }
+
+    /// Its entries, oldest first.
+    public var entries: [Entry]
+    /// The `from` of the next page; nil when this one reaches the Spin's newest sequence.
+    public var next: UInt64?
+}
+
+extension HistoryPage: Sendable where State: Sendable {}
+extension HistoryPage.Entry: Sendable where State: Sendable {}
+
+/// Any JSON value, kept as it came (an event of any Spin).
+private enum AnyJSON: Codable {
+    case null, bool(Bool), integer(Int64), unsigned(UInt64), number(Double), string(String), array([AnyJSON]), object([String: AnyJSON])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
+        else if let value = try? container.decode(UInt64.self) { self = .unsigned(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([AnyJSON].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: AnyJSON].self)) }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .unsigned(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
 extension SpinSnapshot: Equatable where State: Equatable {}
 
 extension SpinClient {

@@ -89,6 +89,38 @@ public struct SpinClient: Sendable {
         return try await perform(request, expecting: 200)
     }
 
+    /// The Spin named `spin`'s state right after sequence `sequence` (`GET
+    /// /v1/spins/{name}?at=N`), decoded as `State`. Throws `SpinClientError.server` with
+    /// `history_not_retained` (410) for a sequence older than the history the server keeps
+    /// (`storage.history`; the message names the first one held), `bad_request` (400) for
+    /// one beyond the Spin's sequence.
+    public func state<State: Decodable>(of spin: String, at sequence: UInt64, as stateType: State.Type) async throws -> SpinStateAt<State> {
+        let request = try await makeRequest(path: ["v1", "spins", spin], query: [URLQueryItem(name: "at", value: String(sequence))])
+        return try await perform(request, expecting: 200)
+    }
+
+    /// A page of the Spin named `spin`'s history, oldest first (`GET
+    /// /v1/spins/{name}/history`): from sequence `from` (nil: the oldest the server
+    /// keeps), at most `limit` entries (1 to 1000; the server's default, 100, when nil),
+    /// each state decoded as `State`. Ask for the next page `from` its `next`.
+    ///
+    /// ```swift
+    /// var from: UInt64?
+    /// repeat {
+    ///     let page = try await client.history(of: "door-7", from: from, as: Door.State.self)
+    ///     for entry in page.entries { print(entry.sequence, entry.at ?? "-", entry.sub ?? "-", entry.state) }
+    ///     from = page.next
+    /// } while from != nil
+    /// ```
+    public func history<State: Decodable>(of spin: String, from: UInt64? = nil, limit: Int? = nil,
+                                          as stateType: State.Type) async throws -> HistoryPage<State> {
+        var query: [URLQueryItem] = []
+        if let from { query.append(URLQueryItem(name: "from", value: String(from))) }
+        if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
+        let request = try await makeRequest(path: ["v1", "spins", spin, "history"], query: query)
+        return try await perform(request, expecting: 200)
+    }
+
     /// A page of the Spins the token may read, in name order (UTF-8 bytes): those whose
     /// names start with `prefix` and sort after `after` (the `next` of the page before),
     /// at most `limit` (1 to 1000; the server's default, 100, when nil).

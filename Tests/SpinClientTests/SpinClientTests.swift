@@ -56,6 +56,38 @@ struct SpinClientTests {
         await live.shutdown()
     }
 
+    @Test func history_ReadsEveryStateWithItsEventSenderAndTime_AndAnyStateByItsSequence() async throws {
+        let storage = NSTemporaryDirectory() + "spin-client-history-\(UUID().uuidString)"
+        let live = try LiveServer.start(storage: storage, tokens: [AccessToken(token: "t", scopes: [.read, .write], subject: "ann")]) {
+            $0.storage.history = .all
+            $0.storage.snapshotEvery = 10
+        }
+        let client = live.client(token: "t")
+        let began = Date()
+        for amount in 1...30 { _ = try await client.post([Tally.Event(amount: amount)], to: "tally") }
+        var entries: [HistoryPage<Tally.State>.Entry] = []
+        var from: UInt64?
+        repeat {
+            let page = try await client.history(of: "tally", from: from, limit: 7, as: Tally.State.self)
+            entries += page.entries
+            from = page.next
+        } while from != nil
+        #expect(entries.map(\.sequence) == Array(1...30))
+        #expect(entries.map(\.state.count) == (1...30).map { $0 * ($0 + 1) / 2 })
+        #expect(try entries.map { try $0.event(as: Tally.Event.self).amount } == Array(1...30))
+        #expect(entries.allSatisfy { $0.sub == "ann" })
+        #expect(entries.allSatisfy { ($0.at ?? .distantPast) >= began.addingTimeInterval(-1) && ($0.at ?? .distantFuture) <= Date() })
+        let at = try await client.state(of: "tally", at: 4, as: Tally.State.self)
+        #expect(at.sequence == 4 && at.state == Tally.State(count: 10))
+        do {
+            _ = try await client.state(of: "tally", at: 31, as: Tally.State.self)
+            Issue.record("a sequence beyond the Spin's was read")
+        } catch let error as SpinClientError {
+            #expect(error.status == 400 && error.code == "bad_request")
+        }
+        await live.shutdown()
+    }
+
     @Test func anUnknownSpin_ThrowsSpinNotFound() async throws {
         let live = try LiveServer.start()
         await #expect(throws: SpinClientError.self) {

@@ -317,6 +317,31 @@ struct PostgresSpinStoreTests {
         store.close()
     }
 
+    @Test func historySegments_AreFoundFromAnySequence_TrimmedByAge_AndDeletedWithTheirSpin() throws {
+        let url = try Self.freshDatabase()
+        let (store, _) = try Self.make(url)
+        func segment(_ first: UInt64, _ last: UInt64, time: Int64 = 1000) -> HistorySegment {
+            HistorySegment(first: first, last: last, lastTime: time, base: first == 1 ? nil : Array("{\"sequence\":\(first - 1)}".utf8),
+                           records: JournalRecord.encode(sequence: first, payload: Array("{}".utf8)))
+        }
+        #expect(try store.archived(spin: "door-1") == nil)
+        try store.make([(name: "door-1", spin: MadeSpin(kind: "door"), epoch: "e")])
+        try store.archive([segment(1, 10), segment(11, 20)], spin: "door-1")
+        try store.archive([segment(21, 25, time: 5000)], spin: "door-1")
+        try store.archive([segment(1, 10)], spin: "door-2")
+        #expect(try store.archived(spin: "door-1") == 1...25)
+        #expect(try store.history(of: "door-1", from: 10, limit: 10) == [segment(1, 10), segment(11, 20), segment(21, 25, time: 5000)])
+        #expect(try store.history(of: "door-1", from: 11, limit: 1) == [segment(11, 20)])
+        // The same end again replaces it.
+        try store.archive([segment(16, 20)], spin: "door-1")
+        #expect(try store.history(of: "door-1", from: 20, limit: 1).first?.first == 16)
+        #expect(try store.trimHistory(before: 2000) == 3)
+        #expect(try store.archived(spin: "door-1") == 21...25 && store.archived(spin: "door-2") == nil)
+        try store.delete("door-1")
+        #expect(try store.archived(spin: "door-1") == nil)
+        store.close()
+    }
+
     @Test func anUnreachableDatabase_FailsToOpen_SayingWhere() throws {
         let store = PostgresSpinStore(url: "postgresql://nobody@127.0.0.1:1/spin", connectTimeout: 2)
         #expect {
