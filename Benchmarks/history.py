@@ -72,7 +72,8 @@ def main() -> None:
                         config_patch={"storage": {"history": "all", "fsync": "batch"}})
     server.extra_args += []
     server.start(ready_timeout=120)
-    os.sched_setaffinity(server.pid, {0})
+    # Every thread of the server, and those it makes later (they inherit it), on CPU 0.
+    subprocess.run(["taskset", "-a", "-cp", "0", str(server.pid)], check=True, capture_output=True)
     try:
         run(server, options)
     finally:
@@ -88,7 +89,7 @@ def run(server: SpinServer, options) -> None:
 
     # 1. The journal, with the states streamed live.
     async def watch(until: int) -> None:
-        async with connect(f"{server.ws_base}/v1/spins/door-1/stream", max_size=None) as ws:
+        async with connect(f"{server.ws_base}/v1/spins/door-1/stream", max_size=None, ping_interval=None) as ws:
             ready.set()
             while not live or max(live) < until:
                 message = json.loads(await asyncio.wait_for(ws.recv(), 30))

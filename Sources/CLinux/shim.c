@@ -2,9 +2,15 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <stddef.h>
+#include <errno.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "CLinux.h"
+
+int CLinux_setThreadNice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)gettid(), nice) == 0 ? 0 : errno;
+}
 
 int CLinux_allowedCPUCount(void) {
     cpu_set_t set;

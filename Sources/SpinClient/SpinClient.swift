@@ -92,8 +92,8 @@ public struct SpinClient: Sendable {
     /// The Spin named `spin`'s state right after sequence `sequence` (`GET
     /// /v1/spins/{name}?at=N`), decoded as `State`. Throws `SpinClientError.server` with
     /// `history_not_retained` (410) for a sequence older than the history the server keeps
-    /// (`storage.history`; the message names the first one held), `bad_request` (400) for
-    /// one beyond the Spin's sequence.
+    /// (`storage.history`; the message names the first one held), `sequence_not_found`
+    /// (404) for one beyond the Spin's sequence.
     public func state<State: Decodable>(of spin: String, at sequence: UInt64, as stateType: State.Type) async throws -> SpinStateAt<State> {
         let request = try await makeRequest(path: ["v1", "spins", spin], query: [URLQueryItem(name: "at", value: String(sequence))])
         return try await perform(request, expecting: 200)

@@ -1,3 +1,5 @@
+import SpinJSON
+
 /// An event of a declarative machine: a JSON object with a string `type` (what the
 /// machine's `on` tables are keyed by); every other member is payload that guards and
 /// actions read as `event.<path>`.
@@ -115,5 +117,20 @@ public struct MachineEvent: Sendable, Hashable, Codable {
         for key in payload.keys.sorted() where key != "type" {
             try object.encode(payload[key]!, forKey: MachineKey(key))
         }
+    }
+}
+
+extension MachineEvent {
+    /// An event from JSON text that was taken as an event before (a journal's record, a
+    /// history segment's): parsed into a `JSONValue` tree, without a `Decoder`, into what
+    /// `init(from:)` makes of it (numbers as doubles, members unordered). About four
+    /// times quicker, which is what a replay of thousands of events spends most of its
+    /// time on. Nil when the text is not such an event: `JSONDecoder` then says why.
+    package static func stored(_ json: ArraySlice<UInt8>) -> MachineEvent? {
+        guard let value = try? JSONValue(parsing: Array(json)), let machine = try? MachineValue(value),
+              case .object(var members) = machine, case .string(let type) = members.removeValue(forKey: "type") else {
+            return nil
+        }
+        return MachineEvent(type: type, payload: members)
     }
 }

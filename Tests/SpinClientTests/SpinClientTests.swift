@@ -83,7 +83,7 @@ struct SpinClientTests {
             _ = try await client.state(of: "tally", at: 31, as: Tally.State.self)
             Issue.record("a sequence beyond the Spin's was read")
         } catch let error as SpinClientError {
-            #expect(error.status == 400 && error.code == "bad_request")
+            #expect(error.status == 404 && error.code == "sequence_not_found")
         }
         await live.shutdown()
     }

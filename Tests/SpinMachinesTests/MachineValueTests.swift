@@ -23,3 +23,24 @@ import Testing
         #expect(String(decoding: try encoder.encode(value), as: UTF8.self) == text)
     }
 }
+
+/// A stored event read without a `Decoder` (`MachineEvent.stored`, what recovery and
+/// history replay use) is the event `JSONDecoder` reads, and text that is no event is
+/// left to `JSONDecoder` to refuse.
+@Suite struct MachineStoredEventTests {
+    @Test func aStoredEvent_IsTheEventTheDecoderReads() throws {
+        let texts = [
+            #"{"type":"OPEN"}"#,
+            #"{"code":"1234","type":"UNLOCK"}"#,
+            #"{"type":"SET","n":-3,"x":1.5,"big":1e300,"flag":true,"none":null,"list":[1,"a",{"b":[]}],"deep":{"a":{"b":{"c":0}}}}"#,
+            #"{"type":"ünïcode \u00e9 \"quoted\"","s":"\n\t"}"#,
+        ]
+        for text in texts {
+            let decoded = try JSONDecoder().decode(MachineEvent.self, from: Data(text.utf8))
+            #expect(MachineEvent.stored(Array(text.utf8)[...]) == decoded, "\(text)")
+        }
+        for text in [#"{"kind":"OPEN"}"#, #"{"type":1}"#, "[]", #""OPEN""#, #"{"type":"A","n":1e400}"#, "{", ""] {
+            #expect(MachineEvent.stored(Array(text.utf8)[...]) == nil, "\(text)")
+        }
+    }
+}

@@ -20,6 +20,8 @@ import Testing
         (.methodNotAllowed("PUT", allowed: ["GET", "HEAD"]), 405, "method_not_allowed"),
         (.requestTimeout(inBody: true), 408, "request_timeout"),
         (.spinSuspended("x"), 409, "spin_suspended"),
+        (.historyNotRetained(spin: "x", asked: 3, first: 80), 410, "history_not_retained"),
+        (.sequenceNotFound(spin: "x", asked: 9, newest: 5), 404, "sequence_not_found"),
         (.batchTooLarge(count: 2, limit: 1), 413, "batch_too_large"),
         (.unsupportedMediaType(nil), 415, "unsupported_media_type"),
         (.misdirectedRequest(host: "evil.example"), 421, "misdirected_request"),

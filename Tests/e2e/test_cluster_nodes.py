@@ -141,6 +141,14 @@ def test_three_nodes_share_the_spins_and_answer_for_each_other(database, start_s
     readings = {name: cluster.nodes[name].spin("counter") for name in ("n1", "n2", "n3")}
     assert {reading["sequence"] for reading in readings.values()} == {base + 9}, readings
     assert len({json.dumps(reading["state"], sort_keys=True) for reading in readings.values()}) == 1
+    # History is read through any node too (relayed to the owner): the same entries.
+    pages = {name: cluster.nodes[name].get("/v1/spins/counter/history", params={"from": base + 1}).json()
+             for name in ("n1", "n2", "n3")}
+    assert [entry["sequence"] for entry in pages["n2"]["entries"]] == list(range(base + 1, base + 10)), pages["n2"]
+    assert pages["n1"] == pages["n2"] == pages["n3"]
+    at = {name: cluster.nodes[name].get("/v1/spins/counter", params={"at": base + 4}).json() for name in ("n1", "n2", "n3")}
+    assert at["n1"] == at["n2"] == at["n3"] == {"name": "counter", "sequence": base + 4,
+                                                   "state": pages["n1"]["entries"][3]["state"]}
     # Replies come through the relay too.
     waited = post(cluster.nodes["n3"], "counter", {"type": "increase"}, params={"wait": "true"})
     assert waited.status_code == 200, waited.text

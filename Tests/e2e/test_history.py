@@ -126,7 +126,8 @@ def test_bad_input_is_refused_with_a_clear_error_and_changes_nothing(machine_ser
     post(server, "tally", [{"type": "INC"}] * 5)
     before = server.spin("tally", headers=AUTH)
     refusals = [
-        ("/v1/spins/tally", {"at": "6"}, 400, "bad_request", "at=6 is beyond the sequence of Spin \"tally\", 5"),
+        ("/v1/spins/tally", {"at": "6"}, 404, "sequence_not_found",
+         "Spin \"tally\" is at sequence 5: there is no state at sequence 6 (yet)"),
         ("/v1/spins/tally", {"at": "-1"}, 400, "bad_request", "at must be a sequence, a whole number from 0, not \"-1\""),
         ("/v1/spins/tally", {"at": "abc"}, 400, "bad_request", "not \"abc\""),
         ("/v1/spins/tally", {"at": ""}, 400, "bad_request", "not \"\""),
@@ -178,5 +179,5 @@ def test_a_made_spin_keeps_its_history_asleep_and_loses_it_when_deleted(start_se
     # Made again: a history of its own, nothing of the one deleted.
     assert server.request("PUT", "/v1/spins/door-7", json={"kind": "door"}, headers=AUTH).status_code == 201
     assert every_entry(server, "door-7") == []
-    assert_error(server.get("/v1/spins/door-7", params={"at": 150}, headers=AUTH), 400, "bad_request",
-                 message_contains="beyond the sequence")
+    assert_error(server.get("/v1/spins/door-7", params={"at": 150}, headers=AUTH), 404, "sequence_not_found",
+                 message_contains="there is no state at sequence 150")

@@ -250,6 +250,30 @@ def test_compaction_trims_the_journal_table_and_keeps_the_retained_events(databa
     assert all(m["type"] == "state" for m in messages)
 
 
+def test_history_is_kept_in_segments_and_read_back_after_a_restart(database, start_server):
+    url = database.fresh()
+    patch = {"storage": {"retainEvents": 20, "history": "all", "snapshotEvery": 100}}
+    first = start_server(env=postgres_env(url), name="history", config_patch=patch)
+    base = counter_at_ten(first)["sequence"]
+    for _ in range(12):
+        assert first.post_events("counter", [{"type": "increase"}] * 100).status_code == 202
+    assert first.terminate() == 0
+    # Segments of 100 events, every one of them, beside a journal compacted to its last ones.
+    assert base + 1200 == 1210
+    assert rows(url, "SELECT count(*), min(first), max(last) FROM spin_history WHERE spin = 'counter'") == "12|1|1200"
+    second = start_server(env=postgres_env(url), name="history-again", config_patch=patch)
+    entries, start = [], 1
+    while True:
+        page = second.get("/v1/spins/counter/history", params={"from": start, "limit": 1000}).json()
+        entries += page["entries"]
+        if page["next"] is None:
+            break
+        start = page["next"]
+    assert [entry["sequence"] for entry in entries] == list(range(1, base + 1201))
+    assert [entry["state"]["value"] for entry in entries] == list(range(1, base + 1201))
+    assert second.get("/v1/spins/counter", params={"at": 555}).json()["state"] == {"value": 555}
+
+
 def test_a_killed_server_loses_no_acknowledged_event(database, start_server):
     url = database.fresh()
     server = start_server(env=postgres_env(url), name="killed")

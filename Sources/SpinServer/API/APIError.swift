@@ -76,6 +76,9 @@ package enum APIError: Error, Equatable, Sendable {
     /// sequence `asked`, older than the history `storage.history` keeps, which starts at
     /// `first` (nil: no event of the Spin is held).
     case historyNotRetained(spin: String, asked: UInt64, first: UInt64?)
+    /// 404 `sequence_not_found`: `?at=N` for a sequence the Spin has not reached (its
+    /// newest durable one is `newest`).
+    case sequenceNotFound(spin: String, asked: UInt64, newest: UInt64)
 
     // MARK: 5xx: the server
     /// 500 `encoding_failed`: the Spin's event or state does not encode as JSON (a bug in
@@ -151,6 +154,7 @@ package enum APIError: Error, Equatable, Sendable {
         case kindNotFound = "kind_not_found"
         case tooManySpins = "too_many_spins"
         case historyNotRetained = "history_not_retained"
+        case sequenceNotFound = "sequence_not_found"
 
         /// The HTTP status every error of this code is answered with (a WebSocket
         /// handshake's has its own: ``APIError/status``).
@@ -159,7 +163,7 @@ package enum APIError: Error, Equatable, Sendable {
             case .malformedJSON, .badRequest, .badWebSocketHandshake: 400
             case .unauthorized: 401
             case .forbidden: 403
-            case .spinNotFound, .gearNotFound, .notFound, .kindNotFound: 404
+            case .spinNotFound, .gearNotFound, .notFound, .kindNotFound, .sequenceNotFound: 404
             case .methodNotAllowed: 405
             case .notAcceptable: 406
             case .requestTimeout: 408
@@ -193,6 +197,7 @@ package enum APIError: Error, Equatable, Sendable {
         case .kindNotFound: .kindNotFound
         case .tooManySpins: .tooManySpins
         case .historyNotRetained: .historyNotRetained
+        case .sequenceNotFound: .sequenceNotFound
         case .gearNotFound: .gearNotFound
         case .routeNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
@@ -271,6 +276,8 @@ package enum APIError: Error, Equatable, Sendable {
             "sequence \(asked) of Spin \"\(spin)\" is no longer retained: its history is kept from sequence \(first) on (storage.history)"
         case .historyNotRetained(let spin, let asked, nil):
             "sequence \(asked) of Spin \"\(spin)\" is not retained: no event of its history is kept (storage.history)"
+        case .sequenceNotFound(let spin, let asked, let newest):
+            "Spin \"\(spin)\" is at sequence \(newest): there is no state at sequence \(asked) (yet)"
         case .gearNotFound(let name): "no Gear named \"\(name)\" is hosted here"
         case .routeNotFound(let path): "no route for \(path)"
         case .methodNotAllowed(let method, let allowed):

@@ -1,10 +1,10 @@
-import Dispatch
 import SpinWire
 import SpinJSON
 
 /// The history routes: `GET /v1/spins/{name}/history` and `GET /v1/spins/{name}?at=N`
-/// (`SpinHistory`). Both read off the network thread: a page from kept segments replays
-/// up to a few thousand events, which must not hold the thread's other connections.
+/// (`SpinHistory`). Both read on `SpinHistory.readers`, off the network threads and below
+/// their priority: a page from kept segments replays up to a few thousand events, which
+/// must hold neither a thread's other connections nor the Spins' events.
 extension APIRouter {
     /// `GET /v1/spins/{name}/history?from=N&limit=K&delta=json-patch`:
     /// `{"entries":[..],"next":N|null}`.
@@ -15,7 +15,7 @@ extension APIRouter {
         do { query = try HistoryQuery(call.request.target) } catch { return call.fail(error) }
         let feed = feeds.feed(spin.name)
         let history = self.history
-        DispatchQueue.global().async {
+        SpinHistory.readers.run {
             do throws(APIError) {
                 let (entries, next) = try history.page(of: spin, feed: feed, from: query.from, limit: query.limit)
                 call.reply(.json(200, HistoryEntries.page(entries, next: next, deltas: query.deltas)))
@@ -34,7 +34,7 @@ extension APIRouter {
         do { sequence = try HistoryQuery.sequence(text, named: "at") } catch { return call.fail(error) }
         let feed = feeds.feed(spin.name)
         let history = self.history
-        DispatchQueue.global().async {
+        SpinHistory.readers.run {
             do throws(APIError) {
                 let state = try history.state(of: spin, feed: feed, at: sequence)
                 call.reply(.json(200, .object([("name", .string(spin.name)), ("sequence", .number(String(sequence))),

@@ -20,12 +20,12 @@ extension Journal {
     /// How many events a history segment holds.
     var segmentEvents: UInt64 { UInt64(max(1, snapshotEvery)) }
 
-    /// In the section, once `journal` is durable through `journal.written`: writes the
-    /// segments that are complete and not written yet, from `journal.unarchived`.
-    func archiveIfDue(_ journal: SpinJournal) {
+    /// In the section, once `journal` is durable through `through`: writes the segments
+    /// that are complete and not written yet, from `journal.unarchived`.
+    func archiveIfDue(_ journal: SpinJournal, through: UInt64) {
         guard history.archives else { return }
         // What became durable waits to be written.
-        let durable = journal.historyPending.prefix { $0.sequence <= journal.written }.count
+        let durable = journal.historyPending.prefix { $0.sequence <= through }.count
         if durable > 0 {
             journal.unarchived += journal.historyPending[..<durable]
             journal.historyPending.removeFirst(durable)
@@ -33,7 +33,7 @@ extension Journal {
         giveUpIfTooFarBehind(journal)
         guard !journal.archiving else { return }
         let every = segmentEvents
-        let end = journal.written / every * every
+        let end = min(through, journal.unarchived.last?.sequence ?? 0) / every * every
         guard end > journal.archivedThrough else { return }
         if journal.archiveRetry > 0, DispatchTime.now().uptimeNanoseconds < journal.archiveRetry { return }
         let count = journal.unarchived.prefix { $0.sequence <= end }.count
@@ -75,7 +75,7 @@ extension Journal {
                 // A compaction that waited for this segment may run now.
                 if spins[name] === journal, journal.health == .healthy {
                     compactIfDue(journal)
-                    archiveIfDue(journal)
+                    archiveIfDue(journal, through: journal.unarchived.last?.sequence ?? end)
                 }
             }
         }

@@ -35,6 +35,7 @@ extension Journal {
         journal.feed.durable(through: through)
         journal.consumed = consumed
         gears?.journalDurable(spin: journal.name, through: through, outbox: [])
+        archiveIfDue(journal, through: through)
         // Compaction rewrites the journal through what is written: not with a commit on its
         // way. Under load one always is: once due, a commit that waits for them all (and
         // compacts, `markDurable`).

@@ -225,7 +225,7 @@ extension Journal {
             journal.outboxWritten = []
         }
         gears?.journalDurable(spin: journal.name, through: journal.written, outbox: outbox)
-        archiveIfDue(journal)
+        archiveIfDue(journal, through: journal.written)
         if compacting { compactIfDue(journal) }
     }
 }

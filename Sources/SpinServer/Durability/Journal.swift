@@ -259,6 +259,9 @@ package final class Journal: @unchecked Sendable {
             // journal committed up to the fault and cut back after it: its storage did
             // not fail, even when the stop comes before the rollback let it go on.
             let failing = spins.values.filter { $0.health != .healthy && !$0.goesOnAtOnce }.map(\.name).sorted()
+            // The history segments on their way are written before the store closes (one
+            // not begun is written again from the journal at the next start).
+            historyQueue.sync {}
             if problem == nil, !failing.isEmpty {
                 problem = RecoveryError(spin: nil, problem: "the storage of \(failing.joined(separator: ", ")) was failing at shutdown")
             }

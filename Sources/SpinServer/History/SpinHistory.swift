@@ -1,4 +1,5 @@
 import Foundation
+import SpinNet
 import SpinStorage
 import SpinJSON
 
@@ -8,8 +9,14 @@ import SpinJSON
 /// beside it (`Journal+History.swift`), each replayed from its stored state through the
 /// Spin's pure reducer (`HostedSpin.replay`), under the version each event was applied
 /// with. Never on the Spin's executor, and nothing of the Spin changes: the caller runs
-/// it off the network threads too (a replay of a segment takes milliseconds).
+/// it on `readers`, off the network threads and below their priority (a page of a
+/// thousand entries from segments takes tens of milliseconds of CPU).
 package struct SpinHistory: Sendable {
+    /// Where reads run: two threads for the whole process, at `nice` 19, so that a client
+    /// reading history in a loop slows the Spins' events by little (the event loops get
+    /// the CPU when both want it; the reads get what is left).
+    package static let readers = BackgroundWorkers(name: "spin-history", count: 2)
+
     /// Where the segments are; nil when none are kept (in memory, or `{"events": K}`).
     let store: (any SpinStore)?
     /// The events of a segment (`storage.snapshotEvery`).
@@ -48,13 +55,11 @@ package struct SpinHistory: Sendable {
         return (entries, end < newest ? end + 1 : nil)
     }
 
-    /// The state right after sequence `sequence`. Throws 400 for a sequence beyond the
-    /// Spin's, 410 for one older than what is held.
+    /// The state right after sequence `sequence`. Throws 404 `sequence_not_found` for a
+    /// sequence beyond the Spin's, 410 for one older than what is held.
     package func state(of spin: any HostedSpin, feed: SpinFeed, at sequence: UInt64) throws(APIError) -> JSONValue {
         let newest = feed.retainedBounds.newest
-        guard sequence <= newest else {
-            throw .badRequest("at=\(sequence) is beyond the sequence of Spin \"\(spin.name)\", \(newest)")
-        }
+        guard sequence <= newest else { throw .sequenceNotFound(spin: spin.name, asked: sequence, newest: newest) }
         if let state = feed.state(at: sequence) { return state }
         // The segment that holds it, or the one that starts right after it (from its state).
         if let segment = try segments(of: spin, from: sequence, limit: 1).first, segment.first <= sequence &+ 1 {

@@ -1,6 +1,7 @@
 import Foundation
 import SpinCore
 import SpinJSON
+import SpinMachines
 
 /// How a hosted Spin's events go from and to JSON, chosen once when it is hosted: a
 /// `TypeTaggedEvent` straight through its `eventTypes` table (no `Decoder`, no
@@ -67,4 +68,16 @@ private struct FoundationEventFallback: EventJSONFallback {
     func decode<Value: Decodable>(_ type: Value.Type, from json: ArraySlice<UInt8>) throws -> Value {
         try JSONDecoder().decode(type, from: Data(json))
     }
+}
+
+/// An event type with a quicker way from JSON text it wrote itself (a journal's records,
+/// a history segment's) than a `Decoder`: recovery and history replay through it. Nil
+/// from `decodeStored` sends the text through `JSONDecoder`, whose error names what is
+/// wrong.
+protocol StoredEventDecoding {
+    static func decodeStored(_ json: ArraySlice<UInt8>) -> Self?
+}
+
+extension MachineEvent: StoredEventDecoding {
+    static func decodeStored(_ json: ArraySlice<UInt8>) -> MachineEvent? { stored(json) }
 }

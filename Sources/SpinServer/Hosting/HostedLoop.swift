@@ -301,7 +301,11 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             for (sender, position) in metadata.consumed ?? [:] { consumed[sender] = max(consumed[sender] ?? 0, position) }
             let event: Event
             do {
-                event = try JSONDecoder().decode(Event.self, from: Data(payload))
+                if let stored = (Event.self as? any StoredEventDecoding.Type)?.decodeStored(payload) as? Event {
+                    event = stored
+                } else {
+                    event = try JSONDecoder().decode(Event.self, from: Data(payload))
+                }
             } catch let error as DecodingError {
                 let versions = version == current ? "" : " as an event of version \(current) (it was applied under version \(version))"
                 throw RecoveryError(spin: name, problem: "event \(record.sequence) does not decode\(versions): \(Self.describe(error))",
@@ -316,14 +320,15 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             sequence = record.sequence
             if keep(sequence, replayed.count - index) {
                 do {
-                    var transition = HostedTransition(sequence: sequence, event: .raw(try traits.coding.encode(event)),
+                    // The event's JSON as journaled: what its type's encoding wrote when it was applied.
+                    var transition = HostedTransition(sequence: sequence, event: .raw(Array(payload)),
                                                       state: try Self.encode(state), endsBatch: record.endsBatch,
                                                       origin: origin, consumed: metadata.consumed ?? [:])
                     transition.version = Int32(version)
                     transition.time = time
                     history.append(transition)
                 } catch {
-                    throw RecoveryError(spin: name, problem: "event \(record.sequence) does not encode again: \(Self.describe(error))",
+                    throw RecoveryError(spin: name, problem: "the state after event \(record.sequence) does not encode: \(Self.describe(error))",
                                         underlying: error, sequence: record.sequence)
                 }
             }

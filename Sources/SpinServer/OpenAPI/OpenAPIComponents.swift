@@ -36,7 +36,7 @@ enum OpenAPIComponents {
     static let errors: [ErrorAnswer] = [
         ErrorAnswer(status: 400, codes: [
             ("malformed_json", "the body is not JSON, or repeats a key within one object."),
-            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID, prefix, after, limit, from, at), or at is beyond the Spin's sequence."),
+            ("bad_request", "a query parameter or header has a value the route does not take (wait, since, delta, Last-Event-ID, prefix, after, limit, from, at)."),
             ("bad_websocket_handshake", "a stream request that asks for a WebSocket with a handshake RFC 6455 refuses."),
             ("invalid_request_line", "and the HTTP parser's other codes: the request is not valid HTTP/1.1 (the connection closes)."),
         ]),
@@ -45,6 +45,7 @@ enum OpenAPIComponents {
         ErrorAnswer(status: 403, codes: [("forbidden", "the caller's token lacks the scope or the Spin or Gear the route needs (the message names it), or a WebSocket's Origin is not allowed.")]),
         ErrorAnswer(status: 404, codes: [("spin_not_found", "no Spin of that name is hosted."), ("gear_not_found", "no Gear of that name is hosted."),
                                          ("kind_not_found", "PUT names a kind the config does not list."),
+                                         ("sequence_not_found", "at=N names a sequence the Spin has not reached."),
                                          ("not_found", "no route has this path.")]),
         ErrorAnswer(status: 405, codes: [("method_not_allowed", "the path takes other methods (listed in Allow).")],
                     headers: [("Allow", "The methods the path takes.")]),

@@ -103,13 +103,15 @@ extension Route {
             ]
         case .spin:
             return [.members(["name": .string("at"), "in": .string("query"), "required": .bool(false),
-                              "description": .string("The state right after this sequence instead of the newest (from the history storage.history keeps: 410 history_not_retained before it; 400 beyond the Spin's sequence)."),
-                              "schema": .members(["type": .string("integer"), "minimum": .number("0")])])]
+                              "description": .string("The state right after this sequence instead of the newest (from the history storage.history keeps: 410 history_not_retained before it; 404 sequence_not_found beyond the Spin's sequence)."),
+                              "schema": .members(["type": .string("integer"), "minimum": .number("0"),
+                                                  "maximum": .number(String(UInt64.max))])])]
         case .spinHistory:
             return [
                 .members(["name": .string("from"), "in": .string("query"), "required": .bool(false),
                           "description": .string("The first sequence of the page (default: the oldest held; 410 history_not_retained when older)."),
-                          "schema": .members(["type": .string("integer"), "minimum": .number("0")])]),
+                          "schema": .members(["type": .string("integer"), "minimum": .number("0"),
+                                              "maximum": .number(String(UInt64.max))])]),
                 .members(["name": .string("limit"), "in": .string("query"), "required": .bool(false),
                           "description": .string("At most this many entries (default \(HistoryQuery.defaultLimit))."),
                           "schema": .members(["type": .string("integer"), "minimum": .number("1"),
