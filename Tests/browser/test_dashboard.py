@@ -4,7 +4,8 @@ Starts the real `spin-server` binary (`.build/debug/spin-server`; `SPIN_SERVER_B
 overrides) on a free loopback port with a temporary `--storage`, drives the page in
 headless Chromium through Selenium and checks what a user would see: live states over the
 stream protocol, events sent through the form (answers and errors), the transitions log,
-the Gear traffic of the auth-routing example, per-Spin history, reconnection after a
+the Gear traffic of the auth-routing example, per-Spin history, the timeline of a Spin's
+kept history (`GET /v1/spins/{name}/history`), reconnection after a
 server restart, and bearer tokens (header for fetch, `access_token` for WebSockets).
 
 Needs: Debian `chromium` and `chromium-driver`, pip `-r Tests/browser/requirements.txt`.
@@ -274,6 +275,36 @@ def test_reset_through_the_form_changes_the_page(driver, base_url):
     # The event is remembered for this Spin (localStorage) and offered for re-sending.
     history = [b.text for b in driver.find_elements(By.CSS_SELECTOR, "#history button")]
     assert history[0] == '{"type":"reset"}'
+
+
+def test_the_timeline_shows_any_kept_sequence_its_event_and_what_changed(driver, base_url):
+    open_page(driver, base_url)
+    select_spin(driver, "counter")
+    wait_for(driver, lambda d: spin_view(d, "counter")[1] == {"value": 10}, "counter at 10")
+    result = send(driver, '{"type":"reset"}')
+    assert result.text.startswith("202"), result.text
+    reset_at = json.loads(result.text.split("← ", 1)[1])["sequence"]
+    history = json.loads(urllib.request.urlopen(f"{base_url}/v1/spins/counter/history?from={reset_at - 1}&limit=3",
+                                                timeout=10).read())["entries"]
+    wait_for(driver, lambda d: int(d.find_element(By.ID, "timeline").get_attribute("max")) >= reset_at,
+             "the timeline reaching the reset")
+
+    def scrub(to):
+        driver.execute_script("const s = document.getElementById('timeline'); s.value = arguments[0];"
+                              "s.dispatchEvent(new Event('input'));", str(to))
+        wait_for(driver, lambda d: d.find_element(By.ID, "timeline-seq").text == f"seq {to}"
+                 and d.find_element(By.ID, "timeline-state").text not in ("", "–"), f"the timeline at {to}")
+    scrub(reset_at)
+    wait_for(driver, lambda d: json.loads(d.find_element(By.ID, "timeline-state").text) == {"value": 0}, "the reset's state")
+    entry = driver.find_element(By.ID, "timeline-entry").text
+    assert '{"type":"reset"}' in entry and "time not recorded" not in entry, entry
+    change = driver.find_element(By.ID, "timeline-change").text
+    assert change == f"/value: {history[0]['state']['value']} → 0", change
+    # The counter's own step after it: no sender, one more.
+    scrub(reset_at + 1)
+    wait_for(driver, lambda d: json.loads(d.find_element(By.ID, "timeline-state").text) == history[2]["state"], "the next state")
+    assert "from the Spin itself" in driver.find_element(By.ID, "timeline-entry").text
+    assert driver.find_element(By.ID, "timeline-change").text == "/value: 0 → 1"
 
 
 def test_levels_set_converges_on_the_page(driver, base_url):

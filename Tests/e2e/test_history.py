@@ -181,3 +181,25 @@ def test_a_made_spin_keeps_its_history_asleep_and_loses_it_when_deleted(start_se
     assert every_entry(server, "door-7") == []
     assert_error(server.get("/v1/spins/door-7", params={"at": 150}, headers=AUTH), 404, "sequence_not_found",
                  message_contains="there is no state at sequence 150")
+
+
+def test_after_a_kill_the_history_is_whole_without_another_event(machine_server, tmp_path):
+    storage = tmp_path / "storage"
+    server = tally_server(machine_server, KEPT, storage=storage, name="killed")
+    for _ in range(7):
+        post(server, "tally", [{"type": "INC"}] * 50)
+    server.kill()
+    # kill -9: every event acknowledged is in the history after the start, with no other
+    # event sent (a segment the kill kept from being written comes from the journal then).
+    again = tally_server(machine_server, KEPT, storage=storage, name="restarted")
+    deadline = time.time() + 10
+    while True:
+        try:
+            entries = every_entry(again, "tally")
+            assert [e["sequence"] for e in entries] == list(range(1, 351))
+            break
+        except AssertionError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+    assert [e["state"]["context"]["n"] for e in entries] == list(range(1, 351))

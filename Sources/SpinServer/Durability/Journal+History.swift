@@ -9,13 +9,14 @@ import SpinJSON
 //
 // Every `storage.snapshotEvery` events, once they are durable, a Spin's journal writes
 // them as a `HistorySegment`: the state before the first of them and their records,
-// taken from the feed's retained transitions (which then hold at least that many), so
+// from the transitions it was given (`SpinJournal.unarchived`, kept until written), so
 // nothing is read back from storage. Segments end at multiples of `snapshotEvery` (the
-// first after a fork or a gap may start anywhere), on `historyQueue`, apart from the
-// section and from the syncs that acknowledge events. A compaction never drops from the
-// journal an event that no segment holds yet (`compactIfDue`): history is never lost to
-// a crash between the two, and a segment lost to a failure is written again from the
-// journal after the next start.
+// first after a gap may start anywhere), on `historyQueue`, one Spin's in order, apart
+// from the section and from the syncs that acknowledge events. A compaction never drops
+// from the journal an event that no segment holds yet (`compactIfDue`): history is never
+// lost to a crash between the two, and a segment a crash or a failure kept from being
+// written is written again from the journal after the next start (recovery keeps every
+// transition after the last segment stored).
 extension Journal {
     /// How many events a history segment holds.
     var segmentEvents: UInt64 { UInt64(max(1, snapshotEvery)) }
@@ -159,7 +160,7 @@ extension Journal {
     }
 
     /// Under `{"days": D}`: removes the segments older than D days, at most once an hour
-    /// (and once at start). On `historyQueue`.
+    /// (after recovery, and as segments are written). On `historyQueue`.
     func trimIfDue(days: Int) {
         let now = HostedTransition.now()
         guard now - lastTrim.load(ordering: .relaxed) >= 3_600_000 else { return }

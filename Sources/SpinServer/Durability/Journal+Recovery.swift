@@ -126,10 +126,14 @@ extension Journal {
             journal.version = Int32(spin.definitionVersion)
             beginHistory(of: journal, through: archived, recovered: recovered)
             spins[name] = journal
+            // What the segments lack, written now, not at the Spin's next event: the feed
+            // holds only the newest of it.
+            archiveIfDue(journal, through: journal.written)
             outcome.sequences[name] = recovered.sequence
             outcome.gears[name] = RecoveredGears(outbox: stored.outbox.sorted { $0.position < $1.position },
                                                  outboxPosition: outboxPosition, consumed: recovered.consumed)
         }
+        if case .days(let days) = history { historyQueue.async { [self] in trimIfDue(days: days) } }
         return outcome
     }
 

@@ -46,6 +46,10 @@ import Synchronization
 /// journal there, or `isolate`, which leaves that Spin's storage alone and starts the
 /// others (the host serves it as an `UnrecoverableSpin`).
 ///
+/// **History.** Each record carries when it was applied (`JournalPayload`); under
+/// `storage.history` `{"days": D}` or `"all"` the journal also writes every Spin's events
+/// in segments beside it, once durable (`Journal+History.swift`; `SpinHistory` reads them).
+///
 /// **Epochs.** A Spin's epoch stays the same while its durable history only grows. It
 /// changes when recovery cannot promise that: a repair cut acknowledged events, or the
 /// previous server did not stop cleanly under `fsync: none` (what it streamed may not

@@ -43,8 +43,8 @@ package final class SpinFeed: Sendable {
         var epoch = ""
         var sequence: UInt64 = 0
         var state: JSONValue = .null
-        /// Where the feed began last (`begin`): the state a history kept in segments
-        /// starts from when the history holds no transition at that sequence.
+        /// Where the feed began last (`begin`): its state is the Spin's at that sequence
+        /// (`state(at:)`) when no transition the history holds says so.
         var origin: (sequence: UInt64, state: JSONValue) = (0, .null)
         /// Applied, not yet durable, in sequence order.
         var pending: [HostedTransition] = []
@@ -363,28 +363,15 @@ package final class SpinFeed: Sendable {
     // MARK: History
 
     /// The retained transitions from `first` through `last` (those the history still
-    /// holds, in order; none when it holds none of them), the state after `first - 1`
-    /// when known (the transition at `first - 1`, or where the feed began) with the
-    /// version of the definition it is of (0: the Spin's version when the feed began),
-    /// and the newest durable sequence.
-    package func retained(from first: UInt64, through last: UInt64)
-        -> (transitions: ArraySlice<HostedTransition>, before: (state: JSONValue, version: Int32)?, newest: UInt64) {
-        shared.withLock { shared in
-            let found = shared.history.range(from: first, through: min(last, shared.sequence))
-            var before: (state: JSONValue, version: Int32)?
-            if first > 0, let previous = shared.history.range(from: first - 1, through: first - 1).first {
-                before = (previous.state, previous.version)
-            } else if shared.origin.sequence == first &- 1 {
-                before = (shared.origin.state, 0)
-            }
-            return (found, before, shared.sequence)
-        }
+    /// holds, in order; none when it holds none of them).
+    package func retained(from first: UInt64, through last: UInt64) -> ArraySlice<HostedTransition> {
+        shared.withLock { $0.history.range(from: first, through: min(last, $0.sequence)) }
     }
 
-    /// The sequence of the oldest transition the history holds (nil: none), where the
-    /// feed began, and the newest durable sequence.
-    package var retainedBounds: (oldest: UInt64?, origin: UInt64, newest: UInt64) {
-        shared.withLock { ($0.history.oldest?.sequence, $0.origin.sequence, $0.sequence) }
+    /// The sequence of the oldest transition the history holds (nil: none), and the
+    /// newest durable sequence.
+    package var retainedBounds: (oldest: UInt64?, newest: UInt64) {
+        shared.withLock { ($0.history.oldest?.sequence, $0.sequence) }
     }
 
     /// The state at `sequence` when the feed holds it: the newest durable state, a

@@ -44,11 +44,14 @@ package struct SpinHistory: Sendable {
         guard start <= newest else { return ([], nil) }
         let last = start + min(UInt64(limit) - 1, newest - start)
         // The newest part first, in one look at the feed: what it holds of the page.
-        let (retained, _, _) = feed.retained(from: start, through: last)
+        let retained = feed.retained(from: start, through: last)
         let held = retained.first?.sequence ?? last &+ 1
         var entries: [HostedTransition] = []
         if start < held {
             entries = try stored(of: spin, feed: feed, from: start, through: held - 1)
+            // The segments stop short of what the feed holds while the one between is
+            // being written (milliseconds): the page stops there, and the next one asks.
+            if let end = entries.last?.sequence, end + 1 < held { return (entries, end + 1) }
         }
         entries += retained
         let end = entries.last?.sequence ?? last
