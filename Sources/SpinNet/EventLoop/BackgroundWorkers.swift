@@ -9,6 +9,11 @@ import SpinConcurrency
 /// want the CPU the kernel gives such a thread about 1.5% of what an event loop's gets
 /// (CFS weights 15 against 1024), so readers wait and writers do not; on a machine with
 /// CPU to spare it runs at full speed. Jobs run in the order given, `count` at a time.
+///
+/// A job hands its outcome on without making threads: to an event loop
+/// (`Connection.execute`), never to Dispatch's queues or a new `Task`. A thread made from
+/// one of these (Dispatch makes its workers from the thread that enqueues, when it needs
+/// one) would inherit `nice` 19 and keep it for whatever it runs later.
 package final class BackgroundWorkers: Sendable {
     private let jobs = Protected(Jobs())
     private let waiting = DispatchSemaphore(value: 0)
