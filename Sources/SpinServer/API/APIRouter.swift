@@ -40,7 +40,7 @@ package struct StreamResume: Sendable, Equatable {
     /// wins, is given: a malformed request is refused whole).
     init?(_ request: HTTPRequest) throws(APIError) {
         func sequence(_ text: String) throws(APIError) -> UInt64 {
-            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let since = UInt64(text) else {
+            guard let since = UInt64(sequenceText: text) else {
                 throw .badRequest("since (or Last-Event-ID) must be a sequence number, not \"\(text)\"")
             }
             return since
@@ -51,6 +51,15 @@ package struct StreamResume: Sendable, Equatable {
         guard let since = try request.target.queryParameter("since").map(sequence) ?? lastEventID else { return nil }
         self.since = since
         self.epoch = request.target.queryParameter("epoch").flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
+
+extension UInt64 {
+    /// A sequence as a request writes it (`since`, `Last-Event-ID`, a history's `from` and
+    /// `at`): decimal digits only (no sign, no space, no exponent), within `UInt64`.
+    init?(sequenceText text: String) {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let value = UInt64(text) else { return nil }
+        self = value
     }
 }
 

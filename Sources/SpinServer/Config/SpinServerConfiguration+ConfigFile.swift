@@ -106,11 +106,7 @@ extension SpinServerConfiguration.Builder {
                 configuration.storage.fsync = fsync
             }
             if let value = storage["retainEvents"], value != .null {
-                let count = try reader.int(value, at: "storage.retainEvents")
-                guard count >= 0, count <= 10_000_000 else {
-                    throw reader.error("storage.retainEvents", "must be 0 to 10000000, got \(count)")
-                }
-                configuration.storage.retainEvents = count
+                configuration.storage.retainEvents = try reader.int(value, at: "storage.retainEvents", in: Storage.retainEventsRange)
             }
             if let value = storage["onCorruption"], value != .null {
                 let text = try reader.string(value, at: "storage.onCorruption")
@@ -122,22 +118,16 @@ extension SpinServerConfiguration.Builder {
             if let value = storage["history"], value != .null {
                 let (history, events) = try Self.history(value, reader: reader)
                 if let events {
-                    if let retained = storage["retainEvents"], retained != .null {
-                        let count = try reader.int(retained, at: "storage.retainEvents")
-                        guard count == events else {
-                            throw reader.error("storage.history", "{\"events\": \(events)} and storage.retainEvents \(count) disagree: give one of them")
-                        }
+                    // `retainEvents`, when given, was read above.
+                    if let retained = storage["retainEvents"], retained != .null, configuration.storage.retainEvents != events {
+                        throw reader.error("storage.history", "{\"events\": \(events)} and storage.retainEvents \(configuration.storage.retainEvents) disagree: give one of them")
                     }
                     configuration.storage.retainEvents = events
                 }
                 configuration.storage.history = history
             }
             if let value = storage["snapshotEvery"], value != .null {
-                let count = try reader.int(value, at: "storage.snapshotEvery")
-                guard count >= 10, count <= 1_000_000 else {
-                    throw reader.error("storage.snapshotEvery", "must be 10 to 1000000, got \(count)")
-                }
-                configuration.storage.snapshotEvery = count
+                configuration.storage.snapshotEvery = try reader.int(value, at: "storage.snapshotEvery", in: 10...1_000_000)
             }
         }
         if let log = try reader.optionalObject(top["log"], at: "log", known: ["level", "format"]) {
@@ -204,17 +194,9 @@ extension SpinServerConfiguration.Builder {
         }
         switch key {
         case "events":
-            let events = try reader.int(count, at: "storage.history.events")
-            guard events >= 0, events <= 10_000_000 else {
-                throw reader.error("storage.history.events", "must be 0 to 10000000, got \(events)")
-            }
-            return (.events, events)
+            return (.events, try reader.int(count, at: "storage.history.events", in: SpinServerConfiguration.Storage.retainEventsRange))
         case "days":
-            let days = try reader.int(count, at: "storage.history.days")
-            guard days >= 1, days <= 36_500 else {
-                throw reader.error("storage.history.days", "must be 1 to 36500, got \(days)")
-            }
-            return (.days(days), nil)
+            return (.days(try reader.int(count, at: "storage.history.days", in: 1...36_500)), nil)
         default:
             throw reader.error("storage.history", "unknown key \"\(key)\": \(expected)")
         }
@@ -506,5 +488,14 @@ struct FileReader {
         // the file was decoded with it.
         if let number = try? JSONDecoder().decode(Int.self, from: Data(text.utf8)) { return number }
         throw error(path, "must be an integer, got \(JSONValue.double(text) ?? .infinity)")
+    }
+
+    /// An integer within `range`, refused as "must be L to U, got N" otherwise.
+    func int(_ value: JSONValue, at path: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        let number = try int(value, at: path)
+        guard range.contains(number) else {
+            throw error(path, "must be \(range.lowerBound) to \(range.upperBound), got \(number)")
+        }
+        return number
     }
 }

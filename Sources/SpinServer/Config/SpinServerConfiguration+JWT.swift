@@ -31,12 +31,7 @@ extension SpinServerConfiguration.Builder {
             jwt.audience = try audience(value, at: "\(path).audience", reader: reader)
         }
         if let value = section["leewaySeconds"], value != .null {
-            let seconds = try reader.int(value, at: "\(path).leewaySeconds")
-            guard (0...JWTConfiguration.maximumLeewaySeconds).contains(seconds) else {
-                throw reader.error("\(path).leewaySeconds",
-                                   "must be 0 to \(JWTConfiguration.maximumLeewaySeconds), got \(seconds)")
-            }
-            jwt.leewaySeconds = seconds
+            jwt.leewaySeconds = try reader.int(value, at: "\(path).leewaySeconds", in: 0...JWTConfiguration.maximumLeewaySeconds)
         }
         configuration.jwt = jwt
     }

@@ -193,6 +193,8 @@ public struct SpinServerConfiguration: Sendable, Equatable {
         /// of a busy Spin's history for a client that lost its connection, at a few MiB of
         /// memory per Spin for small states.
         public var retainEvents: Int
+        /// What `retainEvents` (and `history`'s `{"events": K}`) may be.
+        static let retainEventsRange = 0...10_000_000
         public var onCorruption: OnCorruption
         /// How much of each Spin's history `GET /v1/spins/{name}/history` and `?at=N` can
         /// read (`storage.history`).

@@ -120,8 +120,8 @@ extension Journal {
     }
 }
 
-/// A journal handed from the section to a compaction's next step, which runs in the
-/// section again.
-private struct UncheckedJournal: @unchecked Sendable {
+/// A journal handed from the section to work elsewhere (a compaction's next step, a
+/// history segment's write) and back to the section, the only place it is touched.
+struct UncheckedJournal: @unchecked Sendable {
     let journal: Journal.SpinJournal
 }

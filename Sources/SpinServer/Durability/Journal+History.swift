@@ -46,7 +46,7 @@ extension Journal {
         journal.archiving = true
         let name = journal.name
         let version = journal.version
-        let handle = HistoryJournal(journal: journal)
+        let handle = UncheckedJournal(journal: journal)
         let days: Int? = if case .days(let days) = history { days } else { nil }
         historyQueue.async { [self] in
             let segments = Self.segments(of: chunk, after: start, base: base, version: version, every: every)
@@ -185,9 +185,4 @@ extension Journal {
             return 0
         }
     }
-}
-
-/// A journal handed from the section to the history queue and back.
-private struct HistoryJournal: @unchecked Sendable {
-    let journal: Journal.SpinJournal
 }

@@ -43,8 +43,7 @@ package struct HistoryQuery: Equatable, Sendable {
     /// A sequence given as `name`: a whole number from 0.
     package static func sequence(_ value: String?, named name: String) throws(APIError) -> UInt64 {
         let text = value ?? ""
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let sequence = UInt64(text) else {
+        guard let sequence = UInt64(sequenceText: text) else {
             throw .badRequest("\(name) must be a sequence, a whole number from 0, not \"\(text)\"")
         }
         return sequence

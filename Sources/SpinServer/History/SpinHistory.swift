@@ -139,28 +139,16 @@ package enum HistoryEntries {
         for entry in entries {
             var members: [(String, JSONValue)] = [("sequence", .number(String(entry.sequence))), ("event", entry.event)]
             if deltas, let previous, previous.sequence &+ 1 == entry.sequence {
-                let state = entry.state.bytes
-                let patch = JSONPatch.diff(from: previous.state, to: .raw(state)).bytes
-                members.append(patch.count < state.count ? ("patch", .raw(patch)) : ("state", .raw(state)))
+                members.append(StatePatcher.patch(from: previous.state, to: entry.state).map { ("patch", .raw($0)) }
+                               ?? ("state", entry.state))
             } else {
                 members.append(("state", entry.state))
             }
             if let origin = entry.origin { members.append(("sub", .string(origin))) }
-            members.append(("at", entry.time > 0 ? .string(rfc3339(milliseconds: entry.time)) : .null))
+            members.append(("at", entry.time > 0 ? .string(LogFormatting.timestamp(milliseconds: entry.time)) : .null))
             list.append(.object(members))
             previous = entry
         }
         return .object([("entries", .array(list)), ("next", next.map { .number(String($0)) } ?? .null)])
-    }
-
-    /// `2026-11-30T08:40:12.345Z`: RFC 3339 in UTC, to the millisecond.
-    package static func rfc3339(milliseconds: Int64) -> String {
-        var seconds = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let millis = Int(milliseconds % 1000)
-        let fraction = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
     }
 }

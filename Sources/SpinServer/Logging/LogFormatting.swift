@@ -9,7 +9,11 @@ enum LogFormatting {
     static func timestamp(_ date: Date) -> String {
         // Whole milliseconds first: splitting the Double into seconds and a fraction
         // would turn .123 into .122 (binary fractions are not decimal ones).
-        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        timestamp(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()))
+    }
+
+    /// The same of a time in milliseconds since 1970 (a journaled event's, the history's `at`).
+    static func timestamp(milliseconds totalMilliseconds: Int64) -> String {
         var seconds = time_t(totalMilliseconds.quotientAndRemainder(dividingBy: 1000).quotient)
         var milliseconds = Int(totalMilliseconds.quotientAndRemainder(dividingBy: 1000).remainder)
         if milliseconds < 0 { milliseconds += 1000; seconds -= 1 }

@@ -80,6 +80,10 @@ extension Route {
         return statuses.sorted()
     }
 
+    /// A sequence as a parameter takes it (`since`, `at`, `from`): what `UInt64(sequenceText:)` reads.
+    private static let sequenceSchema: JSONValue = .members(["type": .string("integer"), "minimum": .number("0"),
+                                                             "maximum": .number(String(UInt64.max))])
+
     /// The operation's own parameters (a template path's `{name}` is the path's).
     private func openAPIParameters(gears: [String]) -> [JSONValue] {
         switch self {
@@ -89,8 +93,7 @@ extension Route {
             return [
                 .members(["name": .string("since"), "in": .string("query"), "required": .bool(false),
                           "description": .string("Resume after this sequence: within the retained history of the same epoch, every state message after it and no snapshot; otherwise a snapshot first. SSE clients may send Last-Event-ID instead."),
-                          "schema": .members(["type": .string("integer"), "minimum": .number("0"),
-                                              "maximum": .number(String(UInt64.max))])]),
+                          "schema": Self.sequenceSchema]),
                 .members(["name": .string("epoch"), "in": .string("query"), "required": .bool(false),
                           "description": .string("The epoch the client last saw (every snapshot and state message carries it); another epoch means a snapshot."),
                           "schema": .members(["type": .string("string")])]),
@@ -104,14 +107,12 @@ extension Route {
         case .spin:
             return [.members(["name": .string("at"), "in": .string("query"), "required": .bool(false),
                               "description": .string("The state right after this sequence instead of the newest (from the history storage.history keeps: 410 history_not_retained before it; 404 sequence_not_found beyond the Spin's sequence)."),
-                              "schema": .members(["type": .string("integer"), "minimum": .number("0"),
-                                                  "maximum": .number(String(UInt64.max))])])]
+                              "schema": Self.sequenceSchema])]
         case .spinHistory:
             return [
                 .members(["name": .string("from"), "in": .string("query"), "required": .bool(false),
                           "description": .string("The first sequence of the page (default: the oldest held; 410 history_not_retained when older)."),
-                          "schema": .members(["type": .string("integer"), "minimum": .number("0"),
-                                              "maximum": .number(String(UInt64.max))])]),
+                          "schema": Self.sequenceSchema]),
                 .members(["name": .string("limit"), "in": .string("query"), "required": .bool(false),
                           "description": .string("At most this many entries (default \(HistoryQuery.defaultLimit))."),
                           "schema": .members(["type": .string("integer"), "minimum": .number("1"),

@@ -28,10 +28,17 @@ enum StatePatcher {
     static func message(for transition: HostedTransition, after previous: (sequence: UInt64, state: JSONValue)?,
                         epoch: String) -> [UInt8]? {
         let sequence = transition.sequence
-        guard let previous, sequence == previous.sequence &+ 1, sequence % fullStateInterval != 0 else { return nil }
-        let state = transition.state.bytes
-        let patch = JSONPatch.diff(from: previous.state, to: .raw(state)).bytes
-        guard patch.count < state.count else { return nil }
+        guard let previous, sequence == previous.sequence &+ 1, sequence % fullStateInterval != 0,
+              let patch = patch(from: previous.state, to: transition.state) else { return nil }
         return StreamMessage.patch(transition, epoch: epoch, patch: patch)
+    }
+
+    /// The RFC 6902 patch from `previous` to `state`, when its bytes are fewer than the
+    /// state's (nil: a state replaced wholesale is sent whole). Streams and history pages
+    /// (`HistoryEntries`) send patches by this one rule.
+    static func patch(from previous: JSONValue, to state: JSONValue) -> [UInt8]? {
+        let whole = state.bytes
+        let patch = JSONPatch.diff(from: previous, to: .raw(whole)).bytes
+        return patch.count < whole.count ? patch : nil
     }
 }

@@ -133,7 +133,7 @@ import Testing
             #expect(got == expected)
         }
         #expect(Self.text(HistoryEntries.page([], next: nil, deltas: false)) == #"{"entries":[],"next":null}"#)
-        #expect(HistoryEntries.rfc3339(milliseconds: 5) == "1970-01-01T00:00:00.005Z")
-        #expect(HistoryEntries.rfc3339(milliseconds: 951_782_400_042) == "2000-02-29T00:00:00.042Z")
+        #expect(LogFormatting.timestamp(milliseconds: 5) == "1970-01-01T00:00:00.005Z")
+        #expect(LogFormatting.timestamp(milliseconds: 951_782_400_042) == "2000-02-29T00:00:00.042Z")
     }
 }
