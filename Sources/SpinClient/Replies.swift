@@ -1,4 +1,5 @@
 import Foundation
+import SpinJSON
 
 /// The answer to a POST without `wait`: the events were applied and are durable.
 public struct Accepted: Decodable, Sendable, Hashable {
@@ -155,14 +156,14 @@ public struct SpinStateAt<State: Decodable>: Decodable {
 extension SpinStateAt: Sendable where State: Sendable {}
 
 /// A page of a Spin's history (`SpinClient.history(of:from:limit:as:)`).
-public struct HistoryPage<State: Decodable>: Decodable {
+public struct HistoryPage<State: Decodable> {
     /// One applied event.
-    public struct Entry: Decodable {
+    public struct Entry {
         /// Its sequence.
         public var sequence: UInt64
-        /// The event, as JSON (decode it with `event(as:)`: a Spin's history also holds
-        /// the server's own events, such as `{"type":"spin.migrated",..}`).
-        public var eventJSON: Data
+        /// The event's JSON, as the server sent it (decode it with `event(as:)`: a Spin's
+        /// history also holds the server's own events, such as `{"type":"spin.migrated",..}`).
+        public var event: Data
         /// The state right after it.
         public var state: State
         /// Who sent it (a token's subject, a JWT's `sub`); nil for events of feedbacks,
@@ -173,24 +174,7 @@ public struct HistoryPage<State: Decodable>: Decodable {
 
         /// The event decoded as `Event`.
         public func event<Event: Decodable>(as eventType: Event.Type) throws -> Event {
-            try JSONDecoder().decode(Event.self, from: eventJSON)
-        }
-
-        private enum CodingKeys: String, CodingKey { case sequence, event, state, sub, at }
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            sequence = try container.decode(UInt64.self, forKey: .sequence)
-            eventJSON = try JSONEncoder().encode(try container.decode(AnyJSON.self, forKey: .event))
-            state = try container.decode(State.self, forKey: .state)
-            sub = try container.decodeIfPresent(String.self, forKey: .sub)
-            if let text = try container.decodeIfPresent(String.self, forKey: .at) {
-                let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-                guard let date = try? format.parse(text) else {
-                    throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "not an RFC 3339 time: \(text)")
-                }
-                at = date
-            }
+            try JSONDecoder().decode(Event.self, from: event)
         }
     }
 
@@ -198,46 +182,71 @@ public struct HistoryPage<State: Decodable>: Decodable {
     public var entries: [Entry]
     /// The `from` of the next page; nil when this one reaches the Spin's newest sequence.
     public var next: UInt64?
+
+    /// The page the server answered: each entry's fields decoded, its event kept as the
+    /// bytes it came as (the entries' objects found as `StreamMessage` finds a message's
+    /// members). Throws `SpinClientError.undecodable` naming what does not fit.
+    static func decode(_ bytes: [UInt8]) throws(SpinClientError) -> HistoryPage {
+        let text = { String(decoding: bytes.prefix(256), as: UTF8.self) }
+        guard case .success(let page) = JSONValidator.validate(bytes), page.kind == .object,
+              let listed = page.members.first(where: { $0.key == "entries" })?.value else {
+            throw .undecodable("a history page: \(text())")
+        }
+        let list = Array(bytes[listed])
+        guard case .success(let array) = JSONValidator.validate(list), array.kind == .array else {
+            throw .undecodable("a history page's entries: \(text())")
+        }
+        var entries: [Entry] = []
+        entries.reserveCapacity(array.elements.count)
+        for element in array.elements {
+            guard element.kind == .object, let event = array.members[element.members].first(where: { $0.key == "event" }) else {
+                throw .undecodable("a history entry without its event: \(text())")
+            }
+            let fields: Fields
+            do {
+                fields = try JSONDecoder().decode(Fields.self, from: Data(list[element.value]))
+            } catch {
+                throw .undecodable("a history entry with its state as \(State.self): \(error)")
+            }
+            entries.append(Entry(sequence: fields.sequence, event: Data(list[event.value]), state: fields.state,
+                                 sub: fields.sub, at: fields.at))
+        }
+        let next: UInt64?
+        do {
+            next = try JSONDecoder().decode(Next.self, from: Data(bytes)).next
+        } catch {
+            throw .undecodable("a history page's next: \(error)")
+        }
+        return HistoryPage(entries: entries, next: next)
+    }
+
+    /// An entry's members but its event.
+    private struct Fields: Decodable {
+        var sequence: UInt64
+        var state: State
+        var sub: String?
+        var at: Date?
+
+        private enum CodingKeys: String, CodingKey { case sequence, state, sub, at }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            sequence = try container.decode(UInt64.self, forKey: .sequence)
+            state = try container.decode(State.self, forKey: .state)
+            sub = try container.decodeIfPresent(String.self, forKey: .sub)
+            if let text = try container.decodeIfPresent(String.self, forKey: .at) {
+                guard let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) else {
+                    throw DecodingError.dataCorruptedError(forKey: .at, in: container, debugDescription: "not an RFC 3339 time: \(text)")
+                }
+                at = date
+            }
+        }
+    }
+
+    private struct Next: Decodable {
+        var next: UInt64?
+    }
 }
 
 extension HistoryPage: Sendable where State: Sendable {}
 extension HistoryPage.Entry: Sendable where State: Sendable {}
-
-/// Any JSON value, kept as it came (an event of any Spin).
-private enum AnyJSON: Codable {
-    case null, bool(Bool), integer(Int64), unsigned(UInt64), number(Double), string(String), array([AnyJSON]), object([String: AnyJSON])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
-        else if let value = try? container.decode(UInt64.self) { self = .unsigned(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([AnyJSON].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: AnyJSON].self)) }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .unsigned(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-}
-extension SpinSnapshot: Equatable where State: Equatable {}
-
-extension SpinClient {
-    /// The name `PostedEventReply` had. Only here, as `SpinClient.EventReply`: a top-level
-    /// alias would clash with SpinCore's `EventReply` again.
-    @available(*, deprecated, renamed: "PostedEventReply")
-    public typealias EventReply = PostedEventReply
-}

@@ -118,7 +118,7 @@ public struct SpinClient: Sendable {
         if let from { query.append(URLQueryItem(name: "from", value: String(from))) }
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
         let request = try await makeRequest(path: ["v1", "spins", spin, "history"], query: query)
-        return try await perform(request, expecting: 200)
+        return try HistoryPage<State>.decode(Array(try await exchange(request, expecting: [200]).data))
     }
 
     /// A page of the Spins the token may read, in name order (UTF-8 bytes): those whose

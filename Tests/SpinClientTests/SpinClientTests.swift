@@ -75,6 +75,8 @@ struct SpinClientTests {
         #expect(entries.map(\.sequence) == Array(1...30))
         #expect(entries.map(\.state.count) == (1...30).map { $0 * ($0 + 1) / 2 })
         #expect(try entries.map { try $0.event(as: Tally.Event.self).amount } == Array(1...30))
+        // The event's bytes as the server sent them.
+        #expect(String(decoding: entries[0].event, as: UTF8.self) == #"{"type":"add","amount":1}"#)
         #expect(entries.allSatisfy { $0.sub == "ann" })
         #expect(entries.allSatisfy { ($0.at ?? .distantPast) >= began.addingTimeInterval(-1) && ($0.at ?? .distantFuture) <= Date() })
         let at = try await client.state(of: "tally", at: 4, as: Tally.State.self)
