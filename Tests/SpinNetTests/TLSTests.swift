@@ -278,7 +278,9 @@ extension TLSTests {
     /// test decides when to read, so the server must stop at the high watermark.
     @Test func slowTLSReader_PendingOutputStaysBounded_WritableFires() async throws {
         let stats = LargeBody.Stats()
-        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024)
+        // No write-stall timeout within reach: the client may wait its turn on the busy
+        // cooperative pool for longer than the default 30 s (see ConnectionTests).
+        let limits = ConnectionLimits(highWatermark: 128 * 1024, lowWatermark: 32 * 1024, writeStallTimeout: .seconds(3600))
         let size = 6 * 1024 * 1024  // beyond the kernel send buffer (tcp_wmem max 4 MiB)
         let (server, address) = try SocketServer.make(limits: limits, tls: configuration()) { _ in
             LargeBody(stats: stats, size: size)
