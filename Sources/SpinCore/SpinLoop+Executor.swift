@@ -335,6 +335,34 @@ extension SpinLoop {
         states.removeAll(keepingCapacity: true)
     }
 
+    /// Makes `state` the loop's state at the next sequence, without an event of the Spin's:
+    /// what a host does when it moves a Spin to a state of its past (a restore), which it
+    /// records as a transition of its own. On the executor, after the events it is
+    /// applying: `record` is told the new sequence first (observers see no transition:
+    /// the host gives its own to whoever it observes for), then `state` and `states` show
+    /// it and the feedbacks are given it as after any applied event, then `afterFeedbacks`
+    /// runs. The runaway guard (`suspendingAt`) judges the state as it judges any.
+    public func replaceState(
+        with state: State,
+        record: @escaping @Sendable (_ sequence: UInt64) -> Void,
+        afterFeedbacks: @escaping @Sendable () -> Void = {}
+    ) {
+        section.schedule { [self] in
+            current = state
+            currentSequence += 1
+            feedbackRun = 0
+            if let suspendsAt, let reason = suspendsAt(state) { _ = suspend(.requested(reason)) }
+            record(currentSequence)
+            var states = [state]
+            publish(&states)
+            if hasRunners {
+                delivery.cause = GearCause(sequence: currentSequence, fresh: true)
+                for runner in runners { runner.receive(state) }
+            }
+            afterFeedbacks()
+        }
+    }
+
     /// Puts the loop back to an earlier state: what a host does when the events applied
     /// after it could not be stored. On the executor, after the events it is applying:
     /// `rollback` gives the state and its sequence (nil keeps the current ones); `state`

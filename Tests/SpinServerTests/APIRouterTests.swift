@@ -403,7 +403,7 @@ struct APIRouterTests {
         #expect(document["openapi"] as? String == "3.1.0")
         let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
         let spins = ["counter", "levels", "feature", "router"]
-        let perSpin = ["", "/events", "/resume", "/schema", "/stream", "/history"]
+        let perSpin = ["", "/events", "/resume", "/schema", "/stream", "/history", "/restore", "/fork"]
         #expect(paths == Set(["/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/spins", "/v1/gears",
                               "/v1/gears/{name}/stream", "/v1/cluster"]
                              + spins.flatMap { spin in perSpin.map { "/v1/spins/\(spin)\($0)" } }))

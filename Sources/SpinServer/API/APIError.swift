@@ -79,6 +79,10 @@ package enum APIError: Error, Equatable, Sendable {
     /// 404 `sequence_not_found`: `?at=N` for a sequence the Spin has not reached (its
     /// newest durable one is `newest`).
     case sequenceNotFound(spin: String, asked: UInt64, newest: UInt64)
+    /// 409 `state_not_restorable`: a restore or fork cannot put Spin `spin`'s state at
+    /// sequence `at` in place, for `reason` (it is of another version of the definition,
+    /// it no longer decodes, its kind is not made at run time...).
+    case stateNotRestorable(spin: String, at: UInt64, reason: String)
 
     // MARK: 5xx: the server
     /// 500 `encoding_failed`: the Spin's event or state does not encode as JSON (a bug in
@@ -155,6 +159,7 @@ package enum APIError: Error, Equatable, Sendable {
         case tooManySpins = "too_many_spins"
         case historyNotRetained = "history_not_retained"
         case sequenceNotFound = "sequence_not_found"
+        case stateNotRestorable = "state_not_restorable"
 
         /// The HTTP status every error of this code is answered with (a WebSocket
         /// handshake's has its own: ``APIError/status``).
@@ -168,7 +173,7 @@ package enum APIError: Error, Equatable, Sendable {
             case .notAcceptable: 406
             case .requestTimeout: 408
             case .historyNotRetained: 410
-            case .spinSuspended, .spinExists, .tooManySpins: 409
+            case .spinSuspended, .spinExists, .tooManySpins, .stateNotRestorable: 409
             case .batchTooLarge, .stateTooLarge: 413
             case .unsupportedMediaType: 415
             case .misdirectedRequest: 421
@@ -198,6 +203,7 @@ package enum APIError: Error, Equatable, Sendable {
         case .tooManySpins: .tooManySpins
         case .historyNotRetained: .historyNotRetained
         case .sequenceNotFound: .sequenceNotFound
+        case .stateNotRestorable: .stateNotRestorable
         case .gearNotFound: .gearNotFound
         case .routeNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
@@ -278,6 +284,8 @@ package enum APIError: Error, Equatable, Sendable {
             "sequence \(asked) of Spin \"\(spin)\" is not retained: no event of its history is kept (storage.history)"
         case .sequenceNotFound(let spin, let asked, let newest):
             "Spin \"\(spin)\" is at sequence \(newest): there is no state at sequence \(asked) (yet)"
+        case .stateNotRestorable(let spin, let at, let reason):
+            "the state of Spin \"\(spin)\" at sequence \(at) cannot be put back: \(reason); nothing changed"
         case .gearNotFound(let name): "no Gear named \"\(name)\" is hosted here"
         case .routeNotFound(let path): "no route for \(path)"
         case .methodNotAllowed(let method, let allowed):

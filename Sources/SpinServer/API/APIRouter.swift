@@ -184,6 +184,8 @@ package final class APIRouter: Sendable {
         case .spinDelete: deleteSpin(call)
         case .spinSchema: ready(call) { $0.answer(self.spinSchema($0.name)) }
         case .spinHistory: ready(call) { self.spinHistory($0) }
+        case .spinRestore: ready(call) { self.restoreSpin($0) }
+        case .spinFork: ready(call) { self.forkSpin($0) }
         case .spinEvents: ready(call, makes: true) { self.postEvents($0) }
         case .spinResume: ready(call) { self.resumeSpin($0) }
         case .spinStream: ready(call, makes: true) { $0.respond(self.spinStream($0)) }

@@ -23,6 +23,10 @@ package enum Route: CaseIterable, Sendable {
     case spinSchema
     /// A Spin's history: entries with the event, the state after it, who sent it and when.
     case spinHistory
+    /// Moves a Spin back to its state at a sequence of its history, as a new transition.
+    case spinRestore
+    /// Makes a new Spin of a Spin's kind in its state at a sequence of its history.
+    case spinFork
     case gears
     case gearStream
     /// The nodes of the cluster and the Spins each owns.
@@ -46,6 +50,8 @@ package enum Route: CaseIterable, Sendable {
         case .spinStream: "/v1/spins/{name}/stream"
         case .spinSchema: "/v1/spins/{name}/schema"
         case .spinHistory: "/v1/spins/{name}/history"
+        case .spinRestore: "/v1/spins/{name}/restore"
+        case .spinFork: "/v1/spins/{name}/fork"
         case .gears: "/v1/gears"
         case .gearStream: "/v1/gears/{name}/stream"
         case .cluster: "/v1/cluster"
@@ -68,7 +74,7 @@ package enum Route: CaseIterable, Sendable {
     /// The one method the route answers (GET routes answer HEAD too, but streams).
     package var method: HTTPMethod {
         switch self {
-        case .spinEvents, .spinResume: .post
+        case .spinEvents, .spinResume, .spinRestore, .spinFork: .post
         case .spinCreate: .put
         case .spinDelete: .delete
         default: .get
@@ -98,7 +104,7 @@ package enum Route: CaseIterable, Sendable {
         case .spins, .gears: .listing
         case .spin, .spinStream, .spinSchema, .spinHistory: .spin(.read)
         case .spinEvents: .spin(.write)
-        case .spinResume, .spinCreate, .spinDelete: .spin(.admin)
+        case .spinResume, .spinCreate, .spinDelete, .spinRestore, .spinFork: .spin(.admin)
         case .gearStream: .gear
         }
     }
@@ -116,7 +122,8 @@ package enum Route: CaseIterable, Sendable {
     /// found there, its schema included).
     package var concernsOneSpin: Bool {
         switch self {
-        case .spin, .spinCreate, .spinDelete, .spinEvents, .spinResume, .spinStream, .spinSchema, .spinHistory: true
+        case .spin, .spinCreate, .spinDelete, .spinEvents, .spinResume, .spinStream, .spinSchema, .spinHistory, .spinRestore,
+             .spinFork: true
         default: false
         }
     }
@@ -152,7 +159,8 @@ package enum Route: CaseIterable, Sendable {
     /// The routes with a name: `prefix`, the name, then one of the suffixes.
     private static let named: [(prefix: StaticString, routes: [(suffix: StaticString, route: Route)])] = [
         ("/v1/spins/", [("", .spin), ("/events", .spinEvents), ("/resume", .spinResume), ("/stream", .spinStream),
-                        ("/schema", .spinSchema), ("/history", .spinHistory)]),
+                        ("/schema", .spinSchema), ("/history", .spinHistory), ("/restore", .spinRestore),
+                        ("/fork", .spinFork)]),
         ("/v1/gears/", [("/stream", .gearStream)]),
     ]
 

@@ -59,6 +59,17 @@ extension Journal {
             guard let journal = spins[spin], journal.health == .healthy else { continue }
             switch item {
             case .transition(let transition):
+                if let replacement = transition.replacement, !replacement.epoch.isEmpty {
+                    // The new epoch is stored before the replacement can be durable: no client
+                    // sees it before a restart would find it (storing it early only costs
+                    // clients of the old one a snapshot).
+                    do {
+                        try store.writeEpoch(replacement.epoch, spin: spin)
+                    } catch {
+                        fail(journal, error)
+                        continue
+                    }
+                }
                 var record = JournalPayload.record(transition, after: &journal.lastTime)
                 if history.archives { journal.historyPending.append(transition) }
                 if transition.outbox.isEmpty {

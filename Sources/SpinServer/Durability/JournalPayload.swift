@@ -14,6 +14,9 @@ import SpinJSON
 ///   (`HostedTransition.version`);
 /// - `migrated`: on the record of a migration (its event `{"type":"spin.migrated",..}`),
 ///   the version the Spin came from (`HostedTransition.migratedFrom`);
+/// - `restored` (true) and `state`: on the record of a replacement (a restore, or a fork's
+///   first transition, `HostedTransition.replacement`), the state it put in place, which no
+///   event of the Spin's own leads to: recovery takes it from here;
 /// - `t`: when the event was applied, in milliseconds since 1970 (`HostedTransition.time`),
 ///   written only when it differs from the time of the record before it in the same
 ///   journal (`record(_:after:)`): a record without `t` was applied in the same
@@ -34,7 +37,8 @@ package enum JournalPayload {
     /// none, or not known): its event's bytes alone when it has no metadata.
     package static func encode(_ transition: HostedTransition, after previous: Int64 = 0) -> [UInt8] {
         let time = transition.time != previous ? transition.time : 0
-        guard transition.origin != nil || !transition.consumed.isEmpty || transition.version != 1 else {
+        guard transition.origin != nil || !transition.consumed.isEmpty || transition.version != 1
+                || transition.replacement != nil else {
             guard time != 0 else { return transition.event.bytes }
             // The common case, without building an object: `RS {"t":N} LF`.
             var payload: [UInt8] = [recordSeparator]
@@ -53,6 +57,10 @@ package enum JournalPayload {
         if let origin = transition.origin { members.append(("sub", .string(origin))) }
         if !transition.consumed.isEmpty {
             members.append(("consumed", .numbers(transition.consumed)))
+        }
+        if transition.replacement != nil {
+            members.append(("restored", .bool(true)))
+            members.append(("state", transition.state))
         }
         var payload: [UInt8] = [recordSeparator]
         JSONValue.object(members).write(into: &payload)
@@ -83,6 +91,14 @@ package enum JournalPayload {
 
     static let timePrefix = Array(#"{"t":"#.utf8)
 
+    /// The state a replacement's record holds (metadata `state`); nil when the payload's
+    /// metadata holds none.
+    package static func replacedState(in payload: [UInt8]) -> JSONValue? {
+        guard payload.first == recordSeparator, let end = payload.firstIndex(of: lineFeed),
+              case .object(let members)? = try? JSONValue(parsing: Array(payload[1..<end])) else { return nil }
+        return members.first { $0.key == "state" }?.value
+    }
+
     /// The time of metadata that is `{"t":N}` and nothing else (most records that have
     /// metadata: read without a JSON decoder, as recovery reads every record); nil for
     /// any other metadata.
@@ -107,6 +123,8 @@ package enum JournalPayload {
         package var v: Int32?
         package var migrated: Int32?
         package var t: Int64?
+        /// True on the record of a replacement (its `state` is read by `replacedState`).
+        package var restored: Bool?
 
         package init(sub: String? = nil, consumed: [String: UInt64]? = nil, v: Int32? = nil, migrated: Int32? = nil,
                      t: Int64? = nil) {

@@ -196,6 +196,14 @@ package final class SpinFeed: Sendable {
         shared.sequence = transition.sequence
         shared.state = transition.state
         shared.history.append(transition)
+        if let replacement = transition.replacement {
+            // The history did not simply grow: a new epoch, and every stream a snapshot of it.
+            if !replacement.epoch.isEmpty { shared.epoch = replacement.epoch }
+            guard !shared.subscribers.isEmpty else { return }
+            let snapshot = StreamMessage.snapshot(sequence: transition.sequence, epoch: shared.epoch, state: transition.state)
+            for subscriber in shared.subscribers { subscriber.handler(transition, snapshot, nil) }
+            return
+        }
         guard !shared.subscribers.isEmpty else { return }
         // One state message for every stream, and one patch message for every stream that
         // asked for deltas: written once, their bytes shared.
@@ -327,7 +335,10 @@ package final class SpinFeed: Sendable {
     ) -> SpinSubscription {
         let id = shared.withLock { shared -> UInt64? in
             guard shared.ended == nil else { return nil }
-            if let since, epoch == nil || epoch == shared.epoch, let replay = shared.history.after(since, newest: shared.sequence) {
+            // A resume across a replacement starts from a snapshot: the states before it are
+            // of another epoch.
+            if let since, epoch == nil || epoch == shared.epoch, let replay = shared.history.after(since, newest: shared.sequence),
+               !replay.contains(where: { $0.replacement != nil }) {
                 start(.replay(replay), shared.epoch)
             } else {
                 start(.snapshot(sequence: shared.sequence, state: shared.state), shared.epoch)
@@ -374,13 +385,14 @@ package final class SpinFeed: Sendable {
         shared.withLock { ($0.history.oldest?.sequence, $0.sequence) }
     }
 
-    /// The state at `sequence` when the feed holds it: the newest durable state, a
-    /// retained transition's, or the one the feed began at.
-    package func state(at sequence: UInt64) -> JSONValue? {
+    /// The state at `sequence` when the feed holds it: a retained transition's (with the
+    /// version of the definition it was applied under), the newest durable state, or the
+    /// one the feed began at (both of the version the Spin runs: nil).
+    package func state(at sequence: UInt64) -> (state: JSONValue, version: Int32?)? {
         shared.withLock { shared in
-            if sequence == shared.sequence { return shared.state }
-            if let held = shared.history.range(from: sequence, through: sequence).first { return held.state }
-            return shared.origin.sequence == sequence ? shared.origin.state : nil
+            if let held = shared.history.range(from: sequence, through: sequence).first { return (held.state, held.version) }
+            if sequence == shared.sequence { return (shared.state, nil) }
+            return shared.origin.sequence == sequence ? (shared.origin.state, nil) : nil
         }
     }
 }

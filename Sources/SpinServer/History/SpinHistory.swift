@@ -61,12 +61,20 @@ package struct SpinHistory: Sendable {
     /// The state right after sequence `sequence`. Throws 404 `sequence_not_found` for a
     /// sequence beyond the Spin's, 410 for one older than what is held.
     package func state(of spin: any HostedSpin, feed: SpinFeed, at sequence: UInt64) throws(APIError) -> JSONValue {
+        try versionedState(of: spin, feed: feed, at: sequence).state
+    }
+
+    /// `state(of:feed:at:)` with the version of the Spin's definition that state is of.
+    package func versionedState(of spin: any HostedSpin, feed: SpinFeed, at sequence: UInt64) throws(APIError)
+        -> (state: JSONValue, version: Int) {
         let newest = feed.retainedBounds.newest
         guard sequence <= newest else { throw .sequenceNotFound(spin: spin.name, asked: sequence, newest: newest) }
-        if let state = feed.state(at: sequence) { return state }
+        if let (state, version) = feed.state(at: sequence) { return (state, version.map(Int.init) ?? spin.definitionVersion) }
         // The segment that holds it, or the one that starts right after it (from its state).
         if let segment = try segments(of: spin, from: sequence, limit: 1).first, segment.first <= sequence &+ 1 {
-            if let transition = try replay(segment, of: spin, keeping: sequence...sequence).first { return transition.state }
+            if let transition = try replay(segment, of: spin, keeping: sequence...sequence).first {
+                return (transition.state, Int(transition.version))
+            }
         }
         throw .historyNotRetained(spin: spin.name, asked: sequence, first: try firstHeld(of: spin, feed: feed))
     }

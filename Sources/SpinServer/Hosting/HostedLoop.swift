@@ -19,6 +19,9 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         var origin: (state: State, sequence: UInt64)?
         /// What `observe` was told to call when something does not encode (`refuse`).
         var refusal: (@Sendable (String) -> Void)?
+        /// Whom `observe` hands transitions, and what it calls after the feedbacks: given a
+        /// replacement's transition too (`replaceState`).
+        var observer: (handler: @Sendable (HostedTransition) -> Void, afterFeedbacks: (@Sendable () -> Void)?)?
     }
     /// Set when a transition did not encode, until `hold` puts the Spin back: observers
     /// are handed nothing meanwhile (see `observe`).
@@ -141,6 +144,37 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     func release() {
         if isHeldForStorage { running.resume() }
     }
+
+    func replaceState(with json: JSONValue, event: JSONValue, origin: String?, replacement: StateReplacement,
+                      done: @escaping @Sendable (Result<UInt64, StateRefusal>?) -> Void) {
+        let state: State
+        let encoded: JSONValue
+        do {
+            state = try JSONDecoder().decode(State.self, from: Data(json.bytes))
+            encoded = try Self.encode(state)
+        } catch let error as DecodingError {
+            return done(.failure(StateRefusal(reason: "it does not decode as the Spin's state: \(Self.describe(error))")))
+        } catch {
+            return done(.failure(StateRefusal(reason: "it does not encode again: \(Self.describe(error))")))
+        }
+        if let problem = traits.refusesStored?(state) {
+            return done(.failure(StateRefusal(reason: "it does not fit the definition: \(problem)")))
+        }
+        guard let observer = core.withLock({ $0.observer }) else { return done(nil) }
+        let version = Int32(traits.version)
+        let fault = unencodable
+        running.replaceState(with: state, record: { sequence in
+            var transition = HostedTransition(sequence: sequence, event: event, state: encoded, origin: origin)
+            transition.version = version
+            transition.time = HostedTransition.now()
+            transition.replacement = replacement
+            // A Spin going back from a refused state hands nothing on until it has.
+            if !fault.failed.load(ordering: .acquiring) { observer.handler(transition) }
+            done(.success(sequence))
+        }, afterFeedbacks: {
+            if !fault.failed.load(ordering: .acquiring) { observer.afterFeedbacks?() }
+        })
+    }
     var isHeldForStorage: Bool {
         guard isPrepared, case .requested(storageHoldReason)? = running.suspension?.reason else { return false }
         return true
@@ -226,26 +260,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
             sequence = number.uint64Value
             try checkRecorded(version, current: current, at: "the snapshot (sequence \(sequence))")
-            var stateJSONData = stateData
-            if version < current, let migrate = older?.migrateSnapshot {
-                do {
-                    stateJSONData = try migrate(stateData, version)
-                } catch {
-                    throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) of version \(version) cannot be migrated to version \(current)\(storedNameNote): \(error)",
-                                        underlying: error, isolates: true)
-                }
-            }
-            do {
-                state = try JSONDecoder().decode(State.self, from: stateJSONData)
-            } catch let error as DecodingError {
-                let versions = version == current ? "" : " as version \(current) (it is of version \(version))"
-                throw RecoveryError(spin: name, problem: "the snapshot's state does not decode\(versions): \(Self.describe(error))",
-                                    underlying: error, isolates: version != current)
-            }
-            if version == current, let problem = traits.refusesStored?(state) {
-                throw RecoveryError(spin: name, problem: "the snapshot's state (sequence \(sequence)) does not fit its definition: \(problem)",
-                                    isolates: true)
-            }
+            state = try decodeStored(stateData, of: version, as: "the snapshot's state", at: sequence)
         }
         let replayed = records.filter { $0.sequence > sequence }
         if snapshot == nil, let first = replayed.first {
@@ -275,6 +290,27 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             if let recorded = metadata.t { time = recorded }
             let recordVersion = Int(metadata.v ?? 1)
             try checkRecorded(recordVersion, current: current, at: "event \(record.sequence)")
+            if metadata.restored == true {
+                // A restore (or a fork's start) put this state in place: no event leads to it.
+                guard recordVersion == version else {
+                    throw RecoveryError(spin: name, problem: "the restore at sequence \(record.sequence) was recorded under version \(recordVersion) of its definition, and the Spin was at version \(version)",
+                                        sequence: record.sequence, isolates: true)
+                }
+                guard let restored = JournalPayload.replacedState(in: record.payload) else {
+                    throw RecoveryError(spin: name, problem: "the restore at sequence \(record.sequence) holds no state", sequence: record.sequence)
+                }
+                state = try decodeStored(Data(restored.bytes), of: version, as: "the state restored", at: record.sequence)
+                sequence = record.sequence
+                if keep(sequence, replayed.count - index) {
+                    var transition = HostedTransition(sequence: sequence, event: .raw(Array(payload)), state: try encodeRecovered(state, at: sequence),
+                                                      origin: metadata.sub)
+                    transition.version = Int32(version)
+                    transition.time = time
+                    transition.replacement = .replayed
+                    history.append(transition)
+                }
+                continue
+            }
             if let from = metadata.migrated {
                 // The Spin was migrated here, by the server: the same upgrade again.
                 guard Int(from) == version, recordVersion > version else {
@@ -352,6 +388,35 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         let json = migrating ? try encodeRecovered(state, at: nil) : .null
         return (Recovered(sequence: sequence, state: json, history: history, consumed: consumed,
                           outboxPosition: outboxPosition, migration: migration), state)
+    }
+
+    /// A stored state (`what`, at `sequence`) of `version` of the definition, as a state of
+    /// the one this server runs: migrated as JSON first when older, checked against the
+    /// definition when of the current one. Throws naming what and where.
+    private func decodeStored(_ data: Data, of version: Int, as what: String, at sequence: UInt64) throws -> State {
+        let current = traits.version
+        var json = data
+        if version < current, let migrate = traits.versions?.older.migrateSnapshot {
+            do {
+                json = try migrate(data, version)
+            } catch {
+                throw RecoveryError(spin: name, problem: "\(what) (sequence \(sequence)) of version \(version) cannot be migrated to version \(current)\(storedNameNote): \(error)",
+                                    underlying: error, isolates: true)
+            }
+        }
+        let state: State
+        do {
+            state = try JSONDecoder().decode(State.self, from: json)
+        } catch let error as DecodingError {
+            let versions = version == current ? "" : " as version \(current) (it is of version \(version))"
+            throw RecoveryError(spin: name, problem: "\(what) does not decode\(versions): \(Self.describe(error))",
+                                underlying: error, isolates: version != current)
+        }
+        if version == current, let problem = traits.refusesStored?(state) {
+            throw RecoveryError(spin: name, problem: "\(what) (sequence \(sequence)) does not fit its definition: \(problem)",
+                                isolates: true)
+        }
+        return state
     }
 
     /// The type of the event of a migration's transition.
@@ -559,7 +624,10 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                          afterFeedbacks: (@Sendable () -> Void)?,
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
         let (loop, fault, encodeEvent, version) = (running, self.unencodable, traits.coding.encode, Int32(traits.version))
-        core.withLock { $0.refusal = unencodable }
+        core.withLock {
+            $0.refusal = unencodable
+            $0.observer = (handler, afterFeedbacks)
+        }
         let observe: @Sendable (Transition<State, Event>) -> Void = { transition in
             if fault.failed.load(ordering: .acquiring) { return }
             let event: JSONValue, state: JSONValue

@@ -32,6 +32,11 @@ package struct HostedTransition: Sendable {
     /// When the event was applied: milliseconds since 1970 (0: not known, a record
     /// journaled before times were). Journaled (`JournalPayload`), shown by the history.
     package var time: Int64 = 0
+    /// Set when the transition moved the Spin to a state no event of its own led to (a
+    /// restore, or the first transition of a fork: `HostedSpin.replaceState`): its state is
+    /// journaled with it, and streams begin again from it in a new epoch. Out of line, as
+    /// nearly every transition has none.
+    package var replacement: StateReplacement?
 
     package init(sequence: UInt64, event: JSONValue, state: JSONValue, endsBatch: Bool = true, origin: String? = nil,
                  consumed: [String: UInt64] = [:]) {
@@ -42,6 +47,25 @@ package struct HostedTransition: Sendable {
         self.origin = origin
         self.consumed = consumed
     }
+}
+
+/// Why a state cannot be put in place (`HostedSpin.replaceState`).
+package struct StateRefusal: Error, Sendable {
+    package let reason: String
+}
+
+/// What makes a transition a replacement of the Spin's state (`HostedTransition.replacement`).
+package final class StateReplacement: Sendable {
+    /// The epoch of the Spin's history from this transition on; empty for one replayed
+    /// from storage (whose epoch is whatever storage holds now).
+    package let epoch: String
+
+    package init(epoch: String) {
+        self.epoch = epoch
+    }
+
+    /// The mark of a replacement replayed from storage.
+    package static let replayed = StateReplacement(epoch: "")
 }
 
 extension HostedTransition {
@@ -261,6 +285,14 @@ package protocol HostedSpin: AnyObject, Sendable {
               then: @escaping @Sendable () -> Void)
     /// Storage works again: a Spin held for it goes on from its durable state.
     func release()
+    /// Moves the Spin to `state` (JSON of its state) at its next sequence, on its executor
+    /// after the events it is applying, as transition `event` from `origin` with
+    /// `replacement`: its observers get that transition, then its feedbacks the state, as
+    /// after any applied event. `done` gets the new sequence, or why the state cannot be
+    /// the Spin's (it does not decode as its state, or does not fit its definition; nothing
+    /// changed), or nil when the Spin has no loop to move (asleep, unrecoverable).
+    func replaceState(with state: JSONValue, event: JSONValue, origin: String?, replacement: StateReplacement,
+                      done: @escaping @Sendable (Result<UInt64, StateRefusal>?) -> Void)
     /// Makes the loop (Gear subscriptions attached) with its feedback budget, without
     /// delivering any state. A loop made before (by a read) keeps the default budget.
     func prepare(feedbackBudget: Int)
@@ -320,6 +352,11 @@ extension HostedSpin {
     package var unrecoverable: Unrecoverable? { nil }
     /// False: only a Spin with a loop is held for its storage.
     package var isHeldForStorage: Bool { false }
+    /// Nil: only a Spin with a loop moves.
+    package func replaceState(with state: JSONValue, event: JSONValue, origin: String?, replacement: StateReplacement,
+                              done: @escaping @Sendable (Result<UInt64, StateRefusal>?) -> Void) {
+        done(nil)
+    }
     /// Any object with a `type` for events, any state.
     package var schema: SpinSchema { SpinSchema(event: SpinSchema.anyEvent, state: .any) }
 }

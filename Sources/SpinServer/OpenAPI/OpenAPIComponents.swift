@@ -52,8 +52,9 @@ enum OpenAPIComponents {
         ErrorAnswer(status: 406, codes: [("not_acceptable", "a stream request that asks for no WebSocket and whose Accept takes no text/event-stream (not even as text/* or */*).")]),
         ErrorAnswer(status: 408, codes: [("request_timeout", "the request's head or body arrived too slowly (the connection closes).")]),
         ErrorAnswer(status: 409, codes: [("spin_suspended", "the Spin is suspended by its runaway guard (limits.feedbackBudget); nothing changed."),
-                                         ("spin_exists", "PUT for a Spin that exists with another kind or is configured, or DELETE of a configured Spin; nothing changed."),
-                                         ("too_many_spins", "PUT when the server hosts limits.maxSpins Spins; nothing changed.")]),
+                                         ("spin_exists", "PUT for a Spin that exists with another kind or is configured, DELETE of a configured Spin, or a fork onto a name in use; nothing changed."),
+                                         ("too_many_spins", "PUT when the server hosts limits.maxSpins Spins; nothing changed."),
+                                         ("state_not_restorable", "a restore or fork cannot put that state in place (of another version of the definition, a kind not made at run time, a new name another cluster node serves); the message says why; nothing changed.")]),
         ErrorAnswer(status: 410, codes: [("history_not_retained", "a history page's from, or at, is older than the history storage.history keeps; the message names the first sequence held.")]),
         ErrorAnswer(status: 413, codes: [("body_too_large", "the body is over limits.maxBodyBytes."),
                                          ("batch_too_large", "a batch holds more events than limits.inbox."),
@@ -212,6 +213,30 @@ enum OpenAPIComponents {
         ("SpinCreation", .members([
             "type": .string("object"), "required": .strings(["kind"]), "additionalProperties": .bool(false),
             "properties": .members(["kind": .members(["type": .string("string"), "description": .string("One of the config's kinds.")])]),
+        ])),
+        ("Restoration", .members([
+            "type": .string("object"), "required": .strings(["at"]), "additionalProperties": .bool(false),
+            "properties": .members(["at": .members(["type": .string("integer"), "minimum": .number("0"),
+                                                    "description": .string("The sequence whose state the Spin goes back to.")])]),
+        ])),
+        ("Fork", .members([
+            "type": .string("object"), "required": .strings(["at", "name"]), "additionalProperties": .bool(false),
+            "properties": .members([
+                "at": .members(["type": .string("integer"), "minimum": .number("0"),
+                                "description": .string("The sequence whose state the new Spin starts in.")]),
+                "name": .members(["type": .string("string"), "pattern": .string("^[A-Za-z0-9._-]{1,64}$"),
+                                  "description": .string("The new Spin's name, not in use.")]),
+            ]),
+        ])),
+        ("Restored", .members([
+            "type": .string("object"), "required": .strings(["name", "sequence", "at", "state"]),
+            "description": .string("The Spin after POST /v1/spins/{name}/restore: sequence is the restore's own (its event {\"type\":\"spin.restored\",\"at\":N}), state the state it put back."),
+            "properties": .members(["name": text, "sequence": sequence, "at": sequence, "state": .members([:])]),
+        ])),
+        ("Forked", .members([
+            "type": .string("object"), "required": .strings(["name", "kind", "sequence", "from", "at"]),
+            "description": .string("The Spin POST /v1/spins/{name}/fork made: its history begins at sequence 1 with {\"type\":\"spin.forked\",\"from\":<the Spin forked>,\"at\":N}, in the state that Spin had at N."),
+            "properties": .members(["name": text, "kind": text, "sequence": sequence, "from": text, "at": sequence]),
         ])),
         ("SpinCreated", .members([
             "type": .string("object"), "required": .strings(["name", "kind", "sequence", "status"]),

@@ -44,6 +44,8 @@ extension Route {
         case .spinResume: "Run a Spin suspended by its runaway guard (limits.feedbackBudget) again; admin scope. A running Spin stays running"
         case .spinStream: "State stream: server-sent events, or a WebSocket (" + Self.webSocketHandshake + ")"
         case .spinHistory: "A page of a Spin's history, oldest first: each applied event with the state after it, its sender and its time, as far back as storage.history keeps"
+        case .spinRestore: "Move a Spin back to its state right after sequence at (admin): recorded as a new event {\"type\":\"spin.restored\",\"at\":N}, so its history only grows; its streams get a snapshot of a new epoch. Answered once durable"
+        case .spinFork: "Make a new Spin of the same kind and version in this Spin's state right after sequence at (admin): its history begins with {\"type\":\"spin.forked\",\"from\":..,\"at\":N}. Answered once durable"
         case .spinSchema: "The JSON Schemas of a Spin's events and state (each hosted Spin's are also in components.schemas as Spin.<name>.Event and Spin.<name>.State)"
         case .gears: "List the hosted Gears and the Spins attached to them"
         case .gearStream: "Every event crossing the Gear: server-sent events, or a WebSocket (" + Self.webSocketHandshake + ")"
@@ -70,6 +72,7 @@ extension Route {
         case .spinEvents, .spinResume: statuses.formUnion([400, 409, 413, 415, 422, 429, 500, 503])
         case .spins: statuses.insert(400)
         case .spin, .spinHistory: statuses.formUnion([400, 410])
+        case .spinRestore, .spinFork: statuses.formUnion([400, 409, 410, 415, 503])
         case .spinCreate: statuses.formUnion([400, 409, 415, 503])
         case .spinDelete: statuses.formUnion([409, 503])
         case .spinStream: statuses.formUnion([400, 406, 426, 503])
@@ -162,6 +165,9 @@ extension Route {
                           "properties": .members(["kind": .members(["const": .string(kind)])])])
             } ?? .ref("SpinCreation")
             return .members(["required": .bool(true), "content": .members(["application/json": .members(["schema": schema])])])
+        case .spinRestore, .spinFork:
+            return .members(["required": .bool(true), "content": .members(["application/json": .members([
+                "schema": .ref(self == .spinRestore ? "Restoration" : "Fork")])])])
         case .spinResume:
             return .members([
                 "required": .bool(false),
@@ -208,6 +214,8 @@ extension Route {
         case .spinResume: return [("200", answer("Running.", .ref("Resumed")))]
         case .spinSchema: return [("200", answer("The schemas.", .ref("SpinSchemas")))]
         case .spinHistory: return [("200", answer("The page.", .ref("HistoryPage")))]
+        case .spinRestore: return [("200", answer("Restored and durable.", withState("Restored")))]
+        case .spinFork: return [("201", answer("Made, in that state, durable.", .ref("Forked")))]
         case .spinStream:
             return [
                 ("101", .members(["description": .string("WebSocket: text frames, a snapshot (or, resuming, the state messages after since) then one state message per applied and durable event, each with the Spin's epoch; client events answered by ack or error.")])),

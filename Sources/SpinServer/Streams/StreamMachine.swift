@@ -44,7 +44,7 @@ struct StreamMachine: Sendable {
         case started(SpinFeed.Start, epoch: String)
         /// A durable transition with its state message, as the feed wrote it once for
         /// every subscriber, and for a stream with deltas its patch message (nil: the
-        /// whole state goes).
+        /// whole state goes). A replacement's message is a snapshot of its new epoch.
         case state(HostedTransition, message: [UInt8], patch: [UInt8]? = nil)
         /// An ack, an error or a Gear message: never dropped.
         case control([UInt8])
@@ -224,6 +224,8 @@ struct StreamMachine: Sendable {
 
     private mutating func live(_ transition: HostedTransition, message full: [UInt8], patch: [UInt8]?) {
         guard !finished else { return }
+        // A replacement (a restore) comes as a snapshot of a new epoch: what follows carries it.
+        if let replacement = transition.replacement, !replacement.epoch.isEmpty { outbox.epoch = replacement.epoch }
         let message = deltas && carried.map({ $0 &+ 1 == transition.sequence }) == true ? patch ?? full : full
         carried = transition.sequence
         if mustQueue {
