@@ -153,6 +153,15 @@ def test_three_nodes_share_the_spins_and_answer_for_each_other(database, start_s
     waited = post(cluster.nodes["n3"], "counter", {"type": "increase"}, params={"wait": "true"})
     assert waited.status_code == 200, waited.text
     assert waited.json()["sequence"] == base + 10
+    # So is a restore, sent to a node that does not serve the Spin: recorded once, by the
+    # owner, and read back the same through every node.
+    other = next(name for name in ("n1", "n2", "n3") if name != owners["counter"])
+    restored = cluster.nodes[other].post("/v1/spins/counter/restore", json={"at": base + 4})
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["sequence"] == base + 11 and restored.json()["state"] == at["n1"]["state"]
+    for name in ("n1", "n2", "n3"):
+        entry = cluster.nodes[name].get("/v1/spins/counter/history", params={"from": base + 11}).json()["entries"][0]
+        assert entry["event"] == {"type": "spin.restored", "at": base + 4} and entry["state"] == at["n1"]["state"]
     assert rows(cluster.url, f"SELECT node FROM spin_partitions WHERE partition = {partition_of('counter')}") == owners["counter"]
     # The list shows where each Spin runs.
     listed = {spin["name"]: spin for spin in cluster.nodes["n1"].get("/v1/spins").json()["spins"]}

@@ -78,6 +78,8 @@ def test_a_runaway_is_suspended_with_memory_bounded_and_resumed_by_an_admin(star
 
     refused = server.post_events("levels", {"type": "set", "left": 1, "right": 1})
     assert_error(refused, 409, "spin_suspended", message_contains="/v1/spins/levels/resume")
+    # Nor is it restored: resuming it is the way on.
+    assert_error(server.post("/v1/spins/levels/restore", json={"at": 1}), 409, "spin_suspended")
     assert server.spin("levels") == spin
     listed = {entry["name"]: entry for entry in server.get("/v1/spins").json()["spins"]}
     assert listed["levels"]["status"] == "suspended"

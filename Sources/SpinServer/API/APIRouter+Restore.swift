@@ -52,7 +52,8 @@ extension APIRouter {
     /// "sequence","from","at"}`, a Spin made at run time of the same kind, whose history
     /// begins with `{"type":"spin.forked","from":"<name>","at":N}` at sequence 1 in the
     /// state at N. 409 `spin_exists` for a name in use, 409 `state_not_restorable` when
-    /// the kind is not made at run time, or the new name is another cluster node's.
+    /// the kind is not made at run time, or the new name is another cluster node's; 403
+    /// without admin on the new name too.
     func forkSpin(_ call: RouteCall) {
         let name = String(call.name)
         guard let spin = host.spin(named: name) else { return call.fail(.spinNotFound(name)) }
@@ -62,6 +63,8 @@ extension APIRouter {
         case .success(let request): (at, fork) = (request.at, request.name ?? "")
         case .failure(let error): return call.fail(error)
         }
+        // Making a Spin needs admin on its name, as PUT does.
+        guard call.caller.permissions.allows(.admin, spin: fork) else { return call.fail(.forbiddenOnSpin(.admin, spin: fork)) }
         if let existing = host.spin(named: fork) { return call.fail(.spinExists(fork, kind: existing.kind)) }
         guard let runtimeSpins, host.factory?.kind(named: spin.kind) != nil else {
             return call.fail(.stateNotRestorable(spin: name, at: at,
