@@ -138,6 +138,8 @@ def test_a_fork_is_a_new_spin_of_the_kind_in_that_state_with_its_own_history(sta
         ({"at": 2, "name": "counter"}, AUTH, "door-1", 409, "spin_exists", None),
         ({"at": 99, "name": "door-8"}, AUTH, "door-1", 404, "sequence_not_found", None),
         ({"at": 2, "name": "door 8"}, AUTH, "door-1", 400, "bad_request", "is not a valid Spin name"),
+        ({"at": 2, "name": "window-8"}, AUTH, "door-1", 409, "state_not_restorable",
+         "\"window-8\" is not one of kind \"door\"'s names (\"door-*\")"),
         ({"at": 2}, AUTH, "door-1", 400, "bad_request", "the body must name the new Spin"),
         ({"at": 2, "name": "door-8"}, READER, "door-1", 403, "forbidden", None),
         # A configured Spin whose kind the config's kinds do not make at run time.
@@ -147,7 +149,7 @@ def test_a_fork_is_a_new_spin_of_the_kind_in_that_state_with_its_own_history(sta
     for body, headers, spin, status, code, message in refusals:
         response = server.post(f"/v1/spins/{spin}/fork", json=body, headers=headers)
         assert_error(response, status, code, message_contains=message)
-    for name in ["door-8", "counter-2"]:
+    for name in ["door-8", "counter-2", "window-8"]:
         assert server.get(f"/v1/spins/{name}", headers=AUTH).status_code == 404
 
     assert server.terminate() == 0

@@ -66,9 +66,13 @@ extension APIRouter {
         // Making a Spin needs admin on its name, as PUT does.
         guard call.caller.permissions.allows(.admin, spin: fork) else { return call.fail(.forbiddenOnSpin(.admin, spin: fork)) }
         if let existing = host.spin(named: fork) { return call.fail(.spinExists(fork, kind: existing.kind)) }
-        guard let runtimeSpins, host.factory?.kind(named: spin.kind) != nil else {
+        guard let runtimeSpins, let kindEntry = host.factory?.kind(named: spin.kind) else {
             return call.fail(.stateNotRestorable(spin: name, at: at,
                                                  reason: "its kind \"\(spin.kind)\" is not one this server makes at run time (the config's kinds)"))
+        }
+        guard kindEntry.gears(of: fork) != nil else {
+            return call.fail(.stateNotRestorable(spin: name, at: at,
+                                                 reason: "\"\(fork)\" is not one of kind \"\(spin.kind)\"'s names (\"\(kindEntry.names?.pattern ?? "")\"): fork to one of them"))
         }
         if case .local = cluster.routing(of: fork, hops: 0) {} else {
             return call.fail(.stateNotRestorable(spin: name, at: at,
@@ -175,7 +179,9 @@ extension APIRouter {
         guard let atValue = members.first(where: { $0.key == "at" })?.value else {
             return .failure(.badRequest("the body must name the sequence: \(shape)"))
         }
-        guard case .number(let text) = atValue, let at = UInt64(sequenceText: text) else {
+        // A whole number, written as JSON Schema's integer allows (`30`, `30.0`, `3e1`).
+        guard case .number(let text) = atValue,
+              let at = UInt64(sequenceText: text) ?? Double(text).flatMap({ $0 >= 0 ? UInt64(exactly: $0) : nil }) else {
             return .failure(.badRequest("\"at\" must be a sequence, a whole number from 0, not \(atValue.text)"))
         }
         guard naming else { return .success((at, nil)) }

@@ -139,11 +139,15 @@ import Testing
                                                body: Array(body.utf8)), naming: naming)
         }
         #expect((try? parse(#"{"at":0}"#, naming: false).get())?.at == 0)
+        // JSON Schema's integers: a number with no fraction, however written.
+        #expect((try? parse(#"{"at":30.0}"#, naming: false).get())?.at == 30)
+        #expect((try? parse(#"{"at":3e1}"#, naming: false).get())?.at == 30)
         let fork = try? parse(#"{"name":"b","at":12}"#, naming: true).get()
         #expect(fork?.at == 12 && fork?.name == "b")
         let refused: [(String, Bool, String)] = [
             (#"{"at":-1}"#, false, #""at" must be a sequence, a whole number from 0, not -1"#),
             (#"{"at":1.5}"#, false, "not 1.5"),
+            (#"{"at":1e40}"#, false, "not 1e40"),
             (#"{"at":"3"}"#, false, #"not "3""#),
             (#"{}"#, false, "the body must name the sequence"),
             (#"{"at":1,"name":"b"}"#, false, #"unknown member "name""#),
