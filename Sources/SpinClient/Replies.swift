@@ -155,6 +155,34 @@ public struct SpinStateAt<State: Decodable>: Decodable {
 
 extension SpinStateAt: Sendable where State: Sendable {}
 
+/// A Spin after `SpinClient.restore(_:at:as:)`.
+public struct SpinRestored<State: Decodable>: Decodable {
+    /// The Spin's name.
+    public var name: String
+    /// The restore's own sequence (its event `{"type":"spin.restored","at":N}`).
+    public var sequence: UInt64
+    /// The sequence whose state was put back.
+    public var at: UInt64
+    /// That state, the Spin's now.
+    public var state: State
+}
+
+extension SpinRestored: Sendable where State: Sendable {}
+
+/// The Spin `SpinClient.fork(_:at:as:)` made.
+public struct SpinForked: Decodable, Sendable, Hashable {
+    /// Its name.
+    public var name: String
+    /// Its kind, the one of the Spin it came from.
+    public var kind: String
+    /// Its sequence: 1, the fork's own (`{"type":"spin.forked","from":..,"at":N}`).
+    public var sequence: UInt64
+    /// The Spin it came from.
+    public var from: String
+    /// The sequence of that Spin whose state it began in.
+    public var at: UInt64
+}
+
 /// A page of a Spin's history (`SpinClient.history(of:from:limit:as:)`).
 public struct HistoryPage<State: Decodable> {
     /// One applied event.

@@ -121,6 +121,58 @@ public struct SpinClient: Sendable {
         return try HistoryPage<State>.decode(Array(try await exchange(request, expecting: [200]).data))
     }
 
+    /// Moves the Spin named `spin` back to its state right after sequence `at` (`POST
+    /// /v1/spins/{name}/restore`, `admin`): recorded as a new event of its history,
+    /// `{"type":"spin.restored","at":N}`, whose sequence the answer holds; its streams get
+    /// a snapshot of a new epoch. Answered once durable. Throws `SpinClientError.server`
+    /// with `spin_suspended` (409) for a suspended Spin, `history_not_retained` (410) or
+    /// `sequence_not_found` (404) for an `at` outside its history, `state_not_restorable`
+    /// (409) for a state of another version of its definition.
+    ///
+    /// ```swift
+    /// let restored = try await client.restore("door-7", at: 41, as: Door.State.self)
+    /// print(restored.sequence, restored.state)   // the restore's own sequence, the state of 41
+    /// ```
+    public func restore<State: Decodable>(_ spin: String, at sequence: UInt64, as stateType: State.Type) async throws -> SpinRestored<State> {
+        try await postBody(["at": .number(sequence)], to: ["v1", "spins", spin, "restore"], expecting: 200)
+    }
+
+    /// Makes Spin `name`, of the same kind as the Spin named `spin`, in that Spin's state
+    /// right after sequence `at` (`POST /v1/spins/{name}/fork`, `admin` on both names): its
+    /// history begins at sequence 1 with `{"type":"spin.forked","from":..,"at":N}`. Answered
+    /// once durable. Throws `spin_exists` (409) for a name in use, `state_not_restorable`
+    /// (409) when the kind is not made at run time or `name` is not one of its names.
+    ///
+    /// ```swift
+    /// let fork = try await client.fork("door-7", at: 41, as: "door-7-what-if")
+    /// print(fork.name, fork.sequence)   // door-7-what-if 1
+    /// ```
+    public func fork(_ spin: String, at sequence: UInt64, as name: String) async throws -> SpinForked {
+        try await postBody(["at": .number(sequence), "name": .text(name)], to: ["v1", "spins", spin, "fork"], expecting: 201)
+    }
+
+    /// A member of a restore's or a fork's body.
+    private enum BodyValue: Encodable {
+        case number(UInt64)
+        case text(String)
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .number(let value): try container.encode(value)
+            case .text(let value): try container.encode(value)
+            }
+        }
+    }
+
+    private func postBody<Answer: Decodable>(_ body: [String: BodyValue], to path: [String], expecting status: Int) async throws -> Answer {
+        var request = try await makeRequest(path: path, query: [])
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try? JSONEncoder().encode(body)
+        return try await perform(request, expecting: status)
+    }
+
     /// A page of the Spins the token may read, in name order (UTF-8 bytes): those whose
     /// names start with `prefix` and sort after `after` (the `next` of the page before),
     /// at most `limit` (1 to 1000; the server's default, 100, when nil).

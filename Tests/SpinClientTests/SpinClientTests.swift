@@ -154,7 +154,7 @@ struct SpinClientTests {
     }
 }
 
-/// `create(_:kind:)` and `delete(_:)` against a server with kind `tally` (`tally-*`).
+/// `create(_:kind:)`, `restore`, `fork` and `delete(_:)` against a server with kind `tally` (`tally-*`).
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct SpinClientCreationTests {
     static func start() throws -> LoopServer {
@@ -167,7 +167,7 @@ struct SpinClientCreationTests {
         return LoopServer(configuration: configuration, host: try kinds.makeHost(configuration), logger: logger)
     }
 
-    @Test func create_MakesTheSpin_ThenSaysItExisted_AndDeleteRemovesIt() async throws {
+    @Test func create_MakesTheSpin_ThenSaysItExisted_RestoreAndForkFromItsHistory_AndDeleteRemovesIt() async throws {
         let server = try Self.start()
         let port = try server.start()
         let client = SpinClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
@@ -182,8 +182,28 @@ struct SpinClientCreationTests {
         } catch let error as SpinClientError {
             #expect(error.status == 404 && error.code == "kind_not_found")
         }
+        // Restored, then forked, from its history (no journal: the feed's, in memory).
+        #expect(try await client.post([Tally.Event(amount: 5)], to: "tally-1").sequence == 2)
+        let restored = try await client.restore("tally-1", at: 1, as: Tally.State.self)
+        #expect(restored.name == "tally-1" && restored.sequence == 3 && restored.at == 1 && restored.state == Tally.State(count: 2))
+        #expect(try await client.state(of: "tally-1", as: Tally.State.self).state == Tally.State(count: 2))
+        let fork = try await client.fork("tally-1", at: 2, as: "tally-9")
+        #expect(fork == SpinForked(name: "tally-9", kind: "tally", sequence: 1, from: "tally-1", at: 2))
+        #expect(try await client.state(of: "tally-9", as: Tally.State.self).state == Tally.State(count: 7))
+        do {
+            _ = try await client.fork("tally-1", at: 2, as: "tally-9")
+            Issue.record("a fork took a name in use")
+        } catch let error as SpinClientError {
+            #expect(error.status == 409 && error.code == "spin_exists")
+        }
+        do {
+            _ = try await client.restore("tally-1", at: 9, as: Tally.State.self)
+            Issue.record("a sequence beyond the Spin's was restored")
+        } catch let error as SpinClientError {
+            #expect(error.status == 404 && error.code == "sequence_not_found")
+        }
         let deleted = try await client.delete("tally-1")
-        #expect(deleted.outcome == .deleted && deleted.sequence == 1 && deleted.status.rawValue == "deleted")
+        #expect(deleted.outcome == .deleted && deleted.sequence == 3 && deleted.status.rawValue == "deleted")
         do {
             try await client.delete("tally-1")
             Issue.record("a deleted Spin was deleted again")
