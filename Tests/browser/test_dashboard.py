@@ -307,6 +307,52 @@ def test_the_timeline_shows_any_kept_sequence_its_event_and_what_changed(driver,
     assert driver.find_element(By.ID, "timeline-change").text == "/value: 0 → 1"
 
 
+def test_the_timeline_restores_the_spin_and_forks_a_new_one(driver, base_url):
+    # door-1 exists with a history before the page opens (doors are made on their first event).
+    def post(path, body):
+        request = urllib.request.Request(base_url + path, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        return json.loads(urllib.request.urlopen(request, timeout=10).read())
+    post("/v1/spins/door-1/events", [{"type": "LOCK"}, {"type": "UNLOCK", "code": "1234"}])
+    open_page(driver, base_url)
+    select_spin(driver, "session")
+    start, _ = spin_view(driver, "session")
+    for event in ('{"type":"login"}', '{"type":"loginOK"}'):
+        assert send(driver, event).text.startswith("202")
+    wait_for(driver, lambda d: spin_view(d, "session")[1]["value"] == "loggedIn", "logged in")
+
+    def scrub(to):
+        wait_for(driver, lambda d: int(d.find_element(By.ID, "timeline").get_attribute("max")) >= to, f"the timeline reaching {to}")
+        driver.execute_script("const s = document.getElementById('timeline'); s.value = arguments[0];"
+                              "s.dispatchEvent(new Event('input'));", str(to))
+        wait_for(driver, lambda d: d.find_element(By.ID, "timeline-seq").text == f"seq {to}", f"the timeline at {to}")
+    scrub(start)
+    driver.find_element(By.ID, "timeline-restore").click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "timeline-action").text.startswith(f"restored to sequence {start}: now sequence {start + 3}"),
+             "the restore's answer")
+    # The Spin's card and current state follow (its stream's new snapshot), and the timeline shows the restore.
+    wait_for(driver, lambda d: spin_view(d, "session") == (start + 3, {"value": "loggedOut", "context": {}}), "the session restored")
+    wait_for(driver, lambda d: d.find_element(By.ID, "timeline-seq").text == f"seq {start + 3}"
+             and '{"type":"spin.restored","at":' + str(start) + '}' in d.find_element(By.ID, "timeline-entry").text,
+             "the restore on the timeline")
+    assert json.loads(driver.find_element(By.ID, "selected-state").text)["value"] == "loggedOut"
+    # A configured machine's kind is not made at run time: the error is shown, nothing made.
+    driver.find_element(By.ID, "timeline-fork-name").send_keys("session-2")
+    driver.find_element(By.ID, "timeline-fork").click()
+    wait_for(driver, lambda d: "409 state_not_restorable" in d.find_element(By.ID, "timeline-action").text, "the fork refused")
+    # A door is: forked at its first event, locked.
+    select_spin(driver, "door-1")
+    scrub(1)
+    name = driver.find_element(By.ID, "timeline-fork-name")
+    name.clear()
+    name.send_keys("door-41")
+    driver.find_element(By.ID, "timeline-fork").click()
+    wait_for(driver, lambda d: d.find_element(By.ID, "timeline-action").text == "made door-41 (door) in the state of sequence 1",
+             "the fork's answer")
+    forked = json.loads(urllib.request.urlopen(base_url + "/v1/spins/door-41", timeout=10).read())
+    assert forked["sequence"] == 1 and forked["state"]["value"] == "locked", forked
+
+
 def test_levels_set_converges_on_the_page(driver, base_url):
     open_page(driver, base_url)
     select_spin(driver, "levels")
