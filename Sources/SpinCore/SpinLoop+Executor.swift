@@ -341,13 +341,15 @@ extension SpinLoop {
     /// applying: `record` is told the new sequence first (observers see no transition:
     /// the host gives its own to whoever it observes for), then `state` and `states` show
     /// it and the feedbacks are given it as after any applied event, then `afterFeedbacks`
-    /// runs. The runaway guard (`suspendingAt`) judges the state as it judges any.
+    /// runs. The runaway guard (`suspendingAt`) judges the state as it judges any. A loop
+    /// that stopped or was suspended by then takes nothing: `record` is told nil.
     public func replaceState(
         with state: State,
-        record: @escaping @Sendable (_ sequence: UInt64) -> Void,
+        record: @escaping @Sendable (_ sequence: UInt64?) -> Void,
         afterFeedbacks: @escaping @Sendable () -> Void = {}
     ) {
         section.schedule { [self] in
+            guard shared.withLock({ $0.phase != .stopped && $0.suspension == nil }) else { return record(nil) }
             current = state
             currentSequence += 1
             feedbackRun = 0

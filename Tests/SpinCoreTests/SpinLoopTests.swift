@@ -398,6 +398,39 @@ struct ReviewRegressionTests {
         loop.stop()
     }
 
+    @Test func replaceState_TakesTheNextSequence_TheFeedbacksGetTheState_ObserversNoTransition() async {
+        // A feedback that counts up to 10 from whatever state it is given.
+        let counting = Feedback<Int, Step>(effect: { (state: Int) -> Step? in state < 10 ? .add(1) : nil })
+        let loop = Spin(initialState: 0, feedbacks: [counting], reducer: Reducer(sum)).makeLoop()
+        let observed = Recorder<(UInt64, Int)>()
+        let observation = loop.observe { observed.append(($0.sequence, $0.state)) }
+        loop.start()
+        _ = await loop.firstState { $0 == 10 }
+        #expect(loop.sequence == 10)
+        let recorded = Recorder<UInt64?>()
+        loop.replaceState(with: 4, record: { sequence in
+            recorded.append(sequence)
+            // Told before anyone reads the state.
+            #expect(loop.sequence == 10)
+        })
+        // Sequence 11 is the replacement; the feedback counts on from 4: 12...17.
+        #expect(await eventually { loop.sequence == 17 })
+        #expect(recorded.all == [11])
+        #expect(loop.state == 10)
+        let after = observed.all.filter { $0.0 > 10 }
+        #expect(after.map(\.0) == Array(12...17) && after.map(\.1) == Array(5...10))
+        // Suspended or stopped: nothing taken, told nil.
+        #expect(loop.suspend(reason: "held"))
+        loop.replaceState(with: 0, record: { recorded.append($0) })
+        #expect(await eventually { recorded.count == 2 })
+        #expect(recorded.all.last == .some(nil) && loop.sequence == 17 && loop.state == 10)
+        loop.stop()
+        loop.replaceState(with: 0, record: { recorded.append($0) })
+        #expect(await eventually { recorded.count == 3 })
+        #expect(recorded.all.last == .some(nil) && loop.sequence == 17)
+        observation.cancel()
+    }
+
     @Test func afterStop_TheStateStillShowsEveryAppliedEvent() async {
         let loop = Spin(initialState: 0) { Reducer(sum) }.makeLoop()
         let applied = Recorder<UInt64>()

@@ -135,7 +135,8 @@ extension APIRouter {
                           replacement: StateReplacement(epoch: Journal.makeEpoch())) { replaced in
             switch replaced {
             case nil:
-                done(.failure(.spinStopped(spin.name, applying: false)))
+                // Suspended or stopped (to sleep, to move) since it was asked: nothing changed.
+                done(.failure(spin.status == .suspended ? .spinSuspended(spin.name) : .spinStopped(spin.name, applying: false)))
             case .failure(let refusal):
                 done(.failure(.stateNotRestorable(spin: spin.name, at: at, reason: refusal.reason)))
             case .success(let sequence):

@@ -164,6 +164,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         let version = Int32(traits.version)
         let fault = unencodable
         running.replaceState(with: state, record: { sequence in
+            guard let sequence else { return done(nil) }
             var transition = HostedTransition(sequence: sequence, event: event, state: encoded, origin: origin)
             transition.version = version
             transition.time = HostedTransition.now()

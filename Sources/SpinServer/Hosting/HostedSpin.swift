@@ -290,7 +290,8 @@ package protocol HostedSpin: AnyObject, Sendable {
     /// `replacement`: its observers get that transition, then its feedbacks the state, as
     /// after any applied event. `done` gets the new sequence, or why the state cannot be
     /// the Spin's (it does not decode as its state, or does not fit its definition; nothing
-    /// changed), or nil when the Spin has no loop to move (asleep, unrecoverable).
+    /// changed), or nil when the Spin has no loop to move (asleep, unrecoverable), or its
+    /// loop stopped or was suspended before the state could be put in place.
     func replaceState(with state: JSONValue, event: JSONValue, origin: String?, replacement: StateReplacement,
                       done: @escaping @Sendable (Result<UInt64, StateRefusal>?) -> Void)
     /// Makes the loop (Gear subscriptions attached) with its feedback budget, without
