@@ -10,6 +10,7 @@ database is back.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import subprocess
@@ -272,6 +273,21 @@ def test_history_is_kept_in_segments_and_read_back_after_a_restart(database, sta
     assert [entry["sequence"] for entry in entries] == list(range(1, base + 1201))
     assert [entry["state"]["value"] for entry in entries] == list(range(1, base + 1201))
     assert second.get("/v1/spins/counter", params={"at": 555}).json()["state"] == {"value": 555}
+    # A restore: recorded with its state, a new epoch stored, both read back after a restart.
+    epoch = rows(url, "SELECT epoch FROM spin_epochs WHERE spin = 'counter'")
+    restored = second.post("/v1/spins/counter/restore", json={"at": 555})
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["sequence"] == base + 1201 and restored.json()["state"] == {"value": 555}
+    new_epoch = rows(url, "SELECT epoch FROM spin_epochs WHERE spin = 'counter'")
+    assert new_epoch and new_epoch != epoch
+    assert second.terminate() == 0
+    third = start_server(env=postgres_env(url), name="history-restored", config_patch=patch)
+    assert third.spin("counter")["sequence"] == base + 1201 and third.spin("counter")["state"] == {"value": 555}
+    entry = third.get("/v1/spins/counter/history", params={"from": base + 1201}).json()["entries"][0]
+    assert entry["event"] == {"type": "spin.restored", "at": 555} and entry["state"] == {"value": 555}
+    with third.get("/v1/spins/counter/stream", headers={"Accept": "text/event-stream"}, stream=True) as stream:
+        first_line = next(line for line in stream.iter_lines(decode_unicode=True) if line.startswith("data: "))
+    assert json.loads(first_line[len("data: "):])["epoch"] == new_epoch
 
 
 def test_a_killed_server_loses_no_acknowledged_event(database, start_server):
