@@ -145,7 +145,7 @@ let package = Package(
             "SpinExamples", "SpinTesting", "SpinJSON", "SpinCore", "SpinConcurrency",
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
-        .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore", "SpinConcurrency"]),
+        .testTarget(name: "SpinMachinesTests", dependencies: ["SpinMachines", "SpinTesting", "SpinCore", "SpinConcurrency", "SpinJSON"]),
         .testTarget(name: "SpinTestingTests", dependencies: ["SpinTesting", "SpinCore"]),
         .testTarget(name: "SpinCombineTests", dependencies: [
             "SpinCombine", "SpinCore", "SpinConcurrency", .product(name: "OpenCombine", package: "OpenCombine"),

@@ -335,6 +335,8 @@ def test_the_timeline_restores_the_spin_and_forks_a_new_one(driver, base_url):
     wait_for(driver, lambda d: d.find_element(By.ID, "timeline-seq").text == f"seq {start + 3}"
              and '{"type":"spin.restored","at":' + str(start) + '}' in d.find_element(By.ID, "timeline-entry").text,
              "the restore on the timeline")
+    # No token, no subject: the server's own event, not the Spin's.
+    assert "recorded by the server" in driver.find_element(By.ID, "timeline-entry").text
     assert json.loads(driver.find_element(By.ID, "selected-state").text)["value"] == "loggedOut"
     # A configured machine's kind is not made at run time: the error is shown, nothing made.
     driver.find_element(By.ID, "timeline-fork-name").send_keys("session-2")

@@ -93,20 +93,26 @@ extension APIRouter {
                     }
                     let event = JSONValue.object([("type", .string(Self.forkedEventType)), ("from", .string(name)),
                                                   ("at", .number(String(at)))])
-                    Self.awake(fork, in: runtimeSpins, host: host) { woke in
-                        guard case .success(let forked) = woke else {
-                            if case .failure(let error) = woke { call.fail(error) }
-                            return
-                        }
-                        Self.replace(forked, feeds.feed(fork), with: state, at: at, event: event,
-                                     origin: call.caller.subject) { result in
-                            call.answer(result.map { sequence in
-                                .json(201, .object([("name", .string(fork)), ("kind", .string(kind)),
-                                                    ("sequence", .number(String(sequence))), ("from", .string(name)),
-                                                    ("at", .number(String(at)))]))
-                            })
+                    // Woken (a kind made asleep), then given the state; again when it fell
+                    // asleep in between (its loop stopped before it took the state).
+                    @Sendable func place(attempts: Int) {
+                        Self.awake(fork, in: runtimeSpins, host: host) { woke in
+                            guard case .success(let forked) = woke else {
+                                if case .failure(let error) = woke { call.fail(error) }
+                                return
+                            }
+                            Self.replace(forked, feeds.feed(fork), with: state, at: at, event: event,
+                                         origin: call.caller.subject) { result in
+                                if case .failure(.spinStopped) = result, attempts > 1 { return place(attempts: attempts - 1) }
+                                call.answer(result.map { sequence in
+                                    .json(201, .object([("name", .string(fork)), ("kind", .string(kind)),
+                                                        ("sequence", .number(String(sequence))), ("from", .string(name)),
+                                                        ("at", .number(String(at)))]))
+                                })
+                            }
                         }
                     }
+                    place(attempts: 3)
                 }
             } catch {
                 call.fail(error)

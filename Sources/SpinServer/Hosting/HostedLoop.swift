@@ -44,6 +44,8 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         let encodesBeforeApplying = !((Event.self as? any TypeTaggedEvent.Type)?.decodedEventsEncode ?? false)
         /// How events are read from request bodies and written for the journal and streams.
         let coding = HostedEventCoding<Event>()
+        /// How states are written for the journal, streams and history (`stateEncoder`).
+        let encodeState = HostedLoop.stateEncoder()
         let machineDefinition: JSONValue?
         let schema: SpinSchema
         /// Whether a state is final for the whole Spin (a machine's top-level final
@@ -151,7 +153,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         let encoded: JSONValue
         do {
             state = try JSONDecoder().decode(State.self, from: Data(json.bytes))
-            encoded = try Self.encode(state)
+            encoded = try traits.encodeState(state)
         } catch let error as DecodingError {
             return done(.failure(StateRefusal(reason: "it does not decode as the Spin's state: \(Self.describe(error))")))
         } catch {
@@ -359,7 +361,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                 do {
                     // The event's JSON as journaled: what its type's encoding wrote when it was applied.
                     var transition = HostedTransition(sequence: sequence, event: .raw(Array(payload)),
-                                                      state: try Self.encode(state), endsBatch: record.endsBatch,
+                                                      state: try traits.encodeState(state), endsBatch: record.endsBatch,
                                                       origin: origin, consumed: metadata.consumed ?? [:])
                     transition.version = Int32(version)
                     transition.time = time
@@ -456,7 +458,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// A recovered state's JSON; throws naming the sequence (nil: the last).
     private func encodeRecovered(_ state: State, at sequence: UInt64?) throws -> JSONValue {
         do {
-            return try Self.encode(state)
+            return try traits.encodeState(state)
         } catch {
             let which = sequence.map { "the state at sequence \($0)" } ?? "the recovered state"
             throw RecoveryError(spin: name, problem: "\(which) does not encode: \(Self.describe(error))", underlying: error)
@@ -584,7 +586,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             }
             doneFrom = offset
         }
-        return AppliedEvent(sequence: result.sequence, state: withState ? try? Self.encode(result.state) : nil,
+        return AppliedEvent(sequence: result.sequence, state: withState ? try? traits.encodeState(result.state) : nil,
                             count: result.count, ignored: result.declined, doneFrom: doneFrom)
     }
 
@@ -592,7 +594,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
     /// held, see `observe`) shows null rather than failing.
     func snapshot() -> (sequence: UInt64, state: JSONValue) {
         let (sequence, state) = running.snapshot
-        return (sequence, (try? Self.encode(state)) ?? .null)
+        return (sequence, (try? traits.encodeState(state)) ?? .null)
     }
 
     func observe(_ handler: @escaping @Sendable (HostedTransition) -> Void,
@@ -625,6 +627,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
                          afterFeedbacks: (@Sendable () -> Void)?,
                          unencodable: @escaping @Sendable (String) -> Void) -> SpinSubscription {
         let (loop, fault, encodeEvent, version) = (running, self.unencodable, traits.coding.encode, Int32(traits.version))
+        let encodeState = traits.encodeState
         core.withLock {
             $0.refusal = unencodable
             $0.observer = (handler, afterFeedbacks)
@@ -635,7 +638,7 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
             do {
                 event = .raw(try encodeEvent(transition.event))
                 do {
-                    state = try Self.encode(transition.state)
+                    state = try encodeState(transition.state)
                 } catch {
                     return refuse("the state (\(State.self)) after event \(transition.sequence)", error)
                 }
@@ -664,10 +667,20 @@ final class HostedLoop<State: Codable & Sendable, Event: Codable & Sendable>: Ho
         }
     }
 
-    /// A state or event as JSON text, encoded once (`.raw`) and shared by the feed, the
-    /// journal and every stream.
-    private static func encode<Value: Encodable>(_ value: Value) throws -> JSONValue {
-        .raw(try OrderedJSONEncoder().encode(value))
+    /// How a state becomes JSON text, encoded once (`.raw`) and shared by the feed, the
+    /// journal and every stream: written by the state itself when its type is
+    /// `JSONWritable` (a machine's), else through `OrderedJSONEncoder`. Chosen once per
+    /// kind (`Traits.encodeState`): no cast per state.
+    static func stateEncoder() -> @Sendable (State) throws -> JSONValue {
+        guard let writable = State.self as? any JSONWritable.Type else {
+            return { state in .raw(try OrderedJSONEncoder().encode(state)) }
+        }
+        return writer(writable)
+    }
+
+    private static func writer<Writable: JSONWritable>(_: Writable.Type) -> @Sendable (State) throws -> JSONValue {
+        // `State` is `Writable`: the cast changes nothing but the static type.
+        { state in .raw(try OrderedJSONEncoder().encode(writing: unsafeBitCast(state, to: Writable.self))) }
     }
 
     // MARK: Error messages

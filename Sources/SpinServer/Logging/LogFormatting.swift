@@ -19,9 +19,33 @@ enum LogFormatting {
         if milliseconds < 0 { milliseconds += 1000; seconds -= 1 }
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+        let year = Int(parts.tm_year) + 1900
+        guard (0...9999).contains(year) else {
+            return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", year, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                          Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+        }
+        // Digit by digit: every log line and history entry has one, and `String(format:)`
+        // costs more than the rest of a history entry.
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var index = 0
+            func put(_ value: Int, digits: Int) {
+                var divisor = 1
+                for _ in 1..<digits { divisor *= 10 }
+                while divisor > 0 {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(value / divisor % 10)
+                    index += 1
+                    divisor /= 10
+                }
+            }
+            func put(_ character: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: character)
+                index += 1
+            }
+            put(year, digits: 4); put("-"); put(Int(parts.tm_mon) + 1, digits: 2); put("-"); put(Int(parts.tm_mday), digits: 2)
+            put("T"); put(Int(parts.tm_hour), digits: 2); put(":"); put(Int(parts.tm_min), digits: 2); put(":")
+            put(Int(parts.tm_sec), digits: 2); put("."); put(milliseconds, digits: 3); put("Z")
+            return index
+        }
     }
 
     /// A JSON string literal, quotes included (RFC 8259 §7: `"` and `\` escaped, control

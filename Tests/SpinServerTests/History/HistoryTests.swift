@@ -135,5 +135,20 @@ import Testing
         #expect(Self.text(HistoryEntries.page([], next: nil, deltas: false)) == #"{"entries":[],"next":null}"#)
         #expect(LogFormatting.timestamp(milliseconds: 5) == "1970-01-01T00:00:00.005Z")
         #expect(LogFormatting.timestamp(milliseconds: 951_782_400_042) == "2000-02-29T00:00:00.042Z")
+        #expect(LogFormatting.timestamp(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
+        #expect(LogFormatting.timestamp(milliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        // Digit by digit, as `String(format:)` writes it, over years 1 to 9999.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let milliseconds = Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &generator)
+            var seconds = time_t(milliseconds.quotientAndRemainder(dividingBy: 1000).quotient)
+            var remainder = Int(milliseconds.quotientAndRemainder(dividingBy: 1000).remainder)
+            if remainder < 0 { remainder += 1000; seconds -= 1 }
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                                  Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), remainder)
+            #expect(LogFormatting.timestamp(milliseconds: milliseconds) == expected, "\(milliseconds)")
+        }
     }
 }
