@@ -157,3 +157,19 @@ def test_a_fork_is_a_new_spin_of_the_kind_in_that_state_with_its_own_history(sta
     forked = again.spin("door-9", headers=AUTH)
     assert forked["sequence"] == 2 and forked["state"]["value"] == "locked"
     assert again.get("/v1/spins/door-9", params={"at": 1}, headers=AUTH).json()["state"] == closed_once
+
+
+def test_an_answered_restore_survives_kill_9(machine_server, tmp_path):
+    storage = tmp_path / "storage"
+    server = tally_server(machine_server, KEPT, storage=storage, name="killed")
+    post(server, "tally", [{"type": "INC"}] * 40)
+    answer = restore(server, "tally", {"at": 7})
+    assert answer.status_code == 200, answer.text
+    post(server, "tally", [{"type": "INC"}] * 2)
+    server.kill()
+    # Answered means durable: after kill -9 the restore, and the events after it, are there.
+    again = tally_server(machine_server, KEPT, storage=storage, name="restarted")
+    assert again.spin("tally", headers=AUTH)["state"] == {"value": "on", "context": {"n": 9}}
+    entries = every_entry(again, "tally")
+    assert [n(e["state"]) for e in entries] == list(range(1, 41)) + [7, 8, 9]
+    assert entries[40]["event"] == {"type": "spin.restored", "at": 7}
