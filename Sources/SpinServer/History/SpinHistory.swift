@@ -141,22 +141,41 @@ package enum HistoryEntries {
     /// that one's state instead of its own, when the patch is the smaller (as state
     /// streams do, `StatePatcher`); the first always carries its state.
     package static func page(_ entries: [HostedTransition], next: UInt64?, deltas: Bool) -> JSONValue {
-        var list: [JSONValue] = []
-        list.reserveCapacity(entries.count)
+        // Written as text at once (a page holds up to a thousand entries): no value tree.
+        var text: [UInt8] = []
+        text.reserveCapacity(64 + entries.count * 160)
+        text += #"{"entries":["#.utf8
         var previous: HostedTransition?
-        for entry in entries {
-            var members: [(String, JSONValue)] = [("sequence", .number(String(entry.sequence))), ("event", entry.event)]
-            if deltas, let previous, previous.sequence &+ 1 == entry.sequence {
-                members.append(StatePatcher.patch(from: previous.state, to: entry.state).map { ("patch", .raw($0)) }
-                               ?? ("state", entry.state))
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            text += #"{"sequence":"#.utf8
+            text += String(entry.sequence).utf8
+            text += #","event":"#.utf8
+            entry.event.write(into: &text)
+            if deltas, let previous, previous.sequence &+ 1 == entry.sequence,
+               let patch = StatePatcher.patch(from: previous.state, to: entry.state) {
+                text += #","patch":"#.utf8
+                text += patch
             } else {
-                members.append(("state", entry.state))
+                text += #","state":"#.utf8
+                entry.state.write(into: &text)
             }
-            if let origin = entry.origin { members.append(("sub", .string(origin))) }
-            members.append(("at", entry.time > 0 ? .string(LogFormatting.timestamp(milliseconds: entry.time)) : .null))
-            list.append(.object(members))
+            if let origin = entry.origin {
+                text += #","sub":"#.utf8
+                JSONValue.writeString(origin, into: &text)
+            }
+            text += #","at":"#.utf8
+            if entry.time > 0 {
+                JSONValue.writeString(LogFormatting.timestamp(milliseconds: entry.time), into: &text)
+            } else {
+                text += "null".utf8
+            }
+            text.append(UInt8(ascii: "}"))
             previous = entry
         }
-        return .object([("entries", .array(list)), ("next", next.map { .number(String($0)) } ?? .null)])
+        text += #"],"next":"#.utf8
+        text += (next.map { String($0) } ?? "null").utf8
+        text.append(UInt8(ascii: "}"))
+        return .raw(text)
     }
 }
