@@ -361,3 +361,10 @@ package enum APIError: Error, Equatable, Sendable {
         }
     }
 }
+
+extension APIError {
+    /// 400 `bad_request` for a Spin name that is not one (a `PUT`, a fork's new name).
+    static func invalidSpinName(_ name: String) -> APIError {
+        .badRequest("\"\(name)\" is not a valid Spin name: use 1 to 64 letters, digits, '-', '_' or '.'")
+    }
+}

@@ -172,13 +172,11 @@ extension APIRouter {
     /// The body of a restore (`{"at": N}`) or of a fork (`naming`: `{"at": N, "name":
     /// "<new>"}`), as JSON, and nothing else.
     static func stateRequest(_ request: HTTPRequest, naming: Bool) -> Result<(at: UInt64, name: String?), APIError> {
-        let contentType = request.headers["Content-Type"]
-        guard MediaType.isJSON(contentType) else { return .failure(.unsupportedMediaType(contentType)) }
-        let bytes = Array(request.body)
-        if let problem = JSONValidator.firstProblem(in: bytes) { return .failure(.malformedJSON(problem.located(in: bytes))) }
         let shape = naming ? #"{"at": <a sequence>, "name": "<the new Spin>"}"# : #"{"at": <a sequence>}"#
-        guard case .object(let members)? = try? JSONValue(parsing: bytes) else {
-            return .failure(.badRequest("the body must be a JSON object \(shape)"))
+        let members: [(key: String, value: JSONValue)]
+        switch jsonObject(request, shape: shape) {
+        case .success(let object): members = object
+        case .failure(let error): return .failure(error)
         }
         if let extra = members.first(where: { $0.key != "at" && (!naming || $0.key != "name") }) {
             return .failure(.badRequest("unknown member \"\(extra.key)\": the body is \(shape)"))
@@ -196,7 +194,7 @@ extension APIRouter {
             return .failure(.badRequest("the body must name the new Spin as a string: \(shape)"))
         }
         guard SpinHost.isNameText(name), !name.isEmpty else {
-            return .failure(.badRequest("\"\(name)\" is not a valid Spin name: use 1 to 64 letters, digits, '-', '_' or '.'"))
+            return .failure(.invalidSpinName(name))
         }
         return .success((at, name))
     }

@@ -138,12 +138,10 @@ extension APIRouter {
 
     /// The body of a `PUT`: `{"kind": "<name>"}` and nothing else, as JSON.
     static func creation(_ request: HTTPRequest) -> Result<String, APIError> {
-        let contentType = request.headers["Content-Type"]
-        guard MediaType.isJSON(contentType) else { return .failure(.unsupportedMediaType(contentType)) }
-        let bytes = Array(request.body)
-        if let problem = JSONValidator.firstProblem(in: bytes) { return .failure(.malformedJSON(problem.located(in: bytes))) }
-        guard case .object(let members)? = try? JSONValue(parsing: bytes) else {
-            return .failure(.badRequest("the body must be a JSON object {\"kind\": \"<a configured kind>\"}"))
+        let members: [(key: String, value: JSONValue)]
+        switch jsonObject(request, shape: "{\"kind\": \"<a configured kind>\"}") {
+        case .success(let object): members = object
+        case .failure(let error): return .failure(error)
         }
         guard let kindValue = members.first(where: { $0.key == "kind" })?.value, case .string(let kind) = kindValue else {
             return .failure(.badRequest("the body must name the kind: {\"kind\": \"<a configured kind>\"}"))
@@ -152,6 +150,20 @@ extension APIRouter {
             return .failure(.badRequest("unknown member \"\(extra.key)\": the body is {\"kind\": \"<a configured kind>\"}"))
         }
         return .success(kind)
+    }
+
+    /// The members of a body that must be one JSON object (`shape`, for the message): 415
+    /// for a body not sent as JSON, 400 `malformed_json` for text that is not JSON, 400
+    /// `bad_request` for JSON that is not an object.
+    static func jsonObject(_ request: HTTPRequest, shape: String) -> Result<[(key: String, value: JSONValue)], APIError> {
+        let contentType = request.headers["Content-Type"]
+        guard MediaType.isJSON(contentType) else { return .failure(.unsupportedMediaType(contentType)) }
+        let bytes = Array(request.body)
+        if let problem = JSONValidator.firstProblem(in: bytes) { return .failure(.malformedJSON(problem.located(in: bytes))) }
+        guard case .object(let members)? = try? JSONValue(parsing: bytes) else {
+            return .failure(.badRequest("the body must be a JSON object \(shape)"))
+        }
+        return .success(members)
     }
 
     /// `DELETE /v1/spins/{name}`: removes a Spin made at run time and its history (200);

@@ -380,7 +380,7 @@ package final class RuntimeSpins: Sendable {
             return .answered(.failure(.kindNotFound(kindName, known: host.factory?.kindNames ?? [])))
         }
         guard SpinHost.isNameText(name), !name.isEmpty else {
-            return .answered(.failure(.badRequest("\"\(name)\" is not a valid Spin name: use 1 to 64 letters, digits, '-', '_' or '.'")))
+            return .answered(.failure(.invalidSpinName(name)))
         }
         if factory.configured.contains(name) { return .answered(.failure(.spinExists(name, kind: nil))) }
         if let existing = host.spin(named: name) {
